@@ -1,0 +1,96 @@
+#include "core/field_error.h"
+
+namespace daemonlet {
+
+FieldPath FieldPath::child(std::string_view name) const {
+    if (s_.empty()) return FieldPath(std::string(name));
+    std::string out = s_;
+    out += '.';
+    out += name;
+    return FieldPath(std::move(out));
+}
+
+FieldPath FieldPath::index(std::size_t i) const {
+    return FieldPath(s_ + "[" + std::to_string(i) + "]");
+}
+
+FieldPath FieldPath::key(std::string_view k) const {
+    std::string out = s_;
+    out += '[';
+    out += k;
+    out += ']';
+    return FieldPath(std::move(out));
+}
+
+std::string render_value(const Json& v) {
+    // error_handler::replace: a bad byte in a value must never throw while
+    // we are only trying to report it.
+    return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string render_string(std::string_view s) { return render_value(Json(std::string(s))); }
+
+std::string render_int(std::int64_t n) { return std::to_string(n); }
+
+std::string FieldError::to_string() const {
+    std::string out = field;
+    out += ": ";
+    switch (type) {
+    case FieldErrorType::Invalid:
+    case FieldErrorType::TypeInvalid: out += "Invalid value"; break;
+    case FieldErrorType::Required: out += "Required value"; break;
+    case FieldErrorType::NotSupported: out += "Unsupported value"; break;
+    case FieldErrorType::Forbidden: out += "Forbidden"; break;
+    case FieldErrorType::Duplicate: out += "Duplicate value"; break;
+    case FieldErrorType::TooLong: out += "Too long"; break;
+    case FieldErrorType::TooMany: out += "Too many"; break;
+    }
+    if (!value.empty()) {
+        out += ": ";
+        out += value;
+    }
+    if (!detail.empty()) {
+        out += ": ";
+        out += detail;
+    }
+    return out;
+}
+
+FieldError invalid(const FieldPath& p, std::string value, std::string detail) {
+    return {FieldErrorType::Invalid, p.str(), std::move(value), std::move(detail)};
+}
+
+FieldError required(const FieldPath& p, std::string detail) {
+    return {FieldErrorType::Required, p.str(), {}, std::move(detail)};
+}
+
+FieldError forbidden(const FieldPath& p, std::string detail) {
+    return {FieldErrorType::Forbidden, p.str(), {}, std::move(detail)};
+}
+
+FieldError duplicate(const FieldPath& p, std::string value) {
+    return {FieldErrorType::Duplicate, p.str(), std::move(value), {}};
+}
+
+FieldError too_long(const FieldPath& p, std::string value, std::size_t max) {
+    return {FieldErrorType::TooLong, p.str(), std::move(value),
+            "must have at most " + std::to_string(max) + " bytes"};
+}
+
+FieldError type_invalid(const FieldPath& p, std::string value, std::string detail) {
+    return {FieldErrorType::TypeInvalid, p.str(), std::move(value), std::move(detail)};
+}
+
+FieldError not_supported(const FieldPath& p, std::string value, const std::vector<std::string>& valid) {
+    std::string detail;
+    if (!valid.empty()) {
+        detail = "supported values: ";
+        for (std::size_t i = 0; i < valid.size(); ++i) {
+            if (i) detail += ", ";
+            detail += render_string(valid[i]);
+        }
+    }
+    return {FieldErrorType::NotSupported, p.str(), std::move(value), std::move(detail)};
+}
+
+}  // namespace daemonlet

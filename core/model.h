@@ -1,0 +1,316 @@
+// The typed model of what the agent acts on: apps/v1 DaemonSet and v1 Node,
+// with the field names of the Kubernetes API (k8s.io/api/apps/v1,
+// k8s.io/api/core/v1). Optional fields that upstream models as pointers are
+// std::optional here, so that "unset" and "zero" stay distinct where the
+// semantics depend on it (an empty required node affinity is not an absent one).
+//
+// Every object also keeps `object`: the full document as read and defaulted,
+// unknown fields included, so nothing a user wrote is lost when it is stored
+// and written out again. The typed fields are a view of that document.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/quantity.h"
+
+namespace daemonlet {
+
+using Labels = std::map<std::string, std::string>;
+
+// intstr.IntOrString.
+struct IntOrString {
+    enum class Type { Int, String };
+    Type type = Type::Int;
+    std::int64_t int_val = 0;
+    std::string str_val;
+
+    static IntOrString from_int(std::int64_t v) { return {Type::Int, v, {}}; }
+    static IntOrString from_string(std::string s) { return {Type::String, 0, std::move(s)}; }
+    bool operator==(const IntOrString&) const = default;
+};
+
+struct ObjectMeta {
+    std::string name;
+    std::string generate_name;
+    std::string namespace_;  // defaulted to "default" for namespaced kinds
+    Labels labels;
+    Labels annotations;
+    std::string uid;
+    std::int64_t generation = 0;
+    std::string resource_version;
+    std::string creation_timestamp;  // RFC 3339 as written; empty when null
+};
+
+// metav1.LabelSelector.
+struct LabelSelectorRequirement {
+    std::string key;
+    std::string op;  // In, NotIn, Exists, DoesNotExist
+    std::vector<std::string> values;
+};
+struct LabelSelector {
+    Labels match_labels;
+    std::vector<LabelSelectorRequirement> match_expressions;
+};
+
+// v1.NodeSelector and friends.
+struct NodeSelectorRequirement {
+    std::string key;
+    std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+    std::vector<std::string> values;
+};
+struct NodeSelectorTerm {
+    std::vector<NodeSelectorRequirement> match_expressions;
+    std::vector<NodeSelectorRequirement> match_fields;
+};
+struct NodeSelector {
+    std::vector<NodeSelectorTerm> node_selector_terms;
+};
+struct PreferredSchedulingTerm {
+    std::int32_t weight = 0;
+    NodeSelectorTerm preference;
+};
+struct NodeAffinity {
+    std::optional<NodeSelector> required;  // requiredDuringSchedulingIgnoredDuringExecution
+    std::vector<PreferredSchedulingTerm> preferred;  // preferredDuringSchedulingIgnoredDuringExecution
+};
+struct Affinity {
+    std::optional<NodeAffinity> node_affinity;
+    Json pod_affinity;       // kept as written; not acted on by a single node
+    Json pod_anti_affinity;  // kept as written
+};
+
+struct Toleration {
+    std::string key;
+    std::string op;  // "" (Equal), Equal, Exists
+    std::string value;
+    std::string effect;  // "" (all), NoSchedule, PreferNoSchedule, NoExecute
+    std::optional<std::int64_t> toleration_seconds;
+    bool operator==(const Toleration&) const = default;
+};
+
+struct Taint {
+    std::string key;
+    std::string value;
+    std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+    std::string time_added;
+    bool operator==(const Taint&) const = default;
+};
+
+struct ObjectFieldSelector {
+    std::string api_version;
+    std::string field_path;
+};
+struct ResourceFieldSelector {
+    std::string container_name;
+    std::string resource;
+    std::optional<Quantity> divisor;
+};
+struct EnvVarSource {
+    std::optional<ObjectFieldSelector> field_ref;
+    std::optional<ResourceFieldSelector> resource_field_ref;
+    Json config_map_key_ref;  // kept as written
+    Json secret_key_ref;      // kept as written
+};
+struct EnvVar {
+    std::string name;
+    std::string value;
+    std::optional<EnvVarSource> value_from;
+};
+
+struct ContainerPort {
+    std::string name;
+    std::int32_t container_port = 0;
+    std::int32_t host_port = 0;
+    std::string protocol;  // defaulted to TCP
+    std::string host_ip;
+};
+
+struct ResourceRequirements {
+    std::map<std::string, Quantity> limits;
+    std::map<std::string, Quantity> requests;
+};
+
+struct VolumeMount {
+    std::string name;
+    std::string mount_path;
+    std::string sub_path;
+    bool read_only = false;
+    std::string mount_propagation;
+};
+
+struct ExecAction {
+    std::vector<std::string> command;
+};
+struct HTTPHeader {
+    std::string name;
+    std::string value;
+};
+struct HTTPGetAction {
+    std::string path;
+    IntOrString port;
+    std::string host;
+    std::string scheme;  // defaulted to HTTP
+    std::vector<HTTPHeader> http_headers;
+};
+struct TCPSocketAction {
+    IntOrString port;
+    std::string host;
+};
+// ProbeHandler / LifecycleHandler: exactly one action is set when valid.
+struct Handler {
+    std::optional<ExecAction> exec;
+    std::optional<HTTPGetAction> http_get;
+    std::optional<TCPSocketAction> tcp_socket;
+    std::optional<std::int64_t> sleep_seconds;  // lifecycle sleep action
+    Json grpc;                                  // kept as written
+};
+struct Probe {
+    Handler handler;
+    std::int32_t initial_delay_seconds = 0;
+    std::int32_t timeout_seconds = 1;
+    std::int32_t period_seconds = 10;
+    std::int32_t success_threshold = 1;
+    std::int32_t failure_threshold = 3;
+    std::optional<std::int64_t> termination_grace_period_seconds;
+};
+struct Lifecycle {
+    std::optional<Handler> post_start;
+    std::optional<Handler> pre_stop;
+};
+
+struct SecurityContext {
+    std::optional<bool> privileged;
+    std::optional<std::int64_t> run_as_user;
+    std::optional<std::int64_t> run_as_group;
+    std::optional<bool> run_as_non_root;
+    std::optional<bool> read_only_root_filesystem;
+    std::optional<bool> allow_privilege_escalation;
+    std::vector<std::string> capabilities_add;
+    std::vector<std::string> capabilities_drop;
+};
+
+struct Container {
+    std::string name;
+    std::string image;
+    std::string image_pull_policy;  // defaulted: Always for :latest / untagged, else IfNotPresent
+    std::vector<std::string> command;
+    std::vector<std::string> args;
+    std::string working_dir;
+    std::vector<EnvVar> env;
+    std::vector<ContainerPort> ports;
+    ResourceRequirements resources;
+    std::vector<VolumeMount> volume_mounts;
+    std::optional<Probe> liveness_probe;
+    std::optional<Probe> readiness_probe;
+    std::optional<Probe> startup_probe;
+    std::optional<Lifecycle> lifecycle;
+    std::optional<SecurityContext> security_context;
+    std::string termination_message_path;
+    std::string termination_message_policy;
+};
+
+struct Volume {
+    enum class Source { None, HostPath, EmptyDir, ConfigMap, Secret, Other };
+    std::string name;
+    Source source = Source::None;
+    std::string host_path;       // hostPath.path
+    std::string host_path_type;  // hostPath.type
+    std::string empty_dir_medium;
+    std::optional<Quantity> empty_dir_size_limit;
+    std::string config_map_name;  // configMap.name
+    std::string secret_name;      // secret.secretName
+    Json raw;                     // the whole volume as written
+};
+
+struct PodSpec {
+    std::string node_name;
+    Labels node_selector;
+    std::optional<Affinity> affinity;
+    std::vector<Toleration> tolerations;
+    std::vector<Container> init_containers;
+    std::vector<Container> containers;
+    std::vector<Volume> volumes;
+    bool host_network = false;
+    bool host_pid = false;
+    bool host_ipc = false;
+    std::string restart_policy;  // defaulted to Always
+    std::optional<std::int64_t> termination_grace_period_seconds;  // defaulted to 30
+    std::optional<std::int64_t> active_deadline_seconds;
+    std::string dns_policy;  // defaulted to ClusterFirst
+    std::string service_account_name;
+    std::string priority_class_name;
+    std::string scheduler_name;
+};
+
+struct PodTemplateSpec {
+    ObjectMeta metadata;
+    PodSpec spec;
+};
+
+struct RollingUpdateDaemonSet {
+    std::optional<IntOrString> max_unavailable;
+    std::optional<IntOrString> max_surge;
+};
+struct DaemonSetUpdateStrategy {
+    std::string type;  // RollingUpdate (default), OnDelete
+    std::optional<RollingUpdateDaemonSet> rolling_update;
+};
+
+struct DaemonSetSpec {
+    std::optional<LabelSelector> selector;
+    PodTemplateSpec template_;
+    DaemonSetUpdateStrategy update_strategy;
+    std::int32_t min_ready_seconds = 0;
+    std::optional<std::int32_t> revision_history_limit;  // defaulted to 10
+    std::int64_t template_generation = 0;                // legacy, extensions/v1beta1
+};
+
+struct DaemonSetStatus {
+    std::int32_t current_number_scheduled = 0;
+    std::int32_t number_misscheduled = 0;
+    std::int32_t desired_number_scheduled = 0;
+    std::int32_t number_ready = 0;
+    std::int64_t observed_generation = 0;
+    std::int32_t updated_number_scheduled = 0;
+    std::int32_t number_available = 0;
+    std::int32_t number_unavailable = 0;
+    std::optional<std::int32_t> collision_count;
+};
+
+struct DaemonSet {
+    ObjectMeta metadata;
+    DaemonSetSpec spec;
+    DaemonSetStatus status;
+    Json object;  // the full apps/v1 object, defaulted, unknown fields kept
+};
+
+struct Node {
+    ObjectMeta metadata;
+    bool unschedulable = false;
+    std::vector<Taint> taints;
+    Json object;  // the full v1 object as read
+};
+
+// Upstream constants (k8s.io/api/core/v1 well_known_taints.go, well_known_labels.go).
+namespace taints {
+inline constexpr const char* kNotReady = "node.kubernetes.io/not-ready";
+inline constexpr const char* kUnreachable = "node.kubernetes.io/unreachable";
+inline constexpr const char* kUnschedulable = "node.kubernetes.io/unschedulable";
+inline constexpr const char* kMemoryPressure = "node.kubernetes.io/memory-pressure";
+inline constexpr const char* kDiskPressure = "node.kubernetes.io/disk-pressure";
+inline constexpr const char* kNetworkUnavailable = "node.kubernetes.io/network-unavailable";
+inline constexpr const char* kPIDPressure = "node.kubernetes.io/pid-pressure";
+}  // namespace taints
+
+namespace labels {
+inline constexpr const char* kHostname = "kubernetes.io/hostname";
+inline constexpr const char* kOS = "kubernetes.io/os";
+inline constexpr const char* kArch = "kubernetes.io/arch";
+}  // namespace labels
+
+}  // namespace daemonlet

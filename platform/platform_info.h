@@ -1,0 +1,8 @@
+// What the platform layer links against, for `daemonlet version`.
+#pragma once
+#include <string>
+
+namespace daemonlet::platform {
+std::string libuv_version();
+std::string systemd_version();
+}  // namespace daemonlet::platform
