@@ -32,9 +32,10 @@ std::string render_string(std::string_view s) { return render_value(Json(std::st
 
 std::string render_int(std::int64_t n) { return std::to_string(n); }
 
-std::string FieldError::to_string() const {
-    std::string out = field;
-    out += ": ";
+std::string FieldError::to_string() const { return field + ": " + body(); }
+
+std::string FieldError::body() const {
+    std::string out;
     switch (type) {
     case FieldErrorType::Invalid:
     case FieldErrorType::TypeInvalid: out += "Invalid value"; break;

@@ -47,6 +47,8 @@ struct FieldError {
 
     // The upstream rendering: "<field>: <type text>[: <value>][: <detail>]".
     std::string to_string() const;
+    // The same without the leading "<field>: ".
+    std::string body() const;
 };
 
 using FieldErrors = std::vector<FieldError>;

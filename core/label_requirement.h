@@ -40,9 +40,10 @@ struct LabelSelectorExpr {
     bool matches(const Labels& ls) const;
 };
 
-// labels.SelectorFromSet: key=value equality for each pair. Never fails; an
-// unparsable pair makes a requirement that matches nothing, as upstream's
-// SelectorFromValidatedSet does for the nodeSelector map.
+// labels.SelectorFromSet: key=value equality for each pair. Never fails and,
+// like upstream's SelectorFromValidatedSet behind it (1.19 and later), does
+// not validate: a malformed pair is compared as written, so it matches only a
+// node carrying that very label, which a valid node never does. Empty: Everything.
 LabelSelectorExpr selector_from_set(const Labels& set);
 
 // metav1.LabelSelectorAsSelector: nil -> Nothing, empty -> Everything.

@@ -1,1 +1,253 @@
-// placeholder
+#include "core/manifest.h"
+
+#include "core/decode.h"
+#include "core/defaults.h"
+#include "core/names.h"
+#include "core/validation.h"
+#include "core/yaml_reader.h"
+
+namespace daemonlet {
+
+std::string ManifestError::to_string() const {
+    std::string out = file;
+    if (document) out += ": document " + std::to_string(document);
+    if (!field.empty()) out += ": " + field;
+    out += ": " + message;
+    return out;
+}
+
+namespace detail {
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The end of the JSON value starting at `pos`: the matching bracket for an
+// object or array (strings and escapes respected), else the next space.
+std::size_t value_end(std::string_view d, std::size_t pos) {
+    if (d[pos] != '{' && d[pos] != '[') {
+        while (pos < d.size() && !is_space(d[pos]) && d[pos] != '{' && d[pos] != '[') ++pos;
+        return pos;
+    }
+    std::size_t depth = 0;
+    bool in_string = false;
+    for (; pos < d.size(); ++pos) {
+        char c = d[pos];
+        if (in_string) {
+            if (c == '\\')
+                ++pos;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            ++depth;
+        } else if (c == '}' || c == ']') {
+            if (--depth == 0) return pos + 1;
+        }
+    }
+    return d.size();  // unterminated: the parser reports it
+}
+
+std::size_t line_of(std::string_view d, std::size_t pos) {
+    std::size_t line = 1;
+    for (std::size_t i = 0; i < pos && i < d.size(); ++i)
+        if (d[i] == '\n') ++line;
+    return line;
+}
+
+}  // namespace
+
+ParsedDocuments parse_json_stream(std::string_view data, const std::string& file, const ManifestLimits& limits) {
+    ParsedDocuments out;
+    std::size_t pos = 0;
+    std::size_t number = 0;
+    for (;;) {
+        while (pos < data.size() && is_space(data[pos])) ++pos;
+        if (pos >= data.size()) return out;
+        if (++number > limits.max_documents) {
+            out.errors.push_back({file, number, "", "more than " + std::to_string(limits.max_documents) +
+                                                        " documents in one file"});
+            return out;
+        }
+        std::size_t end = value_end(data, pos);
+        std::string_view slice = data.substr(pos, end - pos);
+        std::size_t nodes = 0;
+        bool too_deep = false;
+        bool too_many = false;
+        // The callback sees every value with its depth: bound both before
+        // anything is kept.
+        auto cb = [&](int depth, Json::parse_event_t ev, Json&) {
+            if (static_cast<std::size_t>(depth) > limits.max_depth) too_deep = true;
+            if (ev == Json::parse_event_t::value || ev == Json::parse_event_t::object_start ||
+                ev == Json::parse_event_t::array_start)
+                if (++nodes > limits.max_nodes) too_many = true;
+            return !too_deep && !too_many;
+        };
+        Json value;
+        try {
+            value = Json::parse(slice.begin(), slice.end(), cb);
+        } catch (const Json::exception& e) {
+            std::string msg = e.what();
+            // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> from "parse error".
+            auto at = msg.find("] ");
+            if (at != std::string::npos) msg = msg.substr(at + 2);
+            std::size_t first_line = line_of(data, pos);
+            if (first_line > 1) msg += " (the document starts at line " + std::to_string(first_line) + ")";
+            out.errors.push_back({file, number, "", std::move(msg)});
+            return out;
+        }
+        if (too_deep) {
+            out.errors.push_back({file, number, "", "nesting deeper than " + std::to_string(limits.max_depth) + " levels"});
+            return out;
+        }
+        if (too_many) {
+            out.errors.push_back({file, number, "", "document has more than " + std::to_string(limits.max_nodes) + " values"});
+            return out;
+        }
+        if (!value.is_null()) out.docs.push_back({number, std::move(value)});
+        pos = end;
+    }
+}
+
+}  // namespace detail
+
+ParsedDocuments parse_documents_partial(std::string_view data, const std::string& file, const ManifestLimits& limits) {
+    if (data.size() > limits.max_bytes) {
+        ParsedDocuments out;
+        out.errors.push_back({file, 0, "", "file is " + std::to_string(data.size()) + " bytes, over the limit of " +
+                                               std::to_string(limits.max_bytes) + " bytes"});
+        return out;
+    }
+    if (!names::is_valid_utf8(data)) {
+        ParsedDocuments out;
+        // Find the line for the message: people fix files by line.
+        std::size_t line = 1;
+        std::size_t good = 0;
+        for (std::size_t i = 0; i <= data.size(); ++i) {
+            if (i == data.size() || data[i] == '\n') {
+                if (!names::is_valid_utf8(data.substr(good, i - good))) break;
+                ++line;
+                good = i + 1;
+            }
+        }
+        out.errors.push_back({file, 0, "", "line " + std::to_string(line) + ": invalid UTF-8"});
+        return out;
+    }
+    std::string_view body = data;
+    if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // BOM
+    std::size_t first = 0;
+    while (first < body.size() && (body[first] == ' ' || body[first] == '\t' || body[first] == '\n' || body[first] == '\r'))
+        ++first;
+    // kubectl's YAMLOrJSONDecoder: a stream whose first byte is '{' is JSON.
+    if (first < body.size() && body[first] == '{') return detail::parse_json_stream(body, file, limits);
+    return detail::parse_yaml_stream(body, file, limits);
+}
+
+Result<std::vector<Document>> parse_documents(std::string_view data, const std::string& file,
+                                              const ManifestLimits& limits) {
+    ParsedDocuments p = parse_documents_partial(data, file, limits);
+    if (!p.errors.empty()) return Error{"parse", p.errors.front().to_string()};
+    return std::move(p.docs);
+}
+
+namespace {
+
+struct Loader {
+    const std::string& file;
+    LoadedManifest& out;
+
+    void error(std::size_t doc, const std::string& prefix, const std::string& field, std::string message) {
+        out.errors.push_back({file, doc, prefix + field, std::move(message)});
+    }
+
+    void field_errors(std::size_t doc, const std::string& prefix, const FieldErrors& errs) {
+        for (const auto& e : errs) out.errors.push_back({file, doc, prefix + e.field, e.body()});
+    }
+
+    static std::string string_field(const Json& obj, const char* key) {
+        auto it = obj.find(key);
+        return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+    }
+
+    void object(std::size_t doc, const std::string& where, const std::string& prefix, Json obj) {
+        if (!obj.is_object()) {
+            error(doc, prefix, "", "expected an object, got " + std::string(obj.type_name()));
+            return;
+        }
+        std::string kind = string_field(obj, "kind");
+        std::string api = string_field(obj, "apiVersion");
+        // kubectl's own messages for these two.
+        if (kind.empty()) {
+            error(doc, prefix, "kind", "Object 'Kind' is missing");
+            return;
+        }
+        if (api.empty()) {
+            error(doc, prefix, "apiVersion", "Object 'apiVersion' is missing");
+            return;
+        }
+        if (kind == "List" && api == "v1") {
+            list(doc, obj);
+            return;
+        }
+        if (kind == "DaemonSet" && (api == "apps/v1" || api == "apps/v1beta2" || api == "extensions/v1beta1")) {
+            if (api != "apps/v1") {
+                out.warnings.push_back(file + ": " + where + ": " + api +
+                                       " DaemonSet is deprecated and no longer served since Kubernetes 1.16: "
+                                       "converted to apps/v1");
+                default_legacy_daemonset(obj, api);
+                obj["apiVersion"] = "apps/v1";
+            }
+            default_daemonset(obj);
+            DaemonSet ds;
+            FieldErrors errs = decode_daemonset(obj, ds);
+            if (errs.empty()) errs = validate_daemonset(ds);
+            if (!errs.empty()) {
+                field_errors(doc, prefix, errs);
+                return;
+            }
+            out.objects.push_back({doc, where, std::move(ds)});
+            return;
+        }
+        if (kind == "Node" && api == "v1") {
+            Node node;
+            FieldErrors errs = decode_node(obj, node);
+            if (errs.empty()) errs = validate_node(node);
+            if (!errs.empty()) {
+                field_errors(doc, prefix, errs);
+                return;
+            }
+            out.objects.push_back({doc, where, std::move(node)});
+            return;
+        }
+        error(doc, prefix, "kind",
+              "no matches for kind \"" + kind + "\" in version \"" + api +
+                  "\": daemonlet reads apps/v1 DaemonSet (and the legacy apps/v1beta2, extensions/v1beta1) and v1 Node");
+    }
+
+    void list(std::size_t doc, Json& obj) {
+        auto it = obj.find("items");
+        if (it == obj.end() || it->is_null()) return;  // an empty List is fine
+        if (!it->is_array()) {
+            error(doc, "", "items", "expected an array, got " + std::string(it->type_name()));
+            return;
+        }
+        for (std::size_t i = 0; i < it->size(); ++i) {
+            std::string item = "items[" + std::to_string(i) + "]";
+            object(doc, "document " + std::to_string(doc) + ", " + item, item + ".", std::move((*it)[i]));
+        }
+    }
+};
+
+}  // namespace
+
+LoadedManifest load_manifest(std::string_view data, const std::string& file, const ManifestLimits& limits) {
+    LoadedManifest out;
+    ParsedDocuments parsed = parse_documents_partial(data, file, limits);
+    Loader loader{file, out};
+    for (auto& d : parsed.docs) loader.object(d.number, "document " + std::to_string(d.number), "", std::move(d.value));
+    // A syntax error comes after the documents that parsed before it.
+    for (auto& e : parsed.errors) out.errors.push_back(std::move(e));
+    return out;
+}
+
+}  // namespace daemonlet

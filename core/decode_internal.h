@@ -1,0 +1,14 @@
+// Internal to core: decoders shared between decode.cpp and decode_pod.cpp.
+#pragma once
+
+#include "core/decode_reader.h"
+
+namespace daemonlet::detail {
+
+void decode_meta(Reader& r, const Json& v, const FieldPath& p, ObjectMeta& m);
+void decode_node_selector_term(Reader& r, const Json& v, const FieldPath& p, NodeSelectorTerm& t);
+void decode_affinity(Reader& r, const Json& v, const FieldPath& p, Affinity& a);
+void decode_toleration(Reader& r, const Json& v, const FieldPath& p, Toleration& t);
+void decode_pod_template(Reader& r, const Json& v, const FieldPath& p, PodTemplateSpec& t);
+
+}  // namespace daemonlet::detail
