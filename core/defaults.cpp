@@ -5,6 +5,12 @@
 namespace daemonlet {
 namespace {
 
+// A warning for every function here: ordered_json keeps an object's members
+// in a vector of pair<const string, json>, which is copied, not moved, when
+// it grows. Any insertion therefore invalidates every pointer and reference
+// into that object's members, nested values included. Take values by copy,
+// or look them up again, after inserting.
+
 // The object member `key`, created empty when absent or null; nullptr when
 // present with another type (the decoder will report that).
 Json* child_object(Json& parent, const char* key) {
@@ -81,7 +87,10 @@ void default_container(Json& c, bool host_network) {
             auto hp = port.find("hostPort");
             bool unset = hp == port.end() || hp->is_null() || (hp->is_number_integer() && hp->get<std::int64_t>() == 0);
             auto cp = port.find("containerPort");
-            if (unset && cp != port.end() && cp->is_number_integer()) port["hostPort"] = *cp;
+            if (unset && cp != port.end() && cp->is_number_integer()) {
+                Json container_port = *cp;  // copy: the insertion below moves port's members
+                port["hostPort"] = std::move(container_port);
+            }
         }
     });
     for_each_object(c, "env", [](Json& env) {
@@ -153,7 +162,7 @@ void default_legacy_daemonset(Json& obj, const std::string& api_version) {
     Json* tmpl = existing_object(*spec, "template");
     Json* tmeta = tmpl ? existing_object(*tmpl, "metadata") : nullptr;
     if (tmeta && tmeta->contains("labels") && (*tmeta)["labels"].is_object()) {
-        const Json& labels = (*tmeta)["labels"];
+        Json labels = (*tmeta)["labels"];  // copy: inserting into spec below invalidates tmeta
         set_default(*spec, "selector", Json{{"matchLabels", labels}});
         if (Json* meta = child_object(obj, "metadata")) {
             auto it = meta->find("labels");

@@ -1,2 +1,96 @@
 #!/usr/bin/env bash
-echo "cli tests: placeholder"; exit 0
+# The daemonlet CLI driven as a user drives it: the real binary on the
+# example manifests shipped in the repo. Under a cross build, EMULATOR holds
+# CMake's CROSSCOMPILING_EMULATOR (a ;-list) and the binary runs under qemu.
+set -uo pipefail
+root=${1:?usage: test_cli.sh REPO_ROOT}
+ex="$root/examples"
+emu=${EMULATOR:-}
+emu=${emu//;/ }
+dl() { $emu "$DAEMONLET" "$@"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+passed=0 failed=0
+check() {  # check NAME EXPECTED_STATUS COMMAND... ; output in $tmp/out, $tmp/err
+    local name=$1 want=$2
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local got=$?
+    if [[ $got -eq $want ]]; then
+        return 0
+    fi
+    echo "FAIL: $name: exit status $got, want $want"
+    sed 's/^/  stdout: /' "$tmp/out"
+    sed 's/^/  stderr: /' "$tmp/err"
+    failed=$((failed + 1))
+    return 1
+}
+expect() {  # expect NAME FILE PATTERN (grep -E)
+    if grep -Eq -- "$3" "$tmp/$2"; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL: $1: $2 does not match /$3/"
+        sed "s/^/  $2: /" "$tmp/$2"
+        failed=$((failed + 1))
+    fi
+}
+
+check "version" 0 dl version && expect "version names the libraries" out '^libraries: libuv .*SQLite .*libyaml'
+for c in eval validate version; do
+    check "$c --help" 0 dl "$c" --help && expect "$c --help shows usage" out '^Usage: daemonlet'
+done
+check "no command" 2 dl && expect "usage on stderr" err 'Usage: daemonlet COMMAND'
+check "unknown command" 2 dl frobnicate && expect "names the command" err 'unknown command "frobnicate"'
+
+# A DaemonSet that tolerates the node's NoSchedule taint, selects it and matches its affinity (Gt on RAM).
+check "eval places sensor-reader on edge-01" 0 \
+    dl eval --node "$ex/node-edge-01.yaml" --daemonset "$ex/daemonsets.yaml" --name plant/sensor-reader &&
+    expect "shouldRun true" out '"shouldRun": true' && expect "shouldContinueRunning true" out '"shouldContinueRunning": true' &&
+    expect "reasons empty" out '"reasons": \[\]' && expect "template hash" out '"templateHash": "[bcdfghjklmnpqrstvwxz2456789]+"'
+
+# Untolerated NoSchedule taint: not placed, but a running pod keeps running.
+check "eval log-shipper on edge-01" 0 \
+    dl eval --node "$ex/node-edge-01.yaml" --daemonset "$ex/daemonsets.yaml" --name=log-shipper &&
+    expect "shouldRun false" out '"shouldRun": false' && expect "keeps running" out '"shouldContinueRunning": true' &&
+    expect "names the taint" out 'dedicated'
+
+# Untolerated NoExecute taint: the pod must go.
+check "eval log-shipper on edge-02" 0 \
+    dl eval --node "$ex/node-edge-02-tainted.yaml" --daemonset "$ex/daemonsets.yaml" --name kube-system/log-shipper &&
+    expect "shouldRun false" out '"shouldRun": false' && expect "must stop" out '"shouldContinueRunning": false' &&
+    expect "names the NoExecute taint" out 'maintenance'
+
+# Node selector mismatch (disktype sd vs ssd).
+check "eval sensor-reader on edge-02" 0 \
+    dl eval --node "$ex/node-edge-02-tainted.yaml" --daemonset "$ex/daemonsets.yaml" --name sensor-reader &&
+    expect "not placed" out '"shouldRun": false' && expect "not kept" out '"shouldContinueRunning": false'
+
+check "eval needs --name with several DaemonSets" 2 dl eval --node "$ex/node-edge-01.yaml" --daemonset "$ex/daemonsets.yaml" &&
+    expect "explains" err 'choose one with --name'
+check "eval of an invalid DaemonSet" 2 dl eval --node "$ex/node-edge-01.yaml" --daemonset "$ex/invalid.yaml" &&
+    expect "names file, document and field" err 'invalid.yaml: document 1: spec.template.spec.containers\[0\].ports\[0\].containerPort: Invalid value: "eighty"'
+check "eval with a missing file" 2 dl eval --node "$tmp/nope.yaml" --daemonset "$ex/daemonsets.yaml" &&
+    expect "names the file" err 'nope.yaml: No such file or directory'
+check "eval without flags" 2 dl eval && expect "says what is missing" err '--node and --daemonset are required'
+
+check "validate the examples" 0 dl validate "$ex/daemonsets.yaml" "$ex/node-edge-01.yaml" "$ex/kubectl-dry-run.yaml" &&
+    expect "lists each object" out 'daemonsets.yaml: document 3: DaemonSet kube-system/log-shipper: valid' &&
+    expect "accepts kubectl dry-run output" out 'kubectl-dry-run.yaml: document 1: DaemonSet default/web: valid'
+check "validate an invalid file" 1 dl validate "$ex/invalid.yaml" &&
+    expect "type error with path" err 'spec.template.spec.containers\[0\].ports\[0\].containerPort: Invalid value: "eighty"'
+# Fix the type error: the API validation errors then show, all of them.
+sed 's/"eighty"/80/' "$ex/invalid.yaml" >"$tmp/invalid2.yaml"
+check "validate reports every API error" 1 dl validate "$tmp/invalid2.yaml" &&
+    expect "name" err 'metadata.name: Invalid value: "Bad_Name"' &&
+    expect "selector" err 'selector` does not match template `labels`' &&
+    expect "surge and unavailable both zero" err 'maxUnavailable: Required value: cannot be 0 when maxSurge is 0' &&
+    expect "Exists with a value" err 'tolerations\[0\].operator: Invalid value' &&
+    expect "image" err 'containers\[0\].image: Required value'
+printf 'apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: x}\nspec: [\n' >"$tmp/broken.yaml"
+check "validate malformed YAML" 1 dl validate "$tmp/broken.yaml" && expect "line number" err 'broken.yaml: document 1: line [0-9]+'
+check "validate a missing file" 1 dl validate "$tmp/missing.yaml" && expect "names it" err 'missing.yaml: No such file'
+check "validate unknown option" 2 dl validate --frob && expect "names it" err 'unknown option "--frob"'
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
