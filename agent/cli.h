@@ -26,6 +26,7 @@ LoadedManifest load_file(const std::string& path);
 bool wants_help(const std::vector<std::string>& args);
 
 // "--name=value" or "--name value": returns true and sets value; advances i.
-bool flag_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name, std::string& value);
+bool flag_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name,
+                std::string& value);
 
 }  // namespace daemonlet::agent

@@ -73,8 +73,8 @@ int cmd_eval(const std::vector<std::string>& args) {
     }
     if (sets.size() != 1) {
         std::string what = name.empty() ? "" : " named \"" + name + "\"";
-        return usage(ds_file + ": expected exactly one DaemonSet" + what + ", found " + std::to_string(sets.size()) +
-                     (sets.size() > 1 ? " (choose one with --name)" : ""));
+        return usage(ds_file + ": expected exactly one DaemonSet" + what + ", found " +
+                     std::to_string(sets.size()) + (sets.size() > 1 ? " (choose one with --name)" : ""));
     }
 
     const Node& node = *nodes.front();

@@ -21,7 +21,8 @@ bool wants_help(const std::vector<std::string>& args) {
     return false;
 }
 
-bool flag_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name, std::string& value) {
+bool flag_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name,
+                std::string& value) {
     const std::string& a = args[i];
     if (a == name) {
         if (i + 1 >= args.size()) return false;

@@ -27,15 +27,21 @@ namespace {
 // every second tolerations, some hostNetwork.
 std::string daemonset_yaml(int i) {
     std::string n = std::to_string(i);
-    std::string s = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent-" + n +
-                    "\n  namespace: edge\n  labels: {app: agent-" + n + ", tier: node}\n"
-                    "spec:\n  selector:\n    matchLabels: {app: agent-" + n + "}\n"
-                    "  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: 10%, maxSurge: 0}}\n"
-                    "  template:\n    metadata:\n      labels: {app: agent-" + n + ", tier: node}\n    spec:\n";
+    std::string s =
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent-" + n +
+        "\n  namespace: edge\n  labels: {app: agent-" + n +
+        ", tier: node}\n"
+        "spec:\n  selector:\n    matchLabels: {app: agent-" +
+        n +
+        "}\n"
+        "  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: 10%, maxSurge: 0}}\n"
+        "  template:\n    metadata:\n      labels: {app: agent-" +
+        n + ", tier: node}\n    spec:\n";
     if (i % 5 == 0) s += "      hostNetwork: true\n";
     if (i % 4 == 0) s += "      nodeSelector: {kubernetes.io/os: linux, disktype: ssd}\n";
     if (i % 3 == 0)
-        s += "      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n"
+        s += "      affinity:\n        nodeAffinity:\n          "
+             "requiredDuringSchedulingIgnoredDuringExecution:\n"
              "            nodeSelectorTerms:\n"
              "              - matchExpressions:\n"
              "                  - {key: kubernetes.io/arch, operator: In, values: [arm64, arm]}\n"
@@ -49,12 +55,16 @@ std::string daemonset_yaml(int i) {
         s += "      tolerations:\n"
              "        - {key: dedicated, operator: Equal, value: sensors, effect: NoSchedule}\n"
              "        - {key: maintenance, operator: Exists, effect: NoExecute, tolerationSeconds: 300}\n";
-    s += "      containers:\n        - name: main\n          image: registry.local/agent-" + n +
-         ":1.0.0\n          args: [--interval=10s, --verbose]\n"
-         "          env:\n            - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n"
-         "          ports: [{containerPort: " + std::to_string(9000 + i % 1000) + ", name: metrics}]\n"
-         "          resources:\n            limits: {cpu: 100m, memory: 32Mi}\n            requests: {cpu: 10m, memory: 16Mi}\n"
-         "          readinessProbe:\n            httpGet: {path: /healthz, port: metrics}\n";
+    s +=
+        "      containers:\n        - name: main\n          image: registry.local/agent-" + n +
+        ":1.0.0\n          args: [--interval=10s, --verbose]\n"
+        "          env:\n            - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n"
+        "          ports: [{containerPort: " +
+        std::to_string(9000 + i % 1000) +
+        ", name: metrics}]\n"
+        "          resources:\n            limits: {cpu: 100m, memory: 32Mi}\n            requests: {cpu: "
+        "10m, memory: 16Mi}\n"
+        "          readinessProbe:\n            httpGet: {path: /healthz, port: metrics}\n";
     return s;
 }
 
@@ -97,8 +107,10 @@ int main(int argc, char** argv) {
     double budget = 2.0;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        if (a == "--daemonsets" && i + 1 < argc) count = std::atoi(argv[++i]);
-        else if (a == "--seconds" && i + 1 < argc) budget = std::atof(argv[++i]);
+        if (a == "--daemonsets" && i + 1 < argc)
+            count = std::atoi(argv[++i]);
+        else if (a == "--seconds" && i + 1 < argc)
+            budget = std::atof(argv[++i]);
         else {
             std::fprintf(stderr, "usage: bench_core [--daemonsets N] [--seconds S]\n");
             return 2;

@@ -38,15 +38,13 @@ void decode_label_requirement(Reader& r, const Json& v, const FieldPath& p, Labe
 
 void decode_label_selector(Reader& r, const Json& v, const FieldPath& p, LabelSelector& s) {
     r.string_map(v, p, "matchLabels", s.match_labels);
-    r.list(v, p, "matchExpressions", s.match_expressions, [&](const Json& e, const FieldPath& ep, auto& q) {
-        decode_label_requirement(r, e, ep, q);
-    });
+    r.list(v, p, "matchExpressions", s.match_expressions,
+           [&](const Json& e, const FieldPath& ep, auto& q) { decode_label_requirement(r, e, ep, q); });
 }
 
 void decode_node_selector(Reader& r, const Json& v, const FieldPath& p, NodeSelector& s) {
-    r.list(v, p, "nodeSelectorTerms", s.node_selector_terms, [&](const Json& e, const FieldPath& ep, auto& t) {
-        decode_node_selector_term(r, e, ep, t);
-    });
+    r.list(v, p, "nodeSelectorTerms", s.node_selector_terms,
+           [&](const Json& e, const FieldPath& ep, auto& t) { decode_node_selector_term(r, e, ep, t); });
 }
 
 void decode_node_affinity(Reader& r, const Json& v, const FieldPath& p, NodeAffinity& a) {
@@ -96,15 +94,18 @@ void decode_status(Reader& r, const Json& v, const FieldPath& p, DaemonSetStatus
 
 void decode_node_selector_term(Reader& r, const Json& v, const FieldPath& p, NodeSelectorTerm& t) {
     if (!r.object(v, p)) return;
-    auto req = [&](const Json& e, const FieldPath& ep, NodeSelectorRequirement& q) { decode_requirement(r, e, ep, q); };
+    auto req = [&](const Json& e, const FieldPath& ep, NodeSelectorRequirement& q) {
+        decode_requirement(r, e, ep, q);
+    };
     r.list(v, p, "matchExpressions", t.match_expressions, req);
     r.list(v, p, "matchFields", t.match_fields, req);
 }
 
 void decode_affinity(Reader& r, const Json& v, const FieldPath& p, Affinity& a) {
     if (!r.object(v, p)) return;
-    r.nested(v, p, "nodeAffinity", a.node_affinity,
-             [&](const Json& e, const FieldPath& ep, NodeAffinity& na) { decode_node_affinity(r, e, ep, na); });
+    r.nested(
+        v, p, "nodeAffinity", a.node_affinity,
+        [&](const Json& e, const FieldPath& ep, NodeAffinity& na) { decode_node_affinity(r, e, ep, na); });
     if (const Json* pa = Reader::member(v, "podAffinity")) a.pod_affinity = *pa;
     if (const Json* paa = Reader::member(v, "podAntiAffinity")) a.pod_anti_affinity = *paa;
 }
@@ -127,12 +128,15 @@ FieldErrors decode_daemonset(const Json& obj, DaemonSet& out) {
     Reader r(errs);
     FieldPath root;
     if (!r.object(obj, FieldPath("<root>"))) return errs;
-    if (const Json* m = Reader::member(obj, "metadata")) detail::decode_meta(r, *m, root.child("metadata"), out.metadata);
+    if (const Json* m = Reader::member(obj, "metadata"))
+        detail::decode_meta(r, *m, root.child("metadata"), out.metadata);
     if (const Json* spec = Reader::member(obj, "spec")) {
         FieldPath sp = root.child("spec");
         if (r.object(*spec, sp)) {
             r.nested(*spec, sp, "selector", out.spec.selector,
-                     [&](const Json& e, const FieldPath& ep, LabelSelector& s) { detail::decode_label_selector(r, e, ep, s); });
+                     [&](const Json& e, const FieldPath& ep, LabelSelector& s) {
+                         detail::decode_label_selector(r, e, ep, s);
+                     });
             if (const Json* t = Reader::member(*spec, "template"))
                 detail::decode_pod_template(r, *t, sp.child("template"), out.spec.template_);
             if (const Json* u = Reader::member(*spec, "updateStrategy"))
@@ -142,7 +146,8 @@ FieldErrors decode_daemonset(const Json& obj, DaemonSet& out) {
             r.i64(*spec, sp, "templateGeneration", out.spec.template_generation);
         }
     }
-    if (const Json* st = Reader::member(obj, "status")) detail::decode_status(r, *st, root.child("status"), out.status);
+    if (const Json* st = Reader::member(obj, "status"))
+        detail::decode_status(r, *st, root.child("status"), out.status);
     out.object = obj;
     return errs;
 }
@@ -152,7 +157,8 @@ FieldErrors decode_node(const Json& obj, Node& out) {
     Reader r(errs);
     FieldPath root;
     if (!r.object(obj, FieldPath("<root>"))) return errs;
-    if (const Json* m = Reader::member(obj, "metadata")) detail::decode_meta(r, *m, root.child("metadata"), out.metadata);
+    if (const Json* m = Reader::member(obj, "metadata"))
+        detail::decode_meta(r, *m, root.child("metadata"), out.metadata);
     if (const Json* spec = Reader::member(obj, "spec")) {
         FieldPath sp = root.child("spec");
         if (r.object(*spec, sp)) {

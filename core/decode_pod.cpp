@@ -13,11 +13,12 @@ void decode_handler(Reader& r, const Json& v, const FieldPath& p, Handler& h) {
         r.int_or_string(e, ep, "port", x.port);
         r.str(e, ep, "host", x.host);
         r.str(e, ep, "scheme", x.scheme);
-        r.list(e, ep, "httpHeaders", x.http_headers, [&](const Json& hv, const FieldPath& hp, HTTPHeader& hh) {
-            if (!r.object(hv, hp)) return;
-            r.str(hv, hp, "name", hh.name);
-            r.str(hv, hp, "value", hh.value);
-        });
+        r.list(e, ep, "httpHeaders", x.http_headers,
+               [&](const Json& hv, const FieldPath& hp, HTTPHeader& hh) {
+                   if (!r.object(hv, hp)) return;
+                   r.str(hv, hp, "name", hh.name);
+                   r.str(hv, hp, "value", hh.value);
+               });
     });
     r.nested(v, p, "tcpSocket", h.tcp_socket, [&](const Json& e, const FieldPath& ep, TCPSocketAction& x) {
         r.int_or_string(e, ep, "port", x.port);
@@ -49,10 +50,11 @@ void decode_env(Reader& r, const Json& v, const FieldPath& p, EnvVar& e) {
     r.str(v, p, "name", e.name);
     r.str(v, p, "value", e.value);
     r.nested(v, p, "valueFrom", e.value_from, [&](const Json& s, const FieldPath& sp, EnvVarSource& src) {
-        r.nested(s, sp, "fieldRef", src.field_ref, [&](const Json& f, const FieldPath& fp, ObjectFieldSelector& o) {
-            r.str(f, fp, "apiVersion", o.api_version);
-            r.str(f, fp, "fieldPath", o.field_path);
-        });
+        r.nested(s, sp, "fieldRef", src.field_ref,
+                 [&](const Json& f, const FieldPath& fp, ObjectFieldSelector& o) {
+                     r.str(f, fp, "apiVersion", o.api_version);
+                     r.str(f, fp, "fieldPath", o.field_path);
+                 });
         r.nested(s, sp, "resourceFieldRef", src.resource_field_ref,
                  [&](const Json& f, const FieldPath& fp, ResourceFieldSelector& o) {
                      r.str(f, fp, "containerName", o.container_name);
@@ -88,7 +90,8 @@ void decode_container(Reader& r, const Json& v, const FieldPath& p, Container& c
     r.strings(v, p, "command", c.command);
     r.strings(v, p, "args", c.args);
     r.str(v, p, "workingDir", c.working_dir);
-    r.list(v, p, "env", c.env, [&](const Json& e, const FieldPath& ep, EnvVar& ev) { decode_env(r, e, ep, ev); });
+    r.list(v, p, "env", c.env,
+           [&](const Json& e, const FieldPath& ep, EnvVar& ev) { decode_env(r, e, ep, ev); });
     r.list(v, p, "ports", c.ports, [&](const Json& e, const FieldPath& ep, ContainerPort& port) {
         if (!r.object(e, ep)) return;
         r.str(e, ep, "name", port.name);
@@ -122,7 +125,9 @@ void decode_container(Reader& r, const Json& v, const FieldPath& p, Container& c
         r.nested(e, ep, "preStop", l.pre_stop, handler);
     });
     r.nested(v, p, "securityContext", c.security_context,
-             [&](const Json& e, const FieldPath& ep, SecurityContext& s) { decode_security_context(r, e, ep, s); });
+             [&](const Json& e, const FieldPath& ep, SecurityContext& s) {
+                 decode_security_context(r, e, ep, s);
+             });
     r.str(v, p, "terminationMessagePath", c.termination_message_path);
     r.str(v, p, "terminationMessagePolicy", c.termination_message_policy);
 }
@@ -165,17 +170,15 @@ void decode_pod_spec(Reader& r, const Json& v, const FieldPath& p, PodSpec& s) {
     if (!r.object(v, p)) return;
     r.str(v, p, "nodeName", s.node_name);
     r.string_map(v, p, "nodeSelector", s.node_selector);
-    r.nested(v, p, "affinity", s.affinity, [&](const Json& e, const FieldPath& ep, Affinity& a) {
-        decode_affinity(r, e, ep, a);
-    });
+    r.nested(v, p, "affinity", s.affinity,
+             [&](const Json& e, const FieldPath& ep, Affinity& a) { decode_affinity(r, e, ep, a); });
     r.list(v, p, "tolerations", s.tolerations,
            [&](const Json& e, const FieldPath& ep, Toleration& t) { decode_toleration(r, e, ep, t); });
     auto container = [&](const Json& e, const FieldPath& ep, Container& c) { decode_container(r, e, ep, c); };
     r.list(v, p, "initContainers", s.init_containers, container);
     r.list(v, p, "containers", s.containers, container);
-    r.list(v, p, "volumes", s.volumes, [&](const Json& e, const FieldPath& ep, Volume& vol) {
-        decode_volume(r, e, ep, vol);
-    });
+    r.list(v, p, "volumes", s.volumes,
+           [&](const Json& e, const FieldPath& ep, Volume& vol) { decode_volume(r, e, ep, vol); });
     r.boolean(v, p, "hostNetwork", s.host_network);
     r.boolean(v, p, "hostPID", s.host_pid);
     r.boolean(v, p, "hostIPC", s.host_ipc);

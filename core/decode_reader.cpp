@@ -52,7 +52,8 @@ const Json* Reader::member(const Json& obj, const char* key) {
 }
 
 void Reader::type_error(const FieldPath& p, const Json& v, const char* expected) {
-    errs_.push_back(type_invalid(p, render_value(v), std::string("expected ") + expected + ", got " + json_type(v)));
+    errs_.push_back(
+        type_invalid(p, render_value(v), std::string("expected ") + expected + ", got " + json_type(v)));
 }
 
 bool Reader::object(const Json& v, const FieldPath& p) {
@@ -139,7 +140,8 @@ void Reader::string_map(const Json& obj, const FieldPath& p, const char* key, La
     }
 }
 
-void Reader::int_or_string(const Json& obj, const FieldPath& p, const char* key, std::optional<IntOrString>& out) {
+void Reader::int_or_string(const Json& obj, const FieldPath& p, const char* key,
+                           std::optional<IntOrString>& out) {
     const Json* v = member(obj, key);
     if (!v) return;
     IntOrString x;
@@ -185,7 +187,8 @@ void Reader::quantity_value(const Json& vv, const FieldPath& qp, std::optional<Q
     out = std::move(q).value();
 }
 
-void Reader::quantity_map(const Json& obj, const FieldPath& p, const char* key, std::map<std::string, Quantity>& out) {
+void Reader::quantity_map(const Json& obj, const FieldPath& p, const char* key,
+                          std::map<std::string, Quantity>& out) {
     const Json* v = member(obj, key);
     if (!v) return;
     FieldPath mp = p.child(key);

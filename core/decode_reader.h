@@ -37,7 +37,8 @@ class Reader {
     void int_or_string(const Json& obj, const FieldPath& p, const char* key, IntOrString& out);
     void quantity(const Json& obj, const FieldPath& p, const char* key, std::optional<Quantity>& out);
     void quantity_value(const Json& v, const FieldPath& qp, std::optional<Quantity>& out);
-    void quantity_map(const Json& obj, const FieldPath& p, const char* key, std::map<std::string, Quantity>& out);
+    void quantity_map(const Json& obj, const FieldPath& p, const char* key,
+                      std::map<std::string, Quantity>& out);
 
     // A list member: each element decoded by fn(const Json&, const FieldPath&, T&).
     template <class T, class F>

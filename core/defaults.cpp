@@ -78,14 +78,16 @@ void default_container(Json& c, bool host_network) {
         std::string image = it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
         c["imagePullPolicy"] = default_image_pull_policy(image);
     }
-    if (absent_or_empty_string(c, "terminationMessagePath")) c["terminationMessagePath"] = "/dev/termination-log";
+    if (absent_or_empty_string(c, "terminationMessagePath"))
+        c["terminationMessagePath"] = "/dev/termination-log";
     if (absent_or_empty_string(c, "terminationMessagePolicy")) c["terminationMessagePolicy"] = "File";
     for_each_object(c, "ports", [&](Json& port) {
         if (absent_or_empty_string(port, "protocol")) port["protocol"] = "TCP";
         // defaultHostNetworkPorts: on the host network a port is a host port.
         if (host_network) {
             auto hp = port.find("hostPort");
-            bool unset = hp == port.end() || hp->is_null() || (hp->is_number_integer() && hp->get<std::int64_t>() == 0);
+            bool unset = hp == port.end() || hp->is_null() ||
+                         (hp->is_number_integer() && hp->get<std::int64_t>() == 0);
             auto cp = port.find("containerPort");
             if (unset && cp != port.end() && cp->is_number_integer()) {
                 Json container_port = *cp;  // copy: the insertion below moves port's members
@@ -133,7 +135,8 @@ const char* default_image_pull_policy(const std::string& image) {
     std::string tag;
     auto colon = name.rfind(':');
     auto slash = name.rfind('/');
-    if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) tag = name.substr(colon + 1);
+    if (colon != std::string::npos && (slash == std::string::npos || colon > slash))
+        tag = name.substr(colon + 1);
     if (image.empty()) return "IfNotPresent";
     if (tag.empty() && !digest) tag = "latest";
     return tag == "latest" ? "Always" : "IfNotPresent";
@@ -166,7 +169,8 @@ void default_legacy_daemonset(Json& obj, const std::string& api_version) {
         set_default(*spec, "selector", Json{{"matchLabels", labels}});
         if (Json* meta = child_object(obj, "metadata")) {
             auto it = meta->find("labels");
-            if (it == meta->end() || it->is_null() || (it->is_object() && it->empty())) (*meta)["labels"] = labels;
+            if (it == meta->end() || it->is_null() || (it->is_object() && it->empty()))
+                (*meta)["labels"] = labels;
         }
     }
     if (Json* us = child_object(*spec, "updateStrategy"))

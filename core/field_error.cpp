@@ -10,9 +10,7 @@ FieldPath FieldPath::child(std::string_view name) const {
     return FieldPath(std::move(out));
 }
 
-FieldPath FieldPath::index(std::size_t i) const {
-    return FieldPath(s_ + "[" + std::to_string(i) + "]");
-}
+FieldPath FieldPath::index(std::size_t i) const { return FieldPath(s_ + "[" + std::to_string(i) + "]"); }
 
 FieldPath FieldPath::key(std::string_view k) const {
     std::string out = s_;
@@ -45,6 +43,7 @@ std::string FieldError::body() const {
     case FieldErrorType::Duplicate: out += "Duplicate value"; break;
     case FieldErrorType::TooLong: out += "Too long"; break;
     case FieldErrorType::TooMany: out += "Too many"; break;
+    case FieldErrorType::NotFound: out += "Not found"; break;
     }
     if (!value.empty()) {
         out += ": ";
@@ -80,6 +79,10 @@ FieldError too_long(const FieldPath& p, std::string value, std::size_t max) {
 
 FieldError type_invalid(const FieldPath& p, std::string value, std::string detail) {
     return {FieldErrorType::TypeInvalid, p.str(), std::move(value), std::move(detail)};
+}
+
+FieldError not_found(const FieldPath& p, std::string value) {
+    return {FieldErrorType::NotFound, p.str(), std::move(value), {}};
 }
 
 FieldError not_supported(const FieldPath& p, std::string value, const std::vector<std::string>& valid) {

@@ -37,6 +37,7 @@ enum class FieldErrorType {
     TooLong,       // "Too long"
     TooMany,       // "Too many"
     TypeInvalid,   // "Invalid value" (wrong JSON type)
+    NotFound,      // "Not found" (a reference to something that does not exist)
 };
 
 struct FieldError {
@@ -65,6 +66,8 @@ FieldError forbidden(const FieldPath& p, std::string detail);
 FieldError duplicate(const FieldPath& p, std::string value);
 FieldError too_long(const FieldPath& p, std::string value, std::size_t max);
 FieldError type_invalid(const FieldPath& p, std::string value, std::string detail);
+// field.NotFound: "Not found: <value>" (a volumeMount naming no volume).
+FieldError not_found(const FieldPath& p, std::string value);
 // "Unsupported value: \"X\": supported values: \"A\", \"B\"".
 FieldError not_supported(const FieldPath& p, std::string value, const std::vector<std::string>& valid);
 

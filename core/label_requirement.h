@@ -41,9 +41,10 @@ struct LabelSelectorExpr {
 };
 
 // labels.SelectorFromSet: key=value equality for each pair. Never fails and,
-// like upstream's SelectorFromValidatedSet behind it (1.19 and later), does
-// not validate: a malformed pair is compared as written, so it matches only a
-// node carrying that very label, which a valid node never does. Empty: Everything.
+// like the SelectorFromValidatedSet it calls in 1.25-1.30, does not validate:
+// a malformed pair is compared as written, so it matches only a node carrying
+// that very label, which a valid node never does. (Older releases returned
+// Everything for a malformed pair.) Empty: Everything.
 LabelSelectorExpr selector_from_set(const Labels& set);
 
 // metav1.LabelSelectorAsSelector: nil -> Nothing, empty -> Everything.

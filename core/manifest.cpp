@@ -57,7 +57,8 @@ std::size_t line_of(std::string_view d, std::size_t pos) {
 
 }  // namespace
 
-ParsedDocuments parse_json_stream(std::string_view data, const std::string& file, const ManifestLimits& limits) {
+ParsedDocuments parse_json_stream(std::string_view data, const std::string& file,
+                                  const ManifestLimits& limits) {
     ParsedDocuments out;
     std::size_t pos = 0;
     std::size_t number = 0;
@@ -65,8 +66,9 @@ ParsedDocuments parse_json_stream(std::string_view data, const std::string& file
         while (pos < data.size() && is_space(data[pos])) ++pos;
         if (pos >= data.size()) return out;
         if (++number > limits.max_documents) {
-            out.errors.push_back({file, number, "", "more than " + std::to_string(limits.max_documents) +
-                                                        " documents in one file"});
+            out.errors.push_back(
+                {file, number, "",
+                 "more than " + std::to_string(limits.max_documents) + " documents in one file"});
             return out;
         }
         std::size_t end = value_end(data, pos);
@@ -97,11 +99,13 @@ ParsedDocuments parse_json_stream(std::string_view data, const std::string& file
             return out;
         }
         if (too_deep) {
-            out.errors.push_back({file, number, "", "nesting deeper than " + std::to_string(limits.max_depth) + " levels"});
+            out.errors.push_back(
+                {file, number, "", "nesting deeper than " + std::to_string(limits.max_depth) + " levels"});
             return out;
         }
         if (too_many) {
-            out.errors.push_back({file, number, "", "document has more than " + std::to_string(limits.max_nodes) + " values"});
+            out.errors.push_back(
+                {file, number, "", "document has more than " + std::to_string(limits.max_nodes) + " values"});
             return out;
         }
         if (!value.is_null()) out.docs.push_back({number, std::move(value)});
@@ -111,11 +115,13 @@ ParsedDocuments parse_json_stream(std::string_view data, const std::string& file
 
 }  // namespace detail
 
-ParsedDocuments parse_documents_partial(std::string_view data, const std::string& file, const ManifestLimits& limits) {
+ParsedDocuments parse_documents_partial(std::string_view data, const std::string& file,
+                                        const ManifestLimits& limits) {
     if (data.size() > limits.max_bytes) {
         ParsedDocuments out;
-        out.errors.push_back({file, 0, "", "file is " + std::to_string(data.size()) + " bytes, over the limit of " +
-                                               std::to_string(limits.max_bytes) + " bytes"});
+        out.errors.push_back({file, 0, "",
+                              "file is " + std::to_string(data.size()) + " bytes, over the limit of " +
+                                  std::to_string(limits.max_bytes) + " bytes"});
         return out;
     }
     if (!names::is_valid_utf8(data)) {
@@ -136,7 +142,8 @@ ParsedDocuments parse_documents_partial(std::string_view data, const std::string
     std::string_view body = data;
     if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // BOM
     std::size_t first = 0;
-    while (first < body.size() && (body[first] == ' ' || body[first] == '\t' || body[first] == '\n' || body[first] == '\r'))
+    while (first < body.size() &&
+           (body[first] == ' ' || body[first] == '\t' || body[first] == '\n' || body[first] == '\r'))
         ++first;
     // kubectl's YAMLOrJSONDecoder: a stream whose first byte is '{' is JSON.
     if (first < body.size() && body[first] == '{') return detail::parse_json_stream(body, file, limits);
@@ -189,7 +196,8 @@ struct Loader {
             list(doc, obj);
             return;
         }
-        if (kind == "DaemonSet" && (api == "apps/v1" || api == "apps/v1beta2" || api == "extensions/v1beta1")) {
+        if (kind == "DaemonSet" &&
+            (api == "apps/v1" || api == "apps/v1beta2" || api == "extensions/v1beta1")) {
             if (api != "apps/v1") {
                 out.warnings.push_back(file + ": " + where + ": " + api +
                                        " DaemonSet is deprecated and no longer served since Kubernetes 1.16: "
@@ -221,7 +229,8 @@ struct Loader {
         }
         error(doc, prefix, "kind",
               "no matches for kind \"" + kind + "\" in version \"" + api +
-                  "\": daemonlet reads apps/v1 DaemonSet (and the legacy apps/v1beta2, extensions/v1beta1) and v1 Node");
+                  "\": daemonlet reads apps/v1 DaemonSet (and the legacy apps/v1beta2, extensions/v1beta1) "
+                  "and v1 Node");
     }
 
     void list(std::size_t doc, Json& obj) {
@@ -244,7 +253,8 @@ LoadedManifest load_manifest(std::string_view data, const std::string& file, con
     LoadedManifest out;
     ParsedDocuments parsed = parse_documents_partial(data, file, limits);
     Loader loader{file, out};
-    for (auto& d : parsed.docs) loader.object(d.number, "document " + std::to_string(d.number), "", std::move(d.value));
+    for (auto& d : parsed.docs)
+        loader.object(d.number, "document " + std::to_string(d.number), "", std::move(d.value));
     // A syntax error comes after the documents that parsed before it.
     for (auto& e : parsed.errors) out.errors.push_back(std::move(e));
     return out;

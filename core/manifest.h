@@ -75,7 +75,8 @@ struct LoadedManifest {
 // apps/v1, with a warning), defaults, decodes and validates every object in
 // a file. `kind: List` is expanded into its items. Objects with errors are
 // left out of `objects`; the others are unaffected.
-LoadedManifest load_manifest(std::string_view data, const std::string& file, const ManifestLimits& limits = {});
+LoadedManifest load_manifest(std::string_view data, const std::string& file,
+                             const ManifestLimits& limits = {});
 
 }  // namespace daemonlet
 

@@ -75,7 +75,7 @@ struct PreferredSchedulingTerm {
     NodeSelectorTerm preference;
 };
 struct NodeAffinity {
-    std::optional<NodeSelector> required;  // requiredDuringSchedulingIgnoredDuringExecution
+    std::optional<NodeSelector> required;            // requiredDuringSchedulingIgnoredDuringExecution
     std::vector<PreferredSchedulingTerm> preferred;  // preferredDuringSchedulingIgnoredDuringExecution
 };
 struct Affinity {
@@ -238,7 +238,7 @@ struct PodSpec {
     bool host_network = false;
     bool host_pid = false;
     bool host_ipc = false;
-    std::string restart_policy;  // defaulted to Always
+    std::string restart_policy;                                    // defaulted to Always
     std::optional<std::int64_t> termination_grace_period_seconds;  // defaulted to 30
     std::optional<std::int64_t> active_deadline_seconds;
     std::string dns_policy;  // defaulted to ClusterFirst

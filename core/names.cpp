@@ -17,7 +17,8 @@ bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <=
 bool is_alnum(char c) { return is_lower_alnum(c) || (c >= 'A' && c <= 'Z'); }
 
 // upstream RegexError: msg + " (e.g. 'a', or 'b', regex used for validation is 'fmt')".
-std::string regex_error(const std::string& msg, const std::string& fmt, std::initializer_list<const char*> examples) {
+std::string regex_error(const std::string& msg, const std::string& fmt,
+                        std::initializer_list<const char*> examples) {
     std::string out = msg;
     if (examples.size() == 0) return out + " (regex used for validation is '" + fmt + "')";
     out += " (e.g. ";
@@ -32,11 +33,14 @@ std::string regex_error(const std::string& msg, const std::string& fmt, std::ini
     return out + "regex used for validation is '" + fmt + "')";
 }
 
-std::string max_len_error(std::size_t n) { return "must be no more than " + std::to_string(n) + " characters"; }
+std::string max_len_error(std::size_t n) {
+    return "must be no more than " + std::to_string(n) + " characters";
+}
 
 const char* const kDns1123LabelFmt = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const char* const kDns1123LabelErr =
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and "
     "end with an alphanumeric character";
 const char* const kDns1123SubdomainFmt = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const char* const kDns1123SubdomainErr =
@@ -67,7 +71,8 @@ bool matches_dns_subdomain(std::string_view v) {
     std::size_t start = 0;
     for (;;) {
         std::size_t dot = v.find('.', start);
-        if (!matches_dns_label(v.substr(start, dot == std::string_view::npos ? dot : dot - start))) return false;
+        if (!matches_dns_label(v.substr(start, dot == std::string_view::npos ? dot : dot - start)))
+            return false;
         if (dot == std::string_view::npos) return true;
         start = dot + 1;
     }
@@ -98,7 +103,8 @@ Problems is_dns1123_label(std::string_view v) {
 Problems is_dns1123_subdomain(std::string_view v) {
     Problems errs;
     if (v.size() > kDns1123SubdomainMax) errs.push_back(max_len_error(kDns1123SubdomainMax));
-    if (!matches_dns_subdomain(v)) errs.push_back(regex_error(kDns1123SubdomainErr, kDns1123SubdomainFmt, {"example.com"}));
+    if (!matches_dns_subdomain(v))
+        errs.push_back(regex_error(kDns1123SubdomainErr, kDns1123SubdomainFmt, {"example.com"}));
     return errs;
 }
 
@@ -108,9 +114,10 @@ Problems is_qualified_name(std::string_view v) {
     std::size_t slash = v.find('/');
     if (slash != std::string_view::npos) {
         if (v.find('/', slash + 1) != std::string_view::npos) {
-            errs.push_back("a qualified name " +
-                           regex_error(kQualifiedNameErr, kQualifiedNameFmt, {"MyName", "my.name", "123-abc"}) +
-                           " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
+            errs.push_back(
+                "a qualified name " +
+                regex_error(kQualifiedNameErr, kQualifiedNameFmt, {"MyName", "my.name", "123-abc"}) +
+                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
             return errs;
         }
         std::string_view prefix = v.substr(0, slash);
@@ -126,7 +133,8 @@ Problems is_qualified_name(std::string_view v) {
     else if (name.size() > kQualifiedNameMax)
         errs.push_back("name part " + max_len_error(kQualifiedNameMax));
     if (!matches_qualified_name(name))
-        errs.push_back("name part " + regex_error(kQualifiedNameErr, kQualifiedNameFmt, {"MyName", "my.name", "123-abc"}));
+        errs.push_back("name part " +
+                       regex_error(kQualifiedNameErr, kQualifiedNameFmt, {"MyName", "my.name", "123-abc"}));
     return errs;
 }
 
@@ -143,7 +151,9 @@ Problems is_env_var_name(std::string_view v) {
     bool ok = !v.empty() && !(v.front() >= '0' && v.front() <= '9');
     for (char c : v)
         if (!is_alnum(c) && c != '-' && c != '.' && c != '_') ok = false;
-    if (!ok) errs.push_back(regex_error(kEnvVarNameErr, kEnvVarNameFmt, {"my.env-name", "MY_ENV.NAME", "MyEnvName1"}));
+    if (!ok)
+        errs.push_back(
+            regex_error(kEnvVarNameErr, kEnvVarNameFmt, {"my.env-name", "MY_ENV.NAME", "MyEnvName1"}));
     // upstream hasChDirPrefix
     if (v == ".")
         errs.emplace_back("must not be '.'");
@@ -166,7 +176,8 @@ Problems is_valid_port_name(std::string_view v) {
     if (!charset) errs.emplace_back("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
     if (!letter) errs.emplace_back("must contain at least one letter (a-z)");
     if (v.find("--") != std::string_view::npos) errs.emplace_back("must not contain consecutive hyphens");
-    if (!v.empty() && (v.front() == '-' || v.back() == '-')) errs.emplace_back("must not begin or end with a hyphen");
+    if (!v.empty() && (v.front() == '-' || v.back() == '-'))
+        errs.emplace_back("must not begin or end with a hyphen");
     return errs;
 }
 
@@ -200,8 +211,8 @@ bool is_valid_utf8(std::string_view v) {
             cp = (cp << 6) | (cc & 0x3F);
         }
         // Overlong forms, surrogates and values past U+10FFFF are invalid.
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
             return false;
         i += len;
     }

@@ -16,7 +16,9 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr u64 kSat = static_cast<u64>(kMax);
 
 Error format_error() {
-    return Error{"invalid", "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"};
+    return Error{
+        "invalid",
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"};
 }
 
 // Saturating multiply by a power of ten / of 1024.
@@ -113,7 +115,8 @@ Result<Quantity> parse_quantity(std::string_view s) {
         // Characters from the allowed class but not a known suffix ("Ki2",
         // "mm") are a suffix error; anything else is a format error.
         for (char c : suffix)
-            if (std::string_view("eEinumkKMGTP+-0123456789").find(c) == std::string_view::npos) return format_error();
+            if (std::string_view("eEinumkKMGTP+-0123456789").find(c) == std::string_view::npos)
+                return format_error();
         return Error{"invalid", "unable to parse quantity's suffix"};
     }
 

@@ -21,8 +21,8 @@
 namespace daemonlet {
 
 struct Quantity {
-    std::string text;          // as written by the user
-    std::int64_t milli = 0;    // value * 1000, saturated
+    std::string text;        // as written by the user
+    std::int64_t milli = 0;  // value * 1000, saturated
 
     // Whole units, rounded up (memory bytes, cpu cores rounded up).
     std::int64_t value() const;

@@ -11,7 +11,8 @@ void write_canonical(const Json& v, std::string& out) {
         std::vector<std::pair<const std::string*, const Json*>> items;
         items.reserve(v.size());
         for (auto it = v.begin(); it != v.end(); ++it) items.emplace_back(&it.key(), &it.value());
-        std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
+        std::sort(items.begin(), items.end(),
+                  [](const auto& a, const auto& b) { return *a.first < *b.first; });
         out += '{';
         for (std::size_t i = 0; i < items.size(); ++i) {
             if (i) out += ',';

@@ -26,6 +26,7 @@ std::uint64_t fnv1a64(std::string_view data);
 
 // The hash of `spec.template` of a defaulted DaemonSet object, with the
 // collision count mixed in as upstream does when it is set.
-std::string template_hash(const Json& pod_template, std::optional<std::int32_t> collision_count = std::nullopt);
+std::string template_hash(const Json& pod_template,
+                          std::optional<std::int32_t> collision_count = std::nullopt);
 
 }  // namespace daemonlet

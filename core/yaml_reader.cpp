@@ -3,6 +3,8 @@
 // Why events rather than yaml_parser_load: the loader gives no way to tell an
 // explicit `!!str` from an untagged plain scalar (it stamps a default tag on
 // both), and we need to bound alias expansion while building, not after.
+#include "core/yaml_reader.h"
+
 #include <yaml.h>
 
 #include <algorithm>
@@ -11,8 +13,6 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
-
-#include "core/yaml_reader.h"
 
 namespace daemonlet::detail {
 namespace {
@@ -153,7 +153,8 @@ class Builder {
             fail(0, "", "out of memory initialising the YAML parser");
             return std::move(out_);
         }
-        yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(data.data()), data.size());
+        yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(data.data()),
+                                     data.size());
         Event ev;
         for (;;) {
             if (!ev.next(parser.get())) {
@@ -195,7 +196,8 @@ class Builder {
         nodes_ += n;
         if (nodes_ > limits_.max_nodes) {
             fail(doc_number_, path(),
-                 "document expands to more than " + std::to_string(limits_.max_nodes) + " values (alias expansion?)");
+                 "document expands to more than " + std::to_string(limits_.max_nodes) +
+                     " values (alias expansion?)");
             return false;
         }
         return true;
@@ -206,7 +208,8 @@ class Builder {
         case YAML_DOCUMENT_START_EVENT:
             ++doc_number_;
             if (doc_number_ > limits_.max_documents) {
-                fail(doc_number_, "", "more than " + std::to_string(limits_.max_documents) + " documents in one file");
+                fail(doc_number_, "",
+                     "more than " + std::to_string(limits_.max_documents) + " documents in one file");
                 return false;
             }
             anchors_.clear();
@@ -227,7 +230,8 @@ class Builder {
                 return false;
             }
             if (stack_.size() >= limits_.max_depth) {
-                fail(doc_number_, path(), "nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
+                fail(doc_number_, path(),
+                     "nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
                 return false;
             }
             if (!count(1)) return false;
@@ -276,9 +280,13 @@ class Builder {
             v = text;
         } else if (tag == kTagInt || tag == kTagFloat || tag == kTagBool || tag == kTagNull) {
             auto r = resolve_plain_scalar(text);
-            const char* want = tag == kTagInt ? "int" : tag == kTagFloat ? "float" : tag == kTagBool ? "bool" : "null";
-            bool good = r && ((tag == kTagInt && r->is_number_integer()) || (tag == kTagFloat && r->is_number()) ||
-                              (tag == kTagBool && r->is_boolean()) || (tag == kTagNull && r->is_null()));
+            const char* want = tag == kTagInt     ? "int"
+                               : tag == kTagFloat ? "float"
+                               : tag == kTagBool  ? "bool"
+                                                  : "null";
+            bool good =
+                r && ((tag == kTagInt && r->is_number_integer()) || (tag == kTagFloat && r->is_number()) ||
+                      (tag == kTagBool && r->is_boolean()) || (tag == kTagNull && r->is_null()));
             if (!good) {
                 fail(doc_number_, path(), "cannot decode " + render(text) + " as !!" + want);
                 return false;
@@ -287,7 +295,8 @@ class Builder {
         } else if (plain) {
             auto r = resolve_plain_scalar(text);
             if (!r) {
-                fail(doc_number_, path(), "unsupported value " + text + ": infinity and NaN cannot be represented in JSON");
+                fail(doc_number_, path(),
+                     "unsupported value " + text + ": infinity and NaN cannot be represented in JSON");
                 return false;
             }
             v = std::move(*r);
@@ -300,7 +309,9 @@ class Builder {
         return add(std::move(v), plain && tag.empty() && text == "<<");
     }
 
-    static std::string render(const std::string& s) { return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace); }
+    static std::string render(const std::string& s) {
+        return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
 
     bool alias(const yaml_event_t& e) {
         std::string name = str(e.data.alias.anchor);
@@ -342,7 +353,8 @@ class Builder {
                 top.merges.push_back(std::move(v));
                 return true;
             }
-            if (v.is_array() && std::all_of(v.begin(), v.end(), [](const Json& m) { return m.is_object(); })) {
+            if (v.is_array() &&
+                std::all_of(v.begin(), v.end(), [](const Json& m) { return m.is_object(); })) {
                 for (auto& m : v) top.merges.push_back(std::move(m));
                 return true;
             }
@@ -377,10 +389,12 @@ class Builder {
 
 std::optional<Json> resolve_plain_scalar(std::string_view s) {
     if (s.empty() || one_of(s, {"~", "null", "Null", "NULL"})) return Json(nullptr);
-    if (one_of(s, {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})) return Json(true);
-    if (one_of(s, {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})) return Json(false);
-    if (one_of(s, {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN",
-                   ".NAN"}))
+    if (one_of(s, {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"}))
+        return Json(true);
+    if (one_of(s, {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"}))
+        return Json(false);
+    if (one_of(s, {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan",
+                   ".NaN", ".NAN"}))
         return std::nullopt;
     char c = s[0];
     if (!((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.')) return Json(std::string(s));
@@ -394,7 +408,8 @@ std::optional<Json> resolve_plain_scalar(std::string_view s) {
     return Json(std::string(s));
 }
 
-ParsedDocuments parse_yaml_stream(std::string_view data, const std::string& file, const ManifestLimits& limits) {
+ParsedDocuments parse_yaml_stream(std::string_view data, const std::string& file,
+                                  const ManifestLimits& limits) {
     return Builder(file, limits).run(data);
 }
 
@@ -403,7 +418,7 @@ ParsedDocuments parse_yaml_stream(std::string_view data, const std::string& file
 namespace daemonlet {
 std::string parser_versions() {
     return std::string("libyaml ") + yaml_get_version_string() + ", nlohmann_json " +
-           std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." + std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
-           std::to_string(NLOHMANN_JSON_VERSION_PATCH);
+           std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." + std::to_string(NLOHMANN_JSON_VERSION_MINOR) +
+           "." + std::to_string(NLOHMANN_JSON_VERSION_PATCH);
 }
 }  // namespace daemonlet

@@ -12,11 +12,13 @@ namespace daemonlet::detail {
 
 // YAML stream through libyaml's event parser. Iterative (no recursion), so
 // nesting is bounded by limits.max_depth rather than by the C++ stack.
-ParsedDocuments parse_yaml_stream(std::string_view data, const std::string& file, const ManifestLimits& limits);
+ParsedDocuments parse_yaml_stream(std::string_view data, const std::string& file,
+                                  const ManifestLimits& limits);
 
 // A stream of JSON values, as kubectl's YAMLOrJSONDecoder reads a file that
 // starts with '{'.
-ParsedDocuments parse_json_stream(std::string_view data, const std::string& file, const ManifestLimits& limits);
+ParsedDocuments parse_json_stream(std::string_view data, const std::string& file,
+                                  const ManifestLimits& limits);
 
 // goyaml.v2's resolution of a plain (unquoted, untagged) scalar. Returns
 // nullopt for values JSON cannot represent (.inf, .nan).

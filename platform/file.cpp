@@ -25,9 +25,7 @@ class Fd {
     int fd_;
 };
 
-Error io_error(const std::string& path, const std::string& what) {
-    return Error{"io", path + ": " + what};
-}
+Error io_error(const std::string& path, const std::string& what) { return Error{"io", path + ": " + what}; }
 
 }  // namespace
 

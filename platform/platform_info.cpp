@@ -1,8 +1,7 @@
 #include "platform/platform_info.h"
 
-#include <uv.h>
-
 #include <systemd/sd-daemon.h>
+#include <uv.h>
 
 namespace daemonlet::platform {
 std::string libuv_version() { return uv_version_string(); }

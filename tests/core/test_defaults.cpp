@@ -1,9 +1,9 @@
 // API server defaults (pkg/apis/apps/v1/defaults_test.go, pkg/apis/core/v1/defaults_test.go).
+#include <CppUTest/TestHarness.h>
+
 #include <string>
 
 #include "core/defaults.h"
-
-#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 
@@ -40,7 +40,8 @@ Json minimal_ds() {
 TEST_GROUP(Defaults){};
 
 TEST(Defaults, ImagePullPolicyFollowsTheTag) {
-    for (const auto& row : kPullRows) STRCMP_EQUAL_TEXT(row.policy, default_image_pull_policy(row.image), row.image);
+    for (const auto& row : kPullRows)
+        STRCMP_EQUAL_TEXT(row.policy, default_image_pull_policy(row.image), row.image);
 }
 
 TEST(Defaults, DaemonSetGetsApiServerDefaults) {
@@ -74,7 +75,8 @@ TEST(Defaults, DaemonSetGetsApiServerDefaults) {
 TEST(Defaults, HostNetworkPortsBecomeHostPorts) {
     Json ds = minimal_ds();
     ds["spec"]["template"]["spec"]["hostNetwork"] = true;
-    ds["spec"]["template"]["spec"]["containers"][0]["ports"].push_back({{"containerPort", 9100}, {"hostPort", 9200}});
+    ds["spec"]["template"]["spec"]["containers"][0]["ports"].push_back(
+        {{"containerPort", 9100}, {"hostPort", 9200}});
     default_daemonset(ds);
     const Json& ports = ds["spec"]["template"]["spec"]["containers"][0]["ports"];
     CHECK(ports[0]["hostPort"] == 80);

@@ -1,12 +1,12 @@
 // Reading manifests: what `kubectl apply -f` accepts, and every kind of bad
 // input the agent must survive with a clear error.
+#include <CppUTest/TestHarness.h>
+
 #include <string>
 #include <vector>
 
 #include "core/manifest.h"
 #include "core/yaml_reader.h"
-
-#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 
@@ -35,7 +35,9 @@ const DaemonSet& only_ds(const LoadedManifest& m) {
 }
 
 // The first error's text, or "" when there is none.
-std::string first_error(const LoadedManifest& m) { return m.errors.empty() ? "" : m.errors.front().to_string(); }
+std::string first_error(const LoadedManifest& m) {
+    return m.errors.empty() ? "" : m.errors.front().to_string();
+}
 
 bool contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;
@@ -52,12 +54,30 @@ TEST(YamlScalars, ResolveAsGoyamlV2) {
         Json out;
     };
     const Row rows[] = {
-        {"", Json(nullptr)},      {"~", Json(nullptr)},    {"null", Json(nullptr)}, {"yes", Json(true)},
-        {"On", Json(true)},       {"y", Json(true)},       {"NO", Json(false)},     {"off", Json(false)},
-        {"10", Json(10)},         {"-10", Json(-10)},      {"+7", Json(7)},         {"010", Json(8)},
-        {"0x1F", Json(31)},       {"0o17", Json(15)},      {"0b101", Json(5)},      {"1_000", Json(1000)},
-        {"1.5", Json(1.5)},       {".5", Json(0.5)},       {"1e3", Json(1000.0)},   {"08", Json(8.0)},
-        {"1.2.3", Json("1.2.3")}, {"v1", Json("v1")},      {"+", Json("+")},        {"0.1.2", Json("0.1.2")},
+        {"", Json(nullptr)},
+        {"~", Json(nullptr)},
+        {"null", Json(nullptr)},
+        {"yes", Json(true)},
+        {"On", Json(true)},
+        {"y", Json(true)},
+        {"NO", Json(false)},
+        {"off", Json(false)},
+        {"10", Json(10)},
+        {"-10", Json(-10)},
+        {"+7", Json(7)},
+        {"010", Json(8)},
+        {"0x1F", Json(31)},
+        {"0o17", Json(15)},
+        {"0b101", Json(5)},
+        {"1_000", Json(1000)},
+        {"1.5", Json(1.5)},
+        {".5", Json(0.5)},
+        {"1e3", Json(1000.0)},
+        {"08", Json(8.0)},
+        {"1.2.3", Json("1.2.3")},
+        {"v1", Json("v1")},
+        {"+", Json("+")},
+        {"0.1.2", Json("0.1.2")},
         {"2001-12-14", Json("2001-12-14")},
         {"18446744073709551615", Json(18446744073709551615ULL)},
     };
@@ -112,7 +132,8 @@ again: *l
 }
 
 TEST(ManifestReader, BlockScalarsAndQuotedStrings) {
-    auto docs = parse_documents("lit: |\n  line1\n  line2\nfold: >\n  a\n  b\nq: \"yes\"\ns: '010'\nt: !!str 10\n", "f.yaml");
+    auto docs = parse_documents(
+        "lit: |\n  line1\n  line2\nfold: >\n  a\n  b\nq: \"yes\"\ns: '010'\nt: !!str 10\n", "f.yaml");
     CHECK_TRUE(docs.ok());
     const Json& v = docs.value()[0].value;
     CHECK(v["lit"] == "line1\nline2\n");
@@ -123,7 +144,8 @@ TEST(ManifestReader, BlockScalarsAndQuotedStrings) {
 }
 
 TEST(ManifestReader, JsonAndJsonStreams) {
-    auto one = parse_documents(R"({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})", "n.json");
+    auto one =
+        parse_documents(R"({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})", "n.json");
     CHECK_TRUE(one.ok());
     CHECK_EQUAL(1, one.value().size());
     auto two = parse_documents("{\"a\": 1}\n{\"b\": \"}\"}\n", "s.json");
@@ -210,7 +232,8 @@ spec:
 }
 
 TEST(ManifestReader, OneBadDocumentLeavesTheOthers) {
-    std::string s = std::string(kDs) + "---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: b}\n---\n" + kDs;
+    std::string s =
+        std::string(kDs) + "---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: b}\n---\n" + kDs;
     auto m = load_manifest(s, "mix.yaml");
     CHECK_EQUAL(2, m.objects.size());
     CHECK_FALSE(m.errors.empty());
@@ -229,15 +252,17 @@ TEST(ManifestErrors, BadInputGetsAnErrorNamingFileDocumentFieldAndReason) {
     };
     const Row rows[] = {
         {"malformed YAML", "a: [1, 2\n", "bad.yaml: document 1: line "},
-        {"malformed YAML in the second document", std::string(kDs) + "---\nkey: : :\n  - x\n", "bad.yaml: document 2: line "},
+        {"malformed YAML in the second document", std::string(kDs) + "---\nkey: : :\n  - x\n",
+         "bad.yaml: document 2: line "},
         {"tab indentation", "a:\n\t- b\n", "bad.yaml: document 1: line 2"},
         {"malformed JSON", "{\"apiVersion\": \"v1\",}", "bad.yaml: document 1: parse error"},
-        {"string where a number belongs",
-         std::string(kDs) + "  minReadySeconds: soon\n",
-         "bad.yaml: document 1: spec.minReadySeconds: Invalid value: \"soon\": expected an integer (int32), got a string"},
+        {"string where a number belongs", std::string(kDs) + "  minReadySeconds: soon\n",
+         "bad.yaml: document 1: spec.minReadySeconds: Invalid value: \"soon\": expected an integer (int32), "
+         "got a string"},
         {"number where a label value belongs",
          "apiVersion: v1\nkind: Node\nmetadata:\n  name: node1\n  labels: {version: 1}\n",
-         "bad.yaml: document 1: metadata.labels[version]: Invalid value: 1: expected a string, got an integer"},
+         "bad.yaml: document 1: metadata.labels[version]: Invalid value: 1: expected a string, got an "
+         "integer"},
         {"YAML 1.1 boolean where a label value belongs",
          "apiVersion: v1\nkind: Node\nmetadata:\n  name: node1\n  labels: {enabled: yes}\n",
          "metadata.labels[enabled]: Invalid value: true: expected a string, got a boolean"},
@@ -245,7 +270,8 @@ TEST(ManifestErrors, BadInputGetsAnErrorNamingFileDocumentFieldAndReason) {
          "spec.minReadySeconds: Invalid value: 99999999999: out of range for an integer (int32)"},
         {"unknown kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
          "bad.yaml: document 1: kind: no matches for kind \"ConfigMap\" in version \"v1\""},
-        {"missing kind", "apiVersion: v1\nmetadata: {name: x}\n", "bad.yaml: document 1: kind: Object 'Kind' is missing"},
+        {"missing kind", "apiVersion: v1\nmetadata: {name: x}\n",
+         "bad.yaml: document 1: kind: Object 'Kind' is missing"},
         {"not an object", "- just\n- a list\n", "bad.yaml: document 1: expected an object, got array"},
         {"duplicate key", "apiVersion: v1\nkind: Node\nkind: Node\n",
          "bad.yaml: document 1: kind: mapping key \"kind\" already defined"},
@@ -254,8 +280,9 @@ TEST(ManifestErrors, BadInputGetsAnErrorNamingFileDocumentFieldAndReason) {
         {"bad quantity", std::string(kDs) + "      volumes: [{name: v, emptyDir: {sizeLimit: lots}}]\n",
          "spec.template.spec.volumes[0].emptyDir.sizeLimit: Invalid value: \"lots\": quantities must match"},
         {"invalid UTF-8", "a: b\nc: \xff\xfe\n", "bad.yaml: line 2: invalid UTF-8"},
-        {"absurd YAML nesting", std::string(5000, '[') + std::string(5000, ']'), "nesting deeper than 64 levels"},
-        {"absurd JSON nesting", std::string(5000, '{') , "bad.yaml: document 1:"},
+        {"absurd YAML nesting", std::string(5000, '[') + std::string(5000, ']'),
+         "nesting deeper than 64 levels"},
+        {"absurd JSON nesting", std::string(5000, '{'), "bad.yaml: document 1:"},
         {"absurd JSON array nesting", "{\"a\":" + std::string(5000, '[') + std::string(5000, ']') + "}",
          "nesting deeper than 64 levels"},
     };
@@ -297,5 +324,6 @@ TEST(ManifestErrors, ErrorsFromTheApiValidationCarryTheirPath) {
     std::string s = std::string(kDs);
     s.replace(s.find("busybox:1.36"), 12, "\"\"");
     auto m = load_manifest(s, "v.yaml");
-    STRCMP_EQUAL("v.yaml: document 1: spec.template.spec.containers[0].image: Required value", first_error(m).c_str());
+    STRCMP_EQUAL("v.yaml: document 1: spec.template.spec.containers[0].image: Required value",
+                 first_error(m).c_str());
 }

@@ -1,10 +1,10 @@
 // Name and label syntax, rows from k8s.io/apimachinery/pkg/util/validation/validation_test.go.
+#include <CppUTest/TestHarness.h>
+
 #include <string>
 #include <vector>
 
 #include "core/names.h"
-
-#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet::names;
 
@@ -85,7 +85,8 @@ TEST(Names, MessagesAreUpstreams) {
     Problems p = is_dns1123_label("A");
     CHECK_EQUAL(1, p.size());
     STRCMP_EQUAL(
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+        "start "
         "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
         p[0].c_str());
@@ -98,7 +99,7 @@ TEST(Names, Utf8) {
     CHECK_TRUE(is_valid_utf8("plain"));
     CHECK_TRUE(is_valid_utf8("gr\xc3\xbc\xc3\x9f"));
     CHECK_FALSE(is_valid_utf8("\xff"));
-    CHECK_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong '/'
-    CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate
-    CHECK_FALSE(is_valid_utf8("\xe2\x82"));          // truncated
+    CHECK_FALSE(is_valid_utf8("\xc0\xaf"));      // overlong '/'
+    CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));  // surrogate
+    CHECK_FALSE(is_valid_utf8("\xe2\x82"));      // truncated
 }

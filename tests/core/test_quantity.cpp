@@ -1,11 +1,11 @@
 // resource.Quantity parsing; rows after apimachinery's quantity_test.go
 // (TestQuantityParse, TestQuantityParseZero, TestQuantityParseNonNumericPanic).
+#include <CppUTest/TestHarness.h>
+
 #include <cstdint>
 #include <string>
 
 #include "core/quantity.h"
-
-#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 
@@ -27,7 +27,7 @@ const Row kRows[] = {
     {".5", true, 500},
     {"5.", true, 5000},
     {"0.1", true, 100},
-    {"1n", true, 1},       // rounded up to the next milli-unit, as MilliValue does
+    {"1n", true, 1},  // rounded up to the next milli-unit, as MilliValue does
     {"1u", true, 1},
     {"1000000n", true, 1},
     {"1k", true, 1000000},
@@ -73,6 +73,7 @@ TEST(Quantity, ValueRoundsUp) {
 
 TEST(Quantity, FormatErrorIsUpstreams) {
     auto q = parse_quantity("abc");
-    STRCMP_EQUAL("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
-                 q.error().message.c_str());
+    STRCMP_EQUAL(
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        q.error().message.c_str());
 }

@@ -1,17 +1,19 @@
 // The template hash is a pure function of the template's content.
+#include <CppUTest/TestHarness.h>
+
 #include <string>
 
 #include "core/template_hash.h"
-
-#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 
 TEST_GROUP(TemplateHash){};
 
 TEST(TemplateHash, IgnoresKeyOrder) {
-    Json a = Json::parse(R"({"metadata":{"labels":{"a":"1","b":"2"}},"spec":{"containers":[{"name":"c","image":"i"}]}})");
-    Json b = Json::parse(R"({"spec":{"containers":[{"image":"i","name":"c"}]},"metadata":{"labels":{"b":"2","a":"1"}}})");
+    Json a = Json::parse(
+        R"({"metadata":{"labels":{"a":"1","b":"2"}},"spec":{"containers":[{"name":"c","image":"i"}]}})");
+    Json b = Json::parse(
+        R"({"spec":{"containers":[{"image":"i","name":"c"}]},"metadata":{"labels":{"b":"2","a":"1"}}})");
     STRCMP_EQUAL(template_hash(a).c_str(), template_hash(b).c_str());
 }
 
@@ -30,9 +32,11 @@ TEST(TemplateHash, ChangesWithContentAndCollisionCount) {
 // Pinned values: the same on every architecture, compiler and run. The
 // aarch64 and armhf suites run this same test under qemu.
 TEST(TemplateHash, IsStableAcrossArchitectures) {
-    Json t = Json::parse(R"({"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"busybox:1.36","args":["sleep","1.5e3"]}],"terminationGracePeriodSeconds":30}})");
-    STRCMP_EQUAL(R"({"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"args":["sleep","1.5e3"],"image":"busybox:1.36","name":"c"}],"terminationGracePeriodSeconds":30}})",
-                 canonical_json(t).c_str());
+    Json t = Json::parse(
+        R"({"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"busybox:1.36","args":["sleep","1.5e3"]}],"terminationGracePeriodSeconds":30}})");
+    STRCMP_EQUAL(
+        R"({"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"args":["sleep","1.5e3"],"image":"busybox:1.36","name":"c"}],"terminationGracePeriodSeconds":30}})",
+        canonical_json(t).c_str());
     CHECK_EQUAL(0xcbf29ce484222325ULL, fnv1a64(""));
     CHECK_EQUAL(0xaf63dc4c8601ec8cULL, fnv1a64("a"));
     STRCMP_EQUAL("9d4c6c67bfcfdc77447", template_hash(t).c_str());

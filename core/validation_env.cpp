@@ -1,0 +1,181 @@
+// Environment variables: ValidateEnv and validateEnvVarValueFrom with the
+// downward API selectors they use (validateObjectFieldSelector,
+// validateContainerResourceFieldSelector, the key selectors), from
+// pkg/apis/core/validation/validation.go and
+// pkg/api/pod (ConvertDownwardAPIFieldLabel), Kubernetes 1.25 to 1.30.
+#include <cctype>
+#include <string>
+
+#include "core/names.h"
+#include "core/validation_internal.h"
+
+namespace daemonlet::validation {
+namespace {
+
+const std::vector<std::string> kEnvFieldPaths = {
+    "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+    "status.hostIP", "status.hostIPs",     "status.podIP", "status.podIPs",
+};
+const std::vector<std::string> kResourceFieldPaths = {
+    "limits.cpu",   "limits.ephemeral-storage",   "limits.memory",
+    "requests.cpu", "requests.ephemeral-storage", "requests.memory",
+};
+
+// The field labels ConvertDownwardAPIFieldLabel knows for v1 pods.
+const std::vector<std::string> kSupportedFieldLabels = {
+    "metadata.annotations", "metadata.labels", "metadata.name",      "metadata.namespace",
+    "metadata.uid",         "spec.nodeName",   "spec.restartPolicy", "spec.serviceAccountName",
+    "spec.schedulerName",   "status.phase",    "status.hostIP",      "status.hostIPs",
+    "status.podIP",         "status.podIPs",
+};
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+    for (const auto& x : v)
+        if (x == s) return true;
+    return false;
+}
+
+// fieldpath.SplitMaybeSubscriptedPath: "metadata.labels['key']".
+bool split_subscript(const std::string& fp, std::string& path, std::string& subscript) {
+    if (fp.size() < 2 || fp.compare(fp.size() - 2, 2, "']") != 0) return false;
+    std::string s = fp.substr(0, fp.size() - 2);
+    std::size_t open = s.find("['");
+    if (open == std::string::npos || open == 0) return false;
+    path = s.substr(0, open);
+    subscript = s.substr(open + 2);
+    return true;
+}
+
+// podshelper.ConvertDownwardAPIFieldLabel: "" and an error text, or the
+// internal field path.
+bool convert_field_label(const std::string& version, const std::string& label, std::string& out,
+                         std::string& error) {
+    if (version != "v1") {
+        error = "unsupported pod version: " + version;
+        return false;
+    }
+    std::string path, subscript;
+    if (split_subscript(label, path, subscript)) {
+        if (path == "metadata.annotations" || path == "metadata.labels") {
+            out = label;
+            return true;
+        }
+        error = "field label does not support subscript: " + label;
+        return false;
+    }
+    if (label == "spec.host") {
+        out = "spec.nodeName";
+        return true;
+    }
+    if (!contains(kSupportedFieldLabels, label)) {
+        error = "field label not supported: " + label;
+        return false;
+    }
+    out = label;
+    return true;
+}
+
+// validateObjectFieldSelector with the env var expressions.
+void validate_object_field_selector(const ObjectFieldSelector& fs, const FieldPath& p, FieldErrors& errs) {
+    if (fs.api_version.empty()) {
+        errs.push_back(required(p.child("apiVersion")));
+        return;
+    }
+    if (fs.field_path.empty()) {
+        errs.push_back(required(p.child("fieldPath")));
+        return;
+    }
+    std::string internal, error;
+    if (!convert_field_label(fs.api_version, fs.field_path, internal, error)) {
+        errs.push_back(invalid(p.child("fieldPath"), render_string(fs.field_path),
+                               "error converting fieldPath: " + error));
+        return;
+    }
+    std::string path, subscript;
+    if (split_subscript(internal, path, subscript)) {
+        if (path == "metadata.annotations") {
+            std::string lower = subscript;
+            for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            invalid_each(errs, p, render_string(lower), names::is_qualified_name(lower));
+        } else if (path == "metadata.labels") {
+            invalid_each(errs, p, render_string(subscript), names::is_qualified_name(subscript));
+        } else {
+            errs.push_back(invalid(p, render_string(path), "does not support subscript"));
+        }
+    } else if (!contains(kEnvFieldPaths, internal)) {
+        errs.push_back(not_supported(p.child("fieldPath"), render_string(internal), kEnvFieldPaths));
+    }
+}
+
+// validateContainerResourceFieldSelector, for env vars (containerName optional).
+void validate_resource_field_selector(const ResourceFieldSelector& fs, const FieldPath& p,
+                                      FieldErrors& errs) {
+    if (fs.resource.empty()) {
+        errs.push_back(required(p.child("resource")));
+    } else if (!contains(kResourceFieldPaths, fs.resource) &&
+               fs.resource.rfind("requests.hugepages-", 0) != 0 &&
+               fs.resource.rfind("limits.hugepages-", 0) != 0) {
+        errs.push_back(not_supported(p.child("resource"), render_string(fs.resource), kResourceFieldPaths));
+    }
+    validate_container_resource_divisor(fs.resource, fs.divisor, p, errs);
+}
+
+// validateConfigMapKeySelector / validateSecretKeySelector (kept as written).
+void validate_key_selector(const Json& ref, const FieldPath& p, FieldErrors& errs) {
+    std::string name = string_member(ref, "name");
+    invalid_each(errs, p.child("name"), render_string(name), name_is_dns_subdomain(name, false));
+    std::string key = string_member(ref, "key");
+    if (key.empty())
+        errs.push_back(required(p.child("key")));
+    else
+        invalid_each(errs, p.child("key"), render_string(key), is_config_map_key(key));
+}
+
+// validateEnvVarValueFrom: exactly one source, and no value beside it.
+void validate_env_value_from(const EnvVar& ev, const FieldPath& p, FieldErrors& errs) {
+    if (!ev.value_from) return;
+    const EnvVarSource& src = *ev.value_from;
+    int sources = 0;
+    if (src.field_ref) {
+        ++sources;
+        validate_object_field_selector(*src.field_ref, p.child("fieldRef"), errs);
+    }
+    if (src.resource_field_ref) {
+        ++sources;
+        validate_resource_field_selector(*src.resource_field_ref, p.child("resourceFieldRef"), errs);
+    }
+    if (!src.config_map_key_ref.is_null()) {
+        ++sources;
+        validate_key_selector(src.config_map_key_ref, p.child("configMapKeyRef"), errs);
+    }
+    if (!src.secret_key_ref.is_null()) {
+        ++sources;
+        validate_key_selector(src.secret_key_ref, p.child("secretKeyRef"), errs);
+    }
+    if (sources == 0)
+        errs.push_back(invalid(
+            p, render_string(""),
+            "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"));
+    else if (!ev.value.empty())
+        errs.push_back(invalid(p, render_string(""), "may not be specified when `value` is not empty"));
+    else if (sources > 1)
+        errs.push_back(invalid(p, render_string(""), "may not have more than one field specified at a time"));
+}
+
+}  // namespace
+
+// ValidateEnv (strict names: RelaxedEnvironmentVariableValidation is off by
+// default through 1.30).
+void validate_env(const std::vector<EnvVar>& env, const FieldPath& p, FieldErrors& errs) {
+    for (std::size_t i = 0; i < env.size(); ++i) {
+        FieldPath ip = p.index(i);
+        if (env[i].name.empty())
+            errs.push_back(required(ip.child("name")));
+        else
+            invalid_each(errs, ip.child("name"), render_string(env[i].name),
+                         names::is_env_var_name(env[i].name));
+        validate_env_value_from(env[i], ip.child("valueFrom"), errs);
+    }
+}
+
+}  // namespace daemonlet::validation

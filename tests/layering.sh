@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The layering rule, checked on the sources: core/ includes no libuv, SQLite
+# or systemd headers; store/ and platform/ never include each other; nothing
+# includes agent/ but agent/. (CMake's PRIVATE links stop the linking; this
+# stops a header-only include from slipping through.)
+set -uo pipefail
+root=${1:?usage: layering.sh REPO_ROOT}
+cd "$root"
+failed=0 passed=0
+rule() {  # rule NAME DIR PATTERN
+    local hits
+    hits=$(grep -rnE --include='*.h' --include='*.cpp' "$3" "$2" || true)
+    if [[ -n $hits ]]; then
+        echo "FAIL: $1"
+        echo "$hits" | sed 's/^/  /'
+        failed=$((failed + 1))
+    else
+        passed=$((passed + 1))
+    fi
+}
+rule "core includes no I/O library headers" core '#include\s*[<"](uv\.h|sqlite3\.h|systemd/)'
+rule "core includes no other layer" core '#include\s*"(store|platform|agent)/'
+rule "store does not include platform or agent" store '#include\s*"(platform|agent)/'
+rule "platform does not include store or agent" platform '#include\s*"(store|agent)/'
+rule "core reads no clock" core '(std::chrono::(system|steady)_clock|[^_]time\(|gettimeofday|clock_gettime)'
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
