@@ -1,9 +1,10 @@
 // API server defaults (pkg/apis/apps/v1/defaults_test.go, pkg/apis/core/v1/defaults_test.go).
-#include <CppUTest/TestHarness.h>
 
 #include <string>
 
 #include "core/defaults.h"
+
+#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 

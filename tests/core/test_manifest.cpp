@@ -1,12 +1,13 @@
 // Reading manifests: what `kubectl apply -f` accepts, and every kind of bad
 // input the agent must survive with a clear error.
-#include <CppUTest/TestHarness.h>
 
 #include <string>
 #include <vector>
 
 #include "core/manifest.h"
 #include "core/yaml_reader.h"
+
+#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 

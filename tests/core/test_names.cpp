@@ -1,10 +1,11 @@
 // Name and label syntax, rows from k8s.io/apimachinery/pkg/util/validation/validation_test.go.
-#include <CppUTest/TestHarness.h>
 
 #include <string>
 #include <vector>
 
 #include "core/names.h"
+
+#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet::names;
 

@@ -1,11 +1,12 @@
 // resource.Quantity parsing; rows after apimachinery's quantity_test.go
 // (TestQuantityParse, TestQuantityParseZero, TestQuantityParseNonNumericPanic).
-#include <CppUTest/TestHarness.h>
 
 #include <cstdint>
 #include <string>
 
 #include "core/quantity.h"
+
+#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 

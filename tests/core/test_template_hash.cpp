@@ -1,9 +1,10 @@
 // The template hash is a pure function of the template's content.
-#include <CppUTest/TestHarness.h>
 
 #include <string>
 
 #include "core/template_hash.h"
+
+#include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 
