@@ -13,7 +13,17 @@
 namespace daemonlet {
 
 // selection.Operator.
-enum class SelectorOp { Equals, DoubleEquals, NotEquals, In, NotIn, Exists, DoesNotExist, GreaterThan, LessThan };
+enum class SelectorOp {
+    Equals,
+    DoubleEquals,
+    NotEquals,
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    GreaterThan,
+    LessThan
+};
 
 // A parsed requirement. Construct with make_requirement, which validates as
 // labels.NewRequirement does (key is a qualified name; In/NotIn need values;
