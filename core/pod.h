@@ -1,0 +1,62 @@
+// The local pods: what the agent has started on this node for each
+// DaemonSet, as the store keeps them and the reconciler reads them. Plain
+// values; times are passed in by the caller, never read here.
+//
+// Two clocks, on purpose: wall-clock times (Unix milliseconds) are for people
+// and for Kubernetes-shaped output (startedAt, AGE); durations that drive
+// decisions (crash-loop backoff, minReadySeconds) are measured on the
+// monotonic clock by the agent, so a clock jump at boot changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace daemonlet {
+
+enum class ContainerState { Waiting, Running, Terminated };
+
+struct ContainerStatus {
+    std::string name;
+    std::string runtime_id;  // the runtime's id for the current instance ("exec://<id>" shape without the scheme)
+    ContainerState state = ContainerState::Waiting;
+    std::string reason;  // Waiting: ContainerCreating, CrashLoopBackOff, ...; Terminated: Completed, Error, OOMKilled
+    std::string message;
+    std::int32_t restart_count = 0;
+    std::int32_t exit_code = 0;           // last termination
+    std::int64_t started_at_ms = 0;       // wall clock, current instance
+    std::int64_t finished_at_ms = 0;      // wall clock, last termination
+    bool ready = false;
+    bool started = false;  // startup probe passed (or none)
+};
+
+enum class PodPhase { Pending, Running, Succeeded, Failed, Unknown };
+
+struct PodRecord {
+    std::string uid;        // random, assigned at creation
+    std::string name;       // <daemonset>-<5 random chars>, as upstream's generateName
+    std::string namespace_;
+    std::string daemonset;  // owner's name (same namespace)
+    std::string revision_hash;      // controller-revision-hash
+    std::int64_t revision = 0;      // the revision number this pod runs
+    PodPhase phase = PodPhase::Pending;
+    std::int64_t created_at_ms = 0;  // wall clock
+    bool deleting = false;           // a stop has been requested; the record goes when it is done
+    std::vector<ContainerStatus> containers;
+};
+
+// One entry of a DaemonSet's revision history (upstream ControllerRevision).
+struct RevisionRecord {
+    std::string namespace_;
+    std::string daemonset;
+    std::int64_t revision = 0;  // 1, 2, ... increasing; an undo re-numbers the restored template
+    std::string hash;           // template_hash of the template
+    std::string template_json;  // the pod template, canonical JSON
+    std::int64_t created_at_ms = 0;
+};
+
+const char* to_string(ContainerState s);
+const char* to_string(PodPhase p);
+
+}  // namespace daemonlet

@@ -1,0 +1,79 @@
+// The reconciler's plan: desired state (each DaemonSet's decision for this
+// node and its current revision) against actual state (the local pods), as
+// the upstream DaemonSet controller's manage and rollingUpdate passes do it
+// for one node (pkg/controller/daemon/daemon_controller.go
+// podsShouldBeOnNode, update.go rollingUpdate), plus the kubelet's
+// crash-loop backoff for restarting exited containers. Pure: the agent
+// passes in the monotonic time and carries out the plan.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/decision.h"
+#include "core/model.h"
+#include "core/pod.h"
+
+namespace daemonlet {
+
+struct DesiredDaemonSet {
+    const DaemonSet* ds = nullptr;  // valid, defaulted
+    std::string hash;               // template_hash of its template
+    std::int64_t revision = 0;      // the revision number of that template
+    Decision decision;              // for this node
+};
+
+// A pod as the reconciler sees it: the record plus what the agent measured.
+struct ObservedPod {
+    PodRecord pod;
+    bool terminating = false;   // a stop was requested and its containers have not all exited yet
+    bool ready = false;         // every container ready (probes)
+    std::optional<std::int64_t> ready_since_mono_ms;  // when it last became ready
+    bool deleted_by_user = false;  // `daemonlet delete pod` (OnDelete replaces it)
+};
+
+struct PodToCreate {
+    std::string namespace_;
+    std::string daemonset;
+    std::string hash;
+    std::int64_t revision = 0;
+};
+
+struct PodToDelete {
+    std::string uid;
+    std::string reason;  // for logs and events: "node no longer matches ...", "rolling update", "duplicate"
+};
+
+struct ReconcilePlan {
+    std::vector<PodToCreate> create;
+    std::vector<PodToDelete> remove;
+    // The earliest monotonic time at which the plan may change by itself
+    // (a pod becoming available after minReadySeconds): run again then.
+    std::optional<std::int64_t> wake_at_mono_ms;
+};
+
+// True when the pod has been ready for minReadySeconds (podutil.IsPodAvailable).
+bool pod_available(const ObservedPod& pod, std::int32_t min_ready_seconds, std::int64_t now_mono_ms);
+
+// One pass over every DaemonSet and every pod (pods of DaemonSets no longer
+// desired are removed).
+ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired, const std::vector<ObservedPod>& pods,
+                             std::int64_t now_mono_ms);
+
+// The kubelet's crash-loop backoff for one container.
+struct BackoffPolicy {
+    std::int64_t initial_ms = 10'000;
+    std::int64_t max_ms = 300'000;
+    std::int64_t reset_after_ms = 600'000;  // healthy running time that forgets the backoff
+};
+struct BackoffState {
+    std::int64_t delay_ms = 0;  // the delay used for the last restart (0: none yet)
+};
+// The delay before restarting a container that exited after running for
+// `ran_for_ms`, and the new state: initial, doubling up to max, back to
+// the start once a run lasted reset_after_ms.
+std::int64_t next_restart_delay(BackoffState& state, std::int64_t ran_for_ms, const BackoffPolicy& policy);
+
+}  // namespace daemonlet

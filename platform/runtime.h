@@ -1,0 +1,78 @@
+// The runtime interface: how the agent starts, stops, watches and re-adopts
+// containers. Every container runs under its own `daemonlet-shim` process
+// that outlives the agent (as conmon and containerd's shims do), so an agent
+// restart, kill -9 included, restarts no container.
+//
+// Contract, as libuv's: a call either fails synchronously and never calls
+// back, or succeeds and the exit handler is called exactly once when that
+// container's shim reports the container's exit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace daemonlet::platform {
+
+struct ContainerLaunch {
+    std::string pod_uid;
+    std::string pod_name;
+    std::string pod_namespace;
+    std::string container_name;
+    std::vector<std::string> argv;  // command + args; the exec runtime needs a command
+    std::vector<std::pair<std::string, std::string>> env;
+    std::string working_dir;
+    std::int64_t grace_seconds = 30;  // SIGTERM, then SIGKILL after this
+    std::uint64_t log_max_bytes = 10 * 1024 * 1024;  // kubelet's containerLogMaxSize
+    std::uint32_t log_max_files = 5;                   // kubelet's containerLogMaxFiles
+};
+
+struct ContainerInfo {
+    std::string id;
+    std::string pod_uid;
+    std::string container_name;
+    bool running = false;
+    int pid = 0;                      // the container's main process
+    std::int64_t started_at_ms = 0;   // wall clock
+    std::optional<int> exit_code;     // set once it has exited (128+N for signal N)
+    std::string reason;               // on exit: Completed (0), Error, or the signal name
+    std::int64_t finished_at_ms = 0;
+    std::string log_path;             // the current log file
+};
+
+class Runtime {
+  public:
+    virtual ~Runtime() = default;
+
+    // "exec", later "runc", "cri": the scheme of containerID ("exec://<id>").
+    virtual const char* name() const = 0;
+
+    // Called once per container exit, with its id. Set before start().
+    virtual void set_exit_handler(std::function<void(const std::string& id)> handler) = 0;
+
+    // Starts a shim and, under it, the container. Returns the container id
+    // once the container's process has been started (or fails).
+    virtual Result<std::string> start(const ContainerLaunch& launch) = 0;
+
+    // Asks the shim to stop the container: SIGTERM, SIGKILL after the grace
+    // period given at start. Returns at once; the exit handler reports the end.
+    virtual Status stop(const std::string& id) = 0;
+
+    virtual Result<ContainerInfo> inspect(const std::string& id) = 0;
+
+    // Every container whose state is under the runtime's state directory,
+    // running or exited: what the agent re-adopts after a restart. Running
+    // ones are watched again, so their exit reaches the handler.
+    virtual Result<std::vector<ContainerInfo>> adopt_all() = 0;
+
+    // Forgets an exited container: its state goes, its logs stay (rotated
+    // away with the pod's).
+    virtual Status remove(const std::string& id) = 0;
+};
+
+}  // namespace daemonlet::platform

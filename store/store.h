@@ -1,0 +1,109 @@
+// The store: the agent's state in one SQLite database (stateDir/daemonlet.db).
+//
+// - One connection per process, opened after any fork. WAL, foreign_keys=ON,
+//   a busy timeout, file mode 0600, schema migrations keyed on
+//   PRAGMA user_version.
+// - Every multi-row change in one BEGIN IMMEDIATE ... COMMIT through a
+//   Transaction that rolls back unless committed.
+// - Flash wears out: every put_* compares with what is stored and writes
+//   nothing when nothing changed; it returns whether it wrote.
+// - On open, PRAGMA quick_check. A database that cannot be opened, is not a
+//   database or fails the check is closed, moved aside with its -wal and
+//   -shm (kept for inspection, never copied while open) and created anew:
+//   the agent then rebuilds it from the manifest directory and re-adopts
+//   its running containers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/pod.h"
+#include "core/result.h"
+
+namespace daemonlet::store {
+
+struct StoredDaemonSet {
+    std::string namespace_;
+    std::string name;
+    std::string source;         // "file:<path>" for the manifest directory, "api" for the cluster (issue 4)
+    std::int64_t generation = 1;  // incremented by the agent when the spec changes
+    std::string object_json;    // the full defaulted object, unknown fields kept
+    std::string template_hash;
+    std::int64_t updated_at_ms = 0;
+    bool operator==(const StoredDaemonSet&) const = default;
+};
+
+struct StoredNode {
+    Labels labels;
+    std::vector<Taint> taints;
+    bool unschedulable = false;
+    bool operator==(const StoredNode&) const = default;
+};
+
+struct EventRecord {
+    std::int64_t id = 0;  // assigned by the store
+    std::string namespace_;
+    std::string object;  // "DaemonSet/<name>" or "Pod/<name>"
+    std::string type;    // Normal, Warning
+    std::string reason;  // SuccessfulCreate, FailedPlacement, BackOff, ...
+    std::string message;
+    std::int64_t time_ms = 0;
+};
+
+struct OpenReport {
+    bool created = false;    // no database existed
+    bool recovered = false;  // a bad database was moved aside
+    std::string moved_to;    // where it went
+    std::string reason;      // why (SQLite's message or the quick_check result)
+};
+
+class Store {
+  public:
+    // Opens or creates the database at `path` (its directory must exist).
+    // `now_ms` names a database moved aside: <path>.corrupt-<now_ms>.
+    static Result<std::unique_ptr<Store>> open(const std::string& path, std::int64_t now_ms, OpenReport* report);
+    // For the CLI while the agent runs: read-only, no migration, no recovery.
+    static Result<std::unique_ptr<Store>> open_readonly(const std::string& path);
+
+    virtual ~Store() = default;
+
+    class Transaction {
+      public:
+        virtual ~Transaction() = default;  // rolls back unless committed
+        virtual Status commit() = 0;
+    };
+    virtual Result<std::unique_ptr<Transaction>> begin() = 0;
+
+    virtual Result<bool> put_daemonset(const StoredDaemonSet& ds) = 0;
+    virtual Result<bool> delete_daemonset(const std::string& ns, const std::string& name) = 0;
+    virtual Result<std::optional<StoredDaemonSet>> get_daemonset(const std::string& ns, const std::string& name) = 0;
+    virtual Result<std::vector<StoredDaemonSet>> list_daemonsets() = 0;
+
+    virtual Result<bool> put_revision(const RevisionRecord& rev) = 0;
+    virtual Result<std::vector<RevisionRecord>> list_revisions(const std::string& ns, const std::string& ds) = 0;
+    // Deletes the oldest revisions beyond `keep`, never one in `in_use`.
+    virtual Result<int> prune_revisions(const std::string& ns, const std::string& ds, int keep,
+                                        const std::vector<std::int64_t>& in_use) = 0;
+
+    virtual Result<bool> put_pod(const PodRecord& pod) = 0;
+    virtual Result<bool> delete_pod(const std::string& uid) = 0;
+    virtual Result<std::vector<PodRecord>> list_pods() = 0;
+
+    virtual Result<bool> put_node(const StoredNode& node) = 0;
+    virtual Result<std::optional<StoredNode>> get_node() = 0;
+
+    // Recent events, bounded per object (oldest dropped).
+    virtual Result<bool> add_event(const EventRecord& ev) = 0;
+    virtual Result<std::vector<EventRecord>> list_events(const std::string& ns, const std::string& object,
+                                                         int limit) = 0;
+
+    // Small named values (the cluster resourceVersion in issue 4, ...).
+    virtual Result<bool> put_meta(const std::string& key, const std::string& value) = 0;
+    virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
+};
+
+}  // namespace daemonlet::store

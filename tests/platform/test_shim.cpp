@@ -1,0 +1,1 @@
+#include <CppUTest/TestHarness.h>
