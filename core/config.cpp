@@ -1,0 +1,236 @@
+#include "core/config.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "core/field_error.h"
+#include "core/manifest.h"
+#include "core/names.h"
+#include "core/quantity.h"
+
+namespace daemonlet {
+
+Result<std::int64_t> parse_duration_ms(std::string_view s) {
+    const std::string original(s);
+    auto bad = [&] { return Error{"invalid", "invalid duration " + render_string(original)}; };
+    if (s.empty()) return bad();
+    if (s == "0") return std::int64_t{0};
+    bool negative = false;
+    if (s[0] == '-' || s[0] == '+') {
+        negative = s[0] == '-';
+        s.remove_prefix(1);
+    }
+    double total_ms = 0;
+    while (!s.empty()) {
+        std::size_t i = 0;
+        while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
+        if (i == 0) return bad();
+        double v = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + i, v);
+        if (ec != std::errc() || p != s.data() + i) return bad();
+        s.remove_prefix(i);
+        std::size_t u = 0;
+        while (u < s.size() && !((s[u] >= '0' && s[u] <= '9') || s[u] == '.')) ++u;
+        std::string_view unit = s.substr(0, u);
+        s.remove_prefix(u);
+        double scale = 0;
+        if (unit == "ns")
+            scale = 1e-6;
+        else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs")
+            scale = 1e-3;
+        else if (unit == "ms")
+            scale = 1;
+        else if (unit == "s")
+            scale = 1e3;
+        else if (unit == "m")
+            scale = 60e3;
+        else if (unit == "h")
+            scale = 3600e3;
+        else
+            return Error{"invalid", "invalid duration " + render_string(original) + ": unknown unit " +
+                                        render_string(std::string(unit)) + " (use ms, s, m or h)"};
+        total_ms += v * scale;
+    }
+    if (total_ms > 9e15) return bad();
+    auto ms = static_cast<std::int64_t>(std::floor(total_ms));
+    return negative ? -ms : ms;
+}
+
+namespace {
+
+class ConfigReader {
+  public:
+    ConfigReader(const std::string& file, std::vector<std::string>& errors) : file_(file), errors_(errors) {}
+
+    void error(const std::string& path, const std::string& reason) {
+        errors_.push_back(file_ + ": " + path + ": " + reason);
+    }
+
+    // Reports every key of `obj` not in `known`.
+    void unknown_keys(const Json& obj, const std::string& prefix, std::initializer_list<const char*> known) {
+        for (auto it = obj.begin(); it != obj.end(); ++it) {
+            bool ok = false;
+            for (const char* k : known) ok = ok || it.key() == k;
+            if (!ok) error(prefix + it.key(), "unknown key");
+        }
+    }
+
+    bool string(const Json& v, const std::string& path, std::string& out) {
+        if (!v.is_string()) {
+            error(path, "expected a string, got " + std::string(v.type_name()));
+            return false;
+        }
+        out = v.get<std::string>();
+        return true;
+    }
+
+    void duration(const Json& v, const std::string& path, std::int64_t& out_ms) {
+        std::string s;
+        if (!string(v, path, s)) return;
+        auto d = parse_duration_ms(s);
+        if (!d.ok()) return error(path, d.error().message);
+        if (d.value() <= 0) return error(path, "must be greater than zero");
+        out_ms = d.value();
+    }
+
+  private:
+    const std::string& file_;
+    std::vector<std::string>& errors_;
+};
+
+std::string resolve(const std::string& base, const std::string& p) {
+    if (p.empty() || p[0] == '/' || base.empty()) return p;
+    return base + (base.back() == '/' ? "" : "/") + p;
+}
+
+void parse_taints(ConfigReader& r, const Json& v, AgentConfig& c) {
+    if (!v.is_array()) return r.error("nodeTaints", "expected a list of {key, value, effect}");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string p = "nodeTaints[" + std::to_string(i) + "]";
+        const Json& t = v[i];
+        if (!t.is_object()) {
+            r.error(p, "expected {key, value, effect}");
+            continue;
+        }
+        r.unknown_keys(t, p + ".", {"key", "value", "effect"});
+        Taint taint;
+        if (t.contains("key")) r.string(t["key"], p + ".key", taint.key);
+        if (t.contains("value")) r.string(t["value"], p + ".value", taint.value);
+        if (t.contains("effect")) r.string(t["effect"], p + ".effect", taint.effect);
+        for (const auto& m : names::is_qualified_name(taint.key)) r.error(p + ".key", m);
+        for (const auto& m : names::is_valid_label_value(taint.value)) r.error(p + ".value", m);
+        if (taint.effect != "NoSchedule" && taint.effect != "PreferNoSchedule" && taint.effect != "NoExecute")
+            r.error(p + ".effect",
+                    "Unsupported value: " + render_string(taint.effect) +
+                        ": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"");
+        for (const auto& other : c.node_taints)
+            if (other.key == taint.key && other.effect == taint.effect)
+                r.error(p, "taints must be unique by key and effect pair");
+        c.node_taints.push_back(std::move(taint));
+    }
+}
+
+}  // namespace
+
+ConfigResult parse_agent_config(std::string_view text, const std::string& file, const std::string& base_dir) {
+    ConfigResult out;
+    ConfigReader r(file, out.errors);
+    ManifestLimits limits;
+    limits.max_bytes = 1024 * 1024;
+    auto docs = parse_documents(text, file, limits);
+    if (!docs.ok()) {
+        out.errors.push_back(docs.error().message);
+        return out;
+    }
+    if (docs.value().size() > 1) {
+        out.errors.push_back(file + ": expected one YAML document, found " +
+                             std::to_string(docs.value().size()));
+        return out;
+    }
+    if (docs.value().empty()) return out;  // all defaults
+    const Json& doc = docs.value().front().value;
+    if (!doc.is_object()) {
+        out.errors.push_back(file + ": expected a mapping of configuration keys");
+        return out;
+    }
+    AgentConfig& c = out.config;
+    r.unknown_keys(
+        doc, "",
+        {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "manifestDir", "stateDir", "runtime",
+         "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize", "containerLogMaxFiles"});
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+        const std::string& k = it.key();
+        const Json& v = it.value();
+        if (k == "nodeName") {
+            if (r.string(v, k, c.node_name))
+                for (const auto& m : names::is_dns1123_subdomain(c.node_name)) r.error(k, m);
+        } else if (k == "nodeLabels") {
+            if (!v.is_object()) {
+                r.error(k, "expected a map of label keys to values");
+                continue;
+            }
+            for (auto l = v.begin(); l != v.end(); ++l) {
+                const std::string p = k + "[" + l.key() + "]";
+                std::string value;
+                if (!r.string(l.value(), p, value)) continue;
+                for (const auto& m : names::is_qualified_name(l.key())) r.error(p, "key: " + m);
+                for (const auto& m : names::is_valid_label_value(value))
+                    r.error(p, "value " + render_string(value) + ": " + m);
+                c.node_labels[l.key()] = value;
+            }
+        } else if (k == "nodeTaints") {
+            parse_taints(r, v, c);
+        } else if (k == "nodeUnschedulable") {
+            if (!v.is_boolean())
+                r.error(k, "expected true or false");
+            else
+                c.node_unschedulable = v.get<bool>();
+        } else if (k == "manifestDir" || k == "stateDir") {
+            std::string p;
+            if (!r.string(v, k, p)) continue;
+            if (p.empty()) {
+                r.error(k, "must not be empty");
+                continue;
+            }
+            (k == "manifestDir" ? c.manifest_dir : c.state_dir) = resolve(base_dir, p);
+        } else if (k == "runtime") {
+            if (!v.is_object()) {
+                r.error(k, "expected {type: exec}");
+                continue;
+            }
+            r.unknown_keys(v, "runtime.", {"type"});
+            if (v.contains("type") && r.string(v["type"], "runtime.type", c.runtime_type) &&
+                c.runtime_type != "exec")
+                r.error("runtime.type", "Unsupported value: " + render_string(c.runtime_type) +
+                                            ": supported values: \"exec\"");
+        } else if (k == "fileCheckFrequency") {
+            r.duration(v, k, c.file_check_frequency_ms);
+        } else if (k == "crashLoopBackoff") {
+            if (!v.is_object()) {
+                r.error(k, "expected {initial: DURATION, max: DURATION}");
+                continue;
+            }
+            r.unknown_keys(v, "crashLoopBackoff.", {"initial", "max"});
+            if (v.contains("initial"))
+                r.duration(v["initial"], "crashLoopBackoff.initial", c.backoff_initial_ms);
+            if (v.contains("max")) r.duration(v["max"], "crashLoopBackoff.max", c.backoff_max_ms);
+            if (c.backoff_max_ms < c.backoff_initial_ms)
+                r.error("crashLoopBackoff.max", "must not be less than crashLoopBackoff.initial");
+        } else if (k == "containerLogMaxSize") {
+            std::string s = v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : "";
+            auto q = parse_quantity(s);
+            if (!q.ok() || q.value().value() < 4096)
+                r.error(k, "expected a size of at least 4Ki, like 10Mi (got " + v.dump() + ")");
+            else
+                c.container_log_max_size = static_cast<std::uint64_t>(q.value().value());
+        } else if (k == "containerLogMaxFiles") {
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 2 || v.get<std::int64_t>() > 100)
+                r.error(k, "expected an integer from 2 to 100 (kubelet requires at least 2)");
+            else
+                c.container_log_max_files = v.get<std::uint32_t>();
+        }
+    }
+    return out;
+}
+
+}  // namespace daemonlet

@@ -1,0 +1,61 @@
+// The agent's configuration file (YAML, camelCase keys as kubelet's
+// configuration file). Parsing is pure: the caller reads the file and fills
+// in what needs the system (the host name when nodeName is absent).
+//
+//   nodeName: edge-01              # default: the host name
+//   nodeLabels: {disktype: ssd}    # plus kubernetes.io/hostname, /os, /arch
+//   nodeTaints:
+//     - {key: dedicated, value: sensors, effect: NoSchedule}
+//   manifestDir: /etc/daemonlet/manifests
+//   stateDir: /var/lib/daemonlet
+//   runtime: {type: exec}
+//   fileCheckFrequency: 20s
+//   crashLoopBackoff: {initial: 10s, max: 300s}
+//   containerLogMaxSize: 10Mi
+//   containerLogMaxFiles: 5
+//
+// Unknown keys and bad values are errors naming the key's path; an agent
+// with an invalid configuration refuses to start.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+
+namespace daemonlet {
+
+struct AgentConfig {
+    std::string node_name;  // empty: the caller uses the host name
+    Labels node_labels;
+    std::vector<Taint> node_taints;
+    bool node_unschedulable = false;
+    std::string manifest_dir = "/etc/daemonlet/manifests";
+    std::string state_dir = "/var/lib/daemonlet";
+    std::string runtime_type = "exec";
+    std::int64_t file_check_frequency_ms = 20'000;
+    std::int64_t backoff_initial_ms = 10'000;
+    std::int64_t backoff_max_ms = 300'000;
+    std::uint64_t container_log_max_size = 10 * 1024 * 1024;
+    std::uint32_t container_log_max_files = 5;
+};
+
+struct ConfigResult {
+    AgentConfig config;
+    std::vector<std::string> errors;  // "<file>: <key path>: <reason>"; empty when valid
+};
+
+// Parses and validates a configuration document. An empty document is the
+// defaults. Relative manifestDir / stateDir are resolved against `base_dir`
+// (the configuration file's directory), so a configuration can travel with
+// its manifests.
+ConfigResult parse_agent_config(std::string_view text, const std::string& file, const std::string& base_dir);
+
+// Go's time.ParseDuration for the units a configuration needs (ns, us, ms,
+// s, m, h; "1m30s", "1.5s"), in milliseconds, rounded down. "0" is zero.
+Result<std::int64_t> parse_duration_ms(std::string_view s);
+
+}  // namespace daemonlet

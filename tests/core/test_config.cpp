@@ -1,0 +1,101 @@
+// The agent's configuration file: keys, defaults, and errors naming the key.
+#include <string>
+
+#include "core/config.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+
+namespace {
+std::string all(const ConfigResult& r) {
+    std::string s;
+    for (const auto& e : r.errors) s += e + "\n";
+    return s;
+}
+bool has(const ConfigResult& r, const std::string& needle) {
+    return all(r).find(needle) != std::string::npos;
+}
+}  // namespace
+
+TEST_GROUP(Config){};
+
+TEST(Config, EmptyFileIsTheDefaults) {
+    auto r = parse_agent_config("# nothing\n", "c.yaml", "/etc/daemonlet");
+    CHECK_TRUE(r.errors.empty());
+    STRCMP_EQUAL("/etc/daemonlet/manifests", r.config.manifest_dir.c_str());
+    STRCMP_EQUAL("/var/lib/daemonlet", r.config.state_dir.c_str());
+    CHECK_EQUAL(20000, r.config.file_check_frequency_ms);
+    CHECK_EQUAL(10000, r.config.backoff_initial_ms);
+    CHECK_EQUAL(300000, r.config.backoff_max_ms);
+}
+
+TEST(Config, TheIssuesExampleParses) {
+    auto r = parse_agent_config(R"(
+nodeName: edge-01
+nodeLabels: {disktype: ssd}
+nodeTaints:
+  - {key: dedicated, value: sensors, effect: NoSchedule}
+manifestDir: manifests
+stateDir: /var/lib/daemonlet
+runtime: {type: exec}
+fileCheckFrequency: 20s
+crashLoopBackoff: {initial: 10s, max: 300s}
+containerLogMaxSize: 1Mi
+containerLogMaxFiles: 3
+)",
+                                "c.yaml", "/opt/board");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("edge-01", r.config.node_name.c_str());
+    STRCMP_EQUAL("ssd", r.config.node_labels.at("disktype").c_str());
+    CHECK_EQUAL(1, r.config.node_taints.size());
+    STRCMP_EQUAL("NoSchedule", r.config.node_taints[0].effect.c_str());
+    STRCMP_EQUAL("/opt/board/manifests", r.config.manifest_dir.c_str());  // relative to the file
+    CHECK_EQUAL(1048576u, r.config.container_log_max_size);
+    CHECK_EQUAL(3u, r.config.container_log_max_files);
+}
+
+TEST(Config, ErrorsNameTheKeyPath) {
+    auto r = parse_agent_config(R"(
+nodeName: Edge_01
+nodeLables: {a: b}
+nodeTaints:
+  - {key: dedicated, value: sensors, effect: NoSchedul}
+  - {key: x, effect: NoExecute, extra: 1}
+runtime: {type: docker}
+fileCheckFrequency: often
+crashLoopBackoff: {initial: 10s, max: 5s}
+containerLogMaxFiles: 1
+)",
+                                "c.yaml", "/");
+    CHECK_TRUE(has(r, "c.yaml: nodeName: a lowercase RFC 1123 subdomain"));
+    CHECK_TRUE(has(r, "c.yaml: nodeLables: unknown key"));
+    CHECK_TRUE(has(r, "c.yaml: nodeTaints[0].effect: Unsupported value: \"NoSchedul\""));
+    CHECK_TRUE(has(r, "c.yaml: nodeTaints[1].extra: unknown key"));
+    CHECK_TRUE(has(r, "c.yaml: runtime.type: Unsupported value: \"docker\""));
+    CHECK_TRUE(has(r, "c.yaml: fileCheckFrequency: invalid duration \"often\""));
+    CHECK_TRUE(has(r, "c.yaml: crashLoopBackoff.max: must not be less than crashLoopBackoff.initial"));
+    CHECK_TRUE(has(r, "c.yaml: containerLogMaxFiles: expected an integer from 2 to 100"));
+}
+
+TEST(Config, MalformedYamlIsReported) {
+    auto r = parse_agent_config("nodeName: [\n", "c.yaml", "/");
+    CHECK_TRUE(has(r, "c.yaml: document 1: line"));
+}
+
+TEST(Config, DurationsAsGo) {
+    struct Row {
+        const char* in;
+        bool ok;
+        std::int64_t ms;
+    };
+    const Row rows[] = {{"20s", true, 20000}, {"1m30s", true, 90000}, {"300ms", true, 300},
+                        {"1.5s", true, 1500}, {"1h", true, 3600000},  {"0", true, 0},
+                        {"10", false, 0},     {"s", false, 0},        {"5d", false, 0},
+                        {"", false, 0},       {"100us", true, 0}};
+    for (const auto& row : rows) {
+        auto d = parse_duration_ms(row.in);
+        CHECK_EQUAL_TEXT(row.ok, d.ok(), row.in);
+        if (row.ok && d.ok()) CHECK_EQUAL_TEXT(row.ms, d.value(), row.in);
+    }
+}
