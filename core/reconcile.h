@@ -28,10 +28,10 @@ struct DesiredDaemonSet {
 // A pod as the reconciler sees it: the record plus what the agent measured.
 struct ObservedPod {
     PodRecord pod;
-    bool terminating = false;   // a stop was requested and its containers have not all exited yet
-    bool ready = false;         // every container ready (probes)
+    bool terminating = false;  // a stop was requested and its containers have not all exited yet
+    bool ready = false;        // every container ready (probes)
     std::optional<std::int64_t> ready_since_mono_ms;  // when it last became ready
-    bool deleted_by_user = false;  // `daemonlet delete pod` (OnDelete replaces it)
+    bool deleted_by_user = false;                     // `daemonlet delete pod` (OnDelete replaces it)
 };
 
 struct PodToCreate {
@@ -54,13 +54,17 @@ struct ReconcilePlan {
     std::optional<std::int64_t> wake_at_mono_ms;
 };
 
-// True when the pod has been ready for minReadySeconds (podutil.IsPodAvailable).
+// True when the pod has been ready for minReadySeconds (podutil.IsPodAvailable):
+// ready, and minReadySeconds is 0 or ready_since + minReadySeconds <= now (a
+// ready pod without ready_since is not available then). Inclusive, as
+// upstream since 1.34 (PR 132122); 1.25 to 1.30 compared strictly, one
+// millisecond later, which would make wake_at_mono_ms one tick early.
 bool pod_available(const ObservedPod& pod, std::int32_t min_ready_seconds, std::int64_t now_mono_ms);
 
 // One pass over every DaemonSet and every pod (pods of DaemonSets no longer
 // desired are removed).
-ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired, const std::vector<ObservedPod>& pods,
-                             std::int64_t now_mono_ms);
+ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired,
+                             const std::vector<ObservedPod>& pods, std::int64_t now_mono_ms);
 
 // The kubelet's crash-loop backoff for one container.
 struct BackoffPolicy {
@@ -69,11 +73,18 @@ struct BackoffPolicy {
     std::int64_t reset_after_ms = 600'000;  // healthy running time that forgets the backoff
 };
 struct BackoffState {
-    std::int64_t delay_ms = 0;  // the delay used for the last restart (0: none yet)
+    std::int64_t delay_ms = 0;  // the delay used for the last restart (0: none yet, or it was immediate)
+    // The kubelet's backoff entry (flowcontrol.Backoff entry.backoff): what
+    // the next restart waits unless the run resets it; 0: no entry yet.
+    std::int64_t backoff_ms = 0;
 };
 // The delay before restarting a container that exited after running for
-// `ran_for_ms`, and the new state: initial, doubling up to max, back to
-// the start once a run lasted reset_after_ms.
+// `ran_for_ms`, and the new state, as kuberuntime doBackOff with
+// flowcontrol.Backoff(initial, max): the first exit restarts at once and
+// starts the backoff at initial; each later exit waits the backoff, which
+// then doubles up to max (delays 0, 10, 20, 40, 80, 160, 300, 300 s); a run
+// longer than reset_after_ms (2 x max upstream, strictly longer) forgets it
+// all, so that exit restarts at once again.
 std::int64_t next_restart_delay(BackoffState& state, std::int64_t ran_for_ms, const BackoffPolicy& policy);
 
 }  // namespace daemonlet

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# dist/daemonlet.service checked by systemd-analyze verify, with ExecStart
+# pointing at the built binary (verify insists the command exists).
+set -uo pipefail
+unit=${1:?usage: systemd_verify.sh UNIT DAEMONLET_BINARY}
+bin=${2:?}
+if ! command -v systemd-analyze >/dev/null; then
+    echo "systemd-analyze not installed"
+    exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+sed "s|/usr/bin/daemonlet|$bin|" "$unit" >"$tmp/daemonlet.service"
+out=$(systemd-analyze verify "$tmp/daemonlet.service" 2>&1)
+status=$?
+# Lines about other units on the host are not ours.
+ours=$(grep -F 'daemonlet.service' <<<"$out" || true)
+if [[ $status -ne 0 || -n $ours ]]; then
+    echo "FAIL: systemd-analyze verify:"
+    echo "$out"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+echo "1 passed, 0 failed"
