@@ -17,6 +17,7 @@ inline constexpr int kExitUsage = 2;    // bad arguments, unreadable or invalid 
 int cmd_eval(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_version(const std::vector<std::string>& args);
+int cmd_run(const std::vector<std::string>& args);
 
 // Reads a manifest file (size-limited) and loads its objects; a read error
 // becomes a ManifestError naming the file.

@@ -13,6 +13,7 @@ const char* const kUsage =
     "Usage: daemonlet COMMAND [OPTIONS]\n"
     "\n"
     "Commands:\n"
+    "  run        Run the agent (the systemd service's command)\n"
     "  eval       Decide whether a node should run a DaemonSet's pod\n"
     "  validate   Check manifest files as the Kubernetes API server would\n"
     "  version    Print the version and the libraries in use\n"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
         std::fputs(kUsage, stdout);
         return kExitOk;
     }
+    if (cmd == "run") return cmd_run(args);
     if (cmd == "eval") return cmd_eval(args);
     if (cmd == "validate") return cmd_validate(args);
     if (cmd == "version" || cmd == "--version") return cmd_version(args);

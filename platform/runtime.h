@@ -30,6 +30,7 @@ struct ContainerLaunch {
     std::int64_t grace_seconds = 30;  // SIGTERM, then SIGKILL after this
     std::uint64_t log_max_bytes = 10 * 1024 * 1024;  // kubelet's containerLogMaxSize
     std::uint32_t log_max_files = 5;                   // kubelet's containerLogMaxFiles
+    std::uint32_t restart_count = 0;  // names the log file <restart_count>.log, as kubelet's
 };
 
 struct ContainerInfo {
@@ -73,6 +74,11 @@ class Runtime {
     // Forgets an exited container: its state goes, its logs stay (rotated
     // away with the pod's).
     virtual Status remove(const std::string& id) = 0;
+
+    // Closes every libuv handle the runtime holds (watches on running shims)
+    // without touching the containers: the agent is stopping, the shims stay.
+    // The loop can then finish and uv_loop_close() succeed.
+    virtual void close() {}
 };
 
 }  // namespace daemonlet::platform

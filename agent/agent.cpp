@@ -1,0 +1,213 @@
+// The agent's lifecycle: start-up, signals, configuration reload, shutdown.
+#include "agent/agent.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "core/local_node.h"
+#include "platform/exec_runtime.h"
+#include "platform/file.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+// mkdir -p with the given mode for the directories it creates.
+Status make_dirs(const std::string& path, mode_t mode) {
+    std::string cur;
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = path.find('/', pos + 1);
+        cur = path.substr(0, pos);
+        if (cur.empty()) continue;
+        if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST)
+            return Error{"io", cur + ": cannot create directory: " + std::strerror(errno)};
+    }
+    return Ok{};
+}
+
+// The shim lives next to the daemonlet binary (build tree) or in
+// ../libexec/daemonlet (installed).
+std::string find_shim() {
+    char buf[4096];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return "daemonlet-shim";
+    std::string exe(buf, static_cast<std::size_t>(n));
+    std::string dir = exe.substr(0, exe.rfind('/'));
+    for (const std::string& candidate : {dir + "/daemonlet-shim", dir + "/../platform/daemonlet-shim",
+                                         dir + "/../libexec/daemonlet/daemonlet-shim"})
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    return "daemonlet-shim";
+}
+
+template <class H>
+void close_and_free(H*& h) {
+    if (!h) return;
+    uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* p) { delete reinterpret_cast<H*>(p); });
+    h = nullptr;
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config, std::string config_path)
+    : config_(std::move(config)), config_path_(std::move(config_path)) {
+    uv_loop_init(&loop_);
+}
+
+Agent::~Agent() {
+    // Handles are closed in shutdown(); a loop that still has some is a bug
+    // we want to hear about rather than hide.
+    if (uv_loop_close(&loop_) != 0) log(Level::Warning, "event loop closed with handles still open");
+}
+
+Status Agent::init() {
+    if (auto s = make_dirs(config_.state_dir, 0700); !s.ok()) return s;
+
+    store::OpenReport report;
+    const std::string db = config_.state_dir + "/daemonlet.db";
+    auto st = store::Store::open(db, platform::wall_clock_ms(), &report);
+    if (!st.ok()) return st.error();
+    store_ = std::move(st).value();
+    if (report.recovered)
+        log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
+                            "; rebuilding from the manifest directory and the running containers");
+
+    node_ = make_local_node(config_.node_name, config_.node_labels, config_.node_taints,
+                            config_.node_unschedulable, "linux", goarch_from_machine(platform::machine()));
+    store::StoredNode sn{node_.metadata.labels, node_.taints, node_.unschedulable};
+    if (auto w = store_->put_node(sn); !w.ok()) log(Level::Warning, w.error().message);
+
+    auto rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime", find_shim());
+    if (!rt.ok()) return rt.error();
+    runtime_ = std::move(rt).value();
+    runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
+
+    notifier_ = std::make_unique<platform::Notifier>(&loop_);
+    notifier_->start();
+
+    for (int signum : {SIGHUP, SIGTERM, SIGINT}) {
+        auto* h = new uv_signal_t;
+        uv_signal_init(&loop_, h);
+        h->data = this;
+        uv_signal_start(h, on_signal, signum);
+        signals_.push_back(h);
+    }
+    reconcile_timer_ = new uv_timer_t;
+    uv_timer_init(&loop_, reconcile_timer_);
+    reconcile_timer_->data = this;
+    wake_timer_ = new uv_timer_t;
+    uv_timer_init(&loop_, wake_timer_);
+    wake_timer_->data = this;
+
+    // The cached pods first: adopt what runs, then read the manifests and
+    // start what is missing, all before READY.
+    adopt();
+    rescan_manifests();
+    reconcile();
+
+    watch_ = std::make_unique<platform::DirWatch>(
+        &loop_, config_.manifest_dir, 30, config_.file_check_frequency_ms, [this] { rescan_manifests(); });
+    watch_->start();
+    return Ok{};
+}
+
+int Agent::run() {
+    if (auto s = init(); !s.ok()) {
+        log(Level::Err, "cannot start: " + s.error().message);
+        shutdown();
+        uv_run(&loop_, UV_RUN_DEFAULT);
+        return 1;
+    }
+    log(Level::Notice, "daemonlet running on node " + node_.metadata.name + ": " +
+                           std::to_string(desired_.size()) + " DaemonSets, " + std::to_string(pods_.size()) +
+                           " pods");
+    update_status();
+    notifier_->ready(notifier_status_);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    return 0;
+}
+
+void Agent::update_status() {
+    std::size_t running = 0;
+    for (const auto& [uid, p] : pods_)
+        if (p.rec.phase == PodPhase::Running) ++running;
+    notifier_status_ = std::to_string(desired_.size()) + " DaemonSets, " + std::to_string(running) + "/" +
+                       std::to_string(pods_.size()) + " pods running";
+    if (notifier_) notifier_->status(notifier_status_);
+}
+
+void Agent::on_signal(uv_signal_t* h, int signum) {
+    auto* self = static_cast<Agent*>(h->data);
+    if (signum == SIGHUP) {
+        self->reload_config();
+        return;
+    }
+    log(Level::Notice, std::string("received ") + (signum == SIGTERM ? "SIGTERM" : "SIGINT") +
+                           ": stopping; pods keep running and the next agent adopts them");
+    self->shutdown();
+}
+
+void Agent::reload_config() {
+    auto text = platform::read_file(config_path_, 1024 * 1024);
+    if (!text.ok()) {
+        log(Level::Err, "SIGHUP: " + text.error().message + "; keeping the current configuration");
+        return;
+    }
+    std::string base = config_path_.substr(0, config_path_.find_last_of('/'));
+    ConfigResult r = parse_agent_config(text.value(), config_path_, base);
+    if (!r.errors.empty()) {
+        for (const auto& e : r.errors) log(Level::Err, e);
+        log(Level::Err, "SIGHUP: invalid configuration; keeping the current one");
+        return;
+    }
+    if (r.config.node_name.empty()) r.config.node_name = config_.node_name;
+    if (r.config.state_dir != config_.state_dir || r.config.runtime_type != config_.runtime_type)
+        log(Level::Warning,
+            "SIGHUP: stateDir and runtime change only on restart; keeping " + config_.state_dir);
+    r.config.state_dir = config_.state_dir;
+    r.config.runtime_type = config_.runtime_type;
+    bool dir_changed = r.config.manifest_dir != config_.manifest_dir ||
+                       r.config.file_check_frequency_ms != config_.file_check_frequency_ms;
+    config_ = std::move(r.config);
+    node_ = make_local_node(config_.node_name, config_.node_labels, config_.node_taints,
+                            config_.node_unschedulable, "linux", goarch_from_machine(platform::machine()));
+    store::StoredNode sn{node_.metadata.labels, node_.taints, node_.unschedulable};
+    if (auto w = store_->put_node(sn); !w.ok()) log(Level::Warning, w.error().message);
+    log(Level::Notice, "SIGHUP: configuration reloaded; re-evaluating every DaemonSet");
+    if (dir_changed) {
+        watch_->close();
+        files_.clear();
+        watch_ = std::make_unique<platform::DirWatch>(&loop_, config_.manifest_dir, 30,
+                                                      config_.file_check_frequency_ms,
+                                                      [this] { rescan_manifests(); });
+        watch_->start();
+        rescan_manifests();
+    }
+    schedule_reconcile();
+}
+
+void Agent::shutdown() {
+    if (stopping_) return;
+    stopping_ = true;
+    if (notifier_) notifier_->stopping();
+    if (watch_) watch_->close();
+    for (auto*& h : signals_) close_and_free(h);
+    signals_.clear();
+    close_and_free(reconcile_timer_);
+    close_and_free(wake_timer_);
+    for (auto& [uid, pod] : pods_)
+        for (auto& c : pod.containers) close_restart_timer(c.restart_timer);
+    if (runtime_) runtime_->close();
+    if (notifier_) notifier_->close();
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,124 @@
+// `daemonlet run`: the agent. One libuv loop, no threads. Wiring only: the
+// decisions are core's (node_should_run_daemon_pod, plan_reconcile,
+// next_restart_delay), persistence is store's, processes are the runtime's.
+//
+//   manifest dir --DirWatch--> rescan (sources.cpp) --> desired DaemonSets, store
+//        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
+//   runtime exit --> container restart with crash-loop backoff
+//   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/manifest.h"
+#include "core/model.h"
+#include "core/pod.h"
+#include "core/reconcile.h"
+#include "platform/dir_watch.h"
+#include "platform/notify.h"
+#include "platform/runtime.h"
+#include "store/store.h"
+
+namespace daemonlet::agent {
+
+// Closes a container's restart timer (pods.cpp).
+void close_restart_timer(uv_timer_t*& t);
+
+class Agent {
+  public:
+    Agent(AgentConfig config, std::string config_path);
+    Agent(const Agent&) = delete;
+    Agent& operator=(const Agent&) = delete;
+    ~Agent();
+
+    // Runs until SIGTERM or SIGINT. Returns the process exit status.
+    int run();
+
+  private:
+    // A manifest file as last read.
+    struct FileState {
+        std::int64_t mtime_ns = -1;
+        std::int64_t size = -1;
+        std::uint64_t content_hash = 0;
+        std::vector<DaemonSet> good;      // the last version that loaded without errors
+        std::vector<std::string> errors;  // of the current version; empty when it is the good one
+    };
+    // A DaemonSet in force.
+    struct Desired {
+        DaemonSet ds;
+        std::string source;  // the file it came from
+        std::string hash;
+        std::int64_t revision = 0;
+    };
+    struct LiveContainer {
+        std::string id;  // runtime id while it has one
+        std::int64_t started_mono_ms = 0;
+        BackoffState backoff;
+        uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
+    };
+    struct LivePod {
+        PodRecord rec;
+        std::vector<LiveContainer> containers;  // parallel to rec.containers
+        std::optional<std::int64_t> ready_since_mono_ms;
+        bool deleted_by_user = false;
+    };
+
+    // agent.cpp: lifecycle
+    Status init();
+    void shutdown();
+    void reload_config();
+    void update_status();
+    static void on_signal(uv_signal_t* h, int signum);
+
+    // sources.cpp: the manifest directory to the desired state
+    void rescan_manifests();
+    void rebuild_desired();
+    Status record_revision(Desired& d);
+
+    // pods.cpp: the reconcile loop and the pods' lifecycle
+    void schedule_reconcile();
+    void reconcile();
+    void adopt();
+    void create_pod(const PodToCreate& c);
+    void remove_pod(const std::string& uid, const std::string& reason);
+    void start_container(const std::string& uid, std::size_t index);
+    void start_waiting_containers();
+    void on_container_exit(const std::string& id);
+    void schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms);
+    void finish_pod_if_stopped(const std::string& uid);
+    void save_pod(const LivePod& pod);
+    void refresh_readiness(LivePod& pod);
+    const Desired* desired_for(const PodRecord& rec) const;
+
+    AgentConfig config_;
+    std::string config_path_;
+    uv_loop_t loop_{};
+    Node node_;
+    std::unique_ptr<store::Store> store_;
+    std::unique_ptr<platform::Runtime> runtime_;
+    std::unique_ptr<platform::Notifier> notifier_;
+    std::unique_ptr<platform::DirWatch> watch_;
+    std::vector<uv_signal_t*> signals_;
+    uv_timer_t* reconcile_timer_ = nullptr;
+    uv_timer_t* wake_timer_ = nullptr;
+    bool reconcile_pending_ = false;
+    bool stopping_ = false;
+    std::string notifier_status_;
+
+    std::map<std::string, FileState> files_;
+    std::map<std::string, Desired> desired_;  // by "namespace/name"
+    std::set<std::string> reported_conflicts_;
+    std::map<std::string, LivePod> pods_;                               // by uid
+    std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
+};
+
+}  // namespace daemonlet::agent

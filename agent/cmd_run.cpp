@@ -1,0 +1,77 @@
+// daemonlet run --config FILE: the agent, in the foreground (systemd's
+// Type=notify service, or a terminal).
+#include <cstdio>
+
+#include "agent/agent.h"
+#include "agent/cli.h"
+#include "core/config.h"
+#include "platform/file.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+namespace {
+
+const char* const kHelp =
+    "Usage: daemonlet run [--config FILE] [--log-level LEVEL]\n"
+    "\n"
+    "Runs the agent: watches the manifest directory, keeps the desired state in\n"
+    "SQLite under stateDir, decides for this node and runs the DaemonSets' pods.\n"
+    "SIGHUP reloads the configuration; SIGTERM and SIGINT stop the agent and\n"
+    "leave the pods running for the next agent to adopt.\n"
+    "\n"
+    "  --config FILE      the configuration (default /etc/daemonlet/config.yaml)\n"
+    "  --log-level LEVEL  error, warning, notice, info (default) or debug\n";
+
+}  // namespace
+
+Result<AgentConfig> load_config(const std::string& path) {
+    auto text = platform::read_file(path, 1024 * 1024);
+    if (!text.ok()) return text.error();
+    std::string base = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
+    ConfigResult r = parse_agent_config(text.value(), path, base);
+    if (!r.errors.empty()) {
+        std::string msg;
+        for (const auto& e : r.errors) msg += (msg.empty() ? "" : "\n") + e;
+        return Error{"invalid", msg};
+    }
+    if (r.config.node_name.empty()) r.config.node_name = platform::host_name();
+    return r.config;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+    if (wants_help(args)) {
+        std::fputs(kHelp, stdout);
+        return kExitOk;
+    }
+    std::string config_path = "/etc/daemonlet/config.yaml";
+    std::string level = "info";
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (flag_value(args, i, "--config", config_path) || flag_value(args, i, "--log-level", level))
+            continue;
+        std::fprintf(stderr, "daemonlet run: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
+        return kExitUsage;
+    }
+    using platform::Level;
+    if (level == "error")
+        platform::set_log_level(Level::Err);
+    else if (level == "warning")
+        platform::set_log_level(Level::Warning);
+    else if (level == "notice")
+        platform::set_log_level(Level::Notice);
+    else if (level == "debug")
+        platform::set_log_level(Level::Debug);
+    else if (level != "info") {
+        std::fprintf(stderr, "daemonlet run: unknown log level \"%s\"\n", level.c_str());
+        return kExitUsage;
+    }
+    auto cfg = load_config(config_path);
+    if (!cfg.ok()) {
+        platform::log(Level::Err, "invalid configuration, not starting:\n" + cfg.error().message);
+        return kExitUsage;
+    }
+    Agent agent(std::move(cfg).value(), config_path);
+    return agent.run();
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,435 @@
+// The reconcile loop and the pods' lifecycle: creating pods and their
+// containers through the runtime, stopping them, restarting exited
+// containers with crash-loop backoff (restartPolicy Always), and adopting
+// what already runs when the agent starts.
+#include <algorithm>
+#include <random>
+
+#include "agent/agent.h"
+#include "core/decision.h"
+#include "core/expand.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+std::string random_chars(std::size_t n, std::string_view alphabet) {
+    static std::mt19937_64 rng{std::random_device{}()};
+    std::string s(n, ' ');
+    std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+    for (auto& c : s) c = alphabet[pick(rng)];
+    return s;
+}
+
+// A v4-shaped UUID for pod uids.
+std::string new_uid() {
+    std::string h = random_chars(32, "0123456789abcdef");
+    h[12] = '4';
+    return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
+           h.substr(20);
+}
+
+// What a restart timer fires for, named by value: the pod may be gone by then.
+struct RestartTarget {
+    Agent* agent;
+    std::string uid;
+    std::size_t index;
+};
+
+}  // namespace
+
+// Closes a restart timer; its target goes with it in the close callback.
+void close_restart_timer(uv_timer_t*& t) {
+    if (!t) return;
+    uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
+        delete static_cast<RestartTarget*>(h->data);
+        delete reinterpret_cast<uv_timer_t*>(h);
+    });
+    t = nullptr;
+}
+
+const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
+    auto it = desired_.find(rec.namespace_ + "/" + rec.daemonset);
+    return it == desired_.end() ? nullptr : &it->second;
+}
+
+void Agent::schedule_reconcile() {
+    // Coalesces a burst of triggers into one pass on the next loop turn.
+    if (stopping_ || reconcile_pending_ || !reconcile_timer_) return;
+    reconcile_pending_ = true;
+    uv_timer_start(
+        reconcile_timer_,
+        [](uv_timer_t* t) {
+            auto* self = static_cast<Agent*>(t->data);
+            self->reconcile_pending_ = false;
+            self->reconcile();
+        },
+        0, 0);
+}
+
+void Agent::reconcile() {
+    if (stopping_) return;
+    std::vector<DesiredDaemonSet> want;
+    want.reserve(desired_.size());
+    for (const auto& [key, d] : desired_) {
+        DesiredDaemonSet w;
+        w.ds = &d.ds;
+        w.hash = d.hash;
+        w.revision = d.revision;
+        w.decision = node_should_run_daemon_pod(node_, d.ds);
+        want.push_back(std::move(w));
+    }
+    std::vector<ObservedPod> seen;
+    seen.reserve(pods_.size());
+    for (auto& [uid, p] : pods_) {
+        refresh_readiness(p);
+        ObservedPod o;
+        o.pod = p.rec;
+        o.terminating = p.rec.deleting;
+        o.ready = p.ready_since_mono_ms.has_value();
+        o.ready_since_mono_ms = p.ready_since_mono_ms;
+        o.deleted_by_user = p.deleted_by_user;
+        seen.push_back(std::move(o));
+    }
+    start_waiting_containers();
+    const std::int64_t now = platform::monotonic_ms();
+    ReconcilePlan plan = plan_reconcile(want, seen, now);
+    for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
+    for (const auto& c : plan.create) create_pod(c);
+    if (plan.wake_at_mono_ms && wake_timer_) {
+        auto delay = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *plan.wake_at_mono_ms - now));
+        uv_timer_start(
+            wake_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->schedule_reconcile(); }, delay, 0);
+    }
+    update_status();
+}
+
+// Containers with neither a process nor a pending restart: those of pods
+// adopted from the store whose process is gone, and those that waited for
+// their DaemonSet to be known.
+void Agent::start_waiting_containers() {
+    for (auto& [uid, p] : pods_) {
+        if (p.rec.deleting) continue;
+        bool changed = false;
+        for (std::size_t i = 0; i < p.containers.size(); ++i) {
+            const auto& lc = p.containers[i];
+            if (lc.id.empty() && !lc.restart_timer &&
+                p.rec.containers[i].state != ContainerState::Terminated) {
+                start_container(uid, i);
+                changed = true;
+            }
+        }
+        if (changed) {
+            refresh_readiness(p);
+            save_pod(p);
+        }
+    }
+}
+
+// Without probes (a later step), a pod is ready when all its containers run.
+void Agent::refresh_readiness(LivePod& p) {
+    bool all_running = !p.rec.containers.empty() && !p.rec.deleting;
+    for (const auto& c : p.rec.containers) all_running = all_running && c.state == ContainerState::Running;
+    for (auto& c : p.rec.containers) c.ready = c.state == ContainerState::Running && !p.rec.deleting;
+    if (all_running && !p.ready_since_mono_ms) p.ready_since_mono_ms = platform::monotonic_ms();
+    if (!all_running) p.ready_since_mono_ms.reset();
+    p.rec.phase = all_running ? PodPhase::Running : PodPhase::Pending;
+}
+
+void Agent::save_pod(const LivePod& p) {
+    if (auto w = store_->put_pod(p.rec); !w.ok()) log(Level::Err, "store: " + w.error().message);
+}
+
+void Agent::create_pod(const PodToCreate& c) {
+    auto it = desired_.find(c.namespace_ + "/" + c.daemonset);
+    if (it == desired_.end()) return;
+    const DaemonSet& ds = it->second.ds;
+    LivePod p;
+    p.rec.uid = new_uid();
+    p.rec.name = c.daemonset + "-" + random_chars(5, "bcdfghjklmnpqrstvwxz2456789");
+    p.rec.namespace_ = c.namespace_;
+    p.rec.daemonset = c.daemonset;
+    p.rec.revision_hash = c.hash;
+    p.rec.revision = c.revision;
+    p.rec.created_at_ms = platform::wall_clock_ms();
+    for (const auto& spec : ds.spec.template_.spec.containers) {
+        ContainerStatus cs;
+        cs.name = spec.name;
+        cs.reason = "ContainerCreating";
+        p.rec.containers.push_back(std::move(cs));
+        p.containers.emplace_back();
+    }
+    const std::string uid = p.rec.uid;
+    log(Level::Notice,
+        "pod " + c.namespace_ + "/" + p.rec.name + " created for DaemonSet " + c.daemonset + " revision " +
+            std::to_string(c.revision),
+        {{"DAEMONLET_POD", c.namespace_ + "/" + p.rec.name}});
+    pods_.emplace(uid, std::move(p));
+    for (std::size_t i = 0; i < pods_[uid].containers.size(); ++i) start_container(uid, i);
+    refresh_readiness(pods_[uid]);
+    save_pod(pods_[uid]);
+}
+
+void Agent::start_container(const std::string& uid, std::size_t index) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || pit->second.rec.deleting || stopping_) return;
+    LivePod& p = pit->second;
+    const Desired* d = desired_for(p.rec);
+    ContainerStatus& cs = p.rec.containers[index];
+    LiveContainer& lc = p.containers[index];
+    // The template of the pod's own revision: while its DaemonSet rolls, an
+    // old pod restarts as what it was, not as the new template.
+    const Container* spec = nullptr;
+    if (d && d->hash == p.rec.revision_hash)
+        for (const auto& c : d->ds.spec.template_.spec.containers)
+            if (c.name == cs.name) spec = &c;
+    if (!spec) {
+        cs.state = ContainerState::Waiting;
+        cs.reason = "ContainerCreating";
+        cs.message = "waiting for the pod's replacement";
+        return;
+    }
+    const PodSpec& pod_spec = d->ds.spec.template_.spec;
+
+    platform::ContainerLaunch launch;
+    launch.pod_uid = p.rec.uid;
+    launch.pod_name = p.rec.name;
+    launch.pod_namespace = p.rec.namespace_;
+    launch.container_name = spec->name;
+    launch.working_dir = spec->working_dir;
+    launch.grace_seconds = pod_spec.termination_grace_period_seconds.value_or(30);
+    launch.log_max_bytes = config_.container_log_max_size;
+    launch.log_max_files = config_.container_log_max_files;
+    // The environment: values with $(VAR) expanded against the earlier
+    // entries, and the downward API fields the exec runtime can know.
+    std::map<std::string, std::string> env;
+    auto lookup = [&](const std::string& n) -> std::optional<std::string> {
+        auto e = env.find(n);
+        if (e == env.end()) return std::nullopt;
+        return e->second;
+    };
+    for (const auto& e : spec->env) {
+        std::string v = expand_vars(e.value, lookup);
+        if (e.value_from && e.value_from->field_ref) {
+            const std::string& f = e.value_from->field_ref->field_path;
+            v = f == "metadata.name"        ? p.rec.name
+                : f == "metadata.namespace" ? p.rec.namespace_
+                : f == "metadata.uid"       ? p.rec.uid
+                : f == "spec.nodeName"      ? node_.metadata.name
+                                            : std::string();
+        }
+        env[e.name] = v;
+        launch.env.emplace_back(e.name, v);
+    }
+    for (const auto& a : spec->command) launch.argv.push_back(expand_vars(a, lookup));
+    for (const auto& a : spec->args) launch.argv.push_back(expand_vars(a, lookup));
+
+    if (spec->command.empty()) {
+        cs.state = ContainerState::Waiting;
+        cs.reason = "CreateContainerConfigError";
+        cs.message =
+            "the exec runtime runs spec.containers[].command directly on the host and has no image "
+            "entrypoint: set command";
+        log(Level::Err,
+            "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " + cs.message);
+        return;
+    }
+    auto id = runtime_->start(launch);
+    if (!id.ok()) {
+        cs.state = ContainerState::Waiting;
+        cs.reason = "RunContainerError";
+        cs.message = id.error().message;
+        log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
+                            " did not start: " + cs.message + "; retrying with back-off");
+        schedule_restart(
+            uid, index,
+            next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000}));
+        return;
+    }
+    lc.id = id.value();
+    lc.started_mono_ms = platform::monotonic_ms();
+    by_id_[lc.id] = {uid, index};
+    cs.runtime_id = lc.id;
+    cs.state = ContainerState::Running;
+    cs.reason.clear();
+    cs.message.clear();
+    cs.started_at_ms = platform::wall_clock_ms();
+    cs.started = true;
+}
+
+void Agent::schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms) {
+    LiveContainer& lc = pods_[uid].containers[index];
+    if (!lc.restart_timer) {
+        lc.restart_timer = new uv_timer_t;
+        uv_timer_init(&loop_, lc.restart_timer);
+        lc.restart_timer->data = nullptr;
+    }
+    delete static_cast<RestartTarget*>(lc.restart_timer->data);
+    lc.restart_timer->data = new RestartTarget{this, uid, index};
+    uv_timer_start(
+        lc.restart_timer,
+        [](uv_timer_t* t) {
+            auto* target = static_cast<RestartTarget*>(t->data);
+            Agent* self = target->agent;
+            std::string u = target->uid;
+            std::size_t i = target->index;
+            auto pit = self->pods_.find(u);
+            if (pit == self->pods_.end()) return;
+            self->start_container(u, i);
+            self->refresh_readiness(pit->second);
+            self->save_pod(pit->second);
+            self->schedule_reconcile();
+        },
+        static_cast<std::uint64_t>(delay_ms), 0);
+}
+
+void Agent::on_container_exit(const std::string& id) {
+    auto bit = by_id_.find(id);
+    if (bit == by_id_.end()) return;
+    auto [uid, index] = bit->second;
+    by_id_.erase(bit);
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) return;
+    LivePod& p = pit->second;
+    ContainerStatus& cs = p.rec.containers[index];
+    LiveContainer& lc = p.containers[index];
+    auto info = runtime_->inspect(id);
+    cs.state = ContainerState::Terminated;
+    cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
+    cs.reason = info.ok() ? info.value().reason : "Error";
+    cs.finished_at_ms =
+        info.ok() && info.value().finished_at_ms ? info.value().finished_at_ms : platform::wall_clock_ms();
+    cs.ready = false;
+    lc.id.clear();
+    if (auto r = runtime_->remove(id); !r.ok()) log(Level::Warning, r.error().message);
+    const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
+
+    if (p.rec.deleting) {
+        finish_pod_if_stopped(uid);
+        return;
+    }
+    // restartPolicy Always (the only one a DaemonSet allows): restart, after
+    // the crash-loop back-off.
+    const std::int64_t ran_for = platform::monotonic_ms() - lc.started_mono_ms;
+    const std::int64_t delay = next_restart_delay(
+        lc.backoff, ran_for, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+    cs.restart_count += 1;
+    log(Level::Warning,
+        "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) + " (" +
+            cs.reason + ") after " + std::to_string(ran_for / 1000) + " s; restarting in " +
+            std::to_string(delay / 1000) + " s",
+        {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
+    if (delay > 0) {
+        cs.state = ContainerState::Waiting;
+        cs.reason = "CrashLoopBackOff";
+        cs.message = "back-off " + std::to_string(delay / 1000) + "s restarting failed container=" + cs.name;
+    }
+    schedule_restart(uid, index, delay);
+    refresh_readiness(p);
+    save_pod(p);
+    schedule_reconcile();
+}
+
+void Agent::remove_pod(const std::string& uid, const std::string& reason) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) return;
+    LivePod& p = pit->second;
+    if (p.rec.deleting) return;
+    log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " stopping: " + reason,
+        {{"DAEMONLET_POD", p.rec.namespace_ + "/" + p.rec.name}});
+    p.rec.deleting = true;
+    for (std::size_t i = 0; i < p.containers.size(); ++i) {
+        auto& lc = p.containers[i];
+        close_restart_timer(lc.restart_timer);
+        if (!lc.id.empty()) {
+            if (auto s = runtime_->stop(lc.id); !s.ok())
+                log(Level::Warning, "pod " + p.rec.name + ": " + s.error().message);
+        }
+    }
+    refresh_readiness(p);
+    save_pod(p);
+    finish_pod_if_stopped(uid);
+}
+
+void Agent::finish_pod_if_stopped(const std::string& uid) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) return;
+    for (const auto& lc : pit->second.containers)
+        if (!lc.id.empty()) return;  // still running: its exit brings us back here
+    log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
+    if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
+    for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
+    pods_.erase(pit);
+    schedule_reconcile();
+}
+
+// On start: the pods in the store, matched with the containers the runtime
+// still has. Running containers are adopted as they are (zero restarts);
+// exited ones are handled as exits now.
+void Agent::adopt() {
+    auto infos = runtime_->adopt_all();
+    if (!infos.ok()) {
+        log(Level::Err, "runtime: " + infos.error().message);
+        return;
+    }
+    std::map<std::string, platform::ContainerInfo> by_id;
+    for (auto& i : infos.value()) by_id[i.id] = i;
+    auto stored = store_->list_pods();
+    if (!stored.ok()) {
+        log(Level::Err, "store: " + stored.error().message);
+        return;
+    }
+    std::vector<std::string> exited;
+    for (auto& rec : stored.value()) {
+        LivePod p;
+        p.rec = rec;
+        p.containers.resize(rec.containers.size());
+        for (std::size_t i = 0; i < rec.containers.size(); ++i) {
+            auto& cs = p.rec.containers[i];
+            auto it = cs.runtime_id.empty() ? by_id.end() : by_id.find(cs.runtime_id);
+            if (it == by_id.end()) {
+                if (cs.state == ContainerState::Running) {
+                    cs.state = ContainerState::Waiting;
+                    cs.reason = "ContainerCreating";
+                }
+                continue;
+            }
+            p.containers[i].id = cs.runtime_id;
+            p.containers[i].started_mono_ms = platform::monotonic_ms();
+            by_id_[cs.runtime_id] = {rec.uid, i};
+            if (!it->second.running) exited.push_back(cs.runtime_id);
+            by_id.erase(it);
+        }
+        pods_.emplace(rec.uid, std::move(p));
+    }
+    std::size_t adopted = by_id_.size() - exited.size();
+    // Containers no pod record knows (the database was rebuilt): stop them;
+    // their DaemonSets start fresh pods.
+    for (const auto& [id, info] : by_id) {
+        if (!info.running) {
+            (void)runtime_->remove(id);
+            continue;
+        }
+        log(Level::Warning,
+            "container " + id + " of pod " + info.pod_uid + " is not in the store; stopping it");
+        (void)runtime_->stop(id);
+    }
+    for (const auto& id : exited) on_container_exit(id);
+    // Pods that were stopping when the agent went away finish now; containers
+    // without a process are started by the first reconcile, once the
+    // DaemonSets are known.
+    std::vector<std::string> stopping;
+    for (const auto& [uid, p] : pods_)
+        if (p.rec.deleting) stopping.push_back(uid);
+    for (const auto& uid : stopping) finish_pod_if_stopped(uid);
+    if (!pods_.empty() || adopted)
+        log(Level::Notice, "adopted " + std::to_string(adopted) + " running containers of " +
+                               std::to_string(pods_.size()) + " pods");
+}
+
+}  // namespace daemonlet::agent
