@@ -1,5 +1,6 @@
 // The agent's lifecycle: start-up, signals, configuration reload, shutdown.
 #include "agent/agent.h"
+#include "agent/cli.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -162,14 +163,16 @@ void Agent::reload_config() {
         log(Level::Err, "SIGHUP: " + text.error().message + "; keeping the current configuration");
         return;
     }
-    std::string base = config_path_.substr(0, config_path_.find_last_of('/'));
-    ConfigResult r = parse_agent_config(text.value(), config_path_, base);
-    if (!r.errors.empty()) {
-        for (const auto& e : r.errors) log(Level::Err, e);
+    (void)text;
+    auto loaded = load_config(config_path_);
+    if (!loaded.ok()) {
+        log(Level::Err, loaded.error().message);
         log(Level::Err, "SIGHUP: invalid configuration; keeping the current one");
         return;
     }
-    if (r.config.node_name.empty()) r.config.node_name = config_.node_name;
+    struct {
+        AgentConfig config;
+    } r{std::move(loaded).value()};
     if (r.config.state_dir != config_.state_dir || r.config.runtime_type != config_.runtime_type)
         log(Level::Warning,
             "SIGHUP: stateDir and runtime change only on restart; keeping " + config_.state_dir);

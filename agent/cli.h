@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "core/manifest.h"
 
 namespace daemonlet::agent {
@@ -18,6 +19,11 @@ int cmd_eval(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_version(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
+int cmd_get(const std::vector<std::string>& args);
+
+// Reads and validates the agent's configuration file; the node name
+// defaults to the host name (cmd_run.cpp).
+Result<AgentConfig> load_config(const std::string& path);
 
 // Reads a manifest file (size-limited) and loads its objects; a read error
 // becomes a ManifestError naming the file.

@@ -1,6 +1,8 @@
 // daemonlet run --config FILE: the agent, in the foreground (systemd's
 // Type=notify service, or a terminal).
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 
 #include "agent/agent.h"
 #include "agent/cli.h"
@@ -28,7 +30,11 @@ const char* const kHelp =
 Result<AgentConfig> load_config(const std::string& path) {
     auto text = platform::read_file(path, 1024 * 1024);
     if (!text.ok()) return text.error();
-    std::string base = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
+    // Relative paths in the file are relative to the file's directory, made
+    // absolute here: the shims run with another working directory.
+    std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
+    char resolved[PATH_MAX];
+    std::string base = ::realpath(dir.empty() ? "/" : dir.c_str(), resolved) ? std::string(resolved) : dir;
     ConfigResult r = parse_agent_config(text.value(), path, base);
     if (!r.errors.empty()) {
         std::string msg;

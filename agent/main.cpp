@@ -14,6 +14,7 @@ const char* const kUsage =
     "\n"
     "Commands:\n"
     "  run        Run the agent (the systemd service's command)\n"
+    "  get        List this node's DaemonSets or pods (ds, pods)\n"
     "  eval       Decide whether a node should run a DaemonSet's pod\n"
     "  validate   Check manifest files as the Kubernetes API server would\n"
     "  version    Print the version and the libraries in use\n"
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
         return kExitOk;
     }
     if (cmd == "run") return cmd_run(args);
+    if (cmd == "get") return cmd_get(args);
     if (cmd == "eval") return cmd_eval(args);
     if (cmd == "validate") return cmd_validate(args);
     if (cmd == "version" || cmd == "--version") return cmd_version(args);

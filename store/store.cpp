@@ -1,1 +1,204 @@
-// placeholder
+// The store's machinery: building it, transactions, compare-then-write, and
+// the meta table. The entities are in desired_state.cpp and local_state.cpp,
+// opening the file in open.cpp.
+#include <cstdio>
+#include <cstdlib>
+
+#include "store/sql.h"
+#include "store/sqlite_store.h"
+#include "store/testing.h"
+
+namespace daemonlet::store {
+
+Status Statements::prepare(sqlite3* db) {
+    using sqlite::Faults;
+    struct Entry {
+        sqlite::Statement* stmt;
+        const char* sql;
+        Faults faults = Faults::Inject;
+    };
+    const Entry entries[] = {
+        {&begin, sql::kBeginImmediate},
+        {&commit, sql::kCommit},
+        {&rollback, sql::kRollback, Faults::Never},
+        {&savepoint, sql::kSavepoint},
+        {&release, sql::kRelease},
+        {&rollback_to, sql::kRollbackToSavepoint, Faults::Never},
+        {&release_after_rollback, sql::kRelease, Faults::Never},
+        {&ds_compare, sql::kDaemonSetCompare},
+        {&ds_upsert, sql::kDaemonSetUpsert},
+        {&ds_get, sql::kDaemonSetGet},
+        {&ds_list, sql::kDaemonSetList},
+        {&ds_delete, sql::kDaemonSetDelete},
+        {&rev_compare, sql::kRevisionCompare},
+        {&rev_upsert, sql::kRevisionUpsert},
+        {&rev_list, sql::kRevisionList},
+        {&rev_delete, sql::kRevisionDelete},
+        {&pod_compare, sql::kPodCompare},
+        {&pod_upsert, sql::kPodUpsert},
+        {&pod_list, sql::kPodList},
+        {&pod_delete, sql::kPodDelete},
+        {&node_compare, sql::kNodeCompare},
+        {&node_upsert, sql::kNodeUpsert},
+        {&event_insert, sql::kEventInsert},
+        {&event_trim_object, sql::kEventTrimObject},
+        {&event_trim_all, sql::kEventTrimAll},
+        {&event_list, sql::kEventList},
+        {&meta_compare, sql::kMetaCompare},
+        {&meta_upsert, sql::kMetaUpsert},
+    };
+    for (const Entry& e : entries)
+        if (auto st = e.stmt->prepare(db, e.sql, e.faults); !st) return st;
+    return Ok{};
+}
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::create(std::string path, sqlite::DbPtr db) {
+    std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(path), std::move(db)));
+    if (auto st = store->s_.prepare(store->db()); !st) return store->fail("open", st.error());
+    return store;
+}
+
+SqliteStore::~SqliteStore() {
+    // A Transaction keeps a pointer to its store: one outliving it is a bug.
+    if (in_transaction_) {
+        std::fprintf(stderr, "daemonlet: store: %s: destroyed while a transaction is open\n", path_.c_str());
+        std::abort();
+    }
+}
+
+Error SqliteStore::fail(const char* op, const Error& e) const {
+    return Error{e.code, path_ + ": " + op + ": " + e.message};
+}
+
+Status SqliteStore::check_transaction(const char* op) const {
+    if (in_transaction_ && sqlite3_get_autocommit(db_.get()))
+        return Error{
+            "sqlite",
+            path_ + ": " + op + ": the transaction was rolled back after an earlier error; start a new one"};
+    return Ok{};
+}
+
+Status SqliteStore::run(sqlite::Statement& stmt) {
+    sqlite::Query q(stmt);
+    auto r = q.step();
+    if (!r) return r.error();
+    return Ok{};
+}
+
+void SqliteStore::rollback() {
+    // SQLite may already have rolled back by itself (after SQLITE_FULL,
+    // IOERR, NOMEM): then there is nothing left to undo.
+    if (!sqlite3_get_autocommit(db_.get())) (void)run(s_.rollback);
+}
+
+Result<bool> SqliteStore::put_row(const char* op, sqlite::Statement& compare, sqlite::Statement& upsert,
+                                  const Row& row) {
+    if (auto st = check_transaction(op); !st) return st.error();
+    {
+        sqlite::Query q(compare);
+        q.bind_all(1, row.key);
+        auto found = q.step();
+        if (!found) return fail(op, found.error());
+        if (found.value() && q.columns_equal(0, row.compared)) return false;
+    }
+    sqlite::Query q(upsert);
+    int next = q.bind_all(1, row.key);
+    next = q.bind_all(next, row.compared);
+    q.bind_all(next, row.extra);
+    auto done = q.step();
+    if (!done) return fail(op, done.error());
+    return true;
+}
+
+Result<bool> SqliteStore::change(const char* op, sqlite::Statement& stmt,
+                                 const std::vector<sqlite::Value>& params) {
+    if (auto st = check_transaction(op); !st) return st.error();
+    sqlite::Query q(stmt);
+    q.bind_all(1, params);
+    auto done = q.step();
+    if (!done) return fail(op, done.error());
+    return sqlite3_changes(db_.get()) > 0;
+}
+
+Status SqliteStore::atomically(const char* op, const std::function<Status()>& body) {
+    if (auto st = check_transaction(op); !st) return st;
+    const bool nested = in_transaction_;
+    if (auto st = run(nested ? s_.savepoint : s_.begin); !st) return fail(op, st.error());
+    // In our own transaction, the body's statements check it as they do a caller's.
+    in_transaction_ = true;
+    Status result = body();
+    if (result.ok()) {
+        auto st = run(nested ? s_.release : s_.commit);
+        if (st.ok()) {
+            in_transaction_ = nested;
+            return result;
+        }
+        result = fail(op, st.error());
+    }
+    if (nested) {
+        // Undo the savepoint's changes and drop it; the caller's transaction goes on.
+        if (!sqlite3_get_autocommit(db_.get())) {
+            (void)run(s_.rollback_to);
+            (void)run(s_.release_after_rollback);
+        }
+    } else {
+        rollback();
+        in_transaction_ = false;
+    }
+    return result;
+}
+
+// ---------------------------------------------------------------------------
+// Transactions.
+
+class SqliteTransaction final : public Store::Transaction {
+  public:
+    explicit SqliteTransaction(SqliteStore* store) : store_(store) {}
+    ~SqliteTransaction() override {
+        if (!done_) {
+            store_->rollback();
+            store_->in_transaction_ = false;
+        }
+    }
+    Status commit() override {
+        if (done_) return Error{"invalid", store_->path_ + ": commit: the transaction is already finished"};
+        if (auto st = store_->check_transaction("commit"); !st) return st;
+        if (auto st = store_->run(store_->s_.commit); !st) return store_->fail("commit", st.error());
+        done_ = true;
+        store_->in_transaction_ = false;
+        return Ok{};
+    }
+
+  private:
+    SqliteStore* store_;
+    bool done_ = false;
+};
+
+Result<std::unique_ptr<Store::Transaction>> SqliteStore::begin() {
+    if (in_transaction_) return Error{"invalid", path_ + ": begin: a transaction is already open"};
+    if (auto st = run(s_.begin); !st) return fail("begin", st.error());
+    in_transaction_ = true;
+    return std::unique_ptr<Transaction>(new SqliteTransaction(this));
+}
+
+// ---------------------------------------------------------------------------
+// Meta.
+
+Result<bool> SqliteStore::put_meta(const std::string& key, const std::string& value) {
+    return put_row("put_meta", s_.meta_compare, s_.meta_upsert, Row{{key}, {value}, {}});
+}
+
+Result<std::optional<std::string>> SqliteStore::get_meta(const std::string& key) {
+    sqlite::Query q(s_.meta_compare);
+    q.bind(1, key);
+    auto found = q.step();
+    if (!found) return fail("get_meta", found.error());
+    if (!found.value()) return std::optional<std::string>();
+    return std::optional<std::string>(q.text(0));
+}
+
+std::int64_t testing::total_changes(Store& store) {
+    return sqlite3_total_changes64(dynamic_cast<SqliteStore&>(store).db());
+}
+
+}  // namespace daemonlet::store

@@ -29,9 +29,9 @@ namespace daemonlet::store {
 struct StoredDaemonSet {
     std::string namespace_;
     std::string name;
-    std::string source;         // "file:<path>" for the manifest directory, "api" for the cluster (issue 4)
+    std::string source;           // "file:<path>" for the manifest directory, "api" for the cluster (issue 4)
     std::int64_t generation = 1;  // incremented by the agent when the spec changes
-    std::string object_json;    // the full defaulted object, unknown fields kept
+    std::string object_json;      // the full defaulted object, unknown fields kept
     std::string template_hash;
     std::int64_t updated_at_ms = 0;
     bool operator==(const StoredDaemonSet&) const = default;
@@ -65,7 +65,8 @@ class Store {
   public:
     // Opens or creates the database at `path` (its directory must exist).
     // `now_ms` names a database moved aside: <path>.corrupt-<now_ms>.
-    static Result<std::unique_ptr<Store>> open(const std::string& path, std::int64_t now_ms, OpenReport* report);
+    static Result<std::unique_ptr<Store>> open(const std::string& path, std::int64_t now_ms,
+                                               OpenReport* report);
     // For the CLI while the agent runs: read-only, no migration, no recovery.
     static Result<std::unique_ptr<Store>> open_readonly(const std::string& path);
 
@@ -80,11 +81,13 @@ class Store {
 
     virtual Result<bool> put_daemonset(const StoredDaemonSet& ds) = 0;
     virtual Result<bool> delete_daemonset(const std::string& ns, const std::string& name) = 0;
-    virtual Result<std::optional<StoredDaemonSet>> get_daemonset(const std::string& ns, const std::string& name) = 0;
+    virtual Result<std::optional<StoredDaemonSet>> get_daemonset(const std::string& ns,
+                                                                 const std::string& name) = 0;
     virtual Result<std::vector<StoredDaemonSet>> list_daemonsets() = 0;
 
     virtual Result<bool> put_revision(const RevisionRecord& rev) = 0;
-    virtual Result<std::vector<RevisionRecord>> list_revisions(const std::string& ns, const std::string& ds) = 0;
+    virtual Result<std::vector<RevisionRecord>> list_revisions(const std::string& ns,
+                                                               const std::string& ds) = 0;
     // Deletes the oldest revisions beyond `keep`, never one in `in_use`.
     virtual Result<int> prune_revisions(const std::string& ns, const std::string& ds, int keep,
                                         const std::vector<std::int64_t>& in_use) = 0;

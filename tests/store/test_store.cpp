@@ -1,1 +1,472 @@
+// The store's entities: round trips, writes only on change, transactions,
+// bounded events, revision pruning. Real SQLite files in a fresh directory.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "store/testing.h"
+#include "tests/store/store_fixture.h"
+
 #include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+using namespace daemonlet::testing;
+
+namespace {
+
+std::unique_ptr<store::Store> open_store(const std::string& path) {
+    store::OpenReport report;
+    return MUST(store::Store::open(path, 1000, &report));
+}
+
+std::string revision_numbers(store::Store& s, const std::string& ds) {
+    std::string out;
+    for (const RevisionRecord& r : MUST(s.list_revisions("kube-system", ds)))
+        out += (out.empty() ? "" : ",") + std::to_string(r.revision);
+    return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+TEST_GROUP(StoreRoundTrip) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+    std::unique_ptr<store::Store> s;
+    void setup() override { s = open_store(path); }
+    void teardown() override { s.reset(); }
+};
+
+TEST(StoreRoundTrip, DaemonSetComesBackAsStored) {
+    store::StoredDaemonSet ds = sample_daemonset("agent");
+    CHECK_TRUE(MUST(s->put_daemonset(ds)));
+    auto got = MUST(s->get_daemonset("kube-system", "agent"));
+    CHECK_TRUE(got.has_value());
+    CHECK_TRUE(*got == ds);
+    CHECK_FALSE(MUST(s->get_daemonset("kube-system", "other")).has_value());
+    CHECK_FALSE(MUST(s->get_daemonset("default", "agent")).has_value());
+
+    store::StoredDaemonSet changed = sample_daemonset("agent", 2);
+    CHECK_TRUE(MUST(s->put_daemonset(changed)));
+    CHECK_TRUE(*MUST(s->get_daemonset("kube-system", "agent")) == changed);
+}
+
+TEST(StoreRoundTrip, DaemonSetsAreListedByNamespaceAndName) {
+    store::StoredDaemonSet b = sample_daemonset("b");
+    store::StoredDaemonSet a = sample_daemonset("a");
+    store::StoredDaemonSet z = sample_daemonset("z");
+    z.namespace_ = "default";
+    for (const auto& ds : {b, a, z}) CHECK_TRUE(MUST(s->put_daemonset(ds)));
+    auto all = MUST(s->list_daemonsets());
+    LONGS_EQUAL(3, all.size());
+    CHECK_TRUE(all[0] == z);
+    CHECK_TRUE(all[1] == a);
+    CHECK_TRUE(all[2] == b);
+}
+
+TEST(StoreRoundTrip, DeletingADaemonSetDeletesItsRevisionsOnly) {
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 1))));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 2))));
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1", "agent"))));
+    CHECK_TRUE(MUST(s->delete_daemonset("kube-system", "agent")));
+    CHECK_FALSE(MUST(s->get_daemonset("kube-system", "agent")).has_value());
+    CHECK_TRUE(MUST(s->list_revisions("kube-system", "agent")).empty());
+    // The pod stays until the agent has stopped it.
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());
+    CHECK_FALSE(MUST(s->delete_daemonset("kube-system", "agent")));
+}
+
+TEST(StoreRoundTrip, RevisionsComeBackInOrder) {
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+    for (int r : {3, 1, 2}) CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", r))));
+    auto revs = MUST(s->list_revisions("kube-system", "agent"));
+    LONGS_EQUAL(3, revs.size());
+    for (std::size_t i = 0; i < revs.size(); ++i) {
+        RevisionRecord want = sample_revision("agent", static_cast<std::int64_t>(i) + 1);
+        LONGS_EQUAL(want.revision, revs[i].revision);
+        STRCMP_EQUAL(want.hash.c_str(), revs[i].hash.c_str());
+        STRCMP_EQUAL(want.template_json.c_str(), revs[i].template_json.c_str());
+        STRCMP_EQUAL(want.namespace_.c_str(), revs[i].namespace_.c_str());
+        STRCMP_EQUAL(want.daemonset.c_str(), revs[i].daemonset.c_str());
+        LONGS_EQUAL(want.created_at_ms, revs[i].created_at_ms);
+    }
+}
+
+TEST(StoreRoundTrip, UndoRenumbersTheRestoredTemplate) {
+    // Upstream bumps the Revision of the existing ControllerRevision.
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 1))));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 2))));
+    RevisionRecord undo = sample_revision("agent", 1);
+    undo.revision = 3;
+    CHECK_TRUE(MUST(s->put_revision(undo)));
+    STRCMP_EQUAL("2,3", revision_numbers(*s, "agent").c_str());
+    STRCMP_EQUAL("hash-1", MUST(s->list_revisions("kube-system", "agent")).back().hash.c_str());
+}
+
+TEST(StoreRoundTrip, ARevisionNeedsItsDaemonSet) {
+    auto r = s->put_revision(sample_revision("missing", 1));
+    CHECK_FALSE(r.ok());
+    STRCMP_EQUAL((path + ": put_revision: FOREIGN KEY constraint failed").c_str(), r.error().message.c_str());
+}
+
+TEST(StoreRoundTrip, PodComesBackAsStored) {
+    PodRecord pod = sample_pod("uid-1");
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    auto pods = MUST(s->list_pods());
+    LONGS_EQUAL(1, pods.size());
+    STRCMP_EQUAL("", pod_difference(pod, pods[0]).c_str());
+
+    pod.phase = PodPhase::Failed;
+    pod.deleting = true;
+    pod.containers[1].state = ContainerState::Terminated;
+    pod.containers[1].reason = "OOMKilled";
+    pod.containers[1].restart_count = 6;
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    pods = MUST(s->list_pods());
+    LONGS_EQUAL(1, pods.size());
+    STRCMP_EQUAL("", pod_difference(pod, pods[0]).c_str());
+
+    CHECK_TRUE(MUST(s->delete_pod("uid-1")));
+    CHECK_TRUE(MUST(s->list_pods()).empty());
+    CHECK_FALSE(MUST(s->delete_pod("uid-1")));
+}
+
+TEST(StoreRoundTrip, EveryPhaseAndStateComesBack) {
+    const PodPhase phases[] = {PodPhase::Pending, PodPhase::Running, PodPhase::Succeeded, PodPhase::Failed,
+                               PodPhase::Unknown};
+    const ContainerState states[] = {ContainerState::Waiting, ContainerState::Running,
+                                     ContainerState::Terminated};
+    for (int i = 0; i < 5; ++i) {
+        PodRecord pod = sample_pod("uid-" + std::to_string(i));
+        pod.phase = phases[i];
+        pod.containers[0].state = states[i % 3];
+        pod.containers.resize(static_cast<std::size_t>(i % 3));  // none, one, two containers
+        CHECK_TRUE(MUST(s->put_pod(pod)));
+    }
+    auto pods = MUST(s->list_pods());
+    LONGS_EQUAL(5, pods.size());
+    for (const PodRecord& got : pods) {
+        int i = got.uid.back() - '0';
+        PodRecord want = sample_pod(got.uid);
+        want.phase = phases[i];
+        want.containers[0].state = states[i % 3];
+        want.containers.resize(static_cast<std::size_t>(i % 3));
+        STRCMP_EQUAL("", pod_difference(want, got).c_str());
+    }
+    STRCMP_EQUAL("Succeeded", to_string(PodPhase::Succeeded));
+    STRCMP_EQUAL("Terminated", to_string(ContainerState::Terminated));
+}
+
+TEST(StoreRoundTrip, AContainerMessageThatIsNotUtf8IsStoredReplaced) {
+    PodRecord pod = sample_pod("uid-1");
+    pod.containers[1].message = "bad \xff\xfe bytes";
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    CHECK_FALSE(MUST(s->put_pod(pod)));  // encoded the same way again: unchanged
+    STRCMP_EQUAL("bad \xEF\xBF\xBD\xEF\xBF\xBD bytes", MUST(s->list_pods())[0].containers[1].message.c_str());
+}
+
+TEST(StoreRoundTrip, ARowThatDoesNotDecodeIsAnErrorNamingThePod) {
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1"))));
+    RawDb raw(path);
+    STRCMP_EQUAL("", raw.exec("UPDATE pods SET containers_json = '[{\"state\":\"Sleeping\"}]'").c_str());
+    auto r = s->list_pods();
+    CHECK_FALSE(r.ok());
+    STRCMP_EQUAL("corrupt", r.error().code.c_str());
+    STRCMP_EQUAL(
+        (path + ": list_pods: pod uid-1: containers_json: unknown container state \"Sleeping\"").c_str(),
+        r.error().message.c_str());
+}
+
+TEST(StoreRoundTrip, NodeComesBackAsStored) {
+    CHECK_FALSE(MUST(s->get_node()).has_value());
+    store::StoredNode node = sample_node();
+    CHECK_TRUE(MUST(s->put_node(node)));
+    CHECK_TRUE(*MUST(s->get_node()) == node);
+    node.taints.clear();
+    node.labels.erase("zone");
+    node.unschedulable = false;
+    CHECK_TRUE(MUST(s->put_node(node)));
+    CHECK_TRUE(*MUST(s->get_node()) == node);
+}
+
+TEST(StoreRoundTrip, MetaComesBackAsStored) {
+    CHECK_FALSE(MUST(s->get_meta("resourceVersion")).has_value());
+    CHECK_TRUE(MUST(s->put_meta("resourceVersion", "12345")));
+    STRCMP_EQUAL("12345", MUST(s->get_meta("resourceVersion"))->c_str());
+    CHECK_TRUE(MUST(s->put_meta("resourceVersion", "")));
+    STRCMP_EQUAL("", MUST(s->get_meta("resourceVersion"))->c_str());
+}
+
+TEST(StoreRoundTrip, EventsComeBackOldestFirstWithIds) {
+    for (int i = 0; i < 5; ++i) CHECK_TRUE(MUST(s->add_event(sample_event("Pod/agent-x7k2p", i))));
+    CHECK_TRUE(MUST(s->add_event(sample_event("DaemonSet/agent", 9))));
+    auto evs = MUST(s->list_events("kube-system", "Pod/agent-x7k2p", 3));
+    LONGS_EQUAL(3, evs.size());
+    for (std::size_t i = 0; i < 3; ++i) {
+        store::EventRecord want = sample_event("Pod/agent-x7k2p", static_cast<int>(i) + 2);
+        STRCMP_EQUAL(want.message.c_str(), evs[i].message.c_str());
+        STRCMP_EQUAL(want.type.c_str(), evs[i].type.c_str());
+        STRCMP_EQUAL(want.reason.c_str(), evs[i].reason.c_str());
+        STRCMP_EQUAL(want.object.c_str(), evs[i].object.c_str());
+        STRCMP_EQUAL(want.namespace_.c_str(), evs[i].namespace_.c_str());
+        LONGS_EQUAL(want.time_ms, evs[i].time_ms);
+        if (i) CHECK_TRUE(evs[i].id > evs[i - 1].id);
+    }
+    LONGS_EQUAL(5, MUST(s->list_events("kube-system", "Pod/agent-x7k2p", 0)).size());
+    LONGS_EQUAL(1, MUST(s->list_events("kube-system", "DaemonSet/agent", 0)).size());
+    LONGS_EQUAL(0, MUST(s->list_events("default", "DaemonSet/agent", 0)).size());
+    // Empty namespace and object: every event.
+    LONGS_EQUAL(6, MUST(s->list_events("", "", 0)).size());
+}
+
+// ---------------------------------------------------------------------------
+
+TEST_GROUP(StoreEvents) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+    std::unique_ptr<store::Store> s;
+    void setup() override { s = open_store(path); }
+    void teardown() override { s.reset(); }
+};
+
+TEST(StoreEvents, EachObjectKeepsItsNewestFifty) {
+    for (int i = 0; i < 60; ++i) CHECK_TRUE(MUST(s->add_event(sample_event("Pod/a", i))));
+    for (int i = 0; i < 3; ++i) CHECK_TRUE(MUST(s->add_event(sample_event("Pod/b", i))));
+    auto a = MUST(s->list_events("kube-system", "Pod/a", 0));
+    LONGS_EQUAL(50, a.size());
+    STRCMP_EQUAL("event 10 of Pod/a", a.front().message.c_str());
+    STRCMP_EQUAL("event 59 of Pod/a", a.back().message.c_str());
+    LONGS_EQUAL(3, MUST(s->list_events("kube-system", "Pod/b", 0)).size());
+}
+
+TEST(StoreEvents, AllObjectsTogetherKeepTheNewestTwoThousand) {
+    // Pods come and go under new names: the total is bounded too.
+    auto tx = MUST(s->begin());
+    for (int i = 0; i < 2100; ++i)
+        CHECK_TRUE(MUST(s->add_event(sample_event("Pod/p" + std::to_string(i), i))));
+    CHECK_TRUE(tx->commit().ok());
+    auto all = MUST(s->list_events("", "", 0));
+    LONGS_EQUAL(2000, all.size());
+    STRCMP_EQUAL("event 100 of Pod/p100", all.front().message.c_str());
+    STRCMP_EQUAL("event 2099 of Pod/p2099", all.back().message.c_str());
+}
+
+// ---------------------------------------------------------------------------
+
+TEST_GROUP(StorePrune) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+    std::unique_ptr<store::Store> s;
+    void setup() override {
+        s = open_store(path);
+        CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+        CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("other"))));
+        for (int r = 1; r <= 6; ++r) CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", r))));
+        CHECK_TRUE(MUST(s->put_revision(sample_revision("other", 1))));
+    }
+    void teardown() override { s.reset(); }
+};
+
+TEST(StorePrune, KeepsTheNewestOldOnesAndEveryOneInUse) {
+    // cleanupHistory: in-use revisions neither go nor count against the limit.
+    LONGS_EQUAL(2, MUST(s->prune_revisions("kube-system", "agent", 2, {2, 6})));
+    STRCMP_EQUAL("2,4,5,6", revision_numbers(*s, "agent").c_str());
+    STRCMP_EQUAL("1", revision_numbers(*s, "other").c_str());
+}
+
+TEST(StorePrune, KeepZeroLeavesOnlyTheOnesInUse) {
+    LONGS_EQUAL(5, MUST(s->prune_revisions("kube-system", "agent", 0, {3})));
+    STRCMP_EQUAL("3", revision_numbers(*s, "agent").c_str());
+}
+
+TEST(StorePrune, NothingBeyondTheLimitDeletesNothing) {
+    LONGS_EQUAL(0, MUST(s->prune_revisions("kube-system", "agent", 10, {6})));
+    LONGS_EQUAL(0, MUST(s->prune_revisions("kube-system", "agent", 5, {6})));
+    STRCMP_EQUAL("1,2,3,4,5,6", revision_numbers(*s, "agent").c_str());
+}
+
+TEST(StorePrune, ANegativeLimitIsAnError) {
+    auto r = s->prune_revisions("kube-system", "agent", -1, {});
+    CHECK_FALSE(r.ok());
+    STRCMP_EQUAL("invalid", r.error().code.c_str());
+}
+
+// ---------------------------------------------------------------------------
+
+TEST_GROUP(StoreTransaction) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+    std::unique_ptr<store::Store> s;
+    void setup() override { s = open_store(path); }
+    void teardown() override { s.reset(); }
+};
+
+TEST(StoreTransaction, CommittedChangesAreKept) {
+    {
+        auto tx = MUST(s->begin());
+        CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+        CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 1))));
+        CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1"))));
+        CHECK_TRUE(MUST(s->add_event(sample_event("Pod/agent-x7k2p", 1))));
+        CHECK_TRUE(tx->commit().ok());
+    }
+    s.reset();
+    s = open_store(path);
+    LONGS_EQUAL(1, MUST(s->list_daemonsets()).size());
+    LONGS_EQUAL(1, MUST(s->list_revisions("kube-system", "agent")).size());
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());
+    LONGS_EQUAL(1, MUST(s->list_events("", "", 0)).size());
+}
+
+TEST(StoreTransaction, ATransactionNotCommittedIsRolledBackWhenDropped) {
+    CHECK_TRUE(MUST(s->put_meta("before", "1")));
+    const std::string before = dump_state(path);
+    {
+        auto tx = MUST(s->begin());
+        CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+        CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 1))));
+        CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1"))));
+        CHECK_TRUE(MUST(s->put_node(sample_node())));
+        CHECK_TRUE(MUST(s->add_event(sample_event("Pod/agent-x7k2p", 1))));
+        CHECK_TRUE(MUST(s->put_meta("before", "2")));
+        // Another connection sees none of it yet.
+        STRCMP_EQUAL(before.c_str(), dump_state(path).c_str());
+        // The store's own connection sees its writes.
+        LONGS_EQUAL(1, MUST(s->list_pods()).size());
+    }
+    STRCMP_EQUAL(before.c_str(), dump_state(path).c_str());
+    CHECK_TRUE(MUST(s->list_pods()).empty());
+    STRCMP_EQUAL("1", MUST(s->get_meta("before"))->c_str());
+    // And the store goes on.
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());
+}
+
+TEST(StoreTransaction, OneTransactionAtATime) {
+    auto tx = MUST(s->begin());
+    auto second = s->begin();
+    CHECK_FALSE(second.ok());
+    STRCMP_EQUAL((path + ": begin: a transaction is already open").c_str(), second.error().message.c_str());
+    CHECK_TRUE(tx->commit().ok());
+    auto third = MUST(s->begin());
+    CHECK_TRUE(third->commit().ok());
+}
+
+TEST(StoreTransaction, CommittingTwiceIsAnError) {
+    auto tx = MUST(s->begin());
+    CHECK_TRUE(MUST(s->put_meta("k", "v")));
+    CHECK_TRUE(tx->commit().ok());
+    auto again = tx->commit();
+    CHECK_FALSE(again.ok());
+    STRCMP_EQUAL("invalid", again.error().code.c_str());
+    STRCMP_EQUAL("v", MUST(s->get_meta("k"))->c_str());
+}
+
+TEST(StoreTransaction, AFailedPutInsideATransactionIsUndoneAlone) {
+    auto tx = MUST(s->begin());
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1"))));
+    CHECK_FALSE(s->put_revision(sample_revision("missing", 1)).ok());  // foreign key
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+    CHECK_TRUE(tx->commit().ok());
+    LONGS_EQUAL(2, MUST(s->list_pods()).size());
+}
+
+// ---------------------------------------------------------------------------
+// Flash wears out: a put that changes nothing writes nothing. Checked on the
+// files (size and mtime of the database and its -wal), on SQLite's
+// data_version seen from another connection, and on the store connection's
+// count of changed rows.
+
+TEST_GROUP(StoreIdempotent) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+    std::unique_ptr<store::Store> s;
+    void setup() override {
+        s = open_store(path);
+        CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+        CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 1))));
+        CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1"))));
+        CHECK_TRUE(MUST(s->put_node(sample_node())));
+        CHECK_TRUE(MUST(s->put_meta("resourceVersion", "42")));
+    }
+    void teardown() override { s.reset(); }
+
+    struct Seen {
+        FileStamp db, wal;
+        std::int64_t data_version;
+        std::int64_t changes;
+    };
+    Seen look(RawDb & raw) {
+        return Seen{stamp(path), stamp(path + "-wal"), raw.scalar("PRAGMA data_version"),
+                    store::testing::total_changes(*s)};
+    }
+    // Runs `write` and checks that nothing at all was written.
+    template <class F>
+    void check_writes_nothing(F && write) {
+        RawDb raw(path);
+        Seen before = look(raw);
+        write();
+        Seen after = look(raw);
+        CHECK_TRUE(before.db == after.db);
+        CHECK_TRUE(before.wal == after.wal);
+        LONGS_EQUAL(before.data_version, after.data_version);
+        LONGS_EQUAL(before.changes, after.changes);
+    }
+};
+
+TEST(StoreIdempotent, PuttingTheSameRecordsAgainWritesNothing) {
+    check_writes_nothing([&] {
+        CHECK_FALSE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+        CHECK_FALSE(MUST(s->put_revision(sample_revision("agent", 1))));
+        CHECK_FALSE(MUST(s->put_pod(sample_pod("uid-1"))));
+        CHECK_FALSE(MUST(s->put_node(sample_node())));
+        CHECK_FALSE(MUST(s->put_meta("resourceVersion", "42")));
+    });
+}
+
+TEST(StoreIdempotent, DeletingWhatIsNotThereWritesNothing) {
+    check_writes_nothing([&] {
+        CHECK_FALSE(MUST(s->delete_pod("uid-missing")));
+        CHECK_FALSE(MUST(s->delete_daemonset("kube-system", "missing")));
+        LONGS_EQUAL(0, MUST(s->prune_revisions("kube-system", "agent", 10, {})));
+    });
+}
+
+TEST(StoreIdempotent, AnUnchangedTransactionWritesNothing) {
+    check_writes_nothing([&] {
+        auto tx = MUST(s->begin());
+        CHECK_FALSE(MUST(s->put_pod(sample_pod("uid-1"))));
+        CHECK_FALSE(MUST(s->put_node(sample_node())));
+        CHECK_TRUE(tx->commit().ok());
+    });
+}
+
+TEST(StoreIdempotent, ANewTimestampAloneIsNotAChange) {
+    store::StoredDaemonSet ds = sample_daemonset("agent");
+    ds.updated_at_ms += 60'000;
+    RevisionRecord rev = sample_revision("agent", 1);
+    rev.created_at_ms += 60'000;
+    check_writes_nothing([&] {
+        CHECK_FALSE(MUST(s->put_daemonset(ds)));
+        CHECK_FALSE(MUST(s->put_revision(rev)));
+    });
+    // updated_at_ms stays the time of the last real change.
+    LONGS_EQUAL(sample_daemonset("agent").updated_at_ms,
+                MUST(s->get_daemonset("kube-system", "agent"))->updated_at_ms);
+}
+
+TEST(StoreIdempotent, AChangedFieldIsWritten) {
+    RawDb raw(path);
+    Seen before = look(raw);
+    PodRecord pod = sample_pod("uid-1");
+    pod.containers[0].restart_count += 1;
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    Seen after = look(raw);
+    CHECK_TRUE(after.data_version != before.data_version);
+    LONGS_EQUAL(before.changes + 1, after.changes);
+    CHECK_FALSE(before.wal == after.wal);
+}

@@ -1,0 +1,29 @@
+// The JSON columns: labels, taints and container statuses as the store
+// writes them. Encoding is deterministic (fixed key order, sorted labels), so
+// that equal values give equal text and a put can compare stored text with
+// the text it would write. Decoding never throws; a row that does not decode
+// is reported as corrupt.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+#include "core/pod.h"
+#include "core/result.h"
+
+namespace daemonlet::store::codec {
+
+std::string encode_labels(const Labels& labels);
+Result<Labels> decode_labels(std::string_view text);
+
+std::string encode_taints(const std::vector<Taint>& taints);
+Result<std::vector<Taint>> decode_taints(std::string_view text);
+
+std::string encode_containers(const std::vector<ContainerStatus>& containers);
+Result<std::vector<ContainerStatus>> decode_containers(std::string_view text);
+
+Result<PodPhase> decode_phase(std::string_view text);
+
+}  // namespace daemonlet::store::codec

@@ -1,0 +1,125 @@
+// The desired state: DaemonSets and their revision history.
+#include <algorithm>
+
+#include "store/sqlite_store.h"
+
+namespace daemonlet::store {
+namespace {
+
+StoredDaemonSet read_daemonset(const sqlite::Query& q) {
+    StoredDaemonSet ds;
+    ds.namespace_ = q.text(0);
+    ds.name = q.text(1);
+    ds.source = q.text(2);
+    ds.generation = q.int64(3);
+    ds.object_json = q.text(4);
+    ds.template_hash = q.text(5);
+    ds.updated_at_ms = q.int64(6);
+    return ds;
+}
+
+}  // namespace
+
+Result<bool> SqliteStore::put_daemonset(const StoredDaemonSet& ds) {
+    Row row{{ds.namespace_, ds.name},
+            {ds.source, ds.generation, ds.object_json, ds.template_hash},
+            {ds.updated_at_ms}};
+    return put_row("put_daemonset", s_.ds_compare, s_.ds_upsert, row);
+}
+
+Result<bool> SqliteStore::delete_daemonset(const std::string& ns, const std::string& name) {
+    // Its revisions go with it (ON DELETE CASCADE); its pods stay until stopped.
+    return change("delete_daemonset", s_.ds_delete, {ns, name});
+}
+
+Result<std::optional<StoredDaemonSet>> SqliteStore::get_daemonset(const std::string& ns,
+                                                                  const std::string& name) {
+    sqlite::Query q(s_.ds_get);
+    q.bind(1, ns).bind(2, name);
+    auto found = q.step();
+    if (!found) return fail("get_daemonset", found.error());
+    if (!found.value()) return std::optional<StoredDaemonSet>();
+    return std::optional<StoredDaemonSet>(read_daemonset(q));
+}
+
+Result<std::vector<StoredDaemonSet>> SqliteStore::list_daemonsets() {
+    sqlite::Query q(s_.ds_list);
+    std::vector<StoredDaemonSet> out;
+    for (;;) {
+        auto row = q.step();
+        if (!row) return fail("list_daemonsets", row.error());
+        if (!row.value()) return out;
+        out.push_back(read_daemonset(q));
+    }
+}
+
+// A revision is keyed by its template's hash: putting a known template under
+// a new number (an undo) re-numbers it, as upstream bumps the Revision of
+// the existing ControllerRevision. Its DaemonSet must be stored first.
+Result<bool> SqliteStore::put_revision(const RevisionRecord& rev) {
+    Row row{
+        {rev.namespace_, rev.daemonset, rev.hash}, {rev.revision, rev.template_json}, {rev.created_at_ms}};
+    return put_row("put_revision", s_.rev_compare, s_.rev_upsert, row);
+}
+
+Result<std::vector<RevisionRecord>> SqliteStore::list_revisions(const std::string& ns,
+                                                                const std::string& ds) {
+    sqlite::Query q(s_.rev_list);
+    q.bind(1, ns).bind(2, ds);
+    std::vector<RevisionRecord> out;
+    for (;;) {
+        auto row = q.step();
+        if (!row) return fail("list_revisions", row.error());
+        if (!row.value()) return out;
+        RevisionRecord r;
+        r.namespace_ = q.text(0);
+        r.daemonset = q.text(1);
+        r.revision = q.int64(2);
+        r.hash = q.text(3);
+        r.template_json = q.text(4);
+        r.created_at_ms = q.int64(5);
+        out.push_back(std::move(r));
+    }
+}
+
+// Upstream's cleanupHistory (pkg/controller/daemon/update.go): the revisions
+// in use (the current one and those pods still run) are never deleted and do
+// not count; of the others, the oldest are deleted until `keep` remain
+// (revisionHistoryLimit: "the number of old history to retain").
+Result<int> SqliteStore::prune_revisions(const std::string& ns, const std::string& ds, int keep,
+                                         const std::vector<std::int64_t>& in_use) {
+    if (keep < 0) return Error{"invalid", path_ + ": prune_revisions: keep must not be negative"};
+    auto doomed = [&]() -> Result<std::vector<std::int64_t>> {
+        auto revs = list_revisions(ns, ds);
+        if (!revs) return revs.error();
+        std::vector<std::int64_t> old;  // oldest first: list_revisions orders by number
+        for (const RevisionRecord& r : revs.value())
+            if (std::find(in_use.begin(), in_use.end(), r.revision) == in_use.end())
+                old.push_back(r.revision);
+        const auto limit = static_cast<std::size_t>(keep);
+        if (old.size() <= limit) return std::vector<std::int64_t>();
+        old.resize(old.size() - limit);
+        return old;
+    };
+    // Read first: nothing to prune, nothing written (not even BEGIN).
+    auto first = doomed();
+    if (!first) return first.error();
+    if (first.value().empty()) return 0;
+
+    int deleted = 0;
+    auto st = atomically("prune_revisions", [&]() -> Status {
+        deleted = 0;
+        auto revs = doomed();  // again, under the write lock
+        if (!revs) return revs.error();
+        for (std::int64_t r : revs.value()) {
+            auto gone = change("prune_revisions", s_.rev_delete, {ns, ds, r});
+            if (!gone) return gone.error();
+            if (gone.value()) ++deleted;
+        }
+        return Ok{};
+    });
+    if (!st) return st.error();
+    return deleted;
+}
+
+}  // namespace daemonlet::store

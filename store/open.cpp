@@ -1,0 +1,190 @@
+// Opening the database file: creating it 0600, configuring the connection,
+// checking it, migrating it, and moving a bad one aside.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "store/migrations.h"
+#include "store/sql.h"
+#include "store/sqlite_store.h"
+
+namespace daemonlet::store {
+namespace {
+
+// How long a statement waits for another connection's lock: a CLI reader
+// checkpointing, a second agent starting.
+constexpr int kBusyTimeoutMs = 5000;
+constexpr mode_t kMode = 0600;  // the node's state is root's business
+
+Error io_error(const std::string& path, const char* op, const std::string& what) {
+    return Error{"io", path + ": " + op + ": " + what + ": " + std::strerror(errno)};
+}
+
+// A file the recovery must move aside, with the reason.
+Error unusable(const std::string& why) { return Error{"corrupt", why}; }
+
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Narrows a file's permissions to 0600 if it exists.
+Status restrict_mode(const std::string& path, const char* op) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT) return Ok{};
+        return io_error(path, op, "stat");
+    }
+    if ((st.st_mode & 07777) != kMode && ::chmod(path.c_str(), kMode) != 0)
+        return io_error(path, op, "chmod 0600");
+    return Ok{};
+}
+
+void sync_directory_of(const std::string& path) {
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;  // best effort: the rename itself has happened
+    (void)::fsync(fd);
+    ::close(fd);
+}
+
+// Makes sure a regular file is at `path`, created 0600 if there was none.
+// Sets *created when there was no database (no file, or an empty one).
+Status prepare_file(const std::string& path, bool* created) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        if (errno != ENOENT) return io_error(path, "open", "stat");
+        // A -wal without its database belongs to some other database:
+        // SQLite would replay it into the new one.
+        if (exists(path + "-wal"))
+            return unusable("the database file is missing but " + path + "-wal exists");
+        int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, kMode);
+        if (fd < 0 && errno != EEXIST) return io_error(path, "open", "create");
+        if (fd >= 0) {
+            // The umask may have narrowed 0600 further; make it exactly 0600.
+            int rc = ::fchmod(fd, kMode);
+            ::close(fd);
+            if (rc != 0) return io_error(path, "open", "chmod 0600");
+            sync_directory_of(path);
+        }
+        *created = true;
+    } else if (S_ISDIR(st.st_mode)) {
+        return unusable(path + " is a directory, not a database file");
+    } else if (!S_ISREG(st.st_mode)) {
+        return unusable(path + " is not a regular file");
+    } else if (st.st_size == 0) {
+        *created = true;
+    }
+    // SQLite creates -wal and -shm with the database file's mode.
+    for (const char* suffix : {"", "-wal", "-shm"})
+        if (auto r = restrict_mode(path + suffix, "open"); !r) return r;
+    return Ok{};
+}
+
+// <path>.corrupt-<now_ms>, or with .1, .2, ... if that is taken.
+Result<std::string> move_aside(const std::string& path, std::int64_t now_ms) {
+    std::string target = path + ".corrupt-" + std::to_string(now_ms);
+    for (int n = 1; exists(target) || exists(target + "-wal") || exists(target + "-shm"); ++n)
+        target = path + ".corrupt-" + std::to_string(now_ms) + "." + std::to_string(n);
+    // The database first: if we stop half-way, a -wal left alone is seen as
+    // an orphan at the next open and moved aside then.
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+        const std::string from = path + suffix;
+        if (::rename(from.c_str(), (target + suffix).c_str()) != 0 && errno != ENOENT)
+            return io_error(from, "open", "moving aside to " + target + suffix);
+    }
+    sync_directory_of(path);
+    return target;
+}
+
+Result<sqlite::DbPtr> connect(const std::string& path, int flags) {
+    sqlite3* raw = nullptr;
+    int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+    sqlite::DbPtr db(raw);  // closed on every path, even when the open failed
+    if (rc != SQLITE_OK) return sqlite::sqlite_error(db.get(), rc);
+    sqlite3_extended_result_codes(db.get(), 1);
+    sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+    return db;
+}
+
+// Checks, configures and migrates. Errors carry no path.
+Status set_up(sqlite3* db) {
+    // Until the file has passed the check, closing must not write to it: no
+    // checkpoint of its -wal into it, no truncating the -wal (both are kept
+    // as they are for inspection when the file is moved aside).
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    auto check = sqlite::query_column(db, sql::kQuickCheck);
+    if (!check) return check.error();
+    if (check.value() != std::vector<std::string>{"ok"}) {
+        std::string why = "quick_check:";
+        for (std::size_t i = 0; i < check.value().size() && i < 3; ++i) why += " " + check.value()[i];
+        return unusable(why);
+    }
+    auto mode = sqlite::query_column(db, sql::kJournalModeWal);
+    if (!mode) return mode.error();
+    if (mode.value().size() != 1 || mode.value().front() != "wal")
+        return Error{"sqlite", "cannot switch to WAL (journal_mode is " +
+                                   (mode.value().empty() ? std::string("unknown") : mode.value().front()) +
+                                   ")"};
+    if (auto st = sqlite::exec(db, sql::kConfigure); !st) return st;
+    if (auto st = migrate(db); !st) return st;
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+    return Ok{};
+}
+
+Result<std::unique_ptr<Store>> open_once(const std::string& path, OpenReport& report) {
+    auto in_context = [&](const Error& e) { return Error{e.code, path + ": open: " + e.message}; };
+    if (auto st = prepare_file(path, &report.created); !st) return in_context(st.error());
+    auto db = connect(path, SQLITE_OPEN_READWRITE);
+    if (!db) return in_context(db.error());
+    if (auto st = set_up(db.value().get()); !st) return in_context(st.error());
+    for (const char* suffix : {"-wal", "-shm"})
+        if (auto st = restrict_mode(path + suffix, "open"); !st) return st.error();
+    auto store = SqliteStore::create(path, std::move(db).value());
+    if (!store) return store.error();
+    return std::unique_ptr<Store>(std::move(store).value());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path, std::int64_t now_ms, OpenReport* report) {
+    OpenReport ignored;
+    OpenReport& rep = report ? *report : ignored;
+    rep = OpenReport{};
+    auto first = open_once(path, rep);
+    if (first.ok() || first.error().code != "corrupt") return first;
+
+    // open_once has closed the connection (it is gone with the Result):
+    // only now may the files be renamed.
+    auto moved = move_aside(path, now_ms);
+    if (!moved) return moved.error();
+    rep = OpenReport{};
+    rep.recovered = true;
+    rep.moved_to = moved.value();
+    rep.reason = first.error().message;
+    return open_once(path, rep);
+}
+
+Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
+    auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_readonly: " + e.message}; };
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return io_error(path, "open_readonly", "stat");
+    auto db = connect(path, SQLITE_OPEN_READONLY);
+    if (!db) return in_context(db.error());
+    auto version = user_version(db.value().get());
+    if (!version) return in_context(version.error());
+    if (version.value() != sql::kSchemaVersion)
+        return in_context(
+            Error{"schema", "the database has schema version " + std::to_string(version.value()) +
+                                ", this daemonlet reads version " + std::to_string(sql::kSchemaVersion) +
+                                " (the agent creates and migrates it)"});
+    auto store = SqliteStore::create(path, std::move(db).value());
+    if (!store) return store.error();
+    return std::unique_ptr<Store>(std::move(store).value());
+}
+
+}  // namespace daemonlet::store

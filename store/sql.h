@@ -1,0 +1,193 @@
+// All SQL text of the store, in one place (fluent-bit's tail_sql.h): the
+// schema migrations and every statement the store prepares.
+#pragma once
+
+#include <span>
+
+namespace daemonlet::store::sql {
+
+// ---------------------------------------------------------------------------
+// Schema migrations, keyed on PRAGMA user_version. Migration N takes a
+// database at user_version N-1 to N; each runs in one BEGIN IMMEDIATE
+// transaction together with the user_version update, so a failure leaves the
+// previous version intact. Append; never edit a migration that has shipped.
+struct Migration {
+    int version;
+    const char* sql;
+};
+
+inline constexpr Migration kMigrations[] = {
+    {1, R"sql(
+-- The desired state: each DaemonSet, where it came from, its full object.
+CREATE TABLE daemonsets (
+    namespace     TEXT NOT NULL,
+    name          TEXT NOT NULL,
+    source        TEXT NOT NULL,
+    generation    INTEGER NOT NULL,
+    object_json   TEXT NOT NULL,
+    template_hash TEXT NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (namespace, name)
+);
+
+-- The revision history (upstream ControllerRevision): one row per distinct
+-- template, so a template is keyed by its hash; an undo re-numbers it.
+-- Owned by its DaemonSet: deleting the DaemonSet deletes its history.
+CREATE TABLE revisions (
+    namespace     TEXT NOT NULL,
+    daemonset     TEXT NOT NULL,
+    hash          TEXT NOT NULL,
+    revision      INTEGER NOT NULL,
+    template_json TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (namespace, daemonset, hash),
+    UNIQUE (namespace, daemonset, revision),
+    FOREIGN KEY (namespace, daemonset) REFERENCES daemonsets (namespace, name) ON DELETE CASCADE
+);
+
+-- The local pods. No foreign key to daemonsets on purpose: a pod outlives
+-- its DaemonSet's record until the agent has stopped it.
+CREATE TABLE pods (
+    uid             TEXT PRIMARY KEY NOT NULL,
+    name            TEXT NOT NULL,
+    namespace       TEXT NOT NULL,
+    daemonset       TEXT NOT NULL,
+    revision_hash   TEXT NOT NULL,
+    revision        INTEGER NOT NULL,
+    phase           TEXT NOT NULL,
+    created_at_ms   INTEGER NOT NULL,
+    deleting        INTEGER NOT NULL,
+    containers_json TEXT NOT NULL
+);
+CREATE INDEX pods_by_daemonset ON pods (namespace, daemonset);
+
+-- This node's labels and taints: a single row.
+CREATE TABLE node (
+    id            INTEGER PRIMARY KEY CHECK (id = 1),
+    labels_json   TEXT NOT NULL,
+    taints_json   TEXT NOT NULL,
+    unschedulable INTEGER NOT NULL
+);
+
+-- Recent events, bounded per object and in total (store.cpp). The rowid is
+-- the event's id and its order.
+CREATE TABLE events (
+    id        INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    object    TEXT NOT NULL,
+    type      TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    message   TEXT NOT NULL,
+    time_ms   INTEGER NOT NULL
+);
+CREATE INDEX events_by_object ON events (namespace, object, id);
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+);
+)sql"},
+};
+
+inline constexpr std::span<const Migration> migrations() { return kMigrations; }
+inline constexpr int kSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
+
+// ---------------------------------------------------------------------------
+// Connection set-up. WAL lets the CLI read while the agent writes.
+// synchronous=NORMAL is WAL's recommended setting: a power cut may lose the
+// last transactions but never corrupts, and it saves an fsync per commit on
+// flash. journal_size_limit bounds the -wal file left after a checkpoint.
+inline constexpr const char* kJournalModeWal = "PRAGMA journal_mode = WAL";
+inline constexpr const char* kConfigure =
+    "PRAGMA foreign_keys = ON;"
+    "PRAGMA synchronous = NORMAL;"
+    "PRAGMA journal_size_limit = 4194304;";
+inline constexpr const char* kQuickCheck = "PRAGMA quick_check";
+inline constexpr const char* kUserVersion = "PRAGMA user_version";
+inline constexpr const char* kBeginImmediate = "BEGIN IMMEDIATE";
+inline constexpr const char* kCommit = "COMMIT";
+inline constexpr const char* kRollback = "ROLLBACK";
+inline constexpr const char* kSavepoint = "SAVEPOINT store_op";
+inline constexpr const char* kRelease = "RELEASE store_op";
+inline constexpr const char* kRollbackToSavepoint = "ROLLBACK TO store_op";
+
+// ---------------------------------------------------------------------------
+// Statements. Each put_* has a compare (the stored values of the columns
+// that matter) and an upsert; parameters are numbered key first, then the
+// compared values, then the values not compared (timestamps).
+// UPSERT, never INSERT OR REPLACE: a replace deletes the row first, which
+// would cascade to the DaemonSet's revisions.
+
+inline constexpr const char* kDaemonSetCompare =
+    "SELECT source, generation, object_json, template_hash FROM daemonsets WHERE namespace = ?1 AND name = "
+    "?2";
+inline constexpr const char* kDaemonSetUpsert =
+    "INSERT INTO daemonsets (namespace, name, source, generation, object_json, template_hash, updated_at_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+    " ON CONFLICT (namespace, name) DO UPDATE SET source = excluded.source, generation = excluded.generation,"
+    " object_json = excluded.object_json, template_hash = excluded.template_hash,"
+    " updated_at_ms = excluded.updated_at_ms";
+inline constexpr const char* kDaemonSetGet =
+    "SELECT namespace, name, source, generation, object_json, template_hash, updated_at_ms FROM daemonsets"
+    " WHERE namespace = ?1 AND name = ?2";
+inline constexpr const char* kDaemonSetList =
+    "SELECT namespace, name, source, generation, object_json, template_hash, updated_at_ms FROM daemonsets"
+    " ORDER BY namespace, name";
+inline constexpr const char* kDaemonSetDelete = "DELETE FROM daemonsets WHERE namespace = ?1 AND name = ?2";
+
+inline constexpr const char* kRevisionCompare =
+    "SELECT revision, template_json FROM revisions WHERE namespace = ?1 AND daemonset = ?2 AND hash = ?3";
+inline constexpr const char* kRevisionUpsert =
+    "INSERT INTO revisions (namespace, daemonset, hash, revision, template_json, created_at_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+    " ON CONFLICT (namespace, daemonset, hash) DO UPDATE SET revision = excluded.revision,"
+    " template_json = excluded.template_json, created_at_ms = excluded.created_at_ms";
+inline constexpr const char* kRevisionList =
+    "SELECT namespace, daemonset, revision, hash, template_json, created_at_ms FROM revisions"
+    " WHERE namespace = ?1 AND daemonset = ?2 ORDER BY revision";
+inline constexpr const char* kRevisionDelete =
+    "DELETE FROM revisions WHERE namespace = ?1 AND daemonset = ?2 AND revision = ?3";
+
+inline constexpr const char* kPodCompare =
+    "SELECT name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, deleting, "
+    "containers_json"
+    " FROM pods WHERE uid = ?1";
+inline constexpr const char* kPodUpsert =
+    "INSERT INTO pods (uid, name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, "
+    "deleting,"
+    " containers_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+    " ON CONFLICT (uid) DO UPDATE SET name = excluded.name, namespace = excluded.namespace,"
+    " daemonset = excluded.daemonset, revision_hash = excluded.revision_hash, revision = excluded.revision,"
+    " phase = excluded.phase, created_at_ms = excluded.created_at_ms, deleting = excluded.deleting,"
+    " containers_json = excluded.containers_json";
+inline constexpr const char* kPodList =
+    "SELECT uid, name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, deleting,"
+    " containers_json FROM pods ORDER BY namespace, daemonset, created_at_ms, uid";
+inline constexpr const char* kPodDelete = "DELETE FROM pods WHERE uid = ?1";
+
+inline constexpr const char* kNodeCompare =
+    "SELECT labels_json, taints_json, unschedulable FROM node WHERE id = 1";
+inline constexpr const char* kNodeUpsert =
+    "INSERT INTO node (id, labels_json, taints_json, unschedulable) VALUES (1, ?1, ?2, ?3)"
+    " ON CONFLICT (id) DO UPDATE SET labels_json = excluded.labels_json, taints_json = excluded.taints_json,"
+    " unschedulable = excluded.unschedulable";
+
+inline constexpr const char* kEventInsert =
+    "INSERT INTO events (namespace, object, type, reason, message, time_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+// Keeps the newest ?3 events of one object.
+inline constexpr const char* kEventTrimObject =
+    "DELETE FROM events WHERE namespace = ?1 AND object = ?2 AND id <= (SELECT id FROM events"
+    " WHERE namespace = ?1 AND object = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3)";
+// Keeps the newest ?1 events in all: pods come and go with new names.
+inline constexpr const char* kEventTrimAll =
+    "DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1)";
+// The newest ?3 events (all when negative), newest first; '' matches any namespace or object.
+inline constexpr const char* kEventList =
+    "SELECT id, namespace, object, type, reason, message, time_ms FROM events"
+    " WHERE (?1 = '' OR namespace = ?1) AND (?2 = '' OR object = ?2) ORDER BY id DESC LIMIT ?3";
+
+inline constexpr const char* kMetaCompare = "SELECT value FROM meta WHERE key = ?1";
+inline constexpr const char* kMetaUpsert =
+    "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
+}  // namespace daemonlet::store::sql

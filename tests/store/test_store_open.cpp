@@ -1,0 +1,305 @@
+// Opening the database: creation 0600, migrations from user_version 0, a
+// database from the future refused, recovery from files that are not
+// databases (moved aside with their -wal and -shm, a new one created), and
+// the read-only open the CLI uses while the agent runs.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "store/store.h"
+#include "tests/store/store_fixture.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+using namespace daemonlet::testing;
+
+namespace {
+
+constexpr std::int64_t kNow = 1'717'000'000'000;
+constexpr std::size_t kPage = 4096;  // SQLite's default page size
+
+bool has_prefix(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A store with some of everything, closed again (its WAL checkpointed away).
+void fill(const std::string& path, int pods) {
+    store::OpenReport report;
+    auto s = MUST(store::Store::open(path, kNow, &report));
+    auto tx = MUST(s->begin());
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+    for (int i = 0; i < pods; ++i) CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-" + std::to_string(i)))));
+    CHECK_TRUE(tx->commit().ok());
+}
+
+}  // namespace
+
+TEST_GROUP(StoreOpen) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+};
+
+TEST(StoreOpen, ANewDatabaseIsCreatedWithMode0600) {
+    const mode_t old = ::umask(022);
+    store::OpenReport report;
+    auto s = MUST(store::Store::open(path, kNow, &report));
+    ::umask(old);
+    CHECK_TRUE(report.created);
+    CHECK_FALSE(report.recovered);
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1"))));
+    // All three files while open: SQLite gives -wal and -shm the database's mode.
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+        FileStamp st = stamp(path + suffix);
+        CHECK_TEXT(st.exists, suffix);
+        LONGS_EQUAL_TEXT(0600, st.mode, suffix);
+    }
+}
+
+TEST(StoreOpen, AStricterUmaskStillGives0600) {
+    const mode_t old = ::umask(0277);
+    auto s = MUST(store::Store::open(path, kNow, nullptr));
+    ::umask(old);
+    CHECK_TRUE(MUST(s->put_meta("k", "v")));
+    LONGS_EQUAL(0600, stamp(path).mode);
+}
+
+TEST(StoreOpen, AnExistingDatabaseIsNarrowedTo0600) {
+    fill(path, 1);
+    ::chmod(path.c_str(), 0644);
+    store::OpenReport report;
+    auto s = MUST(store::Store::open(path, kNow, &report));
+    CHECK_FALSE(report.created);
+    LONGS_EQUAL(0600, stamp(path).mode);
+    LONGS_EQUAL(0600, stamp(path + "-wal").mode);
+    LONGS_EQUAL(0600, stamp(path + "-shm").mode);
+}
+
+TEST(StoreOpen, DataSurvivesReopening) {
+    fill(path, 3);
+    store::OpenReport report;
+    auto s = MUST(store::Store::open(path, kNow, &report));
+    CHECK_FALSE(report.created);
+    CHECK_FALSE(report.recovered);
+    LONGS_EQUAL(3, MUST(s->list_pods()).size());
+}
+
+TEST(StoreOpen, AnEmptyFileIsANewDatabase) {
+    write_bytes(path, "");
+    store::OpenReport report;
+    auto s = MUST(store::Store::open(path, kNow, &report));
+    CHECK_TRUE(report.created);
+    CHECK_FALSE(report.recovered);
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1"))));
+}
+
+TEST(StoreOpen, MigratesFromUserVersionZero) {
+    {
+        RawDb raw(path);
+        STRCMP_EQUAL("", raw.exec("CREATE TABLE scratch (x); INSERT INTO scratch VALUES (1)").c_str());
+        LONGS_EQUAL(0, raw.scalar("PRAGMA user_version"));
+    }
+    store::OpenReport report;
+    auto s = MUST(store::Store::open(path, kNow, &report));
+    CHECK_FALSE(report.created);
+    CHECK_FALSE(report.recovered);
+    RawDb raw(path);
+    LONGS_EQUAL(1, raw.scalar("PRAGMA user_version"));
+    STRCMP_EQUAL("wal", raw.rows("PRAGMA journal_mode").c_str());
+    STRCMP_EQUAL("daemonsets\nevents\nmeta\nnode\npods\nrevisions\nscratch",
+                 raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").c_str());
+    LONGS_EQUAL(1, raw.scalar("SELECT x FROM scratch"));
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+}
+
+TEST(StoreOpen, ADatabaseFromTheFutureIsRefusedAndLeftAlone) {
+    fill(path, 1);
+    {
+        RawDb raw(path);
+        STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 99").c_str());
+    }
+    store::OpenReport report;
+    auto r = store::Store::open(path, kNow, &report);
+    CHECK_FALSE(r.ok());
+    STRCMP_EQUAL("schema", r.error().code.c_str());
+    CHECK_TEXT(has_prefix(r.error().message, path + ": open: "), r.error().message.c_str());
+    CHECK_TEXT(contains(r.error().message, "schema version 99"), r.error().message.c_str());
+    CHECK_FALSE(report.recovered);
+    CHECK_FALSE(stamp(path + ".corrupt-" + std::to_string(kNow)).exists);
+    RawDb raw(path);
+    LONGS_EQUAL(99, raw.scalar("PRAGMA user_version"));
+    LONGS_EQUAL(1, raw.scalar("SELECT count(*) FROM pods"));
+}
+
+TEST(StoreOpen, ErrorsNameThePathAndTheOperation) {
+    fill(path, 0);
+    auto ro = MUST(store::Store::open_readonly(path));
+    auto r = ro->put_meta("k", "v");
+    CHECK_FALSE(r.ok());
+    STRCMP_EQUAL((path + ": put_meta: attempt to write a readonly database").c_str(),
+                 r.error().message.c_str());
+}
+
+// ---------------------------------------------------------------------------
+
+TEST_GROUP(StoreRecovery) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+    std::string moved = path + ".corrupt-" + std::to_string(kNow);
+
+    // Opens, expects a recovery, and checks the new database works.
+    store::OpenReport open_recovering() {
+        store::OpenReport report;
+        auto s = MUST(store::Store::open(path, kNow, &report));
+        CHECK_TRUE(report.recovered);
+        CHECK_TRUE(report.created);
+        STRCMP_EQUAL(moved.c_str(), report.moved_to.c_str());
+        CHECK_TRUE(MUST(s->list_pods()).empty());
+        CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-new"))));
+        LONGS_EQUAL(1, MUST(s->list_pods()).size());
+        LONGS_EQUAL(0600, stamp(path).mode);
+        return report;
+    }
+};
+
+TEST(StoreRecovery, GarbageBytesAreMovedAside) {
+    std::string garbage;
+    for (int i = 0; i < 8192; ++i) garbage += static_cast<char>((i * 7919) & 0xff);
+    write_bytes(path, garbage);
+    store::OpenReport report = open_recovering();
+    CHECK_TEXT(contains(report.reason, "file is not a database"), report.reason.c_str());
+    CHECK_TEXT(has_prefix(report.reason, path + ": open: "), report.reason.c_str());
+    CHECK_TRUE(read_bytes(moved) == garbage);  // kept as it was, for inspection
+}
+
+TEST(StoreRecovery, ATextFileIsNotADatabase) {
+    write_bytes(path, "daemonlet state, I promise\n");
+    store::OpenReport report = open_recovering();
+    CHECK_TEXT(contains(report.reason, "file is not a database"), report.reason.c_str());
+    STRCMP_EQUAL("daemonlet state, I promise\n", read_bytes(moved).c_str());
+}
+
+TEST(StoreRecovery, ATruncatedDatabaseIsMovedAside) {
+    fill(path, 200);
+    const std::int64_t size = stamp(path).size;
+    CHECK_TRUE(size > static_cast<std::int64_t>(16 * kPage));
+    CHECK_TRUE(::truncate(path.c_str(), static_cast<off_t>(size / 2)) == 0);
+    store::OpenReport report = open_recovering();
+    CHECK_TEXT(contains(report.reason, "malformed") || contains(report.reason, "quick_check"),
+               report.reason.c_str());
+    LONGS_EQUAL(size / 2, stamp(moved).size);
+}
+
+TEST(StoreRecovery, ADamagedPageFailsQuickCheck) {
+    fill(path, 200);
+    std::string bytes = read_bytes(path);
+    CHECK_TRUE(bytes.size() > 8 * kPage);
+    // Overwrite one b-tree page in the middle; the header and schema are intact.
+    for (std::size_t i = 6 * kPage; i < 7 * kPage; ++i) bytes[i] = '\x55';
+    write_bytes(path, bytes);
+    store::OpenReport report = open_recovering();
+    CHECK_TEXT(contains(report.reason, "quick_check") || contains(report.reason, "malformed"),
+               report.reason.c_str());
+}
+
+TEST(StoreRecovery, ADirectoryWhereTheFileShouldBeIsMovedAside) {
+    std::filesystem::create_directory(path);
+    write_bytes(path + "/inside", "x");
+    store::OpenReport report = open_recovering();
+    CHECK_TEXT(contains(report.reason, "is a directory"), report.reason.c_str());
+    STRCMP_EQUAL("x", read_bytes(moved + "/inside").c_str());
+}
+
+TEST(StoreRecovery, TheWalAndShmGoWithTheDatabase) {
+    write_bytes(path, std::string(4096, 'g'));
+    write_bytes(path + "-wal", "wal bytes");
+    write_bytes(path + "-shm", "shm bytes");
+    open_recovering();
+    // The -wal exactly as it was: the failed open neither checkpointed nor
+    // truncated it. The -shm is SQLite's shared-memory index, rebuilt by any
+    // open: moved along, its bytes are of no interest.
+    STRCMP_EQUAL("wal bytes", read_bytes(moved + "-wal").c_str());
+    CHECK_TRUE(stamp(moved + "-shm").exists);
+}
+
+TEST(StoreRecovery, AWalWithoutItsDatabaseIsMovedAside) {
+    // SQLite would replay it into a new database.
+    fill(path, 3);
+    write_bytes(path + "-wal", "a WAL of some other database");
+    std::filesystem::remove(path);
+    store::OpenReport report = open_recovering();
+    CHECK_TEXT(contains(report.reason, "-wal exists"), report.reason.c_str());
+    STRCMP_EQUAL("a WAL of some other database", read_bytes(moved + "-wal").c_str());
+    CHECK_FALSE(stamp(moved).exists);
+}
+
+TEST(StoreRecovery, ATakenNameGetsASuffix) {
+    write_bytes(path, "first bad file");
+    open_recovering();
+    write_bytes(path, "second bad file");
+    store::OpenReport report;
+    auto s = MUST(store::Store::open(path, kNow, &report));
+    CHECK_TRUE(report.recovered);
+    STRCMP_EQUAL((moved + ".1").c_str(), report.moved_to.c_str());
+    STRCMP_EQUAL("first bad file", read_bytes(moved).c_str());
+    STRCMP_EQUAL("second bad file", read_bytes(moved + ".1").c_str());
+}
+
+// ---------------------------------------------------------------------------
+
+TEST_GROUP(StoreReadonly) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+};
+
+TEST(StoreReadonly, ReadsWhileTheWriterHasTheDatabaseOpen) {
+    auto writer = MUST(store::Store::open(path, kNow, nullptr));
+    CHECK_TRUE(MUST(writer->put_daemonset(sample_daemonset("agent"))));
+    CHECK_TRUE(MUST(writer->put_pod(sample_pod("uid-1"))));
+
+    auto reader = MUST(store::Store::open_readonly(path));
+    LONGS_EQUAL(1, MUST(reader->list_daemonsets()).size());
+    LONGS_EQUAL(1, MUST(reader->list_pods()).size());
+
+    // The writer's open transaction neither blocks the reader nor shows.
+    auto tx = MUST(writer->begin());
+    CHECK_TRUE(MUST(writer->put_pod(sample_pod("uid-2"))));
+    LONGS_EQUAL(1, MUST(reader->list_pods()).size());
+    CHECK_TRUE(tx->commit().ok());
+    LONGS_EQUAL(2, MUST(reader->list_pods()).size());
+}
+
+TEST(StoreReadonly, ReadsAfterTheWriterClosed) {
+    fill(path, 2);
+    auto reader = MUST(store::Store::open_readonly(path));
+    LONGS_EQUAL(2, MUST(reader->list_pods()).size());
+    // Writing is refused; an unchanged put is still just a comparison.
+    CHECK_FALSE(reader->put_pod(sample_pod("uid-9")).ok());
+    CHECK_FALSE(MUST(reader->put_pod(sample_pod("uid-1"))));
+}
+
+TEST(StoreReadonly, AMissingDatabaseIsAnErrorAndIsNotCreated) {
+    auto r = store::Store::open_readonly(path);
+    CHECK_FALSE(r.ok());
+    CHECK_TEXT(has_prefix(r.error().message, path + ": open_readonly: "), r.error().message.c_str());
+    CHECK_FALSE(stamp(path).exists);
+}
+
+TEST(StoreReadonly, NeitherMigratesNorRecovers) {
+    {
+        RawDb raw(path);
+        STRCMP_EQUAL("", raw.exec("CREATE TABLE scratch (x)").c_str());
+    }
+    auto old = store::Store::open_readonly(path);
+    CHECK_FALSE(old.ok());
+    STRCMP_EQUAL("schema", old.error().code.c_str());
+    RawDb raw(path);
+    LONGS_EQUAL(0, raw.scalar("PRAGMA user_version"));
+
+    write_bytes(path, "not a database at all");
+    auto bad = store::Store::open_readonly(path);
+    CHECK_FALSE(bad.ok());
+    STRCMP_EQUAL("corrupt", bad.error().code.c_str());
+    STRCMP_EQUAL("not a database at all", read_bytes(path).c_str());
+}
