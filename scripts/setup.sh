@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of daemonlet from Debian 12
+# packages: the host toolchain and libraries, clang for libFuzzer, qemu and the
+# ARM cross compilers, and the arm64 target libraries through multiarch.
+#
+# Idempotent and quick when nothing is missing: dpkg-query decides what to
+# install, and `apt-get update` runs only when something is.
+#
+# armhf is deliberately NOT added to dpkg's architectures: the mirror's armhf
+# security index is broken and would make every later `apt-get update` fail.
+# The armhf target libraries go into a private sysroot instead
+# (scripts/armhf-sysroot.sh), and a failure there only costs the armhf build.
+#
+# Environment: DAEMONLET_SKIP_ARMHF=1 skips the armhf sysroot.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export DEBIAN_FRONTEND=noninteractive
+
+host_packages=(
+    build-essential cmake ninja-build pkg-config git
+    libuv1-dev libsqlite3-dev libsystemd-dev libcpputest-dev nlohmann-json3-dev libyaml-dev
+    clang libclang-rt-14-dev clang-format
+    qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
+    systemd  # systemd-analyze verify checks the unit file
+)
+# nlohmann-json3-dev is header-only and Architecture: all, so the host copy
+# serves the arm64 build too.
+arm64_packages=(
+    libuv1-dev:arm64 libsqlite3-dev:arm64 libsystemd-dev:arm64 libcpputest-dev:arm64 libyaml-dev:arm64
+)
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+    sudo=(sudo)
+fi
+
+# Prints the packages of "$@" that dpkg does not report as fully installed.
+# A name without an architecture means the native one, or "all". (A bare
+# name is ambiguous to dpkg-query once a Multi-Arch: same package is
+# installed for two architectures, so compare against one full listing.)
+missing_packages() {
+    local native installed pkg
+    native="$(dpkg --print-architecture)"
+    installed="$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}:${Architecture}\n' |
+        awk '$1 ~ /^[ih]i$/ { print $2 }')"
+    for pkg in "$@"; do
+        if [[ $pkg == *:* ]]; then
+            grep -qxF "$pkg" <<<"$installed" || echo "$pkg"
+        else
+            grep -qxF -e "$pkg:$native" -e "$pkg:all" <<<"$installed" || echo "$pkg"
+        fi
+    done
+}
+
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "setup: adding arm64 to dpkg's architectures (multiarch target libraries)"
+    "${sudo[@]}" dpkg --add-architecture arm64
+fi
+
+mapfile -t missing < <(missing_packages "${host_packages[@]}" "${arm64_packages[@]}")
+if ((${#missing[@]} > 0)); then
+    echo "setup: installing ${missing[*]}"
+    "${sudo[@]}" apt-get update
+    "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+    mapfile -t still_missing < <(missing_packages "${host_packages[@]}" "${arm64_packages[@]}")
+    if ((${#still_missing[@]} > 0)); then
+        echo "setup: ERROR: still not installed: ${still_missing[*]}" >&2
+        exit 1
+    fi
+else
+    echo "setup: all ${#host_packages[@]} host and ${#arm64_packages[@]} arm64 packages are installed"
+fi
+
+# The armhf sysroot is best effort: everything else must work without it.
+if [[ ${DAEMONLET_SKIP_ARMHF:-0} == 1 ]]; then
+    echo "setup: DAEMONLET_SKIP_ARMHF=1, not preparing the armhf sysroot"
+elif ! "$repo/scripts/armhf-sysroot.sh"; then
+    echo "setup: WARNING: the armhf sysroot could not be built (see above);" \
+        "the armhf preset will not work, everything else is unaffected" >&2
+fi

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The step functions are called indirectly, through run_step.
+# shellcheck disable=SC2317
+
+# The test command: what CI runs (.ci/run) and what to run before sending a
+# change. In order:
+#   setup     scripts/setup.sh (installs what is missing; quick otherwise)
+#   format    clang-format --dry-run --Werror over the tracked sources of
+#             core store platform agent tests bench fuzz
+#   dev       configure, build, ctest: Debug, warnings are errors
+#   asan      the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   aarch64   cross build, ctest under qemu-aarch64
+#   armhf     cross build, ctest under qemu-arm (skipped without sysroots/armhf)
+#   fuzz      clang build, each build/fuzz/**/fuzz_* run for a bounded time
+# Every step runs even if an earlier one failed (except setup), so that one
+# run shows everything that is wrong; the exit status is non-zero if any failed.
+#
+# Environment:
+#   DAEMONLET_FUZZ_SECONDS  seconds per fuzzer (default 30)
+#   DAEMONLET_STEPS         space-separated subset of the steps above, e.g. "format dev"
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+jobs=2
+fuzz_seconds="${DAEMONLET_FUZZ_SECONDS:-30}"
+all_steps="setup format dev asan aarch64 armhf fuzz"
+steps="${DAEMONLET_STEPS:-$all_steps}"
+
+summary=()
+failed=0
+script_start=$SECONDS
+
+elapsed_since() {
+    local s=$((SECONDS - $1))
+    printf '%dm%02ds' $((s / 60)) $((s % 60))
+}
+
+# CPU seconds (user + system) used so far by finished child processes: with
+# other builds sharing the machine, it tells how long a step would take alone.
+children_cpu() {
+    # Fields 16 and 17 of /proc/PID/stat: cutime and cstime, in clock ticks,
+    # of this shell ($$ also inside subshells and command substitutions).
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz }' "/proc/$$/stat"
+}
+
+wanted() {
+    [[ " $steps " == *" $1 "* ]]
+}
+
+# Runs one step in a subshell with errexit active (it would not be inside an
+# `if`), records its status and time, and goes on.
+run_step() {
+    local name=$1 start=$SECONDS cpu_start rc
+    shift
+    cpu_start="$(children_cpu)"
+    wanted "$name" || return 0
+    printf '\n======== %s ========\n' "$name"
+    set +e
+    (
+        set -euo pipefail
+        "$@"
+    )
+    rc=$?
+    set -e
+    local took cpu
+    cpu=$(($(children_cpu) - cpu_start))
+    took="$(elapsed_since "$start"), $((cpu / 60))m$(printf '%02d' $((cpu % 60)))s CPU"
+    if [[ $rc == 0 ]]; then
+        printf -- '-------- %s: ok (%s)\n' "$name" "$took"
+        summary+=("$(printf '%-8s %-8s %s' "$name" ok "$took")")
+    elif [[ $rc == 77 ]]; then
+        printf -- '-------- %s: SKIPPED (%s)\n' "$name" "$took"
+        summary+=("$(printf '%-8s %-8s %s' "$name" SKIPPED "$took")")
+    else
+        printf -- '-------- %s: FAILED, exit status %s (%s)\n' "$name" "$rc" "$took"
+        summary+=("$(printf '%-8s %-8s %s' "$name" FAILED "$took")")
+        failed=1
+    fi
+    return 0
+}
+
+print_summary() {
+    printf '\n======== summary ========\n'
+    local line
+    for line in "${summary[@]}"; do
+        echo "$line"
+    done
+    printf '%-8s %-8s %s, %s CPU\n' total "$([[ $failed == 0 ]] && echo ok || echo FAILED)" \
+        "$(elapsed_since "$script_start")" "$(cpu=$(children_cpu) && printf '%dm%02ds' $((cpu / 60)) $((cpu % 60)))"
+}
+
+step_setup() {
+    scripts/setup.sh
+}
+
+step_format() {
+    local files=() f
+    while IFS= read -r -d '' f; do
+        # A tracked file deleted in the working tree is not ours to check.
+        [[ -f $f ]] && files+=("$f")
+    done < <(git ls-files -z -- 'core/*.h' 'core/*.cpp' 'store/*.h' 'store/*.cpp' \
+        'platform/*.h' 'platform/*.cpp' 'agent/*.h' 'agent/*.cpp' \
+        'tests/*.h' 'tests/*.cpp' 'bench/*.h' 'bench/*.cpp' 'fuzz/*.h' 'fuzz/*.cpp')
+    echo "clang-format: checking ${#files[@]} tracked files ($(clang-format --version))"
+    if clang-format --dry-run --Werror "${files[@]}" 2>/dev/null; then
+        echo "clang-format: all formatted"
+        return 0
+    fi
+    # Show what would change as diffs, which read better than the per-token
+    # errors of --dry-run.
+    local bad=()
+    for f in "${files[@]}"; do
+        if ! clang-format --dry-run --Werror "$f" 2>/dev/null; then
+            bad+=("$f")
+            clang-format "$f" | diff -u --label "$f" --label "$f (formatted)" "$f" - || true
+        fi
+    done
+    echo "clang-format: ${#bad[@]} files not formatted; fix with: clang-format -i ${bad[*]}"
+    return 1
+}
+
+# configure + build + ctest of one preset.
+preset_cycle() {
+    local preset=$1
+    cmake --preset "$preset"
+    cmake --build --preset "$preset" -j "$jobs"
+    ctest --preset "$preset" -j "$jobs"
+}
+
+step_armhf() {
+    if [[ ! -f sysroots/armhf/.daemonlet-sysroot ]]; then
+        echo "armhf: SKIPPED: no sysroot in sysroots/armhf (scripts/armhf-sysroot.sh failed or was skipped; see setup)"
+        return 77
+    fi
+    preset_cycle armhf
+}
+
+step_fuzz() {
+    cmake --preset fuzz
+    cmake --build --preset fuzz -j "$jobs"
+    local fuzzers=() bin
+    while IFS= read -r -d '' bin; do
+        fuzzers+=("$bin")
+    done < <(find build/fuzz -name CMakeFiles -prune -o \
+        -type f -name 'fuzz_*' -perm -u+x -print0 | sort -z)
+    if ((${#fuzzers[@]} == 0)); then
+        echo "fuzz: no fuzz_* executables in build/fuzz yet (fuzz targets not added), nothing to run"
+        return 0
+    fi
+    local name seed work artifacts rc=0
+    for bin in "${fuzzers[@]}"; do
+        name="$(basename "$bin")"
+        seed="fuzz/corpus/${name#fuzz_}"
+        # New inputs go to a scratch corpus (the first directory), never
+        # into the tracked seeds; crashes to build/fuzz/artifacts.
+        work="build/fuzz/corpus/$name"
+        artifacts="build/fuzz/artifacts"
+        mkdir -p "$work" "$artifacts"
+        local corpora=("$work")
+        if [[ -d $seed ]]; then
+            corpora+=("$seed")
+        else
+            echo "fuzz: $name: no seed corpus in $seed, starting empty"
+        fi
+        echo "fuzz: $name for ${fuzz_seconds}s over ${corpora[*]}"
+        if ! "$bin" -max_total_time="$fuzz_seconds" -timeout=10 -print_final_stats=1 \
+            -artifact_prefix="$artifacts/$name-" "${corpora[@]}"; then
+            echo "fuzz: $name FAILED (inputs in $artifacts; replay one with $bin <file>)"
+            rc=1
+        fi
+    done
+    return "$rc"
+}
+
+run_step setup step_setup
+if [[ $failed != 0 ]]; then
+    print_summary
+    echo "setup failed: not going on" >&2
+    exit 1
+fi
+run_step format step_format
+run_step dev preset_cycle dev
+run_step asan preset_cycle asan
+run_step aarch64 preset_cycle aarch64
+run_step armhf step_armhf
+run_step fuzz step_fuzz
+print_summary
+exit "$failed"
