@@ -34,6 +34,13 @@ std::string new_uid() {
            h.substr(20);
 }
 
+// "0.3", "12", "300": seconds for people, with a decimal below ten.
+std::string seconds(std::int64_t ms) {
+    if (ms >= 10'000) return std::to_string(ms / 1000);
+    std::string s = std::to_string(ms / 1000) + "." + std::to_string((ms % 1000) / 100);
+    return s;
+}
+
 // What a restart timer fires for, named by value: the pod may be gone by then.
 struct RestartTarget {
     Agent* agent;
@@ -101,6 +108,10 @@ void Agent::reconcile() {
     ReconcilePlan plan = plan_reconcile(want, seen, now);
     for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
     for (const auto& c : plan.create) create_pod(c);
+    // What was just done changes what is observed (a new pod is running and
+    // ready): plan again until nothing is left to do. The planner creates
+    // nothing twice, so this converges.
+    if (!plan.create.empty() || !plan.remove.empty()) schedule_reconcile();
     if (plan.wake_at_mono_ms && wake_timer_) {
         auto delay = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *plan.wake_at_mono_ms - now));
         uv_timer_start(
@@ -321,8 +332,7 @@ void Agent::on_container_exit(const std::string& id) {
     cs.restart_count += 1;
     log(Level::Warning,
         "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) + " (" +
-            cs.reason + ") after " + std::to_string(ran_for / 1000) + " s; restarting in " +
-            std::to_string(delay / 1000) + " s",
+            cs.reason + ") after " + seconds(ran_for) + " s; restarting in " + seconds(delay) + " s",
         {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
     if (delay > 0) {
         cs.state = ContainerState::Waiting;

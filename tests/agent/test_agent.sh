@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# The agent end to end, as a board runs it: the real daemonlet and
+# daemonlet-shim, a temporary configuration, manifest directory and state
+# directory, driven through files, signals and the CLI. Every wait is a
+# predicate polled until a deadline, never a fixed sleep.
+set -uo pipefail
+dl=${DAEMONLET:?}
+listen=${NOTIFY_LISTEN:?}
+work=$(mktemp -d /tmp/daemonlet-it.XXXXXX)
+cfg=$work/config.yaml
+man=$work/manifests
+state=$work/state
+mkdir -p "$man"
+agent=
+listener=
+cleanup() {
+    [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
+    [[ -n $listener ]] && kill "$listener" 2>/dev/null
+    pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
+    pkill -KILL -f "it-marker-$$" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+fail() {
+    echo "FAIL: $*"
+    echo "---- agent log (last 30 lines)"
+    tail -n 30 "$work/agent.log" 2>/dev/null
+    failed=$((failed + 1))
+}
+# wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND until it succeeds.
+wait_for() {
+    local what=$1 secs=$2
+    shift 2
+    local deadline=$((SECONDS + secs))
+    while ((SECONDS < deadline)); do
+        if "$@" >/dev/null 2>&1; then
+            ok
+            return 0
+        fi
+        sleep 0.05
+    done
+    fail "$what (not within ${secs}s)"
+    return 1
+}
+get_pods() { "$dl" get pods -A --config "$cfg"; }
+pod_running() { get_pods | grep -E "^$1 +$2-[a-z0-9]+ +1/1 +Running"; }
+no_pod() { ! get_pods 2>/dev/null | grep -E "^$1 +$2-"; }
+pid_of() { pgrep -f "it-marker-$$-$1" | head -1; }
+
+write_config() {  # write_config LABELS_YAML TAINTS_YAML
+    cat >"$cfg" <<EOF
+nodeName: it-node
+nodeLabels: $1
+nodeTaints: $2
+manifestDir: $man
+stateDir: $state
+fileCheckFrequency: 2s
+crashLoopBackoff: {initial: 300ms, max: 2s}
+EOF
+}
+write_ds() {  # write_ds FILE NAME SCRIPT [EXTRA_SPEC_YAML] [STRATEGY_YAML]
+    cat >"$man/$1.tmp" <<EOF
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: $2, namespace: it}
+spec:
+  selector: {matchLabels: {app: $2}}
+  ${5:-}
+  template:
+    metadata: {labels: {app: $2}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      ${4:-}
+      containers:
+        - name: main
+          image: none
+          command: ["/bin/sh", "-c", "$3", "it-marker-$$-$2"]
+EOF
+    mv "$man/$1.tmp" "$man/$1"  # as tools write: a temp file, then rename
+}
+start_agent() {
+    NOTIFY_SOCKET=$work/notify.sock "$dl" run --config "$cfg" >>"$work/agent.log" 2>&1 &
+    agent=$!
+}
+
+"$listen" "$work/notify.sock" "$work/notify.log" &
+listener=$!
+wait_for "notify listener up" 5 test -S "$work/notify.sock"
+
+write_config "{disktype: ssd}" "[]"
+write_ds always.yaml always 'trap \"exit 0\" TERM; while true; do sleep 0.2; done'
+write_ds ssd-only.yaml ssd-only 'trap \"exit 0\" TERM; while true; do sleep 0.2; done' "nodeSelector: {disktype: ssd}"
+start_agent
+
+# 1. Start: both DaemonSets run; READY=1 reaches the notify socket.
+wait_for "pod of always runs" 10 pod_running it always
+wait_for "pod of ssd-only runs" 10 pod_running it ssd-only
+wait_for "READY=1 sent to NOTIFY_SOCKET" 5 grep -q 'READY=1' "$work/notify.log"
+wait_for "STATUS= sent" 5 grep -q 'STATUS=' "$work/notify.log"
+always_pid=$(pid_of always)
+[[ -n $always_pid ]] && ok || fail "no process for always"
+
+# 2. A label change (SIGHUP) stops the pod that no longer matches.
+write_config "{disktype: hdd}" "[]"
+kill -HUP "$agent"
+wait_for "ssd-only stops when the label changes" 10 no_pod it ssd-only
+# ...and a label change back starts it again.
+write_config "{disktype: ssd}" "[]"
+kill -HUP "$agent"
+wait_for "ssd-only starts again" 10 pod_running it ssd-only
+
+# 3. Taints: NoSchedule keeps running pods; NoExecute stops them.
+write_config "{disktype: ssd}" "[{key: maint, effect: NoSchedule}]"
+kill -HUP "$agent"
+wait_for "the agent re-evaluated after SIGHUP" 5 grep -q 'configuration reloaded' "$work/agent.log"
+pod_running it always >/dev/null && ok || fail "NoSchedule must not stop a running pod"
+write_config "{disktype: ssd}" "[{key: maint, effect: NoExecute}]"
+kill -HUP "$agent"
+wait_for "NoExecute stops always" 10 no_pod it always
+write_config "{disktype: ssd}" "[]"
+kill -HUP "$agent"
+wait_for "always runs again without the taint" 10 pod_running it always
+always_pid=$(pid_of always)
+
+# 4. A malformed manifest is reported; everything else keeps running.
+printf 'apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: broken\n' >"$man/broken.yaml"
+wait_for "the malformed file is reported with its name" 10 grep -q 'broken.yaml: document 1: line' "$work/agent.log"
+[[ $(pid_of always) == "$always_pid" ]] && ok || fail "a malformed file restarted an unrelated pod"
+rm -f "$man/broken.yaml"
+
+# 5. kill -9 of the agent and a restart: the same processes, adopted.
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+start_agent
+wait_for "the new agent adopts the running pods" 10 grep -q 'adopted 2 running containers' "$work/agent.log"
+[[ $(pid_of always) == "$always_pid" ]] && ok || fail "kill -9 and restart changed the pod's process"
+
+# 6. SIGTERM: the agent stops, the pods keep running.
+kill -TERM "$agent"
+wait "$agent" 2>/dev/null
+agent=
+wait_for "STOPPING=1 sent" 5 grep -q 'STOPPING=1' "$work/notify.log"
+[[ $(pid_of always) == "$always_pid" ]] && ok || fail "SIGTERM of the agent stopped a pod"
+start_agent
+wait_for "adopted again after SIGTERM" 10 grep -c 'adopted 2 running' "$work/agent.log"
+
+# 7. Removing the file stops the pod.
+rm -f "$man/ssd-only.yaml"
+wait_for "removing the file stops its pod" 10 no_pod it ssd-only
+
+# 8. A template change rolls: without surge the old pod stops before the new starts.
+write_ds always.yaml always 'trap \"exit 0\" TERM; while true; do sleep 0.3; done'
+wait_for "the new revision runs" 15 bash -c "'$dl' get pods -A --config '$cfg' | grep -E '^it +always-.* Running' && [[ \$(pgrep -f 'it-marker-$$-always' | head -1) != '$always_pid' ]]"
+stop_line=$(grep -n 'always-.* stopped' "$work/agent.log" | tail -1 | cut -d: -f1)
+create_line=$(grep -n 'created for DaemonSet always revision 2' "$work/agent.log" | tail -1 | cut -d: -f1)
+[[ -n $stop_line && -n $create_line && $stop_line -lt $create_line ]] && ok ||
+    fail "non-surge rollout: old stopped at line ${stop_line:-?}, new created at ${create_line:-?}"
+
+# 9. With maxSurge the new pod starts first and the old one stops after.
+write_ds surge.yaml surge 'trap \"exit 0\" TERM; while true; do sleep 0.2; done' "" \
+    "updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}"
+wait_for "surge pod runs" 10 pod_running it surge
+write_ds surge.yaml surge 'trap \"exit 0\" TERM; while true; do sleep 0.25; done' "" \
+    "updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}"
+wait_for "surge rollout finishes" 15 bash -c "grep -q 'created for DaemonSet surge revision 2' '$work/agent.log' && grep -q 'surge-.* stopped' '$work/agent.log'"
+create_line=$(grep -n 'created for DaemonSet surge revision 2' "$work/agent.log" | tail -1 | cut -d: -f1)
+stop_line=$(grep -n 'surge-.* stopping' "$work/agent.log" | tail -1 | cut -d: -f1)
+[[ -n $stop_line && -n $create_line && $create_line -lt $stop_line ]] && ok ||
+    fail "surge rollout: new created at line ${create_line:-?}, old stopping at ${stop_line:-?}"
+
+# 10. A crashing container restarts with growing delays.
+write_ds crash.yaml crash 'exit 3'
+wait_for "crash restarts at least 3 times" 15 bash -c "[[ \$(grep -c 'crash-.* container main exited with 3' '$work/agent.log') -ge 4 ]]"
+delays=$(grep -o 'crash-.* restarting in [0-9.]* s' "$work/agent.log" | grep -o '[0-9.]* s$' | tr -d ' s' | head -4 | tr '\n' ' ')
+read -r d1 d2 d3 d4 <<<"$delays"
+awk -v a="$d2" -v b="$d3" -v c="$d4" 'BEGIN { exit !(a < b && b < c) }' && ok ||
+    fail "crash-loop delays do not grow: $delays"
+rm -f "$man/crash.yaml"
+
+# 11. A corrupt database is moved aside and rebuilt; the pods run again.
+kill -TERM "$agent"
+wait "$agent" 2>/dev/null
+head -c 8192 /dev/urandom >"$state/daemonlet.db"
+rm -f "$state/daemonlet.db-wal" "$state/daemonlet.db-shm"
+start_agent
+wait_for "the corrupt database is reported and moved aside" 10 grep -q 'moved aside' "$work/agent.log"
+ls "$state"/daemonlet.db.corrupt-* >/dev/null 2>&1 && ok || fail "the corrupt database was not kept for inspection"
+wait_for "always runs after the rebuild" 15 pod_running it always
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
