@@ -27,10 +27,10 @@ struct ContainerLaunch {
     std::vector<std::string> argv;  // command + args; the exec runtime needs a command
     std::vector<std::pair<std::string, std::string>> env;
     std::string working_dir;
-    std::int64_t grace_seconds = 30;  // SIGTERM, then SIGKILL after this
+    std::int64_t grace_seconds = 30;                 // SIGTERM, then SIGKILL after this
     std::uint64_t log_max_bytes = 10 * 1024 * 1024;  // kubelet's containerLogMaxSize
-    std::uint32_t log_max_files = 5;                   // kubelet's containerLogMaxFiles
-    std::uint32_t restart_count = 0;  // names the log file <restart_count>.log, as kubelet's
+    std::uint32_t log_max_files = 5;                 // kubelet's containerLogMaxFiles
+    std::uint32_t restart_count = 0;                 // names the log file <restart_count>.log, as kubelet's
 };
 
 struct ContainerInfo {
@@ -38,12 +38,12 @@ struct ContainerInfo {
     std::string pod_uid;
     std::string container_name;
     bool running = false;
-    int pid = 0;                      // the container's main process
-    std::int64_t started_at_ms = 0;   // wall clock
-    std::optional<int> exit_code;     // set once it has exited (128+N for signal N)
-    std::string reason;               // on exit: Completed (0), Error, or the signal name
+    int pid = 0;                     // the container's main process
+    std::int64_t started_at_ms = 0;  // wall clock
+    std::optional<int> exit_code;    // set once it has exited (128+N for signal N)
+    std::string reason;              // on exit: Completed (0), Error, or the signal name
     std::int64_t finished_at_ms = 0;
-    std::string log_path;             // the current log file
+    std::string log_path;  // the current log file
 };
 
 class Runtime {

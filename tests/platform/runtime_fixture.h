@@ -1,0 +1,97 @@
+// What the platform tests share: a real libuv loop run until a predicate
+// holds or a deadline passes (never a sleep), a temporary state directory, an
+// ExecRuntime over it running the real daemonlet-shim, and readers for what
+// the shim writes.
+#pragma once
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "platform/exec_runtime.h"
+#include "platform/runtime.h"
+
+namespace daemonlet::testing {
+
+using namespace std::chrono_literals;
+
+// Generous: the deadline only matters when a test fails, and qemu and the
+// sanitizers are slow.
+inline constexpr std::chrono::milliseconds kDeadline = 20s;
+
+// Runs `loop` until `done()` holds or `timeout` passes; returns done(). A
+// short repeating timer wakes the loop so that predicates about the world
+// outside it (a file a container writes) are checked again; an event inside
+// it (an exit callback) ends the wait at once.
+bool run_until(uv_loop_t* loop, const std::function<bool()>& done,
+               std::chrono::milliseconds timeout = kDeadline);
+
+// The shim's command line prefix under an emulator: $DAEMONLET_SHIM_EMULATOR,
+// split on spaces (empty on the build machine's own architecture).
+std::vector<std::string> shim_launcher();
+bool shim_is_emulated();
+
+// A container of the pod "ns/pod" (uid "uid-1") named "c", running `argv`.
+platform::ContainerLaunch launch(std::vector<std::string> argv);
+
+std::string read_text(const std::string& path);
+void write_text(const std::string& path, const std::string& text);
+
+// One record of a CRI log file, checked against the format as it is read.
+struct CriRecord {
+    std::string stream;  // stdout, stderr
+    char tag = 0;        // F, P
+    std::string text;
+};
+// Fails the current test on a line that is not a CRI record.
+std::vector<CriRecord> read_cri_log(const std::string& path);
+
+// A child process of the test, spawned and reaped through the loop.
+class Child {
+  public:
+    Child(uv_loop_t* loop, std::vector<std::string> argv);
+    ~Child();  // SIGKILL and reap, if still running
+    pid_t pid() const { return pid_; }
+    bool exited() const { return exited_; }
+    void kill_and_reap();
+
+  private:
+    uv_loop_t* loop_;
+    uv_process_t* process_ = nullptr;
+    pid_t pid_ = 0;
+    bool exited_ = false;
+};
+
+// A loop, a state directory and a runtime, torn down in order: leftover
+// shims killed, the runtime closed, the loop closed (it must close: every
+// handle released), the directory deleted.
+class RuntimeFixture {
+  public:
+    void setup();
+    void teardown();
+
+    // A runtime over the same state directory, recording exits in `exited`.
+    std::unique_ptr<platform::ExecRuntime> make_runtime();
+    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = kDeadline) {
+        return testing::run_until(&loop, done, timeout);
+    }
+    // Starts `l`, failing the test if start() fails.
+    std::string start(const platform::ContainerLaunch& l);
+    // Waits until the exit handler has been called for `id`, then inspects it.
+    platform::ContainerInfo wait_exit(const std::string& id);
+    // The container's state.json, read back (shim pid and start time, ...).
+    std::int64_t state_field(const std::string& id, const char* key);
+
+    uv_loop_t loop{};
+    std::string dir;  // the runtime's state directory
+    std::unique_ptr<platform::ExecRuntime> runtime;
+    std::vector<std::string> exited;  // ids, in the order the exit handler saw them
+};
+
+}  // namespace daemonlet::testing
