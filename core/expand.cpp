@@ -2,7 +2,8 @@
 
 namespace daemonlet {
 
-std::string expand_vars(std::string_view in, const std::function<std::optional<std::string>(const std::string&)>& lookup) {
+std::string expand_vars(std::string_view in,
+                        const std::function<std::optional<std::string>(const std::string&)>& lookup) {
     std::string out;
     out.reserve(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {

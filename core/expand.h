@@ -11,6 +11,7 @@
 
 namespace daemonlet {
 
-std::string expand_vars(std::string_view input, const std::function<std::optional<std::string>(const std::string&)>& lookup);
+std::string expand_vars(std::string_view input,
+                        const std::function<std::optional<std::string>(const std::string&)>& lookup);
 
 }  // namespace daemonlet

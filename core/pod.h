@@ -19,14 +19,16 @@ enum class ContainerState { Waiting, Running, Terminated };
 
 struct ContainerStatus {
     std::string name;
-    std::string runtime_id;  // the runtime's id for the current instance ("exec://<id>" shape without the scheme)
+    std::string
+        runtime_id;  // the runtime's id for the current instance ("exec://<id>" shape without the scheme)
     ContainerState state = ContainerState::Waiting;
-    std::string reason;  // Waiting: ContainerCreating, CrashLoopBackOff, ...; Terminated: Completed, Error, OOMKilled
+    std::string
+        reason;  // Waiting: ContainerCreating, CrashLoopBackOff, ...; Terminated: Completed, Error, OOMKilled
     std::string message;
     std::int32_t restart_count = 0;
-    std::int32_t exit_code = 0;           // last termination
-    std::int64_t started_at_ms = 0;       // wall clock, current instance
-    std::int64_t finished_at_ms = 0;      // wall clock, last termination
+    std::int32_t exit_code = 0;       // last termination
+    std::int64_t started_at_ms = 0;   // wall clock, current instance
+    std::int64_t finished_at_ms = 0;  // wall clock, last termination
     bool ready = false;
     bool started = false;  // startup probe passed (or none)
 };
@@ -34,12 +36,12 @@ struct ContainerStatus {
 enum class PodPhase { Pending, Running, Succeeded, Failed, Unknown };
 
 struct PodRecord {
-    std::string uid;        // random, assigned at creation
-    std::string name;       // <daemonset>-<5 random chars>, as upstream's generateName
+    std::string uid;   // random, assigned at creation
+    std::string name;  // <daemonset>-<5 random chars>, as upstream's generateName
     std::string namespace_;
-    std::string daemonset;  // owner's name (same namespace)
-    std::string revision_hash;      // controller-revision-hash
-    std::int64_t revision = 0;      // the revision number this pod runs
+    std::string daemonset;      // owner's name (same namespace)
+    std::string revision_hash;  // controller-revision-hash
+    std::int64_t revision = 0;  // the revision number this pod runs
     PodPhase phase = PodPhase::Pending;
     std::int64_t created_at_ms = 0;  // wall clock
     bool deleting = false;           // a stop has been requested; the record goes when it is done
