@@ -15,6 +15,7 @@ const char* const kUsage =
     "Commands:\n"
     "  run        Run the agent (the systemd service's command)\n"
     "  get        List this node's DaemonSets or pods (ds, pods)\n"
+    "  logs       Print a container's output\n"
     "  eval       Decide whether a node should run a DaemonSet's pod\n"
     "  validate   Check manifest files as the Kubernetes API server would\n"
     "  version    Print the version and the libraries in use\n"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "run") return cmd_run(args);
     if (cmd == "get") return cmd_get(args);
+    if (cmd == "logs") return cmd_logs(args);
     if (cmd == "eval") return cmd_eval(args);
     if (cmd == "validate") return cmd_validate(args);
     if (cmd == "version" || cmd == "--version") return cmd_version(args);

@@ -103,6 +103,14 @@ wait_for "STATUS= sent" 5 grep -q 'STATUS=' "$work/notify.log"
 always_pid=$(pid_of always)
 [[ -n $always_pid ]] && ok || fail "no process for always"
 
+# daemonlet logs prints the container's output without the CRI prefix.
+write_ds talker.yaml talker 'while true; do echo hello-from-talker; sleep 0.1; done'
+wait_for "talker runs" 10 pod_running it talker
+talker=$(get_pods | awk '$2 ~ /^talker-/ {print $2}')
+wait_for "daemonlet logs shows the output" 10 bash -c "'$dl' logs '$talker' -n it --config '$cfg' | grep -qx hello-from-talker"
+rm -f "$man/talker.yaml"
+wait_for "talker stops" 10 no_pod it talker
+
 # 2. A label change (SIGHUP) stops the pod that no longer matches.
 write_config "{disktype: hdd}" "[]"
 kill -HUP "$agent"
