@@ -101,12 +101,10 @@ Result<std::unique_ptr<Runtime>> make_exec_runtime(uv_loop_s* loop, std::string 
     return std::unique_ptr<Runtime>(new ExecRuntime(loop, std::move(state_dir), std::move(shim_path)));
 }
 
-ExecRuntime::ExecRuntime(uv_loop_s* loop, std::string state_dir, std::string shim_path,
-                         std::vector<std::string> shim_launcher)
+ExecRuntime::ExecRuntime(uv_loop_s* loop, std::string state_dir, std::string shim_path)
     : loop_(loop),
       state_dir_(absolute(state_dir)),
-      shim_path_(shim_path.find('/') != std::string::npos ? absolute(shim_path) : shim_path),
-      shim_launcher_(std::move(shim_launcher)) {}
+      shim_path_(shim_path.find('/') != std::string::npos ? absolute(shim_path) : shim_path) {}
 
 ExecRuntime::~ExecRuntime() { close(); }
 
@@ -130,9 +128,7 @@ Result<ExecRuntime::Spawned> ExecRuntime::spawn_shim(const std::string& id, cons
     if (::pipe2(ready, O_CLOEXEC) != 0) return errno_error("pipe2");
     Fd ready_r(ready[0]), ready_w(ready[1]);
 
-    std::vector<std::string> args = shim_launcher_;
-    args.push_back(shim_path_);
-    args.push_back(dir);
+    std::vector<std::string> args = {shim_path_, dir};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -35,10 +35,8 @@ class ShimChild;
 
 class ExecRuntime final : public Runtime {
   public:
-    // `shim_launcher` runs before the shim's path (an emulator such as
-    // qemu-arm when testing a cross build); empty on a board.
-    ExecRuntime(uv_loop_s* loop, std::string state_dir, std::string shim_path,
-                std::vector<std::string> shim_launcher = {});
+    // `state_dir` and `shim_path` are made absolute: the shim runs in "/".
+    ExecRuntime(uv_loop_s* loop, std::string state_dir, std::string shim_path);
     ~ExecRuntime() override;
     ExecRuntime(const ExecRuntime&) = delete;
     ExecRuntime& operator=(const ExecRuntime&) = delete;
@@ -86,7 +84,6 @@ class ExecRuntime final : public Runtime {
     uv_loop_s* loop_;
     std::string state_dir_;
     std::string shim_path_;
-    std::vector<std::string> shim_launcher_;
     std::chrono::milliseconds start_timeout_{10000};
     std::function<void(const std::string&)> on_exit_;
     std::map<std::string, exec::ShimWatch*> watches_;  // running containers, by id

@@ -25,9 +25,11 @@ host_packages=(
     systemd  # systemd-analyze verify checks the unit file
 )
 # nlohmann-json3-dev is header-only and Architecture: all, so the host copy
-# serves the arm64 build too.
+# serves the arm64 build too. libstdc++6:arm64 completes the multiarch C and
+# C++ runtime that the arm64 tests run on under qemu (toolchains/run-aarch64.sh).
 arm64_packages=(
     libuv1-dev:arm64 libsqlite3-dev:arm64 libsystemd-dev:arm64 libcpputest-dev:arm64 libyaml-dev:arm64
+    libstdc++6:arm64
 )
 
 sudo=()

@@ -226,3 +226,18 @@ TEST(ExecRuntime, NoDescriptorIsLeftOpenOnceContainersHaveExited) {
     for (const auto& id : {ok, failed, stopped}) f.wait_exit(id);
     LONGS_EQUAL(before, count_fds());
 }
+
+TEST(ExecRuntime, MakeExecRuntimeChecksTheShimAndMakesTheStateDirectory) {
+    auto missing = platform::make_exec_runtime(&f.loop, f.dir + "/state", f.dir + "/no-such-shim");
+    CHECK(!missing.ok());
+    STRCMP_CONTAINS("no-such-shim", missing.error().message.c_str());
+
+    auto rt = platform::make_exec_runtime(&f.loop, f.dir + "/state", DAEMONLET_SHIM_PATH);
+    CHECK_TEXT(rt.ok(), rt.ok() ? "" : rt.error().message.c_str());
+    CHECK(std::filesystem::is_directory(f.dir + "/state"));
+    STRCMP_EQUAL("exec", rt.value()->name());
+    auto all = rt.value()->adopt_all();
+    CHECK(all.ok());
+    LONGS_EQUAL(0, all.value().size());
+    rt.value()->close();
+}
