@@ -4,87 +4,7 @@
 # directory, driven through files, signals and the CLI. Every wait is a
 # predicate polled until a deadline, never a fixed sleep.
 set -uo pipefail
-dl=${DAEMONLET:?}
-listen=${NOTIFY_LISTEN:?}
-work=$(mktemp -d /tmp/daemonlet-it.XXXXXX)
-cfg=$work/config.yaml
-man=$work/manifests
-state=$work/state
-mkdir -p "$man"
-agent=
-listener=
-cleanup() {
-    [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
-    [[ -n $listener ]] && kill "$listener" 2>/dev/null
-    pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
-    pkill -KILL -f "it-marker-$$" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() {
-    echo "FAIL: $*"
-    echo "---- agent log (last 30 lines)"
-    tail -n 30 "$work/agent.log" 2>/dev/null
-    failed=$((failed + 1))
-}
-# wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND until it succeeds.
-wait_for() {
-    local what=$1 secs=$2
-    shift 2
-    local deadline=$((SECONDS + secs))
-    while ((SECONDS < deadline)); do
-        if "$@" >/dev/null 2>&1; then
-            ok
-            return 0
-        fi
-        sleep 0.05
-    done
-    fail "$what (not within ${secs}s)"
-    return 1
-}
-get_pods() { "$dl" get pods -A --config "$cfg"; }
-pod_running() { get_pods | grep -E "^$1 +$2-[a-z0-9]+ +1/1 +Running"; }
-no_pod() { ! get_pods 2>/dev/null | grep -E "^$1 +$2-"; }
-pid_of() { pgrep -f "it-marker-$$-$1" | head -1; }
-
-write_config() {  # write_config LABELS_YAML TAINTS_YAML
-    cat >"$cfg" <<EOF
-nodeName: it-node
-nodeLabels: $1
-nodeTaints: $2
-manifestDir: $man
-stateDir: $state
-fileCheckFrequency: 2s
-crashLoopBackoff: {initial: 300ms, max: 2s}
-EOF
-}
-write_ds() {  # write_ds FILE NAME SCRIPT [EXTRA_SPEC_YAML] [STRATEGY_YAML]
-    cat >"$man/$1.tmp" <<EOF
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: $2, namespace: it}
-spec:
-  selector: {matchLabels: {app: $2}}
-  ${5:-}
-  template:
-    metadata: {labels: {app: $2}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      ${4:-}
-      containers:
-        - name: main
-          image: none
-          command: ["/bin/sh", "-c", "$3", "it-marker-$$-$2"]
-EOF
-    mv "$man/$1.tmp" "$man/$1"  # as tools write: a temp file, then rename
-}
-start_agent() {
-    NOTIFY_SOCKET=$work/notify.sock "$dl" run --config "$cfg" >>"$work/agent.log" 2>&1 &
-    agent=$!
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 "$listen" "$work/notify.sock" "$work/notify.log" &
 listener=$!
@@ -198,5 +118,4 @@ wait_for "the corrupt database is reported and moved aside" 10 grep -q 'moved as
 ls "$state"/daemonlet.db.corrupt-* >/dev/null 2>&1 && ok || fail "the corrupt database was not kept for inspection"
 wait_for "always runs after the rebuild" 15 pod_running it always
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish
