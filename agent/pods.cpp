@@ -3,6 +3,9 @@
 // containers with crash-loop backoff (restartPolicy Always), and adopting
 // what already runs when the agent starts.
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <random>
 
 #include "agent/agent.h"
@@ -47,6 +50,76 @@ struct RestartTarget {
     std::string uid;
     std::size_t index;
 };
+
+// Labels kept with every container (platform::ContainerLaunch::labels): with
+// the pod's uid, name and namespace the runtime keeps anyway, enough to
+// rebuild the pod's record when the database is lost.
+constexpr char kLabelDaemonSet[] = "daemonlet.io/daemonset";
+constexpr char kLabelRevisionHash[] = "controller-revision-hash";
+constexpr char kLabelRevision[] = "daemonlet.io/revision";
+constexpr char kLabelCreatedAt[] = "daemonlet.io/created-at";
+constexpr char kLabelContainers[] = "daemonlet.io/containers";
+
+std::map<std::string, std::string> pod_labels(const PodRecord& rec) {
+    std::string names;
+    for (const auto& c : rec.containers) names += (names.empty() ? "" : ",") + c.name;
+    return {{kLabelDaemonSet, rec.daemonset},
+            {kLabelRevisionHash, rec.revision_hash},
+            {kLabelRevision, std::to_string(rec.revision)},
+            {kLabelCreatedAt, std::to_string(rec.created_at_ms)},
+            {kLabelContainers, names}};
+}
+
+std::int64_t to_int(const std::string& s) {
+    std::int64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9' || v > (INT64_MAX - 9) / 10) return 0;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+// The record of a pod whose containers run but which the store does not
+// know (the database was lost and rebuilt): from the labels its containers
+// were started with. Empty when they carry no labels (or disagree).
+std::optional<PodRecord> rebuild_record(const std::vector<platform::ContainerInfo>& found) {
+    const auto& first = found.front();
+    auto label = [&](const char* k) {
+        auto it = first.labels.find(k);
+        return it == first.labels.end() ? std::string() : it->second;
+    };
+    PodRecord rec;
+    rec.uid = first.pod_uid;
+    rec.name = first.pod_name;
+    rec.namespace_ = first.pod_namespace;
+    rec.daemonset = label(kLabelDaemonSet);
+    rec.revision_hash = label(kLabelRevisionHash);
+    rec.revision = to_int(label(kLabelRevision));
+    rec.created_at_ms = to_int(label(kLabelCreatedAt));
+    if (rec.name.empty() || rec.namespace_.empty() || rec.daemonset.empty() || rec.revision_hash.empty())
+        return std::nullopt;
+    std::string names = label(kLabelContainers);
+    for (std::size_t pos = 0; pos <= names.size();) {
+        std::size_t comma = std::min(names.find(',', pos), names.size());
+        ContainerStatus cs;
+        cs.name = names.substr(pos, comma - pos);
+        cs.reason = "ContainerCreating";
+        if (!cs.name.empty()) rec.containers.push_back(std::move(cs));
+        pos = comma + 1;
+    }
+    for (const auto& info : found) {
+        if (info.labels != first.labels) return std::nullopt;
+        auto it = std::find_if(rec.containers.begin(), rec.containers.end(),
+                               [&](const ContainerStatus& c) { return c.name == info.container_name; });
+        if (it == rec.containers.end()) return std::nullopt;
+        it->runtime_id = info.id;
+        it->state = ContainerState::Running;
+        it->reason.clear();
+        it->started_at_ms = info.started_at_ms;
+        it->started = true;
+    }
+    return rec;
+}
 
 }  // namespace
 
@@ -216,6 +289,8 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     launch.grace_seconds = pod_spec.termination_grace_period_seconds.value_or(30);
     launch.log_max_bytes = config_.container_log_max_size;
     launch.log_max_files = config_.container_log_max_files;
+    launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
+    launch.labels = pod_labels(p.rec);
     // The environment: values with $(VAR) expanded against the earlier
     // entries, and the downward API fields the exec runtime can know.
     std::map<std::string, std::string> env;
@@ -417,18 +492,48 @@ void Agent::adopt() {
         }
         pods_.emplace(rec.uid, std::move(p));
     }
-    std::size_t adopted = by_id_.size() - exited.size();
-    // Containers no pod record knows (the database was rebuilt): stop them;
-    // their DaemonSets start fresh pods.
+    // Containers no pod record knows: the database was lost and rebuilt.
+    // Their labels rebuild the pods, which are adopted like the others (zero
+    // restarts); the DaemonSets then decide, as for any pod, whether they
+    // stay. Exited ones and unlabelled ones (no way to know their pod) go.
+    std::map<std::string, std::vector<platform::ContainerInfo>> orphans;  // by pod uid
     for (const auto& [id, info] : by_id) {
         if (!info.running) {
             (void)runtime_->remove(id);
             continue;
         }
-        log(Level::Warning,
-            "container " + id + " of pod " + info.pod_uid + " is not in the store; stopping it");
-        (void)runtime_->stop(id);
+        orphans[info.pod_uid].push_back(info);
     }
+    for (const auto& [uid, found] : orphans) {
+        auto rec = uid.empty() ? std::nullopt : rebuild_record(found);
+        if (!rec) {
+            for (const auto& info : found) {
+                log(Level::Warning, "container " + info.id + " of pod " + info.pod_uid +
+                                        " is not in the store and carries no pod labels; stopping it");
+                (void)runtime_->stop(info.id);
+            }
+            continue;
+        }
+        rec->phase = PodPhase::Running;
+        LivePod p;
+        p.rec = *rec;
+        p.containers.resize(rec->containers.size());
+        for (std::size_t i = 0; i < rec->containers.size(); ++i) {
+            const std::string& id = rec->containers[i].runtime_id;
+            if (id.empty()) continue;
+            p.containers[i].id = id;
+            p.containers[i].started_mono_ms = platform::monotonic_ms();
+            by_id_[id] = {uid, i};
+        }
+        log(Level::Warning,
+            "pod " + rec->namespace_ + "/" + rec->name + " (DaemonSet " + rec->daemonset +
+                ") was not in the store: rebuilt from its running containers and adopted",
+            {{"DAEMONLET_POD", rec->namespace_ + "/" + rec->name}});
+        refresh_readiness(p);
+        save_pod(p);
+        pods_.emplace(uid, std::move(p));
+    }
+    std::size_t adopted = by_id_.size() - exited.size();
     for (const auto& id : exited) on_container_exit(id);
     // Pods that were stopping when the agent went away finish now; containers
     // without a process are started by the first reconcile, once the

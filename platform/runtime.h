@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -31,6 +32,10 @@ struct ContainerLaunch {
     std::uint64_t log_max_bytes = 10 * 1024 * 1024;  // kubelet's containerLogMaxSize
     std::uint32_t log_max_files = 5;                 // kubelet's containerLogMaxFiles
     std::uint32_t restart_count = 0;                 // names the log file <restart_count>.log, as kubelet's
+    // Kept with the container and reported back by inspect() and adopt_all(),
+    // as CRI labels: what the agent needs to rebuild its pod records from the
+    // running containers alone when its database was lost.
+    std::map<std::string, std::string> labels;
 };
 
 struct ContainerInfo {
@@ -44,6 +49,9 @@ struct ContainerInfo {
     std::string reason;              // on exit: Completed (0), Error, or the signal name
     std::int64_t finished_at_ms = 0;
     std::string log_path;  // the current log file
+    std::string pod_name;
+    std::string pod_namespace;
+    std::map<std::string, std::string> labels;  // as given at start
 };
 
 class Runtime {

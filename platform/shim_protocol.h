@@ -9,7 +9,7 @@
 //                 "graceSeconds": 30, "logPath": "/abs/0.log",
 //                 "logMaxBytes": 10485760, "logMaxFiles": 5,
 //                 "podUid": .., "podName": .., "podNamespace": ..,
-//                 "containerName": ..}
+//                 "containerName": .., "labels": {"k": "v", ..}}
 //   state.json   written by the shim once the container's process runs:
 //                {"shimPid": N, "shimStartTime": T, "pid": N,
 //                 "pidStartTime": T, "startedAt": ms}
@@ -55,6 +55,7 @@ inline constexpr char kPodUid[] = "podUid";
 inline constexpr char kPodName[] = "podName";
 inline constexpr char kPodNamespace[] = "podNamespace";
 inline constexpr char kContainerName[] = "containerName";
+inline constexpr char kLabels[] = "labels";
 // state.json
 inline constexpr char kShimPid[] = "shimPid";
 inline constexpr char kShimStartTime[] = "shimStartTime";

@@ -131,6 +131,7 @@ Status validate_launch(const ContainerLaunch& launch) {
     std::size_t size = launch.working_dir.size();
     for (const auto& arg : launch.argv) size += arg.size() + 8;
     for (const auto& [name, value] : launch.env) size += name.size() + value.size() + 8;
+    for (const auto& [name, value] : launch.labels) size += name.size() + value.size() + 8;
     if (size > shim::kMaxConfigBytes / 2)
         return Error{"invalid", "container " + launch.container_name + ": command, args and env take " +
                                     std::to_string(size) + " bytes, over the limit of " +
@@ -158,6 +159,7 @@ std::string config_json(const ContainerLaunch& launch, const std::string& log_pa
         {shim::kPodName, launch.pod_name},
         {shim::kPodNamespace, launch.pod_namespace},
         {shim::kContainerName, launch.container_name},
+        {shim::kLabels, launch.labels},
     };
     // Invalid UTF-8 in a manifest's strings is replaced rather than thrown on.
     return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -175,6 +177,12 @@ Result<ShimRecord> read_record(const std::string& state_dir, const std::string& 
     }
     r.pod_uid = string_field(config.value(), shim::kPodUid);
     r.container_name = string_field(config.value(), shim::kContainerName);
+    r.pod_name = string_field(config.value(), shim::kPodName);
+    r.pod_namespace = string_field(config.value(), shim::kPodNamespace);
+    // Containers started before labels existed have none: that is fine.
+    if (auto it = config.value().find(shim::kLabels); it != config.value().end() && it->is_object())
+        for (const auto& [k, v] : it->items())
+            if (v.is_string()) r.labels[k] = v.get<std::string>();
     r.log_path = string_field(config.value(), shim::kLogPath);
 
     std::string state_path = dir + "/" + shim::kStateFile;
@@ -220,6 +228,9 @@ ContainerInfo to_info(const ShimRecord& record, bool running) {
     info.id = record.id;
     info.pod_uid = record.pod_uid;
     info.container_name = record.container_name;
+    info.pod_name = record.pod_name;
+    info.pod_namespace = record.pod_namespace;
+    info.labels = record.labels;
     info.pid = record.pid;
     info.started_at_ms = record.started_at_ms;
     info.log_path = record.log_path;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "core/result.h"
@@ -41,6 +42,9 @@ struct ShimRecord {
     std::string id;
     std::string pod_uid;
     std::string container_name;
+    std::string pod_name;
+    std::string pod_namespace;
+    std::map<std::string, std::string> labels;
     std::string log_path;
     bool has_state = false;  // state.json: the container was started
     pid_t shim_pid = 0;

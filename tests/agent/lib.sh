@@ -46,7 +46,9 @@ wait_for() {
 get_pods() { "$dl" get pods -A --config "$cfg"; }
 pod_running() { get_pods | grep -E "^$1 +$2-[a-z0-9]+ +1/1 +Running"; }
 no_pod() { ! get_pods 2>/dev/null | grep -E "^$1 +$2-"; }
-pid_of() { pgrep -f "it-marker-$$-$1" | head -1; }
+# The container's own process: anchored, so that a `bash -c` whose command
+# line mentions the marker (a wait_for predicate) never matches.
+pid_of() { pgrep -f "^/bin/sh -c .* it-marker-$$-$1\$" | head -1; }
 
 write_config() {  # write_config LABELS_YAML TAINTS_YAML
     cat >"$cfg" <<EOF

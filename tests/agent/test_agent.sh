@@ -81,7 +81,7 @@ wait_for "removing the file stops its pod" 10 no_pod it ssd-only
 
 # 8. A template change rolls: without surge the old pod stops before the new starts.
 write_ds always.yaml always 'trap \"exit 0\" TERM; while true; do sleep 0.3; done'
-wait_for "the new revision runs" 15 bash -c "'$dl' get pods -A --config '$cfg' | grep -E '^it +always-.* Running' && [[ \$(pgrep -f 'it-marker-$$-always' | head -1) != '$always_pid' ]]"
+wait_for "the new revision runs" 15 bash -c "'$dl' get pods -A --config '$cfg' | grep -E '^it +always-.* Running' && p=\$(pgrep -f '^/bin/sh -c .* it-marker-$$-always\$' | head -1) && [[ -n \$p && \$p != '$always_pid' ]] && grep -q 'created for DaemonSet always revision 2' '$work/agent.log'"
 stop_line=$(grep -n 'always-.* stopped' "$work/agent.log" | tail -1 | cut -d: -f1)
 create_line=$(grep -n 'created for DaemonSet always revision 2' "$work/agent.log" | tail -1 | cut -d: -f1)
 [[ -n $stop_line && -n $create_line && $stop_line -lt $create_line ]] && ok ||
@@ -108,7 +108,8 @@ awk -v a="$d2" -v b="$d3" -v c="$d4" 'BEGIN { exit !(a < b && b < c) }' && ok ||
     fail "crash-loop delays do not grow: $delays"
 rm -f "$man/crash.yaml"
 
-# 11. A corrupt database is moved aside and rebuilt; the pods run again.
+# 11. A corrupt database is moved aside and rebuilt; the pods run on.
+always_pid=$(pid_of always)
 kill -TERM "$agent"
 wait "$agent" 2>/dev/null
 head -c 8192 /dev/urandom >"$state/daemonlet.db"
@@ -117,5 +118,9 @@ start_agent
 wait_for "the corrupt database is reported and moved aside" 10 grep -q 'moved aside' "$work/agent.log"
 ls "$state"/daemonlet.db.corrupt-* >/dev/null 2>&1 && ok || fail "the corrupt database was not kept for inspection"
 wait_for "always runs after the rebuild" 15 pod_running it always
+# ...as the same process: the pod was rebuilt from its container's labels
+# and adopted, not restarted.
+[[ $(pid_of always) == "$always_pid" ]] && ok || fail "the rebuild restarted always's container"
+grep -q 'rebuilt from its running containers' "$work/agent.log" && ok || fail "the rebuild of always's pod was not logged"
 
 finish

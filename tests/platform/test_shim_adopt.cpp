@@ -74,7 +74,9 @@ TEST(ShimAdoption, ShimSurvivesTheDeathOfTheAgentThatStartedIt) {
         uv_loop_t loop;
         uv_loop_init(&loop);
         platform::ExecRuntime rt(&loop, f.dir, DAEMONLET_SHIM_PATH);
-        auto id = rt.start(launch({"/bin/sh", "-c", "echo $$ > '" + pidfile + "'; exec sleep 1000"}));
+        auto l = launch({"/bin/sh", "-c", "echo $$ > '" + pidfile + "'; exec sleep 1000"});
+        l.labels = {{"controller-revision-hash", "5d4b9c7f6"}, {"daemonlet.io/daemonset", "probe"}};
+        auto id = rt.start(l);
         std::string reply = (id.ok() ? id.value() : "error: " + id.error().message) + "\n";
         if (::write(sync[1], reply.data(), reply.size()) < 0) ::_exit(1);
         for (;;) ::pause();
@@ -104,6 +106,12 @@ TEST(ShimAdoption, ShimSurvivesTheDeathOfTheAgentThatStartedIt) {
     STRCMP_EQUAL(id.c_str(), info.id.c_str());
     CHECK(info.running);
     LONGS_EQUAL(container_pid, info.pid);
+    // What the agent needs to rebuild a lost pod record comes back with it.
+    STRCMP_EQUAL(launch({}).pod_name.c_str(), info.pod_name.c_str());
+    STRCMP_EQUAL(launch({}).pod_namespace.c_str(), info.pod_namespace.c_str());
+    LONGS_EQUAL(2, info.labels.size());
+    STRCMP_EQUAL("5d4b9c7f6", info.labels.at("controller-revision-hash").c_str());
+    STRCMP_EQUAL("probe", info.labels.at("daemonlet.io/daemonset").c_str());
 
     // Its exit reaches the new agent's handler, once.
     CHECK(f.runtime->stop(id).ok());
