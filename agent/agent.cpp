@@ -158,29 +158,21 @@ void Agent::on_signal(uv_signal_t* h, int signum) {
 }
 
 void Agent::reload_config() {
-    auto text = platform::read_file(config_path_, 1024 * 1024);
-    if (!text.ok()) {
-        log(Level::Err, "SIGHUP: " + text.error().message + "; keeping the current configuration");
-        return;
-    }
-    (void)text;
     auto loaded = load_config(config_path_);
     if (!loaded.ok()) {
         log(Level::Err, loaded.error().message);
         log(Level::Err, "SIGHUP: invalid configuration; keeping the current one");
         return;
     }
-    struct {
-        AgentConfig config;
-    } r{std::move(loaded).value()};
-    if (r.config.state_dir != config_.state_dir || r.config.runtime_type != config_.runtime_type)
+    AgentConfig next = std::move(loaded).value();
+    if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type)
         log(Level::Warning,
             "SIGHUP: stateDir and runtime change only on restart; keeping " + config_.state_dir);
-    r.config.state_dir = config_.state_dir;
-    r.config.runtime_type = config_.runtime_type;
-    bool dir_changed = r.config.manifest_dir != config_.manifest_dir ||
-                       r.config.file_check_frequency_ms != config_.file_check_frequency_ms;
-    config_ = std::move(r.config);
+    next.state_dir = config_.state_dir;
+    next.runtime_type = config_.runtime_type;
+    bool dir_changed = next.manifest_dir != config_.manifest_dir ||
+                       next.file_check_frequency_ms != config_.file_check_frequency_ms;
+    config_ = std::move(next);
     node_ = make_local_node(config_.node_name, config_.node_labels, config_.node_taints,
                             config_.node_unschedulable, "linux", goarch_from_machine(platform::machine()));
     store::StoredNode sn{node_.metadata.labels, node_.taints, node_.unschedulable};
