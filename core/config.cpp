@@ -103,6 +103,48 @@ std::string resolve(const std::string& base, const std::string& p) {
     return base + (base.back() == '/' ? "" : "/") + p;
 }
 
+void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_dir, ApiServerConfig& a) {
+    if (!v.is_object()) return r.error("apiServer", "expected {kubeconfig: PATH} or {inCluster: true}");
+    a.enabled = true;
+    r.unknown_keys(v, "apiServer.",
+                   {"kubeconfig", "inCluster", "serviceAccountDir", "context", "namespaces", "labelSelector",
+                    "nodeFromCluster", "leaseNamespace"});
+    auto boolean = [&](const char* key, bool& out) {
+        if (!v.contains(key)) return;
+        if (!v[key].is_boolean()) return r.error(std::string("apiServer.") + key, "expected true or false");
+        out = v[key].get<bool>();
+    };
+    auto path = [&](const char* key, std::string& out) {
+        if (v.contains(key) && r.string(v[key], std::string("apiServer.") + key, out))
+            out = resolve(base_dir, out);
+    };
+    path("kubeconfig", a.kubeconfig);
+    path("serviceAccountDir", a.service_account_dir);
+    boolean("inCluster", a.in_cluster);
+    boolean("nodeFromCluster", a.node_from_cluster);
+    if (v.contains("context")) r.string(v["context"], "apiServer.context", a.context);
+    if (v.contains("labelSelector"))
+        r.string(v["labelSelector"], "apiServer.labelSelector", a.label_selector);
+    if (a.kubeconfig.empty() == !a.in_cluster)
+        r.error("apiServer", a.in_cluster ? "kubeconfig and inCluster: true are exclusive: choose one"
+                                          : "kubeconfig: required (or inCluster: true)");
+    if (v.contains("leaseNamespace") &&
+        r.string(v["leaseNamespace"], "apiServer.leaseNamespace", a.lease_namespace))
+        for (const auto& m : names::is_dns1123_label(a.lease_namespace))
+            r.error("apiServer.leaseNamespace", m);
+    if (v.contains("namespaces")) {
+        const Json& ns = v["namespaces"];
+        if (!ns.is_array()) return r.error("apiServer.namespaces", "expected a list of namespaces");
+        for (std::size_t i = 0; i < ns.size(); ++i) {
+            const std::string p = "apiServer.namespaces[" + std::to_string(i) + "]";
+            std::string n;
+            if (!r.string(ns[i], p, n)) continue;
+            for (const auto& m : names::is_dns1123_label(n)) r.error(p, m);
+            a.namespaces.push_back(n);
+        }
+    }
+}
+
 void parse_taints(ConfigReader& r, const Json& v, AgentConfig& c) {
     if (!v.is_array()) return r.error("nodeTaints", "expected a list of {key, value, effect}");
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -154,10 +196,10 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
         return out;
     }
     AgentConfig& c = out.config;
-    r.unknown_keys(
-        doc, "",
-        {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "manifestDir", "stateDir", "runtime",
-         "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize", "containerLogMaxFiles"});
+    r.unknown_keys(doc, "",
+                   {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "manifestDir", "stateDir",
+                    "runtime", "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize",
+                    "containerLogMaxFiles", "apiServer"});
     for (auto it = doc.begin(); it != doc.end(); ++it) {
         const std::string& k = it.key();
         const Json& v = it.value();
@@ -223,6 +265,8 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                 r.error(k, "expected a size of at least 4Ki, like 10Mi (got " + v.dump() + ")");
             else
                 c.container_log_max_size = static_cast<std::uint64_t>(q.value().value());
+        } else if (k == "apiServer") {
+            parse_api_server(r, v, base_dir, c.api_server);
         } else if (k == "containerLogMaxFiles") {
             if (!v.is_number_integer() || v.get<std::int64_t>() < 2 || v.get<std::int64_t>() > 100)
                 r.error(k, "expected an integer from 2 to 100 (kubelet requires at least 2)");

@@ -13,6 +13,13 @@
 //   crashLoopBackoff: {initial: 10s, max: 300s}
 //   containerLogMaxSize: 10Mi
 //   containerLogMaxFiles: 5
+//   apiServer:                     # absent: the manifest directory only
+//     kubeconfig: /etc/daemonlet/kubeconfig   # or inCluster: true
+//     context: ""                  # default: the kubeconfig's current-context
+//     namespaces: [kube-system]    # default: all
+//     labelSelector: "edge=true"   # only these DaemonSets
+//     nodeFromCluster: false       # labels, taints from the Node object
+//     leaseNamespace: kube-node-lease
 //
 // Unknown keys and bad values are errors naming the key's path; an agent
 // with an invalid configuration refuses to start.
@@ -28,6 +35,20 @@
 
 namespace daemonlet {
 
+// The Kubernetes API server as a second source of DaemonSets.
+struct ApiServerConfig {
+    bool enabled = false;     // the apiServer key is present
+    std::string kubeconfig;   // resolved against the configuration's directory
+    bool in_cluster = false;  // the service account's token and CA instead
+    std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+    std::string context;
+    std::vector<std::string> namespaces;  // empty: all
+    std::string label_selector;
+    bool node_from_cluster = false;
+    std::string lease_namespace = "kube-node-lease";
+    bool operator==(const ApiServerConfig&) const = default;
+};
+
 struct AgentConfig {
     std::string node_name;  // empty: the caller uses the host name
     Labels node_labels;
@@ -41,6 +62,7 @@ struct AgentConfig {
     std::int64_t backoff_max_ms = 300'000;
     std::uint64_t container_log_max_size = 10 * 1024 * 1024;
     std::uint32_t container_log_max_files = 5;
+    ApiServerConfig api_server;
 };
 
 struct ConfigResult {

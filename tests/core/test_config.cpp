@@ -99,3 +99,54 @@ TEST(Config, DurationsAsGo) {
         if (row.ok && d.ok()) CHECK_EQUAL_TEXT(row.ms, d.value(), row.in);
     }
 }
+
+TEST(Config, ApiServerIsOffUnlessConfigured) {
+    auto r = parse_agent_config("nodeName: a\n", "c.yaml", "/etc/daemonlet");
+    CHECK_TRUE(r.errors.empty());
+    CHECK_FALSE(r.config.api_server.enabled);
+}
+
+TEST(Config, ApiServerWithAKubeconfig) {
+    auto r = parse_agent_config(R"(
+apiServer:
+  kubeconfig: kubeconfig
+  namespaces: [kube-system, edge]
+  labelSelector: "edge=true"
+  nodeFromCluster: true
+  leaseNamespace: edge-leases
+)",
+                                "c.yaml", "/etc/daemonlet");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    const ApiServerConfig& a = r.config.api_server;
+    CHECK_TRUE(a.enabled);
+    STRCMP_EQUAL("/etc/daemonlet/kubeconfig", a.kubeconfig.c_str());
+    LONGS_EQUAL(2, a.namespaces.size());
+    STRCMP_EQUAL("edge", a.namespaces[1].c_str());
+    STRCMP_EQUAL("edge=true", a.label_selector.c_str());
+    CHECK_TRUE(a.node_from_cluster);
+    STRCMP_EQUAL("edge-leases", a.lease_namespace.c_str());
+}
+
+TEST(Config, ApiServerErrorsNameTheKey) {
+    struct Row {
+        const char* text;
+        const char* expected;
+    };
+    const Row rows[] = {
+        {"apiServer: yes", "c.yaml: apiServer: expected {kubeconfig: PATH} or {inCluster: true}"},
+        {"apiServer: {}", "c.yaml: apiServer: kubeconfig: required (or inCluster: true)"},
+        {"apiServer: {kubeconfig: k, inCluster: true}",
+         "c.yaml: apiServer: kubeconfig and inCluster: true are exclusive"},
+        {"apiServer: {inCluster: 1}", "c.yaml: apiServer.inCluster: expected true or false"},
+        {"apiServer: {inCluster: true, namespaces: [Edge_1]}", "c.yaml: apiServer.namespaces[0]: "},
+        {"apiServer: {inCluster: true, namespaces: kube-system}",
+         "c.yaml: apiServer.namespaces: expected a list"},
+        {"apiServer: {inCluster: true, server: x}", "c.yaml: apiServer.server: unknown key"},
+        {"apiServer: {inCluster: true, leaseNamespace: ''}", "c.yaml: apiServer.leaseNamespace: "},
+    };
+    for (const auto& row : rows) {
+        auto r = parse_agent_config(row.text, "c.yaml", "/etc/daemonlet");
+        std::string msg = std::string(row.text) + " -> " + all(r);
+        CHECK_TEXT(has(r, row.expected), msg.c_str());
+    }
+}
