@@ -1,0 +1,717 @@
+// A test Kubernetes API server: enough of kube-apiserver for the agent's
+// cluster source, on loopback with TLS, and able to misbehave on command.
+//
+//   fake_apiserver --cert FILE --key FILE [--port N] [--port-file FILE]
+//                  [--token T] [--client-ca FILE] [--bookmark-ms N]
+//
+// Served as kube-apiserver serves them (the agent's dependencies only):
+//   GET  /apis/apps/v1[/namespaces/NS]/daemonsets   list (limit/continue,
+//        labelSelector, fieldSelector) and watch (watch=1, resourceVersion,
+//        allowWatchBookmarks, timeoutSeconds), chunked JSON event lines;
+//        a resourceVersion older than the last compaction gets an ERROR
+//        event with a 410 Status, an expired continue token a 410.
+//   GET  /api/v1/nodes (the same, for the Node object)
+//   GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
+//   POST/PATCH   /api/v1/namespaces/NS/events[/NAME]
+// Authentication: a bearer token (--token) or a client certificate signed
+// by --client-ca; anything else gets 401.
+//
+// Controlled by the tests over the same port, without authentication:
+//   PUT    /_control/daemonsets/NS/NAME   (body: the object) create or update
+//   DELETE /_control/daemonsets/NS/NAME
+//   PUT    /_control/nodes/NAME
+//   POST   /_control/compact              forget the history (410s follow)
+//   POST   /_control/fault  {"match": "list|watch|continue|lease|event|node|any",
+//                            "mode": "status|drop|stall|malformed|oversized",
+//                            "status": 500, "retryAfter": 3, "count": 1,
+//                            "afterEvents": 0, "bytes": 67108864}
+//   DELETE /_control/fault                clear every fault (and stalls end)
+//   GET    /_control/stats                requests, bytes, leases, events
+//
+// Threads: libmicrohttpd's thread per connection; one mutex guards the
+// state and a condition variable wakes the watch streams.
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <microhttpd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Fault {
+    std::string match = "any";
+    std::string mode = "status";
+    int status = 500;
+    int retry_after = 0;
+    int count = 1;  // -1: until cleared
+    int after_events = 0;
+    std::size_t bytes = 64u << 20;
+};
+
+struct HistoryEntry {
+    std::int64_t rv;
+    std::string type;      // ADDED, MODIFIED, DELETED
+    std::string resource;  // daemonsets, nodes
+    json object;
+};
+
+struct State {
+    std::mutex mu;
+    std::condition_variable changed;
+    std::int64_t rv = 100;
+    std::int64_t oldest_rv = 0;              // watches from before this get 410
+    std::map<std::string, json> daemonsets;  // "ns/name"
+    std::map<std::string, json> nodes;
+    std::map<std::string, json> leases;  // "ns/name"
+    std::vector<json> events;
+    std::vector<HistoryEntry> history;
+    std::map<std::string, std::vector<json>> snapshots;  // continue token -> remaining items
+    std::int64_t next_token = 1;
+    std::vector<Fault> faults;
+    std::int64_t fault_generation = 0;
+    std::map<std::string, std::int64_t> requests;
+    std::int64_t bytes_sent = 0;
+    std::int64_t uid = 1;
+    std::atomic<bool> stopping{false};
+    std::string token;
+    int bookmark_ms = 1000;
+    bool client_ca = false;
+};
+State S;
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+json status_object(int code, const std::string& reason, const std::string& message) {
+    return {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
+            {"status", "Failure"}, {"message", message}, {"reason", reason},
+            {"code", code}};
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : s) {
+        if (c == sep) {
+            out.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    out.push_back(cur);
+    return out;
+}
+
+// Equality-based selectors: "k=v", "k==v", "k!=v", "k", "!k", comma-separated.
+bool selector_matches(const std::string& sel, const json& labels) {
+    if (sel.empty()) return true;
+    for (const auto& req : split(sel, ',')) {
+        if (req.empty()) continue;
+        auto ne = req.find("!=");
+        auto eq = req.find('=');
+        auto has = [&](const std::string& k) { return labels.is_object() && labels.contains(k); };
+        auto val = [&](const std::string& k) {
+            return has(k) ? labels[k].get<std::string>() : std::string();
+        };
+        if (ne != std::string::npos) {
+            std::string k = req.substr(0, ne), v = req.substr(ne + 2);
+            if (has(k) && val(k) == v) return false;
+        } else if (eq != std::string::npos) {
+            std::string k = req.substr(0, eq), v = req.substr(req[eq + 1] == '=' ? eq + 2 : eq + 1);
+            if (!has(k) || val(k) != v) return false;
+        } else if (req[0] == '!') {
+            if (has(req.substr(1))) return false;
+        } else if (!has(req)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool field_matches(const std::string& sel, const json& obj) {
+    for (const auto& req : split(sel, ',')) {
+        if (req.empty()) continue;
+        auto eq = req.find('=');
+        if (eq == std::string::npos) return false;
+        std::string k = req.substr(0, eq), v = req.substr(req[eq + 1] == '=' ? eq + 2 : eq + 1);
+        const json& md = obj["metadata"];
+        if (k == "metadata.name" && md.value("name", "") != v) return false;
+        if (k == "metadata.namespace" && md.value("namespace", "") != v) return false;
+    }
+    return true;
+}
+
+struct Query {
+    std::string resource;    // daemonsets, nodes
+    std::string namespace_;  // "" for all
+    std::string label_selector, field_selector;
+    bool matches(const std::string& res, const json& obj) const {
+        if (res != resource) return false;
+        const json& md = obj["metadata"];
+        if (!namespace_.empty() && md.value("namespace", "") != namespace_) return false;
+        return selector_matches(label_selector, md.contains("labels") ? md["labels"] : json::object()) &&
+               field_matches(field_selector, obj);
+    }
+};
+
+// The first fault matching `what`, consumed; nullptr when none.
+std::unique_ptr<Fault> take_fault(const std::string& what) {
+    for (auto it = S.faults.begin(); it != S.faults.end(); ++it) {
+        if (it->match != what && it->match != "any") continue;
+        Fault f = *it;
+        if (it->count > 0 && --it->count == 0) S.faults.erase(it);
+        return std::make_unique<Fault>(f);
+    }
+    return nullptr;
+}
+
+MHD_Result send(MHD_Connection* c, int code, const std::string& body,
+                const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    S.bytes_sent += static_cast<std::int64_t>(body.size());
+    MHD_Response* r =
+        MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    for (const auto& [k, v] : headers) MHD_add_response_header(r, k.c_str(), v.c_str());
+    MHD_Result ret = MHD_queue_response(c, static_cast<unsigned>(code), r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+MHD_Result send_json(MHD_Connection* c, int code, const json& j) { return send(c, code, j.dump()); }
+
+// A streamed response: produce() fills `out` (or says end/error); it runs on
+// the connection's own thread and may block on the condition variable.
+struct Stream {
+    std::string pending;
+    std::size_t offset = 0;
+    std::function<ssize_t(std::string& out)> produce;  // 0: data in out; <0: MHD end codes
+};
+
+ssize_t stream_reader(void* cls, uint64_t, char* buf, size_t max) {
+    auto* s = static_cast<Stream*>(cls);
+    while (s->offset >= s->pending.size()) {
+        s->pending.clear();
+        s->offset = 0;
+        ssize_t r = s->produce(s->pending);
+        if (r < 0) return r;
+    }
+    size_t n = std::min(max, s->pending.size() - s->offset);
+    std::memcpy(buf, s->pending.data() + s->offset, n);
+    s->offset += n;
+    {
+        std::lock_guard<std::mutex> l(S.mu);
+        S.bytes_sent += static_cast<std::int64_t>(n);
+    }
+    return static_cast<ssize_t>(n);
+}
+
+MHD_Result send_stream(MHD_Connection* c, std::function<ssize_t(std::string&)> produce) {
+    auto* s = new Stream;
+    s->produce = std::move(produce);
+    MHD_Response* r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, s,
+                                                        [](void* p) { delete static_cast<Stream*>(p); });
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+// Blocks (the connection's thread) until the faults change or the server stops.
+ssize_t stall(std::int64_t generation) {
+    std::unique_lock<std::mutex> l(S.mu);
+    S.changed.wait(l, [&] { return S.fault_generation != generation || S.stopping.load(); });
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+// Applies a fault to a request; returns true when the fault answered it.
+bool apply_fault(MHD_Connection* c, const Fault& f, MHD_Result& ret) {
+    if (f.mode == "status") {
+        std::vector<std::pair<std::string, std::string>> h;
+        if (f.retry_after > 0) h.emplace_back("Retry-After", std::to_string(f.retry_after));
+        std::string reason = f.status == 403   ? "Forbidden"
+                             : f.status == 429 ? "TooManyRequests"
+                                               : "InternalError";
+        ret = send(c, f.status, status_object(f.status, reason, "injected by the test").dump(), h);
+        return true;
+    }
+    if (f.mode == "malformed") {
+        ret = send(c, 200, "{\"kind\": \"DaemonSetList\", \"items\": [{\"metadata\": ");
+        return true;
+    }
+    if (f.mode == "oversized") {
+        auto left = std::make_shared<std::size_t>(f.bytes);
+        auto first = std::make_shared<bool>(true);
+        ret = send_stream(c, [left, first](std::string& out) -> ssize_t {
+            if (*left == 0) return MHD_CONTENT_READER_END_OF_STREAM;
+            std::size_t n = std::min<std::size_t>(*left, 64 * 1024);
+            out.assign(n, ' ');
+            if (*first) out.replace(0, 27, "{\"kind\":\"DaemonSetList\",\"x\"");
+            *first = false;
+            *left -= n;
+            return 0;
+        });
+        return true;
+    }
+    if (f.mode == "stall") {
+        std::int64_t gen = S.fault_generation;
+        ret = send_stream(c, [gen](std::string&) -> ssize_t { return stall(gen); });
+        return true;
+    }
+    if (f.mode == "drop") {
+        // Half a response, then the connection is cut.
+        ret = send_stream(c, [sent = false](std::string& out) mutable -> ssize_t {
+            if (sent) return MHD_CONTENT_READER_END_WITH_ERROR;
+            sent = true;
+            out = "{\"kind\": \"DaemonSetList\", \"metadata\": {\"resourceVersion\": \"1\"}, \"items\": [";
+            return 0;
+        });
+        return true;
+    }
+    return false;
+}
+
+json list_items(const Query& q) {
+    json items = json::array();
+    const auto& src = q.resource == "nodes" ? S.nodes : S.daemonsets;
+    for (const auto& [key, obj] : src)
+        if (q.matches(q.resource, obj)) {
+            json o = obj;
+            o.erase("kind");  // as kube-apiserver: list items carry no kind/apiVersion
+            o.erase("apiVersion");
+            items.push_back(o);
+        }
+    return items;
+}
+
+MHD_Result serve_list(MHD_Connection* c, const Query& q, std::int64_t limit, const std::string& cont) {
+    std::vector<json> items;
+    if (!cont.empty()) {
+        auto it = S.snapshots.find(cont);
+        if (it == S.snapshots.end())
+            return send_json(
+                c, 410,
+                status_object(410, "Expired",
+                              "The provided continue parameter is too old to display a consistent "
+                              "list result. You can start a new list without the continue parameter."));
+        items = std::move(it->second);
+        S.snapshots.erase(it);
+    } else {
+        for (auto& i : list_items(q)) items.push_back(i);
+    }
+    json list = {{"kind", q.resource == "nodes" ? "NodeList" : "DaemonSetList"},
+                 {"apiVersion", q.resource == "nodes" ? "v1" : "apps/v1"},
+                 {"metadata", {{"resourceVersion", std::to_string(S.rv)}}},
+                 {"items", json::array()}};
+    std::size_t n =
+        limit > 0 ? std::min<std::size_t>(static_cast<std::size_t>(limit), items.size()) : items.size();
+    for (std::size_t i = 0; i < n; ++i) list["items"].push_back(items[i]);
+    if (n < items.size()) {
+        std::string token = "t" + std::to_string(S.next_token++);
+        S.snapshots[token] = std::vector<json>(items.begin() + static_cast<std::ptrdiff_t>(n), items.end());
+        list["metadata"]["continue"] = token;
+        list["metadata"]["remainingItemCount"] = items.size() - n;
+    }
+    return send_json(c, 200, list);
+}
+
+json bookmark(const Query& q) {
+    return {{"type", "BOOKMARK"},
+            {"object",
+             {{"kind", q.resource == "nodes" ? "Node" : "DaemonSet"},
+              {"apiVersion", q.resource == "nodes" ? "v1" : "apps/v1"},
+              {"metadata", {{"resourceVersion", std::to_string(S.rv)}}}}}};
+}
+
+MHD_Result serve_watch(MHD_Connection* c, const Query& q, const std::string& rv_param, bool bookmarks,
+                       std::int64_t timeout_s, std::unique_ptr<Fault> fault) {
+    struct W {
+        Query q;
+        std::int64_t from = 0;
+        std::size_t next = 0;  // index into history
+        std::vector<json> initial;
+        Clock::time_point deadline, next_bookmark;
+        bool bookmarks = false;
+        bool gone = false;
+        int sent = 0;
+        int drop_after = -1;
+    };
+    auto w = std::make_shared<W>();
+    w->q = q;
+    w->bookmarks = bookmarks;
+    w->deadline = Clock::now() + std::chrono::seconds(timeout_s > 0 ? timeout_s : 1800);
+    w->next_bookmark = Clock::now() + std::chrono::milliseconds(S.bookmark_ms);
+    if (fault && fault->mode == "drop") w->drop_after = fault->after_events;
+    if (rv_param.empty() || rv_param == "0") {
+        // "Any": the current state as ADDED events, then changes.
+        for (auto& o : list_items(q)) w->initial.push_back({{"type", "ADDED"}, {"object", o}});
+        w->from = S.rv;
+    } else {
+        w->from = std::atoll(rv_param.c_str());
+        if (w->from < S.oldest_rv) w->gone = true;
+    }
+    w->next = S.history.size();
+    for (std::size_t i = 0; i < S.history.size(); ++i)
+        if (S.history[i].rv > w->from) {
+            w->next = i;
+            break;
+        }
+    return send_stream(c, [w](std::string& out) -> ssize_t {
+        std::unique_lock<std::mutex> l(S.mu);
+        for (;;) {
+            if (S.stopping) return MHD_CONTENT_READER_END_OF_STREAM;
+            if (w->drop_after >= 0 && w->sent >= w->drop_after) return MHD_CONTENT_READER_END_WITH_ERROR;
+            if (w->gone) {
+                w->gone = false;
+                w->deadline = Clock::now();  // the stream ends after this event
+                out = json{{"type", "ERROR"},
+                           {"object", status_object(410, "Expired",
+                                                    "too old resource version: " + std::to_string(w->from) +
+                                                        " (" + std::to_string(S.oldest_rv) + ")")}}
+                          .dump() +
+                      "\n";
+                return 0;
+            }
+            if (!w->initial.empty()) {
+                out = w->initial.front().dump() + "\n";
+                w->initial.erase(w->initial.begin());
+                ++w->sent;
+                return 0;
+            }
+            while (w->next < S.history.size()) {
+                const HistoryEntry& h = S.history[w->next++];
+                if (!w->q.matches(h.resource, h.object)) continue;
+                out = json{{"type", h.type}, {"object", h.object}}.dump() + "\n";
+                ++w->sent;
+                return 0;
+            }
+            auto now = Clock::now();
+            if (now >= w->deadline) return MHD_CONTENT_READER_END_OF_STREAM;
+            if (w->bookmarks && now >= w->next_bookmark) {
+                w->next_bookmark = now + std::chrono::milliseconds(S.bookmark_ms);
+                out = bookmark(w->q).dump() + "\n";
+                return 0;
+            }
+            auto until = w->bookmarks ? std::min(w->deadline, w->next_bookmark) : w->deadline;
+            S.changed.wait_until(l, until);
+        }
+    });
+}
+
+void record(const std::string& resource, const std::string& type, json obj) {
+    ++S.rv;
+    obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+    S.history.push_back({S.rv, type, resource, obj});
+    S.changed.notify_all();
+}
+
+json stamp(json obj, const json* old, const char* api_version, const char* kind) {
+    obj["apiVersion"] = api_version;
+    obj["kind"] = kind;
+    auto& md = obj["metadata"];
+    if (old) {
+        md["uid"] = (*old)["metadata"]["uid"];
+        md["creationTimestamp"] = (*old)["metadata"]["creationTimestamp"];
+        std::int64_t gen = (*old)["metadata"].value("generation", 1);
+        md["generation"] = (*old)["spec"] == obj["spec"] ? gen : gen + 1;
+    } else {
+        md["uid"] = "00000000-0000-4000-8000-" + std::to_string(100000000000 + S.uid++);
+        md["creationTimestamp"] = "2026-01-01T00:00:00Z";
+        md["generation"] = 1;
+    }
+    return obj;
+}
+
+MHD_Result control(MHD_Connection* c, const std::string& method, const std::vector<std::string>& p,
+                   const std::string& body) {
+    json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
+    if (in.is_discarded()) return send_json(c, 400, status_object(400, "BadRequest", "body is not JSON"));
+    if (p.size() == 5 && (p[2] == "daemonsets" || p[2] == "nodes") &&
+        (method == "PUT" || method == "DELETE")) {
+        bool ds = p[2] == "daemonsets";
+        std::string key = ds ? p[3] + "/" + p[4] : p[3];
+        auto& map = ds ? S.daemonsets : S.nodes;
+        auto it = map.find(key);
+        if (method == "DELETE") {
+            if (it == map.end()) return send_json(c, 404, status_object(404, "NotFound", key));
+            json obj = it->second;
+            map.erase(it);
+            record(p[2], "DELETED", obj);
+            return send_json(c, 200, obj);
+        }
+        if (ds) {
+            in["metadata"]["namespace"] = p[3];
+            in["metadata"]["name"] = p[4];
+        } else {
+            in["metadata"]["name"] = p[3];
+        }
+        json obj = stamp(in, it == map.end() ? nullptr : &it->second, ds ? "apps/v1" : "v1",
+                         ds ? "DaemonSet" : "Node");
+        bool created = it == map.end();
+        record(p[2], created ? "ADDED" : "MODIFIED", obj);
+        obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+        map[key] = obj;
+        return send_json(c, created ? 201 : 200, obj);
+    }
+    if (p.size() == 3 && p[2] == "compact" && method == "POST") {
+        S.history.clear();
+        S.snapshots.clear();
+        S.oldest_rv = S.rv + 1;
+        S.changed.notify_all();
+        return send_json(c, 200, {{"oldestResourceVersion", S.oldest_rv}});
+    }
+    if (p.size() == 3 && p[2] == "fault") {
+        if (method == "DELETE") {
+            S.faults.clear();
+        } else {
+            Fault f;
+            f.match = in.value("match", f.match);
+            f.mode = in.value("mode", f.mode);
+            f.status = in.value("status", f.status);
+            f.retry_after = in.value("retryAfter", f.retry_after);
+            f.count = in.value("count", f.count);
+            f.after_events = in.value("afterEvents", f.after_events);
+            f.bytes = in.value("bytes", f.bytes);
+            S.faults.push_back(f);
+        }
+        ++S.fault_generation;
+        S.changed.notify_all();
+        return send_json(c, 200, {{"faults", S.faults.size()}});
+    }
+    if (p.size() == 3 && p[2] == "stats") {
+        json leases = json::object();
+        for (const auto& [k, v] : S.leases) leases[k] = v;
+        return send_json(c, 200,
+                         {{"requests", S.requests},
+                          {"bytesSent", S.bytes_sent},
+                          {"resourceVersion", S.rv},
+                          {"leases", leases},
+                          {"events", S.events}});
+    }
+    return send_json(c, 404, status_object(404, "NotFound", "no such control endpoint"));
+}
+
+bool authenticated(MHD_Connection* c) {
+    if (!S.token.empty()) {
+        const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        if (auth && std::string(auth) == "Bearer " + S.token) return true;
+    }
+    if (S.client_ca) {
+        const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (info && info->tls_session) {
+            auto session = static_cast<gnutls_session_t>(info->tls_session);
+            unsigned int status = 0;
+            unsigned int n = 0;
+            if (gnutls_certificate_get_peers(session, &n) && n > 0 &&
+                gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0)
+                return true;
+        }
+    }
+    return S.token.empty() && !S.client_ca;
+}
+
+std::string arg(MHD_Connection* c, const char* name) {
+    const char* v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+    return v ? v : "";
+}
+
+MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<std::string>& p,
+               const std::string& body) {
+    // p: "", "apis", "apps", "v1", ["namespaces", NS], "daemonsets"
+    Query q;
+    std::size_t i = 0;
+    if (p.size() >= 4 && p[1] == "apis" && p[2] == "apps" && p[3] == "v1")
+        i = 4;
+    else if (p.size() >= 3 && p[1] == "api" && p[2] == "v1")
+        i = 3;
+    else if (p.size() >= 4 && p[1] == "apis" && p[2] == "coordination.k8s.io" && p[3] == "v1")
+        i = 4;
+    else if (p.size() >= 4 && p[1] == "apis" && p[2] == "events.k8s.io" && p[3] == "v1")
+        i = 4;
+    else
+        return send_json(c, 404,
+                         status_object(404, "NotFound", "the server could not find the requested resource"));
+    if (i + 1 < p.size() && p[i] == "namespaces") {
+        q.namespace_ = p[i + 1];
+        i += 2;
+    }
+    if (i >= p.size()) return send_json(c, 404, status_object(404, "NotFound", "no resource"));
+    q.resource = p[i];
+    std::string name = i + 1 < p.size() ? p[i + 1] : "";
+    std::string what = q.resource == "daemonsets"
+                           ? (arg(c, "watch") == "1" || arg(c, "watch") == "true" ? "watch"
+                              : !arg(c, "continue").empty()                       ? "continue"
+                                                                                  : "list")
+                       : q.resource == "nodes"  ? "node"
+                       : q.resource == "leases" ? "lease"
+                       : q.resource == "events" ? "event"
+                                                : "other";
+    ++S.requests[what];
+    ++S.requests["total"];
+    auto fault = take_fault(what);
+    MHD_Result ret;
+    if (fault && !(fault->mode == "drop" && what == "watch") && apply_fault(c, *fault, ret)) return ret;
+
+    if ((q.resource == "daemonsets" || q.resource == "nodes") && method == "GET") {
+        q.label_selector = arg(c, "labelSelector");
+        q.field_selector = arg(c, "fieldSelector");
+        if (arg(c, "watch") == "1" || arg(c, "watch") == "true")
+            return serve_watch(c, q, arg(c, "resourceVersion"), arg(c, "allowWatchBookmarks") == "true",
+                               std::atoll(arg(c, "timeoutSeconds").c_str()), std::move(fault));
+        return serve_list(c, q, std::atoll(arg(c, "limit").c_str()), arg(c, "continue"));
+    }
+    json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
+    if (in.is_discarded()) return send_json(c, 400, status_object(400, "BadRequest", "the body is not JSON"));
+    if (q.resource == "leases") {
+        std::string key = q.namespace_ + "/" + (name.empty() ? in["metadata"].value("name", "") : name);
+        auto it = S.leases.find(key);
+        if (method == "GET") {
+            if (it == S.leases.end())
+                return send_json(c, 404, status_object(404, "NotFound", "leases \"" + name + "\" not found"));
+            return send_json(c, 200, it->second);
+        }
+        if (method == "POST" && it != S.leases.end())
+            return send_json(c, 409,
+                             status_object(409, "AlreadyExists", "leases \"" + key + "\" already exists"));
+        if (method == "PUT" && it == S.leases.end())
+            return send_json(c, 404, status_object(404, "NotFound", "leases \"" + name + "\" not found"));
+        ++S.rv;
+        in["metadata"]["resourceVersion"] = std::to_string(S.rv);
+        S.leases[key] = in;
+        return send_json(c, method == "POST" ? 201 : 200, in);
+    }
+    if (q.resource == "events" && (method == "POST" || method == "PATCH" || method == "PUT")) {
+        in["_method"] = method;
+        S.events.push_back(in);
+        return send_json(c, method == "POST" ? 201 : 200, in);
+    }
+    return send_json(c, 405, status_object(405, "MethodNotAllowed", method + " is not supported here"));
+}
+
+struct Upload {
+    std::string body;
+};
+
+MHD_Result handler(void*, MHD_Connection* c, const char* url, const char* method, const char*,
+                   const char* upload, size_t* upload_size, void** con_cls) {
+    if (!*con_cls) {
+        *con_cls = new Upload;
+        return MHD_YES;
+    }
+    auto* up = static_cast<Upload*>(*con_cls);
+    if (*upload_size) {
+        if (up->body.size() + *upload_size > (8u << 20)) return MHD_NO;
+        up->body.append(upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    std::vector<std::string> p = split(url, '/');
+    std::unique_lock<std::mutex> l(S.mu);
+    if (p.size() >= 2 && p[1] == "_control") return control(c, method, p, up->body);
+    if (!authenticated(c)) return send_json(c, 401, status_object(401, "Unauthorized", "Unauthorized"));
+    return api(c, method, p, up->body);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string cert, key, client_ca, port_file;
+    int port = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string a = argv[i], v = argv[i + 1];
+        if (a == "--cert")
+            cert = read_file(v);
+        else if (a == "--key")
+            key = read_file(v);
+        else if (a == "--client-ca")
+            client_ca = read_file(v);
+        else if (a == "--port")
+            port = std::atoi(v.c_str());
+        else if (a == "--port-file")
+            port_file = v;
+        else if (a == "--token")
+            S.token = v;
+        else if (a == "--bookmark-ms")
+            S.bookmark_ms = std::atoi(v.c_str());
+        else {
+            std::fprintf(stderr, "fake_apiserver: unknown argument %s\n", a.c_str());
+            return 2;
+        }
+    }
+    if (cert.empty() || key.empty()) {
+        std::fprintf(stderr, "fake_apiserver: --cert and --key are required\n");
+        return 2;
+    }
+    S.client_ca = !client_ca.empty();
+    std::signal(SIGPIPE, SIG_IGN);
+    // Blocked before any thread starts, so that only sigwait() sees them.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    unsigned flags =
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ERROR_LOG;
+    MHD_Daemon* d;
+    if (S.client_ca)
+        d = MHD_start_daemon(
+            flags, static_cast<uint16_t>(port), nullptr, nullptr, handler, nullptr, MHD_OPTION_HTTPS_MEM_KEY,
+            key.c_str(), MHD_OPTION_HTTPS_MEM_CERT, cert.c_str(), MHD_OPTION_HTTPS_MEM_TRUST,
+            client_ca.c_str(), MHD_OPTION_NOTIFY_COMPLETED,
+            +[](void*, MHD_Connection*, void** cls, MHD_RequestTerminationCode) {
+                delete static_cast<Upload*>(*cls);
+                *cls = nullptr;
+            },
+            nullptr, MHD_OPTION_END);
+    else
+        d = MHD_start_daemon(
+            flags, static_cast<uint16_t>(port), nullptr, nullptr, handler, nullptr, MHD_OPTION_HTTPS_MEM_KEY,
+            key.c_str(), MHD_OPTION_HTTPS_MEM_CERT, cert.c_str(), MHD_OPTION_NOTIFY_COMPLETED,
+            +[](void*, MHD_Connection*, void** cls, MHD_RequestTerminationCode) {
+                delete static_cast<Upload*>(*cls);
+                *cls = nullptr;
+            },
+            nullptr, MHD_OPTION_END);
+    if (!d) {
+        std::fprintf(stderr, "fake_apiserver: cannot listen on port %d\n", port);
+        return 1;
+    }
+    const auto* info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    int bound = info ? info->port : port;
+    if (!port_file.empty()) {
+        std::ofstream(port_file + ".tmp") << bound << "\n";
+        std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+    }
+    std::printf("fake_apiserver listening on https://127.0.0.1:%d\n", bound);
+    std::fflush(stdout);
+    int sig = 0;
+    sigwait(&set, &sig);
+    S.stopping = true;
+    {
+        std::lock_guard<std::mutex> l(S.mu);
+        ++S.fault_generation;
+        S.changed.notify_all();
+    }
+    MHD_stop_daemon(d);
+    return 0;
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The test API server itself, checked with curl before the agent's tests
+# rely on it: TLS, authentication, paginated lists, watch streams with
+# bookmarks, 410 after compaction, and injected faults.
+set -uo pipefail
+srv=${FAKE_APISERVER:?}
+work=$(mktemp -d /tmp/daemonlet-fa.XXXXXX)
+pid=
+cleanup() {
+    [[ -n $pid ]] && kill "$pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0 failed=0
+check() {  # check DESCRIPTION COMMAND...
+    local what=$1
+    shift
+    if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); else
+        echo "FAIL: $what"
+        failed=$((failed + 1))
+    fi
+}
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" \
+    -out "$work/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -days 2 2>/dev/null
+"$srv" --cert "$work/cert.pem" --key "$work/key.pem" --port-file "$work/port" --token s3cret --bookmark-ms 200 \
+    >"$work/log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.05; done
+base=https://127.0.0.1:$(cat "$work/port")
+c() { curl -sS --max-time 10 --cacert "$work/cert.pem" "$@"; }
+api() { c -H "Authorization: Bearer s3cret" "$@"; }
+
+check "control creates a DaemonSet" bash -c "$(declare -f c); work=$work; c -X PUT $base/_control/daemonsets/edge/a -d '{\"spec\":{}}' | grep -q '\"resourceVersion\":\"101\"'"
+c -X PUT "$base/_control/daemonsets/edge/b" -d '{"metadata":{"labels":{"tier":"edge"}},"spec":{}}' >/dev/null
+check "no token: 401" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem $base/apis/apps/v1/daemonsets) == 401 ]]"
+page1=$(api "$base/apis/apps/v1/daemonsets?limit=1")
+check "page 1 has a continue token" grep -q '"continue":"t1"' <<<"$page1"
+check "list items carry no kind" bash -c "! grep -q '\"kind\":\"DaemonSet\"' <<<'$page1'"
+check "page 2 ends the list" bash -c "api() { curl -s --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' \"\$@\"; }; api '$base/apis/apps/v1/daemonsets?limit=1&continue=t1' | grep -q '\"name\":\"b\"'"
+check "label selector" bash -c "curl -s --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets?labelSelector=tier%3Dedge' | grep -vq '\"name\":\"a\"'"
+api -N "$base/apis/apps/v1/daemonsets?watch=1&resourceVersion=101&allowWatchBookmarks=true&timeoutSeconds=1" >"$work/watch"
+check "watch streams events after the resourceVersion" bash -c "grep '\"type\":\"ADDED\"' '$work/watch' | grep -q '\"name\":\"b\"'"
+check "watch sends bookmarks" grep -q '"type":"BOOKMARK"' "$work/watch"
+c -X POST "$base/_control/compact" >/dev/null
+api -N "$base/apis/apps/v1/daemonsets?watch=1&resourceVersion=101&timeoutSeconds=1" >"$work/gone"
+check "a compacted resourceVersion gets 410 in an ERROR event" grep -q '"type":"ERROR".*"code":410\|"code":410.*"type":"ERROR"' "$work/gone"
+c -X POST "$base/_control/fault" -d '{"match":"list","status":429,"retryAfter":3}' >/dev/null
+check "an injected 429 with Retry-After" bash -c "curl -si --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets' | grep -q '^Retry-After: 3'"
+check "the fault was used once" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets') == 200 ]]"
+c -X POST "$base/_control/fault" -d '{"match":"list","mode":"drop"}' >/dev/null
+check "a dropped list is cut off" bash -c "! curl -s --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets'"
+check "stats count requests" bash -c "curl -s --cacert $work/cert.pem $base/_control/stats | grep -q '\"watch\":2'"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
