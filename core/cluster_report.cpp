@@ -1,0 +1,90 @@
+#include "core/cluster_report.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace daemonlet {
+
+void EventQueue::add(ClusterEvent ev) {
+    for (auto& q : q_) {
+        if (q.namespace_ == ev.namespace_ && q.kind == ev.kind && q.name == ev.name &&
+            q.reason == ev.reason && q.message == ev.message && q.type == ev.type) {
+            q.count += ev.count;
+            q.last_ms = ev.last_ms > ev.first_ms ? ev.last_ms : ev.first_ms;
+            return;
+        }
+    }
+    if (ev.last_ms < ev.first_ms) ev.last_ms = ev.first_ms;
+    while (capacity_ > 0 && q_.size() >= capacity_) {
+        q_.pop_front();
+        ++dropped_;
+    }
+    if (capacity_ > 0) q_.push_back(std::move(ev));
+}
+
+std::string rfc3339(std::int64_t wall_ms, bool micro) {
+    // A civil date from a count of milliseconds: calendar arithmetic, no clock.
+    using namespace std::chrono;
+    const milliseconds since_epoch{wall_ms};
+    const sys_days day = floor<days>(sys_time<milliseconds>{since_epoch});
+    const year_month_day ymd{day};
+    const hh_mm_ss hms{since_epoch - day.time_since_epoch()};
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02lld", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                  static_cast<long long>(hms.seconds().count()));
+    std::string s = buf;
+    if (micro) {
+        std::snprintf(buf, sizeof buf, ".%06lld", static_cast<long long>(hms.subseconds().count()) * 1000);
+        s += buf;
+    }
+    return s + "Z";
+}
+
+Json event_object(const ClusterEvent& ev, const std::string& node_name) {
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(ev.first_ms) * 1'000'000ULL);
+    Json involved = Json::object();
+    involved["kind"] = ev.kind;
+    involved["namespace"] = ev.namespace_;
+    involved["name"] = ev.name;
+    if (!ev.uid.empty()) involved["uid"] = ev.uid;
+    involved["apiVersion"] = ev.kind == "DaemonSet" ? "apps/v1" : "v1";
+    Json e = Json::object();
+    e["apiVersion"] = "v1";
+    e["kind"] = "Event";
+    e["metadata"] = Json::object();
+    e["metadata"]["name"] = ev.name + "." + hex;
+    e["metadata"]["namespace"] = ev.namespace_;
+    e["involvedObject"] = involved;
+    e["type"] = ev.type;
+    e["reason"] = ev.reason;
+    e["message"] = ev.message;
+    e["firstTimestamp"] = rfc3339(ev.first_ms);
+    e["lastTimestamp"] = rfc3339(ev.last_ms);
+    e["count"] = ev.count;
+    e["source"] = Json::object();
+    e["source"]["component"] = "daemonlet";
+    e["source"]["host"] = node_name;
+    e["reportingComponent"] = "daemonlet";
+    e["reportingInstance"] = node_name;
+    return e;
+}
+
+Json lease_object(const std::string& node_name, const std::string& lease_namespace,
+                  std::int32_t duration_seconds, std::int64_t now_wall_ms) {
+    Json l = Json::object();
+    l["apiVersion"] = "coordination.k8s.io/v1";
+    l["kind"] = "Lease";
+    l["metadata"] = Json::object();
+    l["metadata"]["name"] = node_name;
+    l["metadata"]["namespace"] = lease_namespace;
+    l["spec"] = Json::object();
+    l["spec"]["holderIdentity"] = node_name;
+    l["spec"]["leaseDurationSeconds"] = duration_seconds;
+    l["spec"]["renewTime"] = rfc3339(now_wall_ms, true);
+    return l;
+}
+
+}  // namespace daemonlet

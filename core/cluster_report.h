@@ -1,0 +1,66 @@
+// What the agent tells the cluster: its heartbeat Lease and the Events on
+// the DaemonSets it runs (so `kubectl describe ds` shows what happened on
+// the boards). Pure: objects are built from values and times passed in.
+//
+// Events are queued, bounded, while disconnected and sent on reconnect with
+// their original times (core/v1 Event firstTimestamp / lastTimestamp /
+// count); repeats of the same event are folded into one with a count, as
+// client-go's EventCorrelator does, and when the queue is full the oldest
+// are dropped and counted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "core/json.h"
+
+namespace daemonlet {
+
+struct ClusterEvent {
+    std::string namespace_;
+    std::string kind;  // of the involved object: DaemonSet, Pod
+    std::string name;
+    std::string uid;   // of the involved object, when known
+    std::string type;  // Normal, Warning
+    std::string reason;
+    std::string message;
+    std::int64_t first_ms = 0;  // wall clock
+    std::int64_t last_ms = 0;
+    std::int32_t count = 1;
+};
+
+class EventQueue {
+  public:
+    explicit EventQueue(std::size_t capacity = 1000) : capacity_(capacity) {}
+
+    // Adds an event, folding it into a queued one for the same object,
+    // reason and message.
+    void add(ClusterEvent ev);
+    bool empty() const { return q_.empty(); }
+    std::size_t size() const { return q_.size(); }
+    const ClusterEvent& front() const { return q_.front(); }
+    void pop() { q_.pop_front(); }
+    std::uint64_t dropped() const { return dropped_; }
+
+  private:
+    std::size_t capacity_;
+    std::deque<ClusterEvent> q_;
+    std::uint64_t dropped_ = 0;
+};
+
+// RFC 3339 in UTC: seconds ("2026-11-21T15:04:05Z", metav1.Time) or
+// microseconds ("...05.123456Z", metav1.MicroTime).
+std::string rfc3339(std::int64_t wall_ms, bool micro = false);
+
+// A core/v1 Event (POST /api/v1/namespaces/NS/events), named as client-go's
+// recorder names them: <object>.<hex of the first time in nanoseconds>.
+Json event_object(const ClusterEvent& ev, const std::string& node_name);
+
+// The agent's heartbeat (coordination.k8s.io/v1 Lease named after the node),
+// as kubelet's node lease: holderIdentity the node, renewTime now.
+Json lease_object(const std::string& node_name, const std::string& lease_namespace,
+                  std::int32_t duration_seconds, std::int64_t now_wall_ms);
+
+}  // namespace daemonlet

@@ -1,0 +1,70 @@
+// The Lease and Events the agent sends: shapes as kubelet's node lease and
+// client-go's event recorder make them, and the offline queue's bounds.
+#include "core/cluster_report.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+
+namespace {
+ClusterEvent ev(const std::string& reason, std::int64_t t, const std::string& message = "m") {
+    ClusterEvent e;
+    e.namespace_ = "edge";
+    e.kind = "DaemonSet";
+    e.name = "agent";
+    e.type = "Normal";
+    e.reason = reason;
+    e.message = message;
+    e.first_ms = e.last_ms = t;
+    return e;
+}
+}  // namespace
+
+TEST_GROUP(ClusterReport){};
+
+TEST(ClusterReport, RepeatsFoldIntoOneEventWithACountAndTheirTimes) {
+    EventQueue q(10);
+    q.add(ev("BackOff", 1000));
+    q.add(ev("BackOff", 5000));
+    q.add(ev("BackOff", 9000, "other message"));
+    LONGS_EQUAL(2, q.size());
+    LONGS_EQUAL(2, q.front().count);
+    LONGS_EQUAL(1000, q.front().first_ms);
+    LONGS_EQUAL(5000, q.front().last_ms);
+}
+
+TEST(ClusterReport, AFullQueueDropsTheOldestAndCountsThem) {
+    EventQueue q(3);
+    for (int i = 0; i < 5; ++i) q.add(ev("R" + std::to_string(i), i * 1000));
+    LONGS_EQUAL(3, q.size());
+    LONGS_EQUAL(2, q.dropped());
+    STRCMP_EQUAL("R2", q.front().reason.c_str());
+}
+
+TEST(ClusterReport, EventsKeepTheirOriginalTimes) {
+    ClusterEvent e = ev("SuccessfulCreate", 1'795'000'000'123);
+    e.last_ms = 1'795'000'060'000;
+    e.count = 3;
+    e.uid = "u-1";
+    Json j = event_object(e, "edge-01");
+    STRCMP_EQUAL("Event", j["kind"].get<std::string>().c_str());
+    STRCMP_EQUAL("2026-11-18T11:06:40Z", j["firstTimestamp"].get<std::string>().c_str());
+    STRCMP_EQUAL("2026-11-18T11:07:40Z", j["lastTimestamp"].get<std::string>().c_str());
+    LONGS_EQUAL(3, j["count"].get<int>());
+    STRCMP_EQUAL("apps/v1", j["involvedObject"]["apiVersion"].get<std::string>().c_str());
+    STRCMP_EQUAL("u-1", j["involvedObject"]["uid"].get<std::string>().c_str());
+    // client-go's recorder: <name>.<first timestamp in nanoseconds, hex>.
+    STRCMP_EQUAL("agent.18e91efd632854c0", j["metadata"]["name"].get<std::string>().c_str());
+    STRCMP_EQUAL("edge-01", j["source"]["host"].get<std::string>().c_str());
+}
+
+TEST(ClusterReport, TheLeaseIsKubeletsNodeLease) {
+    Json l = lease_object("edge-01", "kube-node-lease", 40, 1'795'000'000'123);
+    STRCMP_EQUAL("coordination.k8s.io/v1", l["apiVersion"].get<std::string>().c_str());
+    STRCMP_EQUAL("edge-01", l["metadata"]["name"].get<std::string>().c_str());
+    STRCMP_EQUAL("kube-node-lease", l["metadata"]["namespace"].get<std::string>().c_str());
+    STRCMP_EQUAL("edge-01", l["spec"]["holderIdentity"].get<std::string>().c_str());
+    LONGS_EQUAL(40, l["spec"]["leaseDurationSeconds"].get<int>());
+    // metav1.MicroTime: microseconds.
+    STRCMP_EQUAL("2026-11-18T11:06:40.123000Z", l["spec"]["renewTime"].get<std::string>().c_str());
+}

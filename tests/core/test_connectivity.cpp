@@ -1,0 +1,46 @@
+// The connectivity state's hysteresis: a flapping link does not flap the
+// state; a link healthy (or failing) long enough does change it.
+#include "core/connectivity.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+
+TEST_GROUP(Connectivity){};
+
+TEST(Connectivity, StartsDisconnectedAndConnectsAfterAHealthyWhile) {
+    Connectivity c({3000, 15000});
+    CHECK(c.state() == LinkState::Disconnected);
+    CHECK_FALSE(c.report(true, 1000));
+    LONGS_EQUAL(4000, *c.next_change_ms());
+    CHECK_FALSE(c.tick(3999));
+    CHECK(c.tick(4000));
+    CHECK(c.state() == LinkState::Connected);
+    LONGS_EQUAL(4000, c.since_ms());
+    CHECK_FALSE(c.next_change_ms().has_value());
+}
+
+TEST(Connectivity, ShortOutagesAndShortRecoveriesChangeNothing) {
+    Connectivity c({3000, 15000});
+    c.report(true, 0);
+    c.tick(3000);
+    // Failing for 14.9 s, then healthy again: still connected, no transition.
+    c.report(false, 10'000, "watch: connection reset");
+    CHECK_FALSE(c.tick(24'999));
+    CHECK_FALSE(c.report(true, 24'999));
+    CHECK(c.state() == LinkState::Connected);
+    LONGS_EQUAL(1, c.transitions());
+    // A long outage disconnects, and keeps the reason.
+    c.report(false, 30'000, "list: 503");
+    c.report(false, 40'000);  // still failing: the outage started at 30 s
+    CHECK(c.tick(45'000));
+    CHECK(c.state() == LinkState::Disconnected);
+    STRCMP_EQUAL("list: 503", c.last_error().c_str());
+    // A flapping link (healthy 1 s, failing 1 s) never reconnects.
+    for (std::int64_t t = 50'000; t < 60'000; t += 2000) {
+        CHECK_FALSE(c.report(true, t));
+        CHECK_FALSE(c.report(false, t + 1000));
+    }
+    CHECK(c.state() == LinkState::Disconnected);
+    LONGS_EQUAL(2, c.transitions());
+}
