@@ -1,0 +1,32 @@
+// libFuzzer target: what the API server sends, as the cluster source reads
+// it: a watch stream (split at an arbitrary point, as chunks arrive) fed to
+// the reflector, and the same bytes as a list page.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/reflector.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    using namespace daemonlet;
+    std::string_view in(reinterpret_cast<const char*>(data), size);
+    Reflector r({"/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet", "", "", 500});
+    (void)r.begin(0, 0.5);
+    Json page = Json::parse(in, nullptr, false);
+    if (!page.is_discarded()) (void)r.on_list_page(page);
+    (void)r.begin(1, 0.5);
+    WatchDecoder d(64 * 1024);
+    std::size_t cut = size ? data[0] % (size + 1) : 0;
+    std::int64_t now = 2;
+    for (std::string_view part : {in.substr(0, cut), in.substr(cut)}) {
+        auto events = d.feed(part);
+        if (!events.ok()) {
+            r.on_failure(0, false, 0, now, 0.5);
+            break;
+        }
+        for (const auto& ev : events.value()) (void)r.on_watch_event(ev, ++now, 0.5);
+    }
+    r.on_watch_end(now + 2000, 0.5);
+    (void)r.begin(now + 100'000, 0.5);
+    return 0;
+}
