@@ -23,6 +23,7 @@ host_packages=(
     clang libclang-rt-14-dev clang-format
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file
+    debootstrap systemd-container  # the systemd step boots a Debian 12 tree with systemd-nspawn
 )
 # nlohmann-json3-dev is header-only and Architecture: all, so the host copy
 # serves the arm64 build too. libstdc++6:arm64 completes the multiarch C and
