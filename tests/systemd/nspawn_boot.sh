@@ -11,7 +11,7 @@
 #   - the pod (a /bin/sh loop) runs; the agent's journal entries carry the
 #     structured DAEMONLET_POD field;
 #   - `systemctl restart` keeps the pod's process (KillMode=process leaves the
-#     shims), and the new agent adopts it;
+#     shims), and the new agent adopts it; `systemctl reload` is a SIGHUP;
 #   - SIGKILL of the agent: Restart=always brings it back, and it adopts the
 #     same process;
 #   - WATCHDOG=1 keeps arriving; a stopped (SIGSTOP) agent is killed by the
@@ -306,7 +306,10 @@ booted() {
 prop() { ct systemctl show --property="$1" --value daemonlet.service; }
 is_running() { [[ $(prop ActiveState)/$(prop SubState) == active/running ]]; }
 journal() { ct journalctl --no-pager -u daemonlet.service "$@"; }
-journal_has() { journal -o "$1" | grep -q -- "$2"; } # journal_has OUTPUT_FORMAT PATTERN
+# journal_has OUTPUT_FORMAT PATTERN. The journal is read whole first: `grep -q`
+# at the end of a pipe exits at the first match, and the writer's SIGPIPE
+# would fail the pipe under pipefail.
+journal_has() { grep -q -- "$2" <<<"$(journal -o "$1")"; }
 adoptions() { journal -o cat | grep -c 'adopted 1 running container'; }
 more_adoptions_than() { (($(adoptions) > $1)); }
 # restarted N OLD_MAIN_PID: the N-th automatic restart happened and is up.
@@ -360,7 +363,7 @@ wait_for "the agent's journal entries carry DAEMONLET_POD" 10 journal_has json '
 # Fields of one entry (journalctl -o json prints one entry per line).
 structured_entry() {
     journal -o json | grep '"DAEMONLET_POD":"nspawn/boot-probe-' | grep '"_TRANSPORT":"journal"' |
-        grep '"SYSLOG_IDENTIFIER":"daemonlet"' | grep -q '"PRIORITY":"[0-7]"'
+        grep '"SYSLOG_IDENTIFIER":"daemonlet"' | grep '"PRIORITY":"[0-7]"' >/dev/null
 }
 check "...sent natively (sd_journal_send), with SYSLOG_IDENTIFIER and PRIORITY" structured_entry
 
@@ -374,6 +377,13 @@ wait_for "...adopted by the new agent" 10 more_adoptions_than "$adopted"
 wait_for "...with zero container restarts" 10 pod_line
 echo "figures: restart with 1 running pod: exec to READY $(ready_ms) ms"
 main="$(prop MainPID)"
+
+# systemctl reload: ExecReload= sends SIGHUP to the same process, which
+# re-reads its configuration.
+check "systemctl reload succeeds" ct systemctl reload daemonlet.service
+check "...and keeps the main process" test "$(prop MainPID)" = "$main"
+wait_for "...which re-reads its configuration" 10 journal_has cat 'SIGHUP: configuration reloaded'
+check "...and keeps the pod" pod_alive "$pod"
 
 # 4. SIGKILL of the agent only (systemctl kill without --kill-whom=main
 # would signal the shims and the pods too): Restart=always.
