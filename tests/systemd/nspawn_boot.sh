@@ -272,7 +272,7 @@ fi
 # refuses to remove it from anything but a tmpfs ("Attempted to remove disk
 # file system ..., and we can't allow that"). Where /run is not a tmpfs (PID 1
 # is not systemd, as on this project's CI machine) it gets one here.
-if ! mountpoint -q /run/systemd/nspawn; then
+if [[ $(stat -f -c %T /run/systemd/nspawn 2>/dev/null || stat -f -c %T /run) != tmpfs ]]; then
     nspawn_tmpfs=mounted
     [[ -d /run/systemd/nspawn ]] || nspawn_tmpfs=created
     mkdir -p /run/systemd/nspawn
