@@ -16,7 +16,8 @@
 #     same process;
 #   - WATCHDOG=1 keeps arriving; a stopped (SIGSTOP) agent is killed by the
 #     watchdog and restarted, and adopts the same process;
-#   - `systemctl stop` gets STOPPING=1, and the pod keeps running.
+#   - `systemctl stop` gets STOPPING=1, and the pod keeps running;
+#   - a plain `systemctl kill` kills the pod too, and the agent restarts it.
 # Every wait is a predicate polled until a deadline.
 #
 # usage: tests/systemd/nspawn_boot.sh [BUILD_DIR]
@@ -318,6 +319,13 @@ watchdog_pinged_since() { [[ $(prop WatchdogTimestampMonotonic) != "$1" ]]; }
 pod_line() { ct "$exec_start" get pods -A --config "$config_path" | grep -E '^nspawn +boot-probe-[a-z0-9]+ +1/1 +Running +0 '; }
 pod_pid() { pgrep -f -- "$marker"; }
 pod_alive() { [[ -n $1 && $(pod_pid) == "$1" ]]; }
+pod_gone() { ! kill -0 "$1" 2>/dev/null; }
+pod_started_again() { # pod_started_again OLD_PID
+    local now
+    now="$(pod_pid)"
+    [[ -n $now && $now != "$1" ]] &&
+        ct "$exec_start" get pods -A --config "$config_path" | grep -E '^nspawn +boot-probe-[a-z0-9]+ +1/1 +Running +1 '
+}
 diagnose() {
     echo "---- systemctl status daemonlet (in the container)"
     ct systemctl status --no-pager --lines=0 daemonlet.service
@@ -421,9 +429,23 @@ check "...after STOPPING=1 from the agent" journal_has cat "notification message
 check "...and the pod's process keeps running" pod_alive "$pod"
 check "...and daemonlet get still shows it Running" pod_line
 
+# 7. systemctl start adopts the pod again. Then a plain `systemctl kill`
+# signals every process of the unit (README warns of it), the pod's too:
+# Restart=always brings the agent back, and it starts the pod again.
+adopted="$(adoptions)"
+check "systemctl start after stop succeeds" ct systemctl start daemonlet.service
+wait_for "...and the agent adopts the pod" 10 more_adoptions_than "$adopted"
+check "...the same process" pod_alive "$pod"
+restarts="$(prop NRestarts)"
+main="$(prop MainPID)"
+ct systemctl kill --signal=SIGKILL daemonlet.service
+wait_for "plain systemctl kill kills the pod's process too" 10 pod_gone "$pod"
+wait_for "...Restart=always brings the agent back" 30 restarted $((restarts + 1)) "$main"
+wait_for "...which starts the pod again: a new process, 1 container restart" 30 pod_started_again "$pod"
+
 ((failed > 0)) && diagnose
 
-# 7. Power off: SIGRTMIN+4 asks systemd to (systemd(1), "Signals");
+# 8. Power off: SIGRTMIN+4 asks systemd to (systemd(1), "Signals");
 # `systemctl poweroff` would first ask logind over D-Bus, which the tree does
 # not have. The container shuts down cleanly.
 kill -s SIGRTMIN+4 "$init"
