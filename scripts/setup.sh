@@ -23,6 +23,7 @@ host_packages=(
     clang libclang-rt-14-dev clang-format
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file
+    debootstrap systemd-container  # the systemd step boots a Debian 12 tree with systemd-nspawn
     # The test Kubernetes API server (tests/apiserver) and its certificates.
     libmicrohttpd-dev libgnutls28-dev openssl curl
 )

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# dist/daemonlet.service checked by systemd-analyze verify, with ExecStart
-# pointing at the built binary (verify insists the command exists).
+# The unit CMake generates from dist/daemonlet.service.in, checked by
+# systemd-analyze verify, with ExecStart pointing at the built binary rather
+# than the install path (verify insists the command exists).
 set -uo pipefail
 unit=${1:?usage: systemd_verify.sh UNIT DAEMONLET_BINARY}
 bin=${2:?}
@@ -10,7 +11,7 @@ if ! command -v systemd-analyze >/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sed "s|/usr/bin/daemonlet|$bin|" "$unit" >"$tmp/daemonlet.service"
+sed -E "s|^ExecStart=[^ ]+|ExecStart=$bin|" "$unit" >"$tmp/daemonlet.service"
 out=$(systemd-analyze verify "$tmp/daemonlet.service" 2>&1)
 status=$?
 # Lines about other units on the host are not ours.

@@ -1,0 +1,460 @@
+#!/usr/bin/env bash
+# daemonlet under a real systemd. A minimal Debian 12 tree is booted with
+# systemd-nspawn; daemonlet goes into it with `cmake --install` (the unit, the
+# default configuration, the binaries) and is enabled as a board's operator
+# would. systemctl and journalctl are run inside the container (nsenter) to
+# check what systemd-analyze verify and a test NOTIFY_SOCKET cannot:
+#   - the installed unit runs the installed binary, and reinstalling keeps an
+#     edited configuration;
+#   - boot starts the agent, and it reaches active (running) as Type=notify,
+#     which systemd grants only on READY=1; STATUS= is shown;
+#   - the pod (a /bin/sh loop) runs; the agent's journal entries carry the
+#     structured DAEMONLET_POD field;
+#   - `systemctl restart` keeps the pod's process (KillMode=process leaves the
+#     shims), and the new agent adopts it; `systemctl reload` is a SIGHUP;
+#   - SIGKILL of the agent: Restart=always brings it back, and it adopts the
+#     same process;
+#   - WATCHDOG=1 keeps arriving; a stopped (SIGSTOP) agent is killed by the
+#     watchdog and restarted, and adopts the same process;
+#   - `systemctl stop` gets STOPPING=1, and the pod keeps running;
+#   - a plain `systemctl kill` kills the pod too, and the agent restarts it.
+# Every wait is a predicate polled until a deadline.
+#
+# usage: tests/systemd/nspawn_boot.sh [BUILD_DIR]
+#   BUILD_DIR  a configured build with daemonlet and daemonlet-shim built
+#              (default build/dev); installed with its own prefix.
+# Environment:
+#   DAEMONLET_NSPAWN_CACHE   where the Debian tree is kept between runs
+#                            (default build/nspawn-rootfs); rebuilt when the
+#                            package list below changes
+#   DAEMONLET_DEBIAN_MIRROR  debootstrap's mirror (default: the Debian mirror
+#                            in this machine's apt sources)
+#
+# Needs root (re-runs itself with `sudo -n` when it can), debootstrap and
+# systemd-container (scripts/setup.sh installs them), and the mirror the first
+# time. Prints "SKIPPED: reason" and exits 0 only when this machine cannot run
+# a container at all; any other problem is a failure.
+# The predicates are called indirectly, through wait_for and check.
+# shellcheck disable=SC2317
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="$(cd "${1:-$repo/build/dev}" 2>/dev/null && pwd)" || {
+    echo "FAIL: build directory ${1:-$repo/build/dev} does not exist (cmake --preset dev && cmake --build build/dev)"
+    exit 1
+}
+cache="${DAEMONLET_NSPAWN_CACHE:-$repo/build/nspawn-rootfs}"
+
+skip() {
+    echo "SKIPPED: $*"
+    exit 0
+}
+
+if [[ $(id -u) -ne 0 ]]; then
+    if sudo -n true 2>/dev/null; then
+        exec sudo -n env DAEMONLET_NSPAWN_CACHE="$cache" \
+            ${DAEMONLET_DEBIAN_MIRROR:+DAEMONLET_DEBIAN_MIRROR="$DAEMONLET_DEBIAN_MIRROR"} \
+            bash "${BASH_SOURCE[0]}" "$build"
+    fi
+    skip "booting a container needs root, and sudo -n is not available"
+fi
+# Root in name only cannot boot a container either: root mapped from a user
+# in a user namespace (as systemd's running_in_userns() tells), root without
+# CAP_SYS_ADMIN (a default Docker container), or namespaces refused.
+if [[ $(awk '{ print $1, $2, $3 }' /proc/self/uid_map) != "0 0 4294967295" ]]; then
+    skip "root here is mapped in a user namespace (uid_map $(awk 'NR == 1 { print $1, $2, $3 }' /proc/self/uid_map)), not the host's root"
+fi
+cap_eff="$(awk '/^CapEff:/ { print $2 }' /proc/self/status)"
+if ((!((16#$cap_eff >> 21) & 1))); then
+    skip "root here lacks CAP_SYS_ADMIN (an unprivileged container?)"
+fi
+if ! unshare --mount --pid --uts --ipc --fork true 2>/dev/null; then
+    skip "this machine cannot create mount/PID/UTS/IPC namespaces"
+fi
+for tool in debootstrap systemd-nspawn nsenter systemctl mountpoint flock; do
+    if ! command -v "$tool" >/dev/null; then
+        echo "FAIL: $tool is not installed (scripts/setup.sh installs debootstrap and systemd-container)"
+        exit 1
+    fi
+done
+for f in "$build/cmake_install.cmake" "$build/agent/daemonlet" "$build/platform/daemonlet-shim"; do
+    if [[ ! -e $f ]]; then
+        echo "FAIL: $f is missing: build daemonlet and daemonlet-shim in $build first"
+        exit 1
+    fi
+done
+
+passed=0 failed=0
+ok() {
+    echo "ok: $*"
+    passed=$((passed + 1))
+}
+fail() {
+    echo "FAIL: $*"
+    failed=$((failed + 1))
+}
+check() { # check DESCRIPTION COMMAND...: one immediate check
+    local what=$1
+    shift
+    if "$@" >/dev/null 2>&1; then ok "$what"; else fail "$what"; fi
+}
+wait_for() { # wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND until it succeeds
+    local what=$1 secs=$2
+    shift 2
+    local deadline=$((SECONDS + secs))
+    while ((SECONDS < deadline)); do
+        if "$@" >/dev/null 2>&1; then
+            ok "$what"
+            return 0
+        fi
+        sleep 0.2
+    done
+    fail "$what (not within ${secs}s)"
+    return 1
+}
+finish() {
+    echo "$passed passed, $failed failed (total $((SECONDS - script_start))s)"
+    [[ $failed -eq 0 ]]
+    exit
+}
+script_start=$SECONDS
+
+# ---- The Debian tree, cached under a key of everything that makes it. ----
+# As few packages as the boot and the dynamically linked agent need: minbase
+# (no apt recommends), systemd as init, and daemonlet's libraries
+# (daemonlet-shim is static).
+suite=bookworm
+packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2)
+recipe=2 # bump when the way the tree is made changes
+key="$(printf '%s\n' "recipe $recipe" "$suite" minbase "${packages[@]}" | sha256sum | cut -c1-12)"
+
+apt_mirror() { # the main Debian archive among the apt sources, if any
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+        sed -n -E 's/^URIs:[[:space:]]*([^[:space:]]+).*/\1/p;
+                   s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]].*/\2/p' |
+        grep -E '/debian/?$' | head -1
+}
+mirror="${DAEMONLET_DEBIAN_MIRROR:-$(apt_mirror)}"
+mirror="${mirror:-http://deb.debian.org/debian}"
+
+mkdir -p "$cache"
+# One run at a time per cache: the tree, and the tmpfs on /run/systemd/nspawn.
+exec {lock}>"$cache/lock"
+if ! flock -w 1800 "$lock"; then
+    echo "FAIL: another nspawn_boot.sh holds $cache/lock for more than 30 minutes"
+    exit 1
+fi
+
+# Leftovers of a run that was killed before its cleanup (we hold the lock, so
+# no other run is using them).
+for old in "$cache"/run.*; do
+    [[ -d $old ]] || continue
+    mountpoint -q "$old/root" && umount "$old/root"
+    rm -rf --one-file-system "$old"
+done
+
+base="$cache/$suite-$key"
+rootfs_start=$SECONDS
+if [[ -e $base/complete ]]; then
+    echo "rootfs: reusing $base/tree"
+else
+    for old in "$cache/$suite"-*; do
+        [[ -d $old && $old != "$base" ]] || continue
+        echo "rootfs: removing $old (another package list)"
+        rm -rf --one-file-system "$old"
+    done
+    rm -rf --one-file-system "$base"
+    mkdir -p "$base"
+    echo "rootfs: debootstrap --variant=minbase --include=$(
+        IFS=,
+        echo "${packages[*]}"
+    ) $suite $base/tree $mirror"
+    if ! debootstrap --variant=minbase --include="$(
+        IFS=,
+        echo "${packages[*]}"
+    )" "$suite" "$base/tree" "$mirror" >"$base/debootstrap.log" 2>&1; then
+        tail -n 30 "$base/debootstrap.log"
+        echo "FAIL: debootstrap failed (log: $base/debootstrap.log)"
+        exit 1
+    fi
+    # The tree never runs apt: its package cache and lists are dead weight.
+    rm -rf "$base/tree/var/cache/apt/archives/"*.deb "$base/tree/var/lib/apt/lists/"*
+    # debootstrap copies the host's name; without it the container is named
+    # by --machine, and so is the agent's node.
+    rm -f "$base/tree/etc/hostname"
+    touch "$base/complete"
+    echo "rootfs: built in $((SECONDS - rootfs_start))s ($(du -sh "$base/tree" | cut -f1))"
+fi
+
+# ---- This run: an overlay on the cached tree, so the cache stays clean. ----
+run="$(mktemp -d "$cache/run.XXXXXX")"
+mkdir -p "$run/upper" "$run/work" "$run/root"
+nspawn=
+init=
+nspawn_tmpfs=
+cleanup() {
+    if [[ -n $nspawn ]] && kill -0 "$nspawn" 2>/dev/null; then
+        [[ -n $init ]] && kill -s SIGRTMIN+4 "$init" 2>/dev/null
+        local deadline=$((SECONDS + 30))
+        while kill -0 "$nspawn" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+        if kill -0 "$nspawn" 2>/dev/null; then
+            echo "cleanup: the container did not power off within 30s, killing systemd-nspawn"
+            kill -KILL "$nspawn" 2>/dev/null
+        fi
+        wait "$nspawn" 2>/dev/null
+    fi
+    if mountpoint -q "$run/root"; then
+        umount "$run/root" || umount -l "$run/root"
+    fi
+    if [[ -n $nspawn_tmpfs ]]; then
+        umount /run/systemd/nspawn && [[ $nspawn_tmpfs == created ]] && rmdir /run/systemd/nspawn
+    fi
+    rm -rf --one-file-system "$run"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+if ! mount -t overlay overlay -o "lowerdir=$base/tree,upperdir=$run/upper,workdir=$run/work" "$run/root"; then
+    echo "FAIL: cannot mount an overlay on $base/tree"
+    exit 1
+fi
+root="$run/root"
+
+# ---- Install as an operator does. ----
+if ! DESTDIR="$root" cmake --install "$build" >"$run/install.log" 2>&1; then
+    cat "$run/install.log"
+    echo "FAIL: cmake --install $build"
+    exit 1
+fi
+unit_file="$(find "$root/usr" "$root/lib" -path '*/systemd/system/daemonlet.service' 2>/dev/null | head -1)"
+if [[ -z $unit_file ]]; then
+    cat "$run/install.log"
+    echo "FAIL: cmake --install did not install daemonlet.service into a systemd unit directory"
+    exit 1
+fi
+exec_start="$(sed -n -E 's/^ExecStart=([^ ]+).*/\1/p' "$unit_file")"
+config_path="$(sed -n -E 's/^ExecStart=.*--config ([^ ]+).*/\1/p' "$unit_file")"
+doc_path="$(sed -n -E 's|^Documentation=file:(.*)|\1|p' "$unit_file")"
+echo "installed: ${unit_file#"$root"}: ExecStart=$exec_start, --config $config_path"
+check "the unit's ExecStart ($exec_start) is the installed daemonlet" test -x "$root$exec_start"
+check "the unit's --config ($config_path) is installed" test -f "$root$config_path"
+check "the unit's Documentation ($doc_path) is installed" test -f "$root$doc_path"
+check "the installed binary runs with the tree's libraries" chroot "$root" "$exec_start" version
+# Reinstalling (an upgrade) keeps the operator's configuration.
+echo "# edited by the operator" >>"$root$config_path"
+DESTDIR="$root" cmake --install "$build" >>"$run/install.log" 2>&1
+check "cmake --install again keeps an edited configuration" grep -qx '# edited by the operator' "$root$config_path"
+manifest_dir="$(sed -n -E 's/^manifestDir:[[:space:]]*([^[:space:]#]+).*/\1/p' "$root$config_path")"
+check "the configuration's manifestDir ($manifest_dir) is installed" test -d "$root$manifest_dir"
+
+# The DaemonSet: a shell loop whose argv[0] marks it for pgrep on the host.
+marker="daemonlet-nspawn-$$"
+cat >"$root$manifest_dir/boot-probe.yaml" <<EOF
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: boot-probe, namespace: nspawn}
+spec:
+  selector: {matchLabels: {app: boot-probe}}
+  template:
+    metadata: {labels: {app: boot-probe}}
+    spec:
+      containers:
+        - name: main
+          image: none
+          command: ["/bin/sh", "-c", "while true; do sleep 1; done", "$marker"]
+EOF
+if ! systemctl --root="$root" enable daemonlet.service >"$run/enable.log" 2>&1; then
+    cat "$run/enable.log"
+    echo "FAIL: systemctl --root enable daemonlet.service"
+    exit 1
+fi
+
+# ---- Boot. ----
+# systemd-nspawn keeps per-machine state in /run/systemd/nspawn and, on exit,
+# refuses to remove it from anything but a tmpfs ("Attempted to remove disk
+# file system ..., and we can't allow that"). Where /run is not a tmpfs (PID 1
+# is not systemd, as on this project's CI machine) it gets one here.
+if [[ $(stat -f -c %T /run/systemd/nspawn 2>/dev/null || stat -f -c %T /run) != tmpfs ]]; then
+    nspawn_tmpfs=mounted
+    [[ -d /run/systemd/nspawn ]] || nspawn_tmpfs=created
+    mkdir -p /run/systemd/nspawn
+    if ! mount -t tmpfs -o mode=0755 tmpfs /run/systemd/nspawn; then
+        [[ $nspawn_tmpfs == created ]] && rmdir /run/systemd/nspawn
+        nspawn_tmpfs=
+        echo "FAIL: cannot mount a tmpfs on /run/systemd/nspawn"
+        exit 1
+    fi
+fi
+boot_start=$SECONDS
+systemd-nspawn --quiet --register=no --keep-unit --private-network --console=read-only \
+    --machine=daemonlet-boot -b -D "$root" >"$run/console.log" 2>&1 &
+nspawn=$!
+
+# Commands inside the container: its namespaces and root, a clean environment.
+ct() {
+    nsenter --target "$init" --all env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        SYSTEMD_COLORS=0 SYSTEMD_PAGER= SYSTEMD_LESS= "$@"
+}
+container_init() { # the container's PID 1, a child of systemd-nspawn
+    local p
+    p="$(pgrep -P "$nspawn" | head -1)"
+    [[ -n $p ]] && grep -qE '^NSpid:[[:space:]]+[0-9]+[[:space:]]+1$' "/proc/$p/status" && init=$p
+}
+booted() {
+    local s
+    s="$(ct systemctl is-system-running)"
+    [[ $s == running || $s == degraded ]]
+}
+prop() { ct systemctl show --property="$1" --value daemonlet.service; }
+is_running() { [[ $(prop ActiveState)/$(prop SubState) == active/running ]]; }
+journal() { ct journalctl --no-pager -u daemonlet.service "$@"; }
+# journal_has OUTPUT_FORMAT PATTERN. The journal is read whole first: `grep -q`
+# at the end of a pipe exits at the first match, and the writer's SIGPIPE
+# would fail the pipe under pipefail.
+journal_has() { grep -q -- "$2" <<<"$(journal -o "$1")"; }
+adoptions() { journal -o cat | grep -c 'adopted 1 running container'; }
+more_adoptions_than() { (($(adoptions) > $1)); }
+# restarted N OLD_MAIN_PID: the N-th automatic restart happened and is up.
+restarted() { [[ $(prop NRestarts) == "$1" && $(prop MainPID) != "$2" ]] && is_running; }
+watchdog_pinged_since() { [[ $(prop WatchdogTimestampMonotonic) != "$1" ]]; }
+pod_line() { ct "$exec_start" get pods -A --config "$config_path" | grep -E '^nspawn +boot-probe-[a-z0-9]+ +1/1 +Running +0 '; }
+pod_pid() { pgrep -f -- "$marker"; }
+pod_alive() { [[ -n $1 && $(pod_pid) == "$1" ]]; }
+pod_gone() { ! kill -0 "$1" 2>/dev/null; }
+pod_started_again() { # pod_started_again OLD_PID
+    local now
+    now="$(pod_pid)"
+    [[ -n $now && $now != "$1" ]] &&
+        ct "$exec_start" get pods -A --config "$config_path" | grep -E '^nspawn +boot-probe-[a-z0-9]+ +1/1 +Running +1 '
+}
+diagnose() {
+    echo "---- systemctl status daemonlet (in the container)"
+    ct systemctl status --no-pager --lines=0 daemonlet.service
+    echo "---- journalctl -u daemonlet (last 40)"
+    journal -n 40
+    echo "---- console (last 20)"
+    tail -n 20 "$run/console.log"
+}
+
+if ! wait_for "systemd-nspawn starts the container's init" 30 container_init; then
+    cat "$run/console.log"
+    finish
+fi
+if ! wait_for "systemd in the container finishes booting" 120 booted; then
+    diagnose
+    finish
+fi
+[[ $(ct systemctl is-system-running) == degraded ]] && ct systemctl --failed --no-pager
+
+# 1. Boot starts the agent; Type=notify reaches active (running) only on READY=1.
+if ! wait_for "daemonlet.service is active (running) after boot" 60 is_running; then
+    diagnose
+    finish
+fi
+ready_ms() { # the agent's start (exec) to READY=1 (active), by systemd's clock
+    echo $((($(prop ActiveEnterTimestampMonotonic) - $(prop ExecMainStartTimestampMonotonic)) / 1000))
+}
+echo "figures: container start to daemonlet READY $((SECONDS - boot_start))s; daemonlet exec to READY $(ready_ms) ms"
+check "the unit is Type=notify" test "$(prop Type)" = notify
+check "...and started once (NRestarts=0)" test "$(prop NRestarts)" = 0
+check "the unit came from the installed file" test "$(prop FragmentPath)" = "${unit_file#"$root"}"
+main="$(prop MainPID)"
+check "its main process is the installed binary" test "$(ct readlink "/proc/$main/exe")" = "$exec_start"
+status_text="$(prop StatusText)"
+echo "StatusText: $status_text"
+check "STATUS= reached systemd" test -n "$status_text"
+
+# 2. The pod runs, and the journal has the agent's structured fields.
+wait_for "the pod runs (daemonlet get pods)" 30 pod_line
+pod="$(pod_pid)"
+check "exactly one process of the pod" test "$(wc -w <<<"$pod")" = 1
+wait_for "the agent's journal entries carry DAEMONLET_POD" 10 journal_has json '"DAEMONLET_POD":"nspawn/boot-probe-'
+# Fields of one entry (journalctl -o json prints one entry per line).
+structured_entry() {
+    journal -o json | grep '"DAEMONLET_POD":"nspawn/boot-probe-' | grep '"_TRANSPORT":"journal"' |
+        grep '"SYSLOG_IDENTIFIER":"daemonlet"' | grep '"PRIORITY":"[0-7]"' >/dev/null
+}
+check "...sent natively (sd_journal_send), with SYSLOG_IDENTIFIER and PRIORITY" structured_entry
+
+# 3. systemctl restart: a new agent, the same pod process, adopted.
+adopted="$(adoptions)"
+ct systemctl restart daemonlet.service
+check "systemctl restart returns with the service active (running)" is_running
+check "...with a new main process" test "$(prop MainPID)" != "$main"
+check "...and the pod's process unchanged (KillMode=process)" pod_alive "$pod"
+wait_for "...adopted by the new agent" 10 more_adoptions_than "$adopted"
+wait_for "...with zero container restarts" 10 pod_line
+echo "figures: restart with 1 running pod: exec to READY $(ready_ms) ms"
+main="$(prop MainPID)"
+
+# systemctl reload: ExecReload= sends SIGHUP to the same process, which
+# re-reads its configuration.
+check "systemctl reload succeeds" ct systemctl reload daemonlet.service
+check "...and keeps the main process" test "$(prop MainPID)" = "$main"
+wait_for "...which re-reads its configuration" 10 journal_has cat 'SIGHUP: configuration reloaded'
+check "...and keeps the pod" pod_alive "$pod"
+
+# 4. SIGKILL of the agent only (systemctl kill without --kill-whom=main
+# would signal the shims and the pods too): Restart=always.
+adopted="$(adoptions)"
+ct systemctl kill --kill-whom=main --signal=SIGKILL daemonlet.service
+wait_for "Restart=always restarts the agent after SIGKILL" 30 restarted 1 "$main"
+check "...the journal says it was killed" journal_has cat 'status=9/KILL'
+check "...the pod's process unchanged" pod_alive "$pod"
+wait_for "...adopted by the new agent" 10 more_adoptions_than "$adopted"
+main="$(prop MainPID)"
+
+# 5. The watchdog. WATCHDOG=1 arrives repeatedly (the timestamp moves), and a
+# stopped loop stops it: systemd kills the agent and Restart=always restarts it.
+watchdog="$(prop WatchdogUSec)"
+check "WatchdogSec is set ($watchdog)" test "$watchdog" != 0
+ping="$(prop WatchdogTimestampMonotonic)"
+wait_for "WATCHDOG=1 keeps arriving" 60 watchdog_pinged_since "$ping"
+adopted="$(adoptions)"
+stop_at=$SECONDS
+ct systemctl kill --kill-whom=main --signal=SIGSTOP daemonlet.service
+wait_for "the watchdog restarts a stopped agent" 120 restarted 2 "$main"
+echo "SIGSTOP to running again: $((SECONDS - stop_at))s (WatchdogSec $watchdog, RestartSec $(prop RestartUSec))"
+check "...the journal says Watchdog timeout" journal_has cat 'Watchdog timeout'
+check "...the pod's process unchanged" pod_alive "$pod"
+wait_for "...adopted by the new agent" 10 more_adoptions_than "$adopted"
+main="$(prop MainPID)"
+
+# 6. systemctl stop: STOPPING=1 reaches systemd (PID 1 logs notifications at
+# debug level), the agent exits, the pod keeps running.
+ct systemctl log-level debug
+ct systemctl stop daemonlet.service
+check "systemctl stop leaves the service inactive" test "$(prop ActiveState)" = inactive
+ct systemctl log-level info
+check "...after STOPPING=1 from the agent" journal_has cat "notification message from PID $main (STOPPING=1"
+check "...and the pod's process keeps running" pod_alive "$pod"
+check "...and daemonlet get still shows it Running" pod_line
+
+# 7. systemctl start adopts the pod again. Then a plain `systemctl kill`
+# signals every process of the unit (README warns of it), the pod's too:
+# Restart=always brings the agent back, and it starts the pod again.
+adopted="$(adoptions)"
+check "systemctl start after stop succeeds" ct systemctl start daemonlet.service
+wait_for "...and the agent adopts the pod" 10 more_adoptions_than "$adopted"
+check "...the same process" pod_alive "$pod"
+restarts="$(prop NRestarts)"
+main="$(prop MainPID)"
+ct systemctl kill --signal=SIGKILL daemonlet.service
+wait_for "plain systemctl kill kills the pod's process too" 10 pod_gone "$pod"
+wait_for "...Restart=always brings the agent back" 30 restarted $((restarts + 1)) "$main"
+wait_for "...which starts the pod again: a new process, 1 container restart" 30 pod_started_again "$pod"
+
+((failed > 0)) && diagnose
+
+# 8. Power off: SIGRTMIN+4 asks systemd to (systemd(1), "Signals");
+# `systemctl poweroff` would first ask logind over D-Bus, which the tree does
+# not have. The container shuts down cleanly.
+kill -s SIGRTMIN+4 "$init"
+deadline=$((SECONDS + 60))
+while kill -0 "$nspawn" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+if kill -0 "$nspawn" 2>/dev/null; then
+    fail "the container powers off within 60s"
+else
+    wait "$nspawn"
+    check "the container powers off cleanly" test $? = 0
+fi
+finish
