@@ -124,7 +124,8 @@ script_start=$SECONDS
 # (no apt recommends), systemd as init, and daemonlet's libraries
 # (daemonlet-shim is static).
 suite=bookworm
-packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2)
+# The libraries the installed daemonlet links (ldd agent/daemonlet).
+packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2 libssl3)
 recipe=2 # bump when the way the tree is made changes
 key="$(printf '%s\n' "recipe $recipe" "$suite" minbase "${packages[@]}" | sha256sum | cut -c1-12)"
 
