@@ -6,6 +6,7 @@
 #include <map>
 
 #include "agent/cli.h"
+#include "agent/cli_flags.h"
 #include "core/decision.h"
 #include "core/decode.h"
 #include "core/local_node.h"
@@ -22,10 +23,7 @@ const char* const kHelp =
     "AVAILABLE NODE SELECTOR AGE) or pods (NAMESPACE NAME READY STATUS RESTARTS AGE).\n"
     "-o json prints an apps/v1 DaemonSetList or a v1 PodList.\n"
     "\n"
-    "  -n, --namespace NS    only this namespace (default: default)\n"
-    "  -A, --all-namespaces  every namespace\n"
-    "  -o, --output json     Kubernetes-shaped JSON\n"
-    "  --config FILE         the agent's configuration (default /etc/daemonlet/config.yaml)\n";
+    "  -o, --output json     Kubernetes-shaped JSON\n";
 
 // kubectl's duration.ShortHumanDuration.
 std::string age(std::int64_t since_ms, std::int64_t now_ms) {
@@ -136,6 +134,7 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
 int cmd_get(const std::vector<std::string>& args) {
     if (wants_help(args) || args.empty()) {
         std::fputs(kHelp, args.empty() ? stderr : stdout);
+        std::fputs(kOperatorFlagsHelp, args.empty() ? stderr : stdout);
         return args.empty() ? kExitUsage : kExitOk;
     }
     std::string what = args[0];
@@ -147,15 +146,10 @@ int cmd_get(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet get: unknown resource \"%s\" (ds or pods)\n", what.c_str());
         return kExitUsage;
     }
-    std::string config_path = "/etc/daemonlet/config.yaml", ns = "default", output;
-    bool all = false;
+    OperatorFlags flags;
+    std::string output;
     for (std::size_t i = 1; i < args.size(); ++i) {
-        if (args[i] == "-A" || args[i] == "--all-namespaces") {
-            all = true;
-            continue;
-        }
-        if (flag_value(args, i, "--config", config_path) || flag_value(args, i, "-n", ns) ||
-            flag_value(args, i, "--namespace", ns) || flag_value(args, i, "-o", output) ||
+        if (flags.consume(args, i) || flag_value(args, i, "-o", output) ||
             flag_value(args, i, "--output", output))
             continue;
         std::fprintf(stderr, "daemonlet get: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
@@ -165,9 +159,11 @@ int cmd_get(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet get: unsupported output \"%s\" (json)\n", output.c_str());
         return kExitUsage;
     }
-    auto cfg = load_config(config_path);
+    const bool all = flags.all_namespaces;
+    const std::string& ns = flags.ns;
+    auto cfg = load_operator_config(flags);
     if (!cfg.ok()) {
-        std::fprintf(stderr, "%s\n", cfg.error().message.c_str());
+        std::fprintf(stderr, "daemonlet get: %s\n", cfg.error().message.c_str());
         return kExitUsage;
     }
     const std::string db = cfg.value().state_dir + "/daemonlet.db";
@@ -182,7 +178,7 @@ int cmd_get(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet get: %s\n", pods.error().message.c_str());
         return 1;
     }
-    auto in_scope = [&](const std::string& n) { return all || n == ns; };
+    auto in_scope = [&](const std::string& n) { return flags.in_scope(n); };
     const std::int64_t now = platform::wall_clock_ms();
     const std::string node_name = cfg.value().node_name;
 
