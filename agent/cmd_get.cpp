@@ -7,6 +7,7 @@
 
 #include "agent/cli.h"
 #include "agent/cli_flags.h"
+#include "agent/operator_view.h"
 #include "core/decision.h"
 #include "core/decode.h"
 #include "core/local_node.h"
@@ -25,17 +26,6 @@ const char* const kHelp =
     "\n"
     "  -o, --output json     Kubernetes-shaped JSON\n";
 
-// kubectl's duration.ShortHumanDuration.
-std::string age(std::int64_t since_ms, std::int64_t now_ms) {
-    std::int64_t s = (now_ms - since_ms) / 1000;
-    if (s < 0) return "<invalid>";
-    if (s < 60) return std::to_string(s) + "s";
-    if (s < 3600) return std::to_string(s / 60) + "m";
-    if (s < 86400) return std::to_string(s / 3600) + "h";
-    if (s < 365 * 86400) return std::to_string(s / 86400) + "d";
-    return std::to_string(s / (365 * 86400)) + "y";
-}
-
 std::string rfc3339(std::int64_t ms) {
     if (ms <= 0) return {};
     time_t t = static_cast<time_t>(ms / 1000);
@@ -44,23 +34,6 @@ std::string rfc3339(std::int64_t ms) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
-}
-
-void print_table(const std::vector<std::vector<std::string>>& rows) {
-    std::vector<std::size_t> w;
-    for (const auto& r : rows)
-        for (std::size_t i = 0; i < r.size(); ++i) {
-            if (w.size() <= i) w.push_back(0);
-            w[i] = std::max(w[i], r[i].size());
-        }
-    for (const auto& r : rows) {
-        std::string line;
-        for (std::size_t i = 0; i < r.size(); ++i) {
-            line += r[i];
-            if (i + 1 < r.size()) line += std::string(w[i] - r[i].size() + 3, ' ');
-        }
-        std::printf("%s\n", line.c_str());
-    }
 }
 
 bool pod_ready(const PodRecord& p) {
@@ -207,13 +180,13 @@ int cmd_get(const std::vector<std::string>& args) {
             }
             rows.push_back({p.namespace_, p.name,
                             std::to_string(ready) + "/" + std::to_string(p.containers.size()), pod_status(p),
-                            std::to_string(restarts), age(p.created_at_ms, now)});
+                            std::to_string(restarts), short_age(p.created_at_ms, now)});
         }
         if (rows.size() == 1) {
             std::fprintf(stderr, "No resources found%s.\n", all ? "" : (" in " + ns + " namespace").c_str());
             return kExitOk;
         }
-        print_table(rows);
+        print_columns(rows, "", 3);
         return kExitOk;
     }
 
@@ -257,7 +230,7 @@ int cmd_get(const std::vector<std::string>& args) {
             for (const auto& r : revs.value()) created = std::min(created, r.created_at_ms);
         rows.push_back({s.namespace_, s.name, std::to_string(desired), std::to_string(current),
                         std::to_string(ready), std::to_string(updated), std::to_string(ready),
-                        selector.empty() ? "<none>" : selector, age(created, now)});
+                        selector.empty() ? "<none>" : selector, short_age(created, now)});
         obj["status"] = {{"currentNumberScheduled", current > 0 && desired ? 1 : 0},
                          {"numberMisscheduled", current > 0 && !desired ? 1 : 0},
                          {"desiredNumberScheduled", desired},
@@ -280,7 +253,7 @@ int cmd_get(const std::vector<std::string>& args) {
         std::fprintf(stderr, "No resources found%s.\n", all ? "" : (" in " + ns + " namespace").c_str());
         return kExitOk;
     }
-    print_table(rows);
+    print_columns(rows, "", 3);
     return kExitOk;
 }
 
