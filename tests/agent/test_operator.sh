@@ -14,23 +14,19 @@ loop() { echo "V=$1; trap \\\"exit 0\\\" TERM; while true; do sleep 0.2; done"; 
 # version NAME: the V=... marker of the running process of DaemonSet NAME.
 version() { local p; p=$(pid_of "$1") && [[ -n $p ]] && tr '\0' ' ' <"/proc/$p/cmdline" | grep -o 'V=v[0-9]*' | cut -d= -f2; }
 runs_version() { [[ $(version "$1") == "$2" ]] && pod_running it "$1"; }
-# expect_out NAME PATTERN COMMAND...: the command's stdout+stderr matches PATTERN (grep -E).
-expect_out() {
-    local what=$1 pat=$2
-    shift 2
-    local out
-    out=$("$@" 2>&1)
-    if grep -Eq -- "$pat" <<<"$out"; then ok; else fail "$what: output does not match /$pat/:"$'\n'"$out"; fi
-}
+# expect_out NAME PATTERN COMMAND...: a line of the command's stdout+stderr
+# matches PATTERN (grep -E).
 # expect_text NAME PATTERN COMMAND...: the whole output matches the Perl
 # regular expression PATTERN (grep -Pz: \n is a newline; (?s) lets . match one).
-expect_text() {
-    local what=$1 pat=$2
-    shift 2
+expect_grep() {
+    local flags=$1 what=$2 pat=$3
+    shift 3
     local out
     out=$("$@" 2>&1)
-    if grep -Pzq -- "$pat" <<<"$out"; then ok; else fail "$what: output does not match /$pat/:"$'\n'"$out"; fi
+    if grep "$flags" -- "$pat" <<<"$out"; then ok; else fail "$what: output does not match /$pat/:"$'\n'"$out"; fi
 }
+expect_out() { expect_grep -Eq "$@"; }
+expect_text() { expect_grep -Pzq "$@"; }
 # expect_status NAME WANT COMMAND...
 expect_status() {
     local what=$1 want=$2
