@@ -11,6 +11,8 @@
 //   line longer than the limit, or stops reading while responses pile up
 //   (more than max_queued_bytes unsent) is dropped, and the owner is told
 //   (on_gone) so that it forgets the id. A send to a dropped id is a no-op.
+//   on_gone runs synchronously, also from within send() and finish(): an
+//   owner iterating its clients must not send while it iterates.
 // - A line that is not JSON gets {"error": ...} and the connection stays.
 // - The process must ignore SIGPIPE (libuv writes with write(2)).
 #pragma once

@@ -11,6 +11,8 @@ wait_for "notify listener up" 5 test -S "$work/notify.sock"
 
 C=(--config "$cfg")
 loop() { echo "V=$1; trap \\\"exit 0\\\" TERM; while true; do sleep 0.2; done"; }
+# slow_loop V: takes a second to stop, so that a delete that did not wait shows.
+slow_loop() { echo "V=$1; trap \\\"sleep 1; exit 0\\\" TERM; while true; do sleep 0.2; done"; }
 # version NAME: the V=... marker of the running process of DaemonSet NAME.
 version() { local p; p=$(pid_of "$1") && [[ -n $p ]] && tr '\0' ' ' <"/proc/$p/cmdline" | grep -o 'V=v[0-9]*' | cut -d= -f2; }
 runs_version() { [[ $(version "$1") == "$2" ]] && pod_running it "$1"; }
@@ -38,7 +40,7 @@ expect_status() {
 
 write_config "{disktype: ssd}" "[{key: maint, effect: NoSchedule}]"
 tolerate="tolerations: [{key: maint, operator: Exists}]"
-write_ds ondelete.yaml od "$(loop v1)" "$tolerate" "updateStrategy: {type: OnDelete}"
+write_ds ondelete.yaml od "$(slow_loop v1)" "$tolerate" "updateStrategy: {type: OnDelete}"
 write_ds roll.yaml roll "$(loop v1)" "$tolerate"
 # Not placed: the node's NoSchedule taint is not tolerated.
 write_ds untolerated.yaml untol "$(loop v1)" "nodeSelector: {disktype: ssd}"
@@ -52,7 +54,7 @@ wait_for "the control socket exists" 5 test -S "$state/daemonlet.sock"
 
 # 1. OnDelete: the old pod keeps running until `delete pod`, then the new revision starts.
 od_pid=$(pid_of od)
-write_ds ondelete.yaml od "$(loop v2)" "$tolerate" "updateStrategy: {type: OnDelete}"
+write_ds ondelete.yaml od "$(slow_loop v2)" "$tolerate" "updateStrategy: {type: OnDelete}"
 wait_for "od's revision 2 is recorded" 10 bash -c "'$dl' rollout history ds/od -n it --config '$cfg' | grep -q '^2 '"
 wait_for "the agent reconciled after the change" 5 grep -q 'DaemonSet it/od: revision 2' "$work/agent.log"
 [[ $(pid_of od) == "$od_pid" && $(version od) == v1 ]] && ok || fail "OnDelete replaced the pod without a delete"
@@ -178,5 +180,18 @@ kill -9 "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
 wait_for "the agent still answers after a client vanished" 15 runs_version roll v5
 kill -0 "$agent" && ok || fail "the agent died"
+
+# 9. Events of a crash loop (once per streak) and of a NoExecute eviction.
+write_ds crash.yaml crash 'exit 3' "$tolerate"
+wait_for "crash restarted with back-off twice" 15 bash -c "[[ \$(grep -c 'crash-.* container main exited with 3' '$work/agent.log') -ge 3 ]]"
+expect_out "describe shows the BackOff event" 'Warning +BackOff +.* +kubelet +Back-off restarting failed container main in pod crash-' \
+    "$dl" describe ds crash -n it "${C[@]}"
+n=$(grep -c BackOff < <("$dl" describe ds crash -n it "${C[@]}"))
+[[ $n -eq 1 ]] && ok || fail "BackOff recorded $n times for one crash loop, want once"
+write_config "{disktype: ssd}" "[{key: maint, effect: NoSchedule}, {key: evict, effect: NoExecute}]"
+kill -HUP "$agent"
+wait_for "the NoExecute taint stops od" 10 no_pod it od
+expect_out "describe shows the eviction" 'Warning +TaintManagerEviction .*Marking for deletion Pod it/od-.*taint \{evict:NoExecute\} is not tolerated' \
+    "$dl" describe ds od -n it "${C[@]}"
 
 finish
