@@ -8,9 +8,6 @@
 #include "agent/cli.h"
 #include "agent/cli_flags.h"
 #include "agent/operator_view.h"
-#include "core/decision.h"
-#include "core/decode.h"
-#include "core/local_node.h"
 #include "platform/system_info.h"
 #include "store/store.h"
 
@@ -191,53 +188,39 @@ int cmd_get(const std::vector<std::string>& args) {
     }
 
     auto sets = store.list_daemonsets();
-    auto stored_node = store.get_node();
-    if (!sets.ok() || !stored_node.ok()) {
-        std::fprintf(stderr, "daemonlet get: %s\n",
-                     (!sets.ok() ? sets.error() : stored_node.error()).message.c_str());
+    if (!sets.ok()) {
+        std::fprintf(stderr, "daemonlet get: %s\n", sets.error().message.c_str());
         return 1;
-    }
-    Node node;
-    if (stored_node.value()) {
-        node.metadata.name = node_name;
-        node.metadata.labels = stored_node.value()->labels;
-        node.taints = stored_node.value()->taints;
-        node.unschedulable = stored_node.value()->unschedulable;
     }
     Json items = Json::array();
     std::vector<std::vector<std::string>> rows{{"NAMESPACE", "NAME", "DESIRED", "CURRENT", "READY",
                                                 "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"}};
     for (const auto& s : sets.value()) {
         if (!in_scope(s.namespace_)) continue;
-        DaemonSet ds;
-        Json obj = Json::parse(s.object_json, nullptr, false);
-        if (obj.is_discarded() || !decode_daemonset(obj, ds).empty()) continue;
-        Decision d = node_should_run_daemon_pod(node, ds);
-        int current = 0, ready = 0, updated = 0;
-        for (const auto& p : pods.value()) {
-            if (p.namespace_ != s.namespace_ || p.daemonset != s.name || p.deleting) continue;
-            ++current;
-            ready += pod_ready(p) ? 1 : 0;
-            updated += p.revision_hash == s.template_hash ? 1 : 0;
-        }
-        int desired = d.should_run ? 1 : 0;
+        // The counts are the DaemonSet controller's for this one node (core/rollout_status.h).
+        auto view = view_daemonset(store, cfg.value(), s.namespace_, s.name, now);
+        if (!view.ok() || !view.value()) continue;
+        const DaemonSetView& v = *view.value();
+        const DaemonSetNodeStatus& counts = v.status;
         std::string selector;
-        for (const auto& [k, v] : ds.spec.template_.spec.node_selector)
-            selector += (selector.empty() ? "" : ",") + k + "=" + v;
+        for (const auto& [k, val] : v.ds.spec.template_.spec.node_selector)
+            selector += (selector.empty() ? "" : ",") + k + "=" + val;
         auto revs = store.list_revisions(s.namespace_, s.name);
         std::int64_t created = s.updated_at_ms;
         if (revs.ok())
             for (const auto& r : revs.value()) created = std::min(created, r.created_at_ms);
-        rows.push_back({s.namespace_, s.name, std::to_string(desired), std::to_string(current),
-                        std::to_string(ready), std::to_string(updated), std::to_string(ready),
-                        selector.empty() ? "<none>" : selector, short_age(created, now)});
-        obj["status"] = {{"currentNumberScheduled", current > 0 && desired ? 1 : 0},
-                         {"numberMisscheduled", current > 0 && !desired ? 1 : 0},
-                         {"desiredNumberScheduled", desired},
-                         {"numberReady", ready},
-                         {"updatedNumberScheduled", updated},
-                         {"numberAvailable", ready},
-                         {"numberUnavailable", std::max(0, desired - ready)},
+        rows.push_back({s.namespace_, s.name, std::to_string(counts.desired), std::to_string(counts.current),
+                        std::to_string(counts.ready), std::to_string(counts.updated),
+                        std::to_string(counts.available), selector.empty() ? "<none>" : selector,
+                        short_age(created, now)});
+        Json obj = v.ds.object;
+        obj["status"] = {{"currentNumberScheduled", counts.current},
+                         {"numberMisscheduled", counts.misscheduled},
+                         {"desiredNumberScheduled", counts.desired},
+                         {"numberReady", counts.ready},
+                         {"updatedNumberScheduled", counts.updated},
+                         {"numberAvailable", counts.available},
+                         {"numberUnavailable", std::max(0, counts.desired - counts.available)},
                          {"observedGeneration", s.generation}};
         items.push_back(obj);
     }

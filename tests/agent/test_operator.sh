@@ -143,6 +143,10 @@ expect_out "describe shows the FailedPlacement event" 'Warning +FailedPlacement 
 expect_text "describe shows create, delete, rollback and rollout events" \
     '(?s)SuccessfulCreate.*SuccessfulDelete.*RollbackDone.*RollbackSuperseded.*RolloutComplete' \
     "$dl" describe ds roll -n it "${C[@]}"
+expect_out "get ds: nothing desired where the taint is not tolerated" '^it +untol +0 +0 +0 +0 +0 +disktype=ssd ' \
+    "$dl" get ds -n it "${C[@]}"
+wait_for "get ds: roll desired, current, ready, up to date and available" 10 \
+    bash -c "'$dl' get ds -n it --config '$cfg' | grep -E '^it +roll +1 +1 +1 +1 +1 '"
 n=$(grep -c FailedPlacement < <("$dl" describe ds untol -n it "${C[@]}"))
 [[ $n -eq 1 ]] && ok || fail "FailedPlacement recorded $n times, want once"
 

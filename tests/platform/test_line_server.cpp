@@ -243,6 +243,21 @@ TEST(LineServer, CloseRemovesTheSocketAndClientsSeeNotRunning) {
     CHECK(r.error().message.find("no " + path) != std::string::npos);
 }
 
+TEST(LineServer, ClientsBeyondTheLimitAreTurnedAway) {
+    limits.max_clients = 2;
+    start();
+    LineJsonClient a, b, c;
+    CHECK(a.connect(path).ok());
+    CHECK(b.connect(path).ok());
+    CHECK(pump_until([&] { return server->clients() == 2; }));
+    CHECK(c.connect(path).ok());  // the kernel accepts; the server answers and closes
+    CHECK(pump_until([&] { return gone.size() == 1; }));
+    auto r = c.receive(2000);
+    CHECK(r.ok());
+    STRCMP_EQUAL("too many clients", r.value()["error"].get<std::string>().c_str());
+    CHECK(round_trip(a, Json{{"op", "ping"}}).ok());  // the others are served
+}
+
 TEST(LineServer, ReceiveTimesOut) {
     start();
     LineJsonClient c;
