@@ -83,6 +83,12 @@ void Agent::on_control(ClientId client, const Json& req) {
         return;
     }
 
+    // `cp ds.yaml manifests/ && daemonlet rollout status ds/x` must not see
+    // the spec before the copy: read what changed in the manifest directory
+    // now rather than after the watch's settle delay (kubectl's
+    // observedGeneration check, for a file source).
+    if (op == "undo" || op == "rollout_status") rescan_manifests();
+
     if (op == "undo") {
         std::int64_t to = 0;
         if (req.contains("to_revision") && req["to_revision"].is_number_integer())
