@@ -52,6 +52,14 @@ wait_for "roll runs v1" 10 runs_version roll v1
 wait_for "the control socket exists" 5 test -S "$state/daemonlet.sock"
 [[ $(stat -c %a "$state/daemonlet.sock") == 600 ]] && ok || fail "the socket's mode is $(stat -c %a "$state/daemonlet.sock")"
 
+# A second agent on the same stateDir stops before touching anything.
+timeout 10 "$dl" run --config "$cfg" >"$work/second.log" 2>&1
+second=$?
+[[ $second -ne 0 && $second -ne 124 ]] && grep -q 'another daemonlet is serving' "$work/second.log" && ok ||
+    fail "a second agent: exit $second, $(cat "$work/second.log")"
+test -S "$state/daemonlet.sock" && ok || fail "the second agent removed the first one's socket"
+runs_version roll v1 >/dev/null && ok || fail "the second agent disturbed the pods"
+
 # 1. OnDelete: the old pod keeps running until `delete pod`, then the new revision starts.
 od_pid=$(pid_of od)
 write_ds ondelete.yaml od "$(slow_loop v2)" "$tolerate" "updateStrategy: {type: OnDelete}"
