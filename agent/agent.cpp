@@ -72,6 +72,13 @@ Agent::~Agent() {
 
 Status Agent::init() {
     if (auto s = make_dirs(config_.state_dir, 0700); !s.ok()) return s;
+    // First: a second agent on the same stateDir must stop before it touches
+    // the store or the containers. Requests are served once the loop runs.
+    start_control();
+    if (auto s = control_->start(); !s.ok()) {
+        if (s.error().code == "busy") return s.error();
+        log(Level::Err, s.error().message + "; delete and rollout undo will not reach this agent");
+    }
 
     store::OpenReport report;
     const std::string db = config_.state_dir + "/daemonlet.db";
@@ -144,6 +151,7 @@ void Agent::update_status() {
     notifier_status_ = std::to_string(desired_.size()) + " DaemonSets, " + std::to_string(running) + "/" +
                        std::to_string(pods_.size()) + " pods running";
     if (notifier_) notifier_->status(notifier_status_);
+    after_reconcile();
 }
 
 void Agent::on_signal(uv_signal_t* h, int signum) {
@@ -195,6 +203,7 @@ void Agent::shutdown() {
     stopping_ = true;
     if (notifier_) notifier_->stopping();
     if (watch_) watch_->close();
+    if (control_) control_->close();  // removes the socket: clients see the agent is not running
     for (auto*& h : signals_) close_and_free(h);
     signals_.clear();
     close_and_free(reconcile_timer_);

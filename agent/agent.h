@@ -23,7 +23,9 @@
 #include "core/model.h"
 #include "core/pod.h"
 #include "core/reconcile.h"
+#include "core/rollout_status.h"
 #include "platform/dir_watch.h"
+#include "platform/line_server.h"
 #include "platform/notify.h"
 #include "platform/runtime.h"
 #include "store/store.h"
@@ -58,6 +60,8 @@ class Agent {
         std::string source;  // the file it came from
         std::string hash;
         std::int64_t revision = 0;
+        std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
+        bool rolled_back = false;  // a rollback's template is in force, not the file's
     };
     struct LiveContainer {
         std::string id;  // runtime id while it has one
@@ -83,6 +87,24 @@ class Agent {
     void rescan_manifests();
     void rebuild_desired();
     Status record_revision(Desired& d);
+
+    // rollback.cpp: rollout undo over a manifest file's template
+    void apply_rollback(Desired& d);
+    Result<std::string> undo(const std::string& ns, const std::string& name, std::int64_t to_revision);
+
+    // events.cpp: events for describe, recorded in the store
+    void record_event(const std::string& ns, const std::string& daemonset, const char* type,
+                      const char* reason, const std::string& message);
+    void record_pod_removed(const PodRecord& pod, const std::string& reason);
+    void record_backoff(const PodRecord& pod, const std::string& container);
+    void record_placement(const Desired& d, const Decision& decision);
+
+    // control.cpp: the control socket (delete, rollout undo and status)
+    void start_control();
+    void on_control(platform::LineJsonServer::ClientId client, const Json& req);
+    void on_control_gone(platform::LineJsonServer::ClientId client);
+    void after_reconcile();
+    RolloutStatus rollout_status_of(const Desired& d, const Decision& decision) const;
 
     // pods.cpp: the reconcile loop and the pods' lifecycle
     void schedule_reconcile();
@@ -119,6 +141,16 @@ class Agent {
     std::set<std::string> reported_conflicts_;
     std::map<std::string, LivePod> pods_;                               // by uid
     std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
+
+    std::unique_ptr<platform::LineJsonServer> control_;
+    std::map<std::string, std::vector<platform::LineJsonServer::ClientId>> delete_waiters_;  // by pod uid
+    struct StatusWatcher {
+        std::string key;  // "namespace/name"
+        std::string last_message;
+    };
+    std::map<platform::LineJsonServer::ClientId, StatusWatcher> watchers_;
+    std::map<std::string, std::string> placement_noted_;  // DaemonSet key -> the decision last recorded
+    std::map<std::string, std::string> rolled_out_;       // DaemonSet key -> the hash whose rollout completed
 };
 
 }  // namespace daemonlet::agent

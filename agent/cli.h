@@ -21,6 +21,9 @@ int cmd_version(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_get(const std::vector<std::string>& args);
 int cmd_logs(const std::vector<std::string>& args);
+int cmd_describe(const std::vector<std::string>& args);
+int cmd_delete(const std::vector<std::string>& args);
+int cmd_rollout(const std::vector<std::string>& args);
 
 // Reads and validates the agent's configuration file; the node name
 // defaults to the host name (cmd_run.cpp).

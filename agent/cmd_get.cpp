@@ -6,9 +6,8 @@
 #include <map>
 
 #include "agent/cli.h"
-#include "core/decision.h"
-#include "core/decode.h"
-#include "core/local_node.h"
+#include "agent/cli_flags.h"
+#include "agent/operator_view.h"
 #include "platform/system_info.h"
 #include "store/store.h"
 
@@ -22,21 +21,7 @@ const char* const kHelp =
     "AVAILABLE NODE SELECTOR AGE) or pods (NAMESPACE NAME READY STATUS RESTARTS AGE).\n"
     "-o json prints an apps/v1 DaemonSetList or a v1 PodList.\n"
     "\n"
-    "  -n, --namespace NS    only this namespace (default: default)\n"
-    "  -A, --all-namespaces  every namespace\n"
-    "  -o, --output json     Kubernetes-shaped JSON\n"
-    "  --config FILE         the agent's configuration (default /etc/daemonlet/config.yaml)\n";
-
-// kubectl's duration.ShortHumanDuration.
-std::string age(std::int64_t since_ms, std::int64_t now_ms) {
-    std::int64_t s = (now_ms - since_ms) / 1000;
-    if (s < 0) return "<invalid>";
-    if (s < 60) return std::to_string(s) + "s";
-    if (s < 3600) return std::to_string(s / 60) + "m";
-    if (s < 86400) return std::to_string(s / 3600) + "h";
-    if (s < 365 * 86400) return std::to_string(s / 86400) + "d";
-    return std::to_string(s / (365 * 86400)) + "y";
-}
+    "  -o, --output json     Kubernetes-shaped JSON\n";
 
 std::string rfc3339(std::int64_t ms) {
     if (ms <= 0) return {};
@@ -46,23 +31,6 @@ std::string rfc3339(std::int64_t ms) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
-}
-
-void print_table(const std::vector<std::vector<std::string>>& rows) {
-    std::vector<std::size_t> w;
-    for (const auto& r : rows)
-        for (std::size_t i = 0; i < r.size(); ++i) {
-            if (w.size() <= i) w.push_back(0);
-            w[i] = std::max(w[i], r[i].size());
-        }
-    for (const auto& r : rows) {
-        std::string line;
-        for (std::size_t i = 0; i < r.size(); ++i) {
-            line += r[i];
-            if (i + 1 < r.size()) line += std::string(w[i] - r[i].size() + 3, ' ');
-        }
-        std::printf("%s\n", line.c_str());
-    }
 }
 
 bool pod_ready(const PodRecord& p) {
@@ -136,6 +104,7 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
 int cmd_get(const std::vector<std::string>& args) {
     if (wants_help(args) || args.empty()) {
         std::fputs(kHelp, args.empty() ? stderr : stdout);
+        std::fputs(kOperatorFlagsHelp, args.empty() ? stderr : stdout);
         return args.empty() ? kExitUsage : kExitOk;
     }
     std::string what = args[0];
@@ -147,15 +116,10 @@ int cmd_get(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet get: unknown resource \"%s\" (ds or pods)\n", what.c_str());
         return kExitUsage;
     }
-    std::string config_path = "/etc/daemonlet/config.yaml", ns = "default", output;
-    bool all = false;
+    OperatorFlags flags;
+    std::string output;
     for (std::size_t i = 1; i < args.size(); ++i) {
-        if (args[i] == "-A" || args[i] == "--all-namespaces") {
-            all = true;
-            continue;
-        }
-        if (flag_value(args, i, "--config", config_path) || flag_value(args, i, "-n", ns) ||
-            flag_value(args, i, "--namespace", ns) || flag_value(args, i, "-o", output) ||
+        if (flags.consume(args, i) || flag_value(args, i, "-o", output) ||
             flag_value(args, i, "--output", output))
             continue;
         std::fprintf(stderr, "daemonlet get: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
@@ -165,9 +129,11 @@ int cmd_get(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet get: unsupported output \"%s\" (json)\n", output.c_str());
         return kExitUsage;
     }
-    auto cfg = load_config(config_path);
+    const bool all = flags.all_namespaces;
+    const std::string& ns = flags.ns;
+    auto cfg = load_operator_config(flags);
     if (!cfg.ok()) {
-        std::fprintf(stderr, "%s\n", cfg.error().message.c_str());
+        std::fprintf(stderr, "daemonlet get: %s\n", cfg.error().message.c_str());
         return kExitUsage;
     }
     const std::string db = cfg.value().state_dir + "/daemonlet.db";
@@ -182,7 +148,7 @@ int cmd_get(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet get: %s\n", pods.error().message.c_str());
         return 1;
     }
-    auto in_scope = [&](const std::string& n) { return all || n == ns; };
+    auto in_scope = [&](const std::string& n) { return flags.in_scope(n); };
     const std::int64_t now = platform::wall_clock_ms();
     const std::string node_name = cfg.value().node_name;
 
@@ -211,64 +177,50 @@ int cmd_get(const std::vector<std::string>& args) {
             }
             rows.push_back({p.namespace_, p.name,
                             std::to_string(ready) + "/" + std::to_string(p.containers.size()), pod_status(p),
-                            std::to_string(restarts), age(p.created_at_ms, now)});
+                            std::to_string(restarts), short_age(p.created_at_ms, now)});
         }
         if (rows.size() == 1) {
             std::fprintf(stderr, "No resources found%s.\n", all ? "" : (" in " + ns + " namespace").c_str());
             return kExitOk;
         }
-        print_table(rows);
+        print_columns(rows, "", 3);
         return kExitOk;
     }
 
     auto sets = store.list_daemonsets();
-    auto stored_node = store.get_node();
-    if (!sets.ok() || !stored_node.ok()) {
-        std::fprintf(stderr, "daemonlet get: %s\n",
-                     (!sets.ok() ? sets.error() : stored_node.error()).message.c_str());
+    if (!sets.ok()) {
+        std::fprintf(stderr, "daemonlet get: %s\n", sets.error().message.c_str());
         return 1;
-    }
-    Node node;
-    if (stored_node.value()) {
-        node.metadata.name = node_name;
-        node.metadata.labels = stored_node.value()->labels;
-        node.taints = stored_node.value()->taints;
-        node.unschedulable = stored_node.value()->unschedulable;
     }
     Json items = Json::array();
     std::vector<std::vector<std::string>> rows{{"NAMESPACE", "NAME", "DESIRED", "CURRENT", "READY",
                                                 "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"}};
     for (const auto& s : sets.value()) {
         if (!in_scope(s.namespace_)) continue;
-        DaemonSet ds;
-        Json obj = Json::parse(s.object_json, nullptr, false);
-        if (obj.is_discarded() || !decode_daemonset(obj, ds).empty()) continue;
-        Decision d = node_should_run_daemon_pod(node, ds);
-        int current = 0, ready = 0, updated = 0;
-        for (const auto& p : pods.value()) {
-            if (p.namespace_ != s.namespace_ || p.daemonset != s.name || p.deleting) continue;
-            ++current;
-            ready += pod_ready(p) ? 1 : 0;
-            updated += p.revision_hash == s.template_hash ? 1 : 0;
-        }
-        int desired = d.should_run ? 1 : 0;
+        // The counts are the DaemonSet controller's for this one node (core/rollout_status.h).
+        auto view = view_daemonset(store, cfg.value(), s.namespace_, s.name, now);
+        if (!view.ok() || !view.value()) continue;
+        const DaemonSetView& v = *view.value();
+        const DaemonSetNodeStatus& counts = v.status;
         std::string selector;
-        for (const auto& [k, v] : ds.spec.template_.spec.node_selector)
-            selector += (selector.empty() ? "" : ",") + k + "=" + v;
+        for (const auto& [k, val] : v.ds.spec.template_.spec.node_selector)
+            selector += (selector.empty() ? "" : ",") + k + "=" + val;
         auto revs = store.list_revisions(s.namespace_, s.name);
         std::int64_t created = s.updated_at_ms;
         if (revs.ok())
             for (const auto& r : revs.value()) created = std::min(created, r.created_at_ms);
-        rows.push_back({s.namespace_, s.name, std::to_string(desired), std::to_string(current),
-                        std::to_string(ready), std::to_string(updated), std::to_string(ready),
-                        selector.empty() ? "<none>" : selector, age(created, now)});
-        obj["status"] = {{"currentNumberScheduled", current > 0 && desired ? 1 : 0},
-                         {"numberMisscheduled", current > 0 && !desired ? 1 : 0},
-                         {"desiredNumberScheduled", desired},
-                         {"numberReady", ready},
-                         {"updatedNumberScheduled", updated},
-                         {"numberAvailable", ready},
-                         {"numberUnavailable", std::max(0, desired - ready)},
+        rows.push_back({s.namespace_, s.name, std::to_string(counts.desired), std::to_string(counts.current),
+                        std::to_string(counts.ready), std::to_string(counts.updated),
+                        std::to_string(counts.available), selector.empty() ? "<none>" : selector,
+                        short_age(created, now)});
+        Json obj = v.ds.object;
+        obj["status"] = {{"currentNumberScheduled", counts.current},
+                         {"numberMisscheduled", counts.misscheduled},
+                         {"desiredNumberScheduled", counts.desired},
+                         {"numberReady", counts.ready},
+                         {"updatedNumberScheduled", counts.updated},
+                         {"numberAvailable", counts.available},
+                         {"numberUnavailable", std::max(0, counts.desired - counts.available)},
                          {"observedGeneration", s.generation}};
         items.push_back(obj);
     }
@@ -284,7 +236,7 @@ int cmd_get(const std::vector<std::string>& args) {
         std::fprintf(stderr, "No resources found%s.\n", all ? "" : (" in " + ns + " namespace").c_str());
         return kExitOk;
     }
-    print_table(rows);
+    print_columns(rows, "", 3);
     return kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "agent/cli.h"
+#include "agent/cli_flags.h"
 
 namespace daemonlet::agent {
 namespace {
@@ -21,9 +22,7 @@ const char* const kHelp =
     "Prints a container's output (stdout and stderr, oldest rotated file first).\n"
     "\n"
     "  -c, --container NAME  which container, when the pod has several\n"
-    "  -n, --namespace NS    the pod's namespace (default: default)\n"
-    "  -f, --follow          keep printing new output until interrupted\n"
-    "  --config FILE         the agent's configuration (default /etc/daemonlet/config.yaml)\n";
+    "  -f, --follow          keep printing new output until interrupted\n";
 
 // "<time> <stream> <P|F> <text>": the text, and whether the line ends here.
 void print_record(const std::string& line) {
@@ -60,17 +59,18 @@ std::uint64_t print_from(const std::string& path, std::uint64_t offset) {
 int cmd_logs(const std::vector<std::string>& args) {
     if (wants_help(args)) {
         std::fputs(kHelp, stdout);
+        std::fputs(kOperatorFlagsHelp, stdout);
         return kExitOk;
     }
-    std::string config_path = "/etc/daemonlet/config.yaml", ns = "default", container, pod;
+    OperatorFlags flags;
+    std::string container, pod;
     bool follow = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "-f" || args[i] == "--follow") {
             follow = true;
             continue;
         }
-        if (flag_value(args, i, "--config", config_path) || flag_value(args, i, "-n", ns) ||
-            flag_value(args, i, "--namespace", ns) || flag_value(args, i, "-c", container) ||
+        if (flags.consume(args, i) || flag_value(args, i, "-c", container) ||
             flag_value(args, i, "--container", container))
             continue;
         if (pod.empty() && !args[i].empty() && args[i][0] != '-') {
@@ -84,21 +84,27 @@ int cmd_logs(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet logs: which pod?\n\n%s", kHelp);
         return kExitUsage;
     }
-    auto cfg = load_config(config_path);
+    const std::string& ns = flags.ns;
+    auto cfg = load_operator_config(flags);
     if (!cfg.ok()) {
-        std::fprintf(stderr, "%s\n", cfg.error().message.c_str());
+        std::fprintf(stderr, "daemonlet logs: %s\n", cfg.error().message.c_str());
         return kExitUsage;
     }
-    // The pod's log directory: <ns>_<pod>_<uid>; the newest if a name was reused.
+    // The pod's log directory: <ns>_<pod>_<uid> (neither names nor uids
+    // hold '_'); the newest if a name was reused. With -A, the pod's name in
+    // any namespace.
     namespace fs = std::filesystem;
     const fs::path root = cfg.value().state_dir + "/runtime/logs";
-    const std::string prefix = ns + "_" + pod + "_";
     fs::path dir;
     std::error_code ec;
     fs::file_time_type newest{};
     for (const auto& e : fs::directory_iterator(root, ec)) {
         const std::string name = e.path().filename().string();
-        if (name.rfind(prefix, 0) != 0 || name.find('_', prefix.size()) != std::string::npos) continue;
+        const std::size_t a = name.find('_');
+        const std::size_t b = a == std::string::npos ? a : name.find('_', a + 1);
+        if (b == std::string::npos || name.find('_', b + 1) != std::string::npos) continue;
+        if (name.compare(a + 1, b - a - 1, pod) != 0 || b - a - 1 != pod.size()) continue;
+        if (!flags.in_scope(name.substr(0, a))) continue;
         auto t = fs::last_write_time(e.path(), ec);
         if (dir.empty() || t > newest) {
             dir = e.path();
@@ -106,8 +112,11 @@ int cmd_logs(const std::vector<std::string>& args) {
         }
     }
     if (dir.empty()) {
-        std::fprintf(stderr, "daemonlet logs: pods \"%s\" not found in namespace \"%s\"\n", pod.c_str(),
-                     ns.c_str());
+        if (flags.all_namespaces)
+            std::fprintf(stderr, "daemonlet logs: pods \"%s\" not found\n", pod.c_str());
+        else
+            std::fprintf(stderr, "daemonlet logs: pods \"%s\" not found in namespace \"%s\"\n", pod.c_str(),
+                         ns.c_str());
         return 1;
     }
     std::vector<std::string> containers;

@@ -6,6 +6,7 @@
 
 #include "agent/agent.h"
 #include "agent/cli.h"
+#include "agent/cli_flags.h"
 #include "core/config.h"
 #include "platform/file.h"
 #include "platform/log.h"
@@ -22,7 +23,8 @@ const char* const kHelp =
     "SIGHUP reloads the configuration; SIGTERM and SIGINT stop the agent and\n"
     "leave the pods running for the next agent to adopt.\n"
     "\n"
-    "  --config FILE      the configuration (default /etc/daemonlet/config.yaml)\n"
+    "  --config FILE      the configuration (default: $DAEMONLET_CONFIG, then\n"
+    "                     /etc/daemonlet/config.yaml)\n"
     "  --log-level LEVEL  error, warning, notice, info (default) or debug\n";
 
 }  // namespace
@@ -50,7 +52,7 @@ int cmd_run(const std::vector<std::string>& args) {
         std::fputs(kHelp, stdout);
         return kExitOk;
     }
-    std::string config_path = "/etc/daemonlet/config.yaml";
+    std::string config_path;
     std::string level = "info";
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (flag_value(args, i, "--config", config_path) || flag_value(args, i, "--log-level", level))
@@ -71,6 +73,12 @@ int cmd_run(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet run: unknown log level \"%s\"\n", level.c_str());
         return kExitUsage;
     }
+    auto found = find_config(config_path);
+    if (!found.ok()) {
+        platform::log(Level::Err, "not starting: " + found.error().message);
+        return kExitUsage;
+    }
+    config_path = found.value();
     auto cfg = load_config(config_path);
     if (!cfg.ok()) {
         platform::log(Level::Err, "invalid configuration, not starting:\n" + cfg.error().message);

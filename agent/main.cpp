@@ -15,7 +15,10 @@ const char* const kUsage =
     "Commands:\n"
     "  run        Run the agent (the systemd service's command)\n"
     "  get        List this node's DaemonSets or pods (ds, pods)\n"
+    "  describe   Show a DaemonSet: this node's decision and why, revisions, events\n"
     "  logs       Print a container's output\n"
+    "  delete     Delete a pod (its DaemonSet replaces it; OnDelete's update)\n"
+    "  rollout    history, undo and status of a DaemonSet's rollout\n"
     "  eval       Decide whether a node should run a DaemonSet's pod\n"
     "  validate   Check manifest files as the Kubernetes API server would\n"
     "  version    Print the version and the libraries in use\n"
@@ -40,6 +43,9 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(args);
     if (cmd == "get") return cmd_get(args);
     if (cmd == "logs") return cmd_logs(args);
+    if (cmd == "describe") return cmd_describe(args);
+    if (cmd == "delete") return cmd_delete(args);
+    if (cmd == "rollout") return cmd_rollout(args);
     if (cmd == "eval") return cmd_eval(args);
     if (cmd == "validate") return cmd_validate(args);
     if (cmd == "version" || cmd == "--version") return cmd_version(args);

@@ -253,6 +253,7 @@ void Agent::create_pod(const PodToCreate& c) {
         "pod " + c.namespace_ + "/" + p.rec.name + " created for DaemonSet " + c.daemonset + " revision " +
             std::to_string(c.revision),
         {{"DAEMONLET_POD", c.namespace_ + "/" + p.rec.name}});
+    record_event(c.namespace_, c.daemonset, "Normal", "SuccessfulCreate", "Created pod: " + p.rec.name);
     pods_.emplace(uid, std::move(p));
     for (std::size_t i = 0; i < pods_[uid].containers.size(); ++i) start_container(uid, i);
     refresh_readiness(pods_[uid]);
@@ -413,6 +414,7 @@ void Agent::on_container_exit(const std::string& id) {
         cs.state = ContainerState::Waiting;
         cs.reason = "CrashLoopBackOff";
         cs.message = "back-off " + std::to_string(delay / 1000) + "s restarting failed container=" + cs.name;
+        record_backoff(p.rec, cs.name);
     }
     schedule_restart(uid, index, delay);
     refresh_readiness(p);
@@ -428,6 +430,7 @@ void Agent::remove_pod(const std::string& uid, const std::string& reason) {
     log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " stopping: " + reason,
         {{"DAEMONLET_POD", p.rec.namespace_ + "/" + p.rec.name}});
     p.rec.deleting = true;
+    record_pod_removed(p.rec, reason);
     for (std::size_t i = 0; i < p.containers.size(); ++i) {
         auto& lc = p.containers[i];
         close_restart_timer(lc.restart_timer);

@@ -111,6 +111,7 @@ void Agent::rebuild_desired() {
         return;
     }
     for (auto& [key, d] : next) {
+        apply_rollback(d);  // a rollout undo's template, while the file is unchanged
         auto prev = desired_.find(key);
         if (prev != desired_.end() && prev->second.hash == d.hash) d.revision = prev->second.revision;
         if (auto s = record_revision(d); !s.ok()) log(Level::Err, "store: " + s.error().message);
@@ -156,6 +157,27 @@ Status Agent::record_revision(Desired& d) {
     for (const auto& r : revs.value()) {
         max_rev = std::max(max_rev, r.revision);
         if (r.hash == d.hash) found = std::max(found, r.revision);
+    }
+    if (found != 0 && found < max_rev) {
+        // Back to an older template (an undo, or a file edited back): as
+        // upstream's constructHistory, its revision is renumbered to max+1
+        // and the pods running it follow.
+        for (const auto& r : revs.value()) {
+            if (r.hash != d.hash) continue;
+            RevisionRecord bumped = r;
+            bumped.revision = max_rev + 1;
+            if (auto w = store_->put_revision(bumped); !w.ok()) return w.error();
+        }
+        for (auto& [uid, p] : pods_)
+            if (p.rec.namespace_ == md.namespace_ && p.rec.daemonset == md.name &&
+                p.rec.revision_hash == d.hash) {
+                p.rec.revision = max_rev + 1;
+                save_pod(p);
+            }
+        log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +
+                             std::to_string(found) + " (" + d.hash + ") is revision " +
+                             std::to_string(max_rev + 1) + " now");
+        found = max_rev + 1;
     }
     if (found != 0) {
         d.revision = found;

@@ -82,6 +82,26 @@ Result<std::vector<RevisionRecord>> SqliteStore::list_revisions(const std::strin
     }
 }
 
+Result<bool> SqliteStore::put_rollback(const StoredRollback& rb) {
+    Row row{{rb.namespace_, rb.name}, {rb.file_hash, rb.revision_hash, rb.template_json}, {rb.created_at_ms}};
+    return put_row("put_rollback", s_.rb_compare, s_.rb_upsert, row);
+}
+
+Result<std::optional<StoredRollback>> SqliteStore::get_rollback(const std::string& ns,
+                                                                const std::string& name) {
+    sqlite::Query q(s_.rb_get);
+    q.bind(1, ns).bind(2, name);
+    auto found = q.step();
+    if (!found) return fail("get_rollback", found.error());
+    if (!found.value()) return std::optional<StoredRollback>();
+    StoredRollback rb{ns, name, q.text(0), q.text(1), q.text(2), q.int64(3)};
+    return std::optional<StoredRollback>(std::move(rb));
+}
+
+Result<bool> SqliteStore::delete_rollback(const std::string& ns, const std::string& name) {
+    return change("delete_rollback", s_.rb_delete, {ns, name});
+}
+
 // Upstream's cleanupHistory (pkg/controller/daemon/update.go): the revisions
 // in use (the current one and those pods still run) are never deleted and do
 // not count; of the others, the oldest are deleted until `keep` remain

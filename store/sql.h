@@ -87,6 +87,22 @@ CREATE TABLE meta (
     value TEXT NOT NULL
 );
 )sql"},
+    {2, R"sql(
+-- A rollback (daemonlet rollout undo) of a DaemonSet whose spec comes from a
+-- manifest file: the template in force instead of the file's, as long as the
+-- file's DaemonSet is the one it was made against (file_hash, the FNV-1a of
+-- that object's JSON). Goes with its DaemonSet.
+CREATE TABLE rollbacks (
+    namespace     TEXT NOT NULL,
+    name          TEXT NOT NULL,
+    file_hash     TEXT NOT NULL,
+    revision_hash TEXT NOT NULL,
+    template_json TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (namespace, name),
+    FOREIGN KEY (namespace, name) REFERENCES daemonsets (namespace, name) ON DELETE CASCADE
+);
+)sql"},
 };
 
 inline constexpr std::span<const Migration> migrations() { return kMigrations; }
@@ -185,6 +201,19 @@ inline constexpr const char* kEventTrimAll =
 inline constexpr const char* kEventList =
     "SELECT id, namespace, object, type, reason, message, time_ms FROM events"
     " WHERE (?1 = '' OR namespace = ?1) AND (?2 = '' OR object = ?2) ORDER BY id DESC LIMIT ?3";
+
+inline constexpr const char* kRollbackCompare =
+    "SELECT file_hash, revision_hash, template_json FROM rollbacks WHERE namespace = ?1 AND name = ?2";
+inline constexpr const char* kRollbackUpsert =
+    "INSERT INTO rollbacks (namespace, name, file_hash, revision_hash, template_json, created_at_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+    " ON CONFLICT (namespace, name) DO UPDATE SET file_hash = excluded.file_hash,"
+    " revision_hash = excluded.revision_hash, template_json = excluded.template_json,"
+    " created_at_ms = excluded.created_at_ms";
+inline constexpr const char* kRollbackGet =
+    "SELECT file_hash, revision_hash, template_json, created_at_ms FROM rollbacks"
+    " WHERE namespace = ?1 AND name = ?2";
+inline constexpr const char* kRollbackDelete = "DELETE FROM rollbacks WHERE namespace = ?1 AND name = ?2";
 
 inline constexpr const char* kMetaCompare = "SELECT value FROM meta WHERE key = ?1";
 inline constexpr const char* kMetaUpsert =

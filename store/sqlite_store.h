@@ -25,6 +25,7 @@ struct Statements {
     sqlite::Statement begin, commit, rollback, savepoint, release, rollback_to, release_after_rollback;
     sqlite::Statement ds_compare, ds_upsert, ds_get, ds_list, ds_delete;
     sqlite::Statement rev_compare, rev_upsert, rev_list, rev_delete;
+    sqlite::Statement rb_compare, rb_upsert, rb_get, rb_delete;
     sqlite::Statement pod_compare, pod_upsert, pod_list, pod_delete;
     sqlite::Statement node_compare, node_upsert;
     sqlite::Statement event_insert, event_trim_object, event_trim_all, event_list;
@@ -51,6 +52,11 @@ class SqliteStore final : public Store {
     Result<std::vector<RevisionRecord>> list_revisions(const std::string& ns, const std::string& ds) override;
     Result<int> prune_revisions(const std::string& ns, const std::string& ds, int keep,
                                 const std::vector<std::int64_t>& in_use) override;
+
+    Result<bool> put_rollback(const StoredRollback& rb) override;
+    Result<std::optional<StoredRollback>> get_rollback(const std::string& ns,
+                                                       const std::string& name) override;
+    Result<bool> delete_rollback(const std::string& ns, const std::string& name) override;
 
     Result<bool> put_pod(const PodRecord& pod) override;
     Result<bool> delete_pod(const std::string& uid) override;

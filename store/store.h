@@ -54,6 +54,17 @@ struct EventRecord {
     std::int64_t time_ms = 0;
 };
 
+// A rollback in force over a manifest file's template (rollout undo).
+struct StoredRollback {
+    std::string namespace_;
+    std::string name;
+    std::string file_hash;      // the file's DaemonSet it was made against
+    std::string revision_hash;  // the restored template's hash
+    std::string template_json;  // the restored template
+    std::int64_t created_at_ms = 0;
+    bool operator==(const StoredRollback&) const = default;
+};
+
 struct OpenReport {
     bool created = false;    // no database existed
     bool recovered = false;  // a bad database was moved aside
@@ -91,6 +102,12 @@ class Store {
     // Deletes the oldest revisions beyond `keep`, never one in `in_use`.
     virtual Result<int> prune_revisions(const std::string& ns, const std::string& ds, int keep,
                                         const std::vector<std::int64_t>& in_use) = 0;
+
+    // At most one per DaemonSet, which must be stored; deleted with it.
+    virtual Result<bool> put_rollback(const StoredRollback& rb) = 0;
+    virtual Result<std::optional<StoredRollback>> get_rollback(const std::string& ns,
+                                                               const std::string& name) = 0;
+    virtual Result<bool> delete_rollback(const std::string& ns, const std::string& name) = 0;
 
     virtual Result<bool> put_pod(const PodRecord& pod) = 0;
     virtual Result<bool> delete_pod(const std::string& uid) = 0;

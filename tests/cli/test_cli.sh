@@ -92,5 +92,37 @@ check "validate malformed YAML" 1 dl validate "$tmp/broken.yaml" && expect "line
 check "validate a missing file" 1 dl validate "$tmp/missing.yaml" && expect "names it" err 'missing.yaml: No such file'
 check "validate unknown option" 2 dl validate --frob && expect "names it" err 'unknown option "--frob"'
 
+# The operator commands: argument errors are caught before any agent or
+# store is needed (kubectl's messages where kubectl has one).
+for c in describe delete rollout get logs run; do
+    check "$c --help" 0 dl "$c" --help && expect "$c --help shows usage" out '^Usage: daemonlet'
+done
+for c in describe delete rollout get logs; do
+    check "$c --help lists the shared flags" 0 dl "$c" --help && expect "$c: -A" out 'all-namespaces' &&
+        expect "$c: \$DAEMONLET_CONFIG" out 'DAEMONLET_CONFIG'
+done
+check "delete without a pod" 2 dl delete && expect "asks which" err 'which pod'
+check "delete ds is refused" 2 dl delete ds agent && expect "DaemonSets come from files" err 'come from the manifest files'
+check "delete an unknown kind" 2 dl delete deployment x && expect "names it" err 'unknown resource "deployment"'
+check "delete by name across namespaces" 2 dl delete pod x -A &&
+    expect "kubectl's message" err '^error: a resource cannot be retrieved by name across all namespaces$'
+check "delete --wait with a bad value" 2 dl delete pod x --wait=maybe && expect "names the flag" err '--wait: invalid boolean "maybe"'
+check "delete --timeout with a bad value" 2 dl delete pod x --timeout=soon && expect "names the flag" err '--timeout: invalid duration'
+check "delete -n without a value" 2 dl delete pod x -n && expect "unexpected" err 'unexpected argument "-n"'
+check "rollout without a subcommand" 2 dl rollout && expect "usage" err 'Usage: daemonlet rollout'
+check "rollout with an unknown subcommand" 2 dl rollout restart ds/x && expect "names it" err 'unknown subcommand "restart"'
+check "rollout undo without a DaemonSet" 2 dl rollout undo && expect "asks which" err 'which DaemonSet'
+check "rollout undo of another kind" 2 dl rollout undo deployment/x && expect "names the kind" err 'resource type "deployment"'
+check "rollout undo ds/ without a name" 2 dl rollout undo ds/ && expect "says a name is needed" err 'a name is needed'
+check "rollout undo --to-revision not a number" 2 dl rollout undo ds/x --to-revision=two &&
+    expect "names the flag" err '--to-revision: invalid number "two"'
+check "rollout status --watch with a bad value" 2 dl rollout status ds/x --watch=perhaps && expect "names the flag" err '--watch: invalid boolean'
+check "rollout history --to-revision is undo's" 2 dl rollout history ds/x --to-revision=1 && expect "unexpected" err 'unexpected argument'
+check "describe another kind" 2 dl describe deployment x && expect "names the kind" err 'resource type "deployment"'
+dl_config_env() { DAEMONLET_CONFIG="$1" dl "${@:2}"; }
+check "a missing \$DAEMONLET_CONFIG is named" 2 dl_config_env "$tmp/nope.yaml" get pods &&
+    expect "names the file and where it came from" err 'nope.yaml: No such file or directory \(from \$DAEMONLET_CONFIG\)'
+check "a missing --config is named" 2 dl rollout history ds/x --config "$tmp/nope.yaml" && expect "names the file" err 'nope.yaml: No such file'
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

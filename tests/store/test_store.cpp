@@ -107,6 +107,35 @@ TEST(StoreRoundTrip, UndoRenumbersTheRestoredTemplate) {
     STRCMP_EQUAL("hash-1", MUST(s->list_revisions("kube-system", "agent")).back().hash.c_str());
 }
 
+TEST(StoreRoundTrip, ARollbackComesBackAsStoredAndWritesOnlyOnChange) {
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+    CHECK_FALSE(MUST(s->get_rollback("kube-system", "agent")).has_value());
+    store::StoredRollback rb{"kube-system", "agent", "file-1", "hash-1", R"({"spec":{}})", 1000};
+    CHECK_TRUE(MUST(s->put_rollback(rb)));
+    CHECK(MUST(s->get_rollback("kube-system", "agent")) == rb);
+    rb.created_at_ms = 2000;  // a new time alone is not a change
+    CHECK_FALSE(MUST(s->put_rollback(rb)));
+    rb.revision_hash = "hash-2";
+    CHECK_TRUE(MUST(s->put_rollback(rb)));
+    STRCMP_EQUAL("hash-2", MUST(s->get_rollback("kube-system", "agent"))->revision_hash.c_str());
+    CHECK_TRUE(MUST(s->delete_rollback("kube-system", "agent")));
+    CHECK_FALSE(MUST(s->delete_rollback("kube-system", "agent")));
+    CHECK_FALSE(MUST(s->get_rollback("kube-system", "agent")).has_value());
+}
+
+TEST(StoreRoundTrip, ARollbackGoesWithItsDaemonSetAndNeedsIt) {
+    auto orphan = s->put_rollback({"kube-system", "missing", "f", "h", "{}", 1});
+    CHECK_FALSE(orphan.ok());
+    CHECK(orphan.error().message.find("FOREIGN KEY") != std::string::npos);
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+    CHECK_TRUE(MUST(s->put_rollback({"kube-system", "agent", "f", "h", "{}", 1})));
+    // The file that defines the DaemonSet changing keeps the row (upsert, no cascade).
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent", 2))));
+    CHECK_TRUE(MUST(s->get_rollback("kube-system", "agent")).has_value());
+    CHECK_TRUE(MUST(s->delete_daemonset("kube-system", "agent")));
+    CHECK_FALSE(MUST(s->get_rollback("kube-system", "agent")).has_value());
+}
+
 TEST(StoreRoundTrip, ARevisionNeedsItsDaemonSet) {
     auto r = s->put_revision(sample_revision("missing", 1));
     CHECK_FALSE(r.ok());

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "store/sql.h"
 #include "store/store.h"
 #include "tests/store/store_fixture.h"
 
@@ -105,12 +106,36 @@ TEST(StoreOpen, MigratesFromUserVersionZero) {
     CHECK_FALSE(report.created);
     CHECK_FALSE(report.recovered);
     RawDb raw(path);
-    LONGS_EQUAL(1, raw.scalar("PRAGMA user_version"));
+    LONGS_EQUAL(2, raw.scalar("PRAGMA user_version"));
     STRCMP_EQUAL("wal", raw.rows("PRAGMA journal_mode").c_str());
-    STRCMP_EQUAL("daemonsets\nevents\nmeta\nnode\npods\nrevisions\nscratch",
+    STRCMP_EQUAL("daemonsets\nevents\nmeta\nnode\npods\nrevisions\nrollbacks\nscratch",
                  raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").c_str());
     LONGS_EQUAL(1, raw.scalar("SELECT x FROM scratch"));
     CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+}
+
+TEST(StoreOpen, MigratesAVersionOneDatabaseKeepingItsRows) {
+    // A database written by the previous daemonlet: schema 1 only, with a
+    // DaemonSet in it. Migration 2 adds the rollbacks table and keeps the rows.
+    {
+        RawDb raw(path);
+        STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[0].sql).c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 1").c_str());
+        STRCMP_EQUAL(
+            "", raw.exec("INSERT INTO daemonsets VALUES ('ns', 'agent', 'file:/x.yaml', 1, '{}', 'h1', 5)")
+                    .c_str());
+    }
+    store::OpenReport report;
+    auto s = MUST(store::Store::open(path, kNow, &report));
+    CHECK_FALSE(report.recovered);
+    {
+        RawDb raw(path);
+        LONGS_EQUAL(2, raw.scalar("PRAGMA user_version"));
+        LONGS_EQUAL(1, raw.scalar("SELECT count(*) FROM daemonsets"));
+    }
+    store::StoredRollback rb{"ns", "agent", "f1", "h0", "{}", 7};
+    CHECK_TRUE(MUST(s->put_rollback(rb)));
+    CHECK(MUST(s->get_rollback("ns", "agent")) == rb);
 }
 
 TEST(StoreOpen, ADatabaseFromTheFutureIsRefusedAndLeftAlone) {

@@ -1,0 +1,70 @@
+// What the operator commands share: reaching the running agent, and reading
+// a DaemonSet's state from the store read-only when it is not running (or
+// for what needs no agent: describe, rollout history).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/decision.h"
+#include "core/model.h"
+#include "core/pod.h"
+#include "core/rollout_status.h"
+#include "platform/line_server.h"
+#include "store/store.h"
+
+namespace daemonlet::agent {
+
+std::string control_socket_path(const AgentConfig& cfg);
+
+// Connected to the agent, or an error whose message starts "the agent is
+// not running (no <path>)" (code "not_running") when nothing serves the socket.
+Result<std::unique_ptr<platform::LineJsonClient>> connect_agent(const AgentConfig& cfg);
+
+// One request, one response, within timeout_ms.
+Result<Json> ask_agent(platform::LineJsonClient& client, const Json& request, std::int64_t timeout_ms);
+
+// The store of a stopped or running agent, read-only.
+Result<std::unique_ptr<store::Store>> open_store_readonly(const AgentConfig& cfg);
+
+// A DaemonSet as the store has it, with this node's decision and status.
+struct DaemonSetView {
+    store::StoredDaemonSet row;
+    DaemonSet ds;
+    Node node;
+    Decision decision;
+    std::vector<PodRecord> pods;  // this DaemonSet's, oldest first
+    DaemonSetNodeStatus status;
+    std::optional<store::StoredRollback> rollback;
+};
+// Empty when the store has no such DaemonSet. Availability is judged on the
+// wall clock (the container's start and minReadySeconds): the agent's
+// monotonic readiness times are not stored.
+Result<std::optional<DaemonSetView>> view_daemonset(store::Store& store, const AgentConfig& cfg,
+                                                    const std::string& ns, const std::string& name,
+                                                    std::int64_t now_ms);
+
+// kubectl's duration.ShortHumanDuration of now - since.
+std::string short_age(std::int64_t since_ms, std::int64_t now_ms);
+
+// Columns aligned as kubectl's tabwriter aligns them: each line starts with
+// indent, columns are separated by `padding` spaces beyond the widest cell.
+void print_columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent,
+                   std::size_t padding);
+
+// A pod template as kubectl prints one (describe, rollout history
+// --revision): labels, containers with image, command, args, env.
+std::string describe_pod_template(const Json& tmpl, const std::string& indent);
+
+// ds, daemonset, daemonsets, daemonset.apps, daemonsets.apps.
+bool is_daemonset_kind(const std::string& kind);
+
+// "daemonset.apps/NAME", "ds/NAME", "daemonsets/NAME" or "ds NAME" at args[i]:
+// the name, advancing i past what it used; empty with *error set otherwise.
+std::string daemonset_name_arg(const std::vector<std::string>& args, std::size_t& i, std::string* error);
+
+}  // namespace daemonlet::agent
