@@ -45,6 +45,7 @@ struct PodRecord {
     PodPhase phase = PodPhase::Pending;
     std::int64_t created_at_ms = 0;  // wall clock
     bool deleting = false;           // a stop has been requested; the record goes when it is done
+    std::vector<ContainerStatus> init_containers;  // spec.initContainers, in order
     std::vector<ContainerStatus> containers;
 };
 
@@ -60,5 +61,17 @@ struct RevisionRecord {
 
 const char* to_string(ContainerState s);
 const char* to_string(PodPhase p);
+
+// kubectl get pods' STATUS and RESTARTS columns (kubectl
+// pkg/cmd/get printers: printPod, Kubernetes 1.25 to 1.30): "Terminating";
+// while initializing, the first unfinished init container gives
+// Init:<Reason>, Init:ExitCode:N or Init:N/M, and RESTARTS counts init
+// containers; after that, a waiting or terminated app container's reason, or
+// the phase.
+struct PodColumns {
+    std::string status;
+    std::int32_t restarts = 0;
+};
+PodColumns pod_columns(const PodRecord& p);
 
 }  // namespace daemonlet
