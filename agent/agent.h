@@ -51,7 +51,9 @@ void close_restart_timer(uv_timer_t*& t);
 // its period timer and the run in flight.
 struct LiveProbe {
     ProbeWorker worker;
-    uv_timer_t* timer = nullptr;  // every periodSeconds; freed in its close callback
+    platform::ProbeAction action;  // resolved when the container started
+    std::string action_error;      // why it could not be resolved (a named port the container lacks)
+    uv_timer_t* timer = nullptr;   // every periodSeconds; freed in its close callback
     std::optional<platform::Prober::Id> running;
     bool failing = false;  // the last outcome was a failure (log once per transition)
 };

@@ -51,11 +51,27 @@ void Agent::start_probes(const std::string& uid, std::size_t index) {
         {ProbeKind::Startup, &spec->startup_probe},
         {ProbeKind::Readiness, &spec->readiness_probe},
         {ProbeKind::Liveness, &spec->liveness_probe}};
+    const auto env = container_env(p, *spec);
     for (const auto& [kind, probe] : kinds) {
         if (!*probe) continue;
         LiveProbe lp;
         lp.worker = make_probe_worker(kind, **probe);
         probe_container_started(lp.worker);
+        // Resolved once per container instance, as kubelet's worker keeps
+        // its pod spec: an old pod goes on probing what it runs while a new
+        // template is rolled out.
+        auto action =
+            platform::resolve_probe_action((*probe)->handler, *spec, env, (*probe)->timeout_seconds);
+        if (action) {
+            lp.action = std::move(action).value();
+        } else {
+            lp.action_error = action.error().message;
+            const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
+            log(Level::Err,
+                "pod " + pod_name + " container " + spec->name + ": " + to_string(kind) +
+                    " probe cannot run: " + lp.action_error,
+                {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", spec->name}});
+        }
         lc.probes.push_back(std::move(lp));
     }
     for (std::size_t k = 0; k < lc.probes.size(); ++k) {
@@ -89,8 +105,18 @@ void Agent::stop_probes(LiveContainer& lc) {
 void Agent::ensure_probes() {
     for (auto& [uid, p] : pods_) {
         if (p.rec.deleting) continue;
-        for (std::size_t i = 0; i < p.containers.size(); ++i)
-            if (!p.containers[i].id.empty() && !p.containers[i].probes_started) start_probes(uid, i);
+        bool started = false;
+        for (std::size_t i = 0; i < p.containers.size(); ++i) {
+            if (p.containers[i].id.empty() || p.containers[i].probes_started) continue;
+            start_probes(uid, i);
+            started = true;
+        }
+        // Readiness starts over with the probes (an adopted container is
+        // not ready until its readiness probe passes again): store it.
+        if (started) {
+            refresh_readiness(p);
+            save_pod(p);
+        }
     }
 }
 
@@ -108,15 +134,14 @@ void Agent::on_probe_tick(const std::string& uid, std::size_t index, std::size_t
                                worker_of(lc.probes, ProbeKind::Readiness))
             .started;
     if (!probe_due(lp.worker, started, lc.started_mono_ms, platform::monotonic_ms())) return;
-    const Container* spec = container_spec(p, index);
-    if (!spec) return;
-    auto action = platform::resolve_probe_action(lp.worker.spec.handler, *spec, container_env(p, *spec),
-                                                 lp.worker.spec.timeout_seconds);
-    if (!action) {
-        on_probe_result(uid, index, probe, {ProbeOutcome::Failure, action.error().message});
+    if (!lp.action_error.empty()) {
+        // A named port the container does not declare: kubelet's prober
+        // errs on every run (probe.Unknown) and the worker throws the
+        // result away, so readiness stays false and liveness never kills.
+        on_probe_result(uid, index, probe, {ProbeOutcome::Unknown, lp.action_error});
         return;
     }
-    auto id = prober_->run(action.value(), [this, uid, index, probe](platform::ProbeResult r) {
+    auto id = prober_->run(lp.action, [this, uid, index, probe](platform::ProbeResult r) {
         auto it = pods_.find(uid);
         if (it == pods_.end() || probe >= it->second.containers[index].probes.size()) return;
         it->second.containers[index].probes[probe].running.reset();

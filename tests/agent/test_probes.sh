@@ -36,6 +36,18 @@ wait_for "ready: 1/1 once the probe passes" 10 pod_shows ready ' 1/1 +Running '
 [[ $(grep -c 'ready-.* container main: Readiness probe failed' "$work/agent.log") -eq 1 ]] && ok ||
     fail "the readiness failure was logged more than once per transition"
 "$dl" get pods -n it -o json --config "$cfg" | grep -q '"ready": true' && ok || fail "-o json: ready is not true"
+# kill -9 and a new agent: the container is adopted (same process) and its
+# probes run again, so it is ready again without a restart.
+ready_pid=$(pid_of ready)
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+rm -f "$work/ready-marker"
+start_agent
+wait_for "the new agent adopts the ready pod" 10 grep -q 'adopted 1 running containers' "$work/agent.log"
+wait_for "after the agent restart, readiness starts over (newWorker: Failure)" 10 pod_shows ready ' 0/1 +Running +0 '
+touch "$work/ready-marker"
+wait_for "ready again once the adopted container's probe passes" 10 pod_shows ready ' 1/1 +Running +0 '
+[[ $(pid_of ready) == "$ready_pid" ]] && ok || fail "the agent restart restarted the probed container"
 rm -f "$work/ready-marker"
 wait_for "ready: back to 0/1 when the probe fails (failureThreshold 3)" 15 pod_shows ready ' 0/1 +Running '
 rm -f "$man/ready.yaml"
