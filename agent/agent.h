@@ -133,10 +133,12 @@ class Agent {
     bool advance_pod(const std::string& uid);
     const Desired* desired_for(const PodRecord& rec) const;
     const Container* container_spec(const LivePod& pod, std::size_t index) const;
+    static const Container* find_container(const PodSpec& spec, const LivePod& pod, std::size_t index);
     std::vector<std::pair<std::string, std::string>> container_env(const LivePod& pod,
                                                                    const Container& spec) const;
 
     // probes.cpp: kubelet's prober for running containers
+    const Container* probed_spec(const LivePod& pod, std::size_t index);
     void start_probes(const std::string& uid, std::size_t index);
     void stop_probes(LiveContainer& lc);
     void ensure_probes();
@@ -153,6 +155,7 @@ class Agent {
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
     std::unique_ptr<platform::Prober> prober_;
+    std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;

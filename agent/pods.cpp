@@ -63,7 +63,11 @@ const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
 const Container* Agent::container_spec(const LivePod& p, std::size_t index) const {
     const Desired* d = desired_for(p.rec);
     if (!d || d->hash != p.rec.revision_hash) return nullptr;
-    const PodSpec& spec = d->ds.spec.template_.spec;
+    return find_container(d->ds.spec.template_.spec, p, index);
+}
+
+// The container of `spec` that is the pod's container `index` (by name).
+const Container* Agent::find_container(const PodSpec& spec, const LivePod& p, std::size_t index) {
     const bool init = p.is_init(index);
     const std::string& name = init ? p.rec.init_containers[index].name
                                    : p.rec.containers[index - p.rec.init_containers.size()].name;

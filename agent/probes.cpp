@@ -6,6 +6,7 @@
 // or startup failure stops the container, and the exit path restarts it with
 // restart_count + 1 and crash-loop back-off, as kubelet.
 #include "agent/agent.h"
+#include "core/decode.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -34,13 +35,45 @@ const ProbeWorker* worker_of(const std::vector<LiveProbe>& probes, ProbeKind kin
 
 }  // namespace
 
+// The container as its pod runs it: the current template, or for a pod of an
+// older revision (a rollout in progress, OnDelete, an agent restart in
+// between), that revision's template from the store's history, as kubelet
+// probes each pod by its own spec.
+const Container* Agent::probed_spec(const LivePod& p, std::size_t index) {
+    if (const Container* c = container_spec(p, index)) return c;
+    const Desired* d = desired_for(p.rec);
+    if (!d) return nullptr;
+    const std::string key = p.rec.namespace_ + "/" + p.rec.daemonset + "/" + p.rec.revision_hash;
+    auto it = old_revisions_.find(key);
+    if (it == old_revisions_.end()) {
+        auto revs = store_->list_revisions(p.rec.namespace_, p.rec.daemonset);
+        if (!revs) return nullptr;
+        for (const auto& rev : revs.value()) {
+            if (rev.hash != p.rec.revision_hash) continue;
+            Json obj = d->ds.object;
+            Json tmpl = Json::parse(rev.template_json, nullptr, false);
+            if (tmpl.is_discarded() || !tmpl.is_object()) return nullptr;
+            obj["spec"]["template"] = std::move(tmpl);
+            DaemonSet old;
+            if (!decode_daemonset(obj, old).empty()) return nullptr;
+            // Bounded: revisions are pruned to revisionHistoryLimit, and this
+            // cache starts over rather than grow.
+            if (old_revisions_.size() >= 32) old_revisions_.clear();
+            it = old_revisions_.emplace(key, std::move(old)).first;
+            break;
+        }
+        if (it == old_revisions_.end()) return nullptr;
+    }
+    return find_container(it->second.spec.template_.spec, p, index);
+}
+
 void Agent::start_probes(const std::string& uid, std::size_t index) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || stopping_) return;
     LivePod& p = pit->second;
     LiveContainer& lc = p.containers[index];
     if (lc.probes_started || lc.id.empty()) return;
-    const Container* spec = container_spec(p, index);
+    const Container* spec = probed_spec(p, index);
     if (!spec) return;  // the template is not known yet: ensure_probes comes back
     stop_probes(lc);
     lc.probes_started = true;

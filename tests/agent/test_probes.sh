@@ -109,6 +109,28 @@ wait_for "the old pod stops once the new one is ready" 15 bash -c "! '$dl' get p
 wait_for "surge v2 ready" 10 pod_shows surge ' 1/1 +Running '
 rm -f "$man/surge.yaml"
 
+# 4b. A pod of an older revision (OnDelete keeps it) is probed by its own
+#     template, also after an agent restart: the template comes from the
+#     revision history (kubelet probes each pod by its own spec).
+touch "$work/od-ready"
+write_manifest ondelete.yaml ondelete "          readinessProbe:
+            exec: {command: [test, -f, $work/od-ready]}
+            periodSeconds: 1" "updateStrategy: {type: OnDelete}"
+wait_for "ondelete v1 ready" 10 pod_shows ondelete ' 1/1 +Running '
+write_manifest ondelete.yaml ondelete "          readinessProbe:
+            exec: {command: [test, -f, $work/od-never]}
+            periodSeconds: 1" "updateStrategy: {type: OnDelete}"
+wait_for "ondelete revision 2 recorded" 10 grep -q 'DaemonSet it/ondelete: revision 2' "$work/agent.log"
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+rm -f "$work/od-ready"
+start_agent
+wait_for "the old-revision pod is probed again after the restart" 10 pod_shows ondelete ' 0/1 +Running '
+touch "$work/od-ready"
+wait_for "by its own template's probe" 10 pod_shows ondelete ' 1/1 +Running '
+rm -f "$man/ondelete.yaml"
+wait_for "ondelete stops" 10 no_pod it ondelete
+
 # 5. Init containers run in order, each to completion, before the main
 #    container; the pod shows Init:N/M meanwhile.
 init_yaml="initContainers:
