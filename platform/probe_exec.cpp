@@ -35,6 +35,12 @@ struct ExecOp : Prober::Op {
         kill_group();
         maybe_done();  // a spawn failure or a finished process: close now
     }
+    void stop_reading() {
+        if (eof) return;
+        uv_read_stop(reinterpret_cast<uv_stream_t*>(&out));
+        eof = true;
+        maybe_done();
+    }
     void maybe_done() {
         if (!exited || !eof || done) return;
         done = true;
@@ -117,6 +123,7 @@ Result<Prober::Id> Prober::run_exec(Id id, const ProbeAction& a, Callback cb) {
         o->exited = true;
         o->exit_status = status;
         o->term_signal = sig;
+        if (o->timed_out) o->stop_reading();
         o->maybe_done();
     };
     op->proc.data = op;
@@ -143,6 +150,13 @@ Result<Prober::Id> Prober::run_exec(Id id, const ProbeAction& a, Callback cb) {
         &op->timer,
         [](uv_timer_t* t) {
             auto* o = static_cast<ExecOp*>(t->data);
+            if (o->exited) {
+                // It exited in time, but something outside its process
+                // group (a daemon it started in its own session) holds the
+                // pipe: the timeout ends the wait for more output.
+                o->stop_reading();
+                return;
+            }
             o->timed_out = true;
             o->kill_group();
         },

@@ -179,6 +179,26 @@ TEST(Prober, ExecOutputIsBoundedAndATimeoutKillsTheProcessGroup) {
     CHECK(slow.outcome == ProbeOutcome::Failure);
 }
 
+TEST(Prober, ExecEndsAtTheTimeoutWhenADaemonKeepsItsOutputOpen) {
+    // The daemon is in its own session, out of reach of the group kill (the
+    // fifo says when it is); the probe's exit status decides, and the wait
+    // for more output ends at the timeout rather than when the daemon exits.
+    char tmpl[] = "/tmp/daemonlet-probe-XXXXXX";
+    const std::string dir = ::mkdtemp(tmpl);
+    const std::string fifo = dir + "/up";
+    const std::string script = "mkfifo " + fifo + "; setsid sh -c 'echo > " + fifo +
+                               "; exec sleep 5' & read x < " + fifo + "; echo started; exit 0";
+    auto start = std::chrono::steady_clock::now();
+    platform::ProbeResult r = run(exec_action({"/bin/sh", "-c", script}, 300), "daemon");
+    auto took = std::chrono::steady_clock::now() - start;
+    CHECK_TEXT(r.outcome == ProbeOutcome::Success, r.output.c_str());
+    STRCMP_EQUAL("started\n", r.output.c_str());
+    CHECK(took >= std::chrono::milliseconds(300));
+    CHECK(took < std::chrono::seconds(3));
+    ::unlink(fifo.c_str());
+    ::rmdir(dir.c_str());
+}
+
 TEST(Prober, CancelNeverCallsBackAndKillsTheProcess) {
     char tmpl[] = "/tmp/daemonlet-probe-XXXXXX";
     const std::string dir = ::mkdtemp(tmpl);
