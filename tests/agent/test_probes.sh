@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # Probes and init containers end to end: the real daemonlet and
-# daemonlet-shim, probes run by the agent against real processes, driven
-# through files. Every wait is a predicate polled until a deadline. (httpGet
-# and tcpSocket against real sockets are covered by
-# tests/platform/test_prober.cpp; a clean Debian has no tiny HTTP server to
-# run as a container here.)
+# daemonlet-shim, probes run by the agent against real processes and a real
+# HTTP server (tests/agent/http_serve.cpp, run as a container), driven
+# through files. Every wait is a predicate polled until a deadline.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -51,6 +49,26 @@ wait_for "ready again once the adopted container's probe passes" 10 pod_shows re
 rm -f "$work/ready-marker"
 wait_for "ready: back to 0/1 when the probe fails (failureThreshold 3)" 15 pod_shows ready ' 0/1 +Running '
 rm -f "$man/ready.yaml"
+
+# 1b. httpGet readiness and tcpSocket liveness against the container's own
+#     server, through its named port (probe.ResolveContainerPort; DoHTTPProbe:
+#     503 fails, 200 passes).
+http_serve=${HTTP_SERVE:?}
+http_port=$("$http_serve" --free-port)
+write_manifest http.yaml http "          ports: [{name: web, containerPort: $http_port}]
+          readinessProbe:
+            httpGet: {path: /healthz, port: web}
+            periodSeconds: 1
+          livenessProbe:
+            tcpSocket: {port: web}
+            periodSeconds: 1" "" "" "exec $http_serve $http_port $work/http-ready"
+server_up() { bash -c "exec 3<>/dev/tcp/127.0.0.1/$http_port"; }
+wait_for "http: the container's server is up" 10 server_up
+pod_shows http ' 0/1 +Running ' >/dev/null && ok || fail "http: ready while the server answers 503"
+touch "$work/http-ready"
+wait_for "http: ready once the server answers 200" 10 pod_shows http ' 1/1 +Running +0 '
+rm -f "$man/http.yaml"
+wait_for "http stops" 10 no_pod it http
 
 # 2. Liveness: a failing liveness probe restarts the container: RESTARTS
 #    grows and the process changes (kuberuntime: "failed liveness probe,
