@@ -172,6 +172,16 @@ wait_for "initfail: Init:CrashLoopBackOff" 15 pod_shows initfail ' 0/1 +Init:Cra
 pgrep -f "it-marker-$$-initfail" >/dev/null && fail "initfail: the main container ran" || ok
 rm -f "$man/initfail.yaml"
 
+# 6b. Sidecar init containers (restartPolicy: Always) are not run yet: the
+#     pod says why instead of blocking silently.
+write_manifest sidecar.yaml sidecar "" "" "initContainers:
+        - {name: proxy, image: none, restartPolicy: Always, command: [/bin/sh, -c, 'sleep 60']}"
+wait_for "sidecar: Init:CreateContainerConfigError" 10 pod_shows sidecar ' 0/1 +Init:CreateContainerConfigError '
+grep -q 'sidecar-.*: initContainers\[0\] proxy: sidecar init containers (restartPolicy: Always) are not supported' "$work/agent.log" && ok ||
+    fail "sidecar: the reason is not logged"
+[[ $(grep -c 'sidecar init containers' "$work/agent.log") -eq 1 ]] && ok || fail "sidecar: the reason is logged more than once"
+rm -f "$man/sidecar.yaml"
+
 # 7. SIGTERM: probes and their timers are closed; the agent exits cleanly
 #    (uv_loop_close succeeded: no "handles still open" warning).
 kill -TERM "$agent"
