@@ -128,6 +128,7 @@ std::string encode_containers(const std::vector<ContainerStatus>& containers,
     for (const ContainerStatus& c : init_containers) {
         Json e = encode_container(c);
         e["init"] = true;
+        if (c.sidecar) e["sidecar"] = true;
         j.push_back(std::move(e));
     }
     for (const ContainerStatus& c : containers) j.push_back(encode_container(c));
@@ -147,7 +148,8 @@ Result<std::vector<ContainerStatus>> decode_containers(std::string_view text,
             !read(e, "state", state) || !read(e, "reason", c.reason) || !read(e, "message", c.message) ||
             !read(e, "restartCount", c.restart_count) || !read(e, "exitCode", c.exit_code) ||
             !read(e, "startedAtMs", c.started_at_ms) || !read(e, "finishedAtMs", c.finished_at_ms) ||
-            !read(e, "ready", c.ready) || !read(e, "started", c.started) || !read(e, "init", init))
+            !read(e, "ready", c.ready) || !read(e, "started", c.started) || !read(e, "init", init) ||
+            !read(e, "sidecar", c.sidecar))
             return corrupt("containers_json", "malformed container status " + dump(e));
         auto s = decode_state(state);
         if (!s) return s.error();

@@ -19,6 +19,8 @@ ContainerStatus c(ContainerState s, const char* reason = "", std::int32_t exit_c
     ContainerStatus cs;
     cs.name = "c";
     cs.state = s;
+    cs.ready = s == ContainerState::Running;
+    cs.started = s == ContainerState::Running;
     cs.reason = reason;
     cs.exit_code = exit_code;
     cs.restart_count = restarts;
@@ -28,6 +30,14 @@ constexpr auto W = ContainerState::Waiting;
 constexpr auto Ru = ContainerState::Running;
 constexpr auto T = ContainerState::Terminated;
 
+ContainerStatus sidecar(ContainerState s, bool started, bool ready, std::int32_t restarts = 0) {
+    ContainerStatus cs = c(s, "", 0, restarts);
+    cs.sidecar = true;
+    cs.started = started;
+    cs.ready = ready;
+    return cs;
+}
+
 struct Row {
     const char* name;
     std::vector<ContainerStatus> init, app;
@@ -35,6 +45,7 @@ struct Row {
     bool deleting;
     const char* status;
     std::int32_t restarts;
+    const char* ready = nullptr;  // "R/T", when the row pins it
 };
 
 const Row kRows[] = {
@@ -103,6 +114,38 @@ const Row kRows[] = {
      "Running",
      1},
     {"printPod: deletion shows Terminating", {}, {c(Ru)}, PodPhase::Running, true, "Terminating", 0},
+    {"printPod: a started sidecar counts as done; the next init container gives Init:1/2",
+     {sidecar(Ru, true, true), c(Ru)},
+     {c(W, "PodInitializing")},
+     PodPhase::Pending,
+     false,
+     "Init:1/2",
+     0,
+     "1/2"},
+    {"printPod: a sidecar not started yet holds initialization at Init:0/1",
+     {sidecar(Ru, false, false)},
+     {c(W, "PodInitializing")},
+     PodPhase::Pending,
+     false,
+     "Init:0/1",
+     0,
+     "0/2"},
+    {"printPod: after initialization READY and RESTARTS count sidecars with app containers",
+     {sidecar(Ru, true, true, 2)},
+     {c(Ru, "", 0, 1)},
+     PodPhase::Running,
+     false,
+     "Running",
+     3,
+     "2/2"},
+    {"printPod: an unready sidecar is not counted ready",
+     {sidecar(Ru, true, false)},
+     {c(Ru)},
+     PodPhase::Running,
+     false,
+     "Running",
+     0,
+     "1/2"},
 };
 
 }  // namespace
@@ -119,5 +162,9 @@ TEST(PodColumns, StatusAndRestartsAsKubectlPrintsThem) {
         PodColumns got = pod_columns(p);
         STRCMP_EQUAL_TEXT(row.status, got.status.c_str(), row.name);
         LONGS_EQUAL_TEXT(row.restarts, got.restarts, row.name);
+        if (row.ready) {
+            const std::string ready = std::to_string(got.ready) + "/" + std::to_string(got.total);
+            STRCMP_EQUAL_TEXT(row.ready, ready.c_str(), row.name);
+        }
     }
 }

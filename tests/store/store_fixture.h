@@ -197,9 +197,9 @@ inline std::string pod_difference(const PodRecord& a, const PodRecord& b) {
     if (scalar(a) != scalar(b)) return "pod " + a.uid + ": a scalar field differs";
     auto differ = [](const ContainerStatus& x, const ContainerStatus& y) {
         return std::tie(x.name, x.runtime_id, x.state, x.reason, x.message, x.restart_count, x.exit_code,
-                        x.started_at_ms, x.finished_at_ms, x.ready, x.started) !=
+                        x.started_at_ms, x.finished_at_ms, x.ready, x.started, x.sidecar) !=
                std::tie(y.name, y.runtime_id, y.state, y.reason, y.message, y.restart_count, y.exit_code,
-                        y.started_at_ms, y.finished_at_ms, y.ready, y.started);
+                        y.started_at_ms, y.finished_at_ms, y.ready, y.started, y.sidecar);
     };
     for (std::size_t i = 0; i < a.containers.size(); ++i)
         if (differ(a.containers[i], b.containers[i]))

@@ -144,8 +144,9 @@ TEST(StoreRoundTrip, InitContainersComeBackApartFromAppContainers) {
     init.ready = true;
     init.restart_count = 2;
     pod.init_containers = {init, init};
-    pod.init_containers[1].name = "migrate";
+    pod.init_containers[1].name = "proxy";
     pod.init_containers[1].state = ContainerState::Running;
+    pod.init_containers[1].sidecar = true;
     CHECK_TRUE(MUST(s->put_pod(pod)));
     auto pods = MUST(s->list_pods());
     LONGS_EQUAL(1, pods.size());
