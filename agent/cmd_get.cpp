@@ -65,10 +65,13 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
     }
 }
 
+// The Ready condition: every app container and every sidecar ready.
 bool pod_ready(const PodRecord& p) {
     if (p.containers.empty() || p.deleting) return false;
-    return std::all_of(p.containers.begin(), p.containers.end(),
-                       [](const ContainerStatus& c) { return c.ready; });
+    auto ready = [](const ContainerStatus& c) { return c.ready; };
+    return std::all_of(p.containers.begin(), p.containers.end(), ready) &&
+           std::all_of(p.init_containers.begin(), p.init_containers.end(),
+                       [](const ContainerStatus& c) { return !c.sidecar || c.ready; });
 }
 
 Json pod_json(const PodRecord& p, const std::string& node, const std::string& runtime) {
@@ -198,11 +201,9 @@ int cmd_get(const std::vector<std::string>& args) {
         std::vector<std::vector<std::string>> rows{
             {"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}};
         for (const auto& p : list) {
-            int ready = 0;
-            for (const auto& c : p.containers) ready += c.ready ? 1 : 0;
             const PodColumns cols = pod_columns(p);
             rows.push_back({p.namespace_, p.name,
-                            std::to_string(ready) + "/" + std::to_string(p.containers.size()), cols.status,
+                            std::to_string(cols.ready) + "/" + std::to_string(cols.total), cols.status,
                             std::to_string(cols.restarts), age(p.created_at_ms, now)});
         }
         if (rows.size() == 1) {

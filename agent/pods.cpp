@@ -169,14 +169,31 @@ bool Agent::advance_pod(const std::string& uid) {
     LivePod& p = pit->second;
     auto idle = [&](std::size_t i) { return p.containers[i].id.empty() && !p.containers[i].restart_timer; };
     const std::size_t n_init = p.rec.init_containers.size();
+    // Initialized once the app containers have started: init containers
+    // are not run again, and a sidecar's restart no longer holds anything.
+    bool initialized = false;
+    for (const auto& c : p.rec.containers) initialized = initialized || c.started_at_ms > 0;
+    bool changed = false;
     for (std::size_t i = 0; i < n_init; ++i) {
         const ContainerStatus& cs = p.status(i);
-        if (cs.state == ContainerState::Terminated && cs.exit_code == 0) continue;
-        if (!idle(i)) return false;
-        start_container(uid, i);
-        return true;
+        if (!cs.sidecar) {
+            if (initialized || (cs.state == ContainerState::Terminated && cs.exit_code == 0)) continue;
+            if (!idle(i)) return changed;
+            start_container(uid, i);
+            return true;
+        }
+        // A sidecar (restartPolicy: Always): started, and its startup probe
+        // passed, before the next init container (kuberuntime
+        // computeInitContainerActions); it then runs beside the app
+        // containers.
+        if (idle(i)) {
+            start_container(uid, i);
+            changed = true;
+            refresh_readiness(p);
+        }
+        if (initialized || (cs.state == ContainerState::Running && cs.started)) continue;
+        return changed;
     }
-    bool changed = false;
     for (std::size_t i = n_init; i < p.containers.size(); ++i) {
         if (idle(i) && p.status(i).state != ContainerState::Terminated) {
             start_container(uid, i);
@@ -205,15 +222,10 @@ void Agent::start_waiting_containers() {
 // say (core/probe.h); the pod is ready when every app container is, which
 // starts the minReadySeconds clock (monotonic) for availability.
 void Agent::refresh_readiness(LivePod& p) {
-    const std::size_t n_init = p.rec.init_containers.size();
-    for (std::size_t i = 0; i < n_init; ++i) {
-        ContainerStatus& c = p.rec.init_containers[i];
-        c.ready = c.state == ContainerState::Terminated && c.exit_code == 0;
-        c.started = c.state == ContainerState::Running;
-    }
-    bool all_running = !p.rec.containers.empty() && !p.rec.deleting;
-    bool all_ready = all_running;
-    for (std::size_t i = n_init; i < p.containers.size(); ++i) {
+    // started and ready as the probes say; until its probes are set up (the
+    // template not known yet after a restart of the agent), a container is
+    // not taken as ready.
+    auto probe_status = [&](std::size_t i) {
         ContainerStatus& c = p.status(i);
         const LiveContainer& lc = p.containers[i];
         const bool running = c.state == ContainerState::Running && !p.rec.deleting;
@@ -224,12 +236,28 @@ void Agent::refresh_readiness(LivePod& p) {
             if (lp.worker.kind == ProbeKind::Readiness) readiness = &lp.worker;
         }
         ContainerProbeStatus st = probe_container_status(running, startup, readiness);
-        // Until its probes are set up (the template not known yet after a
-        // restart of the agent), a container is not taken as ready.
         c.started = st.started && lc.probes_started;
         c.ready = st.ready && lc.probes_started;
-        all_running = all_running && c.state == ContainerState::Running;
-        all_ready = all_ready && c.ready;
+    };
+    const std::size_t n_init = p.rec.init_containers.size();
+    bool all_running = !p.rec.containers.empty() && !p.rec.deleting;
+    bool all_ready = all_running;
+    for (std::size_t i = 0; i < n_init; ++i) {
+        ContainerStatus& c = p.rec.init_containers[i];
+        if (c.sidecar) {
+            // Sidecars count for the pod's readiness (1.29+
+            // GenerateContainersReadyCondition).
+            probe_status(i);
+            all_ready = all_ready && c.ready;
+            continue;
+        }
+        c.ready = c.state == ContainerState::Terminated && c.exit_code == 0;
+        c.started = c.state == ContainerState::Running;
+    }
+    for (std::size_t i = n_init; i < p.containers.size(); ++i) {
+        probe_status(i);
+        all_running = all_running && p.status(i).state == ContainerState::Running;
+        all_ready = all_ready && p.status(i).ready;
     }
     if (all_ready && !p.ready_since_mono_ms) p.ready_since_mono_ms = platform::monotonic_ms();
     if (!all_ready) p.ready_since_mono_ms.reset();
@@ -257,6 +285,7 @@ void Agent::create_pod(const PodToCreate& c) {
         ContainerStatus cs;
         cs.name = spec.name;
         cs.reason = "PodInitializing";
+        cs.sidecar = spec.restart_policy == "Always";
         p.rec.init_containers.push_back(std::move(cs));
         p.containers.emplace_back();
     }
@@ -294,35 +323,6 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     const PodSpec& pod_spec = d->ds.spec.template_.spec;
-    if (p.is_init(index)) {
-        // Sidecars (initContainers[].restartPolicy: Always, 1.28+) keep
-        // running beside the app containers; the exec runtime's agent does
-        // not run them yet, and says so rather than running one as an
-        // ordinary init container that would block the pod for ever.
-        const Json* rp = nullptr;
-        const Json& tmpl = d->ds.object;
-        if (tmpl.contains("spec") && tmpl["spec"].contains("template") &&
-            tmpl["spec"]["template"].contains("spec") &&
-            tmpl["spec"]["template"]["spec"].contains("initContainers")) {
-            const Json& ics = tmpl["spec"]["template"]["spec"]["initContainers"];
-            if (ics.is_array() && index < ics.size() && ics[index].is_object() &&
-                ics[index].contains("restartPolicy"))
-                rp = &ics[index]["restartPolicy"];
-        }
-        if (rp && rp->is_string() && rp->get<std::string>() == "Always") {
-            const std::string msg = "initContainers[" + std::to_string(index) + "] " + cs.name +
-                                    ": sidecar init containers (restartPolicy: Always) are not supported by "
-                                    "daemonlet yet";
-            if (cs.reason != "CreateContainerConfigError")
-                log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + ": " + msg,
-                    {{"DAEMONLET_POD", p.rec.namespace_ + "/" + p.rec.name}});
-            cs.state = ContainerState::Waiting;
-            cs.reason = "CreateContainerConfigError";
-            cs.message = msg;
-            return;
-        }
-    }
-
     platform::ContainerLaunch launch;
     launch.pod_uid = p.rec.uid;
     launch.pod_name = p.rec.name;
@@ -427,7 +427,7 @@ void Agent::on_container_exit(const std::string& id) {
         finish_pod_if_stopped(uid);
         return;
     }
-    if (p.is_init(index) && cs.exit_code == 0) {
+    if (p.is_init(index) && !cs.sidecar && cs.exit_code == 0) {
         // Done: the next init container, or the app containers, start now.
         log(Level::Info, "pod " + pod_name + " init container " + cs.name + " completed",
             {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});

@@ -78,8 +78,8 @@ void Agent::start_probes(const std::string& uid, std::size_t index) {
     stop_probes(lc);
     lc.probes_started = true;
     // Init containers have no probes (validation forbids them), except
-    // sidecars, which are not run.
-    if (p.is_init(index)) return;
+    // sidecars.
+    if (p.is_init(index) && !p.status(index).sidecar) return;
     const std::pair<ProbeKind, const std::optional<Probe>*> kinds[] = {
         {ProbeKind::Startup, &spec->startup_probe},
         {ProbeKind::Readiness, &spec->readiness_probe},

@@ -53,7 +53,7 @@ rm -f "$man/ready.yaml"
 # 1b. httpGet readiness and tcpSocket liveness against the container's own
 #     server, through its named port (probe.ResolveContainerPort; DoHTTPProbe:
 #     503 fails, 200 passes).
-http_serve=${HTTP_SERVE:?}
+http_serve=$(realpath "${HTTP_SERVE:?}")  # the container runs in /
 http_port=$("$http_serve" --free-port)
 write_manifest http.yaml http "          ports: [{name: web, containerPort: $http_port}]
           readinessProbe:
@@ -172,15 +172,34 @@ wait_for "initfail: Init:CrashLoopBackOff" 15 pod_shows initfail ' 0/1 +Init:Cra
 pgrep -f "it-marker-$$-initfail" >/dev/null && fail "initfail: the main container ran" || ok
 rm -f "$man/initfail.yaml"
 
-# 6b. Sidecar init containers (restartPolicy: Always) are not run yet: the
-#     pod says why instead of blocking silently.
+# 6b. Sidecar init containers (restartPolicy: Always, 1.28+): started, and
+#     their startup probe passed, before the next init container; they run
+#     beside the main container, count in READY, and restart on their own.
+sc_loop='echo sidecar >> '"$work"'/sc-order; trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 write_manifest sidecar.yaml sidecar "" "" "initContainers:
-        - {name: proxy, image: none, restartPolicy: Always, command: [/bin/sh, -c, 'sleep 60']}"
-wait_for "sidecar: Init:CreateContainerConfigError" 10 pod_shows sidecar ' 0/1 +Init:CreateContainerConfigError '
-grep -q 'sidecar-.*: initContainers\[0\] proxy: sidecar init containers (restartPolicy: Always) are not supported' "$work/agent.log" && ok ||
-    fail "sidecar: the reason is not logged"
-[[ $(grep -c 'sidecar init containers' "$work/agent.log") -eq 1 ]] && ok || fail "sidecar: the reason is logged more than once"
+        - name: proxy
+          image: none
+          restartPolicy: Always
+          command: [/bin/sh, -c, \"$sc_loop\", it-marker-$$-proxy]
+          startupProbe:
+            exec: {command: [test, -f, $work/sc-started]}
+            periodSeconds: 1
+            failureThreshold: 100
+        - {name: setup, image: none, command: [/bin/sh, -c, 'echo setup >> $work/sc-order']}" \
+    "echo main >> $work/sc-order; $loop"
+wait_for "sidecar: Init:0/2 until its startup probe passes" 10 pod_shows sidecar ' 0/2 +Init:0/2 '
+[[ $(cat "$work/sc-order") == sidecar ]] && ok || fail "sidecar: the next init container ran before the sidecar started"
+touch "$work/sc-started"
+wait_for "sidecar: 2/2 Running with the main container" 10 pod_shows sidecar ' 2/2 +Running +0 '
+[[ $(tr '\n' ' ' <"$work/sc-order") == "sidecar setup main " ]] && ok || fail "sidecar: order was $(tr '\n' ' ' <"$work/sc-order")"
+main_pid=$(pid_of sidecar)
+proxy_pid=$(pid_of proxy)
+[[ -n $proxy_pid ]] && kill -9 "$proxy_pid"
+wait_for "sidecar: a killed sidecar is restarted (RESTARTS counts it)" 15 bash -c "'$dl' get pods -n it --config '$cfg' | grep -E '^it +sidecar-.* 2/2 +Running +1 '"
+[[ $(pid_of sidecar) == "$main_pid" ]] && ok || fail "sidecar: the main container restarted with the sidecar"
+"$dl" get pods -n it -o json --config "$cfg" | grep -q '"name": "proxy"' && ok || fail "-o json: no sidecar status"
 rm -f "$man/sidecar.yaml"
+wait_for "sidecar stops" 10 no_pod it sidecar
 
 # 7. SIGTERM: probes and their timers are closed; the agent exits cleanly
 #    (uv_loop_close succeeded: no "handles still open" warning).
