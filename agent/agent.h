@@ -5,6 +5,9 @@
 //   manifest dir --DirWatch--> rescan (sources.cpp) --> desired DaemonSets, store
 //        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
 //   runtime exit --> container restart with crash-loop backoff
+//   probe timers (probes.cpp) --> started/ready --> availability, rollouts;
+//     liveness/startup failure --> runtime stop --> the exit path above
+//   init containers (and sidecars) before app containers (pods.cpp advance_pod)
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
 #pragma once
 
