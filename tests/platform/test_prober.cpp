@@ -153,7 +153,7 @@ TEST(Prober, HttpSendsProbeHeadersAndKubeletsDefaults) {
 
 TEST(Prober, RedirectsFollowedAtMostTenTimes) {
     run(http_action(server->port(), "/loop"), "loop");
-    // The first request and ten redirects... kubelet stops when via has 10 entries.
+    // RedirectChecker errs when via already holds 10 requests: the first and 9 redirects are sent.
     LONGS_EQUAL(10, server->paths.size());
 }
 
