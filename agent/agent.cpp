@@ -98,6 +98,7 @@ Status Agent::init() {
     if (!rt.ok()) return rt.error();
     runtime_ = std::move(rt).value();
     runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
+    prober_ = std::make_unique<platform::Prober>(&loop_);
 
     notifier_ = std::make_unique<platform::Notifier>(&loop_);
     notifier_->start();
@@ -209,7 +210,11 @@ void Agent::shutdown() {
     close_and_free(reconcile_timer_);
     close_and_free(wake_timer_);
     for (auto& [uid, pod] : pods_)
-        for (auto& c : pod.containers) close_restart_timer(c.restart_timer);
+        for (auto& c : pod.containers) {
+            close_restart_timer(c.restart_timer);
+            stop_probes(c);
+        }
+    if (prober_) prober_->close();
     if (runtime_) runtime_->close();
     if (notifier_) notifier_->close();
 }

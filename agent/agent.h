@@ -5,6 +5,9 @@
 //   manifest dir --DirWatch--> rescan (sources.cpp) --> desired DaemonSets, store
 //        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
 //   runtime exit --> container restart with crash-loop backoff
+//   probe timers (probes.cpp) --> started/ready --> availability, rollouts;
+//     liveness/startup failure --> runtime stop --> the exit path above
+//   init containers (and sidecars) before app containers (pods.cpp advance_pod)
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
 #pragma once
 
@@ -22,18 +25,43 @@
 #include "core/manifest.h"
 #include "core/model.h"
 #include "core/pod.h"
+#include "core/probe.h"
 #include "core/reconcile.h"
 #include "core/rollout_status.h"
 #include "platform/dir_watch.h"
 #include "platform/line_server.h"
 #include "platform/notify.h"
+#include "platform/prober.h"
 #include "platform/runtime.h"
 #include "store/store.h"
 
 namespace daemonlet::agent {
 
+// Closes a timer whose data is a heap-allocated Target (what it fires for),
+// freeing both in the close callback, as libuv requires.
+template <class Target>
+void close_targeted_timer(uv_timer_t*& t) {
+    if (!t) return;
+    uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
+        delete static_cast<Target*>(h->data);
+        delete reinterpret_cast<uv_timer_t*>(h);
+    });
+    t = nullptr;
+}
+
 // Closes a container's restart timer (pods.cpp).
 void close_restart_timer(uv_timer_t*& t);
+
+// One probe of a running container (probes.cpp): kubelet's worker state,
+// its period timer and the run in flight.
+struct LiveProbe {
+    ProbeWorker worker;
+    platform::ProbeAction action;  // resolved when the container started
+    std::string action_error;      // why it could not be resolved (a named port the container lacks)
+    uv_timer_t* timer = nullptr;   // every periodSeconds; freed in its close callback
+    std::optional<platform::Prober::Id> running;
+    bool failing = false;  // the last outcome was a failure (log once per transition)
+};
 
 class Agent {
   public:
@@ -68,12 +96,20 @@ class Agent {
         std::int64_t started_mono_ms = 0;
         BackoffState backoff;
         uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
+        bool probes_started = false;          // probes set up for the current instance (maybe none)
+        std::vector<LiveProbe> probes;
     };
     struct LivePod {
         PodRecord rec;
-        std::vector<LiveContainer> containers;  // parallel to rec.containers
+        // Init containers first, then app containers: index i is status(i).
+        std::vector<LiveContainer> containers;
         std::optional<std::int64_t> ready_since_mono_ms;
         bool deleted_by_user = false;
+
+        bool is_init(std::size_t i) const { return i < rec.init_containers.size(); }
+        ContainerStatus& status(std::size_t i) {
+            return is_init(i) ? rec.init_containers[i] : rec.containers[i - rec.init_containers.size()];
+        }
     };
 
     // agent.cpp: lifecycle
@@ -119,7 +155,21 @@ class Agent {
     void finish_pod_if_stopped(const std::string& uid);
     void save_pod(const LivePod& pod);
     void refresh_readiness(LivePod& pod);
+    bool advance_pod(const std::string& uid);
     const Desired* desired_for(const PodRecord& rec) const;
+    const Container* container_spec(const LivePod& pod, std::size_t index) const;
+    static const Container* find_container(const PodSpec& spec, const LivePod& pod, std::size_t index);
+    std::vector<std::pair<std::string, std::string>> container_env(const LivePod& pod,
+                                                                   const Container& spec) const;
+
+    // probes.cpp: kubelet's prober for running containers
+    const Container* probed_spec(const LivePod& pod, std::size_t index);
+    void start_probes(const std::string& uid, std::size_t index);
+    void stop_probes(LiveContainer& lc);
+    void ensure_probes();
+    void on_probe_tick(const std::string& uid, std::size_t index, std::size_t probe);
+    void on_probe_result(const std::string& uid, std::size_t index, std::size_t probe,
+                         platform::ProbeResult r);
 
     AgentConfig config_;
     std::string config_path_;
@@ -129,6 +179,8 @@ class Agent {
     std::unique_ptr<platform::Runtime> runtime_;
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
+    std::unique_ptr<platform::Prober> prober_;
+    std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;

@@ -33,20 +33,13 @@ std::string rfc3339(std::int64_t ms) {
     return buf;
 }
 
+// The Ready condition: every app container and every sidecar ready.
 bool pod_ready(const PodRecord& p) {
     if (p.containers.empty() || p.deleting) return false;
-    return std::all_of(p.containers.begin(), p.containers.end(),
-                       [](const ContainerStatus& c) { return c.ready; });
-}
-
-// kubectl's STATUS column: the pod's reason, a waiting container's reason, or the phase.
-std::string pod_status(const PodRecord& p) {
-    if (p.deleting) return "Terminating";
-    for (const auto& c : p.containers)
-        if (c.state == ContainerState::Waiting && !c.reason.empty()) return c.reason;
-    for (const auto& c : p.containers)
-        if (c.state == ContainerState::Terminated && !c.reason.empty()) return c.reason;
-    return to_string(p.phase);
+    auto ready = [](const ContainerStatus& c) { return c.ready; };
+    return std::all_of(p.containers.begin(), p.containers.end(), ready) &&
+           std::all_of(p.init_containers.begin(), p.init_containers.end(),
+                       [](const ContainerStatus& c) { return !c.sidecar || c.ready; });
 }
 
 Json pod_json(const PodRecord& p, const std::string& node, const std::string& runtime) {
@@ -64,9 +57,8 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
                                                          {"controller", true},
                                                          {"blockOwnerDeletion", true}}})}};
     pod["spec"] = {{"nodeName", node}};
-    Json statuses = Json::array();
     std::int64_t latest_ready_change = 0;
-    for (const auto& c : p.containers) {
+    auto status_json = [&](const ContainerStatus& c) {
         Json st = Json::object();
         st["name"] = c.name;
         st["ready"] = c.ready;
@@ -88,14 +80,19 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
         }
         st["state"] = state;
         latest_ready_change = std::max(latest_ready_change, c.started_at_ms);
-        statuses.push_back(st);
-    }
+        return st;
+    };
+    Json statuses = Json::array();
+    for (const auto& c : p.containers) statuses.push_back(status_json(c));
+    Json init_statuses = Json::array();
+    for (const auto& c : p.init_containers) init_statuses.push_back(status_json(c));
     bool ready = pod_ready(p);
     pod["status"] = {{"phase", to_string(p.phase)},
                      {"conditions", Json::array({{{"type", "Ready"},
                                                   {"status", ready ? "True" : "False"},
                                                   {"lastTransitionTime", rfc3339(latest_ready_change)}}})},
                      {"containerStatuses", statuses}};
+    if (!p.init_containers.empty()) pod["status"]["initContainerStatuses"] = init_statuses;
     return pod;
 }
 
@@ -170,14 +167,10 @@ int cmd_get(const std::vector<std::string>& args) {
         std::vector<std::vector<std::string>> rows{
             {"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}};
         for (const auto& p : list) {
-            int ready = 0, restarts = 0;
-            for (const auto& c : p.containers) {
-                ready += c.ready ? 1 : 0;
-                restarts += c.restart_count;
-            }
+            const PodColumns cols = pod_columns(p);
             rows.push_back({p.namespace_, p.name,
-                            std::to_string(ready) + "/" + std::to_string(p.containers.size()), pod_status(p),
-                            std::to_string(restarts), short_age(p.created_at_ms, now)});
+                            std::to_string(cols.ready) + "/" + std::to_string(cols.total), cols.status,
+                            std::to_string(cols.restarts), short_age(p.created_at_ms, now)});
         }
         if (rows.size() == 1) {
             std::fprintf(stderr, "No resources found%s.\n", all ? "" : (" in " + ns + " namespace").c_str());

@@ -15,8 +15,9 @@ int cmd_version(const std::vector<std::string>& args) {
         return kExitOk;
     }
     std::printf("daemonlet %s\n", DAEMONLET_VERSION);
-    std::printf("libraries: libuv %s, SQLite %s, libsystemd %s, %s\n", platform::libuv_version().c_str(),
-                store::sqlite_version().c_str(), platform::systemd_version().c_str(),
+    std::printf("libraries: libuv %s, SQLite %s, libsystemd %s, libcurl %s, %s\n",
+                platform::libuv_version().c_str(), store::sqlite_version().c_str(),
+                platform::systemd_version().c_str(), platform::curl_version().c_str(),
                 parser_versions().c_str());
     return kExitOk;
 }

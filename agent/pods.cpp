@@ -59,15 +59,29 @@ constexpr char kLabelRevisionHash[] = "controller-revision-hash";
 constexpr char kLabelRevision[] = "daemonlet.io/revision";
 constexpr char kLabelCreatedAt[] = "daemonlet.io/created-at";
 constexpr char kLabelContainers[] = "daemonlet.io/containers";
+constexpr char kLabelInitContainers[] = "daemonlet.io/init-containers";  // "name" or "name:sidecar"
 
 std::map<std::string, std::string> pod_labels(const PodRecord& rec) {
-    std::string names;
+    std::string names, init;
     for (const auto& c : rec.containers) names += (names.empty() ? "" : ",") + c.name;
+    for (const auto& c : rec.init_containers)
+        init += (init.empty() ? "" : ",") + c.name + (c.sidecar ? ":sidecar" : "");
     return {{kLabelDaemonSet, rec.daemonset},
             {kLabelRevisionHash, rec.revision_hash},
             {kLabelRevision, std::to_string(rec.revision)},
             {kLabelCreatedAt, std::to_string(rec.created_at_ms)},
-            {kLabelContainers, names}};
+            {kLabelContainers, names},
+            {kLabelInitContainers, init}};
+}
+
+std::vector<std::string> split_names(const std::string& s) {
+    std::vector<std::string> out;
+    for (std::size_t pos = 0; pos <= s.size();) {
+        std::size_t comma = std::min(s.find(',', pos), s.size());
+        if (comma > pos) out.push_back(s.substr(pos, comma - pos));
+        pos = comma + 1;
+    }
+    return out;
 }
 
 std::int64_t to_int(const std::string& s) {
@@ -98,44 +112,104 @@ std::optional<PodRecord> rebuild_record(const std::vector<platform::ContainerInf
     rec.created_at_ms = to_int(label(kLabelCreatedAt));
     if (rec.name.empty() || rec.namespace_.empty() || rec.daemonset.empty() || rec.revision_hash.empty())
         return std::nullopt;
-    std::string names = label(kLabelContainers);
-    for (std::size_t pos = 0; pos <= names.size();) {
-        std::size_t comma = std::min(names.find(',', pos), names.size());
+    for (const auto& name : split_names(label(kLabelContainers))) {
         ContainerStatus cs;
-        cs.name = names.substr(pos, comma - pos);
+        cs.name = name;
         cs.reason = "ContainerCreating";
-        if (!cs.name.empty()) rec.containers.push_back(std::move(cs));
-        pos = comma + 1;
+        rec.containers.push_back(std::move(cs));
+    }
+    // The app containers run, so the init containers have all completed;
+    // sidecars run on beside them (or start again if they are gone).
+    for (const auto& entry : split_names(label(kLabelInitContainers))) {
+        ContainerStatus cs;
+        cs.sidecar = entry.size() > 8 && entry.compare(entry.size() - 8, 8, ":sidecar") == 0;
+        cs.name = cs.sidecar ? entry.substr(0, entry.size() - 8) : entry;
+        if (!cs.sidecar) {
+            cs.state = ContainerState::Terminated;
+            cs.reason = "Completed";
+        }
+        rec.init_containers.push_back(std::move(cs));
     }
     for (const auto& info : found) {
         if (info.labels != first.labels) return std::nullopt;
-        auto it = std::find_if(rec.containers.begin(), rec.containers.end(),
-                               [&](const ContainerStatus& c) { return c.name == info.container_name; });
-        if (it == rec.containers.end()) return std::nullopt;
+        auto named = [&](const ContainerStatus& c) { return c.name == info.container_name; };
+        auto it = std::find_if(rec.containers.begin(), rec.containers.end(), named);
+        if (it == rec.containers.end()) {
+            it = std::find_if(rec.init_containers.begin(), rec.init_containers.end(), named);
+            if (it == rec.init_containers.end() || !it->sidecar) return std::nullopt;
+        }
         it->runtime_id = info.id;
         it->state = ContainerState::Running;
         it->reason.clear();
         it->started_at_ms = info.started_at_ms;
         it->started = true;
     }
+    // Only a sidecar found: the pod was still initializing; its other init
+    // containers run again.
+    bool app_running = std::any_of(rec.containers.begin(), rec.containers.end(),
+                                   [](const ContainerStatus& c) { return c.state == ContainerState::Running; });
+    if (!app_running)
+        for (auto& c : rec.init_containers)
+            if (!c.sidecar) {
+                c.state = ContainerState::Waiting;
+                c.reason = "PodInitializing";
+            }
     return rec;
 }
 
 }  // namespace
 
 // Closes a restart timer; its target goes with it in the close callback.
-void close_restart_timer(uv_timer_t*& t) {
-    if (!t) return;
-    uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
-        delete static_cast<RestartTarget*>(h->data);
-        delete reinterpret_cast<uv_timer_t*>(h);
-    });
-    t = nullptr;
-}
+void close_restart_timer(uv_timer_t*& t) { close_targeted_timer<RestartTarget>(t); }
 
 const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
     auto it = desired_.find(rec.namespace_ + "/" + rec.daemonset);
     return it == desired_.end() ? nullptr : &it->second;
+}
+
+// The template of the pod's own revision: while its DaemonSet rolls, an old
+// pod restarts (and probes) as what it was, not as the new template.
+const Container* Agent::container_spec(const LivePod& p, std::size_t index) const {
+    const Desired* d = desired_for(p.rec);
+    if (!d || d->hash != p.rec.revision_hash) return nullptr;
+    return find_container(d->ds.spec.template_.spec, p, index);
+}
+
+// The container of `spec` that is the pod's container `index` (by name).
+const Container* Agent::find_container(const PodSpec& spec, const LivePod& p, std::size_t index) {
+    const bool init = p.is_init(index);
+    const std::string& name = init ? p.rec.init_containers[index].name
+                                   : p.rec.containers[index - p.rec.init_containers.size()].name;
+    for (const auto& c : init ? spec.init_containers : spec.containers)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+// The environment: values with $(VAR) expanded against the earlier entries,
+// and the downward API fields the exec runtime can know.
+std::vector<std::pair<std::string, std::string>> Agent::container_env(const LivePod& p,
+                                                                      const Container& spec) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::map<std::string, std::string> env;
+    auto lookup = [&](const std::string& n) -> std::optional<std::string> {
+        auto e = env.find(n);
+        if (e == env.end()) return std::nullopt;
+        return e->second;
+    };
+    for (const auto& e : spec.env) {
+        std::string v = expand_vars(e.value, lookup);
+        if (e.value_from && e.value_from->field_ref) {
+            const std::string& f = e.value_from->field_ref->field_path;
+            v = f == "metadata.name"        ? p.rec.name
+                : f == "metadata.namespace" ? p.rec.namespace_
+                : f == "metadata.uid"       ? p.rec.uid
+                : f == "spec.nodeName"      ? node_.metadata.name
+                                            : std::string();
+        }
+        env[e.name] = v;
+        out.emplace_back(e.name, v);
+    }
+    return out;
 }
 
 void Agent::schedule_reconcile() {
@@ -193,35 +267,109 @@ void Agent::reconcile() {
     update_status();
 }
 
+// Starts what should run now and has neither a process nor a pending
+// restart: the first init container that has not completed, or, once all
+// have, the app containers (kubelet's computePodActions: init containers
+// one at a time, in order, each to exit 0 before the next). Returns whether
+// anything started.
+bool Agent::advance_pod(const std::string& uid) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || pit->second.rec.deleting) return false;
+    LivePod& p = pit->second;
+    auto idle = [&](std::size_t i) { return p.containers[i].id.empty() && !p.containers[i].restart_timer; };
+    const std::size_t n_init = p.rec.init_containers.size();
+    // Initialized once the app containers have started: init containers
+    // are not run again, and a sidecar's restart no longer holds anything.
+    bool initialized = false;
+    for (const auto& c : p.rec.containers) initialized = initialized || c.started_at_ms > 0;
+    bool changed = false;
+    for (std::size_t i = 0; i < n_init; ++i) {
+        const ContainerStatus& cs = p.status(i);
+        if (!cs.sidecar) {
+            if (initialized || (cs.state == ContainerState::Terminated && cs.exit_code == 0)) continue;
+            if (!idle(i)) return changed;
+            start_container(uid, i);
+            return true;
+        }
+        // A sidecar (restartPolicy: Always): started, and its startup probe
+        // passed, before the next init container (kuberuntime
+        // computeInitContainerActions); it then runs beside the app
+        // containers.
+        if (idle(i)) {
+            start_container(uid, i);
+            changed = true;
+            refresh_readiness(p);
+        }
+        if (initialized || (cs.state == ContainerState::Running && cs.started)) continue;
+        return changed;
+    }
+    for (std::size_t i = n_init; i < p.containers.size(); ++i) {
+        if (idle(i) && p.status(i).state != ContainerState::Terminated) {
+            start_container(uid, i);
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 // Containers with neither a process nor a pending restart: those of pods
 // adopted from the store whose process is gone, and those that waited for
 // their DaemonSet to be known.
 void Agent::start_waiting_containers() {
-    for (auto& [uid, p] : pods_) {
-        if (p.rec.deleting) continue;
-        bool changed = false;
-        for (std::size_t i = 0; i < p.containers.size(); ++i) {
-            const auto& lc = p.containers[i];
-            if (lc.id.empty() && !lc.restart_timer &&
-                p.rec.containers[i].state != ContainerState::Terminated) {
-                start_container(uid, i);
-                changed = true;
-            }
-        }
-        if (changed) {
-            refresh_readiness(p);
-            save_pod(p);
-        }
+    std::vector<std::string> uids;
+    for (const auto& [uid, p] : pods_) uids.push_back(uid);
+    for (const auto& uid : uids) {
+        if (!advance_pod(uid)) continue;
+        refresh_readiness(pods_[uid]);
+        save_pod(pods_[uid]);
     }
+    ensure_probes();
 }
 
-// Without probes (a later step), a pod is ready when all its containers run.
+// kubelet's UpdatePodStatus: an init container is ready once it exited 0;
+// an app container is started and ready as its startup and readiness probes
+// say (core/probe.h); the pod is ready when every app container is, which
+// starts the minReadySeconds clock (monotonic) for availability.
 void Agent::refresh_readiness(LivePod& p) {
+    // started and ready as the probes say; until its probes are set up (the
+    // template not known yet after a restart of the agent), a container is
+    // not taken as ready.
+    auto probe_status = [&](std::size_t i) {
+        ContainerStatus& c = p.status(i);
+        const LiveContainer& lc = p.containers[i];
+        const bool running = c.state == ContainerState::Running && !p.rec.deleting;
+        const ProbeWorker* startup = nullptr;
+        const ProbeWorker* readiness = nullptr;
+        for (const auto& lp : lc.probes) {
+            if (lp.worker.kind == ProbeKind::Startup) startup = &lp.worker;
+            if (lp.worker.kind == ProbeKind::Readiness) readiness = &lp.worker;
+        }
+        ContainerProbeStatus st = probe_container_status(running, startup, readiness);
+        c.started = st.started && lc.probes_started;
+        c.ready = st.ready && lc.probes_started;
+    };
+    const std::size_t n_init = p.rec.init_containers.size();
     bool all_running = !p.rec.containers.empty() && !p.rec.deleting;
-    for (const auto& c : p.rec.containers) all_running = all_running && c.state == ContainerState::Running;
-    for (auto& c : p.rec.containers) c.ready = c.state == ContainerState::Running && !p.rec.deleting;
-    if (all_running && !p.ready_since_mono_ms) p.ready_since_mono_ms = platform::monotonic_ms();
-    if (!all_running) p.ready_since_mono_ms.reset();
+    bool all_ready = all_running;
+    for (std::size_t i = 0; i < n_init; ++i) {
+        ContainerStatus& c = p.rec.init_containers[i];
+        if (c.sidecar) {
+            // Sidecars count for the pod's readiness (1.29+
+            // GenerateContainersReadyCondition).
+            probe_status(i);
+            all_ready = all_ready && c.ready;
+            continue;
+        }
+        c.ready = c.state == ContainerState::Terminated && c.exit_code == 0;
+        c.started = c.state == ContainerState::Running;
+    }
+    for (std::size_t i = n_init; i < p.containers.size(); ++i) {
+        probe_status(i);
+        all_running = all_running && p.status(i).state == ContainerState::Running;
+        all_ready = all_ready && p.status(i).ready;
+    }
+    if (all_ready && !p.ready_since_mono_ms) p.ready_since_mono_ms = platform::monotonic_ms();
+    if (!all_ready) p.ready_since_mono_ms.reset();
     p.rec.phase = all_running ? PodPhase::Running : PodPhase::Pending;
 }
 
@@ -241,10 +389,19 @@ void Agent::create_pod(const PodToCreate& c) {
     p.rec.revision_hash = c.hash;
     p.rec.revision = c.revision;
     p.rec.created_at_ms = platform::wall_clock_ms();
+    const bool has_init = !ds.spec.template_.spec.init_containers.empty();
+    for (const auto& spec : ds.spec.template_.spec.init_containers) {
+        ContainerStatus cs;
+        cs.name = spec.name;
+        cs.reason = "PodInitializing";
+        cs.sidecar = spec.restart_policy == "Always";
+        p.rec.init_containers.push_back(std::move(cs));
+        p.containers.emplace_back();
+    }
     for (const auto& spec : ds.spec.template_.spec.containers) {
         ContainerStatus cs;
         cs.name = spec.name;
-        cs.reason = "ContainerCreating";
+        cs.reason = has_init ? "PodInitializing" : "ContainerCreating";
         p.rec.containers.push_back(std::move(cs));
         p.containers.emplace_back();
     }
@@ -255,7 +412,8 @@ void Agent::create_pod(const PodToCreate& c) {
         {{"DAEMONLET_POD", c.namespace_ + "/" + p.rec.name}});
     record_event(c.namespace_, c.daemonset, "Normal", "SuccessfulCreate", "Created pod: " + p.rec.name);
     pods_.emplace(uid, std::move(p));
-    for (std::size_t i = 0; i < pods_[uid].containers.size(); ++i) start_container(uid, i);
+    advance_pod(uid);
+    ensure_probes();
     refresh_readiness(pods_[uid]);
     save_pod(pods_[uid]);
 }
@@ -265,14 +423,9 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     if (pit == pods_.end() || pit->second.rec.deleting || stopping_) return;
     LivePod& p = pit->second;
     const Desired* d = desired_for(p.rec);
-    ContainerStatus& cs = p.rec.containers[index];
+    ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
-    // The template of the pod's own revision: while its DaemonSet rolls, an
-    // old pod restarts as what it was, not as the new template.
-    const Container* spec = nullptr;
-    if (d && d->hash == p.rec.revision_hash)
-        for (const auto& c : d->ds.spec.template_.spec.containers)
-            if (c.name == cs.name) spec = &c;
+    const Container* spec = container_spec(p, index);
     if (!spec) {
         cs.state = ContainerState::Waiting;
         cs.reason = "ContainerCreating";
@@ -280,7 +433,6 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     const PodSpec& pod_spec = d->ds.spec.template_.spec;
-
     platform::ContainerLaunch launch;
     launch.pod_uid = p.rec.uid;
     launch.pod_name = p.rec.name;
@@ -292,27 +444,13 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     launch.log_max_files = config_.container_log_max_files;
     launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
     launch.labels = pod_labels(p.rec);
-    // The environment: values with $(VAR) expanded against the earlier
-    // entries, and the downward API fields the exec runtime can know.
-    std::map<std::string, std::string> env;
+    launch.env = container_env(p, *spec);
+    std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
     auto lookup = [&](const std::string& n) -> std::optional<std::string> {
         auto e = env.find(n);
         if (e == env.end()) return std::nullopt;
         return e->second;
     };
-    for (const auto& e : spec->env) {
-        std::string v = expand_vars(e.value, lookup);
-        if (e.value_from && e.value_from->field_ref) {
-            const std::string& f = e.value_from->field_ref->field_path;
-            v = f == "metadata.name"        ? p.rec.name
-                : f == "metadata.namespace" ? p.rec.namespace_
-                : f == "metadata.uid"       ? p.rec.uid
-                : f == "spec.nodeName"      ? node_.metadata.name
-                                            : std::string();
-        }
-        env[e.name] = v;
-        launch.env.emplace_back(e.name, v);
-    }
     for (const auto& a : spec->command) launch.argv.push_back(expand_vars(a, lookup));
     for (const auto& a : spec->args) launch.argv.push_back(expand_vars(a, lookup));
 
@@ -346,7 +484,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     cs.reason.clear();
     cs.message.clear();
     cs.started_at_ms = platform::wall_clock_ms();
-    cs.started = true;
+    start_probes(uid, index);
 }
 
 void Agent::schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms) {
@@ -383,8 +521,9 @@ void Agent::on_container_exit(const std::string& id) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
     LivePod& p = pit->second;
-    ContainerStatus& cs = p.rec.containers[index];
+    ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
+    stop_probes(lc);
     auto info = runtime_->inspect(id);
     cs.state = ContainerState::Terminated;
     cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
@@ -398,6 +537,17 @@ void Agent::on_container_exit(const std::string& id) {
 
     if (p.rec.deleting) {
         finish_pod_if_stopped(uid);
+        return;
+    }
+    if (p.is_init(index) && !cs.sidecar && cs.exit_code == 0) {
+        // Done: the next init container, or the app containers, start now.
+        log(Level::Info, "pod " + pod_name + " init container " + cs.name + " completed",
+            {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
+        lc.backoff = {};
+        advance_pod(uid);
+        refresh_readiness(p);
+        save_pod(p);
+        schedule_reconcile();
         return;
     }
     // restartPolicy Always (the only one a DaemonSet allows): restart, after
@@ -434,6 +584,7 @@ void Agent::remove_pod(const std::string& uid, const std::string& reason) {
     for (std::size_t i = 0; i < p.containers.size(); ++i) {
         auto& lc = p.containers[i];
         close_restart_timer(lc.restart_timer);
+        stop_probes(lc);
         if (!lc.id.empty()) {
             if (auto s = runtime_->stop(lc.id); !s.ok())
                 log(Level::Warning, "pod " + p.rec.name + ": " + s.error().message);
@@ -451,7 +602,10 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
         if (!lc.id.empty()) return;  // still running: its exit brings us back here
     log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
-    for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
+    for (auto& lc : pit->second.containers) {
+        close_restart_timer(lc.restart_timer);
+        stop_probes(lc);
+    }
     pods_.erase(pit);
     schedule_reconcile();
 }
@@ -476,9 +630,9 @@ void Agent::adopt() {
     for (auto& rec : stored.value()) {
         LivePod p;
         p.rec = rec;
-        p.containers.resize(rec.containers.size());
-        for (std::size_t i = 0; i < rec.containers.size(); ++i) {
-            auto& cs = p.rec.containers[i];
+        p.containers.resize(rec.init_containers.size() + rec.containers.size());
+        for (std::size_t i = 0; i < p.containers.size(); ++i) {
+            auto& cs = p.status(i);
             auto it = cs.runtime_id.empty() ? by_id.end() : by_id.find(cs.runtime_id);
             if (it == by_id.end()) {
                 if (cs.state == ContainerState::Running) {
@@ -520,9 +674,9 @@ void Agent::adopt() {
         rec->phase = PodPhase::Running;
         LivePod p;
         p.rec = *rec;
-        p.containers.resize(rec->containers.size());
-        for (std::size_t i = 0; i < rec->containers.size(); ++i) {
-            const std::string& id = rec->containers[i].runtime_id;
+        p.containers.resize(rec->init_containers.size() + rec->containers.size());
+        for (std::size_t i = 0; i < p.containers.size(); ++i) {
+            const std::string& id = p.status(i).runtime_id;
             if (id.empty()) continue;
             p.containers[i].id = id;
             p.containers[i].started_mono_ms = platform::monotonic_ms();

@@ -119,6 +119,7 @@ void decode_container(Reader& r, const Json& v, const FieldPath& p, Container& c
     r.nested(v, p, "livenessProbe", c.liveness_probe, probe);
     r.nested(v, p, "readinessProbe", c.readiness_probe, probe);
     r.nested(v, p, "startupProbe", c.startup_probe, probe);
+    r.str(v, p, "restartPolicy", c.restart_policy);
     r.nested(v, p, "lifecycle", c.lifecycle, [&](const Json& e, const FieldPath& ep, Lifecycle& l) {
         auto handler = [&](const Json& h, const FieldPath& hp, Handler& hh) { decode_handler(r, h, hp, hh); };
         r.nested(e, ep, "postStart", l.post_start, handler);

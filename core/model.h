@@ -212,6 +212,7 @@ struct Container {
     std::optional<SecurityContext> security_context;
     std::string termination_message_path;
     std::string termination_message_policy;
+    std::string restart_policy;  // init containers only: "Always" makes a sidecar (1.28+)
 };
 
 struct Volume {

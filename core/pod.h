@@ -31,6 +31,7 @@ struct ContainerStatus {
     std::int64_t finished_at_ms = 0;  // wall clock, last termination
     bool ready = false;
     bool started = false;  // startup probe passed (or none)
+    bool sidecar = false;  // an init container with restartPolicy Always: runs beside the app containers
 };
 
 enum class PodPhase { Pending, Running, Succeeded, Failed, Unknown };
@@ -45,6 +46,7 @@ struct PodRecord {
     PodPhase phase = PodPhase::Pending;
     std::int64_t created_at_ms = 0;  // wall clock
     bool deleting = false;           // a stop has been requested; the record goes when it is done
+    std::vector<ContainerStatus> init_containers;  // spec.initContainers, in order
     std::vector<ContainerStatus> containers;
 };
 
@@ -60,5 +62,20 @@ struct RevisionRecord {
 
 const char* to_string(ContainerState s);
 const char* to_string(PodPhase p);
+
+// kubectl get pods' READY, STATUS and RESTARTS columns (kubectl
+// pkg/cmd/get printers: printPod, Kubernetes 1.28 to 1.30): "Terminating";
+// while initializing, the first unfinished init container gives
+// Init:<Reason>, Init:ExitCode:N or Init:N/M (a started sidecar counts as
+// finished), and RESTARTS counts init containers; after that, a waiting or
+// terminated app container's reason, or the phase, and RESTARTS counts app
+// containers and sidecars. READY counts sidecars with the app containers.
+struct PodColumns {
+    std::string status;
+    std::int32_t restarts = 0;
+    std::size_t ready = 0;  // READY: ready app containers and started, ready sidecars ...
+    std::size_t total = 0;  // ... of app containers and sidecars
+};
+PodColumns pod_columns(const PodRecord& p);
 
 }  // namespace daemonlet

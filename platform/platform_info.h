@@ -5,4 +5,5 @@
 namespace daemonlet::platform {
 std::string libuv_version();
 std::string systemd_version();
+std::string curl_version();
 }  // namespace daemonlet::platform

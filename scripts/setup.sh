@@ -19,7 +19,9 @@ export DEBIAN_FRONTEND=noninteractive
 
 host_packages=(
     build-essential cmake ninja-build pkg-config git
-    libuv1-dev libsqlite3-dev libsystemd-dev libcpputest-dev nlohmann-json3-dev libyaml-dev libssl-dev
+    libuv1-dev libsqlite3-dev libsystemd-dev libcpputest-dev nlohmann-json3-dev libyaml-dev
+    libcurl4-openssl-dev  # httpGet probes, later the API server client
+    libssl-dev  # libcrypto's base64 for kubeconfig -data fields
     clang libclang-rt-14-dev clang-format
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file
@@ -32,7 +34,8 @@ host_packages=(
 # C++ runtime that the arm64 tests run on under qemu (toolchains/run-aarch64.sh).
 arm64_packages=(
     libuv1-dev:arm64 libsqlite3-dev:arm64 libsystemd-dev:arm64 libcpputest-dev:arm64 libyaml-dev:arm64
-    libssl-dev:arm64 libstdc++6:arm64
+    libcurl4-openssl-dev:arm64 libssl-dev:arm64
+    libstdc++6:arm64
 )
 
 sudo=()

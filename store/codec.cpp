@@ -104,41 +104,60 @@ Result<std::vector<Taint>> decode_taints(std::string_view text) {
     return out;
 }
 
-std::string encode_containers(const std::vector<ContainerStatus>& containers) {
+namespace {
+
+Json encode_container(const ContainerStatus& c) {
+    return Json{{"name", c.name},
+                {"runtimeId", c.runtime_id},
+                {"state", to_string(c.state)},
+                {"reason", c.reason},
+                {"message", c.message},
+                {"restartCount", c.restart_count},
+                {"exitCode", c.exit_code},
+                {"startedAtMs", c.started_at_ms},
+                {"finishedAtMs", c.finished_at_ms},
+                {"ready", c.ready},
+                {"started", c.started}};
+}
+
+}  // namespace
+
+std::string encode_containers(const std::vector<ContainerStatus>& containers,
+                              const std::vector<ContainerStatus>& init_containers) {
     Json j = Json::array();
-    for (const ContainerStatus& c : containers) {
-        j.push_back(Json{{"name", c.name},
-                         {"runtimeId", c.runtime_id},
-                         {"state", to_string(c.state)},
-                         {"reason", c.reason},
-                         {"message", c.message},
-                         {"restartCount", c.restart_count},
-                         {"exitCode", c.exit_code},
-                         {"startedAtMs", c.started_at_ms},
-                         {"finishedAtMs", c.finished_at_ms},
-                         {"ready", c.ready},
-                         {"started", c.started}});
+    for (const ContainerStatus& c : init_containers) {
+        Json e = encode_container(c);
+        e["init"] = true;
+        if (c.sidecar) e["sidecar"] = true;
+        j.push_back(std::move(e));
     }
+    for (const ContainerStatus& c : containers) j.push_back(encode_container(c));
     return dump(j);
 }
 
-Result<std::vector<ContainerStatus>> decode_containers(std::string_view text) {
+Result<std::vector<ContainerStatus>> decode_containers(std::string_view text,
+                                                       std::vector<ContainerStatus>* init_containers) {
     auto j = parse("containers_json", text, Json::value_t::array);
     if (!j) return j.error();
     std::vector<ContainerStatus> out;
     for (const Json& e : j.value()) {
         ContainerStatus c;
+        bool init = false;
         std::string state = to_string(c.state);
         if (!e.is_object() || !read(e, "name", c.name) || !read(e, "runtimeId", c.runtime_id) ||
             !read(e, "state", state) || !read(e, "reason", c.reason) || !read(e, "message", c.message) ||
             !read(e, "restartCount", c.restart_count) || !read(e, "exitCode", c.exit_code) ||
             !read(e, "startedAtMs", c.started_at_ms) || !read(e, "finishedAtMs", c.finished_at_ms) ||
-            !read(e, "ready", c.ready) || !read(e, "started", c.started))
+            !read(e, "ready", c.ready) || !read(e, "started", c.started) || !read(e, "init", init) ||
+            !read(e, "sidecar", c.sidecar))
             return corrupt("containers_json", "malformed container status " + dump(e));
         auto s = decode_state(state);
         if (!s) return s.error();
         c.state = s.value();
-        out.push_back(std::move(c));
+        if (init && init_containers)
+            init_containers->push_back(std::move(c));
+        else if (!init)
+            out.push_back(std::move(c));
     }
     return out;
 }

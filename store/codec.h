@@ -21,8 +21,13 @@ Result<Labels> decode_labels(std::string_view text);
 std::string encode_taints(const std::vector<Taint>& taints);
 Result<std::vector<Taint>> decode_taints(std::string_view text);
 
-std::string encode_containers(const std::vector<ContainerStatus>& containers);
-Result<std::vector<ContainerStatus>> decode_containers(std::string_view text);
+// One JSON array for both kinds: init containers first, each marked
+// "init": true, so rows written before init containers existed read back
+// unchanged and no migration is needed.
+std::string encode_containers(const std::vector<ContainerStatus>& containers,
+                              const std::vector<ContainerStatus>& init_containers = {});
+Result<std::vector<ContainerStatus>> decode_containers(
+    std::string_view text, std::vector<ContainerStatus>* init_containers = nullptr);
 
 Result<PodPhase> decode_phase(std::string_view text);
 

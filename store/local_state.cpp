@@ -15,7 +15,8 @@ constexpr std::int64_t kEventsTotal = 2000;
 Result<bool> SqliteStore::put_pod(const PodRecord& pod) {
     Row row{{pod.uid},
             {pod.name, pod.namespace_, pod.daemonset, pod.revision_hash, pod.revision, to_string(pod.phase),
-             pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0}, codec::encode_containers(pod.containers)},
+             pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0},
+             codec::encode_containers(pod.containers, pod.init_containers)},
             {}};
     return put_row("put_pod", s_.pod_compare, s_.pod_upsert, row);
 }
@@ -41,7 +42,7 @@ Result<std::vector<PodRecord>> SqliteStore::list_pods() {
         auto phase = codec::decode_phase(q.text(6));
         p.created_at_ms = q.int64(7);
         p.deleting = q.int64(8) != 0;
-        auto containers = codec::decode_containers(q.text(9));
+        auto containers = codec::decode_containers(q.text(9), &p.init_containers);
         if (!phase) return fail("list_pods", Error{"corrupt", "pod " + p.uid + ": " + phase.error().message});
         if (!containers)
             return fail("list_pods", Error{"corrupt", "pod " + p.uid + ": " + containers.error().message});

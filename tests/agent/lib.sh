@@ -61,7 +61,7 @@ fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 300ms, max: 2s}
 EOF
 }
-write_ds() {  # write_ds FILE NAME SCRIPT [EXTRA_SPEC_YAML] [STRATEGY_YAML]
+write_ds() {  # write_ds FILE NAME SCRIPT [EXTRA_SPEC_YAML] [STRATEGY_YAML] [CONTAINER_EXTRA_YAML]
     cat >"$man/$1.tmp" <<EOF
 apiVersion: apps/v1
 kind: DaemonSet
@@ -78,6 +78,7 @@ spec:
         - name: main
           image: none
           command: ["/bin/sh", "-c", "$3", "it-marker-$$-$2"]
+${6:-}
 EOF
     mv "$man/$1.tmp" "$man/$1"  # as tools write: a temp file, then rename
 }

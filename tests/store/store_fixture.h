@@ -192,18 +192,21 @@ inline Status roll_out(store::Store& s) {
 inline std::string pod_difference(const PodRecord& a, const PodRecord& b) {
     auto scalar = [](const PodRecord& p) {
         return std::make_tuple(p.uid, p.name, p.namespace_, p.daemonset, p.revision_hash, p.revision, p.phase,
-                               p.created_at_ms, p.deleting, p.containers.size());
+                               p.created_at_ms, p.deleting, p.containers.size(), p.init_containers.size());
     };
     if (scalar(a) != scalar(b)) return "pod " + a.uid + ": a scalar field differs";
-    for (std::size_t i = 0; i < a.containers.size(); ++i) {
-        const ContainerStatus& x = a.containers[i];
-        const ContainerStatus& y = b.containers[i];
-        if (std::tie(x.name, x.runtime_id, x.state, x.reason, x.message, x.restart_count, x.exit_code,
-                     x.started_at_ms, x.finished_at_ms, x.ready, x.started) !=
-            std::tie(y.name, y.runtime_id, y.state, y.reason, y.message, y.restart_count, y.exit_code,
-                     y.started_at_ms, y.finished_at_ms, y.ready, y.started))
-            return "pod " + a.uid + ": container " + x.name + " differs";
-    }
+    auto differ = [](const ContainerStatus& x, const ContainerStatus& y) {
+        return std::tie(x.name, x.runtime_id, x.state, x.reason, x.message, x.restart_count, x.exit_code,
+                        x.started_at_ms, x.finished_at_ms, x.ready, x.started, x.sidecar) !=
+               std::tie(y.name, y.runtime_id, y.state, y.reason, y.message, y.restart_count, y.exit_code,
+                        y.started_at_ms, y.finished_at_ms, y.ready, y.started, y.sidecar);
+    };
+    for (std::size_t i = 0; i < a.containers.size(); ++i)
+        if (differ(a.containers[i], b.containers[i]))
+            return "pod " + a.uid + ": container " + a.containers[i].name + " differs";
+    for (std::size_t i = 0; i < a.init_containers.size(); ++i)
+        if (differ(a.init_containers[i], b.init_containers[i]))
+            return "pod " + a.uid + ": init container " + a.init_containers[i].name + " differs";
     return "";
 }
 

@@ -164,6 +164,29 @@ TEST(StoreRoundTrip, PodComesBackAsStored) {
     CHECK_FALSE(MUST(s->delete_pod("uid-1")));
 }
 
+TEST(StoreRoundTrip, InitContainersComeBackApartFromAppContainers) {
+    PodRecord pod = sample_pod("uid-1");
+    ContainerStatus init;
+    init.name = "setup";
+    init.state = ContainerState::Terminated;
+    init.reason = "Completed";
+    init.ready = true;
+    init.restart_count = 2;
+    pod.init_containers = {init, init};
+    pod.init_containers[1].name = "proxy";
+    pod.init_containers[1].state = ContainerState::Running;
+    pod.init_containers[1].sidecar = true;
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    auto pods = MUST(s->list_pods());
+    LONGS_EQUAL(1, pods.size());
+    STRCMP_EQUAL("", pod_difference(pod, pods[0]).c_str());
+    // Unchanged: nothing written.
+    CHECK_FALSE(MUST(s->put_pod(pod)));
+    pod.init_containers[1].state = ContainerState::Terminated;
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    STRCMP_EQUAL("", pod_difference(pod, MUST(s->list_pods())[0]).c_str());
+}
+
 TEST(StoreRoundTrip, EveryPhaseAndStateComesBack) {
     const PodPhase phases[] = {PodPhase::Pending, PodPhase::Running, PodPhase::Succeeded, PodPhase::Failed,
                                PodPhase::Unknown};

@@ -125,7 +125,7 @@ script_start=$SECONDS
 # (daemonlet-shim is static).
 suite=bookworm
 # The libraries the installed daemonlet links (ldd agent/daemonlet).
-packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2 libssl3)
+packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4)
 recipe=2 # bump when the way the tree is made changes
 key="$(printf '%s\n' "recipe $recipe" "$suite" minbase "${packages[@]}" | sha256sum | cut -c1-12)"
 
