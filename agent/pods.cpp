@@ -146,8 +146,9 @@ std::optional<PodRecord> rebuild_record(const std::vector<platform::ContainerInf
     }
     // Only a sidecar found: the pod was still initializing; its other init
     // containers run again.
-    bool app_running = std::any_of(rec.containers.begin(), rec.containers.end(),
-                                   [](const ContainerStatus& c) { return c.state == ContainerState::Running; });
+    bool app_running =
+        std::any_of(rec.containers.begin(), rec.containers.end(),
+                    [](const ContainerStatus& c) { return c.state == ContainerState::Running; });
     if (!app_running)
         for (auto& c : rec.init_containers)
             if (!c.sidecar) {
