@@ -6,15 +6,17 @@
 // curl_multi_info_read and called back.
 #include "platform/http_client.h"
 
-#include <curl/curl.h>
+#include "platform/curl_api.h"
 
 #include <algorithm>
 #include <cctype>
-#include <mutex>
 
 namespace daemonlet::platform {
 
 namespace {
+
+// libcurl, once loaded (curl_api.h): the first request loads it.
+const CurlApi* curl = nullptr;
 
 struct Poll {
     uv_poll_t handle;
@@ -57,17 +59,26 @@ struct HttpClient::Impl {
     RequestId next_id = 1;
     std::map<RequestId, std::unique_ptr<Transfer>> transfers;
 
-    explicit Impl(uv_loop_t* l) : loop(l) {
-        static std::once_flag once;
-        std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-        multi = curl_multi_init();
+    explicit Impl(uv_loop_t* l) : loop(l) {}
+
+    // libcurl (and the TLS library under it) is initialised on the first
+    // request, not before: an agent whose pods have no httpGet probe never
+    // pays for it (OpenSSL's initialisation alone is megabytes of RSS).
+    Status start() {
+        if (multi) return Ok{};
+        auto api = curl_api();
+        if (!api.ok()) return api.error();
+        curl = api.value();
+        multi = curl->multi_init();
+        if (!multi) return Error{"http", "curl_multi_init failed"};
         timer = new uv_timer_t;
         uv_timer_init(loop, timer);
         timer->data = this;
-        curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &Impl::on_socket);
-        curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
-        curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &Impl::on_timer_request);
-        curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+        curl->multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &Impl::on_socket);
+        curl->multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+        curl->multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &Impl::on_timer_request);
+        curl->multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+        return Ok{};
     }
 
     // curl: watch (or stop watching) this socket.
@@ -76,7 +87,7 @@ struct HttpClient::Impl {
         auto* p = static_cast<Poll*>(socketp);
         if (what == CURL_POLL_REMOVE) {
             if (p) {
-                if (!self->closed) curl_multi_assign(self->multi, fd, nullptr);
+                if (!self->closed) curl->multi_assign(self->multi, fd, nullptr);
                 close_poll(p);
             }
             return 0;
@@ -89,7 +100,7 @@ struct HttpClient::Impl {
                 return -1;
             }
             p->handle.data = p;
-            curl_multi_assign(self->multi, fd, p);
+            curl->multi_assign(self->multi, fd, p);
         }
         int events = 0;
         if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) events |= UV_READABLE;
@@ -121,27 +132,27 @@ struct HttpClient::Impl {
 
     void action(curl_socket_t fd, int flags) {
         int running = 0;
-        curl_multi_socket_action(multi, fd, flags, &running);
+        curl->multi_socket_action(multi, fd, flags, &running);
         finish_done();
     }
 
     void finish_done() {
         int pending = 0;
-        while (CURLMsg* msg = curl_multi_info_read(multi, &pending)) {
+        while (CURLMsg* msg = curl->multi_info_read(multi, &pending)) {
             if (msg->msg != CURLMSG_DONE) continue;
             Transfer* t = nullptr;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+            curl->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
             const CURLcode code = msg->data.result;
             Result<HttpResponse> out = Error{"http", ""};
             if (t->overflow) {
                 out = Error{"http", "response body larger than " + std::to_string(t->max_body) + " bytes"};
             } else if (code != CURLE_OK) {
-                std::string why = t->error[0] ? t->error : curl_easy_strerror(code);
+                std::string why = t->error[0] ? t->error : curl->easy_strerror(code);
                 out = Error{code == CURLE_OPERATION_TIMEDOUT ? "timeout" : "http", why};
             } else {
-                curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->resp.status);
+                curl->easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->resp.status);
                 char* redirect = nullptr;
-                if (curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &redirect) == CURLE_OK && redirect)
+                if (curl->easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &redirect) == CURLE_OK && redirect)
                     t->resp.redirect_url = redirect;
                 out = std::move(t->resp);
             }
@@ -156,9 +167,9 @@ struct HttpClient::Impl {
         auto it = transfers.find(id);
         if (it == transfers.end()) return;
         Transfer* t = it->second.get();
-        curl_multi_remove_handle(multi, t->easy);
-        curl_easy_cleanup(t->easy);
-        curl_slist_free_all(t->headers);
+        curl->multi_remove_handle(multi, t->easy);
+        curl->easy_cleanup(t->easy);
+        curl->slist_free_all(t->headers);
         transfers.erase(it);
     }
 
@@ -202,58 +213,59 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
     if (m.closed) return Error{"closed", "HTTP client is closed"};
     if (req.url.rfind("http://", 0) != 0 && req.url.rfind("https://", 0) != 0)
         return Error{"invalid", "URL " + req.url + ": only http:// and https:// are supported"};
+    if (auto s = m.start(); !s.ok()) return s.error();
     auto t = std::make_unique<Impl::Transfer>();
     t->id = m.next_id++;
     t->cb = std::move(cb);
     t->max_body = req.max_body_bytes;
     t->truncate = req.truncate_body;
     t->body_in = req.body;
-    CURL* e = curl_easy_init();
+    CURL* e = curl->easy_init();
     if (!e) return Error{"http", "curl_easy_init failed"};
     t->easy = e;
-    curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<std::int64_t>(1, req.timeout_ms)));
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    if (!req.use_env_proxy) curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+    curl->easy_setopt(e, CURLOPT_URL, req.url.c_str());
+    curl->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl->easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl->easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+    curl->easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_body);
+    curl->easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl->easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
+    curl->easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+    curl->easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<std::int64_t>(1, req.timeout_ms)));
+    curl->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    if (!req.use_env_proxy) curl->easy_setopt(e, CURLOPT_NOPROXY, "*");
     if (req.fresh_connection) {
-        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+        curl->easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl->easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
     }
     if (req.method == "HEAD") {
-        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+        curl->easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (req.method != "GET") {
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+        curl->easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
     }
     if (!req.body.empty() || req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body_in.data());
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body_in.size()));
+        curl->easy_setopt(e, CURLOPT_POSTFIELDS, t->body_in.data());
+        curl->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body_in.size()));
     }
     for (const auto& [name, value] : req.headers) {
         // "Name:" with nothing after it removes a header curl would add;
         // "Name;" sends it empty.
         std::string line = value.empty() ? name + ";" : name + ": " + value;
-        t->headers = curl_slist_append(t->headers, line.c_str());
+        t->headers = curl->slist_append(t->headers, line.c_str());
     }
-    if (t->headers) curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, req.tls.verify ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, req.tls.verify ? 2L : 0L);
-    if (!req.tls.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, req.tls.ca_file.c_str());
-    if (!req.tls.cert_file.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, req.tls.cert_file.c_str());
-    if (!req.tls.key_file.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, req.tls.key_file.c_str());
+    if (t->headers) curl->easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl->easy_setopt(e, CURLOPT_SSL_VERIFYPEER, req.tls.verify ? 1L : 0L);
+    curl->easy_setopt(e, CURLOPT_SSL_VERIFYHOST, req.tls.verify ? 2L : 0L);
+    if (!req.tls.ca_file.empty()) curl->easy_setopt(e, CURLOPT_CAINFO, req.tls.ca_file.c_str());
+    if (!req.tls.cert_file.empty()) curl->easy_setopt(e, CURLOPT_SSLCERT, req.tls.cert_file.c_str());
+    if (!req.tls.key_file.empty()) curl->easy_setopt(e, CURLOPT_SSLKEY, req.tls.key_file.c_str());
 
     const RequestId id = t->id;
     Impl::Transfer* raw = t.get();
     m.transfers.emplace(id, std::move(t));
-    if (CURLMcode mc = curl_multi_add_handle(m.multi, raw->easy); mc != CURLM_OK) {
-        std::string why = curl_multi_strerror(mc);
+    if (CURLMcode mc = curl->multi_add_handle(m.multi, raw->easy); mc != CURLM_OK) {
+        std::string why = curl->multi_strerror(mc);
         raw->cb = nullptr;
         m.remove(id);
         return Error{"http", "cannot start request to " + req.url + ": " + why};
@@ -274,7 +286,8 @@ void HttpClient::close() {
     for (const auto& [id, t] : m.transfers) ids.push_back(id);
     for (RequestId id : ids) m.remove(id);
     m.closed = true;
-    curl_multi_cleanup(m.multi);
+    if (!m.multi) return;  // never started
+    curl->multi_cleanup(m.multi);
     m.multi = nullptr;
     uv_close(reinterpret_cast<uv_handle_t*>(m.timer),
              [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
