@@ -510,7 +510,10 @@ int main(int argc, char** argv) {
             o.work_parent = argv[++i];
         else if (a == "--keep")
             o.keep = true;
-        else {
+        else if (a == "--help") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        } else {
             std::fputs(kUsage, stderr);
             return 2;
         }
