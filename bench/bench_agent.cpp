@@ -35,6 +35,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -525,7 +526,7 @@ int main(int argc, char** argv) {
     Bench bench(o);
     try {
         bench.run();
-    } catch (const Failure& f) {
+    } catch (const std::exception& f) {  // a Failure, or /proc or the filesystem failing under us
         bench.print_table();
         std::fprintf(stderr,
                      "bench_agent: FAILED: %s (see the agent's log in the work directory; --keep keeps it)\n",
