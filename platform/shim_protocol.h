@@ -26,8 +26,13 @@
 //                the shim gone without one ("ContainerStatusUnknown: ..").
 //   shim.log     the shim's own stderr: diagnostics, sanitizer reports.
 //
-// state.json and exit.json are written atomically (temporary file, fsync,
-// rename, fsync of the directory), so a reader sees all or nothing.
+// config.json, state.json and exit.json are written atomically (temporary
+// file, then rename), so a reader sees all or nothing. They are not synced
+// to disk: they describe live processes, which a power cut or kernel crash
+// ends anyway, and the agent already treats a record it cannot read as a
+// container whose shim is lost. An fsync pair costs 12 ms on the benchmark
+// machine's disk (more on SD cards), twice per container start
+// (bench/bench_agent), and wears flash for nothing.
 //
 // The shim is started as `daemonlet-shim <containerDir>` with fd 3 the write
 // end of a pipe: it writes one byte there once state.json (kReadyRunning) or

@@ -278,19 +278,12 @@ Status write_file_atomic(const std::string& path, const std::string& data) {
         }
         done += static_cast<std::size_t>(n);
     }
-    if (err == 0 && ::fsync(fd) != 0) err = errno;
     if (::close(fd) != 0 && err == 0) err = errno;
     if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
     if (err != 0) {
         ::unlink(tmp.c_str());
         return io_error(path, err);
     }
-    std::string dir = std::filesystem::path(path).parent_path().string();
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) return io_error(dir, errno);
-    err = ::fsync(dfd) != 0 ? errno : 0;
-    ::close(dfd);
-    if (err != 0) return io_error(dir, err);
     return Ok{};
 }
 

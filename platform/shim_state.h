@@ -72,7 +72,8 @@ ContainerInfo to_info(const ShimRecord& record, bool running);
 // recorded process, and writes exit.json (137, "ContainerStatusUnknown: <why>").
 Status record_lost_exit(const std::string& state_dir, const ShimRecord& record, const std::string& why);
 
-// Writes `path` atomically: temporary file, fsync, rename, fsync of the directory.
+// Writes `path` atomically: temporary file, then rename. Not synced to disk:
+// see shim_protocol.h for why the container records need not be.
 Status write_file_atomic(const std::string& path, const std::string& data);
 
 // Opens a pidfd on `pid` if it is still the process that started at

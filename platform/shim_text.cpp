@@ -139,15 +139,12 @@ int write_file_atomic(int dir_fd, const char* name, const char* data, std::size_
     int fd = ::openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return errno;
     int err = write_all(fd, data, len);
-    if (err == 0 && ::fsync(fd) != 0) err = errno;
     if (::close(fd) != 0 && err == 0) err = errno;
     if (err == 0 && ::renameat(dir_fd, tmp, dir_fd, name) != 0) err = errno;
     if (err != 0) {
         ::unlinkat(dir_fd, tmp, 0);
         return err;
     }
-    // The rename is durable once the directory is.
-    if (::fsync(dir_fd) != 0) return errno;
     return 0;
 }
 

@@ -59,7 +59,8 @@ const char* error_text(int err);
 std::int64_t now_ms();
 
 // Writes `name` in the directory `dir_fd` atomically: a temporary file,
-// fsync, rename over `name`, fsync of the directory. Returns 0 or an errno.
+// then rename over `name`; not synced to disk (see shim_protocol.h).
+// Returns 0 or an errno.
 int write_file_atomic(int dir_fd, const char* name, const char* data, std::size_t len);
 
 // Writes all of `data` to `fd`, retrying on EINTR and short writes.

@@ -197,6 +197,10 @@ TEST(ExecRuntime, InspectRemoveAndTheirRefusals) {
     STRCMP_EQUAL("uid-1", running.value().pod_uid.c_str());
     STRCMP_EQUAL("c", running.value().container_name.c_str());
     STRCMP_EQUAL("running", f.runtime->remove(id).error().code.c_str());
+    // The shell runs its echo before it is stopped: start() returns once the
+    // process exists, not once it has done anything.
+    const std::string log_path = running.value().log_path;
+    CHECK(f.run_until([&] { return log_summary(log_path).find("stdout F hi\n") != std::string::npos; }));
 
     CHECK(f.runtime->stop(id).ok());
     auto info = f.wait_exit(id);

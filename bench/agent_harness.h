@@ -1,0 +1,146 @@
+// What bench_agent needs to drive the real daemonlet and watch its pods
+// without polling: the agent as a child process, a NOTIFY_SOCKET listener,
+// and an inotify watch on the directory where every container writes its
+// "I run" mark before it execs sleep. Figures of a process come from /proc.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace daemonlet::bench {
+
+using Ns = std::int64_t;  // CLOCK_MONOTONIC nanoseconds
+
+Ns mono_ns();
+inline double ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
+
+// A benchmark step that did not happen: the run stops and says which.
+struct Failure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Writes `text` to path + ".tmp", then renames it onto `path`, as tools do.
+// Returns the monotonic time just before the rename: the moment the agent
+// can first see the new content.
+Ns write_then_rename(const std::string& path, const std::string& text);
+
+// One container's mark: the file <marks>/<pod name> holding its pid,
+// seen when the container's shell closed it (IN_CLOSE_WRITE).
+struct Mark {
+    std::string pod;
+    pid_t pid = 0;
+    std::uint64_t start_time = 0;  // /proc/<pid>/stat field 22: pid + this names one process
+    Ns at = 0;
+};
+
+// Everything the bench waits on, in one poll(2): container marks, the
+// agent's sd_notify messages and, per wait, one more descriptor (a pidfd).
+class Observer {
+  public:
+    Observer(std::string marks_dir, const std::string& notify_socket);
+    Observer(const Observer&) = delete;
+    Observer& operator=(const Observer&) = delete;
+    ~Observer();
+
+    // Runs until `done()` holds (true) or `timeout` passes (false). When
+    // `extra_fd` is readable, *extra_ready is set (and stays set).
+    bool wait_until(Ns timeout, const std::function<bool()>& done, int extra_fd = -1,
+                    bool* extra_ready = nullptr);
+    // As wait_until, but a timeout is a Failure naming `what`.
+    void expect(const char* what, Ns timeout, const std::function<bool()>& done, int extra_fd = -1,
+                bool* extra_ready = nullptr);
+
+    // Marks in arrival order, and the newest one per DaemonSet name prefix
+    // ("ds-007" for pod "ds-007-x5k2p").
+    const std::vector<Mark>& marks() const { return marks_; }
+    const std::map<std::string, Mark>& latest() const { return latest_; }
+
+    // The time of the first READY=1 since forget_ready().
+    std::optional<Ns> ready_at() const { return ready_at_; }
+    void forget_ready() { ready_at_.reset(); }
+    std::size_t notify_messages() const { return notify_count_; }
+    // The last STATUS= text ("50 DaemonSets, 50/50 pods running").
+    const std::string& status() const { return status_; }
+
+  private:
+    void read_marks();
+    void read_notify();
+
+    std::string marks_dir_;
+    int inotify_fd_ = -1;
+    int notify_fd_ = -1;
+    std::vector<Mark> marks_;
+    std::map<std::string, Mark> latest_;
+    std::optional<Ns> ready_at_;
+    std::size_t notify_count_ = 0;
+    std::string status_;
+};
+
+// The agent, `daemonlet run --config FILE`, as the bench's child, with
+// NOTIFY_SOCKET set and stdout and stderr appended to a log file.
+class AgentProcess {
+  public:
+    AgentProcess() = default;
+    AgentProcess(const AgentProcess&) = delete;
+    AgentProcess& operator=(const AgentProcess&) = delete;
+    ~AgentProcess();
+
+    void start(const std::string& daemonlet, const std::string& config, const std::string& notify_socket,
+               const std::string& log);
+    // Sends `sig` and waits (through the observer, which keeps reading) for
+    // the exit, reaping it.
+    void stop(int sig, Observer& obs);
+    pid_t pid() const { return pid_; }
+    bool running() const { return pid_ > 0; }
+
+  private:
+    pid_t pid_ = -1;
+    int pidfd_ = -1;
+};
+
+// The figures of one process from /proc.
+struct ProcFigures {
+    std::int64_t vm_rss_kib = -1;
+    std::int64_t pss_kib = -1;  // smaps_rollup: shared pages divided among their users
+    std::int64_t rss_anon_kib = -1;
+};
+ProcFigures proc_figures(pid_t pid);
+
+struct ProcIo {
+    std::int64_t wchar = 0;        // bytes passed to write(2) and friends, any file or socket
+    std::int64_t write_bytes = 0;  // bytes the process made the block layer write (dirtied pages)
+    std::int64_t syscw = 0;
+};
+ProcIo proc_io(pid_t pid);
+
+// utime + stime of a process, in clock ticks.
+std::int64_t proc_cpu_ticks(pid_t pid);
+
+// The process's start time, 0 when it is gone.
+std::uint64_t start_time_of(pid_t pid);
+
+// True while pid is alive (not a zombie) and started at start_time.
+bool same_process(pid_t pid, std::uint64_t start_time);
+
+// pidfd_open(2), or -1.
+int open_pidfd(pid_t pid);
+
+// Every regular file below `dir`, except below `skip` (a path below dir),
+// with its size and mtime: what an idle agent must not change.
+struct FileFacts {
+    std::int64_t size = 0;
+    std::int64_t mtime_ns = 0;
+};
+std::map<std::string, FileFacts> file_facts(const std::string& dir, const std::string& skip);
+
+// Percentile by nearest rank (p in [0, 100]) of a non-empty sample.
+double percentile(std::vector<double> v, double p);
+
+}  // namespace daemonlet::bench
