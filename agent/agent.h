@@ -79,12 +79,15 @@ class Agent {
         std::int64_t mtime_ns = -1;
         std::int64_t size = -1;
         std::uint64_t content_hash = 0;
-        std::vector<DaemonSet> good;      // the last version that loaded without errors
+        // The last version that loaded without errors, shared with desired_:
+        // a parsed DaemonSet is about 8 KiB for a 600-byte manifest.
+        std::vector<std::shared_ptr<const DaemonSet>> good;
         std::vector<std::string> errors;  // of the current version; empty when it is the good one
     };
     // A DaemonSet in force.
     struct Desired {
-        DaemonSet ds;
+        std::shared_ptr<const DaemonSet> object;  // the file's (shared with files_) or a rollback's
+        const DaemonSet& ds() const { return *object; }
         std::string source;  // the file it came from
         std::string hash;
         std::int64_t revision = 0;

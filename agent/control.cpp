@@ -108,7 +108,7 @@ void Agent::on_control(ClientId client, const Json& req) {
             control_->finish(client);
             return;
         }
-        RolloutStatus st = rollout_status_of(it->second, node_should_run_daemon_pod(node_, it->second.ds));
+        RolloutStatus st = rollout_status_of(it->second, node_should_run_daemon_pod(node_, it->second.ds()));
         control_->send(client, status_response(st));
         if (!wait || st.done)
             control_->finish(client);
@@ -134,15 +134,16 @@ RolloutStatus Agent::rollout_status_of(const Desired& d, const Decision& decisio
     std::vector<NodeDaemonPod> pods;
     const std::int64_t now = platform::monotonic_ms();
     for (const auto& [uid, p] : pods_) {
-        if (p.rec.namespace_ != d.ds.metadata.namespace_ || p.rec.daemonset != d.ds.metadata.name) continue;
+        if (p.rec.namespace_ != d.ds().metadata.namespace_ || p.rec.daemonset != d.ds().metadata.name)
+            continue;
         ObservedPod o;
         o.ready = p.ready_since_mono_ms.has_value();
         o.ready_since_mono_ms = p.ready_since_mono_ms;
         pods.push_back(NodeDaemonPod{p.rec.name, p.rec.created_at_ms, p.rec.revision_hash, o.ready,
-                                     pod_available(o, d.ds.spec.min_ready_seconds, now)});
+                                     pod_available(o, d.ds().spec.min_ready_seconds, now)});
     }
     // The agent acts on a spec as soon as it reads it: always observed.
-    return daemonset_rollout_status(d.ds, daemonset_node_status(decision, std::move(pods), d.hash), true);
+    return daemonset_rollout_status(d.ds(), daemonset_node_status(decision, std::move(pods), d.hash), true);
 }
 
 // After every reconcile: answer the deletes whose pod has gone, record the
@@ -166,12 +167,12 @@ void Agent::after_reconcile() {
     }
     std::map<std::string, RolloutStatus> statuses;
     for (const auto& [key, d] : desired_) {
-        Decision decision = node_should_run_daemon_pod(node_, d.ds);
+        Decision decision = node_should_run_daemon_pod(node_, d.ds());
         record_placement(d, decision);
         RolloutStatus st = rollout_status_of(d, decision);
         if (st.done && st.error.empty() && decision.should_run && rolled_out_[key] != d.hash) {
             rolled_out_[key] = d.hash;
-            record_event(d.ds.metadata.namespace_, d.ds.metadata.name, "Normal", "RolloutComplete",
+            record_event(d.ds().metadata.namespace_, d.ds().metadata.name, "Normal", "RolloutComplete",
                          "Revision " + std::to_string(d.revision) + " (" + d.hash + ") rolled out");
         }
         statuses.emplace(key, std::move(st));

@@ -51,7 +51,7 @@ void Agent::record_backoff(const PodRecord& pod, const std::string& container) {
 // Once per change of the decision: the first time it says no, and again
 // only after it said something else.
 void Agent::record_placement(const Desired& d, const Decision& decision) {
-    const std::string key = d.ds.metadata.namespace_ + "/" + d.ds.metadata.name;
+    const std::string key = d.ds().metadata.namespace_ + "/" + d.ds().metadata.name;
     std::string why;
     for (const auto& r : decision.reasons) why += (why.empty() ? "" : "; ") + r;
     const std::string noted = decision.should_run ? std::string("runs") : why;
@@ -59,7 +59,7 @@ void Agent::record_placement(const Desired& d, const Decision& decision) {
     if (!inserted && it->second == noted) return;
     it->second = noted;
     if (decision.should_run) return;
-    record_event(d.ds.metadata.namespace_, d.ds.metadata.name, "Warning", "FailedPlacement",
+    record_event(d.ds().metadata.namespace_, d.ds().metadata.name, "Warning", "FailedPlacement",
                  "failed to place pod on \"" + node_.metadata.name +
                      "\": " + (why.empty() ? std::string("the node does not match") : why) +
                      (decision.should_continue_running ? "" : " (a running pod is stopped)"));

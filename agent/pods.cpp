@@ -173,7 +173,7 @@ const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
 const Container* Agent::container_spec(const LivePod& p, std::size_t index) const {
     const Desired* d = desired_for(p.rec);
     if (!d || d->hash != p.rec.revision_hash) return nullptr;
-    return find_container(d->ds.spec.template_.spec, p, index);
+    return find_container(d->ds().spec.template_.spec, p, index);
 }
 
 // The container of `spec` that is the pod's container `index` (by name).
@@ -233,10 +233,10 @@ void Agent::reconcile() {
     want.reserve(desired_.size());
     for (const auto& [key, d] : desired_) {
         DesiredDaemonSet w;
-        w.ds = &d.ds;
+        w.ds = &d.ds();
         w.hash = d.hash;
         w.revision = d.revision;
-        w.decision = node_should_run_daemon_pod(node_, d.ds);
+        w.decision = node_should_run_daemon_pod(node_, d.ds());
         want.push_back(std::move(w));
     }
     std::vector<ObservedPod> seen;
@@ -381,7 +381,7 @@ void Agent::save_pod(const LivePod& p) {
 void Agent::create_pod(const PodToCreate& c) {
     auto it = desired_.find(c.namespace_ + "/" + c.daemonset);
     if (it == desired_.end()) return;
-    const DaemonSet& ds = it->second.ds;
+    const DaemonSet& ds = it->second.ds();
     LivePod p;
     p.rec.uid = new_uid();
     p.rec.name = c.daemonset + "-" + random_chars(5, "bcdfghjklmnpqrstvwxz2456789");
@@ -433,7 +433,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         cs.message = "waiting for the pod's replacement";
         return;
     }
-    const PodSpec& pod_spec = d->ds.spec.template_.spec;
+    const PodSpec& pod_spec = d->ds().spec.template_.spec;
     platform::ContainerLaunch launch;
     launch.pod_uid = p.rec.uid;
     launch.pod_name = p.rec.name;

@@ -50,7 +50,7 @@ const Container* Agent::probed_spec(const LivePod& p, std::size_t index) {
         if (!revs) return nullptr;
         for (const auto& rev : revs.value()) {
             if (rev.hash != p.rec.revision_hash) continue;
-            Json obj = d->ds.object;
+            Json obj = d->ds().object;
             Json tmpl = Json::parse(rev.template_json, nullptr, false);
             if (tmpl.is_discarded() || !tmpl.is_object()) return nullptr;
             obj["spec"]["template"] = std::move(tmpl);

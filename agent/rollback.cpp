@@ -39,9 +39,9 @@ Error revision_not_found(std::int64_t r) {
 
 // Called for each DaemonSet as read from its file, before it is stored.
 void Agent::apply_rollback(Desired& d) {
-    const auto& md = d.ds.metadata;
+    const auto& md = d.ds().metadata;
     const std::string key = md.namespace_ + "/" + md.name;
-    d.file_hash = hex(fnv1a64(d.ds.object.dump()));
+    d.file_hash = hex(fnv1a64(d.ds().object.dump()));
     d.rolled_back = false;
     auto rb = store_->get_rollback(md.namespace_, md.name);
     if (!rb.ok()) {
@@ -63,15 +63,15 @@ void Agent::apply_rollback(Desired& d) {
             "Manifest " + d.source + " changed: its template replaces the rollback to " + r.revision_hash);
         return;
     }
-    Json obj = d.ds.object;
+    Json obj = d.ds().object;
     obj["spec"]["template"] = Json::parse(r.template_json, nullptr, false);
     DaemonSet restored;
     if (obj["spec"]["template"].is_discarded() || !decode_daemonset(obj, restored).empty()) {
         drop("the rollback's stored template does not decode; using the file's");
         return;
     }
-    d.ds = std::move(restored);
-    d.hash = template_hash(d.ds.object["spec"]["template"], d.ds.status.collision_count);
+    d.object = std::make_shared<const DaemonSet>(std::move(restored));
+    d.hash = template_hash(d.ds().object["spec"]["template"], d.ds().status.collision_count);
     d.rolled_back = true;
 }
 
@@ -105,8 +105,9 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
     std::string file_template_hash;
     if (auto f = files_.find(d.source); f != files_.end())
         for (const auto& ds : f->second.good)
-            if (ds.metadata.namespace_ == ns && ds.metadata.name == name)
-                file_template_hash = template_hash(ds.object["spec"]["template"], ds.status.collision_count);
+            if (ds->metadata.namespace_ == ns && ds->metadata.name == name)
+                file_template_hash =
+                    template_hash(ds->object["spec"]["template"], ds->status.collision_count);
     const std::int64_t restored = to->revision;
     const std::string restored_hash = to->hash;
     if (restored_hash == file_template_hash) {

@@ -64,7 +64,7 @@ void Agent::rescan_manifests() {
         fs.good.clear();
         for (auto& o : m.objects) {
             if (auto* ds = std::get_if<DaemonSet>(&o.object))
-                fs.good.push_back(std::move(*ds));
+                fs.good.push_back(std::make_shared<const DaemonSet>(std::move(*ds)));
             else
                 log(Level::Warning, e.path + ": " + o.where +
                                         ": a Node in the manifest directory is ignored; "
@@ -87,7 +87,8 @@ void Agent::rescan_manifests() {
 void Agent::rebuild_desired() {
     std::map<std::string, Desired> next;
     for (const auto& [path, fs] : files_) {  // sorted by path: the first file wins a conflict
-        for (const auto& ds : fs.good) {
+        for (const auto& shared : fs.good) {
+            const DaemonSet& ds = *shared;
             std::string key = ds.metadata.namespace_ + "/" + ds.metadata.name;
             auto [it, inserted] = next.try_emplace(key);
             if (!inserted) {
@@ -98,7 +99,7 @@ void Agent::rebuild_desired() {
                                             " (its path sorts first)");
                 continue;
             }
-            it->second.ds = ds;
+            it->second.object = shared;
             it->second.source = path;
             it->second.hash = template_hash(ds.object["spec"]["template"], ds.status.collision_count);
         }
@@ -119,7 +120,7 @@ void Agent::rebuild_desired() {
     for (const auto& [key, d] : desired_) {
         if (next.count(key)) continue;
         log(Level::Notice, "DaemonSet " + key + " removed (its file " + d.source + " no longer defines it)");
-        if (auto s = store_->delete_daemonset(d.ds.metadata.namespace_, d.ds.metadata.name); !s.ok())
+        if (auto s = store_->delete_daemonset(d.ds().metadata.namespace_, d.ds().metadata.name); !s.ok())
             log(Level::Err, "store: " + s.error().message);
     }
     if (auto s = tx.value()->commit(); !s.ok()) log(Level::Err, "store: " + s.error().message);
@@ -131,14 +132,14 @@ void Agent::rebuild_desired() {
 // the one already recorded for this hash, or the next one (as upstream's
 // ControllerRevisions). The history is pruned to revisionHistoryLimit.
 Status Agent::record_revision(Desired& d) {
-    const auto& md = d.ds.metadata;
+    const auto& md = d.ds().metadata;
     auto stored = store_->get_daemonset(md.namespace_, md.name);
     if (!stored.ok()) return stored.error();
     store::StoredDaemonSet row;
     row.namespace_ = md.namespace_;
     row.name = md.name;
     row.source = "file:" + d.source;
-    row.object_json = d.ds.object.dump();
+    row.object_json = d.ds().object.dump();
     row.template_hash = d.hash;
     row.generation = 1;
     row.updated_at_ms = platform::wall_clock_ms();
@@ -188,7 +189,7 @@ Status Agent::record_revision(Desired& d) {
     rev.daemonset = md.name;
     rev.revision = max_rev + 1;
     rev.hash = d.hash;
-    rev.template_json = canonical_json(d.ds.object["spec"]["template"]);
+    rev.template_json = canonical_json(d.ds().object["spec"]["template"]);
     rev.created_at_ms = platform::wall_clock_ms();
     if (auto w = store_->put_revision(rev); !w.ok()) return w.error();
     d.revision = rev.revision;
@@ -198,7 +199,7 @@ Status Agent::record_revision(Desired& d) {
     std::vector<std::int64_t> in_use{rev.revision};
     for (const auto& [uid, p] : pods_)
         if (p.rec.namespace_ == md.namespace_ && p.rec.daemonset == md.name) in_use.push_back(p.rec.revision);
-    int keep = d.ds.spec.revision_history_limit.value_or(10) + 1;  // the live revision plus the history
+    int keep = d.ds().spec.revision_history_limit.value_or(10) + 1;  // the live revision plus the history
     if (auto pr = store_->prune_revisions(md.namespace_, md.name, keep, in_use); !pr.ok()) return pr.error();
     return Ok{};
 }
