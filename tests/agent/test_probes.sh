@@ -198,6 +198,21 @@ proxy_pid=$(pid_of proxy)
 wait_for "sidecar: a killed sidecar is restarted (RESTARTS counts it)" 15 bash -c "'$dl' get pods -n it --config '$cfg' | grep -E '^it +sidecar-.* 2/2 +Running +1 '"
 [[ $(pid_of sidecar) == "$main_pid" ]] && ok || fail "sidecar: the main container restarted with the sidecar"
 "$dl" get pods -n it -o json --config "$cfg" | grep -q '"name": "proxy"' && ok || fail "-o json: no sidecar status"
+# A lost database: the pod is rebuilt from its containers' labels, the
+# sidecar and the main container adopted, the completed init container not
+# run again.
+proxy_pid=$(pid_of proxy)
+order=$(tr '\n' ' ' <"$work/sc-order")
+kill -TERM "$agent"
+wait "$agent" 2>/dev/null
+head -c 8192 /dev/urandom >"$state/daemonlet.db"
+rm -f "$state/daemonlet.db-wal" "$state/daemonlet.db-shm"
+start_agent
+wait_for "sidecar: rebuilt after a lost database, 2/2 Running" 15 pod_shows sidecar ' 2/2 +Running '
+[[ $(pid_of sidecar) == "$main_pid" && $(pid_of proxy) == "$proxy_pid" ]] && ok ||
+    fail "sidecar: the rebuild restarted a container"
+[[ $(tr '\n' ' ' <"$work/sc-order") == "$order" ]] && ok ||
+    fail "sidecar: the rebuild ran something again: $order -> $(tr '\n' ' ' <"$work/sc-order")"
 rm -f "$man/sidecar.yaml"
 wait_for "sidecar stops" 10 no_pod it sidecar
 
