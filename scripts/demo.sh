@@ -57,6 +57,10 @@ section "daemonlet get ds -A"
 "$dl" get ds -A --config "$cfg"
 section "daemonlet get pods -A"
 "$dl" get pods -A --config "$cfg"
+section "daemonlet describe ds gpu-exporter -n monitoring (why this board runs no pod of it)"
+"$dl" describe ds gpu-exporter -n monitoring --config "$cfg"
+section "daemonlet rollout status ds/heartbeat -n kube-system"
+"$dl" rollout status ds/heartbeat -n kube-system --config "$cfg"
 pid_before=$(pgrep -f 'heartbeat from' | head -1)
 section "the heartbeat container's log (CRI format, under $state/runtime/logs)"
 sleep 1
