@@ -48,6 +48,8 @@ struct HttpClient::Impl {
         std::size_t max_body = 0;
         bool truncate = false;
         bool overflow = false;
+        bool stopped = false;  // on_data said stop
+        std::function<bool(long, std::string_view)> on_data;
         std::string body_in;  // kept alive for CURLOPT_POSTFIELDS
         char error[CURL_ERROR_SIZE] = {};
     };
@@ -144,7 +146,9 @@ struct HttpClient::Impl {
             curl->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
             const CURLcode code = msg->data.result;
             Result<HttpResponse> out = Error{"http", ""};
-            if (t->overflow) {
+            if (t->stopped) {
+                out = Error{"stopped", "stopped by the receiver"};
+            } else if (t->overflow) {
                 out = Error{"http", "response body larger than " + std::to_string(t->max_body) + " bytes"};
             } else if (code != CURLE_OK) {
                 std::string why = t->error[0] ? t->error : curl->easy_strerror(code);
@@ -176,6 +180,13 @@ struct HttpClient::Impl {
     static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* userp) {
         auto* t = static_cast<Transfer*>(userp);
         const std::size_t len = size * n;
+        if (t->on_data) {
+            long status = 0;
+            curl->easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+            if (t->on_data(status, std::string_view(data, len))) return len;
+            t->stopped = true;
+            return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+        }
         const std::size_t room = t->max_body - std::min(t->max_body, t->resp.body.size());
         if (len > room) {
             if (!t->truncate) {
@@ -220,6 +231,7 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
     t->max_body = req.max_body_bytes;
     t->truncate = req.truncate_body;
     t->body_in = req.body;
+    t->on_data = req.on_data;
     CURL* e = curl->easy_init();
     if (!e) return Error{"http", "curl_easy_init failed"};
     t->easy = e;
@@ -260,6 +272,17 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
     if (!req.tls.ca_file.empty()) curl->easy_setopt(e, CURLOPT_CAINFO, req.tls.ca_file.c_str());
     if (!req.tls.cert_file.empty()) curl->easy_setopt(e, CURLOPT_SSLCERT, req.tls.cert_file.c_str());
     if (!req.tls.key_file.empty()) curl->easy_setopt(e, CURLOPT_SSLKEY, req.tls.key_file.c_str());
+    // PEM bytes: curl copies a blob when CURL_BLOB_COPY is set.
+    auto blob = [&](CURLoption opt, const std::string& pem) {
+        if (pem.empty()) return;
+        curl_blob b{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
+        curl->easy_setopt(e, opt, &b);
+    };
+    blob(CURLOPT_CAINFO_BLOB, req.tls.ca_pem);
+    blob(CURLOPT_SSLCERT_BLOB, req.tls.cert_pem);
+    blob(CURLOPT_SSLKEY_BLOB, req.tls.key_pem);
+    if (!req.tls.cert_pem.empty()) curl->easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    if (!req.tls.key_pem.empty()) curl->easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
 
     const RequestId id = t->id;
     Impl::Transfer* raw = t.get();

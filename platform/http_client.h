@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,11 @@ struct HttpTls {
     std::string ca_file;    // PEM bundle; empty: the system's
     std::string cert_file;  // client certificate (PEM), optional
     std::string key_file;   // its key (PEM)
+    // The same as PEM bytes, for kubeconfig's -data fields (decoded); a file
+    // and its bytes are not both given.
+    std::string ca_pem;
+    std::string cert_pem;
+    std::string key_pem;
 };
 
 struct HttpRequest {
@@ -45,6 +51,12 @@ struct HttpRequest {
     bool truncate_body = false;     // true: keep the first max_body_bytes and read on; false: fail
     bool fresh_connection = false;  // no connection reuse (kubelet probes: DisableKeepAlives)
     bool use_env_proxy = false;     // false: never a proxy (kubelet probes: Proxy nil)
+    // Streaming (a watch): each piece of the body as it arrives, with the
+    // status, instead of collecting it (max_body_bytes does not apply; the
+    // response's body stays empty). Returning false stops the transfer: the
+    // callback then gets an error with code "stopped". timeout_ms still
+    // bounds the whole exchange.
+    std::function<bool(long status, std::string_view data)> on_data;
 };
 
 struct HttpResponse {
