@@ -45,12 +45,9 @@ Result<std::optional<StoredDaemonSet>> SqliteStore::get_daemonset(const std::str
 Result<std::vector<StoredDaemonSet>> SqliteStore::list_daemonsets() {
     sqlite::Query q(s_.ds_list);
     std::vector<StoredDaemonSet> out;
-    for (;;) {
-        auto row = q.step();
-        if (!row) return fail("list_daemonsets", row.error());
-        if (!row.value()) return out;
-        out.push_back(read_daemonset(q));
-    }
+    if (auto st = q.each_row([&](const sqlite::Query& r) { out.push_back(read_daemonset(r)); }); !st)
+        return fail("list_daemonsets", st.error());
+    return out;
 }
 
 // A revision is keyed by its template's hash: putting a known template under
@@ -67,19 +64,18 @@ Result<std::vector<RevisionRecord>> SqliteStore::list_revisions(const std::strin
     sqlite::Query q(s_.rev_list);
     q.bind(1, ns).bind(2, ds);
     std::vector<RevisionRecord> out;
-    for (;;) {
-        auto row = q.step();
-        if (!row) return fail("list_revisions", row.error());
-        if (!row.value()) return out;
+    auto st = q.each_row([&](const sqlite::Query& row) {
         RevisionRecord r;
-        r.namespace_ = q.text(0);
-        r.daemonset = q.text(1);
-        r.revision = q.int64(2);
-        r.hash = q.text(3);
-        r.template_json = q.text(4);
-        r.created_at_ms = q.int64(5);
+        r.namespace_ = row.text(0);
+        r.daemonset = row.text(1);
+        r.revision = row.int64(2);
+        r.hash = row.text(3);
+        r.template_json = row.text(4);
+        r.created_at_ms = row.int64(5);
         out.push_back(std::move(r));
-    }
+    });
+    if (!st) return fail("list_revisions", st.error());
+    return out;
 }
 
 Result<bool> SqliteStore::put_rollback(const StoredRollback& rb) {

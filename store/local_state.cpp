@@ -101,20 +101,18 @@ Result<std::vector<EventRecord>> SqliteStore::list_events(const std::string& ns,
     sqlite::Query q(s_.event_list);
     q.bind(1, ns).bind(2, object).bind(3, std::int64_t{limit > 0 ? limit : -1});
     std::vector<EventRecord> out;
-    for (;;) {
-        auto row = q.step();
-        if (!row) return fail("list_events", row.error());
-        if (!row.value()) break;
+    auto st = q.each_row([&](const sqlite::Query& row) {
         EventRecord ev;
-        ev.id = q.int64(0);
-        ev.namespace_ = q.text(1);
-        ev.object = q.text(2);
-        ev.type = q.text(3);
-        ev.reason = q.text(4);
-        ev.message = q.text(5);
-        ev.time_ms = q.int64(6);
+        ev.id = row.int64(0);
+        ev.namespace_ = row.text(1);
+        ev.object = row.text(2);
+        ev.type = row.text(3);
+        ev.reason = row.text(4);
+        ev.message = row.text(5);
+        ev.time_ms = row.int64(6);
         out.push_back(std::move(ev));
-    }
+    });
+    if (!st) return fail("list_events", st.error());
     return std::vector<EventRecord>(out.rbegin(), out.rend());
 }
 

@@ -159,12 +159,7 @@ Result<std::vector<std::string>> query_column(sqlite3* db, const char* sql) {
     if (auto st = stmt.prepare(db, sql); !st) return st.error();
     Query q(stmt);
     std::vector<std::string> rows;
-    for (;;) {
-        auto row = q.step();
-        if (!row) return row.error();
-        if (!row.value()) break;
-        rows.push_back(q.text(0));
-    }
+    if (auto st = q.each_row([&](const Query& r) { rows.push_back(r.text(0)); }); !st) return st.error();
     return rows;
 }
 

@@ -84,6 +84,17 @@ class Query {
 
     // true: a row is available; false: done.
     Result<bool> step();
+    // Steps through every row, calling `row` on each (read the columns
+    // from the Query it is given); stops at the first error.
+    template <class F>
+    Status each_row(F&& row) {
+        for (;;) {
+            auto more = step();
+            if (!more) return more.error();
+            if (!more.value()) return Ok{};
+            row(static_cast<const Query&>(*this));
+        }
+    }
 
     std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
     std::string text(int col) const;
