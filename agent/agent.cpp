@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -89,10 +90,10 @@ Status Agent::init() {
         log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
                             "; rebuilding from the manifest directory and the running containers");
 
-    node_ = make_local_node(config_.node_name, config_.node_labels, config_.node_taints,
-                            config_.node_unschedulable, "linux", goarch_from_machine(platform::machine()));
-    store::StoredNode sn{node_.metadata.labels, node_.taints, node_.unschedulable};
-    if (auto w = store_->put_node(sn); !w.ok()) log(Level::Warning, w.error().message);
+    // The cluster's DaemonSets and Node as last received: an offline boot
+    // runs them like the manifests' (cluster.cpp).
+    load_api_cache();
+    refresh_node();
 
     auto rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime", find_shim());
     if (!rt.ok()) return rt.error();
@@ -121,7 +122,10 @@ Status Agent::init() {
     // start what is missing, all before READY.
     adopt();
     rescan_manifests();
+    if (!api_ds_.empty()) rebuild_desired();  // the cache's, with no manifest file changed
     reconcile();
+    // Only then the API server: READY never waits for the network.
+    start_cluster();
 
     watch_ = std::make_unique<platform::DirWatch>(
         &loop_, config_.manifest_dir, 30, config_.file_check_frequency_ms, [this] { rescan_manifests(); });
@@ -151,6 +155,10 @@ void Agent::update_status() {
         if (p.rec.phase == PodPhase::Running) ++running;
     notifier_status_ = std::to_string(desired_.size()) + " DaemonSets, " + std::to_string(running) + "/" +
                        std::to_string(pods_.size()) + " pods running";
+    if (cluster_)
+        notifier_status_ += std::string(", API server ") + to_string(cluster_->state());
+    else if (config_.api_server.enabled)
+        notifier_status_ += ", API server not reachable (configuration error)";
     if (notifier_) notifier_->status(notifier_status_);
     after_reconcile();
 }
@@ -181,12 +189,25 @@ void Agent::reload_config() {
     next.runtime_type = config_.runtime_type;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
+    const bool api_changed = next.api_server != config_.api_server;
     config_ = std::move(next);
-    node_ = make_local_node(config_.node_name, config_.node_labels, config_.node_taints,
-                            config_.node_unschedulable, "linux", goarch_from_machine(platform::machine()));
-    store::StoredNode sn{node_.metadata.labels, node_.taints, node_.unschedulable};
-    if (auto w = store_->put_node(sn); !w.ok()) log(Level::Warning, w.error().message);
     log(Level::Notice, "SIGHUP: configuration reloaded; re-evaluating every DaemonSet");
+    if (api_changed || (config_.api_server.enabled && !cluster_)) {
+        // A new link, with the credentials read again; the cache keeps what
+        // the new scope still follows until its first complete list.
+        if (cluster_) cluster_->close();
+        cluster_.reset();
+        if (!config_.api_server.enabled) api_ds_.clear();
+        std::erase_if(api_ds_, [&](const auto& kv) {
+            return !config_.api_server.namespaces.empty() &&
+                   std::find(config_.api_server.namespaces.begin(), config_.api_server.namespaces.end(),
+                             kv.second.object->metadata.namespace_) == config_.api_server.namespaces.end();
+        });
+        if (!config_.api_server.node_from_cluster) cluster_node_.reset();
+        start_cluster();
+        if (!dir_changed) rebuild_desired();
+    }
+    refresh_node();
     if (dir_changed) {
         watch_->close();
         files_.clear();
@@ -204,6 +225,7 @@ void Agent::shutdown() {
     stopping_ = true;
     if (notifier_) notifier_->stopping();
     if (watch_) watch_->close();
+    if (cluster_) cluster_->close();
     if (control_) control_->close();  // removes the socket: clients see the agent is not running
     for (auto*& h : signals_) close_and_free(h);
     signals_.clear();

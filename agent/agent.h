@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/cluster_link.h"
 #include "core/config.h"
 #include "core/manifest.h"
 #include "core/model.h"
@@ -84,11 +85,19 @@ class Agent {
         std::vector<std::shared_ptr<const DaemonSet>> good;
         std::vector<std::string> errors;  // of the current version; empty when it is the good one
     };
+    static constexpr const char* kApiSource = "the API server";
+    // A DaemonSet from the API server as last received.
+    struct ApiObject {
+        std::shared_ptr<const DaemonSet> object;
+        std::string normalized;  // the object without status and bookkeeping, to tell real changes
+        std::string uid;
+    };
     // A DaemonSet in force.
     struct Desired {
         std::shared_ptr<const DaemonSet> object;  // the file's (shared with files_) or a rollback's
         const DaemonSet& ds() const { return *object; }
-        std::string source;  // the file it came from
+        std::string source;  // the file it came from, or kApiSource
+        bool from_api() const { return source == kApiSource; }
         std::string hash;
         std::int64_t revision = 0;
         std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
@@ -126,6 +135,18 @@ class Agent {
     void rescan_manifests();
     void rebuild_desired();
     Status record_revision(Desired& d);
+
+    // cluster.cpp: the API server as a source, the node from the cluster,
+    // connectivity, the Lease and the Events (cluster_link.h)
+    void load_api_cache();
+    void start_cluster();
+    void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
+    void on_api_node(ReflectorChanges&& changes);
+    void on_link(LinkState state);
+    void refresh_node();
+    void send_cluster_event(const std::string& ns, const std::string& daemonset, const char* type,
+                            const char* reason, const std::string& message);
+    Json status_json() const;
 
     // rollback.cpp: rollout undo over a manifest file's template
     void apply_rollback(Desired& d);
@@ -194,6 +215,10 @@ class Agent {
     std::map<std::string, FileState> files_;
     std::map<std::string, Desired> desired_;  // by "namespace/name"
     std::set<std::string> reported_conflicts_;
+    std::map<std::string, ApiObject> api_ds_;  // by "namespace/name"
+    std::optional<Json> cluster_node_;         // nodeFromCluster: the Node object
+    std::unique_ptr<ClusterLink> cluster_;
+    std::string cluster_error_;                                         // why the link could not start
     std::map<std::string, LivePod> pods_;                               // by uid
     std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 

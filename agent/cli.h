@@ -24,6 +24,7 @@ int cmd_logs(const std::vector<std::string>& args);
 int cmd_describe(const std::vector<std::string>& args);
 int cmd_delete(const std::vector<std::string>& args);
 int cmd_rollout(const std::vector<std::string>& args);
+int cmd_status(const std::vector<std::string>& args);
 
 // Reads and validates the agent's configuration file; the node name
 // defaults to the host name (cmd_run.cpp).

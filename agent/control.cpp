@@ -11,6 +11,7 @@
 //   {"op":"rollout_status","namespace":NS,"name":DS,"watch":true}
 //       -> {"status":{"message":...,"done":...}} now and at every change
 //          until done
+//   {"op":"status"} -> the agent's state (Agent::status_json, cluster.cpp)
 //   any error -> {"error":CODE,"message":...}
 #include <csignal>
 
@@ -54,6 +55,11 @@ void Agent::on_control(ClientId client, const Json& req) {
     const std::string ns = str("namespace");
     const std::string name = str("name");
     const bool wait = req.value("wait", false) || req.value("watch", false);
+    if (op == "status") {
+        control_->send(client, status_json());
+        control_->finish(client);
+        return;
+    }
     if (op.empty() || ns.empty() || name.empty()) {
         control_->send(client, error_response("BadRequest", "a request needs op, namespace and name"));
         control_->finish(client);

@@ -32,6 +32,7 @@ void Agent::record_event(const std::string& ns, const std::string& daemonset, co
         return;
     if (auto w = store_->add_event(ev); !w.ok())
         log(Level::Warning, "store: event not recorded: " + w.error().message);
+    send_cluster_event(ns, daemonset, type, reason, message);
 }
 
 void Agent::record_pod_removed(const PodRecord& pod, const std::string& reason) {

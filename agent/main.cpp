@@ -14,6 +14,7 @@ const char* const kUsage =
     "\n"
     "Commands:\n"
     "  run        Run the agent (the systemd service's command)\n"
+    "  status     The agent's state: DaemonSets, pods, the API server link\n"
     "  get        List this node's DaemonSets or pods (ds, pods)\n"
     "  describe   Show a DaemonSet: this node's decision and why, revisions, events\n"
     "  logs       Print a container's output\n"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "run") return cmd_run(args);
     if (cmd == "get") return cmd_get(args);
+    if (cmd == "status") return cmd_status(args);
     if (cmd == "logs") return cmd_logs(args);
     if (cmd == "describe") return cmd_describe(args);
     if (cmd == "delete") return cmd_delete(args);

@@ -5,7 +5,9 @@
 // keeps its last good version in force (its errors are logged once per
 // version); a removed file removes its DaemonSets. The same namespace/name
 // in two files is a conflict: the file whose path sorts first wins, and the
-// conflict is logged.
+// conflict is logged. DaemonSets from the API server (cluster.cpp) come
+// after the files: a file's DaemonSet of the same namespace/name wins, and
+// the conflict is logged and reported to the cluster as an event.
 #include <algorithm>
 
 #include "agent/agent.h"
@@ -104,6 +106,24 @@ void Agent::rebuild_desired() {
             it->second.hash = template_hash(ds.object["spec"]["template"], ds.status.collision_count);
         }
     }
+    for (const auto& [key, a] : api_ds_) {
+        auto [it, inserted] = next.try_emplace(key);
+        if (!inserted) {
+            if (reported_conflicts_.insert(key + "|api|" + it->second.source).second) {
+                const std::string msg = "DaemonSet " + key + " is also defined by the manifest file " +
+                                        it->second.source + " on node " + node_.metadata.name +
+                                        "; the local file wins";
+                log(Level::Warning, msg);
+                send_cluster_event(a.object->metadata.namespace_, a.object->metadata.name, "Warning",
+                                   "LocalManifestOverrides", msg);
+            }
+            continue;
+        }
+        it->second.object = a.object;
+        it->second.source = kApiSource;
+        it->second.hash =
+            template_hash(a.object->object["spec"]["template"], a.object->status.collision_count);
+    }
     // The store follows: new and changed DaemonSets written (only when they
     // changed), removed ones deleted, all in one transaction.
     auto tx = store_->begin();
@@ -119,7 +139,10 @@ void Agent::rebuild_desired() {
     }
     for (const auto& [key, d] : desired_) {
         if (next.count(key)) continue;
-        log(Level::Notice, "DaemonSet " + key + " removed (its file " + d.source + " no longer defines it)");
+        log(Level::Notice, "DaemonSet " + key + " removed (" +
+                               (d.from_api() ? std::string("the API server no longer has it")
+                                             : "its file " + d.source + " no longer defines it") +
+                               ")");
         if (auto s = store_->delete_daemonset(d.ds().metadata.namespace_, d.ds().metadata.name); !s.ok())
             log(Level::Err, "store: " + s.error().message);
     }
@@ -138,7 +161,7 @@ Status Agent::record_revision(Desired& d) {
     store::StoredDaemonSet row;
     row.namespace_ = md.namespace_;
     row.name = md.name;
-    row.source = "file:" + d.source;
+    row.source = d.from_api() ? std::string("api") : "file:" + d.source;
     row.object_json = d.ds().object.dump();
     row.template_hash = d.hash;
     row.generation = 1;

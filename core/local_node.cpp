@@ -110,3 +110,22 @@ std::string goarch_from_machine(const std::string& m) {
 }
 
 }  // namespace daemonlet
+
+namespace daemonlet {
+
+Node merge_cluster_node(const std::string& name, const Labels& labels, const std::vector<Taint>& taints,
+                        bool unschedulable, const Node& cluster, const std::string& os,
+                        const std::string& arch) {
+    Labels merged_labels = labels;
+    for (const auto& [k, v] : cluster.metadata.labels) merged_labels[k] = v;
+    std::vector<Taint> merged_taints = cluster.taints;
+    for (const auto& t : taints) {
+        bool present = std::any_of(merged_taints.begin(), merged_taints.end(),
+                                   [&](const Taint& c) { return c.key == t.key && c.effect == t.effect; });
+        if (!present) merged_taints.push_back(t);
+    }
+    return make_local_node(name, merged_labels, merged_taints, unschedulable || cluster.unschedulable, os,
+                           arch);
+}
+
+}  // namespace daemonlet

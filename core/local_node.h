@@ -43,3 +43,17 @@ Node make_local_node(const std::string& name, const Labels& labels, const std::v
 std::string goarch_from_machine(const std::string& uname_machine);
 
 }  // namespace daemonlet
+
+namespace daemonlet {
+
+// The board's node when the cluster has a Node object for it
+// (apiServer.nodeFromCluster): the cluster's labels over the configured ones
+// (a key in both: the cluster's value), the cluster's taints plus the
+// configured taints of a key and effect the cluster does not have, and
+// unschedulable when either says so (a board cordoned locally stays
+// cordoned). Then as make_local_node: kubernetes.io/hostname, os and arch.
+Node merge_cluster_node(const std::string& name, const Labels& labels, const std::vector<Taint>& taints,
+                        bool unschedulable, const Node& cluster, const std::string& os,
+                        const std::string& arch);
+
+}  // namespace daemonlet

@@ -107,7 +107,10 @@ class Reflector {
                     double jitter);
 
     // Where the reflector is, for status lines and tests.
-    bool synced() const { return synced_; }  // a complete list has been applied
+    bool synced() const { return synced_; }
+    bool watching() const {
+        return phase_ == Phase::Watch;
+    }  // a watch is (or is next) the request  // a complete list has been applied
     const std::string& resource_version() const { return rv_; }
     int consecutive_failures() const { return failures_; }
 

@@ -152,7 +152,10 @@ struct HttpClient::Impl {
                 out = Error{"http", "response body larger than " + std::to_string(t->max_body) + " bytes"};
             } else if (code != CURLE_OK) {
                 std::string why = t->error[0] ? t->error : curl->easy_strerror(code);
-                out = Error{code == CURLE_OPERATION_TIMEDOUT ? "timeout" : "http", why};
+                out = Error{code == CURLE_OPERATION_TIMEDOUT ? "timeout"
+                            : code == CURLE_COULDNT_CONNECT  ? "refused"
+                                                             : "http",
+                            why};
             } else {
                 curl->easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->resp.status);
                 char* redirect = nullptr;
@@ -246,6 +249,10 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
     curl->easy_setopt(e, CURLOPT_HEADERDATA, t.get());
     curl->easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<std::int64_t>(1, req.timeout_ms)));
     curl->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    // HTTP/2 when the server offers it over TLS (ALPN), HTTP/1.1 otherwise:
+    // a board's watches then share one connection.
+    curl->easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    if (req.http2_multiplex) curl->easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     if (!req.use_env_proxy) curl->easy_setopt(e, CURLOPT_NOPROXY, "*");
     if (req.fresh_connection) {
         curl->easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);

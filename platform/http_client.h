@@ -5,6 +5,9 @@
 // API server client of a later issue (methods, bodies, TLS with a CA and a
 // client certificate).
 //
+// Errors: code "timeout", "refused" (no connection), "stopped" (on_data),
+// "http" (anything else, with curl's reason).
+//
 // Contract, as libuv's: request() either fails synchronously and never calls
 // back, or calls back exactly once, from the loop, with a response or an
 // error, unless cancel() or close() came first (then never).
@@ -51,6 +54,7 @@ struct HttpRequest {
     bool truncate_body = false;     // true: keep the first max_body_bytes and read on; false: fail
     bool fresh_connection = false;  // no connection reuse (kubelet probes: DisableKeepAlives)
     bool use_env_proxy = false;     // false: never a proxy (kubelet probes: Proxy nil)
+    bool http2_multiplex = false;   // wait for a pending HTTP/2 connection rather than open another
     // Streaming (a watch): each piece of the body as it arrives, with the
     // status, instead of collecting it (max_body_bytes does not apply; the
     // response's body stays empty). Returning false stops the transfer: the

@@ -446,7 +446,7 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                    const std::string& body) {
     json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
     if (in.is_discarded()) return send_json(c, 400, status_object(400, "BadRequest", "body is not JSON"));
-    if (p.size() == 5 && (p[2] == "daemonsets" || p[2] == "nodes") &&
+    if (((p.size() == 5 && p[2] == "daemonsets") || (p.size() == 4 && p[2] == "nodes")) &&
         (method == "PUT" || method == "DELETE")) {
         bool ds = p[2] == "daemonsets";
         std::string key = ds ? p[3] + "/" + p[4] : p[3];

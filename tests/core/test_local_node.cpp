@@ -266,3 +266,36 @@ TEST(LocalNode, CordonedBoardStillRunsDaemonSets) {
     CHECK(d.should_run);
     CHECK(d.should_continue_running);
 }
+
+TEST(LocalNode, ClusterNodeMergedOverTheConfiguration) {
+    // apiServer.nodeFromCluster: the Node object's labels win a shared key,
+    // its taints come with the configured ones of another key/effect, and
+    // the node lifecycle controller's not-ready taint reaches the decision
+    // (which the DaemonSet controller's automatic tolerations then tolerate,
+    // daemon/util AddOrUpdateDaemonPodTolerations).
+    Node cluster;
+    cluster.metadata.labels = {{"zone", "north"}, {"sensors", "none"}};
+    cluster.taints = {{taints::kNotReady, "", "NoExecute", {}}, {"dedicated", "edge", "NoSchedule", {}}};
+    const Node n = merge_cluster_node("board-1", {{"sensors", "bme280"}, {"daemonlet.io/board", "true"}},
+                                      {{"dedicated", "", "NoSchedule", {}}, {"gpu", "", "NoSchedule", {}}},
+                                      false, cluster, "linux", "arm64");
+    STRCMP_EQUAL("none", n.metadata.labels.at("sensors").c_str());
+    STRCMP_EQUAL("north", n.metadata.labels.at("zone").c_str());
+    STRCMP_EQUAL("true", n.metadata.labels.at("daemonlet.io/board").c_str());
+    STRCMP_EQUAL("board-1", n.metadata.labels.at("kubernetes.io/hostname").c_str());
+    STRCMP_EQUAL("arm64", n.metadata.labels.at("kubernetes.io/arch").c_str());
+    STRCMP_EQUAL("node.kubernetes.io/not-ready=:NoExecute\ndedicated=edge:NoSchedule\ngpu=:NoSchedule\n",
+                 text(n.taints).c_str());
+    CHECK_FALSE(n.unschedulable);
+    DaemonSet ds;
+    ds.spec.template_.spec.node_selector = {{"daemonlet.io/board", "true"}};
+    ds.spec.template_.spec.tolerations = {{"dedicated", "Exists", "", "NoSchedule", {}},
+                                          {"gpu", "Exists", "", "NoSchedule", {}}};
+    CHECK(node_should_run_daemon_pod(n, ds).should_run);
+
+    // Cordoned on either side: unschedulable, with the taint.
+    cluster.unschedulable = true;
+    CHECK(merge_cluster_node("board-1", {}, {}, false, cluster, "linux", "arm64").unschedulable);
+    cluster.unschedulable = false;
+    CHECK(merge_cluster_node("board-1", {}, {}, true, cluster, "linux", "arm64").unschedulable);
+}
