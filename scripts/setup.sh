@@ -21,7 +21,7 @@ host_packages=(
     build-essential cmake ninja-build pkg-config git
     libuv1-dev libsqlite3-dev libsystemd-dev libcpputest-dev nlohmann-json3-dev libyaml-dev
     libcurl4-openssl-dev  # httpGet probes, later the API server client
-    libssl-dev  # libcrypto's base64 for kubeconfig -data fields
+    libssl-dev  # the prototype of libcrypto's base64 for kubeconfig -data fields (libcrypto.so.3 is loaded on first use)
     clang libclang-rt-14-dev clang-format
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file

@@ -79,3 +79,18 @@ TEST(Credentials, Base64AsKubeconfigDataFields) {
     CHECK_FALSE(base64_decode("Zm9").ok());
     CHECK_FALSE(base64_decode("Zm9v!!!=").ok());
 }
+
+// libcrypto is loaded on first use, not linked; a board without it gets an
+// error naming the library and why, never a crash.
+TEST(Credentials, Base64LibraryMissingOrWrongIsAnErrorNamingIt) {
+    CHECK(probe_base64_library("libcrypto.so.3").ok());
+    auto absent = probe_base64_library("libdaemonlet-absent.so.9");
+    CHECK_FALSE(absent.ok());
+    STRCMP_EQUAL("unavailable", absent.error().code.c_str());
+    CHECK_TEXT(absent.error().message.find("base64: libdaemonlet-absent.so.9 not available: ") == 0,
+               absent.error().message.c_str());
+    CHECK(absent.error().message.find("cannot open shared object file") != std::string::npos);
+    auto wrong = probe_base64_library("libc.so.6");
+    CHECK_FALSE(wrong.ok());
+    STRCMP_EQUAL("base64: libc.so.6 not available: it has no EVP_DecodeBlock", wrong.error().message.c_str());
+}
