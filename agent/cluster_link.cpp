@@ -18,7 +18,6 @@ namespace {
 constexpr std::int64_t kLeaseRenewMs = 10'000;    // kubelet's renewInterval: 1/4 of the duration
 constexpr std::int32_t kLeaseDurationS = 40;      // kubelet's nodeLeaseDurationSeconds
 constexpr std::int64_t kTokenRereadMs = 60'000;   // client-go's cachingTokenSource period
-constexpr std::int64_t kListTimeoutMs = 60'000;   // kube-apiserver's default request timeout
 constexpr std::size_t kMaxListBytes = 64 << 20;   // one page of 500 large DaemonSets fits
 constexpr std::size_t kMaxErrorBody = 64 * 1024;  // of a failed response, for its message
 
@@ -233,7 +232,7 @@ void ClusterLink::step(Follower& f) {
     Follower* fp = &f;
     Result<platform::HttpClient::RequestId> id = Error{"http", ""};
     if (req.kind == ReflectorRequest::Kind::List) {
-        r.timeout_ms = kListTimeoutMs;
+        r.timeout_ms = config_.request_timeout_ms;
         r.max_body_bytes = kMaxListBytes;
         id = http_->request(r, [this, fp](Result<platform::HttpResponse> res) {
             fp->inflight.reset();
@@ -428,7 +427,7 @@ void ClusterLink::renew_lease() {
     }
     platform::HttpRequest r = base_request(method, target);
     r.body = std::move(body);
-    r.timeout_ms = kLeaseRenewMs;
+    r.timeout_ms = std::min(config_.request_timeout_ms, kLeaseRenewMs);
     auto id = http_->request(r, [this, method](Result<platform::HttpResponse> res) {
         lease_inflight_.reset();
         on_lease(method, std::move(res));
@@ -491,6 +490,7 @@ void ClusterLink::send_events() {
     const ClusterEvent& ev = events_.front();
     platform::HttpRequest r = base_request("POST", "/api/v1/namespaces/" + ev.namespace_ + "/events");
     r.body = event_object(ev, node_name_).dump();
+    r.timeout_ms = config_.request_timeout_ms;
     auto id = http_->request(r, [this](Result<platform::HttpResponse> res) {
         event_inflight_.reset();
         if (!res.ok()) return;  // kept: sent again with the next Lease renewal

@@ -108,7 +108,7 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
     a.enabled = true;
     r.unknown_keys(v, "apiServer.",
                    {"kubeconfig", "inCluster", "serviceAccountDir", "context", "namespaces", "labelSelector",
-                    "nodeFromCluster", "leaseNamespace"});
+                    "nodeFromCluster", "leaseNamespace", "requestTimeout"});
     auto boolean = [&](const char* key, bool& out) {
         if (!v.contains(key)) return;
         if (!v[key].is_boolean()) return r.error(std::string("apiServer.") + key, "expected true or false");
@@ -125,6 +125,8 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
     if (v.contains("context")) r.string(v["context"], "apiServer.context", a.context);
     if (v.contains("labelSelector"))
         r.string(v["labelSelector"], "apiServer.labelSelector", a.label_selector);
+    if (v.contains("requestTimeout"))
+        r.duration(v["requestTimeout"], "apiServer.requestTimeout", a.request_timeout_ms);
     if (a.kubeconfig.empty() == !a.in_cluster)
         r.error("apiServer", a.in_cluster ? "kubeconfig and inCluster: true are exclusive: choose one"
                                           : "kubeconfig: required (or inCluster: true)");

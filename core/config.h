@@ -46,6 +46,9 @@ struct ApiServerConfig {
     std::string label_selector;
     bool node_from_cluster = false;
     std::string lease_namespace = "kube-node-lease";
+    // A list page, a Lease renewal, an Event: each gives up after this (a
+    // watch lasts its timeoutSeconds). kube-apiserver's own limit is 60 s.
+    std::int64_t request_timeout_ms = 60'000;
     bool operator==(const ApiServerConfig&) const = default;
 };
 
