@@ -94,6 +94,9 @@ Status Agent::init() {
     // runs them like the manifests' (cluster.cpp).
     load_api_cache();
     refresh_node();
+    // The link exists (its Events queue with it) before the first reconcile,
+    // so the pods an offline boot starts are reported once it connects.
+    start_cluster(false);
 
     auto rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime", find_shim());
     if (!rt.ok()) return rt.error();
@@ -125,7 +128,7 @@ Status Agent::init() {
     if (!api_ds_.empty()) rebuild_desired();  // the cache's, with no manifest file changed
     reconcile();
     // Only then the API server: READY never waits for the network.
-    start_cluster();
+    if (cluster_) cluster_->start();
 
     watch_ = std::make_unique<platform::DirWatch>(
         &loop_, config_.manifest_dir, 30, config_.file_check_frequency_ms, [this] { rescan_manifests(); });
@@ -195,7 +198,10 @@ void Agent::reload_config() {
     if (api_changed || (config_.api_server.enabled && !cluster_)) {
         // A new link, with the credentials read again; the cache keeps what
         // the new scope still follows until its first complete list.
-        if (cluster_) cluster_->close();
+        if (cluster_) {
+            save_cluster_events();
+            cluster_->close();
+        }
         cluster_.reset();
         if (!config_.api_server.enabled) api_ds_.clear();
         std::erase_if(api_ds_, [&](const auto& kv) {
@@ -204,7 +210,7 @@ void Agent::reload_config() {
                              kv.second.object->metadata.namespace_) == config_.api_server.namespaces.end();
         });
         if (!config_.api_server.node_from_cluster) cluster_node_.reset();
-        start_cluster();
+        start_cluster(true);
         if (!dir_changed) rebuild_desired();
     }
     refresh_node();
@@ -225,7 +231,10 @@ void Agent::shutdown() {
     stopping_ = true;
     if (notifier_) notifier_->stopping();
     if (watch_) watch_->close();
-    if (cluster_) cluster_->close();
+    if (cluster_) {
+        save_cluster_events();
+        cluster_->close();
+    }
     if (control_) control_->close();  // removes the socket: clients see the agent is not running
     for (auto*& h : signals_) close_and_free(h);
     signals_.clear();

@@ -139,7 +139,8 @@ class Agent {
     // cluster.cpp: the API server as a source, the node from the cluster,
     // connectivity, the Lease and the Events (cluster_link.h)
     void load_api_cache();
-    void start_cluster();
+    void start_cluster(bool start_now);
+    void save_cluster_events();
     void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
     void on_api_node(ReflectorChanges&& changes);
     void on_link(LinkState state);

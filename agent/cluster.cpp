@@ -30,7 +30,8 @@ using platform::log;
 
 namespace {
 
-constexpr const char* kNodeMeta = "api.node";  // the Node's labels, taints and unschedulable
+constexpr const char* kNodeMeta = "api.node";      // the Node's labels, taints and unschedulable
+constexpr const char* kEventsMeta = "api.events";  // Events not sent when the agent stopped
 const std::string kRvMetaPrefix = "api.resourceVersion/";
 
 bool followed(const ApiServerConfig& c, const std::string& ns) {
@@ -106,7 +107,7 @@ void Agent::load_api_cache() {
         log(Level::Info, std::to_string(api_ds_.size()) + " DaemonSets from the API server's cache");
 }
 
-void Agent::start_cluster() {
+void Agent::start_cluster(bool start_now) {
     if (!config_.api_server.enabled || stopping_) return;
     ClusterHooks hooks;
     hooks.daemonsets = [this](const std::string& scope, ReflectorChanges&& ch) {
@@ -125,7 +126,43 @@ void Agent::start_cluster() {
     }
     cluster_error_.clear();
     cluster_ = std::move(link).value();
-    cluster_->start();
+    // Events queued when the agent last stopped (an offline reboot): sent
+    // with their original times once connected.
+    auto saved = store_->get_meta(kEventsMeta);
+    if (saved.ok() && saved.value() && !saved.value()->empty()) {
+        Json arr = Json::parse(*saved.value(), nullptr, false);
+        if (arr.is_array())
+            for (const Json& e : arr) {
+                if (!e.is_object()) continue;
+                cluster_->add_event(ClusterEvent{e.value("namespace", ""), e.value("kind", ""),
+                                                 e.value("name", ""), e.value("uid", ""), e.value("type", ""),
+                                                 e.value("reason", ""), e.value("message", ""),
+                                                 e.value("first", std::int64_t{0}),
+                                                 e.value("last", std::int64_t{0}), e.value("count", 1)});
+            }
+        if (auto w = store_->put_meta(kEventsMeta, ""); !w.ok())
+            log(Level::Warning, "store: " + w.error().message);
+    }
+    if (start_now) cluster_->start();
+}
+
+// At a stop: the Events the cluster has not had yet, for the next start.
+void Agent::save_cluster_events() {
+    if (!cluster_ || cluster_->queued_events().empty()) return;
+    Json arr = Json::array();
+    for (const auto& ev : cluster_->queued_events())
+        arr.push_back({{"namespace", ev.namespace_},
+                       {"kind", ev.kind},
+                       {"name", ev.name},
+                       {"uid", ev.uid},
+                       {"type", ev.type},
+                       {"reason", ev.reason},
+                       {"message", ev.message},
+                       {"first", ev.first_ms},
+                       {"last", ev.last_ms},
+                       {"count", ev.count}});
+    if (auto w = store_->put_meta(kEventsMeta, arr.dump()); !w.ok())
+        log(Level::Warning, "store: queued events not kept: " + w.error().message);
 }
 
 void Agent::on_api_daemonsets(const std::string& scope, ReflectorChanges&& ch) {

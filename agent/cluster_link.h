@@ -61,6 +61,8 @@ class ClusterLink {
 
     // Queues an Event for the cluster; sent (in order) while connected.
     void add_event(ClusterEvent ev);
+    // What is still queued (to keep across an agent restart).
+    const std::deque<ClusterEvent>& queued_events() const { return events_.items(); }
 
     LinkState state() const { return link_.state(); }
     // For `daemonlet status` and the STATUS= line.

@@ -43,6 +43,7 @@ class EventQueue {
     const ClusterEvent& front() const { return q_.front(); }
     void pop() { q_.pop_front(); }
     std::uint64_t dropped() const { return dropped_; }
+    const std::deque<ClusterEvent>& items() const { return q_; }
 
   private:
     std::size_t capacity_;
