@@ -171,10 +171,13 @@ Status ClusterLink::init() {
 }
 
 void ClusterLink::start() {
-    log(Level::Notice, "API server " + endpoint_.server + ": following DaemonSets" +
-                           (config_.namespaces.empty()
-                                ? std::string(" in all namespaces")
-                                : " in " + std::to_string(config_.namespaces.size()) + " namespaces") +
+    std::string where = " in all namespaces";
+    if (!config_.namespaces.empty()) {
+        where = " in namespace" + std::string(config_.namespaces.size() > 1 ? "s " : " ");
+        for (std::size_t i = 0; i < config_.namespaces.size(); ++i)
+            where += (i ? ", " : "") + config_.namespaces[i];
+    }
+    log(Level::Notice, "API server " + endpoint_.server + ": following DaemonSets" + where +
                            (config_.label_selector.empty() ? "" : " matching " + config_.label_selector) +
                            (config_.node_from_cluster ? ", and the Node " + node_name_ : ""));
     for (auto& f : followers_) step(*f);

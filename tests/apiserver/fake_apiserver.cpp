@@ -27,6 +27,7 @@
 //                            "afterEvents": 0, "bytes": 67108864}
 //   DELETE /_control/fault                clear every fault (and stalls end)
 //   GET    /_control/stats                requests, bytes, leases, events
+//   GET    /_control/summary              the leases and events, one line each
 //
 // Threads: libmicrohttpd's thread per connection; one mutex guards the
 // state and a condition variable wakes the watch streams.
@@ -507,6 +508,22 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                           {"resourceVersion", S.rv},
                           {"leases", leases},
                           {"events", S.events}});
+    }
+    if (p.size() == 3 && p[2] == "summary") {
+        // What the agent told the cluster, one line each, for people (the demo).
+        std::string out;
+        auto str = [](const json& j, const char* k) {
+            return j.is_object() ? j.value(k, std::string()) : "";
+        };
+        for (const auto& [k, v] : S.leases)
+            out += "Lease " + k + ": holder " + str(v["spec"], "holderIdentity") + ", renewTime " +
+                   str(v["spec"], "renewTime") + "\n";
+        for (const auto& e : S.events)
+            out += "Event " + str(e, "type") + " " + str(e, "reason") + " on " +
+                   str(e["involvedObject"], "kind") + " " + str(e["involvedObject"], "namespace") + "/" +
+                   str(e["involvedObject"], "name") + " (" + str(e, "firstTimestamp") +
+                   "): " + str(e, "message") + "\n";
+        return send(c, 200, out);
     }
     return send_json(c, 404, status_object(404, "NotFound", "no such control endpoint"));
 }
