@@ -15,10 +15,14 @@ using platform::log;
 
 namespace {
 
-constexpr std::int64_t kLeaseRenewMs = 10'000;    // kubelet's renewInterval: 1/4 of the duration
-constexpr std::int32_t kLeaseDurationS = 40;      // kubelet's nodeLeaseDurationSeconds
-constexpr std::int64_t kTokenRereadMs = 60'000;   // client-go's cachingTokenSource period
-constexpr std::size_t kMaxListBytes = 64 << 20;   // one page of 500 large DaemonSets fits
+constexpr std::int64_t kLeaseRenewMs = 10'000;   // kubelet's renewInterval: 1/4 of the duration
+constexpr std::int32_t kLeaseDurationS = 40;     // kubelet's nodeLeaseDurationSeconds
+constexpr std::int64_t kTokenRereadMs = 60'000;  // client-go's cachingTokenSource period
+// A board has little memory: pages of 100 (client-go asks 500), each at
+// most 16 MiB (a real DaemonSet is 2-20 KiB). Larger is an error, retried
+// with back-off, never a partial list.
+constexpr std::int64_t kPageSize = 100;
+constexpr std::size_t kMaxListBytes = 16 << 20;
 constexpr std::size_t kMaxErrorBody = 64 * 1024;  // of a failed response, for its message
 
 std::string trim(std::string s) {
@@ -147,6 +151,7 @@ Status ClusterLink::init() {
 
     http_ = std::make_unique<platform::HttpClient>(loop_);
     auto add = [&](std::string scope, bool node, ListWatchTarget target) {
+        target.page_size = kPageSize;
         auto f = std::make_unique<Follower>(std::move(scope), node, std::move(target));
         f->timer = new uv_timer_t;
         uv_timer_init(loop_, f->timer);
