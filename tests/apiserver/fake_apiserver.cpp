@@ -86,6 +86,7 @@ struct State {
     std::int64_t next_token = 1;
     std::vector<Fault> faults;
     std::int64_t fault_generation = 0;
+    std::size_t history_base = 0;  // events dropped by compactions
     std::map<std::string, std::int64_t> requests;
     std::int64_t bytes_sent = 0;
     std::int64_t uid = 1;
@@ -371,10 +372,13 @@ MHD_Result serve_watch(MHD_Connection* c, const Query& q, const std::string& rv_
         w->from = std::atoll(rv_param.c_str());
         if (w->from < S.oldest_rv) w->gone = true;
     }
-    w->next = S.history.size();
+    // w->next counts from the first event ever recorded (S.history_base is
+    // how many a compaction dropped), so that an open watch goes on after a
+    // compaction, as kube-apiserver's do: compaction only refuses new ones.
+    w->next = S.history_base + S.history.size();
     for (std::size_t i = 0; i < S.history.size(); ++i)
         if (S.history[i].rv > w->from) {
-            w->next = i;
+            w->next = S.history_base + i;
             break;
         }
     return send_stream(c, [w](std::string& out) -> ssize_t {
@@ -399,8 +403,9 @@ MHD_Result serve_watch(MHD_Connection* c, const Query& q, const std::string& rv_
                 ++w->sent;
                 return 0;
             }
-            while (w->next < S.history.size()) {
-                const HistoryEntry& h = S.history[w->next++];
+            w->next = std::max(w->next, S.history_base);
+            while (w->next < S.history_base + S.history.size()) {
+                const HistoryEntry& h = S.history[w->next++ - S.history_base];
                 if (!w->q.matches(h.resource, h.object)) continue;
                 out = json{{"type", h.type}, {"object", h.object}}.dump() + "\n";
                 ++w->sent;
@@ -475,6 +480,7 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
         return send_json(c, created ? 201 : 200, obj);
     }
     if (p.size() == 3 && p[2] == "compact" && method == "POST") {
+        S.history_base += S.history.size();
         S.history.clear();
         S.snapshots.clear();
         S.oldest_rv = S.rv + 1;
