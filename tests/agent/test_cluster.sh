@@ -211,6 +211,10 @@ inject() {  # inject WHAT REQUEST_KIND FAULT_JSON: the fault, met by the agent's
     if [[ $2 == list ]]; then end_watches true; else end_watches false; fi
     wait_for "$1: the agent met the fault" 10 bash -c "(( \$(requests_of $2) > $before ))"
 }
+# A relist brings the same objects: none of them is "changed" (the one
+# pinned here: a list item and a watch event of one object compared unequal).
+changed_lines() { grep -c 'API server: DaemonSet it/\(follow\|steady2\) changed' "$work/agent.log"; }
+changed_before=$(changed_lines)
 rss_before=$(rss_kib)
 echo "measured: agent VmRSS before the faults: ${rss_before} KiB"
 max_rss=$rss_before
@@ -270,6 +274,8 @@ echo "measured: agent VmRSS: ${rss_before} KiB before the faults, ${max_rss} KiB
 ((max_rss < 3 * rss_before && max_rss < 65536)) && ok || fail "agent RSS ${max_rss} KiB (before: ${rss_before} KiB)"
 ((rss_after < 3 * rss_fresh && rss_after < 65536)) && ok || fail "agent RSS after oversized bodies ${rss_after} KiB (before: ${rss_fresh} KiB)"
 grep -q 'nothing is removed until a complete list' "$work/agent.log" && ok || fail "the failures were not logged"
+(($(changed_lines) == changed_before)) && ok ||
+    fail "a relist of unchanged objects logged them as changed: $(grep 'it/\(follow\|steady2\) changed' "$work/agent.log" | tr '\n' ' ')"
 
 # 3. No deletion on a failed or partial list (client-go's pager: the
 # collection is replaced only by a complete list; a 403, an error or a
@@ -372,6 +378,7 @@ wait_for "reconnected: b2 rolls to its new template" 10 runs_script b2 'sleep 0.
 # Connected needs the Lease renewed too (every 10 s) and then 3 s of health.
 wait_for "status says connected" 20 link_is connected
 [[ $(pid_of b1) == "$b1" ]] && ok || fail "reconnect restarted the unchanged b1"
+! grep -q 'API server: DaemonSet it/b1 changed' "$work/agent.log" && ok || fail "the unchanged b1 was taken as changed on reconnect"
 [[ $(pid_of steady) == "$steady" ]] && ok || fail "reconnect restarted the unchanged steady"
 [[ $(pid_of follow) == "$follow" ]] && ok || fail "reconnect restarted the unchanged follow"
 wait_for "STATUS= says connected again" 5 bash -c "tail -n 5 '$work/notify.log' | grep -q 'API server connected'"
