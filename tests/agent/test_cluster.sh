@@ -259,6 +259,8 @@ inject "malformed list" list '{"match": "list", "mode": "malformed"}'
 check_survived "a malformed list"
 inject "malformed watch" watch '{"match": "watch", "mode": "malformed"}'
 check_survived "a malformed watch"
+inject "list cut mid-body" list '{"match": "list", "mode": "drop"}'
+check_survived "a list cut mid-body"
 note_rss
 restart_agent
 rss_fresh=$(rss_kib)
@@ -335,6 +337,7 @@ for b in b1 b2 b3; do pod_running it "$b" >/dev/null && ok || fail "offline boot
 [[ $(pid_of b1) == "$b1" && $(pid_of b2) == "$b2" && $(pid_of b3) == "$b3" ]] && ok ||
     fail "offline boot restarted a pod instead of adopting it"
 wait_for "status says disconnected" 5 link_is disconnected
+wait_for "STATUS= says disconnected" 5 bash -c "grep STATUS= '$work/notify.log' | tail -n 1 | grep -q 'API server disconnected\$'"
 # A reboot: the shims and the containers are gone too.
 kill -9 "$agent"
 wait "$agent" 2>/dev/null
@@ -381,7 +384,7 @@ wait_for "status says connected" 20 link_is connected
 ! grep -q 'API server: DaemonSet it/b1 changed' "$work/agent.log" && ok || fail "the unchanged b1 was taken as changed on reconnect"
 [[ $(pid_of steady) == "$steady" ]] && ok || fail "reconnect restarted the unchanged steady"
 [[ $(pid_of follow) == "$follow" ]] && ok || fail "reconnect restarted the unchanged follow"
-wait_for "STATUS= says connected again" 5 bash -c "tail -n 5 '$work/notify.log' | grep -q 'API server connected'"
+wait_for "STATUS= says connected again" 5 bash -c "grep STATUS= '$work/notify.log' | tail -n 1 | grep -q 'API server connected\$'"
 
 # 6 (second half). The queued events arrive with their original times; the
 # Lease (kubelet's nodelease controller: holderIdentity the node, renewed
