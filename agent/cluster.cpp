@@ -40,15 +40,19 @@ bool followed(const ApiServerConfig& c, const std::string& ns) {
 }
 
 // What is compared and stored of a cluster object: not its status, which
-// the upstream controller rewrites, nor the server's bookkeeping.
-Json normalized(const Json& o) {
+// the upstream controller rewrites, nor the server's bookkeeping. The keys
+// are sorted: a list item gets its apiVersion and kind appended by the
+// reflector while a watch event has them first, and Json (ordered_json)
+// compares key order, so the same object would otherwise read as changed
+// at every relist and be written to the store again.
+std::string normalized(const Json& o) {
     Json n = o;
     n.erase("status");
     if (n.contains("metadata") && n["metadata"].is_object()) {
         n["metadata"].erase("managedFields");
         n["metadata"].erase("resourceVersion");
     }
-    return n;
+    return nlohmann::json(n).dump();
 }
 
 std::string meta_string(const Json& o, const char* key) {
@@ -173,7 +177,7 @@ void Agent::on_api_daemonsets(const std::string& scope, ReflectorChanges&& ch) {
         const std::string ns = meta_string(o, "namespace"), name = meta_string(o, "name");
         const std::string key = ns + "/" + name;
         present.insert(key);
-        std::string text = normalized(o).dump();
+        std::string text = normalized(o);
         auto it = api_ds_.find(key);
         if (it != api_ds_.end() && it->second.normalized == text) continue;  // status or bookkeeping only
         LoadedManifest m = load_manifest(text, "API server DaemonSet " + key);

@@ -28,6 +28,8 @@ host_packages=(
     debootstrap systemd-container  # the systemd step boots a Debian 12 tree with systemd-nspawn
     # The test Kubernetes API server (tests/apiserver) and its certificates.
     libmicrohttpd-dev libgnutls28-dev openssl curl
+    # The cluster test: JSON from bash, and an HTTP/2 proxy in front of the test API server.
+    jq nghttp2-proxy
 )
 # nlohmann-json3-dev is header-only and Architecture: all, so the host copy
 # serves the arm64 build too. libstdc++6:arm64 completes the multiarch C and

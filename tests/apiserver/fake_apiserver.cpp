@@ -3,6 +3,7 @@
 //
 //   fake_apiserver --cert FILE --key FILE [--port N] [--port-file FILE]
 //                  [--token T] [--client-ca FILE] [--bookmark-ms N]
+//                  [--fault JSON]   (a fault in force from the start, as below)
 //
 // Served as kube-apiserver serves them (the agent's dependencies only):
 //   GET  /apis/apps/v1[/namespaces/NS]/daemonsets   list (limit/continue,
@@ -21,6 +22,11 @@
 //   DELETE /_control/daemonsets/NS/NAME
 //   PUT    /_control/nodes/NAME
 //   POST   /_control/compact              forget the history (410s follow)
+//   POST   /_control/end-watches {"gone": false}  end every open watch as its
+//                                         timeoutSeconds would (gone: with an
+//                                         ERROR 410 event first, as after a
+//                                         compaction): the next request meets
+//                                         the faults set before
 //   POST   /_control/fault  {"match": "list|watch|continue|lease|event|node|any",
 //                            "mode": "status|drop|stall|malformed|oversized",
 //                            "status": 500, "retryAfter": 3, "count": 1,
@@ -28,6 +34,8 @@
 //   DELETE /_control/fault                clear every fault (and stalls end)
 //   GET    /_control/stats                requests, bytes, leases, events
 //   GET    /_control/summary              the leases and events, one line each
+// A created object keeps a metadata.uid given in the body, so that a test can
+// restart the server with the same objects (as etcd keeps them).
 //
 // Threads: libmicrohttpd's thread per connection; one mutex guards the
 // state and a condition variable wakes the watch streams.
@@ -87,6 +95,8 @@ struct State {
     std::vector<Fault> faults;
     std::int64_t fault_generation = 0;
     std::size_t history_base = 0;  // events dropped by compactions
+    std::int64_t watch_epoch = 0;  // /_control/end-watches
+    bool watch_end_gone = false;
     std::map<std::string, std::int64_t> requests;
     std::int64_t bytes_sent = 0;
     std::int64_t uid = 1;
@@ -357,10 +367,12 @@ MHD_Result serve_watch(MHD_Connection* c, const Query& q, const std::string& rv_
         bool gone = false;
         int sent = 0;
         int drop_after = -1;
+        std::int64_t epoch = 0;
     };
     auto w = std::make_shared<W>();
     w->q = q;
     w->bookmarks = bookmarks;
+    w->epoch = S.watch_epoch;
     w->deadline = Clock::now() + std::chrono::seconds(timeout_s > 0 ? timeout_s : 1800);
     w->next_bookmark = Clock::now() + std::chrono::milliseconds(S.bookmark_ms);
     if (fault && fault->mode == "drop") w->drop_after = fault->after_events;
@@ -386,6 +398,11 @@ MHD_Result serve_watch(MHD_Connection* c, const Query& q, const std::string& rv_
         for (;;) {
             if (S.stopping) return MHD_CONTENT_READER_END_OF_STREAM;
             if (w->drop_after >= 0 && w->sent >= w->drop_after) return MHD_CONTENT_READER_END_WITH_ERROR;
+            if (w->epoch != S.watch_epoch) {
+                w->epoch = S.watch_epoch;
+                if (!S.watch_end_gone) return MHD_CONTENT_READER_END_OF_STREAM;
+                w->gone = true;
+            }
             if (w->gone) {
                 w->gone = false;
                 w->deadline = Clock::now();  // the stream ends after this event
@@ -441,11 +458,24 @@ json stamp(json obj, const json* old, const char* api_version, const char* kind)
         std::int64_t gen = (*old)["metadata"].value("generation", 1);
         md["generation"] = (*old)["spec"] == obj["spec"] ? gen : gen + 1;
     } else {
-        md["uid"] = "00000000-0000-4000-8000-" + std::to_string(100000000000 + S.uid++);
+        if (!md.contains("uid") || !md["uid"].is_string())
+            md["uid"] = "00000000-0000-4000-8000-" + std::to_string(100000000000 + S.uid++);
         md["creationTimestamp"] = "2026-01-01T00:00:00Z";
         md["generation"] = 1;
     }
     return obj;
+}
+
+Fault parse_fault(const json& in) {
+    Fault f;
+    f.match = in.value("match", f.match);
+    f.mode = in.value("mode", f.mode);
+    f.status = in.value("status", f.status);
+    f.retry_after = in.value("retryAfter", f.retry_after);
+    f.count = in.value("count", f.count);
+    f.after_events = in.value("afterEvents", f.after_events);
+    f.bytes = in.value("bytes", f.bytes);
+    return f;
 }
 
 MHD_Result control(MHD_Connection* c, const std::string& method, const std::vector<std::string>& p,
@@ -487,19 +517,17 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
         S.changed.notify_all();
         return send_json(c, 200, {{"oldestResourceVersion", S.oldest_rv}});
     }
+    if (p.size() == 3 && p[2] == "end-watches" && method == "POST") {
+        ++S.watch_epoch;
+        S.watch_end_gone = in.value("gone", false);
+        S.changed.notify_all();
+        return send_json(c, 200, json::object());
+    }
     if (p.size() == 3 && p[2] == "fault") {
         if (method == "DELETE") {
             S.faults.clear();
         } else {
-            Fault f;
-            f.match = in.value("match", f.match);
-            f.mode = in.value("mode", f.mode);
-            f.status = in.value("status", f.status);
-            f.retry_after = in.value("retryAfter", f.retry_after);
-            f.count = in.value("count", f.count);
-            f.after_events = in.value("afterEvents", f.after_events);
-            f.bytes = in.value("bytes", f.bytes);
-            S.faults.push_back(f);
+            S.faults.push_back(parse_fault(in));
         }
         ++S.fault_generation;
         S.changed.notify_all();
@@ -676,7 +704,14 @@ int main(int argc, char** argv) {
             S.token = v;
         else if (a == "--bookmark-ms")
             S.bookmark_ms = std::atoi(v.c_str());
-        else {
+        else if (a == "--fault") {
+            json f = json::parse(v, nullptr, false);
+            if (!f.is_object()) {
+                std::fprintf(stderr, "fake_apiserver: --fault: not a JSON object: %s\n", v.c_str());
+                return 2;
+            }
+            S.faults.push_back(parse_fault(f));
+        } else {
             std::fprintf(stderr, "fake_apiserver: unknown argument %s\n", a.c_str());
             return 2;
         }

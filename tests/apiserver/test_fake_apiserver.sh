@@ -44,11 +44,30 @@ check "watch sends bookmarks" grep -q '"type":"BOOKMARK"' "$work/watch"
 c -X POST "$base/_control/compact" >/dev/null
 api -N "$base/apis/apps/v1/daemonsets?watch=1&resourceVersion=101&timeoutSeconds=1" >"$work/gone"
 check "a compacted resourceVersion gets 410 in an ERROR event" grep -q '"type":"ERROR".*"code":410\|"code":410.*"type":"ERROR"' "$work/gone"
+api -N "$base/apis/apps/v1/daemonsets?watch=1&timeoutSeconds=30" >"$work/ended" &
+watcher=$!
+for _ in $(seq 100); do [[ -s $work/ended ]] && break; sleep 0.05; done
+c -X POST "$base/_control/end-watches" -d '{"gone":true}' >/dev/null
+check "end-watches ends an open watch at once" bash -c "for _ in \$(seq 100); do kill -0 $watcher 2>/dev/null || exit 0; sleep 0.05; done; exit 1"
+check "end-watches with gone sends a 410 ERROR event" grep -q '"code":410' "$work/ended"
+check "a created object keeps a given uid" bash -c "curl -s --cacert $work/cert.pem -X PUT $base/_control/daemonsets/edge/u -d '{\"metadata\":{\"uid\":\"kept-1\"},\"spec\":{}}' | grep -q '\"uid\":\"kept-1\"'"
 c -X POST "$base/_control/fault" -d '{"match":"list","status":429,"retryAfter":3}' >/dev/null
 check "an injected 429 with Retry-After" bash -c "curl -si --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets' | grep -q '^Retry-After: 3'"
 check "the fault was used once" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets') == 200 ]]"
 c -X POST "$base/_control/fault" -d '{"match":"list","mode":"drop"}' >/dev/null
 check "a dropped list is cut off" bash -c "! curl -s --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets'"
-check "stats count requests" bash -c "curl -s --cacert $work/cert.pem $base/_control/stats | grep -q '\"watch\":2'"
+check "stats count requests" bash -c "curl -s --cacert $work/cert.pem $base/_control/stats | grep -q '\"watch\":3'"
+# --fault: in force from the first request (a server that starts refusing).
+kill "$pid"
+wait "$pid" 2>/dev/null
+rm -f "$work/port"
+"$srv" --cert "$work/cert.pem" --key "$work/key.pem" --port-file "$work/port" --token s3cret \
+    --fault '{"match": "any", "status": 503, "count": -1}' >>"$work/log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.05; done
+base=https://127.0.0.1:$(cat "$work/port")
+check "--fault answers the first request" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets') == 503 ]]"
+c -X DELETE "$base/_control/fault" >/dev/null
+check "...until the faults are cleared" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets') == 200 ]]"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
