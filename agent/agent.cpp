@@ -120,6 +120,9 @@ Status Agent::init() {
     wake_timer_ = new uv_timer_t;
     uv_timer_init(&loop_, wake_timer_);
     wake_timer_->data = this;
+    rebuild_timer_ = new uv_timer_t;
+    uv_timer_init(&loop_, rebuild_timer_);
+    rebuild_timer_->data = this;
 
     // The cached pods first: adopt what runs, then read the manifests and
     // start what is missing, all before READY.
@@ -240,6 +243,7 @@ void Agent::shutdown() {
     signals_.clear();
     close_and_free(reconcile_timer_);
     close_and_free(wake_timer_);
+    close_and_free(rebuild_timer_);
     for (auto& [uid, pod] : pods_)
         for (auto& c : pod.containers) {
             close_restart_timer(c.restart_timer);

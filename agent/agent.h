@@ -95,6 +95,7 @@ class Agent {
     // A DaemonSet in force.
     struct Desired {
         std::shared_ptr<const DaemonSet> object;  // the file's (shared with files_) or a rollback's
+        std::shared_ptr<const DaemonSet> from;    // the source's (file or API server), before any rollback
         const DaemonSet& ds() const { return *object; }
         std::string source;  // the file it came from, or kApiSource
         bool from_api() const { return source == kApiSource; }
@@ -134,6 +135,8 @@ class Agent {
     // sources.cpp: the manifest directory to the desired state
     void rescan_manifests();
     void rebuild_desired();
+    void
+    schedule_rebuild();  // a rebuild once this loop turn's changes are in (many watch events, one rebuild)
     Status record_revision(Desired& d);
 
     // cluster.cpp: the API server as a source, the node from the cluster,
@@ -209,6 +212,7 @@ class Agent {
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;
+    uv_timer_t* rebuild_timer_ = nullptr;
     bool reconcile_pending_ = false;
     bool stopping_ = false;
     std::string notifier_status_;

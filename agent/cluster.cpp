@@ -216,7 +216,7 @@ void Agent::on_api_daemonsets(const std::string& scope, ReflectorChanges&& ch) {
     }
     for (const Json& o : ch.deleted)
         drop(meta_string(o, "namespace") + "/" + meta_string(o, "name"), "deleted");
-    if (changed) rebuild_desired();
+    if (changed) schedule_rebuild();
     // The resourceVersion to resume from, written with real changes only:
     // bookmarks and status updates do not wear the flash.
     if (!ch.resource_version.empty() && (changed || ch.replace))

@@ -292,6 +292,9 @@ void ClusterLink::on_list(Follower& f, Result<platform::HttpResponse> r) {
     auto ch = f.reflector.on_list_page(page);
     if (!ch.ok()) return failed(f, 0, false, 0, ch.error().message);
     if (ch.value().replace) {
+        // Back after failures: renew the Lease now rather than at the next
+        // tick, so that the link is called connected 3 s later, not 13.
+        if (!f.last_error.empty() && !lease_ok_) renew_lease();
         f.last_error.clear();
         if (f.node)
             hooks_.node(std::move(ch).value());
@@ -350,6 +353,8 @@ void ClusterLink::on_watch_done(Follower& f, Result<platform::HttpResponse> r) {
     } else if (r.value().status != 200) {
         return failed(f, static_cast<int>(r.value().status), false, retry_after_ms(r.value()),
                       "watch: " + describe_status(r.value().status, f.error_body));
+    } else if (f.decoder.mid_line()) {
+        return failed(f, 0, false, 0, "watch: the stream ended inside an event (not JSON lines)");
     } else {
         f.reflector.on_watch_end(now_ms(), jitter());
     }

@@ -123,6 +123,7 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
                            restored_hash + "), " + held);
     record_event(ns, name, "Normal", "RollbackDone",
                  "Rolled back to revision " + std::to_string(restored) + " (" + restored_hash + "), " + held);
+    d.from.reset();  // the rollback changed what applies: rebuild this one
     rebuild_desired();
     return std::string("rolled back");
 }

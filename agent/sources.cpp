@@ -86,6 +86,12 @@ void Agent::rescan_manifests() {
     if (changed) rebuild_desired();
 }
 
+void Agent::schedule_rebuild() {
+    if (!rebuild_timer_ || stopping_) return;
+    uv_timer_start(
+        rebuild_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->rebuild_desired(); }, 0, 0);
+}
+
 void Agent::rebuild_desired() {
     std::map<std::string, Desired> next;
     for (const auto& [path, fs] : files_) {  // sorted by path: the first file wins a conflict
@@ -102,6 +108,7 @@ void Agent::rebuild_desired() {
                 continue;
             }
             it->second.object = shared;
+            it->second.from = shared;
             it->second.source = path;
             it->second.hash = template_hash(ds.object["spec"]["template"], ds.status.collision_count);
         }
@@ -120,6 +127,7 @@ void Agent::rebuild_desired() {
             continue;
         }
         it->second.object = a.object;
+        it->second.from = a.object;
         it->second.source = kApiSource;
         it->second.hash =
             template_hash(a.object->object["spec"]["template"], a.object->status.collision_count);
@@ -132,8 +140,12 @@ void Agent::rebuild_desired() {
         return;
     }
     for (auto& [key, d] : next) {
-        apply_rollback(d);  // a rollout undo's template, while the file is unchanged
         auto prev = desired_.find(key);
+        if (prev != desired_.end() && prev->second.from == d.from && prev->second.source == d.source) {
+            d = prev->second;  // the same object from the same source: nothing to apply or store
+            continue;
+        }
+        apply_rollback(d);  // a rollout undo's template, while the file is unchanged
         if (prev != desired_.end() && prev->second.hash == d.hash) d.revision = prev->second.revision;
         if (auto s = record_revision(d); !s.ok()) log(Level::Err, "store: " + s.error().message);
     }
