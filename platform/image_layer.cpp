@@ -288,10 +288,13 @@ struct Applier {
         // Whiteouts first: they remove what the layers below put here.
         for (const std::string& n : names) {
             if (n == kOpaque) {
+                // Listed first, removed after: a directory is not changed while read.
                 std::error_code ec;
-                for (const auto& e : std::filesystem::directory_iterator(dst, ec))
-                    if (auto st = remove_path(e.path().string()); !st.ok()) return st;
+                std::vector<std::string> lower;
+                for (const auto& e : std::filesystem::directory_iterator(dst, ec)) lower.push_back(e.path());
                 if (ec) return Error{"io", dst + ": " + ec.message()};
+                for (const std::string& path : lower)
+                    if (auto st = remove_path(path); !st.ok()) return st;
             }
         }
         for (const std::string& n : names)

@@ -19,7 +19,8 @@ Result<std::string> clean_member_name(const std::string& name);
 Result<std::string> resolve_member_link(const std::string& dir, const std::string& target);
 
 // Unpacks the layer tarball `blob` into `dir` (which must not exist). The
-// uncompressed stream's sha256 must be `diff_id` (config.md rootfs.diff_ids).
+// uncompressed stream's sha256 must be `diff_id` (config.md rootfs.diff_ids);
+// for an uncompressed layer the caller has checked that its digest is.
 // Refused, naming `what` and the member: absolute or ".." names, a member
 // under a symlink of the layer, a hard link to a name outside the layer, a
 // relative symlink whose target climbs above the layer's root. Whiteout

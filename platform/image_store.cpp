@@ -223,9 +223,15 @@ Status plan_manifest(const Staged& s, const Descriptor& d, const std::string& ma
     for (std::size_t i = 0; i < m.layers.size(); ++i) {
         auto file = verified_blob(s, member_of(m.layers[i]), m.layers[i]);
         if (!file.ok()) return file.error();
+        LayerCompression compression = layer_compression(m.layers[i].media_type).value();
+        // An uncompressed layer is its own diff: unpack_layer checks only the others.
+        if (compression == LayerCompression::kNone && m.layers[i].digest != config.value().diff_ids[i])
+            return s.error(member_of(m.layers[i]),
+                           "an uncompressed layer whose digest is not rootfs.diff_ids[" + std::to_string(i) +
+                               "] " + config.value().diff_ids[i] + " of the image config");
         plan.blobs[m.layers[i].digest] = file.value();
-        plan.layers.push_back({file.value(), layer_compression(m.layers[i].media_type).value(),
-                               config.value().diff_ids[i], s.archive + ": " + member_of(m.layers[i])});
+        plan.layers.push_back({file.value(), compression, config.value().diff_ids[i],
+                               s.archive + ": " + member_of(m.layers[i])});
     }
     plan.images.push_back({std::move(names), ImportedImage{"", d.digest, m, config.value()}});
     return Ok{};

@@ -27,13 +27,29 @@ void write_file(const std::string& path, const std::string& data) {
 
 std::string blob_name(const std::string& digest) { return "blobs/sha256/" + digest.substr(7); }
 
+// `data` through libarchive's `filter` as one raw stream.
+std::string compress(const std::string& data, int (*filter)(archive*)) {
+    std::string out;
+    std::unique_ptr<archive, int (*)(archive*)> a(archive_write_new(), archive_write_free);
+    archive_write_set_format_raw(a.get());
+    filter(a.get());
+    archive_write_set_bytes_in_last_block(a.get(), 1);
+    archive_write_open(a.get(), &out, nullptr, append, nullptr);
+    std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(), archive_entry_free);
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(data.size()));
+    archive_write_header(a.get(), e.get());
+    archive_write_data(a.get(), data.data(), data.size());
+    archive_write_close(a.get());
+    return out;
+}
+
 }  // namespace
 
 std::string make_tar(const std::vector<TarEntry>& entries, bool gzip) {
     std::string out;
     std::unique_ptr<archive, int (*)(archive*)> a(archive_write_new(), archive_write_free);
     archive_write_set_format_pax_restricted(a.get());
-    if (gzip) archive_write_add_filter_gzip(a.get());
     archive_write_set_bytes_in_last_block(a.get(), 1);
     archive_write_open(a.get(), &out, nullptr, append, nullptr);
     for (const TarEntry& e : entries) {
@@ -62,7 +78,7 @@ std::string make_tar(const std::vector<TarEntry>& entries, bool gzip) {
             archive_write_data(a.get(), e.content.data(), e.content.size());
     }
     archive_write_close(a.get());
-    return out;
+    return gzip ? compress(out, archive_write_add_filter_gzip) : out;
 }
 
 std::string digest_of(const std::string& data) {
@@ -72,43 +88,40 @@ std::string digest_of(const std::string& data) {
     return h.value().finish();
 }
 
-TestImage make_image(const std::vector<std::string>& layer_tars, const std::vector<bool>& gzip,
+TestImage make_image(const std::vector<std::string>& layer_tars, const std::vector<Compression>& compression,
                      const std::string& arch) {
     using nlohmann::json;
     TestImage img;
-    json layers = json::array();
     for (std::size_t i = 0; i < layer_tars.size(); ++i) {
         img.diff_ids.push_back(digest_of(layer_tars[i]));
         std::string blob = layer_tars[i];
-        if (gzip[i]) {
-            // Re-compress the same tar: make_tar's gzip filter over the raw bytes.
-            std::string out;
-            std::unique_ptr<archive, int (*)(archive*)> a(archive_write_new(), archive_write_free);
-            archive_write_set_format_raw(a.get());
-            archive_write_add_filter_gzip(a.get());
-            archive_write_set_bytes_in_last_block(a.get(), 1);
-            archive_write_open(a.get(), &out, nullptr, append, nullptr);
-            std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(),
-                                                                       archive_entry_free);
-            archive_entry_set_filetype(e.get(), AE_IFREG);
-            archive_entry_set_size(e.get(), static_cast<la_int64_t>(blob.size()));
-            archive_write_header(a.get(), e.get());
-            archive_write_data(a.get(), blob.data(), blob.size());
-            archive_write_close(a.get());
-            blob = out;
+        std::string media = "application/vnd.oci.image.layer.v1.tar";
+        if (compression[i] == Compression::kGzip) {
+            blob = compress(blob, archive_write_add_filter_gzip);
+            media += "+gzip";
+        } else if (compression[i] == Compression::kZstd) {
+            blob = compress(blob, archive_write_add_filter_zstd);
+            media += "+zstd";
         }
         img.layers.push_back(blob);
-        img.gzipped.push_back(gzip[i]);
-        layers.push_back({{"mediaType", gzip[i] ? "application/vnd.oci.image.layer.v1.tar+gzip"
-                                                : "application/vnd.oci.image.layer.v1.tar"},
-                          {"digest", digest_of(blob)},
-                          {"size", blob.size()}});
+        img.layer_media_types.push_back(media);
     }
     json config = {{"architecture", arch},
                    {"os", "linux"},
                    {"config", {{"Cmd", {"/bin/tool"}}, {"Env", {"PATH=/bin"}}, {"WorkingDir", "/etc"}}},
                    {"rootfs", {{"type", "layers"}, {"diff_ids", img.diff_ids}}}};
     img.config = config.dump();
+    rebuild_manifest(img);
+    return img;
+}
+
+void rebuild_manifest(TestImage& img) {
+    using nlohmann::json;
+    json layers = json::array();
+    for (std::size_t i = 0; i < img.layers.size(); ++i)
+        layers.push_back({{"mediaType", img.layer_media_types[i]},
+                          {"digest", digest_of(img.layers[i])},
+                          {"size", img.layers[i].size()}});
     json manifest = {{"schemaVersion", 2},
                      {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
                      {"config",
@@ -118,7 +131,6 @@ TestImage make_image(const std::vector<std::string>& layer_tars, const std::vect
                      {"layers", layers}};
     img.manifest = manifest.dump();
     img.manifest_digest = digest_of(img.manifest);
-    return img;
 }
 
 void write_oci_archive(const std::string& path, const TestImage& image, const std::string& name,
@@ -144,7 +156,42 @@ void write_oci_archive(const std::string& path, const TestImage& image, const st
     write_file(path, make_tar(entries));
 }
 
-void write_docker_archive(const std::string& path, const TestImage& image, const std::string& repo_tag) {
+void write_multi_platform_archive(const std::string& path, const std::vector<TestImage>& images,
+                                  const std::string& name) {
+    using nlohmann::json;
+    json manifests = json::array();
+    std::vector<TarEntry> entries = {
+        {TarEntry::kFile, "oci-layout", R"({"imageLayoutVersion":"1.0.0"})", "", 0644}};
+    for (const TestImage& image : images) {
+        json config = json::parse(image.config);
+        json platform = {{"os", "linux"}, {"architecture", config["architecture"]}};
+        manifests.push_back({{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                             {"digest", image.manifest_digest},
+                             {"size", image.manifest.size()},
+                             {"platform", platform}});
+        entries.push_back({TarEntry::kFile, blob_name(image.manifest_digest), image.manifest, "", 0644});
+        entries.push_back({TarEntry::kFile, blob_name(digest_of(image.config)), image.config, "", 0644});
+        for (const std::string& layer : image.layers)
+            entries.push_back({TarEntry::kFile, blob_name(digest_of(layer)), layer, "", 0644});
+    }
+    std::string inner = json{
+        {"schemaVersion", 2},
+        {"mediaType", "application/vnd.oci.image.index.v1+json"},
+        {"manifests",
+         manifests}}.dump();
+    json index = {{"schemaVersion", 2},
+                  {"manifests",
+                   {{{"mediaType", "application/vnd.oci.image.index.v1+json"},
+                     {"digest", digest_of(inner)},
+                     {"size", inner.size()},
+                     {"annotations", {{"org.opencontainers.image.ref.name", name}}}}}}};
+    entries.push_back({TarEntry::kFile, blob_name(digest_of(inner)), inner, "", 0644});
+    entries.push_back({TarEntry::kFile, "index.json", index.dump(), "", 0644});
+    write_file(path, make_tar(entries));
+}
+
+void write_docker_archive(const std::string& path, const TestImage& image, const std::string& repo_tag,
+                          bool linked) {
     using nlohmann::json;
     std::string config_name = digest_of(image.config).substr(7) + ".json";
     std::vector<TarEntry> entries = {{TarEntry::kFile, config_name, image.config, "", 0644}};
@@ -152,7 +199,15 @@ void write_docker_archive(const std::string& path, const TestImage& image, const
     for (std::size_t i = 0; i < image.layers.size(); ++i) {
         std::string dir = "layer" + std::to_string(i);
         entries.push_back({TarEntry::kDir, dir, "", "", 0755});
-        entries.push_back({TarEntry::kFile, dir + "/layer.tar", image.layers[i], "", 0644});
+        if (linked) {
+            entries.push_back({TarEntry::kDir, "first" + std::to_string(i), "", "", 0755});
+            entries.push_back(
+                {TarEntry::kFile, "first" + std::to_string(i) + "/layer.tar", image.layers[i], "", 0644});
+            entries.push_back({TarEntry::kSymlink, dir + "/layer.tar", "",
+                               "../first" + std::to_string(i) + "/layer.tar", 0777});
+        } else {
+            entries.push_back({TarEntry::kFile, dir + "/layer.tar", image.layers[i], "", 0644});
+        }
         layers.push_back(dir + "/layer.tar");
     }
     json manifest = json::array({{{"Config", config_name}, {"RepoTags", {repo_tag}}, {"Layers", layers}}});

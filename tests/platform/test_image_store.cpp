@@ -113,7 +113,7 @@ TEST_GROUP(ImageStore) {
 
 TEST(ImageStore, ImportsAnOciLayoutAndAssemblesTheRootfsWithWhiteouts) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {true, false});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
     write_oci_archive(dir + "/demo.tar", img, "demo:1.0");
     auto imported = store.import_archive(dir + "/demo.tar");
     CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
@@ -136,7 +136,7 @@ TEST(ImageStore, ImportsAnOciLayoutAndAssemblesTheRootfsWithWhiteouts) {
 
 TEST(ImageStore, ImportsADockerArchive) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {false, true});
+    TestImage img = make_image(whiteout_layers(), {Compression::kPlain, Compression::kGzip});
     write_docker_archive(dir + "/demo.tar", img, "registry.local:5000/team/demo:2.0");
     auto imported = store.import_archive(dir + "/demo.tar");
     CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
@@ -151,9 +151,79 @@ TEST(ImageStore, ImportsADockerArchive) {
     check_whiteout_rootfs(dir + "/rootfs");
 }
 
+TEST(ImageStore, ImportsZstdLayers) {
+    // layer.md: tar+zstd, which libarchive decompresses.
+    ImageStore store = open();
+    TestImage img = make_image(whiteout_layers(), {Compression::kZstd, Compression::kZstd});
+    write_oci_archive(dir + "/demo.tar", img, "demo:zstd");
+    auto imported = store.import_archive(dir + "/demo.tar");
+    CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
+    CHECK(store.assemble_rootfs(imported.value().at(0), dir + "/rootfs").ok());
+    check_whiteout_rootfs(dir + "/rootfs");
+}
+
+TEST(ImageStore, ADockerArchiveLayerSeenTwiceIsASymlink) {
+    // docker save writes a layer it has written before as a symlink to it.
+    ImageStore store = open();
+    TestImage img = make_image(whiteout_layers(), {Compression::kPlain, Compression::kPlain});
+    write_docker_archive(dir + "/demo.tar", img, "demo:linked", true);
+    auto imported = store.import_archive(dir + "/demo.tar");
+    CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
+    CHECK(store.assemble_rootfs(imported.value().at(0), dir + "/rootfs").ok());
+    check_whiteout_rootfs(dir + "/rootfs");
+}
+
+TEST(ImageStore, ALayerThatIsNotItsDiffIdIsRefused) {
+    ImageStore store = open();
+    std::string other = make_tar({{TarEntry::kFile, "other", "x", "", 0644}});
+    // Compressed: the uncompressed stream is checked against the config.
+    TestImage gz = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
+    TestImage swapped = make_image({other}, {Compression::kGzip});
+    gz.layers[0] = swapped.layers[0];
+    rebuild_manifest(gz);
+    write_oci_archive(dir + "/gz.tar", gz, "demo:1");
+    auto r = store.import_archive(dir + "/gz.tar");
+    CHECK(!r.ok());
+    check_error(r.error(), {"blobs/sha256/" + digest_of(gz.layers[0]).substr(7),
+                            "uncompressed content has digest " + swapped.diff_ids[0],
+                            "the image config's diff_id is " + gz.diff_ids[0]});
+    check_empty();
+    // Uncompressed, in a docker-archive: its digest is its diff_id.
+    TestImage plain = make_image(whiteout_layers(), {Compression::kPlain, Compression::kPlain});
+    plain.layers[1] = other;
+    write_docker_archive(dir + "/plain.tar", plain, "demo:1");
+    auto p = store.import_archive(dir + "/plain.tar");
+    CHECK(!p.ok());
+    check_error(p.error(), {"layer1/layer.tar", "not rootfs.diff_ids[1]"});
+    check_empty();
+}
+
+TEST(ImageStore, AMultiPlatformImageImportsThisMachinesManifest) {
+    std::string amd = make_tar({{TarEntry::kFile, "arch", "amd64", "", 0644}});
+    std::string arm = make_tar({{TarEntry::kFile, "arch", "arm64", "", 0644}});
+    TestImage a = make_image({amd}, {Compression::kGzip}, "amd64");
+    TestImage b = make_image({arm}, {Compression::kGzip}, "arm64");
+    write_multi_platform_archive(dir + "/multi.tar", {a, b}, "example.com/multi:1");
+    auto store = ImageStore::open(root, Platform{"linux", "arm64", "v8"});
+    auto imported = store.value().import_archive(dir + "/multi.tar");
+    CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
+    STRCMP_EQUAL("example.com/multi:1", imported.value().at(0).name.c_str());
+    STRCMP_EQUAL(b.manifest_digest.c_str(), imported.value()[0].manifest_digest.c_str());
+    CHECK(!fs::exists(store.value().layer_path(a.diff_ids[0])));  // the other platform's layer stays out
+    CHECK(store.value().assemble_rootfs(imported.value()[0], dir + "/rootfs").ok());
+    STRCMP_EQUAL("arm64", slurp(dir + "/rootfs/arch").c_str());
+
+    fs::remove_all(root);
+    auto riscv = ImageStore::open(root, Platform{"linux", "riscv64", ""});
+    auto none = riscv.value().import_archive(dir + "/multi.tar");
+    CHECK(!none.ok());
+    check_error(none.error(), {"no manifest for linux/riscv64", "linux/amd64, linux/arm64"});
+    check_empty();
+}
+
 TEST(ImageStore, FindsImagesByNameAndDigest) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {true, true});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kZstd});
     write_oci_archive(dir + "/demo.tar", img, "demo:1.0");
     CHECK(store.import_archive(dir + "/demo.tar").ok());
     CHECK(store.find("demo:1.0").ok());
@@ -173,7 +243,7 @@ TEST(ImageStore, FindsImagesByNameAndDigest) {
 
 TEST(ImageStore, ReimportIsIdempotent) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {true, false});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
     write_oci_archive(dir + "/demo.tar", img, "demo:1.0");
     write_docker_archive(dir + "/same.tar", img, "demo:1.0");
     CHECK(store.import_archive(dir + "/demo.tar").ok());
@@ -198,7 +268,7 @@ TEST(ImageStore, ReimportIsIdempotent) {
 
 TEST(ImageStore, ACorruptedBlobIsRefusedAndNothingIsLeft) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {true, false});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
     std::string good = digest_of(img.layers[1]);
     img.layers[1][600] ^= 1;  // the manifest still names the good digest
     std::string archive = dir + "/bad.tar";
@@ -214,7 +284,7 @@ TEST(ImageStore, ACorruptedBlobIsRefusedAndNothingIsLeft) {
 
 TEST(ImageStore, AMissingBlobOrWrongSizeIsRefused) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {true, false});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
     std::string config = digest_of(img.config);
     // The config is gone: the archive has no member of that name.
     img.config += " ";
@@ -229,7 +299,7 @@ TEST(ImageStore, ALayerMemberWithDotDotIsRefused) {
     ImageStore store = open();
     std::string evil = make_tar(
         {{TarEntry::kFile, "etc/ok", "ok", "", 0644}, {TarEntry::kFile, "../escape", "gotcha", "", 0644}});
-    TestImage img = make_image({evil}, {true});
+    TestImage img = make_image({evil}, {Compression::kGzip});
     write_oci_archive(dir + "/evil.tar", img, "evil:1");
     auto r = store.import_archive(dir + "/evil.tar");
     CHECK(!r.ok());
@@ -258,7 +328,7 @@ TEST(ImageStore, LayerMembersLeavingTheRootAreRefused) {
     };
     for (const auto& row : rows) {
         ImageStore store = open();
-        TestImage img = make_image({make_tar(row.entries)}, {false});
+        TestImage img = make_image({make_tar(row.entries)}, {Compression::kPlain});
         write_oci_archive(dir + "/evil.tar", img, "evil:1");
         auto r = store.import_archive(dir + "/evil.tar");
         CHECK_TEXT(!r.ok(), row.rule);
@@ -271,7 +341,7 @@ TEST(ImageStore, LayerMembersLeavingTheRootAreRefused) {
 
 TEST(ImageStore, ArchiveMembersLeavingTheArchiveAreRefused) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {true, false});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
     write_oci_archive(dir + "/evil.tar", img, "demo:1", {{TarEntry::kFile, "../../outside", "x", "", 0644}});
     auto r = store.import_archive(dir + "/evil.tar");
     CHECK(!r.ok());
@@ -281,11 +351,11 @@ TEST(ImageStore, ArchiveMembersLeavingTheArchiveAreRefused) {
 
 TEST(ImageStore, AFailedImportLeavesEarlierImagesAsTheyWere) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {true, false});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
     write_oci_archive(dir + "/demo.tar", img, "demo:1.0");
     CHECK(store.import_archive(dir + "/demo.tar").ok());
     std::string index = slurp(root + "/images.json");
-    TestImage bad = make_image({make_tar({{TarEntry::kFile, "../x", "", "", 0644}})}, {true});
+    TestImage bad = make_image({make_tar({{TarEntry::kFile, "../x", "", "", 0644}})}, {Compression::kGzip});
     write_oci_archive(dir + "/bad.tar", bad, "demo:1.0");
     CHECK(!store.import_archive(dir + "/bad.tar").ok());
     STRCMP_EQUAL(index.c_str(), slurp(root + "/images.json").c_str());
@@ -309,7 +379,7 @@ TEST(ImageStore, NotAnImageArchive) {
 
 TEST(ImageStore, AssemblyWantsAnEmptyDirectory) {
     ImageStore store = open();
-    TestImage img = make_image(whiteout_layers(), {true, false});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
     write_oci_archive(dir + "/demo.tar", img, "demo:1.0");
     auto image = store.import_archive(dir + "/demo.tar").value().at(0);
     fs::create_directories(dir + "/busy");
