@@ -480,6 +480,12 @@ Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string&
         if (!exists(layer_path(diff_id)) && ::rename(dir.c_str(), layer_path(diff_id).c_str()) != 0)
             return io_error(layer_path(diff_id), "rename");
 
+    // The content reaches the disk before an index that names it: one
+    // syncfs for every blob and layer file rather than an fsync of each.
+    {
+        Fd fs_fd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (fs_fd.get() < 0 || ::syncfs(fs_fd.get()) != 0) return io_error(root_, "syncfs");
+    }
     std::vector<IndexEntry> entries = std::move(index).value();
     std::vector<ImportedImage> out;
     for (auto& [names, image] : plan.images) {
