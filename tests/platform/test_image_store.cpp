@@ -377,6 +377,29 @@ TEST(ImageStore, NotAnImageArchive) {
     check_empty();
 }
 
+TEST(ImageStore, AnInterruptedImportIsClearedOnOpen) {
+    // A crash mid-import leaves only its staging directory, never an image.
+    fs::create_directories(root + "/tmp/import-abc123/layer-x");
+    std::ofstream(root + "/tmp/import-abc123/m1") << "half a blob";
+    ImageStore store = open();
+    check_empty();
+}
+
+TEST(ImageStore, ADamagedIndexIsAnErrorNamingIt) {
+    ImageStore store = open();
+    std::ofstream(root + "/images.json") << "{\"images\": [{\"name\": 1}]}";
+    auto r = store.find("busybox");
+    CHECK(!r.ok());
+    check_error(r.error(), {root + "/images.json", "not {name, digest}"});
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
+    write_oci_archive(dir + "/demo.tar", img, "demo:1.0");
+    auto i = store.import_archive(dir + "/demo.tar");
+    CHECK(!i.ok());
+    check_error(i.error(), {root + "/images.json"});
+    LONGS_EQUAL(0, count_entries(root + "/tmp"));
+    LONGS_EQUAL(0, count_entries(root + "/blobs/sha256"));  // the index is read before anything moves in
+}
+
 TEST(ImageStore, AssemblyWantsAnEmptyDirectory) {
     ImageStore store = open();
     TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
