@@ -7,23 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "platform/fd.h"
+
 namespace daemonlet::platform {
 namespace {
-
-// A move-only file descriptor, closed on scope exit.
-class Fd {
-  public:
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    int get() const { return fd_; }
-
-  private:
-    int fd_;
-};
 
 Error io_error(const std::string& path, const std::string& what) { return Error{"io", path + ": " + what}; }
 

@@ -22,6 +22,8 @@ host_packages=(
     libuv1-dev libsqlite3-dev libsystemd-dev libcpputest-dev nlohmann-json3-dev libyaml-dev
     libcurl4-openssl-dev  # httpGet probes, later the API server client
     libssl-dev  # the prototype of libcrypto's base64 for kubeconfig -data fields (libcrypto.so.3 is loaded on first use)
+    libarchive-dev  # the image store: image archives and layer tarballs (tar, gzip, zstd)
+    busybox-static  # tests/data/make_busybox_image.sh builds the test image from it
     clang libclang-rt-14-dev clang-format
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file
@@ -36,7 +38,7 @@ host_packages=(
 # C++ runtime that the arm64 tests run on under qemu (toolchains/run-aarch64.sh).
 arm64_packages=(
     libuv1-dev:arm64 libsqlite3-dev:arm64 libsystemd-dev:arm64 libcpputest-dev:arm64 libyaml-dev:arm64
-    libcurl4-openssl-dev:arm64 libssl-dev:arm64
+    libcurl4-openssl-dev:arm64 libssl-dev:arm64 libarchive-dev:arm64
     libstdc++6:arm64
 )
 

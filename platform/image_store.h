@@ -1,0 +1,84 @@
+// The local image store: content-addressed blobs, unpacked layers and an
+// index of image names, under one root directory (stateDir/images).
+// Images arrive as archives (OCI image-layout tarballs, docker-archive
+// tarballs from `docker save`); every blob is verified against its digest
+// and size on import, and a failed import leaves the store as it was.
+//
+//   <root>/blobs/sha256/<hex>          manifests, configs, layer tarballs as imported
+//   <root>/layers/sha256/<diff_id>/    each layer unpacked, whiteout files kept as files
+//   <root>/images.json                 [{name, digest}] (written whole, then renamed)
+//   <root>/tmp/                        staging of imports in progress
+//
+// Built as its own static library (image_store) that links libarchive; the
+// agent does not link it yet. Not thread-safe; one process owns a root.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/oci_image.h"
+#include "core/result.h"
+
+namespace daemonlet::platform {
+
+struct ImportedImage {
+    std::string name;             // normalised reference ("docker.io/library/busybox:latest"); empty when
+                                  // the archive names none
+    std::string manifest_digest;  // sha256 of the manifest blob
+    ImageManifest manifest;
+    ImageConfig config;  // the runtime's defaults: Entrypoint, Cmd, Env, WorkingDir, User
+};
+
+class ImageStore {
+  public:
+    // Opens (creating) the store under `root`. `platform` chooses the
+    // manifest of a multi-platform index (core select_platform). Leftovers
+    // of an import that was interrupted are removed.
+    static Result<ImageStore> open(std::string root, Platform platform);
+
+    // Imports every image of the archive at `path` (an OCI image-layout
+    // tarball: oci-layout, index.json, blobs/; or a docker-archive: a
+    // manifest.json). Compression of the archive itself (gzip, zstd, xz) is
+    // detected. For each image: the manifest, config and layers are
+    // verified (sha256 and size as the descriptors say; layers' uncompressed
+    // sha256 as the config's diff_ids say), layers unpacked with their
+    // members checked (no absolute paths, no "..", no links leaving the
+    // layer), then the images' names are recorded. Names: RepoTags for a
+    // docker-archive; for OCI, the annotation io.containerd.image.name, or
+    // org.opencontainers.image.ref.name when it is a full reference. An
+    // image already present is imported again at no cost (blobs and layers
+    // are content-addressed) and its name moved to the new digest.
+    // Errors name the archive, the member and the reason; on error nothing
+    // of this archive is left in the store.
+    Result<std::vector<ImportedImage>> import_archive(const std::string& path);
+
+    // The image named `reference` (normalised: "busybox" finds
+    // docker.io/library/busybox:latest; name@sha256:... finds by manifest
+    // digest, as does a bare "sha256:..."). Error "not_found" when absent.
+    Result<ImportedImage> find(const std::string& reference) const;
+
+    // Every image recorded, in name order.
+    Result<std::vector<ImportedImage>> list() const;
+
+    // Makes `target_dir` (created, must be empty or absent) the image's root
+    // filesystem: its layers copied in order, OCI whiteouts applied (layer.md:
+    // ".wh.<name>" removes <name> of the layers below; ".wh..wh..opq" empties
+    // its directory of what the layers below put there), whiteout files not
+    // copied. Owners are kept when running as root. (Overlayfs assembly, which
+    // needs no copy, comes with the runtime.)
+    Status assemble_rootfs(const ImportedImage& image, const std::string& target_dir) const;
+
+    const std::string& root() const { return root_; }
+    std::string blob_path(const std::string& digest) const;
+    std::string layer_path(const std::string& diff_id) const;
+
+  private:
+    ImageStore(std::string root, Platform platform)
+        : root_(std::move(root)), platform_(std::move(platform)) {}
+    Result<ImportedImage> load(const std::string& name, const std::string& digest) const;
+
+    std::string root_;
+    Platform platform_;
+};
+
+}  // namespace daemonlet::platform

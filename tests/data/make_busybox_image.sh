@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds a minimal OCI image-layout tarball from Debian's busybox-static:
+# one layer (bin/busybox and the symlinks sh, sleep, cat, echo to it) and a
+# config whose Cmd is ["sh"]. Only tar, gzip, sha256sum and the shell: the
+# image is built where no image tool is installed, byte for byte the same
+# for the same busybox (sorted members, numeric owners, fixed times).
+#
+#   make_busybox_image.sh OUT.tar [NAME]     NAME: docker.io/library/busybox:latest
+#
+# Environment: BUSYBOX (default /bin/busybox), GOARCH (default from uname -m).
+set -euo pipefail
+
+out=${1:?usage: make_busybox_image.sh OUT.tar [NAME]}
+name=${2:-docker.io/library/busybox:latest}
+busybox=${BUSYBOX:-/bin/busybox}
+[[ -x $busybox ]] || { echo "make_busybox_image: $busybox: not found (apt-get install busybox-static)" >&2; exit 1; }
+
+variant=
+case ${GOARCH:-$(uname -m)} in
+    x86_64 | amd64) arch=amd64 ;;
+    aarch64 | arm64) arch=arm64 variant=v8 ;;
+    armv7l | arm) arch=arm variant=v7 ;;
+    armv6l) arch=arm variant=v6 ;;
+    *) echo "make_busybox_image: unknown architecture ${GOARCH:-$(uname -m)}" >&2; exit 1 ;;
+esac
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/rootfs/bin" "$work/layout/blobs/sha256"
+cp "$busybox" "$work/rootfs/bin/busybox"
+chmod 0755 "$work/rootfs/bin/busybox"
+for applet in sh sleep cat echo; do
+    ln -s busybox "$work/rootfs/bin/$applet"
+done
+
+reproducible=(--sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=posix
+    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime)
+tar "${reproducible[@]}" -C "$work/rootfs" -cf "$work/layer.tar" bin
+diff_id=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
+gzip -n -9 "$work/layer.tar"
+
+# Moves FILE into blobs/sha256 and prints its "digest size".
+add_blob() {
+    local hex size
+    hex=$(sha256sum "$1" | cut -d' ' -f1)
+    size=$(stat -c %s "$1")
+    mv "$1" "$work/layout/blobs/sha256/$hex"
+    echo "sha256:$hex $size"
+}
+
+read -r layer_digest layer_size < <(add_blob "$work/layer.tar.gz")
+
+platform="\"architecture\":\"$arch\",\"os\":\"linux\""
+[[ -n $variant ]] && platform+=",\"variant\":\"$variant\""
+printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":[\"sh\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:$diff_id\"]}}" >"$work/config.json"
+read -r config_digest config_size < <(add_blob "$work/config.json")
+
+printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"$config_digest\",\"size\":$config_size},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$layer_digest\",\"size\":$layer_size}]}" >"$work/manifest.json"
+read -r manifest_digest manifest_size < <(add_blob "$work/manifest.json")
+
+# containerd's convention: the full name, and the tag as ref.name.
+printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"$manifest_digest\",\"size\":$manifest_size,\"platform\":{$platform},\"annotations\":{\"io.containerd.image.name\":\"$name\",\"org.opencontainers.image.ref.name\":\"${name##*:}\"}}]}" >"$work/layout/index.json"
+printf '%s' '{"imageLayoutVersion":"1.0.0"}' >"$work/layout/oci-layout"
+
+tar "${reproducible[@]}" -C "$work/layout" -cf "$out" oci-layout index.json blobs
+echo "make_busybox_image: $out: $name, manifest $manifest_digest"
