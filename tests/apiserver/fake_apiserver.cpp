@@ -26,13 +26,19 @@
 //                            "status": 500, "retryAfter": 3, "count": 1,
 //                            "afterEvents": 0, "bytes": 67108864}
 //   DELETE /_control/fault                clear every fault (and stalls end)
-//   GET    /_control/stats                requests, bytes, leases, events
+//   GET    /_control/stats                requests, bytes, leases, events, and
+//          "wire": per kind of request, the bytes on the TCP connections in
+//          each direction (TLS and HTTP framing included, from TCP_INFO), a
+//          connection's bytes counted to the kind of request it was serving
 //
 // Threads: libmicrohttpd's thread per connection; one mutex guards the
 // state and a condition variable wakes the watch streams.
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_acked and tcpi_bytes_received (Linux 4.1)
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -71,6 +77,19 @@ struct HistoryEntry {
     json object;
 };
 
+// Bytes on a TCP connection, both directions.
+struct Wire {
+    std::int64_t sent = 0;
+    std::int64_t received = 0;
+};
+
+// An open connection: its socket and what it has been counted so far.
+struct Conn {
+    int fd = -1;
+    std::string kind;  // of the request it serves; "" before the first
+    Wire counted;
+};
+
 struct State {
     std::mutex mu;
     std::condition_variable changed;
@@ -87,6 +106,8 @@ struct State {
     std::int64_t fault_generation = 0;
     std::map<std::string, std::int64_t> requests;
     std::int64_t bytes_sent = 0;
+    std::map<MHD_Connection*, Conn> conns;
+    std::map<std::string, Wire> wire;  // per kind: "list", "watch", "lease", ..., "control"
     std::int64_t uid = 1;
     std::atomic<bool> stopping{false};
     std::string token;
@@ -174,6 +195,38 @@ struct Query {
                field_matches(field_selector, obj);
     }
 };
+
+// Counts what connection `c` carried since it was last counted to `kind`.
+// TLS handshakes and a request's headers arrive before the request is
+// known: they go to the kind the connection served before, or, for its
+// first request, to that request's kind.
+void count_wire(MHD_Connection* c, const std::string& kind) {
+    auto it = S.conns.find(c);
+    if (it == S.conns.end()) return;
+    Conn& conn = it->second;
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (::getsockopt(conn.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return;
+    Wire& to = S.wire[conn.kind.empty() ? kind : conn.kind];
+    to.sent += static_cast<std::int64_t>(ti.tcpi_bytes_acked) - conn.counted.sent;
+    to.received += static_cast<std::int64_t>(ti.tcpi_bytes_received) - conn.counted.received;
+    conn.counted = {static_cast<std::int64_t>(ti.tcpi_bytes_acked),
+                    static_cast<std::int64_t>(ti.tcpi_bytes_received)};
+    conn.kind = kind;
+}
+
+void on_connection(void*, MHD_Connection* c, void**, MHD_ConnectionNotificationCode code) {
+    std::lock_guard<std::mutex> l(S.mu);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (info) S.conns[c].fd = info->connect_fd;
+        return;
+    }
+    auto it = S.conns.find(c);
+    if (it == S.conns.end()) return;
+    count_wire(c, it->second.kind);
+    S.conns.erase(it);
+}
 
 // The first fault matching `what`, consumed; nullptr when none.
 std::unique_ptr<Fault> take_fault(const std::string& what) {
@@ -501,9 +554,14 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
     if (p.size() == 3 && p[2] == "stats") {
         json leases = json::object();
         for (const auto& [k, v] : S.leases) leases[k] = v;
+        for (auto& [conn, state] : S.conns)
+            if (!state.kind.empty()) count_wire(conn, state.kind);
+        json wire = json::object();
+        for (const auto& [kind, w] : S.wire) wire[kind] = {{"sent", w.sent}, {"received", w.received}};
         return send_json(c, 200,
                          {{"requests", S.requests},
                           {"bytesSent", S.bytes_sent},
+                          {"wire", wire},
                           {"resourceVersion", S.rv},
                           {"leases", leases},
                           {"events", S.events}});
@@ -568,6 +626,7 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
                                                 : "other";
     ++S.requests[what];
     ++S.requests["total"];
+    count_wire(c, what);
     auto fault = take_fault(what);
     MHD_Result ret;
     if (fault && !(fault->mode == "drop" && what == "watch") && apply_fault(c, *fault, ret)) return ret;
@@ -627,7 +686,10 @@ MHD_Result handler(void*, MHD_Connection* c, const char* url, const char* method
     }
     std::vector<std::string> p = split(url, '/');
     std::unique_lock<std::mutex> l(S.mu);
-    if (p.size() >= 2 && p[1] == "_control") return control(c, method, p, up->body);
+    if (p.size() >= 2 && p[1] == "_control") {
+        count_wire(c, "control");
+        return control(c, method, p, up->body);
+    }
     if (!authenticated(c)) return send_json(c, 401, status_object(401, "Unauthorized", "Unauthorized"));
     return api(c, method, p, up->body);
 }
@@ -682,7 +744,7 @@ int main(int argc, char** argv) {
                 delete static_cast<Upload*>(*cls);
                 *cls = nullptr;
             },
-            nullptr, MHD_OPTION_END);
+            nullptr, MHD_OPTION_NOTIFY_CONNECTION, on_connection, nullptr, MHD_OPTION_END);
     else
         d = MHD_start_daemon(
             flags, static_cast<uint16_t>(port), nullptr, nullptr, handler, nullptr, MHD_OPTION_HTTPS_MEM_KEY,
@@ -691,7 +753,7 @@ int main(int argc, char** argv) {
                 delete static_cast<Upload*>(*cls);
                 *cls = nullptr;
             },
-            nullptr, MHD_OPTION_END);
+            nullptr, MHD_OPTION_NOTIFY_CONNECTION, on_connection, nullptr, MHD_OPTION_END);
     if (!d) {
         std::fprintf(stderr, "fake_apiserver: cannot listen on port %d\n", port);
         return 1;
