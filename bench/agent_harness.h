@@ -56,6 +56,9 @@ class Observer {
     // As wait_until, but a timeout is a Failure naming `what`.
     void expect(const char* what, Ns timeout, const std::function<bool()>& done, int extra_fd = -1,
                 bool* extra_ready = nullptr);
+    // Waits (pidfd) until each (pid, start time) has exited; a timeout is a
+    // Failure naming `what`.
+    void wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what);
 
     // Marks in arrival order, and the newest one per DaemonSet name prefix
     // ("ds-007" for pod "ds-007-x5k2p").
@@ -142,5 +145,26 @@ std::map<std::string, FileFacts> file_facts(const std::string& dir, const std::s
 
 // Percentile by nearest rank (p in [0, 100]) of a non-empty sample.
 double percentile(std::vector<double> v, double p);
+
+// The live shims of a state directory, from their state.json records:
+// (pid, start time), and the pid of each one's container.
+std::vector<std::pair<pid_t, std::uint64_t>> live_shims(const std::string& state_dir,
+                                                        std::vector<pid_t>* containers = nullptr);
+
+// One line of a bench's table: a sample (p50, p99, max) or a single value.
+struct Row {
+    std::string figure;
+    std::vector<double> samples;
+    std::string unit;
+    std::string target;
+    std::string value;  // set instead of samples for a single figure
+};
+
+// "12.3 ms", "456 ms".
+std::string fmt(double v, const std::string& unit);
+
+// Prints the machine line ("machine: 2 x MODEL, Linux ...") and the rows
+// as a Markdown table.
+void print_table(const std::vector<Row>& rows);
 
 }  // namespace daemonlet::bench

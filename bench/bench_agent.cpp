@@ -24,7 +24,6 @@
 // and start; then every DaemonSet removed and the agent stopped.
 //
 // It prints a Markdown table; README's Figures section records one run.
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -60,21 +59,6 @@ struct Options {
     bool keep = false;
 };
 
-// One line of the table: a sample (p50, p99, max) or a single value.
-struct Row {
-    std::string figure;
-    std::vector<double> samples;
-    std::string unit;
-    std::string target;
-    std::string value;  // set instead of samples for a single figure
-};
-
-std::string fmt(double v, const std::string& unit) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f %s" : "%.1f %s", v, unit.c_str());
-    return buf;
-}
-
 class Bench {
   public:
     explicit Bench(Options o) : o_(std::move(o)) {}
@@ -96,13 +80,15 @@ class Bench {
     bool all_running_since(Ns since) const;
     std::map<std::string, Mark> current_pods() const;
     std::size_t unchanged(const std::map<std::string, Mark>& before) const;
-    // The live shims, from their state.json files: (pid, start time), and
-    // the pid of each one's container.
-    std::vector<std::pair<pid_t, std::uint64_t>> shims(std::vector<pid_t>* containers = nullptr) const;
+    std::vector<std::pair<pid_t, std::uint64_t>> shims(std::vector<pid_t>* containers = nullptr) const {
+        return live_shims(state_, containers);
+    }
     void start_agent() { agent_.start(o_.daemonlet, cfg_, sock_, log_); }
     void settle();
     std::pair<double, double> start_until_all_running(const std::string& what);
-    void wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what);
+    void wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what) {
+        obs_->wait_exits(procs, what);
+    }
 
     void setup();
     void fresh_start();
@@ -162,34 +148,6 @@ std::size_t Bench::unchanged(const std::map<std::string, Mark>& before) const {
             ++same;
     }
     return same;
-}
-
-std::vector<std::pair<pid_t, std::uint64_t>> Bench::shims(std::vector<pid_t>* containers) const {
-    std::vector<std::pair<pid_t, std::uint64_t>> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(state_ + "/runtime/containers", ec)) {
-        auto text = daemonlet::platform::read_file(e.path().string() + "/state.json", 64 * 1024);
-        if (!text.ok()) continue;
-        auto doc = nlohmann::json::parse(text.value(), nullptr, false);
-        if (!doc.is_object() || !doc.contains("shimPid") || !doc.contains("shimStartTime")) continue;
-        auto pid = doc["shimPid"].get<pid_t>();
-        auto start = doc["shimStartTime"].get<std::uint64_t>();
-        if (!same_process(pid, start)) continue;
-        out.emplace_back(pid, start);
-        if (containers) containers->push_back(doc.value("pid", 0));
-    }
-    return out;
-}
-
-void Bench::wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what) {
-    for (auto [pid, start] : procs) {
-        int fd = open_pidfd(pid);
-        if (fd < 0) continue;  // already gone
-        bool gone = !same_process(pid, start);
-        obs_->expect(
-            what, 30 * kSecond, [&] { return gone; }, fd, &gone);
-        ::close(fd);
-    }
 }
 
 // The agent has finished what it was doing: its last STATUS= says every
@@ -460,30 +418,9 @@ void Bench::run() {
 }
 
 void Bench::print_table() const {
-    std::string model = "unknown CPU";
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    for (std::string line; std::getline(cpuinfo, line);)
-        if (line.rfind("model name", 0) == 0) {
-            model = line.substr(line.find(':') + 2);
-            break;
-        }
-    utsname u{};
-    ::uname(&u);
     std::printf("bench_agent: %d DaemonSets, %d changes per strategy, %d restarts each way, idle %d s\n",
                 o_.daemonsets, o_.changes, o_.restarts, o_.idle_seconds);
-    std::printf("machine: %u x %s, Linux %s %s\n\n", std::thread::hardware_concurrency(), model.c_str(),
-                u.release, u.machine);
-    std::printf("| Figure | p50 | p99 | max | n | target |\n|---|---|---|---|---|---|\n");
-    for (const auto& r : rows_) {
-        if (r.samples.empty()) {
-            std::printf("| %s | %s | | | 1 | %s |\n", r.figure.c_str(), r.value.c_str(), r.target.c_str());
-            continue;
-        }
-        std::printf("| %s | %s | %s | %s | %zu | %s |\n", r.figure.c_str(),
-                    fmt(percentile(r.samples, 50), r.unit).c_str(),
-                    fmt(percentile(r.samples, 99), r.unit).c_str(),
-                    fmt(percentile(r.samples, 100), r.unit).c_str(), r.samples.size(), r.target.c_str());
-    }
+    daemonlet::bench::print_table(rows_);
 }
 
 const char* const kUsage =
