@@ -196,10 +196,11 @@ struct Query {
     }
 };
 
-// Counts what connection `c` carried since it was last counted to `kind`.
-// TLS handshakes and a request's headers arrive before the request is
-// known: they go to the kind the connection served before, or, for its
-// first request, to that request's kind.
+// Counts what connection `c` carried since it was last counted, when it
+// starts serving a request of `kind` (its headers and body received): what
+// it received since is that request's (with the TLS handshake of a new
+// connection), what it sent since is the previous request's response (or,
+// on a new connection, the handshake: this request's).
 void count_wire(MHD_Connection* c, const std::string& kind) {
     auto it = S.conns.find(c);
     if (it == S.conns.end()) return;
@@ -207,11 +208,11 @@ void count_wire(MHD_Connection* c, const std::string& kind) {
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (::getsockopt(conn.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return;
-    Wire& to = S.wire[conn.kind.empty() ? kind : conn.kind];
-    to.sent += static_cast<std::int64_t>(ti.tcpi_bytes_acked) - conn.counted.sent;
-    to.received += static_cast<std::int64_t>(ti.tcpi_bytes_received) - conn.counted.received;
-    conn.counted = {static_cast<std::int64_t>(ti.tcpi_bytes_acked),
-                    static_cast<std::int64_t>(ti.tcpi_bytes_received)};
+    const Wire now{static_cast<std::int64_t>(ti.tcpi_bytes_acked),
+                   static_cast<std::int64_t>(ti.tcpi_bytes_received)};
+    S.wire[conn.kind.empty() ? kind : conn.kind].sent += now.sent - conn.counted.sent;
+    S.wire[kind].received += now.received - conn.counted.received;
+    conn.counted = now;
     conn.kind = kind;
 }
 
