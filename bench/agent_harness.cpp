@@ -139,6 +139,33 @@ bool Observer::wait_until(Ns timeout, const std::function<bool()>& done, int ext
     }
 }
 
+Observer::Replaced Observer::replace(const std::string& ds, const std::function<Ns()>& change,
+                                     const char* what) {
+    const Mark old = latest_.at(ds);
+    int fd = open_pidfd(old.pid);
+    bool old_gone = fd < 0 || !same_process(old.pid, old.start_time);
+    if (old_gone) {
+        if (fd >= 0) ::close(fd);
+        throw Failure(ds + ": its container (pid " + std::to_string(old.pid) + ") is not running");
+    }
+    Replaced r;
+    const Ns t0 = change();
+    bool ok = wait_until(
+        30'000'000'000,
+        [&] {
+            const Mark& now = latest_.at(ds);
+            if (!r.started && now.pid != old.pid) r.started = now.at;
+            if (old_gone && !r.gone) r.gone = mono_ns();
+            return r.started && r.gone;
+        },
+        fd, &old_gone);
+    ::close(fd);
+    if (!ok) throw Failure(std::string(what) + ": not within 30 s");
+    r.started -= t0;
+    r.gone -= t0;
+    return r;
+}
+
 void Observer::wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what) {
     for (auto [pid, start] : procs) {
         int fd = open_pidfd(pid);
@@ -294,6 +321,58 @@ std::vector<std::pair<pid_t, std::uint64_t>> live_shims(const std::string& state
         if (containers) containers->push_back(doc.value("pid", 0));
     }
     return out;
+}
+
+WorkDir make_work_dir(const std::string& parent, const std::string& prefix) {
+    std::string tmpl = parent + "/" + prefix + ".XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw Failure(errno_text(tmpl));
+    WorkDir w{tmpl,
+              tmpl + "/marks",
+              tmpl + "/manifests",
+              tmpl + "/state",
+              tmpl + "/config.yaml",
+              tmpl + "/notify.sock",
+              tmpl + "/agent.log"};
+    fs::create_directories(w.marks);
+    fs::create_directories(w.manifests);
+    std::fprintf(stderr, "%s: work directory %s\n", prefix.c_str(), w.root.c_str());
+    return w;
+}
+
+void kill_all_and_clean(AgentProcess& agent, const std::string& state_dir, const Observer* obs,
+                        const std::string& work, bool keep, const char* bench) {
+    if (agent.running()) ::kill(agent.pid(), SIGKILL);
+    for (auto [pid, start] : live_shims(state_dir)) ::kill(pid, SIGKILL);
+    if (obs)
+        for (const auto& [ds, m] : obs->latest())
+            if (same_process(m.pid, m.start_time)) ::kill(m.pid, SIGKILL);
+    if (keep) {
+        std::fprintf(stderr, "%s: kept %s\n", bench, work.c_str());
+        return;
+    }
+    std::error_code ec;
+    fs::remove_all(work, ec);
+}
+
+std::optional<int> parse_flags(int argc, char** argv, const Flags& flags, const char* usage) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (auto s = flags.strings.find(a); s != flags.strings.end() && has_value) {
+            *s->second = argv[++i];
+        } else if (auto n = flags.numbers.find(a); n != flags.numbers.end() && has_value) {
+            *n->second = std::atoi(argv[++i]);
+        } else if (auto b = flags.switches.find(a); b != flags.switches.end()) {
+            *b->second = true;
+        } else if (a == "--help") {
+            std::fputs(usage, stdout);
+            return 0;
+        } else {
+            std::fputs(usage, stderr);
+            return 2;
+        }
+    }
+    return std::nullopt;
 }
 
 std::string fmt(double v, const std::string& unit) {

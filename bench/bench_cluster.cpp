@@ -220,16 +220,16 @@ class Bench {
     int running_since(Ns since) const;
     // `daemonlet status -o json` of the running agent.
     Json agent_status() const {
-        run_command({o_.daemonlet, "status", "-o", "json", "--config", cfg_}, work_ + "/status.json",
-                    work_ + "/status.log");
-        std::ifstream in(work_ + "/status.json");
+        run_command({o_.daemonlet, "status", "-o", "json", "--config", w_.config}, w_.root + "/status.json",
+                    w_.root + "/status.log");
+        std::ifstream in(w_.root + "/status.json");
         Json j = Json::parse(in, nullptr, false);
         if (!j.is_object() || !j.contains("apiServer"))
             throw Failure("daemonlet status -o json: no apiServer");
         return j["apiServer"];
     }
     void settle(int daemonsets, const char* link);
-    void start_agent() { agent_.start(o_.daemonlet, cfg_, sock_, log_); }
+    void start_agent() { agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log); }
 
     void setup();
     void fresh_start();
@@ -241,14 +241,13 @@ class Bench {
     void cleanup();
 
     Options o_;
-    std::string work_, marks_, man_, state_, cfg_, sock_, log_;
+    WorkDir w_;
     std::unique_ptr<Observer> obs_;
     FakeServer server_;
     Control control_;
     AgentProcess agent_;
     std::vector<int> generation_;
     std::vector<Row> rows_;
-    bool torn_down_ = false;
 };
 
 Json Bench::daemonset(int i) const {
@@ -257,7 +256,7 @@ Json Bench::daemonset(int i) const {
     Json container = {
         {"name", "main"},
         {"image", "none"},
-        {"command", {"/bin/sh", "-c", "echo $$$$ > " + marks_ + "/$(POD_NAME); exec /bin/sleep infinity"}},
+        {"command", {"/bin/sh", "-c", "echo $$$$ > " + w_.marks + "/$(POD_NAME); exec /bin/sleep infinity"}},
         {"env",
          {{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
           {{"name", "GENERATION"}, {"value", std::to_string(generation_[static_cast<std::size_t>(i)])}}}}};
@@ -289,39 +288,29 @@ void Bench::settle(int daemonsets, const char* link) {
 }
 
 void Bench::setup() {
-    std::string tmpl = o_.work_parent + "/daemonlet-bench-cluster.XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw Failure(tmpl + ": cannot create");
-    work_ = tmpl;
-    marks_ = work_ + "/marks";
-    man_ = work_ + "/manifests";
-    state_ = work_ + "/state";
-    cfg_ = work_ + "/config.yaml";
-    sock_ = work_ + "/notify.sock";
-    log_ = work_ + "/agent.log";
-    fs::create_directories(marks_);
-    fs::create_directories(man_);
-    std::fprintf(stderr, "bench_cluster: work directory %s\n", work_.c_str());
-    obs_ = std::make_unique<Observer>(marks_, sock_);
+    w_ = make_work_dir(o_.work_parent, "daemonlet-bench-cluster");
+    obs_ = std::make_unique<Observer>(w_.marks, w_.notify_socket);
     run_command({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                 "-nodes", "-keyout", work_ + "/key.pem", "-out", work_ + "/cert.pem", "-subj",
+                 "-nodes", "-keyout", w_.root + "/key.pem", "-out", w_.root + "/cert.pem", "-subj",
                  "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2"},
-                work_ + "/openssl.log", work_ + "/openssl.log");
-    server_.start(o_.fake, work_, *obs_);
-    control_.connect(server_.port(), work_ + "/cert.pem");
-    const std::string kubeconfig = work_ + "/kubeconfig";
+                w_.root + "/openssl.log", w_.root + "/openssl.log");
+    server_.start(o_.fake, w_.root, *obs_);
+    control_.connect(server_.port(), w_.root + "/cert.pem");
+    const std::string kubeconfig = w_.root + "/kubeconfig";
     std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: bench\n  cluster:\n"
                               << "    server: https://127.0.0.1:" << server_.port()
-                              << "\n    certificate-authority: " << work_ << "/cert.pem\n"
+                              << "\n    certificate-authority: " << w_.root << "/cert.pem\n"
                               << "users:\n- name: bench\n  user: {token: " << kToken << "}\n"
                               << "contexts:\n- name: bench\n  context: {cluster: bench, user: bench}\n"
                               << "current-context: bench\n";
     ::chmod(kubeconfig.c_str(), 0600);
     // The defaults of dist/config.yaml, and the cluster as the only source.
-    std::ofstream(cfg_) << "nodeName: bench-node\nmanifestDir: " << man_ << "\nstateDir: " << state_
-                        << "\nruntime: {type: exec}\nfileCheckFrequency: 20s\n"
-                           "crashLoopBackoff: {initial: 10s, max: 300s}\n"
-                           "apiServer: {kubeconfig: "
-                        << kubeconfig << "}\n";
+    std::ofstream(w_.config) << "nodeName: bench-node\nmanifestDir: " << w_.manifests
+                             << "\nstateDir: " << w_.state
+                             << "\nruntime: {type: exec}\nfileCheckFrequency: 20s\n"
+                                "crashLoopBackoff: {initial: 10s, max: 300s}\n"
+                                "apiServer: {kubeconfig: "
+                             << kubeconfig << "}\n";
     generation_.assign(static_cast<std::size_t>(o_.daemonsets), 1);
     for (int i = 0; i < o_.daemonsets; ++i) put(i);
 }
@@ -360,28 +349,18 @@ void Bench::changes() {
     for (int k = 0; k < o_.changes; ++k) {
         const int i = k % o_.daemonsets;
         const std::string name = ds_name(i);
-        const Mark old = obs_->latest().at(name);
-        int fd = open_pidfd(old.pid);
-        bool old_gone = fd < 0 || !same_process(old.pid, old.start_time);
-        if (old_gone)
-            throw Failure(name + ": its container (pid " + std::to_string(old.pid) + ") is not running");
         ++generation_[static_cast<std::size_t>(i)];
         const std::string body = daemonset(i).dump();
-        Ns new_at = 0, gone_at = 0;
-        Ns t0 = put_body(name, body);
-        answered.samples.push_back(ms(mono_ns() - t0));
-        obs_->expect(
-            "the new pod runs and the old one is gone after a change on the server", 30 * kSecond,
+        auto r = obs_->replace(
+            name,
             [&] {
-                const Mark& now = obs_->latest().at(name);
-                if (!new_at && now.pid != old.pid) new_at = now.at;
-                if (old_gone && !gone_at) gone_at = mono_ns();
-                return new_at && gone_at;
+                Ns t0 = put_body(name, body);
+                answered.samples.push_back(ms(mono_ns() - t0));
+                return t0;
             },
-            fd, &old_gone);
-        ::close(fd);
-        started.samples.push_back(ms(new_at - t0));
-        gone.samples.push_back(ms(gone_at - t0));
+            "the new pod runs and the old one is gone after a change on the server");
+        started.samples.push_back(ms(r.started));
+        gone.samples.push_back(ms(r.gone));
     }
     rows_.push_back(started);
     rows_.push_back(gone);
@@ -503,7 +482,7 @@ void Bench::offline_boot() {
 
     server_.kill();
     agent_.stop(SIGKILL, *obs_);
-    std::vector<std::pair<pid_t, std::uint64_t>> procs = live_shims(state_);
+    std::vector<std::pair<pid_t, std::uint64_t>> procs = live_shims(w_.state);
     for (int i = 0; i < o_.offline; ++i) {
         const Mark& m = obs_->latest().at(ds_name(i));
         procs.emplace_back(m.pid, m.start_time);
@@ -536,31 +515,18 @@ void Bench::offline_boot() {
 // containers.
 void Bench::teardown() {
     agent_.stop(SIGTERM, *obs_);
-    std::vector<std::pair<pid_t, std::uint64_t>> procs = live_shims(state_);
+    std::vector<std::pair<pid_t, std::uint64_t>> procs = live_shims(w_.state);
     for (const auto& [ds, m] : obs_->latest()) procs.emplace_back(m.pid, m.start_time);
     for (auto [pid, start] : procs)
         if (same_process(pid, start)) ::kill(pid, SIGKILL);
     obs_->wait_exits(procs, "a shim or container exits at the end");
-    torn_down_ = true;
 }
 
 // After a failure too: nothing of the bench's may keep running.
 void Bench::cleanup() {
-    if (work_.empty()) return;
+    if (w_.root.empty()) return;
     server_.kill();
-    if (!torn_down_) {
-        if (agent_.running()) ::kill(agent_.pid(), SIGKILL);
-        for (auto [pid, start] : live_shims(state_)) ::kill(pid, SIGKILL);
-        if (obs_)
-            for (const auto& [ds, m] : obs_->latest())
-                if (same_process(m.pid, m.start_time)) ::kill(m.pid, SIGKILL);
-    }
-    if (o_.keep) {
-        std::fprintf(stderr, "bench_cluster: kept %s\n", work_.c_str());
-        return;
-    }
-    std::error_code ec;
-    fs::remove_all(work_, ec);
+    kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_cluster");
 }
 
 void Bench::run() {
@@ -583,33 +549,14 @@ int main(int argc, char** argv) {
     Options o;
     std::string command = argv[0];
     for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (a == "--daemonlet" && has_value)
-            o.daemonlet = argv[++i];
-        else if (a == "--fake-apiserver" && has_value)
-            o.fake = argv[++i];
-        else if (a == "--daemonsets" && has_value)
-            o.daemonsets = std::atoi(argv[++i]);
-        else if (a == "--changes" && has_value)
-            o.changes = std::atoi(argv[++i]);
-        else if (a == "--idle-minutes" && has_value)
-            o.idle_minutes = std::atoi(argv[++i]);
-        else if (a == "--offline-daemonsets" && has_value)
-            o.offline = std::atoi(argv[++i]);
-        else if (a == "--work-parent" && has_value)
-            o.work_parent = argv[++i];
-        else if (a == "--keep")
-            o.keep = true;
-        else if (a == "--help") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else {
-            std::fputs(kUsage, stderr);
-            return 2;
-        }
-    }
+    const Flags flags{
+        {{"--daemonlet", &o.daemonlet}, {"--fake-apiserver", &o.fake}, {"--work-parent", &o.work_parent}},
+        {{"--daemonsets", &o.daemonsets},
+         {"--changes", &o.changes},
+         {"--idle-minutes", &o.idle_minutes},
+         {"--offline-daemonsets", &o.offline}},
+        {{"--keep", &o.keep}}};
+    if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;
     if (o.daemonsets < 1 || o.daemonsets > 999 || o.changes < 1 || o.idle_minutes < 1 || o.offline < 1 ||
         o.offline > o.daemonsets) {
         std::fputs(
