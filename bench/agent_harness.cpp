@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,10 +16,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "platform/file.h"
 #include "platform/proc_stat.h"
@@ -132,6 +136,45 @@ bool Observer::wait_until(Ns timeout, const std::function<bool()>& done, int ext
         int r = ::poll(p, count, static_cast<int>(std::min<Ns>(left / 1'000'000 + 1, 60'000)));
         if (r < 0 && errno != EINTR) throw Failure(errno_text("poll"));
         if (count == 3 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)) && extra_ready) *extra_ready = true;
+    }
+}
+
+Observer::Replaced Observer::replace(const std::string& ds, const std::function<Ns()>& change,
+                                     const char* what) {
+    const Mark old = latest_.at(ds);
+    int fd = open_pidfd(old.pid);
+    bool old_gone = fd < 0 || !same_process(old.pid, old.start_time);
+    if (old_gone) {
+        if (fd >= 0) ::close(fd);
+        throw Failure(ds + ": its container (pid " + std::to_string(old.pid) + ") is not running");
+    }
+    Replaced r;
+    const Ns t0 = change();
+    bool ok = wait_until(
+        30'000'000'000,
+        [&] {
+            const Mark& now = latest_.at(ds);
+            if (!r.started && now.pid != old.pid) r.started = now.at;
+            if (old_gone && !r.gone) r.gone = mono_ns();
+            return r.started && r.gone;
+        },
+        fd, &old_gone);
+    ::close(fd);
+    if (!ok) throw Failure(std::string(what) + ": not within 30 s");
+    r.started -= t0;
+    r.gone -= t0;
+    return r;
+}
+
+void Observer::wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what) {
+    for (auto [pid, start] : procs) {
+        int fd = open_pidfd(pid);
+        if (fd < 0) continue;  // already gone
+        bool gone = !same_process(pid, start);
+        bool ok = wait_until(
+            30'000'000'000, [&] { return gone; }, fd, &gone);
+        ::close(fd);
+        if (!ok) throw Failure(std::string(what) + ": not within 30 s");
     }
 }
 
@@ -260,6 +303,107 @@ double percentile(std::vector<double> v, double p) {
     std::sort(v.begin(), v.end());
     auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
     return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+std::vector<std::pair<pid_t, std::uint64_t>> live_shims(const std::string& state_dir,
+                                                        std::vector<pid_t>* containers) {
+    std::vector<std::pair<pid_t, std::uint64_t>> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(state_dir + "/runtime/containers", ec)) {
+        auto text = platform::read_file(e.path().string() + "/state.json", 64 * 1024);
+        if (!text.ok()) continue;
+        auto doc = nlohmann::json::parse(text.value(), nullptr, false);
+        if (!doc.is_object() || !doc.contains("shimPid") || !doc.contains("shimStartTime")) continue;
+        auto pid = doc["shimPid"].get<pid_t>();
+        auto start = doc["shimStartTime"].get<std::uint64_t>();
+        if (!same_process(pid, start)) continue;
+        out.emplace_back(pid, start);
+        if (containers) containers->push_back(doc.value("pid", 0));
+    }
+    return out;
+}
+
+WorkDir make_work_dir(const std::string& parent, const std::string& prefix) {
+    std::string tmpl = parent + "/" + prefix + ".XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw Failure(errno_text(tmpl));
+    WorkDir w{tmpl,
+              tmpl + "/marks",
+              tmpl + "/manifests",
+              tmpl + "/state",
+              tmpl + "/config.yaml",
+              tmpl + "/notify.sock",
+              tmpl + "/agent.log"};
+    fs::create_directories(w.marks);
+    fs::create_directories(w.manifests);
+    std::fprintf(stderr, "%s: work directory %s\n", prefix.c_str(), w.root.c_str());
+    return w;
+}
+
+void kill_all_and_clean(AgentProcess& agent, const std::string& state_dir, const Observer* obs,
+                        const std::string& work, bool keep, const char* bench) {
+    if (agent.running()) ::kill(agent.pid(), SIGKILL);
+    for (auto [pid, start] : live_shims(state_dir)) ::kill(pid, SIGKILL);
+    if (obs)
+        for (const auto& [ds, m] : obs->latest())
+            if (same_process(m.pid, m.start_time)) ::kill(m.pid, SIGKILL);
+    if (keep) {
+        std::fprintf(stderr, "%s: kept %s\n", bench, work.c_str());
+        return;
+    }
+    std::error_code ec;
+    fs::remove_all(work, ec);
+}
+
+std::optional<int> parse_flags(int argc, char** argv, const Flags& flags, const char* usage) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (auto s = flags.strings.find(a); s != flags.strings.end() && has_value) {
+            *s->second = argv[++i];
+        } else if (auto n = flags.numbers.find(a); n != flags.numbers.end() && has_value) {
+            *n->second = std::atoi(argv[++i]);
+        } else if (auto b = flags.switches.find(a); b != flags.switches.end()) {
+            *b->second = true;
+        } else if (a == "--help") {
+            std::fputs(usage, stdout);
+            return 0;
+        } else {
+            std::fputs(usage, stderr);
+            return 2;
+        }
+    }
+    return std::nullopt;
+}
+
+std::string fmt(double v, const std::string& unit) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f %s" : "%.1f %s", v, unit.c_str());
+    return buf;
+}
+
+void print_table(const std::vector<Row>& rows) {
+    std::string model = "unknown CPU";
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);)
+        if (line.rfind("model name", 0) == 0) {
+            model = line.substr(line.find(':') + 2);
+            break;
+        }
+    utsname u{};
+    ::uname(&u);
+    std::printf("machine: %u x %s, Linux %s %s\n\n", std::thread::hardware_concurrency(), model.c_str(),
+                u.release, u.machine);
+    std::printf("| Figure | p50 | p99 | max | n | target |\n|---|---|---|---|---|---|\n");
+    for (const auto& r : rows) {
+        if (r.samples.empty()) {
+            std::printf("| %s | %s | | | 1 | %s |\n", r.figure.c_str(), r.value.c_str(), r.target.c_str());
+            continue;
+        }
+        std::printf("| %s | %s | %s | %s | %zu | %s |\n", r.figure.c_str(),
+                    fmt(percentile(r.samples, 50), r.unit).c_str(),
+                    fmt(percentile(r.samples, 99), r.unit).c_str(),
+                    fmt(percentile(r.samples, 100), r.unit).c_str(), r.samples.size(), r.target.c_str());
+    }
 }
 
 }  // namespace daemonlet::bench

@@ -56,6 +56,18 @@ class Observer {
     // As wait_until, but a timeout is a Failure naming `what`.
     void expect(const char* what, Ns timeout, const std::function<bool()>& done, int extra_fd = -1,
                 bool* extra_ready = nullptr);
+    // A change that replaces the newest container of DaemonSet `ds`:
+    // `change()` makes it and returns when it was made; then waits for a
+    // new container's mark and for the old one's exit (pidfd). Returns
+    // both times (monotonic); a timeout is a Failure naming `what`.
+    struct Replaced {
+        Ns started = 0;
+        Ns gone = 0;
+    };
+    Replaced replace(const std::string& ds, const std::function<Ns()>& change, const char* what);
+    // Waits (pidfd) until each (pid, start time) has exited; a timeout is a
+    // Failure naming `what`.
+    void wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what);
 
     // Marks in arrival order, and the newest one per DaemonSet name prefix
     // ("ds-007" for pod "ds-007-x5k2p").
@@ -142,5 +154,50 @@ std::map<std::string, FileFacts> file_facts(const std::string& dir, const std::s
 
 // Percentile by nearest rank (p in [0, 100]) of a non-empty sample.
 double percentile(std::vector<double> v, double p);
+
+// The live shims of a state directory, from their state.json records:
+// (pid, start time), and the pid of each one's container.
+std::vector<std::pair<pid_t, std::uint64_t>> live_shims(const std::string& state_dir,
+                                                        std::vector<pid_t>* containers = nullptr);
+
+// A bench's temporary directory and the paths in it.
+struct WorkDir {
+    std::string root, marks, manifests, state, config, notify_socket, agent_log;
+};
+// Creates PARENT/PREFIX.XXXXXX with marks/ and manifests/ in it.
+WorkDir make_work_dir(const std::string& parent, const std::string& prefix);
+
+// After a failure: SIGKILL to the agent, the live shims of `state_dir` and
+// the containers `obs` has seen (when it exists), and the work directory
+// removed unless `keep` (then `bench` says where it is).
+void kill_all_and_clean(AgentProcess& agent, const std::string& state_dir, const Observer* obs,
+                        const std::string& work, bool keep, const char* bench);
+
+// One line of a bench's table: a sample (p50, p99, max) or a single value.
+struct Row {
+    std::string figure;
+    std::vector<double> samples;
+    std::string unit;
+    std::string target;
+    std::string value;  // set instead of samples for a single figure
+};
+
+// A bench's command line: "--name VALUE" for the strings and numbers,
+// "--name" for the switches, "--help". Returns the exit code when the
+// program should end here: 0 after --help (usage on stdout), 2 after
+// anything else (usage on stderr).
+struct Flags {
+    std::map<std::string, std::string*> strings;
+    std::map<std::string, int*> numbers;
+    std::map<std::string, bool*> switches;
+};
+std::optional<int> parse_flags(int argc, char** argv, const Flags& flags, const char* usage);
+
+// "12.3 ms", "456 ms".
+std::string fmt(double v, const std::string& unit);
+
+// Prints the machine line ("machine: 2 x MODEL, Linux ...") and the rows
+// as a Markdown table.
+void print_table(const std::vector<Row>& rows);
 
 }  // namespace daemonlet::bench

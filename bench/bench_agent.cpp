@@ -24,7 +24,6 @@
 // and start; then every DaemonSet removed and the agent stopped.
 //
 // It prints a Markdown table; README's Figures section records one run.
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -60,21 +59,6 @@ struct Options {
     bool keep = false;
 };
 
-// One line of the table: a sample (p50, p99, max) or a single value.
-struct Row {
-    std::string figure;
-    std::vector<double> samples;
-    std::string unit;
-    std::string target;
-    std::string value;  // set instead of samples for a single figure
-};
-
-std::string fmt(double v, const std::string& unit) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f %s" : "%.1f %s", v, unit.c_str());
-    return buf;
-}
-
 class Bench {
   public:
     explicit Bench(Options o) : o_(std::move(o)) {}
@@ -92,17 +76,19 @@ class Bench {
         return buf;
     }
     std::string manifest(int i, bool surge) const;
-    std::string manifest_path(int i) const { return man_ + "/" + ds_name(i) + ".yaml"; }
+    std::string manifest_path(int i) const { return w_.manifests + "/" + ds_name(i) + ".yaml"; }
     bool all_running_since(Ns since) const;
     std::map<std::string, Mark> current_pods() const;
     std::size_t unchanged(const std::map<std::string, Mark>& before) const;
-    // The live shims, from their state.json files: (pid, start time), and
-    // the pid of each one's container.
-    std::vector<std::pair<pid_t, std::uint64_t>> shims(std::vector<pid_t>* containers = nullptr) const;
-    void start_agent() { agent_.start(o_.daemonlet, cfg_, sock_, log_); }
+    std::vector<std::pair<pid_t, std::uint64_t>> shims(std::vector<pid_t>* containers = nullptr) const {
+        return live_shims(w_.state, containers);
+    }
+    void start_agent() { agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log); }
     void settle();
     std::pair<double, double> start_until_all_running(const std::string& what);
-    void wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what);
+    void wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what) {
+        obs_->wait_exits(procs, what);
+    }
 
     void setup();
     void fresh_start();
@@ -115,12 +101,11 @@ class Bench {
     void cleanup();
 
     Options o_;
-    std::string work_, marks_, man_, state_, cfg_, sock_, log_;
+    WorkDir w_;
     std::unique_ptr<Observer> obs_;
     AgentProcess agent_;
     std::vector<int> generation_;
     std::vector<Row> rows_;
-    bool torn_down_ = false;
 };
 
 std::string Bench::manifest(int i, bool surge) const {
@@ -134,7 +119,7 @@ std::string Bench::manifest(int i, bool surge) const {
          "}}\n    spec:\n      terminationGracePeriodSeconds: 2\n      containers:\n"
          "        - name: main\n          image: none\n"
          "          command: [/bin/sh, -c, 'echo $$$$ > " +
-         marks_ +
+         w_.marks +
          "/$(POD_NAME); exec /bin/sleep infinity']\n"
          "          env:\n"
          "            - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
@@ -164,34 +149,6 @@ std::size_t Bench::unchanged(const std::map<std::string, Mark>& before) const {
     return same;
 }
 
-std::vector<std::pair<pid_t, std::uint64_t>> Bench::shims(std::vector<pid_t>* containers) const {
-    std::vector<std::pair<pid_t, std::uint64_t>> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(state_ + "/runtime/containers", ec)) {
-        auto text = daemonlet::platform::read_file(e.path().string() + "/state.json", 64 * 1024);
-        if (!text.ok()) continue;
-        auto doc = nlohmann::json::parse(text.value(), nullptr, false);
-        if (!doc.is_object() || !doc.contains("shimPid") || !doc.contains("shimStartTime")) continue;
-        auto pid = doc["shimPid"].get<pid_t>();
-        auto start = doc["shimStartTime"].get<std::uint64_t>();
-        if (!same_process(pid, start)) continue;
-        out.emplace_back(pid, start);
-        if (containers) containers->push_back(doc.value("pid", 0));
-    }
-    return out;
-}
-
-void Bench::wait_exits(const std::vector<std::pair<pid_t, std::uint64_t>>& procs, const char* what) {
-    for (auto [pid, start] : procs) {
-        int fd = open_pidfd(pid);
-        if (fd < 0) continue;  // already gone
-        bool gone = !same_process(pid, start);
-        obs_->expect(
-            what, 30 * kSecond, [&] { return gone; }, fd, &gone);
-        ::close(fd);
-    }
-}
-
 // The agent has finished what it was doing: its last STATUS= says every
 // pod runs and none is stopping (it is sent only when it changes, after the
 // reconcile that follows a pod's removal from the store).
@@ -202,25 +159,15 @@ void Bench::settle() {
 }
 
 void Bench::setup() {
-    std::string tmpl = o_.work_parent + "/daemonlet-bench.XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw Failure(tmpl + ": cannot create");
-    work_ = tmpl;
-    marks_ = work_ + "/marks";
-    man_ = work_ + "/manifests";
-    state_ = work_ + "/state";
-    cfg_ = work_ + "/config.yaml";
-    sock_ = work_ + "/notify.sock";
-    log_ = work_ + "/agent.log";
-    fs::create_directories(marks_);
-    fs::create_directories(man_);
+    w_ = make_work_dir(o_.work_parent, "daemonlet-bench");
     // The defaults of dist/config.yaml: a full rescan every 20 s.
-    std::ofstream(cfg_) << "nodeName: bench-node\nmanifestDir: " << man_ << "\nstateDir: " << state_
-                        << "\nruntime: {type: exec}\nfileCheckFrequency: 20s\n"
-                           "crashLoopBackoff: {initial: 10s, max: 300s}\n";
-    obs_ = std::make_unique<Observer>(marks_, sock_);
+    std::ofstream(w_.config) << "nodeName: bench-node\nmanifestDir: " << w_.manifests
+                             << "\nstateDir: " << w_.state
+                             << "\nruntime: {type: exec}\nfileCheckFrequency: 20s\n"
+                                "crashLoopBackoff: {initial: 10s, max: 300s}\n";
+    obs_ = std::make_unique<Observer>(w_.marks, w_.notify_socket);
     generation_.assign(static_cast<std::size_t>(o_.daemonsets), 1);
     for (int i = 0; i < o_.daemonsets; ++i) write_then_rename(manifest_path(i), manifest(i, false));
-    std::fprintf(stderr, "bench_agent: work directory %s\n", work_.c_str());
 }
 
 // Starts the agent and waits for READY=1 and for every DaemonSet to have a
@@ -276,27 +223,13 @@ void Bench::changes(bool surge) {
     for (int k = 0; k < o_.changes; ++k) {
         const int i = k % o_.daemonsets;
         const std::string name = ds_name(i);
-        const Mark old = obs_->latest().at(name);
-        int fd = open_pidfd(old.pid);
-        bool old_gone = fd < 0 || !same_process(old.pid, old.start_time);
-        if (old_gone)
-            throw Failure(name + ": its container (pid " + std::to_string(old.pid) + ") is not running");
         ++generation_[static_cast<std::size_t>(i)];
-        Ns new_at = 0, gone_at = 0;
-        Ns t0 = write_then_rename(manifest_path(i), manifest(i, surge));
-        obs_->expect(
-            "the new pod runs and the old one is gone after a template change", 30 * kSecond,
-            [&] {
-                const Mark& now = obs_->latest().at(name);
-                if (!new_at && now.pid != old.pid) new_at = now.at;
-                if (old_gone && !gone_at) gone_at = mono_ns();
-                return new_at && gone_at;
-            },
-            fd, &old_gone);
-        ::close(fd);
-        started.samples.push_back(ms(new_at - t0));
-        gone.samples.push_back(ms(gone_at - t0));
-        if (surge ? new_at < gone_at : gone_at < new_at) ++in_order;
+        auto r = obs_->replace(
+            name, [&] { return write_then_rename(manifest_path(i), manifest(i, surge)); },
+            "the new pod runs and the old one is gone after a template change");
+        started.samples.push_back(ms(r.started));
+        gone.samples.push_back(ms(r.gone));
+        if (surge ? r.started < r.gone : r.gone < r.started) ++in_order;
     }
     gone.figure += "; in that order " + std::to_string(in_order) + " of " + std::to_string(o_.changes);
     rows_.push_back(started);
@@ -348,19 +281,19 @@ void Bench::memory() {
 
 void Bench::idle() {
     std::fprintf(stderr, "bench_agent: idle for %d s\n", o_.idle_seconds);
-    const std::string logs = state_ + "/runtime/logs";
+    const std::string logs = w_.state + "/runtime/logs";
     const pid_t pid = agent_.pid();
     settle();
     ProcIo io0 = proc_io(pid);
     std::int64_t cpu0 = proc_cpu_ticks(pid);
-    auto files0 = file_facts(state_, logs);
-    auto log0 = fs::file_size(log_);
+    auto files0 = file_facts(w_.state, logs);
+    auto log0 = fs::file_size(w_.agent_log);
     std::size_t marks0 = obs_->marks().size();
     obs_->wait_until(o_.idle_seconds * kSecond, [] { return false; });
     ProcIo io1 = proc_io(pid);
     std::int64_t cpu1 = proc_cpu_ticks(pid);
-    auto files1 = file_facts(state_, logs);
-    auto log1 = fs::file_size(log_);
+    auto files1 = file_facts(w_.state, logs);
+    auto log1 = fs::file_size(w_.agent_log);
 
     std::int64_t grown = 0;
     std::vector<std::string> changed;
@@ -368,11 +301,11 @@ void Bench::idle() {
         auto it = files0.find(path);
         if (it != files0.end() && it->second.size == after.size && it->second.mtime_ns == after.mtime_ns)
             continue;
-        changed.push_back(path.substr(state_.size() + 1));
+        changed.push_back(path.substr(w_.state.size() + 1));
         grown += after.size - (it == files0.end() ? 0 : it->second.size);
     }
     for (const auto& [path, before] : files0)
-        if (!files1.count(path)) changed.push_back(path.substr(state_.size() + 1) + " (removed)");
+        if (!files1.count(path)) changed.push_back(path.substr(w_.state.size() + 1) + " (removed)");
     const std::string w = "idle " + std::to_string(o_.idle_seconds) + " s: ";
     rows_.push_back({w + "agent write_bytes (/proc/PID/io, to the block layer)",
                      {},
@@ -425,25 +358,12 @@ void Bench::teardown() {
     for (int i = 0; i < o_.daemonsets; ++i) fs::remove(manifest_path(i));
     wait_exits(procs, "the agent stops every pod once its DaemonSet is removed");
     agent_.stop(SIGTERM, *obs_);
-    torn_down_ = true;
 }
 
 // After a failure: nothing of the bench's may keep running.
 void Bench::cleanup() {
-    if (work_.empty()) return;
-    if (!torn_down_) {
-        if (agent_.running()) ::kill(agent_.pid(), SIGKILL);
-        for (auto [pid, start] : shims()) ::kill(pid, SIGKILL);
-        if (obs_)
-            for (const auto& [ds, m] : obs_->latest())
-                if (same_process(m.pid, m.start_time)) ::kill(m.pid, SIGKILL);
-    }
-    if (o_.keep) {
-        std::fprintf(stderr, "bench_agent: kept %s\n", work_.c_str());
-        return;
-    }
-    std::error_code ec;
-    fs::remove_all(work_, ec);
+    if (w_.root.empty()) return;
+    kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_agent");
 }
 
 void Bench::run() {
@@ -460,30 +380,9 @@ void Bench::run() {
 }
 
 void Bench::print_table() const {
-    std::string model = "unknown CPU";
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    for (std::string line; std::getline(cpuinfo, line);)
-        if (line.rfind("model name", 0) == 0) {
-            model = line.substr(line.find(':') + 2);
-            break;
-        }
-    utsname u{};
-    ::uname(&u);
     std::printf("bench_agent: %d DaemonSets, %d changes per strategy, %d restarts each way, idle %d s\n",
                 o_.daemonsets, o_.changes, o_.restarts, o_.idle_seconds);
-    std::printf("machine: %u x %s, Linux %s %s\n\n", std::thread::hardware_concurrency(), model.c_str(),
-                u.release, u.machine);
-    std::printf("| Figure | p50 | p99 | max | n | target |\n|---|---|---|---|---|---|\n");
-    for (const auto& r : rows_) {
-        if (r.samples.empty()) {
-            std::printf("| %s | %s | | | 1 | %s |\n", r.figure.c_str(), r.value.c_str(), r.target.c_str());
-            continue;
-        }
-        std::printf("| %s | %s | %s | %s | %zu | %s |\n", r.figure.c_str(),
-                    fmt(percentile(r.samples, 50), r.unit).c_str(),
-                    fmt(percentile(r.samples, 99), r.unit).c_str(),
-                    fmt(percentile(r.samples, 100), r.unit).c_str(), r.samples.size(), r.target.c_str());
-    }
+    daemonlet::bench::print_table(rows_);
 }
 
 const char* const kUsage =
@@ -494,31 +393,13 @@ const char* const kUsage =
 
 int main(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (a == "--daemonlet" && has_value)
-            o.daemonlet = argv[++i];
-        else if (a == "--daemonsets" && has_value)
-            o.daemonsets = std::atoi(argv[++i]);
-        else if (a == "--changes" && has_value)
-            o.changes = std::atoi(argv[++i]);
-        else if (a == "--restarts" && has_value)
-            o.restarts = std::atoi(argv[++i]);
-        else if (a == "--idle-seconds" && has_value)
-            o.idle_seconds = std::atoi(argv[++i]);
-        else if (a == "--work-parent" && has_value)
-            o.work_parent = argv[++i];
-        else if (a == "--keep")
-            o.keep = true;
-        else if (a == "--help") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else {
-            std::fputs(kUsage, stderr);
-            return 2;
-        }
-    }
+    const Flags flags{{{"--daemonlet", &o.daemonlet}, {"--work-parent", &o.work_parent}},
+                      {{"--daemonsets", &o.daemonsets},
+                       {"--changes", &o.changes},
+                       {"--restarts", &o.restarts},
+                       {"--idle-seconds", &o.idle_seconds}},
+                      {{"--keep", &o.keep}}};
+    if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;
     if (o.daemonsets < 1 || o.daemonsets > 999 || o.changes < 1 || o.restarts < 1 || o.idle_seconds < 0) {
         std::fputs("bench_agent: --daemonsets 1..999, --changes and --restarts at least 1\n", stderr);
         return 2;

@@ -32,7 +32,10 @@
 //                            "status": 500, "retryAfter": 3, "count": 1,
 //                            "afterEvents": 0, "bytes": 67108864}
 //   DELETE /_control/fault                clear every fault (and stalls end)
-//   GET    /_control/stats                requests, bytes, leases, events
+//   GET    /_control/stats                requests, bytes, leases, events, and
+//          "wire": per kind of request, the bytes on the TCP connections in
+//          each direction (TLS and HTTP framing included, from TCP_INFO), a
+//          connection's bytes counted to the kind of request it was serving
 //   GET    /_control/summary              the leases and events, one line each
 // A created object keeps a metadata.uid given in the body, so that a test can
 // restart the server with the same objects (as etcd keeps them).
@@ -41,7 +44,10 @@
 // state and a condition variable wakes the watch streams.
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_acked and tcpi_bytes_received (Linux 4.1)
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -80,6 +86,19 @@ struct HistoryEntry {
     json object;
 };
 
+// Bytes on a TCP connection, both directions.
+struct Wire {
+    std::int64_t sent = 0;
+    std::int64_t received = 0;
+};
+
+// An open connection: its socket and what it has been counted so far.
+struct Conn {
+    int fd = -1;
+    std::string kind;  // of the request it serves; "" before the first
+    Wire counted;
+};
+
 struct State {
     std::mutex mu;
     std::condition_variable changed;
@@ -99,6 +118,8 @@ struct State {
     bool watch_end_gone = false;
     std::map<std::string, std::int64_t> requests;
     std::int64_t bytes_sent = 0;
+    std::map<MHD_Connection*, Conn> conns;
+    std::map<std::string, Wire> wire;  // per kind: "list", "watch", "lease", ..., "control"
     std::int64_t uid = 1;
     std::atomic<bool> stopping{false};
     std::string token;
@@ -186,6 +207,39 @@ struct Query {
                field_matches(field_selector, obj);
     }
 };
+
+// Counts what connection `c` carried since it was last counted, when it
+// starts serving a request of `kind` (its headers and body received): what
+// it received since is that request's (with the TLS handshake of a new
+// connection), what it sent since is the previous request's response (or,
+// on a new connection, the handshake: this request's).
+void count_wire(MHD_Connection* c, const std::string& kind) {
+    auto it = S.conns.find(c);
+    if (it == S.conns.end()) return;
+    Conn& conn = it->second;
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (::getsockopt(conn.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return;
+    const Wire now{static_cast<std::int64_t>(ti.tcpi_bytes_acked),
+                   static_cast<std::int64_t>(ti.tcpi_bytes_received)};
+    S.wire[conn.kind.empty() ? kind : conn.kind].sent += now.sent - conn.counted.sent;
+    S.wire[kind].received += now.received - conn.counted.received;
+    conn.counted = now;
+    conn.kind = kind;
+}
+
+void on_connection(void*, MHD_Connection* c, void**, MHD_ConnectionNotificationCode code) {
+    std::lock_guard<std::mutex> l(S.mu);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (info) S.conns[c].fd = info->connect_fd;
+        return;
+    }
+    auto it = S.conns.find(c);
+    if (it == S.conns.end()) return;
+    count_wire(c, it->second.kind);
+    S.conns.erase(it);
+}
 
 // The first fault matching `what`, consumed; nullptr when none.
 std::unique_ptr<Fault> take_fault(const std::string& what) {
@@ -536,9 +590,14 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
     if (p.size() == 3 && p[2] == "stats") {
         json leases = json::object();
         for (const auto& [k, v] : S.leases) leases[k] = v;
+        for (auto& [conn, state] : S.conns)
+            if (!state.kind.empty()) count_wire(conn, state.kind);
+        json wire = json::object();
+        for (const auto& [kind, w] : S.wire) wire[kind] = {{"sent", w.sent}, {"received", w.received}};
         return send_json(c, 200,
                          {{"requests", S.requests},
                           {"bytesSent", S.bytes_sent},
+                          {"wire", wire},
                           {"resourceVersion", S.rv},
                           {"leases", leases},
                           {"events", S.events}});
@@ -619,6 +678,7 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
                                                 : "other";
     ++S.requests[what];
     ++S.requests["total"];
+    count_wire(c, what);
     auto fault = take_fault(what);
     MHD_Result ret;
     if (fault && !(fault->mode == "drop" && what == "watch") && apply_fault(c, *fault, ret)) return ret;
@@ -678,7 +738,10 @@ MHD_Result handler(void*, MHD_Connection* c, const char* url, const char* method
     }
     std::vector<std::string> p = split(url, '/');
     std::unique_lock<std::mutex> l(S.mu);
-    if (p.size() >= 2 && p[1] == "_control") return control(c, method, p, up->body);
+    if (p.size() >= 2 && p[1] == "_control") {
+        count_wire(c, "control");
+        return control(c, method, p, up->body);
+    }
     if (!authenticated(c)) return send_json(c, 401, status_object(401, "Unauthorized", "Unauthorized"));
     return api(c, method, p, up->body);
 }
@@ -740,7 +803,7 @@ int main(int argc, char** argv) {
                 delete static_cast<Upload*>(*cls);
                 *cls = nullptr;
             },
-            nullptr, MHD_OPTION_END);
+            nullptr, MHD_OPTION_NOTIFY_CONNECTION, on_connection, nullptr, MHD_OPTION_END);
     else
         d = MHD_start_daemon(
             flags, static_cast<uint16_t>(port), nullptr, nullptr, handler, nullptr, MHD_OPTION_HTTPS_MEM_KEY,
@@ -749,7 +812,7 @@ int main(int argc, char** argv) {
                 delete static_cast<Upload*>(*cls);
                 *cls = nullptr;
             },
-            nullptr, MHD_OPTION_END);
+            nullptr, MHD_OPTION_NOTIFY_CONNECTION, on_connection, nullptr, MHD_OPTION_END);
     if (!d) {
         std::fprintf(stderr, "fake_apiserver: cannot listen on port %d\n", port);
         return 1;

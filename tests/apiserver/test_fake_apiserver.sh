@@ -57,6 +57,7 @@ check "the fault was used once" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_c
 c -X POST "$base/_control/fault" -d '{"match":"list","mode":"drop"}' >/dev/null
 check "a dropped list is cut off" bash -c "! curl -s --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets'"
 check "stats count requests" bash -c "curl -s --cacert $work/cert.pem $base/_control/stats | grep -q '\"watch\":3'"
+check "stats count the bytes on the wire of each kind of request" bash -c "curl -s --cacert $work/cert.pem $base/_control/stats | grep -Eq '\"list\":\\{\"received\":[0-9]{3,},\"sent\":[0-9]{4,}\\}.*\"watch\":\\{\"received\":[0-9]{3,},\"sent\":[0-9]{4,}\\}'"
 # --fault: in force from the first request (a server that starts refusing).
 kill "$pid"
 wait "$pid" 2>/dev/null
