@@ -83,15 +83,18 @@ std::optional<std::string> capability_name(std::string name) {
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
     if (name.rfind("CAP_", 0) != 0) name = "CAP_" + name;
-    const auto& all = all_capabilities();
+    const auto all = all_capabilities();
     if (std::find(all.begin(), all.end(), name) == all.end()) return std::nullopt;
     return name;
 }
 
 // containerd pkg/cri/opts/spec_linux.go WithCapabilities: add ALL, drop
 // ALL, then the named adds, then the named drops.
-Result<std::vector<std::string>> capabilities(const Container& c, bool privileged) {
-    if (privileged) return all_capabilities();
+Result<std::vector<std::string>> capabilities(const OciSpecInput& in, bool privileged) {
+    const Container& c = *in.container;
+    const std::vector<std::string> every =
+        in.current_capabilities.empty() ? all_capabilities() : in.current_capabilities;
+    if (privileged) return every;
     std::vector<std::string> caps = default_capabilities();
     if (!c.security_context) return caps;
     const auto& add = c.security_context->capabilities_add;
@@ -99,7 +102,7 @@ Result<std::vector<std::string>> capabilities(const Container& c, bool privilege
     auto has_all = [](const std::vector<std::string>& v) {
         return std::any_of(v.begin(), v.end(), [](const std::string& s) { return s == "ALL" || s == "all"; });
     };
-    if (has_all(add)) caps = all_capabilities();
+    if (has_all(add)) caps = every;
     if (has_all(drop)) caps.clear();
     // The named entries of `list` as CAP_ names, "ALL" left out.
     auto named = [&](const std::vector<std::string>& list,
@@ -258,19 +261,20 @@ std::uint64_t milli_cpu_to_shares(std::int64_t milli_cpu) {
     return static_cast<std::uint64_t>(std::clamp(shares, kMinShares, kMaxShares));
 }
 
-const std::vector<std::string>& default_capabilities() {
-    static const std::vector<std::string> caps = {
+std::vector<std::string> default_capabilities() {
+    // A function-local array of literals: nothing allocated that outlives the call.
+    static constexpr const char* kCaps[] = {
         "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
         "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
         "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
         "CAP_KILL",    "CAP_AUDIT_WRITE",
     };
-    return caps;
+    return {std::begin(kCaps), std::end(kCaps)};
 }
 
-const std::vector<std::string>& all_capabilities() {
+std::vector<std::string> all_capabilities() {
     // linux/capability.h, in number order (0 .. 40).
-    static const std::vector<std::string> caps = {
+    static constexpr const char* kCaps[] = {
         "CAP_CHOWN",
         "CAP_DAC_OVERRIDE",
         "CAP_DAC_READ_SEARCH",
@@ -313,7 +317,7 @@ const std::vector<std::string>& all_capabilities() {
         "CAP_BPF",
         "CAP_CHECKPOINT_RESTORE",
     };
-    return caps;
+    return {std::begin(kCaps), std::end(kCaps)};
 }
 
 Result<Json> build_oci_spec(const OciSpecInput& in) {
@@ -325,7 +329,7 @@ Result<Json> build_oci_spec(const OciSpecInput& in) {
     if (!args) return args.error();
     auto user = process_user(c, in.image);
     if (!user) return user.error();
-    auto caps = capabilities(c, privileged);
+    auto caps = capabilities(in, privileged);
     if (!caps) return caps.error();
 
     std::vector<std::string> env = {std::string(kDefaultPathEnv)};

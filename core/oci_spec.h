@@ -21,8 +21,11 @@
 //                  name needs the rootfs's /etc/passwd: an error here.
 //   capabilities   containerd oci/spec.go defaultUnixCaps, then
 //                  securityContext.capabilities add / drop ("ALL" allowed;
-//                  pkg/cri/opts/spec_linux.go WithCapabilities); privileged:
-//                  every capability (oci.WithAllKnownCapabilities).
+//                  pkg/cri/opts/spec_linux.go WithCapabilities); privileged
+//                  and add ALL: the capabilities the agent itself has
+//                  (oci.WithAllCurrentCapabilities, containerd 1.7: a
+//                  capability outside runc's own bounding set makes the
+//                  start fail with "unable to apply caps").
 //   mounts         containerd oci/mounts.go defaultMounts (proc, /dev tmpfs,
 //                  devpts, /dev/shm, mqueue, sysfs ro, /run tmpfs), then the
 //                  volume mounts as rbind with the propagation of
@@ -77,6 +80,9 @@ struct OciSpecInput {
     std::string rootfs;        // root.path: absolute, or relative to the bundle
     std::string hostname;      // the pod's hostname; unused with hostNetwork
     std::string cgroups_path;  // linux.cgroupsPath; empty: runc chooses
+    // The agent's effective capabilities (platform current_capabilities),
+    // given to a privileged container; empty: all_capabilities().
+    std::vector<std::string> current_capabilities;
 };
 
 // config.json for `in`. Errors (code "invalid") name the container and the
@@ -93,11 +99,10 @@ std::int64_t milli_cpu_to_quota(std::int64_t milli_cpu, std::int64_t period);
 std::uint64_t milli_cpu_to_shares(std::int64_t milli_cpu);
 
 // containerd's defaultUnixCaps, in its order.
-const std::vector<std::string>& default_capabilities();
+std::vector<std::string> default_capabilities();
 
-// Every capability Linux 6.x knows (CAP_CHOWN .. CAP_CHECKPOINT_RESTORE), for
-// privileged containers. runc 1.1 skips, with a warning, one the kernel does
-// not know.
-const std::vector<std::string>& all_capabilities();
+// Every capability Linux 6.x knows (CAP_CHOWN .. CAP_CHECKPOINT_RESTORE),
+// in number order: bit i of a capability mask is all_capabilities()[i].
+std::vector<std::string> all_capabilities();
 
 }  // namespace daemonlet

@@ -141,6 +141,18 @@ const Row kRows[] = {
      "", nullptr, "securityContext.capabilities.add[0]: unknown capability \"FLY\""},
     {"privileged: every capability", [](Case& k) { sc(k).privileged = true; },
      "/process/capabilities/bounding", kAllCaps, ""},
+    {"privileged: the agent's own capabilities when known (WithAllCurrentCapabilities)",
+     [](Case& k) {
+         sc(k).privileged = true;
+         k.in.current_capabilities = {"CAP_CHOWN", "CAP_SYS_ADMIN"};
+     },
+     "/process/capabilities/permitted", Json{"CAP_CHOWN", "CAP_SYS_ADMIN"}, ""},
+    {"add ALL: the agent's own capabilities",
+     [](Case& k) {
+         sc(k).capabilities_add = {"ALL"};
+         k.in.current_capabilities = {"CAP_KILL"};
+     },
+     "/process/capabilities/bounding", Json{"CAP_KILL"}, ""},
     {"noNewPrivileges only when allowPrivilegeEscalation is false (AddNoNewPrivileges)",
      [](Case& k) { sc(k).allow_privilege_escalation = false; }, "/process/noNewPrivileges", true, ""},
     {"no_new_privs off by default", [](Case&) {}, "/process/noNewPrivileges", false, ""},
