@@ -146,6 +146,7 @@ TEST(Runc, RunsTheImageInItsOwnNamespacesWithVolumeAndMemoryLimit) {
                  "sleep 30 & wait"};
     c.volume_mounts = {{"data", "/data", "", true, ""}};
     c.resources.limits["memory"] = parse_quantity("64Mi").value();
+    c.resources.limits["cpu"] = parse_quantity("250m").value();
     OciSpecInput in;
     in.container = &c;
     in.image = image.config;
@@ -186,6 +187,8 @@ TEST(Runc, RunsTheImageInItsOwnNamespacesWithVolumeAndMemoryLimit) {
     CHECK(pid.value() != 1);
     const std::string host_pid = std::to_string(pid.value());
     CHECK(ns_of(host_pid, "pid") != ns_of("self", "pid"));
+    // No hostNetwork: a network namespace of its own too.
+    CHECK(ns_of(host_pid, "net") != ns_of("self", "net"));
     // Its own mount namespace with the image's rootfs: bin and the spec's
     // mount points, nothing of the host's (no /work, /usr, /etc).
     CHECK(ns_of(host_pid, "mnt") != ns_of("self", "mnt"));
@@ -196,6 +199,16 @@ TEST(Runc, RunsTheImageInItsOwnNamespacesWithVolumeAndMemoryLimit) {
     const std::string limit_file = memory_limit_file(pid.value());
     CHECK_TEXT(limit_file.find(id) != std::string::npos, limit_file.c_str());
     STRCMP_EQUAL_TEXT("67108864", trimmed(slurp(limit_file)).c_str(), limit_file.c_str());
+    // The cpu limit as the kubelet's milliCPUToQuota makes it (cgroup v1
+    // cpu controller; the same directory under cpu/).
+    if (limit_file.rfind("/sys/fs/cgroup/memory/", 0) == 0) {
+        const std::string cpu_dir =
+            "/sys/fs/cgroup/cpu/" +
+            fs::path(limit_file).parent_path().lexically_relative("/sys/fs/cgroup/memory").string();
+        STRCMP_EQUAL("25000", trimmed(slurp(cpu_dir + "/cpu.cfs_quota_us")).c_str());
+        STRCMP_EQUAL("100000", trimmed(slurp(cpu_dir + "/cpu.cfs_period_us")).c_str());
+        STRCMP_EQUAL("256", trimmed(slurp(cpu_dir + "/cpu.shares")).c_str());
+    }
     STRCMP_EQUAL("", slurp(err).c_str());
 
     // A graceful stop: TERM reaches the trap, the container stops.
