@@ -24,6 +24,7 @@ host_packages=(
     libssl-dev  # the prototype of libcrypto's base64 for kubeconfig -data fields (libcrypto.so.3 is loaded on first use)
     libarchive-dev  # the image store: image archives and layer tarballs (tar, gzip, zstd)
     busybox-static  # tests/data/make_busybox_image.sh builds the test image from it
+    runc  # the OCI runtime of issue 5; tests/platform/test_runc.cpp runs a real container with it
     clang libclang-rt-14-dev clang-format
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file

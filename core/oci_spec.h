@@ -1,0 +1,108 @@
+// The OCI runtime-spec bundle configuration (config.json) of one container,
+// as runc takes it (opencontainers/runtime-spec v1.0.2; Debian 12's runc
+// 1.1.5 reports "spec: 1.0.2-dev"), built from the pod's container spec and
+// the image config the way the kubelet and containerd's CRI plugin build it.
+// Pure: the caller resolves volumes to host directories, the environment
+// (downward API, $(VAR) expansion: agent container_env) and the cgroup path.
+//
+// The rules, each from upstream:
+//   process.args   containerd pkg/cri/opts/spec.go WithProcessArgs: command
+//                  replaces the image's Entrypoint and drops its Cmd; args
+//                  replace Cmd; neither gives Entrypoint + Cmd; an Entrypoint
+//                  of [""] counts as none; nothing at all is an error.
+//   process.env    containerd oci.WithDefaultSpec's PATH, then HOSTNAME, then the
+//                  image's Env, then the container's env; a later entry of the
+//                  same name replaces the earlier one in place
+//                  (oci.WithEnv / replaceOrAppendEnvValues).
+//   process.cwd    workingDir, else the image's WorkingDir, else "/"
+//                  (containerd pkg/cri/server container_create_linux.go).
+//   process.user   securityContext.runAsUser / runAsGroup, else the image's
+//                  User when numeric ("uid" or "uid:gid"), else 0:0. A user
+//                  name needs the rootfs's /etc/passwd: an error here.
+//   capabilities   containerd oci/spec.go defaultUnixCaps, then
+//                  securityContext.capabilities add / drop ("ALL" allowed;
+//                  pkg/cri/opts/spec_linux.go WithCapabilities); privileged
+//                  and add ALL: the capabilities the agent itself has
+//                  (oci.WithAllCurrentCapabilities, containerd 1.7: a
+//                  capability outside runc's own bounding set makes the
+//                  start fail with "unable to apply caps").
+//   mounts         containerd oci/mounts.go defaultMounts (proc, /dev tmpfs,
+//                  devpts, /dev/shm, mqueue, sysfs ro, /run tmpfs), then the
+//                  volume mounts as rbind with the propagation of
+//                  mountPropagation (pkg/cri/opts/spec_linux.go WithMounts);
+//                  privileged: /sys read-write.
+//   masked / readonly paths   containerd oci/spec.go populateDefaultUnixSpec;
+//                  none when privileged (CRI's WithoutDefaultSecuritySettings).
+//   namespaces     pid, ipc, uts, mount, network; hostNetwork drops network
+//                  and uts (and no hostname is set), hostPID drops pid,
+//                  hostIPC drops ipc (pkg/cri/server/sandbox_run_linux.go).
+//   resources      limits.memory -> memory.limit (bytes); limits.cpu ->
+//                  cpu.quota / cpu.period, the kubelet's milliCPUToQuota
+//                  (period 100000 us, quota at least 1000 us); requests.cpu
+//                  (else limits.cpu) -> cpu.shares, MilliCPUToShares (2 ..
+//                  262144). Devices: deny all but runc's defaults, unless
+//                  privileged. No oomScoreAdj: a negative one needs
+//                  CAP_SYS_RESOURCE, which a board's agent may not have.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/json.h"
+#include "core/model.h"
+#include "core/oci_image.h"
+#include "core/result.h"
+
+namespace daemonlet {
+
+inline constexpr std::string_view kOciSpecVersion = "1.0.2";
+// containerd oci/spec.go defaultUnixEnv.
+inline constexpr std::string_view kDefaultPathEnv =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// The kubelet's cm.QuotaPeriod and cm.MinQuotaPeriod (microseconds).
+inline constexpr std::int64_t kCpuQuotaPeriod = 100000;
+inline constexpr std::int64_t kMinCpuQuota = 1000;
+
+struct OciSpecInput {
+    const Container* container = nullptr;  // required
+    ImageConfig image;
+    bool host_network = false;
+    bool host_pid = false;
+    bool host_ipc = false;
+    // The container's environment, resolved (downward API, $(VAR)), in order.
+    std::vector<std::pair<std::string, std::string>> env;
+    // Volume name -> the host directory or file mounted for it: hostPath's
+    // path, the directory the caller made for an emptyDir.
+    std::map<std::string, std::string> volume_host_paths;
+    std::string rootfs;        // root.path: absolute, or relative to the bundle
+    std::string hostname;      // the pod's hostname; unused with hostNetwork
+    std::string cgroups_path;  // linux.cgroupsPath; empty: runc chooses
+    // The agent's effective capabilities (platform current_capabilities),
+    // given to a privileged container; empty: all_capabilities().
+    std::vector<std::string> current_capabilities;
+};
+
+// config.json for `in`. Errors (code "invalid") name the container and the
+// field: no command at all, a volume mount of a volume without a host path,
+// a subPath leaving its volume, a user name, a malformed capability.
+Result<Json> build_oci_spec(const OciSpecInput& in);
+
+// The kubelet's milliCPUToQuota (pkg/kubelet/cm/helpers_linux.go): 0 for
+// 0 (no limit), else milli * period / 1000, at least kMinCpuQuota.
+std::int64_t milli_cpu_to_quota(std::int64_t milli_cpu, std::int64_t period);
+
+// The kubelet's MilliCPUToShares: milli * 1024 / 1000 within [2, 262144];
+// 2 for 0.
+std::uint64_t milli_cpu_to_shares(std::int64_t milli_cpu);
+
+// containerd's defaultUnixCaps, in its order.
+std::vector<std::string> default_capabilities();
+
+// Every capability Linux 6.x knows (CAP_CHOWN .. CAP_CHECKPOINT_RESTORE),
+// in number order: bit i of a capability mask is all_capabilities()[i].
+std::vector<std::string> all_capabilities();
+
+}  // namespace daemonlet
