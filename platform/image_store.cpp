@@ -488,7 +488,11 @@ Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string&
     }
     std::vector<IndexEntry> entries = std::move(index).value();
     std::vector<ImportedImage> out;
-    for (auto& [names, image] : plan.images) {
+    for (auto& planned : plan.images) {
+        // Named, not structured bindings: clang 14 (the fuzz preset) cannot
+        // capture those in a lambda.
+        const auto& names = planned.first;
+        auto& image = planned.second;
         auto known = [&](const IndexEntry& e) { return e.digest == image.manifest_digest; };
         for (const std::string& name : names) {
             std::erase_if(entries, [&](const IndexEntry& e) { return e.name == name; });
