@@ -127,7 +127,7 @@ section "daemonlet status (the cluster's DaemonSet runs next to the files')"
 section "what the board told the cluster: its Lease and Events (kubectl describe ds shows these)"
 curl -sS --cacert "$cl/ca.pem" "$server/_control/summary"
 
-section "reboot with no network: agent and API server gone, the agent starts from its cache"
+section "no network: agent (kill -9) and API server gone, a new agent runs from its cache"
 probe_before=$(pgrep -f 'uplink ok' | head -1 || true)
 kill -9 $agent $fake
 wait $agent $fake 2>/dev/null || true
