@@ -208,9 +208,7 @@ void Agent::reload_config() {
         cluster_.reset();
         if (!config_.api_server.enabled) api_ds_.clear();
         std::erase_if(api_ds_, [&](const auto& kv) {
-            return !config_.api_server.namespaces.empty() &&
-                   std::find(config_.api_server.namespaces.begin(), config_.api_server.namespaces.end(),
-                             kv.second.object->metadata.namespace_) == config_.api_server.namespaces.end();
+            return !config_.api_server.follows(kv.second.object->metadata.namespace_);
         });
         if (!config_.api_server.node_from_cluster) cluster_node_.reset();
         start_cluster(true);

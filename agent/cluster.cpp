@@ -34,11 +34,6 @@ constexpr const char* kNodeMeta = "api.node";      // the Node's labels, taints 
 constexpr const char* kEventsMeta = "api.events";  // Events not sent when the agent stopped
 const std::string kRvMetaPrefix = "api.resourceVersion/";
 
-bool followed(const ApiServerConfig& c, const std::string& ns) {
-    return c.namespaces.empty() ||
-           std::find(c.namespaces.begin(), c.namespaces.end(), ns) != c.namespaces.end();
-}
-
 // What is compared and stored of a cluster object: not its status, which
 // the upstream controller rewrites, nor the server's bookkeeping. The keys
 // are sorted: a list item gets its apiVersion and kind appended by the
@@ -90,7 +85,7 @@ void Agent::load_api_cache() {
         return;
     }
     for (const auto& row : rows.value()) {
-        if (row.source != "api" || !followed(config_.api_server, row.namespace_)) continue;
+        if (row.source != "api" || !config_.api_server.follows(row.namespace_)) continue;
         const std::string key = row.namespace_ + "/" + row.name;
         LoadedManifest m = load_manifest(row.object_json, "cached DaemonSet " + key);
         for (auto& o : m.objects)

@@ -25,6 +25,8 @@
 // with an invalid configuration refuses to start.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -43,6 +45,10 @@ struct ApiServerConfig {
     std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
     std::string context;
     std::vector<std::string> namespaces;  // empty: all
+    // Whether DaemonSets of this namespace are followed (namespaces, or all).
+    bool follows(const std::string& ns) const {
+        return namespaces.empty() || std::find(namespaces.begin(), namespaces.end(), ns) != namespaces.end();
+    }
     std::string label_selector;
     bool node_from_cluster = false;
     std::string lease_namespace = "kube-node-lease";
