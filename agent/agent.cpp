@@ -14,6 +14,7 @@
 #include "platform/exec_runtime.h"
 #include "platform/file.h"
 #include "platform/log.h"
+#include "platform/runc_runtime.h"
 #include "platform/system_info.h"
 
 namespace daemonlet::agent {
@@ -98,7 +99,17 @@ Status Agent::init() {
     // so the pods an offline boot starts are reported once it connects.
     start_cluster(false);
 
-    auto rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime", find_shim());
+    Result<std::unique_ptr<platform::Runtime>> rt = Error{"invalid", "runtime.type " + config_.runtime_type};
+    if (config_.runtime_type == "runc") {
+        if (auto s = open_images(); !s.ok()) return s.error();
+        rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime", find_shim(), *images_,
+                                         config_.runc_path);
+        // Before the first reconcile: the images dropped in while the agent
+        // was down are there for the pods it starts.
+        import_images();
+    } else {
+        rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime", find_shim());
+    }
     if (!rt.ok()) return rt.error();
     runtime_ = std::move(rt).value();
     runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
@@ -136,6 +147,12 @@ Status Agent::init() {
     watch_ = std::make_unique<platform::DirWatch>(
         &loop_, config_.manifest_dir, 30, config_.file_check_frequency_ms, [this] { rescan_manifests(); });
     watch_->start();
+    if (images_) {
+        import_watch_ = std::make_unique<platform::DirWatch>(&loop_, image_import_dir_of(config_), 30,
+                                                             config_.file_check_frequency_ms,
+                                                             [this] { import_images(); });
+        import_watch_->start();
+    }
     return Ok{};
 }
 
@@ -234,6 +251,7 @@ void Agent::shutdown() {
     stopping_ = true;
     if (notifier_) notifier_->stopping();
     if (watch_) watch_->close();
+    if (import_watch_) import_watch_->close();
     if (cluster_) {
         save_cluster_events();
         cluster_->close();

@@ -30,6 +30,7 @@
 #include "core/reconcile.h"
 #include "core/rollout_status.h"
 #include "platform/dir_watch.h"
+#include "platform/image_store.h"
 #include "platform/line_server.h"
 #include "platform/notify.h"
 #include "platform/prober.h"
@@ -190,6 +191,11 @@ class Agent {
     std::vector<std::pair<std::string, std::string>> container_env(const LivePod& pod,
                                                                    const Container& spec) const;
 
+    // images.cpp: the runc runtime's image store and import directory
+    Status open_images();
+    void import_images();
+    void retry_image_waits();
+
     // probes.cpp: kubelet's prober for running containers
     const Container* probed_spec(const LivePod& pod, std::size_t index);
     void start_probes(const std::string& uid, std::size_t index);
@@ -208,6 +214,10 @@ class Agent {
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
     std::unique_ptr<platform::Prober> prober_;
+    std::unique_ptr<platform::ImageStore> images_;  // runc runtime only
+    std::unique_ptr<platform::DirWatch> import_watch_;
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>>
+        import_seen_;                                 // archive -> (mtime ns, size) tried
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;

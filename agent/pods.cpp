@@ -349,7 +349,11 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     for (const auto& a : spec->command) launch.argv.push_back(expand_vars(a, lookup));
     for (const auto& a : spec->args) launch.argv.push_back(expand_vars(a, lookup));
 
-    if (spec->command.empty()) {
+    launch.pod_spec = &pod_spec;
+    launch.container = spec;
+
+    // An image runtime has the image's entrypoint; the exec runtime has none.
+    if (spec->command.empty() && std::string_view(runtime_->name()) == "exec") {
         cs.state = ContainerState::Waiting;
         cs.reason = "CreateContainerConfigError";
         cs.message =
@@ -360,6 +364,21 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     auto id = runtime_->start(launch);
+    if (!id.ok() && id.error().code == "image_not_found") {
+        // kubelet's images.ErrImagePull, then ImagePullBackOff while it
+        // backs off (pkg/kubelet/images/image_manager.go EnsureImageExists).
+        const bool again = cs.reason == "ErrImagePull" || cs.reason == "ImagePullBackOff";
+        cs.state = ContainerState::Waiting;
+        cs.reason = again ? "ImagePullBackOff" : "ErrImagePull";
+        cs.message = id.error().message + "; import it into " + image_import_dir_of(config_);
+        const std::int64_t delay =
+            next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+        if (!again)
+            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
+                                cs.message + "; retrying with back-off and when an image is imported");
+        schedule_restart(uid, index, delay);
+        return;
+    }
     if (!id.ok()) {
         cs.state = ContainerState::Waiting;
         cs.reason = "RunContainerError";

@@ -9,8 +9,8 @@
 //   <root>/images.json                 [{name, digest}] (written whole, then renamed)
 //   <root>/tmp/                        staging of imports in progress
 //
-// Built as its own static library (image_store) that links libarchive; the
-// agent does not link it yet. Not thread-safe; one process owns a root.
+// Built as its own static library (image_store) that links libarchive, with
+// the runc runtime that uses it. Not thread-safe; one process owns a root.
 #pragma once
 
 #include <string>

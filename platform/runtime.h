@@ -16,11 +16,15 @@
 #include <utility>
 #include <vector>
 
+#include "core/model.h"
 #include "core/result.h"
 
 namespace daemonlet::platform {
 
 struct ContainerLaunch {
+    // The container id to use (a new one is made when empty): the runc
+    // runtime chooses it, to name runc's container and bundle the same.
+    std::string id;
     std::string pod_uid;
     std::string pod_name;
     std::string pod_namespace;
@@ -36,6 +40,11 @@ struct ContainerLaunch {
     // as CRI labels: what the agent needs to rebuild its pod records from the
     // running containers alone when its database was lost.
     std::map<std::string, std::string> labels;
+    // What an image runtime (runc) builds the container from: the pod's
+    // spec and its container, valid for the duration of start(). The exec
+    // runtime uses neither.
+    const PodSpec* pod_spec = nullptr;
+    const Container* container = nullptr;
 };
 
 struct ContainerInfo {

@@ -61,6 +61,7 @@ fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 300ms, max: 2s}
 EOF
 }
+# The image is $DS_IMAGE (default none: the exec runtime needs none).
 write_ds() {  # write_ds FILE NAME SCRIPT [EXTRA_SPEC_YAML] [STRATEGY_YAML] [CONTAINER_EXTRA_YAML]
     cat >"$man/$1.tmp" <<EOF
 apiVersion: apps/v1
@@ -76,7 +77,7 @@ spec:
       ${4:-}
       containers:
         - name: main
-          image: none
+          image: ${DS_IMAGE:-none}
           command: ["/bin/sh", "-c", "$3", "it-marker-$$-$2"]
 ${6:-}
 EOF

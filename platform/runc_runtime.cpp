@@ -1,0 +1,158 @@
+#include "platform/runc_runtime.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+#include "core/oci_spec.h"
+#include "platform/exec_runtime.h"
+#include "platform/shim_state.h"
+
+namespace daemonlet::platform {
+namespace {
+
+namespace fs = std::filesystem;
+
+Status make_dirs(const std::string& path) {
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    if (ec) return Error{"io", path + ": " + ec.message()};
+    return Ok{};
+}
+
+// `name` as execvp would find it; absolute, for the shim's argv[0].
+Result<std::string> find_executable(const std::string& name) {
+    auto check = [](const std::string& p) -> Result<std::string> {
+        std::error_code ec;
+        std::string abs = fs::absolute(p, ec).lexically_normal().string();
+        if (::access(abs.c_str(), X_OK) != 0 || fs::is_directory(abs, ec))
+            return Error{"not_found", "runtime.runcPath: " + p + ": not an executable file"};
+        return abs;
+    };
+    if (name.find('/') != std::string::npos) return check(name);
+    const char* path = std::getenv("PATH");
+    std::string dirs = path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    std::size_t start = 0;
+    while (start <= dirs.size()) {
+        std::size_t end = dirs.find(':', start);
+        if (end == std::string::npos) end = dirs.size();
+        std::string dir = dirs.substr(start, end - start);
+        if (!dir.empty() && check(dir + "/" + name)) return check(dir + "/" + name);
+        start = end + 1;
+    }
+    return Error{"not_found", "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
+                                                   std::string shim_path, const ImageStore& images,
+                                                   const std::string& runc) {
+    auto binary = find_executable(runc);
+    if (!binary) return binary.error();
+    auto caps = current_capabilities();
+    if (!caps) return caps.error();
+    std::error_code ec;
+    runtime_dir = fs::absolute(runtime_dir, ec).lexically_normal().string();
+    while (runtime_dir.size() > 1 && runtime_dir.back() == '/') runtime_dir.pop_back();
+    auto exec = make_exec_runtime(loop, runtime_dir, std::move(shim_path));
+    if (!exec) return exec.error();
+    return std::unique_ptr<Runtime>(new RuncRuntime(std::move(exec).value(), images, std::move(runtime_dir),
+                                                    std::move(binary).value(), std::move(caps).value()));
+}
+
+RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, const ImageStore& images, std::string runtime_dir,
+                         std::string runc_binary, std::vector<std::string> capabilities)
+    : exec_(std::move(exec)),
+      images_(images),
+      runtime_dir_(std::move(runtime_dir)),
+      runc_binary_(std::move(runc_binary)),
+      capabilities_(std::move(capabilities)),
+      runc_(RuncOptions{runc_binary_, runc_root(), false}) {}
+
+Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::string& id,
+                                   const std::string& bundle) {
+    const Container& c = *launch.container;
+    auto image = images_.find(c.image);
+    if (!image) {
+        if (image.error().code == "not_found")
+            return Error{"image_not_found", "image \"" + c.image + "\" is not in the image store"};
+        return image.error();
+    }
+    if (auto s = make_dirs(bundle); !s) return s;
+    if (auto s = images_.assemble_rootfs(image.value(), bundle + "/rootfs"); !s) return s;
+
+    OciSpecInput in;
+    in.container = &c;
+    in.image = image.value().config;
+    in.host_network = launch.pod_spec->host_network;
+    in.host_pid = launch.pod_spec->host_pid;
+    in.host_ipc = launch.pod_spec->host_ipc;
+    in.env = launch.env;
+    in.rootfs = "rootfs";
+    in.hostname = launch.pod_name;
+    in.cgroups_path = "/daemonlet/" + id;
+    in.current_capabilities = capabilities_;
+    for (const auto& v : launch.pod_spec->volumes) {
+        if (v.source == Volume::Source::HostPath) {
+            in.volume_host_paths[v.name] = v.host_path;
+        } else if (v.source == Volume::Source::EmptyDir) {
+            // Per pod, not per container: it outlives the container's restarts.
+            std::string dir = runtime_dir_ + "/pods/" + launch.pod_uid + "/volumes/" + v.name;
+            if (auto s = make_dirs(dir); !s) return s;
+            in.volume_host_paths[v.name] = dir;
+        }
+    }
+    auto spec = build_oci_spec(in);
+    if (!spec) return spec.error();
+    return Runc::write_bundle(bundle, spec.value());
+}
+
+void RuncRuntime::discard(const std::string& id, const std::string& bundle) {
+    (void)runc_.remove(id);
+    std::error_code ec;
+    fs::remove_all(bundle, ec);
+}
+
+Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
+    if (!launch.container || !launch.pod_spec)
+        return Error{"invalid",
+                     "runc runtime: container " + launch.container_name + " started without its spec"};
+    const std::string id = exec::new_container_id();
+    const std::string bundle = bundle_dir(id);
+    if (auto s = prepare_bundle(launch, id, bundle); !s) {
+        discard(id, bundle);
+        return Error{s.error().code, s.error().code == "image_not_found"
+                                         ? s.error().message
+                                         : "preparing the bundle " + bundle + ": " + s.error().message};
+    }
+    ContainerLaunch shim = launch;
+    shim.id = id;
+    shim.argv = {runc_binary_, "--root", runc_root(), "run", "--bundle", bundle, id};
+    shim.env.clear();  // the container's is in config.json; runc needs none
+    shim.working_dir.clear();
+    shim.pod_spec = nullptr;
+    shim.container = nullptr;
+    auto started = exec_->start(shim);
+    if (!started) discard(id, bundle);
+    return started;
+}
+
+Status RuncRuntime::remove(const std::string& id) {
+    if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
+    auto info = exec_->inspect(id);
+    if (info && info.value().running)
+        return Error{"running", "container " + id + " is running: stop it first"};
+    // runc's container may outlive runc itself (runc was SIGKILLed after
+    // the grace period): delete --force kills it and removes its cgroup.
+    if (auto s = runc_.remove(id); !s) return s;
+    std::error_code ec;
+    fs::remove_all(bundle_dir(id), ec);
+    if (ec) return Error{"io", bundle_dir(id) + ": " + ec.message()};
+    return exec_->remove(id);
+}
+
+}  // namespace daemonlet::platform

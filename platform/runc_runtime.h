@@ -1,0 +1,74 @@
+// The runc runtime: a container from an image, run by `runc run` in the
+// foreground as the daemonlet-shim's child in place of the exec runtime's
+// command. runc passes signals on to the container's init and exits with
+// its exit status, and without a terminal the container's stdio is runc's,
+// so the shim's logs, exit status, graceful stop and re-adoption after an
+// agent restart work as they do for the exec runtime, which this wraps.
+//
+// What it adds, per start: the image found in the local image store (not
+// there: error "image_not_found", the agent's ErrImagePull), its layers
+// copied into <runtime>/bundles/<id>/rootfs, config.json written by core's
+// build_oci_spec (hostPath volumes; an emptyDir is
+// <runtime>/pods/<pod uid>/volumes/<name>; cgroupsPath /daemonlet/<id>).
+// The runc container, the bundle and the shim's state share one id. On
+// remove(): `runc delete --force` (a container that outlived a SIGKILLed
+// runc goes with it), then the bundle, then the shim's state.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "platform/image_store.h"
+#include "platform/runc.h"
+#include "platform/runtime.h"
+
+struct uv_loop_s;
+
+namespace daemonlet::platform {
+
+class RuncRuntime final : public Runtime {
+  public:
+    // `exec` runs the shims; `images` outlives the runtime; `runtime_dir`
+    // is the exec runtime's state directory (absolute); `runc_binary` an
+    // absolute path.
+    RuncRuntime(std::unique_ptr<Runtime> exec, const ImageStore& images, std::string runtime_dir,
+                std::string runc_binary, std::vector<std::string> capabilities);
+
+    const char* name() const override { return "runc"; }
+    void set_exit_handler(std::function<void(const std::string& id)> handler) override {
+        exec_->set_exit_handler(std::move(handler));
+    }
+    // Needs launch.pod_spec and launch.container. Blocks the loop for the
+    // rootfs copy and runc's start.
+    Result<std::string> start(const ContainerLaunch& launch) override;
+    Status stop(const std::string& id) override { return exec_->stop(id); }
+    Result<ContainerInfo> inspect(const std::string& id) override { return exec_->inspect(id); }
+    Result<std::vector<ContainerInfo>> adopt_all() override { return exec_->adopt_all(); }
+    Status remove(const std::string& id) override;
+    void close() override { exec_->close(); }
+
+    std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
+    std::string runc_root() const { return runtime_dir_ + "/runc"; }
+
+  private:
+    Status prepare_bundle(const ContainerLaunch& launch, const std::string& id, const std::string& bundle);
+    void discard(const std::string& id, const std::string& bundle);
+
+    std::unique_ptr<Runtime> exec_;
+    const ImageStore& images_;
+    std::string runtime_dir_;
+    std::string runc_binary_;
+    std::vector<std::string> capabilities_;
+    Runc runc_;
+};
+
+// The agent's way to make one: the exec runtime under
+// `runtime_dir`, `runc` found (on PATH unless it holds a '/') and
+// executable, the agent's capabilities read. Errors say which.
+Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
+                                                   std::string shim_path, const ImageStore& images,
+                                                   const std::string& runc);
+
+}  // namespace daemonlet::platform
