@@ -205,11 +205,14 @@ void Agent::reload_config() {
         return;
     }
     AgentConfig next = std::move(loaded).value();
-    if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type)
-        log(Level::Warning,
-            "SIGHUP: stateDir and runtime change only on restart; keeping " + config_.state_dir);
+    if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type ||
+        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path)
+        log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
+                                config_.state_dir + " and runtime " + config_.runtime_type);
     next.state_dir = config_.state_dir;
     next.runtime_type = config_.runtime_type;
+    next.image_import_dir = config_.image_import_dir;
+    next.runc_path = config_.runc_path;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;
