@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include "core/oci_spec.h"
@@ -139,6 +140,22 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
     auto started = exec_->start(shim);
     if (!started) discard(id, bundle);
     return started;
+}
+
+Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
+    auto adopted = exec_->adopt_all();
+    if (!adopted) return adopted;
+    std::set<std::string> known;
+    for (const auto& info : adopted.value()) known.insert(info.id);
+    std::vector<std::string> leftovers;
+    std::error_code ec;
+    for (fs::directory_iterator it(runtime_dir_ + "/bundles", ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+        std::string id = it->path().filename().string();
+        if (exec::is_container_id(id) && known.count(id) == 0) leftovers.push_back(id);
+    }
+    for (const auto& id : leftovers) discard(id, bundle_dir(id));
+    return adopted;
 }
 
 Status RuncRuntime::remove(const std::string& id) {

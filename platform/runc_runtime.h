@@ -45,7 +45,10 @@ class RuncRuntime final : public Runtime {
     Result<std::string> start(const ContainerLaunch& launch) override;
     Status stop(const std::string& id) override { return exec_->stop(id); }
     Result<ContainerInfo> inspect(const std::string& id) override { return exec_->inspect(id); }
-    Result<std::vector<ContainerInfo>> adopt_all() override { return exec_->adopt_all(); }
+    // The exec runtime's, then the leftovers of starts an agent crash cut
+    // short (a bundle, maybe a runc container, without the shim's state)
+    // are deleted: no container record will ever remove them.
+    Result<std::vector<ContainerInfo>> adopt_all() override;
     Status remove(const std::string& id) override;
     void close() override { exec_->close(); }
 

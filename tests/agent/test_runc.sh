@@ -90,8 +90,12 @@ pod_running it bb >/dev/null && ok || fail "bb no longer runs after the corrupt 
 kill -9 "$agent"
 wait "$agent" 2>/dev/null
 [[ $(container_pid "$id") == "$pid" ]] && ok || fail "the container died with the agent"
+# What a crash between the bundle and the shim leaves: a bundle with no container record.
+leftover=$state/runtime/bundles/0123456789abcdef0123456789abcdef
+mkdir -p "$leftover/rootfs"
 start_agent
 wait_for "the new agent adopts the container" 10 grep -q 'adopted 1 running container' "$work/agent.log"
+[[ ! -e $leftover ]] && ok || fail "the leftover bundle $leftover was not removed on adoption"
 wait_for "bb runs after the restart" 10 pod_running it bb
 [[ $(container_pid "$id") == "$pid" && $(running_ids) == "$id" ]] && ok || fail "adoption changed the container"
 
