@@ -158,6 +158,13 @@ Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
     return adopted;
 }
 
+std::optional<std::vector<std::string>> RuncRuntime::exec_in(const std::string& id,
+                                                             const std::vector<std::string>& command) const {
+    std::vector<std::string> argv = {runc_binary_, "--root", runc_root(), "exec", id};
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+}
+
 Status RuncRuntime::remove(const std::string& id) {
     if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
     auto info = exec_->inspect(id);

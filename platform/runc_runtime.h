@@ -50,6 +50,9 @@ class RuncRuntime final : public Runtime {
     // are deleted: no container record will ever remove them.
     Result<std::vector<ContainerInfo>> adopt_all() override;
     Status remove(const std::string& id) override;
+    // `runc exec ID command...`: the container's env and cwd from its config.json.
+    std::optional<std::vector<std::string>> exec_in(const std::string& id,
+                                                    const std::vector<std::string>& command) const override;
     void close() override { exec_->close(); }
 
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }

@@ -92,6 +92,15 @@ class Runtime {
     // away with the pod's).
     virtual Status remove(const std::string& id) = 0;
 
+    // The command line that runs `command` inside container `id` (exec
+    // probes), with the container's environment and working directory; none
+    // when the container is on the host (the exec runtime) and `command` runs
+    // as is.
+    virtual std::optional<std::vector<std::string>> exec_in(
+        const std::string& /*id*/, const std::vector<std::string>& /*command*/) const {
+        return std::nullopt;
+    }
+
     // Closes every libuv handle the runtime holds (watches on running shims)
     // without touching the containers: the agent is stopping, the shims stay.
     // The loop can then finish and uv_loop_close() succeed.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # runtime: {type: runc} end to end: the real agent, shim and Debian's runc
 # running a busybox image imported from the import directory. Checks the
-# container's own PID namespace, a hostPath volume, a memory limit, a
+# container's own PID namespace, a hostPath volume, a memory limit, an exec
+# readiness probe run inside the container (runc exec), a
 # rolling update, adoption after kill -9 of the agent, ErrImagePull until
 # the image is imported, and a corrupt archive rejected without harm.
 # Needs root, runc and busybox-static; skips without them.
@@ -44,7 +45,8 @@ write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION]: lib.sh's write_d
         "volumes: [{name: data, hostPath: {path: $data}}]" "" \
         "          env: [{name: VERSION, value: \"${4:-1}\"}]
           volumeMounts: [{name: data, mountPath: /data}]
-          resources: {limits: {memory: 64Mi}}"
+          resources: {limits: {memory: 64Mi}}
+          readinessProbe: {exec: {command: [cat, /data/pid]}, periodSeconds: 1}"
 }
 running_ids() { rc list -q 2>/dev/null | sort; }
 one_running() { [[ $(rc list 2>/dev/null | awk 'NR > 1 && $3 == "running"' | wc -l) -eq 1 ]]; }
