@@ -521,6 +521,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
         stop_probes(lc);
     }
     pods_.erase(pit);
+    runtime_->pod_removed(uid);
     schedule_reconcile();
 }
 

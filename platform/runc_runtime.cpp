@@ -158,6 +158,14 @@ Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
     return adopted;
 }
 
+void RuncRuntime::pod_removed(const std::string& pod_uid) {
+    // A uid is the agent's (validated at start); never a path of its own.
+    if (pod_uid.empty() || pod_uid.find('/') != std::string::npos || pod_uid == "." || pod_uid == "..")
+        return;
+    std::error_code ec;
+    fs::remove_all(runtime_dir_ + "/pods/" + pod_uid, ec);
+}
+
 std::optional<std::vector<std::string>> RuncRuntime::exec_in(const std::string& id,
                                                              const std::vector<std::string>& command) const {
     std::vector<std::string> argv = {runc_binary_, "--root", runc_root(), "exec", id};

@@ -50,6 +50,8 @@ class RuncRuntime final : public Runtime {
     // are deleted: no container record will ever remove them.
     Result<std::vector<ContainerInfo>> adopt_all() override;
     Status remove(const std::string& id) override;
+    // Deletes <runtime>/pods/<uid> (its emptyDirs).
+    void pod_removed(const std::string& pod_uid) override;
     // `runc exec ID command...`: the container's env and cwd from its config.json.
     std::optional<std::vector<std::string>> exec_in(const std::string& id,
                                                     const std::vector<std::string>& command) const override;

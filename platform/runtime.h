@@ -92,6 +92,10 @@ class Runtime {
     // away with the pod's).
     virtual Status remove(const std::string& id) = 0;
 
+    // The pod is gone for good: what the runtime kept for it beyond its
+    // containers (the runc runtime's emptyDir volumes) goes too.
+    virtual void pod_removed(const std::string& /*pod_uid*/) {}
+
     // The command line that runs `command` inside container `id` (exec
     // probes), with the container's environment and working directory; none
     // when the container is on the host (the exec runtime) and `command` runs

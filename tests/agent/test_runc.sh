@@ -42,9 +42,9 @@ crashLoopBackoff: {initial: 60s, max: 120s}
 EOF2
 write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION]: lib.sh's write_ds with an image
     DS_IMAGE=$3 write_ds "$1" "$2" 'echo $$ > /data/pid; while :; do sleep 1; done' \
-        "volumes: [{name: data, hostPath: {path: $data}}]" "" \
+        "volumes: [{name: data, hostPath: {path: $data}}, {name: scratch, emptyDir: {}}]" "" \
         "          env: [{name: VERSION, value: \"${4:-1}\"}]
-          volumeMounts: [{name: data, mountPath: /data}]
+          volumeMounts: [{name: data, mountPath: /data}, {name: scratch, mountPath: /scratch}]
           resources: {limits: {memory: 64Mi}}
           readinessProbe: {exec: {command: [cat, /data/pid]}, periodSeconds: 1}"
 }
@@ -107,8 +107,13 @@ mv "$import/.later.tar" "$import/later.tar"
 wait_for "later runs once its image is imported" 10 pod_running it later
 
 # 7. A template change rolls: a new container; the old one is deleted from runc.
+# Each pod's emptyDir is under runtime/pods/<uid>, removed with the pod.
+pods_dirs() { ls "$state/runtime/pods" 2>/dev/null | wc -l; }
+one_pod_dir() { [[ $(pods_dirs) -eq 1 ]]; }
+[[ $(pods_dirs) -eq 2 ]] && ok || fail "expected an emptyDir directory per pod, found $(pods_dirs)"
 rm -f "$man/later.yaml"
 wait_for "later stops when its file goes" 15 no_pod it later
+wait_for "later's emptyDir goes with it" 10 one_pod_dir
 rm -f "$data/pid"
 write_image_ds bb.yaml bb busybox 2
 new_container() { one_running && [[ $(running_ids) != "$id" ]]; }
@@ -117,5 +122,9 @@ wait_for "the new bb runs" 10 pod_running it bb
 rc state "$id" >/dev/null 2>&1 && fail "the old runc container $id is still there" || ok
 [[ ! -d $state/runtime/bundles/$id ]] && ok || fail "the old bundle is still there"
 wait_for "the new container wrote its pid" 10 test -s "$data/pid"
+wait_for "the old pod's emptyDir went with it" 10 one_pod_dir
+new_id=$(running_ids)
+rc exec "$new_id" sh -c 'echo kept > /scratch/f' && [[ $(cat "$state"/runtime/pods/*/volumes/scratch/f) == kept ]] &&
+    ok || fail "the emptyDir is not mounted at /scratch"
 
 finish
