@@ -51,6 +51,10 @@ void close_targeted_timer(uv_timer_t*& t) {
     t = nullptr;
 }
 
+// A container's waiting reason while its image is not in the store
+// (pods.cpp): ErrImagePull, ImagePullBackOff, ErrImageNeverPull.
+bool is_image_wait(const std::string& reason);
+
 // Closes a container's restart timer (pods.cpp).
 void close_restart_timer(uv_timer_t*& t);
 

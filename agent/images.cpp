@@ -2,7 +2,7 @@
 // the import directory. Boards are often offline, so images arrive as
 // archives (OCI image layout, docker-archive) dropped into
 // runtime.imageImportDir; each is imported when it appears or changes, and
-// the containers waiting for an image (ErrImagePull) are started again at
+// the containers waiting for an image (ErrImagePull, ErrImageNeverPull) are started again at
 // once rather than at the end of their back-off.
 #include <sys/stat.h>
 
@@ -99,7 +99,7 @@ void Agent::retry_image_waits() {
         for (std::size_t i = 0; i < p.containers.size(); ++i) {
             LiveContainer& lc = p.containers[i];
             const ContainerStatus& cs = p.status(i);
-            if (!lc.id.empty() || (cs.reason != "ErrImagePull" && cs.reason != "ImagePullBackOff")) continue;
+            if (!lc.id.empty() || !is_image_wait(cs.reason)) continue;
             close_restart_timer(lc.restart_timer);
             lc.backoff = {};
             start_container(uid, i);

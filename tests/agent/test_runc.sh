@@ -40,22 +40,24 @@ runtime: {type: runc, imageImportDir: $import}
 fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 60s, max: 120s}
 EOF2
-write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION]: lib.sh's write_ds with an image
+write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION] [PULL_POLICY]: lib.sh's write_ds with an image
     DS_IMAGE=$3 write_ds "$1" "$2" 'echo $$ > /data/pid; while :; do sleep 1; done' \
         "volumes: [{name: data, hostPath: {path: $data}}, {name: scratch, emptyDir: {}}]" "" \
         "          env: [{name: VERSION, value: \"${4:-1}\"}]
           volumeMounts: [{name: data, mountPath: /data}, {name: scratch, mountPath: /scratch}]
           resources: {limits: {memory: 64Mi}}
+          imagePullPolicy: ${5:-IfNotPresent}
           readinessProbe: {exec: {command: [cat, /data/pid]}, periodSeconds: 1}"
 }
 running_ids() { rc list -q 2>/dev/null | sort; }
 one_running() { [[ $(rc list 2>/dev/null | awk 'NR > 1 && $3 == "running"' | wc -l) -eq 1 ]]; }
 container_pid() { rc state "$1" 2>/dev/null | sed -n 's/^ *"pid": \([0-9]*\),/\1/p'; }
-pod_waiting_for_image() { get_pods | grep -E "^it +$1-[a-z0-9]+ +0/1 +(ErrImagePull|ImagePullBackOff)"; }
+pod_waiting_for_image() { get_pods | grep -E "^it +$1-[a-z0-9]+ +0/1 +${2:-(ErrImagePull|ImagePullBackOff)} "; }
 
 cp "$work/busybox.tar" "$import/busybox.tar"
 write_image_ds bb.yaml bb busybox
 write_image_ds later.yaml later example.com/edge/later:1
+write_image_ds never.yaml never example.com/edge/never:1 1 Never
 start_agent
 
 # 1. The imported image runs, in its own PID namespace, with the hostPath volume.
@@ -80,6 +82,9 @@ fi
 # 3. An image not in the store: the pod waits with kubelet's reason, and the log names the image.
 wait_for "later waits with ErrImagePull or ImagePullBackOff" 10 pod_waiting_for_image later
 wait_for "the log names the missing image" 5 grep -q 'image "example.com/edge/later:1" is not in the image store' "$work/agent.log"
+wait_for "imagePullPolicy Never waits with ErrImageNeverPull" 10 pod_waiting_for_image never ErrImageNeverPull
+rm -f "$man/never.yaml"
+wait_for "never goes with its file" 10 no_pod it never
 
 # 4. A corrupt archive: a clear error naming it; nothing else is affected.
 head -c 4096 /dev/urandom >"$import/corrupt.tar"
