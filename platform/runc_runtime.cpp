@@ -112,8 +112,8 @@ Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::str
     return Runc::write_bundle(bundle, spec.value());
 }
 
-void RuncRuntime::discard(const std::string& id, const std::string& bundle) {
-    (void)runc_.remove(id);
+void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool runc_may_know) {
+    if (runc_may_know) (void)runc_.remove(id);
     std::error_code ec;
     fs::remove_all(bundle, ec);
 }
@@ -124,12 +124,6 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
                      "runc runtime: container " + launch.container_name + " started without its spec"};
     const std::string id = exec::new_container_id();
     const std::string bundle = bundle_dir(id);
-    if (auto s = prepare_bundle(launch, id, bundle); !s) {
-        discard(id, bundle);
-        return Error{s.error().code, s.error().code == "image_not_found"
-                                         ? s.error().message
-                                         : "preparing the bundle " + bundle + ": " + s.error().message};
-    }
     ContainerLaunch shim = launch;
     shim.id = id;
     shim.argv = {runc_binary_, "--root", runc_root(), "run", "--bundle", bundle, id};
@@ -137,8 +131,16 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
     shim.working_dir.clear();
     shim.pod_spec = nullptr;
     shim.container = nullptr;
+    // Before any path is made of the pod's uid (its emptyDirs).
+    if (auto s = exec::validate_launch(shim); !s) return s.error();
+    if (auto s = prepare_bundle(launch, id, bundle); !s) {
+        discard(id, bundle, false);
+        return Error{s.error().code, s.error().code == "image_not_found"
+                                         ? s.error().message
+                                         : "preparing the bundle " + bundle + ": " + s.error().message};
+    }
     auto started = exec_->start(shim);
-    if (!started) discard(id, bundle);
+    if (!started) discard(id, bundle, true);
     return started;
 }
 
@@ -154,7 +156,7 @@ Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
         std::string id = it->path().filename().string();
         if (exec::is_container_id(id) && known.count(id) == 0) leftovers.push_back(id);
     }
-    for (const auto& id : leftovers) discard(id, bundle_dir(id));
+    for (const auto& id : leftovers) discard(id, bundle_dir(id), true);
     return adopted;
 }
 

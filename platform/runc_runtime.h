@@ -62,7 +62,8 @@ class RuncRuntime final : public Runtime {
 
   private:
     Status prepare_bundle(const ContainerLaunch& launch, const std::string& id, const std::string& bundle);
-    void discard(const std::string& id, const std::string& bundle);
+    // Undoes a start: runc's container (when runc may have made one), the bundle.
+    void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
 
     std::unique_ptr<Runtime> exec_;
     const ImageStore& images_;
