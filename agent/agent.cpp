@@ -38,19 +38,23 @@ Status make_dirs(const std::string& path, mode_t mode) {
     return Ok{};
 }
 
-// The shim lives next to the daemonlet binary (build tree) or in
-// ../libexec/daemonlet (installed).
-std::string find_shim() {
+}  // namespace
+
+// The shim and daemonlet-image live next to the daemonlet binary (build
+// tree) or in ../libexec/daemonlet (installed).
+std::string find_helper(const std::string& name) {
     char buf[4096];
     ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return "daemonlet-shim";
+    if (n <= 0) return name;
     std::string exe(buf, static_cast<std::size_t>(n));
     std::string dir = exe.substr(0, exe.rfind('/'));
-    for (const std::string& candidate : {dir + "/daemonlet-shim", dir + "/../platform/daemonlet-shim",
-                                         dir + "/../libexec/daemonlet/daemonlet-shim"})
+    for (const std::string& candidate :
+         {dir + "/" + name, dir + "/../platform/" + name, dir + "/../libexec/daemonlet/" + name})
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    return "daemonlet-shim";
+    return name;
 }
+
+namespace {
 
 template <class H>
 void close_and_free(H*& h) {
@@ -101,14 +105,14 @@ Status Agent::init() {
 
     Result<std::unique_ptr<platform::Runtime>> rt = Error{"invalid", "runtime.type " + config_.runtime_type};
     if (config_.runtime_type == "runc") {
-        if (auto s = open_images(); !s.ok()) return s.error();
-        rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime", find_shim(), *images_,
-                                         config_.runc_path);
-        // Before the first reconcile: the images dropped in while the agent
-        // was down are there for the pods it starts.
-        import_images();
+        open_images();
+        rt = platform::make_runc_runtime(
+            &loop_, config_.state_dir + "/runtime", find_helper("daemonlet-shim"),
+            platform::ImageTool{find_helper("daemonlet-image"), config_.state_dir + "/images"},
+            config_.runc_path);
     } else {
-        rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime", find_shim());
+        rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",
+                                         find_helper("daemonlet-shim"));
     }
     if (!rt.ok()) return rt.error();
     runtime_ = std::move(rt).value();
@@ -147,7 +151,10 @@ Status Agent::init() {
     watch_ = std::make_unique<platform::DirWatch>(
         &loop_, config_.manifest_dir, 30, config_.file_check_frequency_ms, [this] { rescan_manifests(); });
     watch_->start();
-    if (images_) {
+    if (image_jobs_) {
+        // The images dropped in while the agent was down: a pod that needs
+        // one waits (ErrImagePull) until its import ends, then starts.
+        import_images();
         import_watch_ = std::make_unique<platform::DirWatch>(&loop_, image_import_dir_of(config_), 30,
                                                              config_.file_check_frequency_ms,
                                                              [this] { import_images(); });
@@ -271,6 +278,8 @@ void Agent::shutdown() {
             stop_probes(c);
         }
     if (prober_) prober_->close();
+    if (image_jobs_) image_jobs_->close();  // an import in progress is killed; the next one cleans up
+    import_queue_.clear();
     if (runtime_) runtime_->close();
     if (notifier_) notifier_->close();
 }

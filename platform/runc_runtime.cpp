@@ -8,8 +8,10 @@
 #include <set>
 #include <system_error>
 
+#include "core/oci_image.h"
 #include "core/oci_spec.h"
 #include "platform/exec_runtime.h"
+#include "platform/run_command.h"
 #include "platform/shim_state.h"
 
 namespace daemonlet::platform {
@@ -47,13 +49,40 @@ Result<std::string> find_executable(const std::string& name) {
     return Error{"not_found", "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
 }
 
+std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+// `daemonlet-image prepare`: the rootfs assembled in `rootfs` (which must
+// not exist), and the image's config.
+Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& reference,
+                                   const std::string& rootfs) {
+    auto r =
+        run_command({tool.binary, "prepare", "--store", tool.store, "--ref", reference, "--rootfs", rootfs},
+                    kImagePrepareDeadlineMs);
+    if (!r) return r.error();
+    if (r.value().exit_code == kImageToolNotFound)
+        return Error{"image_not_found", "image \"" + reference + "\" is not in the image store"};
+    if (r.value().exit_code != 0) {
+        std::string why = trimmed(r.value().err);
+        if (why.empty()) why = "exit status " + std::to_string(r.value().exit_code);
+        return Error{"image", tool.binary + " prepare " + reference + ": " + why};
+    }
+    return parse_image_config(r.value().out, tool.binary + " prepare " + reference + ": its output");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
-                                                   std::string shim_path, const ImageStore& images,
+                                                   std::string shim_path, ImageTool images,
                                                    const std::string& runc) {
     auto binary = find_executable(runc);
     if (!binary) return binary.error();
+    if (::access(images.binary.c_str(), X_OK) != 0)
+        return Error{"not_found", images.binary +
+                                      ": not an executable file (daemonlet-image is installed with "
+                                      "the agent in libexec/daemonlet)"};
     auto caps = current_capabilities();
     if (!caps) return caps.error();
     std::error_code ec;
@@ -61,14 +90,15 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
     while (runtime_dir.size() > 1 && runtime_dir.back() == '/') runtime_dir.pop_back();
     auto exec = make_exec_runtime(loop, runtime_dir, std::move(shim_path));
     if (!exec) return exec.error();
-    return std::unique_ptr<Runtime>(new RuncRuntime(std::move(exec).value(), images, std::move(runtime_dir),
-                                                    std::move(binary).value(), std::move(caps).value()));
+    return std::unique_ptr<Runtime>(new RuncRuntime(std::move(exec).value(), std::move(images),
+                                                    std::move(runtime_dir), std::move(binary).value(),
+                                                    std::move(caps).value()));
 }
 
-RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, const ImageStore& images, std::string runtime_dir,
+RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::string runtime_dir,
                          std::string runc_binary, std::vector<std::string> capabilities)
     : exec_(std::move(exec)),
-      images_(images),
+      images_(std::move(images)),
       runtime_dir_(std::move(runtime_dir)),
       runc_binary_(std::move(runc_binary)),
       capabilities_(std::move(capabilities)),
@@ -77,18 +107,13 @@ RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, const ImageStore& images
 Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::string& id,
                                    const std::string& bundle) {
     const Container& c = *launch.container;
-    auto image = images_.find(c.image);
-    if (!image) {
-        if (image.error().code == "not_found")
-            return Error{"image_not_found", "image \"" + c.image + "\" is not in the image store"};
-        return image.error();
-    }
     if (auto s = make_dirs(bundle); !s) return s;
-    if (auto s = images_.assemble_rootfs(image.value(), bundle + "/rootfs"); !s) return s;
+    auto image = prepare_rootfs(images_, c.image, bundle + "/rootfs");
+    if (!image) return image.error();
 
     OciSpecInput in;
     in.container = &c;
-    in.image = image.value().config;
+    in.image = std::move(image).value();
     in.host_network = launch.pod_spec->host_network;
     in.host_pid = launch.pod_spec->host_pid;
     in.host_ipc = launch.pod_spec->host_ipc;

@@ -5,14 +5,19 @@
 // so the shim's logs, exit status, graceful stop and re-adoption after an
 // agent restart work as they do for the exec runtime, which this wraps.
 //
-// What it adds, per start: the image found in the local image store (not
-// there: error "image_not_found", the agent's ErrImagePull), its layers
-// copied into <runtime>/bundles/<id>/rootfs, config.json written by core's
+// What it adds, per start: `daemonlet-image prepare` copies the image's
+// layers from the local image store into <runtime>/bundles/<id>/rootfs and
+// prints the image's config (not in the store: error "image_not_found", the
+// agent's ErrImagePull); config.json is written by core's
 // build_oci_spec (hostPath volumes; an emptyDir is
 // <runtime>/pods/<pod uid>/volumes/<name>; cgroupsPath /daemonlet/<id>).
 // The runc container, the bundle and the shim's state share one id. On
 // remove(): `runc delete --force` (a container that outlived a SIGKILLed
 // runc goes with it), then the bundle, then the shim's state.
+//
+// The image store is daemonlet-image's, never opened here: it links
+// libarchive and its dependencies, which the agent would otherwise map in
+// every process, runc or not (README, "Memory").
 #pragma once
 
 #include <memory>
@@ -20,7 +25,6 @@
 #include <vector>
 
 #include "core/result.h"
-#include "platform/image_store.h"
 #include "platform/runc.h"
 #include "platform/runtime.h"
 
@@ -28,12 +32,24 @@ struct uv_loop_s;
 
 namespace daemonlet::platform {
 
+// The daemonlet-image executable and the image store it manages.
+struct ImageTool {
+    std::string binary;  // absolute path
+    std::string store;   // stateDir/images
+};
+
+// `daemonlet-image prepare` copies a rootfs and blocks the agent's loop
+// while it does (about 1 ms for busybox); one that takes longer is killed.
+inline constexpr int kImagePrepareDeadlineMs = 60000;
+// daemonlet-image's exit status for an image that is not in the store.
+inline constexpr int kImageToolNotFound = 2;
+
 class RuncRuntime final : public Runtime {
   public:
-    // `exec` runs the shims; `images` outlives the runtime; `runtime_dir`
-    // is the exec runtime's state directory (absolute); `runc_binary` an
-    // absolute path.
-    RuncRuntime(std::unique_ptr<Runtime> exec, const ImageStore& images, std::string runtime_dir,
+    // `exec` runs the shims; `images` says where daemonlet-image and its
+    // store are; `runtime_dir` is the exec runtime's state directory
+    // (absolute); `runc_binary` an absolute path.
+    RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::string runtime_dir,
                 std::string runc_binary, std::vector<std::string> capabilities);
 
     const char* name() const override { return "runc"; }
@@ -66,7 +82,7 @@ class RuncRuntime final : public Runtime {
     void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
 
     std::unique_ptr<Runtime> exec_;
-    const ImageStore& images_;
+    ImageTool images_;
     std::string runtime_dir_;
     std::string runc_binary_;
     std::vector<std::string> capabilities_;
@@ -77,7 +93,7 @@ class RuncRuntime final : public Runtime {
 // `runtime_dir`, `runc` found (on PATH unless it holds a '/') and
 // executable, the agent's capabilities read. Errors say which.
 Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
-                                                   std::string shim_path, const ImageStore& images,
+                                                   std::string shim_path, ImageTool images,
                                                    const std::string& runc);
 
 }  // namespace daemonlet::platform
