@@ -16,30 +16,12 @@ source "$here/lib.sh"
 
 import=$work/import
 data=$work/data
-runc_root=$state/runtime/runc
 mkdir -p "$import" "$data"
-rc() { "$runc_bin" --root "$runc_root" "$@"; }
-# The shims go with lib.sh's cleanup; runc's containers need runc.
-runc_cleanup() {
-    [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
-    pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
-    for id in $(rc list -q 2>/dev/null); do rc delete --force "$id" >/dev/null 2>&1; done
-    cleanup
-}
 trap runc_cleanup EXIT
 
 "$here/../data/make_busybox_image.sh" "$work/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
 
-# A long back-off: a waiting pod that starts within seconds of its image's
-# import was started by the import, not by its back-off timer.
-cat >"$cfg" <<EOF2
-nodeName: it-node
-manifestDir: $man
-stateDir: $state
-runtime: {type: runc, imageImportDir: $import}
-fileCheckFrequency: 2s
-crashLoopBackoff: {initial: 60s, max: 120s}
-EOF2
+write_runc_config "$import"
 write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION] [PULL_POLICY]: lib.sh's write_ds with an image
     DS_IMAGE=$3 write_ds "$1" "$2" 'echo $$ > /data/pid; while :; do sleep 1; done' \
         "volumes: [{name: data, hostPath: {path: $data}}, {name: scratch, emptyDir: {}}]" "" \
