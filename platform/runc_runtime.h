@@ -39,8 +39,10 @@ struct ImageTool {
 };
 
 // `daemonlet-image prepare` copies a rootfs and blocks the agent's loop
-// while it does (about 1 ms for busybox); one that takes longer is killed.
-inline constexpr int kImagePrepareDeadlineMs = 60000;
+// while it does (about 1 ms for busybox). One that takes longer is killed
+// and the start fails: well within the unit's WatchdogSec=30s, whose ping
+// the loop owes every 15 s.
+inline constexpr int kImagePrepareDeadlineMs = 10000;
 // daemonlet-image's exit status for an image that is not in the store.
 inline constexpr int kImageToolNotFound = 2;
 
