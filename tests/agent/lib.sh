@@ -56,6 +56,8 @@ wait_for() {
 }
 get_pods() { "$dl" get pods -A --config "$cfg"; }
 pod_running() { get_pods | grep -E "^$1 +$2-[a-z0-9]+ +1/1 +Running"; }
+# A pod whose container waits for its image (kubelet's reasons; $2 narrows).
+pod_waiting_for_image() { get_pods | grep -E "^it +$1-[a-z0-9]+ +0/1 +${2:-(ErrImagePull|ImagePullBackOff)} "; }
 no_pod() { ! get_pods 2>/dev/null | grep -E "^$1 +$2-"; }
 # The container's own process: anchored, so that a `bash -c` whose command
 # line mentions the marker (a wait_for predicate) never matches.

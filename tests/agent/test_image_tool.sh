@@ -93,8 +93,11 @@ DS_IMAGE=busybox write_ds bb.yaml bb 'while :; do sleep 1; done'
 start_agent
 importing() { pgrep -f "daemonlet-image import --store $state/images $import/busybox.tar"; }
 wait_for "the agent runs daemonlet-image import" 10 importing
-wait_for "the agent answers while its import waits (its loop is not blocked)" 10 \
-    bash -c "$(declare -f get_pods); dl=$dl cfg=$cfg; get_pods | grep -qE '^it +bb-[a-z0-9]+ +0/1 +(ErrImagePull|ImagePullBackOff) '"
+# `status` is answered by the agent's loop (get pods reads the store):
+# given 2 s, as a loop blocked on the import would never answer.
+agent_answers() { timeout 2 "$dl" status --config "$cfg" | grep -qE '^DaemonSets: +1 '; }
+wait_for "the agent answers while its import waits (its loop is not blocked)" 10 agent_answers
+wait_for "bb waits for its image" 10 pod_waiting_for_image bb
 flock -u 9
 wait_for "the import is logged once the lock goes" 10 \
     grep -q "image import: $import/busybox.tar: imported docker.io/library/busybox:latest sha256:" "$work/agent.log"
@@ -107,10 +110,10 @@ importing_again() { pgrep -f "daemonlet-image import --store $state/images $impo
 wait_for "the agent imports the new archive" 10 importing_again
 import_pid=$(importing_again | head -1)
 kill -TERM "$agent"
-wait "$agent"
+exited() { [[ ! -d /proc/$1 || $(ps -o stat= -p "$1") == Z* ]]; }
+wait_for "the agent stops on SIGTERM during an import" 10 exited "$agent" && wait "$agent"
 agent=
-gone() { [[ ! -d /proc/$import_pid ]] || [[ $(ps -o stat= -p "$import_pid") == Z* ]]; }
-wait_for "the import in progress is killed when the agent stops" 5 gone
+wait_for "the import in progress is killed when the agent stops" 5 exited "$import_pid"
 flock -u 9
 exec 9>&-
 finish

@@ -34,7 +34,6 @@ write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION] [PULL_POLICY]: li
 running_ids() { rc list -q 2>/dev/null | sort; }
 one_running() { [[ $(rc list 2>/dev/null | awk 'NR > 1 && $3 == "running"' | wc -l) -eq 1 ]]; }
 container_pid() { rc state "$1" 2>/dev/null | sed -n 's/^ *"pid": \([0-9]*\),/\1/p'; }
-pod_waiting_for_image() { get_pods | grep -E "^it +$1-[a-z0-9]+ +0/1 +${2:-(ErrImagePull|ImagePullBackOff)} "; }
 
 cp "$work/busybox.tar" "$import/busybox.tar"
 write_image_ds bb.yaml bb busybox
