@@ -14,6 +14,7 @@
 #include "platform/exec_runtime.h"
 #include "platform/file.h"
 #include "platform/log.h"
+#include "platform/runc_runtime.h"
 #include "platform/system_info.h"
 
 namespace daemonlet::agent {
@@ -37,19 +38,23 @@ Status make_dirs(const std::string& path, mode_t mode) {
     return Ok{};
 }
 
-// The shim lives next to the daemonlet binary (build tree) or in
-// ../libexec/daemonlet (installed).
-std::string find_shim() {
+}  // namespace
+
+// The shim and daemonlet-image live next to the daemonlet binary (build
+// tree) or in ../libexec/daemonlet (installed).
+std::string find_helper(const std::string& name) {
     char buf[4096];
     ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return "daemonlet-shim";
+    if (n <= 0) return name;
     std::string exe(buf, static_cast<std::size_t>(n));
     std::string dir = exe.substr(0, exe.rfind('/'));
-    for (const std::string& candidate : {dir + "/daemonlet-shim", dir + "/../platform/daemonlet-shim",
-                                         dir + "/../libexec/daemonlet/daemonlet-shim"})
+    for (const std::string& candidate :
+         {dir + "/" + name, dir + "/../platform/" + name, dir + "/../libexec/daemonlet/" + name})
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    return "daemonlet-shim";
+    return name;
 }
+
+namespace {
 
 template <class H>
 void close_and_free(H*& h) {
@@ -98,7 +103,17 @@ Status Agent::init() {
     // so the pods an offline boot starts are reported once it connects.
     start_cluster(false);
 
-    auto rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime", find_shim());
+    Result<std::unique_ptr<platform::Runtime>> rt = Error{"invalid", "runtime.type " + config_.runtime_type};
+    if (config_.runtime_type == "runc") {
+        open_images();
+        rt = platform::make_runc_runtime(
+            &loop_, config_.state_dir + "/runtime", find_helper("daemonlet-shim"),
+            platform::ImageTool{find_helper("daemonlet-image"), config_.state_dir + "/images"},
+            config_.runc_path);
+    } else {
+        rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",
+                                         find_helper("daemonlet-shim"));
+    }
     if (!rt.ok()) return rt.error();
     runtime_ = std::move(rt).value();
     runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
@@ -136,6 +151,15 @@ Status Agent::init() {
     watch_ = std::make_unique<platform::DirWatch>(
         &loop_, config_.manifest_dir, 30, config_.file_check_frequency_ms, [this] { rescan_manifests(); });
     watch_->start();
+    if (image_jobs_) {
+        // The images dropped in while the agent was down: a pod that needs
+        // one waits (ErrImagePull) until its import ends, then starts.
+        import_images();
+        import_watch_ = std::make_unique<platform::DirWatch>(&loop_, image_import_dir_of(config_), 30,
+                                                             config_.file_check_frequency_ms,
+                                                             [this] { import_images(); });
+        import_watch_->start();
+    }
     return Ok{};
 }
 
@@ -188,11 +212,14 @@ void Agent::reload_config() {
         return;
     }
     AgentConfig next = std::move(loaded).value();
-    if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type)
-        log(Level::Warning,
-            "SIGHUP: stateDir and runtime change only on restart; keeping " + config_.state_dir);
+    if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type ||
+        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path)
+        log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
+                                config_.state_dir + " and runtime " + config_.runtime_type);
     next.state_dir = config_.state_dir;
     next.runtime_type = config_.runtime_type;
+    next.image_import_dir = config_.image_import_dir;
+    next.runc_path = config_.runc_path;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;
@@ -232,6 +259,7 @@ void Agent::shutdown() {
     stopping_ = true;
     if (notifier_) notifier_->stopping();
     if (watch_) watch_->close();
+    if (import_watch_) import_watch_->close();
     if (cluster_) {
         save_cluster_events();
         cluster_->close();
@@ -248,6 +276,8 @@ void Agent::shutdown() {
             stop_probes(c);
         }
     if (prober_) prober_->close();
+    if (image_jobs_) image_jobs_->close();  // an import in progress is killed; the next one cleans up
+    import_queue_.clear();
     if (runtime_) runtime_->close();
     if (notifier_) notifier_->close();
 }

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,6 +50,13 @@ void close_targeted_timer(uv_timer_t*& t) {
     });
     t = nullptr;
 }
+
+// A container's waiting reason while its image is not in the store
+// (pods.cpp): ErrImagePull, ImagePullBackOff, ErrImageNeverPull.
+bool is_image_wait(const std::string& reason);
+
+// daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
+std::string find_helper(const std::string& name);
 
 // Closes a container's restart timer (pods.cpp).
 void close_restart_timer(uv_timer_t*& t);
@@ -190,6 +198,14 @@ class Agent {
     std::vector<std::pair<std::string, std::string>> container_env(const LivePod& pod,
                                                                    const Container& spec) const;
 
+    // images.cpp: the runc runtime's import directory, imported by
+    // daemonlet-image, one archive at a time, without blocking the loop
+    void open_images();
+    void import_images();
+    void start_next_import();
+    void on_imported(const std::string& path, const platform::ProbeResult& r);
+    void retry_image_waits();
+
     // probes.cpp: kubelet's prober for running containers
     const Container* probed_spec(const LivePod& pod, std::size_t index);
     void start_probes(const std::string& uid, std::size_t index);
@@ -208,6 +224,14 @@ class Agent {
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
     std::unique_ptr<platform::Prober> prober_;
+    // runc runtime only: daemonlet-image runs through its own Prober (a
+    // command to completion on the loop, with a deadline, killed on close).
+    std::unique_ptr<platform::Prober> image_jobs_;
+    std::unique_ptr<platform::DirWatch> import_watch_;
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>>
+        import_seen_;                                 // archive -> (mtime ns, size) queued or tried
+    std::deque<std::string> import_queue_;            // archives waiting for daemonlet-image
+    std::optional<std::string> importing_;            // the archive daemonlet-image imports now
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;

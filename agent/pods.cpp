@@ -313,6 +313,10 @@ void Agent::create_pod(const PodToCreate& c) {
     save_pod(pods_[uid]);
 }
 
+bool is_image_wait(const std::string& reason) {
+    return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "ErrImageNeverPull";
+}
+
 void Agent::start_container(const std::string& uid, std::size_t index) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || pit->second.rec.deleting || stopping_) return;
@@ -349,7 +353,11 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     for (const auto& a : spec->command) launch.argv.push_back(expand_vars(a, lookup));
     for (const auto& a : spec->args) launch.argv.push_back(expand_vars(a, lookup));
 
-    if (spec->command.empty()) {
+    launch.pod_spec = &pod_spec;
+    launch.container = spec;
+
+    // An image runtime has the image's entrypoint; the exec runtime has none.
+    if (spec->command.empty() && std::string_view(runtime_->name()) == "exec") {
         cs.state = ContainerState::Waiting;
         cs.reason = "CreateContainerConfigError";
         cs.message =
@@ -360,6 +368,24 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     auto id = runtime_->start(launch);
+    if (!id.ok() && id.error().code == "image_not_found") {
+        // kubelet's images.ErrImagePull, then ImagePullBackOff while it
+        // backs off; ErrImageNeverPull for imagePullPolicy Never
+        // (pkg/kubelet/images/image_manager.go EnsureImageExists). There is
+        // no registry pull yet: every policy waits for an import.
+        const bool never = spec->image_pull_policy == "Never";
+        const bool again = is_image_wait(cs.reason);
+        cs.state = ContainerState::Waiting;
+        cs.reason = never ? "ErrImageNeverPull" : again ? "ImagePullBackOff" : "ErrImagePull";
+        cs.message = id.error().message + "; import it into " + image_import_dir_of(config_);
+        const std::int64_t delay =
+            next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+        if (!again)  // once per wait, not per retry
+            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
+                                cs.message + "; retrying with back-off and when an image is imported");
+        schedule_restart(uid, index, delay);
+        return;
+    }
     if (!id.ok()) {
         cs.state = ContainerState::Waiting;
         cs.reason = "RunContainerError";
@@ -502,6 +528,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
         stop_probes(lc);
     }
     pods_.erase(pit);
+    runtime_->pod_removed(uid);
     schedule_reconcile();
 }
 

@@ -97,6 +97,15 @@ void Agent::start_probes(const std::string& uid, std::size_t index) {
             platform::resolve_probe_action((*probe)->handler, *spec, env, (*probe)->timeout_seconds);
         if (action) {
             lp.action = std::move(action).value();
+            if (lp.action.type == platform::ProbeAction::Type::Exec) {
+                // In the container when it is not on the host (runc exec),
+                // with the container's own env and working directory.
+                if (auto in = runtime_->exec_in(lc.id, lp.action.command)) {
+                    lp.action.command = std::move(*in);
+                    lp.action.env.clear();
+                    lp.action.working_dir.clear();
+                }
+            }
         } else {
             lp.action_error = action.error().message;
             const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;

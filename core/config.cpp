@@ -10,6 +10,10 @@
 
 namespace daemonlet {
 
+std::string image_import_dir_of(const AgentConfig& c) {
+    return c.image_import_dir.empty() ? c.state_dir + "/import" : c.image_import_dir;
+}
+
 Result<std::int64_t> parse_duration_ms(std::string_view s) {
     const std::string original(s);
     auto bad = [&] { return Error{"invalid", "invalid duration " + render_string(original)}; };
@@ -239,14 +243,21 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             (k == "manifestDir" ? c.manifest_dir : c.state_dir) = resolve(base_dir, p);
         } else if (k == "runtime") {
             if (!v.is_object()) {
-                r.error(k, "expected {type: exec}");
+                r.error(k, "expected {type: exec} or {type: runc, imageImportDir: DIR, runcPath: PATH}");
                 continue;
             }
-            r.unknown_keys(v, "runtime.", {"type"});
+            r.unknown_keys(v, "runtime.", {"type", "imageImportDir", "runcPath"});
             if (v.contains("type") && r.string(v["type"], "runtime.type", c.runtime_type) &&
-                c.runtime_type != "exec")
+                c.runtime_type != "exec" && c.runtime_type != "runc")
                 r.error("runtime.type", "Unsupported value: " + render_string(c.runtime_type) +
-                                            ": supported values: \"exec\"");
+                                            ": supported values: \"exec\", \"runc\"");
+            for (auto [key, target] :
+                 {std::pair{"imageImportDir", &c.image_import_dir}, std::pair{"runcPath", &c.runc_path}}) {
+                const std::string path = std::string("runtime.") + key;
+                if (!v.contains(key) || !r.string(v[key], path, *target)) continue;
+                if (target->empty()) r.error(path, "must not be empty");
+            }
+            if (!c.image_import_dir.empty()) c.image_import_dir = resolve(base_dir, c.image_import_dir);
         } else if (k == "fileCheckFrequency") {
             r.duration(v, k, c.file_check_frequency_ms);
         } else if (k == "crashLoopBackoff") {

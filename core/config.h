@@ -8,7 +8,8 @@
 //     - {key: dedicated, value: sensors, effect: NoSchedule}
 //   manifestDir: /etc/daemonlet/manifests
 //   stateDir: /var/lib/daemonlet
-//   runtime: {type: exec}
+//   runtime: {type: exec}           # or, for containers from images:
+//   runtime: {type: runc, imageImportDir: /var/lib/daemonlet/import, runcPath: runc}
 //   fileCheckFrequency: 20s
 //   crashLoopBackoff: {initial: 10s, max: 300s}
 //   containerLogMaxSize: 10Mi
@@ -65,7 +66,11 @@ struct AgentConfig {
     bool node_unschedulable = false;
     std::string manifest_dir = "/etc/daemonlet/manifests";
     std::string state_dir = "/var/lib/daemonlet";
-    std::string runtime_type = "exec";
+    std::string runtime_type = "exec";  // "exec" or "runc"
+    // runc: archives dropped here are imported into the image store; empty:
+    // <state_dir>/import (image_import_dir_of()).
+    std::string image_import_dir;
+    std::string runc_path = "runc";  // found on PATH unless it holds a '/'
     std::int64_t file_check_frequency_ms = 20'000;
     std::int64_t backoff_initial_ms = 10'000;
     std::int64_t backoff_max_ms = 300'000;
@@ -84,6 +89,9 @@ struct ConfigResult {
 // (the configuration file's directory), so a configuration can travel with
 // its manifests.
 ConfigResult parse_agent_config(std::string_view text, const std::string& file, const std::string& base_dir);
+
+// The import directory in force: image_import_dir, else <state_dir>/import.
+std::string image_import_dir_of(const AgentConfig& c);
 
 // Go's time.ParseDuration for the units a configuration needs (ns, us, ms,
 // s, m, h; "1m30s", "1.5s"), in milliseconds, rounded down. "0" is zero.

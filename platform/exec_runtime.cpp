@@ -217,7 +217,9 @@ void ExecRuntime::on_shim_exit(const std::string& id) {
 Result<std::string> ExecRuntime::start(const ContainerLaunch& launch) {
     if (closed_) return Error{"closed", "exec runtime: start() after close()"};
     if (auto s = exec::validate_launch(launch); !s) return s.error();
-    std::string id = exec::new_container_id();
+    if (!launch.id.empty() && !exec::is_container_id(launch.id))
+        return Error{"invalid", "\"" + launch.id + "\" is not a container id"};
+    std::string id = launch.id.empty() ? exec::new_container_id() : launch.id;
     std::string dir = exec::container_dir(state_dir_, id);
     std::string log = exec::log_path(state_dir_, launch);
     if (auto s = make_dirs(exec::containers_dir(state_dir_), fs::perms::owner_all); !s) return s.error();

@@ -418,17 +418,19 @@ bool exists(const std::string& path) {
 
 }  // namespace
 
-Result<ImageStore> ImageStore::open(std::string root, Platform platform) {
+Result<ImageStore> ImageStore::open(std::string root, Platform platform, Mode mode) {
     std::error_code ec;
     for (const char* sub : {"/blobs/sha256", "/layers/sha256", "/tmp"}) {
         std::filesystem::create_directories(root + sub, ec);
         if (ec) return Error{"io", root + sub + ": " + ec.message()};
     }
-    // An import interrupted by a crash left only its staging directory.
-    for (const auto& e : std::filesystem::directory_iterator(root + "/tmp", ec)) {
-        std::error_code rm;
-        std::filesystem::remove_all(e.path(), rm);
-    }
+    // An import interrupted by a crash left only its staging directory. A
+    // reader leaves it: it may be an import in progress.
+    if (mode == Mode::kImport)
+        for (const auto& e : std::filesystem::directory_iterator(root + "/tmp", ec)) {
+            std::error_code rm;
+            std::filesystem::remove_all(e.path(), rm);
+        }
     return ImageStore(std::move(root), std::move(platform));
 }
 

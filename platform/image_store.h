@@ -9,8 +9,10 @@
 //   <root>/images.json                 [{name, digest}] (written whole, then renamed)
 //   <root>/tmp/                        staging of imports in progress
 //
-// Built as its own static library (image_store) that links libarchive; the
-// agent does not link it yet. Not thread-safe; one process owns a root.
+// Built as its own static library (image_store) that links libarchive, used
+// by the daemonlet-image executable only (platform/image_main.cpp), never
+// by the agent. Not thread-safe; one process imports into a root at a time
+// (Mode).
 #pragma once
 
 #include <string>
@@ -31,10 +33,16 @@ struct ImportedImage {
 
 class ImageStore {
   public:
+    // kImport: the process that imports, alone (daemonlet-image holds a lock
+    // on the store for it). kRead: find, list and assemble_rootfs while an
+    // import may run in another process (images.json is replaced whole, and
+    // blobs and layers are in place before a name points at them).
+    enum class Mode { kImport, kRead };
+
     // Opens (creating) the store under `root`. `platform` chooses the
-    // manifest of a multi-platform index (core select_platform). Leftovers
-    // of an import that was interrupted are removed.
-    static Result<ImageStore> open(std::string root, Platform platform);
+    // manifest of a multi-platform index (core select_platform). With
+    // kImport, leftovers of an import that was interrupted are removed.
+    static Result<ImageStore> open(std::string root, Platform platform, Mode mode = Mode::kImport);
 
     // Imports every image of the archive at `path` (an OCI image-layout
     // tarball: oci-layout, index.json, blobs/; or a docker-archive: a

@@ -13,6 +13,7 @@
 
 #include "core/json.h"
 #include "core/result.h"
+#include "platform/run_command.h"
 
 namespace daemonlet::platform {
 
@@ -66,11 +67,7 @@ class Runc {
     Status remove(const std::string& id) const;
 
   private:
-    struct Output {
-        int exit_code = -1;
-        std::string out;
-        std::string err;
-    };
+    using Output = CommandOutput;
     std::vector<std::string> global_args(const std::string& log_path) const;
     Result<Output> execute(const std::vector<std::string>& args, int stdout_fd = -1,
                            int stderr_fd = -1) const;

@@ -16,11 +16,15 @@
 #include <utility>
 #include <vector>
 
+#include "core/model.h"
 #include "core/result.h"
 
 namespace daemonlet::platform {
 
 struct ContainerLaunch {
+    // The container id to use (a new one is made when empty): the runc
+    // runtime chooses it, to name runc's container and bundle the same.
+    std::string id;
     std::string pod_uid;
     std::string pod_name;
     std::string pod_namespace;
@@ -36,6 +40,11 @@ struct ContainerLaunch {
     // as CRI labels: what the agent needs to rebuild its pod records from the
     // running containers alone when its database was lost.
     std::map<std::string, std::string> labels;
+    // What an image runtime (runc) builds the container from: the pod's
+    // spec and its container, valid for the duration of start(). The exec
+    // runtime uses neither.
+    const PodSpec* pod_spec = nullptr;
+    const Container* container = nullptr;
 };
 
 struct ContainerInfo {
@@ -82,6 +91,19 @@ class Runtime {
     // Forgets an exited container: its state goes, its logs stay (rotated
     // away with the pod's).
     virtual Status remove(const std::string& id) = 0;
+
+    // The pod is gone for good: what the runtime kept for it beyond its
+    // containers (the runc runtime's emptyDir volumes) goes too.
+    virtual void pod_removed(const std::string& /*pod_uid*/) {}
+
+    // The command line that runs `command` inside container `id` (exec
+    // probes), with the container's environment and working directory; none
+    // when the container is on the host (the exec runtime) and `command` runs
+    // as is.
+    virtual std::optional<std::vector<std::string>> exec_in(
+        const std::string& /*id*/, const std::vector<std::string>& /*command*/) const {
+        return std::nullopt;
+    }
 
     // Closes every libuv handle the runtime holds (watches on running shims)
     // without touching the containers: the agent is stopping, the shims stay.

@@ -15,10 +15,21 @@ cleanup() {
     [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
     [[ -n $listener ]] && kill "$listener" 2>/dev/null
     pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
+    pkill -KILL -f "daemonlet-image .*$work" 2>/dev/null
     pkill -KILL -f "it-marker-$$" 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
+# The runc runtime's scripts set runc_bin, then `trap runc_cleanup EXIT`:
+# the shims go with cleanup, runc's containers need runc.
+runc_root=$state/runtime/runc
+rc() { "${runc_bin:?}" --root "$runc_root" "$@"; }
+runc_cleanup() {
+    [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
+    pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
+    for id in $(rc list -q 2>/dev/null); do rc delete --force "$id" >/dev/null 2>&1; done
+    cleanup
+}
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
@@ -45,6 +56,8 @@ wait_for() {
 }
 get_pods() { "$dl" get pods -A --config "$cfg"; }
 pod_running() { get_pods | grep -E "^$1 +$2-[a-z0-9]+ +1/1 +Running"; }
+# A pod whose container waits for its image (kubelet's reasons; $2 narrows).
+pod_waiting_for_image() { get_pods | grep -E "^it +$1-[a-z0-9]+ +0/1 +${2:-(ErrImagePull|ImagePullBackOff)} "; }
 no_pod() { ! get_pods 2>/dev/null | grep -E "^$1 +$2-"; }
 # The container's own process: anchored, so that a `bash -c` whose command
 # line mentions the marker (a wait_for predicate) never matches.
@@ -61,6 +74,7 @@ fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 300ms, max: 2s}
 EOF
 }
+# The image is $DS_IMAGE (default none: the exec runtime needs none).
 write_ds() {  # write_ds FILE NAME SCRIPT [EXTRA_SPEC_YAML] [STRATEGY_YAML] [CONTAINER_EXTRA_YAML]
     cat >"$man/$1.tmp" <<EOF
 apiVersion: apps/v1
@@ -76,11 +90,24 @@ spec:
       ${4:-}
       containers:
         - name: main
-          image: none
+          image: ${DS_IMAGE:-none}
           command: ["/bin/sh", "-c", "$3", "it-marker-$$-$2"]
 ${6:-}
 EOF
     mv "$man/$1.tmp" "$man/$1"  # as tools write: a temp file, then rename
+}
+# The runc runtime importing from IMPORT_DIR. A long back-off: a waiting pod
+# that starts within seconds of its image's import was started by the
+# import, not by its back-off timer.
+write_runc_config() {  # write_runc_config IMPORT_DIR
+    cat >"$cfg" <<EOF
+nodeName: it-node
+manifestDir: $man
+stateDir: $state
+runtime: {type: runc, imageImportDir: $1}
+fileCheckFrequency: 2s
+crashLoopBackoff: {initial: 60s, max: 120s}
+EOF
 }
 start_agent() {
     NOTIFY_SOCKET=$work/notify.sock "$dl" run --config "$cfg" >>"$work/agent.log" 2>&1 &

@@ -55,6 +55,33 @@ containerLogMaxFiles: 3
     CHECK_EQUAL(3u, r.config.container_log_max_files);
 }
 
+TEST(Config, RuncRuntimeTakesAnImportDirAndARuncPath) {
+    auto r = parse_agent_config(
+        "stateDir: /var/lib/dl\nruntime: {type: runc, imageImportDir: import, runcPath: "
+        "/usr/sbin/runc}\n",
+        "c.yaml", "/opt/board");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("runc", r.config.runtime_type.c_str());
+    STRCMP_EQUAL("/opt/board/import", r.config.image_import_dir.c_str());  // relative to the file
+    STRCMP_EQUAL("/usr/sbin/runc", r.config.runc_path.c_str());
+    STRCMP_EQUAL("/opt/board/import", image_import_dir_of(r.config).c_str());
+}
+
+TEST(Config, TheImportDirDefaultsUnderTheStateDir) {
+    auto r = parse_agent_config("stateDir: /var/lib/dl\nruntime: {type: runc}\n", "c.yaml", "/");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("runc", r.config.runc_path.c_str());
+    STRCMP_EQUAL("/var/lib/dl/import", image_import_dir_of(r.config).c_str());
+}
+
+TEST(Config, RuncRuntimeErrorsNameTheKey) {
+    auto r = parse_agent_config("runtime: {type: runc, imageImportDir: \"\", runcPath: 3, pull: yes}\n",
+                                "c.yaml", "/");
+    CHECK_TRUE(has(r, "c.yaml: runtime.imageImportDir: must not be empty"));
+    CHECK_TRUE(has(r, "c.yaml: runtime.runcPath: "));
+    CHECK_TRUE(has(r, "c.yaml: runtime.pull: unknown key"));
+}
+
 TEST(Config, ErrorsNameTheKeyPath) {
     auto r = parse_agent_config(R"(
 nodeName: Edge_01

@@ -176,6 +176,8 @@ TEST(ExecRuntime, InvalidLaunchFailsWithoutCallingBack) {
          })},
         {"relative working dir", with([](auto& l) { l.working_dir = "tmp"; })},
         {"argument with NUL", with([](auto& l) { l.argv.push_back(std::string("a\0b", 3)); })},
+        {"given id that is a path", with([](auto& l) { l.id = "../../0123456789abcdef0123456789ab"; })},
+        {"given id that is not an id", with([](auto& l) { l.id = "my-container"; })},
     };
     for (const auto& row : rows) {
         auto id = f.runtime->start(row.launch);
@@ -216,6 +218,20 @@ TEST(ExecRuntime, InspectRemoveAndTheirRefusals) {
     STRCMP_EQUAL("not_found", f.runtime->stop("nope").error().code.c_str());
     // The log stays for `daemonlet logs`.
     STRCMP_CONTAINS("stdout F hi\n", log_summary(info.log_path).c_str());
+}
+
+TEST(ExecRuntime, AGivenIdNamesTheContainer) {
+    // The runc runtime names runc's container, its bundle and the shim's
+    // state with one id, chosen before the shim starts.
+    auto l = launch({"/bin/sh", "-c", "exit 0"});
+    l.id = "0123456789abcdef0123456789abcdef";
+    STRCMP_EQUAL(l.id.c_str(), f.start(l).c_str());
+    auto info = f.wait_exit(l.id);
+    LONGS_EQUAL(0, *info.exit_code);
+    // The same id twice is refused while the first is kept.
+    auto again = f.runtime->start(l);
+    CHECK(!again.ok());
+    CHECK(f.runtime->inspect(l.id).ok());
 }
 
 TEST(ExecRuntime, NoDescriptorIsLeftOpenOnceContainersHaveExited) {

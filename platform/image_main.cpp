@@ -1,0 +1,166 @@
+// daemonlet-image: the local image store's command, run by the agent. Kept
+// out of the agent's process because the store links libarchive, which
+// brings libxml2, ICU, nettle, acl and bz2: mapped by every agent, runc or
+// not, they cost about 3 MiB of resident memory (README, "Memory"). An
+// import also takes as long as the archive is large, which the agent's
+// event loop cannot wait for.
+//
+//   daemonlet-image import --store DIR FILE...
+//       imports each archive; one JSON line per image: {"name", "digest"}
+//   daemonlet-image list --store DIR
+//       every image, as a JSON array of {"name", "digest"}
+//   daemonlet-image prepare --store DIR --ref REF --rootfs DIR
+//       assembles REF's root filesystem in DIR (which must not exist or be
+//       empty) and prints the image's config blob (config.md) as imported
+//
+// Exit status: 0 done; 1 an error (the message, naming the file, field and
+// reason, on stderr); 2 the image is not in the store (prepare); 64 usage.
+#include <fcntl.h>
+#include <sys/file.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/local_node.h"
+#include "core/oci_image.h"
+#include "platform/fd.h"
+#include "platform/file.h"
+#include "platform/image_store.h"
+#include "platform/system_info.h"
+
+namespace {
+
+using daemonlet::Json;
+using daemonlet::platform::ImageStore;
+using daemonlet::platform::ImportedImage;
+
+constexpr int kFailed = 1;
+constexpr int kNotFound = 2;
+constexpr int kUsage = 64;
+
+const char* const kUsageText =
+    "usage: daemonlet-image import --store DIR FILE...\n"
+    "       daemonlet-image list --store DIR\n"
+    "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR\n";
+
+struct Args {
+    std::string verb;
+    std::map<std::string, std::string> options;  // "--store" -> DIR
+    std::vector<std::string> files;
+};
+
+// The verb, then --name VALUE options and plain arguments in any order.
+bool parse_args(int argc, char** argv, Args& out) {
+    if (argc < 2) return false;
+    out.verb = argv[1];
+    for (int i = 2; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a.rfind("--", 0) == 0) {
+            if (i + 1 >= argc) return false;
+            out.options[a] = argv[++i];
+        } else {
+            out.files.push_back(std::move(a));
+        }
+    }
+    return true;
+}
+
+int fail(const std::string& message) {
+    std::cerr << "daemonlet-image: " << message << "\n";
+    return kFailed;
+}
+
+Json image_line(const ImportedImage& image) {
+    return Json{{"name", image.name}, {"digest", image.manifest_digest}};
+}
+
+int import_files(ImageStore& store, const std::vector<std::string>& files) {
+    for (const auto& file : files) {
+        auto imported = store.import_archive(file);
+        if (!imported) return fail(imported.error().message);
+        for (const auto& image : imported.value()) std::cout << image_line(image).dump() << "\n";
+    }
+    return 0;
+}
+
+int list(const ImageStore& store) {
+    auto images = store.list();
+    if (!images) return fail(images.error().message);
+    Json out = Json::array();
+    for (const auto& image : images.value()) out.push_back(image_line(image));
+    std::cout << out.dump() << "\n";
+    return 0;
+}
+
+int prepare(const ImageStore& store, const std::string& reference, const std::string& rootfs) {
+    auto image = store.find(reference);
+    if (!image) {
+        if (image.error().code == "not_found") {
+            std::cerr << "daemonlet-image: image \"" << reference << "\" is not in the image store "
+                      << store.root() << "\n";
+            return kNotFound;
+        }
+        return fail(image.error().message);
+    }
+    // The config blob as imported (its digest was verified then): what
+    // core's parse_image_config reads on the agent's side.
+    const std::string config_blob = store.blob_path(image.value().manifest.config.digest);
+    auto config = daemonlet::platform::read_file(config_blob, daemonlet::kMaxImageJsonBytes);
+    if (!config) return fail(config_blob + ": " + config.error().message);
+    if (auto s = store.assemble_rootfs(image.value(), rootfs); !s) return fail(s.error().message);
+    std::cout << config.value() << "\n";
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Args args;
+    if (!parse_args(argc, argv, args) || args.options.count("--store") == 0) {
+        std::cerr << kUsageText;
+        return kUsage;
+    }
+    for (const auto& [name, value] : args.options)
+        if (name != "--store" && name != "--ref" && name != "--rootfs") {
+            std::cerr << "daemonlet-image: unknown option " << name << "\n" << kUsageText;
+            return kUsage;
+        }
+    const bool is_import = args.verb == "import", is_list = args.verb == "list",
+               is_prepare = args.verb == "prepare";
+    if ((is_import && args.files.empty()) || (is_list && !args.files.empty()) ||
+        (is_prepare &&
+         (!args.files.empty() || !args.options.count("--ref") || !args.options.count("--rootfs"))) ||
+        (!is_import && !is_list && !is_prepare)) {
+        std::cerr << kUsageText;
+        return kUsage;
+    }
+    const std::string machine = daemonlet::platform::machine();
+    const std::string root = args.options["--store"];
+    // One import at a time per store, whoever runs it (the agent, or an
+    // operator by hand): held until this process exits. Readers take no
+    // lock, so that a container's start never waits for an import.
+    std::optional<daemonlet::platform::Fd> lock;
+    if (is_import) {
+        std::error_code ec;
+        std::filesystem::create_directories(root, ec);
+        if (ec) return fail("image store " + root + ": " + ec.message());
+        const std::string lock_path = root + "/import.lock";
+        lock.emplace(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+        if (lock->get() < 0 || ::flock(lock->get(), LOCK_EX) != 0)
+            return fail(lock_path + ": cannot lock: " + std::strerror(errno));
+    }
+    auto store =
+        ImageStore::open(root, daemonlet::host_platform(daemonlet::goarch_from_machine(machine), machine),
+                         is_import ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
+    if (!store) return fail("image store " + root + ": " + store.error().message);
+    if (is_import) return import_files(store.value(), args.files);
+    if (is_list) return list(store.value());
+    return prepare(store.value(), args.options["--ref"], args.options["--rootfs"]);
+}

@@ -1,0 +1,101 @@
+// The runc runtime: a container from an image, run by `runc run` in the
+// foreground as the daemonlet-shim's child in place of the exec runtime's
+// command. runc passes signals on to the container's init and exits with
+// its exit status, and without a terminal the container's stdio is runc's,
+// so the shim's logs, exit status, graceful stop and re-adoption after an
+// agent restart work as they do for the exec runtime, which this wraps.
+//
+// What it adds, per start: `daemonlet-image prepare` copies the image's
+// layers from the local image store into <runtime>/bundles/<id>/rootfs and
+// prints the image's config (not in the store: error "image_not_found", the
+// agent's ErrImagePull); config.json is written by core's
+// build_oci_spec (hostPath volumes; an emptyDir is
+// <runtime>/pods/<pod uid>/volumes/<name>; cgroupsPath /daemonlet/<id>).
+// The runc container, the bundle and the shim's state share one id. On
+// remove(): `runc delete --force` (a container that outlived a SIGKILLed
+// runc goes with it), then the bundle, then the shim's state.
+//
+// The image store is daemonlet-image's, never opened here: it links
+// libarchive and its dependencies, which the agent would otherwise map in
+// every process, runc or not (README, "Memory").
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "platform/runc.h"
+#include "platform/runtime.h"
+
+struct uv_loop_s;
+
+namespace daemonlet::platform {
+
+// The daemonlet-image executable and the image store it manages.
+struct ImageTool {
+    std::string binary;  // absolute path
+    std::string store;   // stateDir/images
+};
+
+// `daemonlet-image prepare` copies a rootfs and blocks the agent's loop
+// while it does (about 1 ms for busybox). One that takes longer is killed
+// and the start fails: well within the unit's WatchdogSec=30s, whose ping
+// the loop owes every 15 s.
+inline constexpr int kImagePrepareDeadlineMs = 10000;
+// daemonlet-image's exit status for an image that is not in the store.
+inline constexpr int kImageToolNotFound = 2;
+
+class RuncRuntime final : public Runtime {
+  public:
+    // `exec` runs the shims; `images` says where daemonlet-image and its
+    // store are; `runtime_dir` is the exec runtime's state directory
+    // (absolute); `runc_binary` an absolute path.
+    RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::string runtime_dir,
+                std::string runc_binary, std::vector<std::string> capabilities);
+
+    const char* name() const override { return "runc"; }
+    void set_exit_handler(std::function<void(const std::string& id)> handler) override {
+        exec_->set_exit_handler(std::move(handler));
+    }
+    // Needs launch.pod_spec and launch.container. Blocks the loop for the
+    // rootfs copy and runc's start.
+    Result<std::string> start(const ContainerLaunch& launch) override;
+    Status stop(const std::string& id) override { return exec_->stop(id); }
+    Result<ContainerInfo> inspect(const std::string& id) override { return exec_->inspect(id); }
+    // The exec runtime's, then the leftovers of starts an agent crash cut
+    // short (a bundle, maybe a runc container, without the shim's state)
+    // are deleted: no container record will ever remove them.
+    Result<std::vector<ContainerInfo>> adopt_all() override;
+    Status remove(const std::string& id) override;
+    // Deletes <runtime>/pods/<uid> (its emptyDirs).
+    void pod_removed(const std::string& pod_uid) override;
+    // `runc exec ID command...`: the container's env and cwd from its config.json.
+    std::optional<std::vector<std::string>> exec_in(const std::string& id,
+                                                    const std::vector<std::string>& command) const override;
+    void close() override { exec_->close(); }
+
+    std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
+    std::string runc_root() const { return runtime_dir_ + "/runc"; }
+
+  private:
+    Status prepare_bundle(const ContainerLaunch& launch, const std::string& id, const std::string& bundle);
+    // Undoes a start: runc's container (when runc may have made one), the bundle.
+    void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
+
+    std::unique_ptr<Runtime> exec_;
+    ImageTool images_;
+    std::string runtime_dir_;
+    std::string runc_binary_;
+    std::vector<std::string> capabilities_;
+    Runc runc_;
+};
+
+// The agent's way to make one: the exec runtime under
+// `runtime_dir`, `runc` found (on PATH unless it holds a '/') and
+// executable, the agent's capabilities read. Errors say which.
+Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
+                                                   std::string shim_path, ImageTool images,
+                                                   const std::string& runc);
+
+}  // namespace daemonlet::platform

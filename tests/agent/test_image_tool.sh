@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# daemonlet-image, the image store's command, and the agent's use of it.
+# The agent links no libarchive (tests/needed_libs.sh): imports run in
+# daemonlet-image, on the agent's loop without blocking it, one at a time,
+# killed when the agent stops; a container's rootfs comes from
+# `daemonlet-image prepare`.
+#   1. the CLI: import (a JSON line per image), list, prepare (rootfs and the
+#      image's config; exit 2 for an absent image), a corrupt archive (exit
+#      1, named, the store unchanged), usage (64);
+#   2. a reader never waits for an import: prepare and list run while an
+#      import holds the store's lock; a second import waits for it;
+#   3. (root and runc) the agent answers while its import waits on the lock,
+#      the pod waits for the image (ErrImagePull) and runs once the import
+#      ends; an import in progress is killed when the agent stops.
+set -uo pipefail
+here=$(dirname "${BASH_SOURCE[0]}")
+[[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
+[[ -x /bin/busybox ]] || { echo "SKIPPED: /bin/busybox is missing (apt-get install busybox-static)"; exit 0; }
+source "$here/lib.sh"
+tool=$(dirname "$dl")/../platform/daemonlet-image
+[[ -x $tool ]] || { echo "FAIL: $tool is not built"; exit 1; }
+
+store=$work/store
+"$here/../data/make_busybox_image.sh" "$work/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
+
+# 1. The CLI.
+out=$("$tool" import --store "$store" "$work/busybox.tar" 2>"$work/err") && ok || fail "import failed: $(cat "$work/err")"
+[[ $out =~ ^\{\"name\":\"docker.io/library/busybox:latest\",\"digest\":\"sha256:[0-9a-f]{64}\"\}$ ]] &&
+    ok || fail "import printed: $out"
+digest=$(sed 's/.*"digest":"\([^"]*\)".*/\1/' <<<"$out")
+listed=$("$tool" list --store "$store")
+[[ $listed == "[$out]" ]] && ok || fail "list printed: $listed"
+
+"$tool" prepare --store "$store" --ref example.com/absent:1 --rootfs "$work/absent" 2>"$work/err"
+[[ $? -eq 2 ]] && ok || fail "prepare of an absent image did not exit 2"
+grep -q 'image "example.com/absent:1" is not in the image store' "$work/err" && ok || fail "stderr: $(cat "$work/err")"
+[[ ! -e $work/absent ]] && ok || fail "prepare of an absent image made its rootfs"
+
+config=$("$tool" prepare --store "$store" --ref busybox --rootfs "$work/rootfs") && ok || fail "prepare busybox failed"
+grep -q '"Cmd":\["sh"\]' <<<"$config" && grep -q '"diff_ids":\["sha256:' <<<"$config" &&
+    ok || fail "prepare printed no image config: $config"
+[[ -x $work/rootfs/bin/busybox && -L $work/rootfs/bin/sh ]] && ok || fail "the rootfs has no bin/busybox and bin/sh"
+"$tool" prepare --store "$store" --ref "busybox@$digest" --rootfs "$work/rootfs" 2>"$work/err"
+[[ $? -eq 1 ]] && grep -q "not empty" "$work/err" && ok || fail "prepare into a full directory: $(cat "$work/err")"
+
+head -c 4096 /dev/urandom >"$work/corrupt.tar"
+"$tool" import --store "$store" "$work/corrupt.tar" >"$work/out" 2>"$work/err"
+[[ $? -eq 1 && ! -s $work/out ]] && ok || fail "a corrupt archive did not exit 1 with nothing on stdout"
+grep -q "$work/corrupt.tar" "$work/err" && ok || fail "the error does not name the archive: $(cat "$work/err")"
+[[ $("$tool" list --store "$store") == "[$out]" ]] && ok || fail "a corrupt archive changed the store"
+[[ -z $(ls "$store/tmp") ]] && ok || fail "a failed import left $(ls "$store/tmp") in $store/tmp"
+
+"$tool" list >/dev/null 2>&1
+[[ $? -eq 64 ]] && ok || fail "no --store is not a usage error"
+"$tool" frobnicate --store "$store" >/dev/null 2>&1
+[[ $? -eq 64 ]] && ok || fail "an unknown verb is not a usage error"
+
+# 2. While an import holds the store (this shell holds its lock on fd 9):
+# readers answer; a second import waits until the lock goes.
+exec 9>"$store/import.lock"
+flock 9
+timeout 10 "$tool" prepare --store "$store" --ref busybox --rootfs "$work/rootfs2" >/dev/null &&
+    ok || fail "prepare waited for an import"
+[[ -x $work/rootfs2/bin/busybox ]] && ok || fail "prepare during an import made no rootfs"
+timeout 10 "$tool" list --store "$store" >/dev/null && ok || fail "list waited for an import"
+"$tool" import --store "$store" "$work/busybox.tar" >"$work/second" 2>&1 &
+second=$!
+# /proc/locks lists a blocked flock as "N: -> FLOCK ... MAJ:MIN:INODE".
+lock_inode=$(stat -c %i "$store/import.lock")
+importer_waits() { grep -- '->' /proc/locks | grep -q ":$lock_inode "; }
+wait_for "the second import waits on the lock" 5 importer_waits
+[[ ! -s $work/second ]] && ok || fail "the second import ran while the lock was held: $(cat "$work/second")"
+flock -u 9
+wait "$second" && ok || fail "the second import failed once the lock went: $(cat "$work/second")"
+[[ $(cat "$work/second") == "$out" ]] && ok || fail "the second import printed: $(cat "$work/second")"
+
+# 3. The agent, with the runc runtime.
+if [[ $(id -u) -ne 0 ]] || ! runc_bin=$(command -v runc); then
+    echo "agent checks SKIPPED: they need root and runc"
+    exec 9>&-
+    finish
+    exit
+fi
+import=$work/import
+mkdir -p "$import"
+trap runc_cleanup EXIT
+write_runc_config "$import"
+mkdir -p "$state/images"
+exec 9>"$state/images/import.lock"
+flock 9
+cp "$work/busybox.tar" "$import/busybox.tar"
+DS_IMAGE=busybox write_ds bb.yaml bb 'while :; do sleep 1; done'
+start_agent
+importing() { pgrep -f "daemonlet-image import --store $state/images $import/busybox.tar"; }
+wait_for "the agent runs daemonlet-image import" 10 importing
+# `status` is answered by the agent's loop (get pods reads the store):
+# given 2 s, as a loop blocked on the import would never answer.
+agent_answers() { timeout 2 "$dl" status --config "$cfg" | grep -qE '^DaemonSets: +1 '; }
+wait_for "the agent answers while its import waits (its loop is not blocked)" 10 agent_answers
+wait_for "bb waits for its image" 10 pod_waiting_for_image bb
+flock -u 9
+wait_for "the import is logged once the lock goes" 10 \
+    grep -q "image import: $import/busybox.tar: imported docker.io/library/busybox:latest sha256:" "$work/agent.log"
+wait_for "the waiting pod starts when the import ends (its back-off is 60 s)" 10 pod_running it bb
+
+# An import in progress goes with the agent.
+flock 9
+cp "$work/busybox.tar" "$import/again.tar"
+importing_again() { pgrep -f "daemonlet-image import --store $state/images $import/again.tar"; }
+wait_for "the agent imports the new archive" 10 importing_again
+import_pid=$(importing_again | head -1)
+kill -TERM "$agent"
+exited() { [[ ! -d /proc/$1 || $(ps -o stat= -p "$1") == Z* ]]; }
+wait_for "the agent stops on SIGTERM during an import" 10 exited "$agent" && wait "$agent"
+agent=
+wait_for "the import in progress is killed when the agent stops" 5 exited "$import_pid"
+flock -u 9
+exec 9>&-
+finish

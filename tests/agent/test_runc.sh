@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# runtime: {type: runc} end to end: the real agent, shim and Debian's runc
+# running a busybox image imported from the import directory. Checks the
+# container's own PID namespace, a hostPath volume, a memory limit, an exec
+# readiness probe run inside the container (runc exec), a
+# rolling update, adoption after kill -9 of the agent, ErrImagePull until
+# the image is imported, and a corrupt archive rejected without harm.
+# Needs root, runc and busybox-static; skips without them.
+set -uo pipefail
+here=$(dirname "${BASH_SOURCE[0]}")
+[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: runc containers need root"; exit 0; }
+runc_bin=$(command -v runc) || { echo "SKIPPED: runc is not installed (apt-get install runc)"; exit 0; }
+[[ -x /bin/busybox ]] || { echo "SKIPPED: /bin/busybox is missing (apt-get install busybox-static)"; exit 0; }
+[[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
+source "$here/lib.sh"
+
+import=$work/import
+data=$work/data
+mkdir -p "$import" "$data"
+trap runc_cleanup EXIT
+
+"$here/../data/make_busybox_image.sh" "$work/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
+
+write_runc_config "$import"
+write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION] [PULL_POLICY]: lib.sh's write_ds with an image
+    DS_IMAGE=$3 write_ds "$1" "$2" 'echo $$ > /data/pid; while :; do sleep 1; done' \
+        "volumes: [{name: data, hostPath: {path: $data}}, {name: scratch, emptyDir: {}}]" "" \
+        "          env: [{name: VERSION, value: \"${4:-1}\"}]
+          volumeMounts: [{name: data, mountPath: /data}, {name: scratch, mountPath: /scratch}]
+          resources: {limits: {memory: 64Mi}}
+          imagePullPolicy: ${5:-IfNotPresent}
+          readinessProbe: {exec: {command: [cat, /data/pid]}, periodSeconds: 1}"
+}
+running_ids() { rc list -q 2>/dev/null | sort; }
+one_running() { [[ $(rc list 2>/dev/null | awk 'NR > 1 && $3 == "running"' | wc -l) -eq 1 ]]; }
+container_pid() { rc state "$1" 2>/dev/null | sed -n 's/^ *"pid": \([0-9]*\),/\1/p'; }
+
+cp "$work/busybox.tar" "$import/busybox.tar"
+write_image_ds bb.yaml bb busybox
+write_image_ds later.yaml later example.com/edge/later:1
+write_image_ds never.yaml never example.com/edge/never:1 1 Never
+start_agent
+
+# 1. The imported image runs, in its own PID namespace, with the hostPath volume.
+wait_for "the import is logged with the image's name and digest" 10 \
+    grep -q "image import: $import/busybox.tar: imported docker.io/library/busybox:latest sha256:" "$work/agent.log"
+wait_for "pod of bb runs" 20 pod_running it bb
+wait_for "the container wrote its pid into the hostPath volume" 10 test -s "$data/pid"
+[[ $(cat "$data/pid") == 1 ]] && ok || fail "the container's shell is pid $(cat "$data/pid"), not 1: no PID namespace"
+wait_for "runc runs one container" 10 one_running
+id=$(running_ids)
+pid=$(container_pid "$id")
+[[ -n $pid && $pid != 1 ]] && ok || fail "runc state gives no host pid for $id"
+
+# 2. limits.memory is the cgroup's limit (cgroupsPath /daemonlet/<id>).
+if [[ -d /sys/fs/cgroup/memory ]]; then
+    limit_file=/sys/fs/cgroup/memory/daemonlet/$id/memory.limit_in_bytes
+else
+    limit_file=/sys/fs/cgroup/daemonlet/$id/memory.max
+fi
+[[ $(cat "$limit_file" 2>/dev/null) == 67108864 ]] && ok || fail "memory limit in $limit_file: $(cat "$limit_file" 2>&1)"
+
+# 3. An image not in the store: the pod waits with kubelet's reason, and the log names the image.
+wait_for "later waits with ErrImagePull or ImagePullBackOff" 10 pod_waiting_for_image later
+wait_for "the log names the missing image" 5 grep -q 'image "example.com/edge/later:1" is not in the image store' "$work/agent.log"
+wait_for "imagePullPolicy Never waits with ErrImageNeverPull" 10 pod_waiting_for_image never ErrImageNeverPull
+rm -f "$man/never.yaml"
+wait_for "never goes with its file" 10 no_pod it never
+
+# 4. A corrupt archive: a clear error naming it; nothing else is affected.
+head -c 4096 /dev/urandom >"$import/corrupt.tar"
+wait_for "the corrupt archive is reported by name" 10 grep -q "image import: .*corrupt.tar" "$work/agent.log"
+[[ $(container_pid "$id") == "$pid" ]] && ok || fail "a corrupt archive disturbed the running container"
+pod_running it bb >/dev/null && ok || fail "bb no longer runs after the corrupt archive"
+[[ $(grep -c "corrupt.tar" "$work/agent.log") -eq 1 ]] && ok || fail "the corrupt archive was reported more than once"
+
+# 5. kill -9 of the agent: the container keeps running, and a new agent adopts it.
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+[[ $(container_pid "$id") == "$pid" ]] && ok || fail "the container died with the agent"
+# What a crash between the bundle and the shim leaves: a bundle with no container record.
+leftover=$state/runtime/bundles/0123456789abcdef0123456789abcdef
+mkdir -p "$leftover/rootfs"
+start_agent
+wait_for "the new agent adopts the container" 10 grep -q 'adopted 1 running container' "$work/agent.log"
+[[ ! -e $leftover ]] && ok || fail "the leftover bundle $leftover was not removed on adoption"
+wait_for "bb runs after the restart" 10 pod_running it bb
+[[ $(container_pid "$id") == "$pid" && $(running_ids) == "$id" ]] && ok || fail "adoption changed the container"
+
+# 6. Importing the missing image starts the waiting pod at once (its back-off is 60 s).
+"$here/../data/make_busybox_image.sh" "$import/.later.tar" example.com/edge/later:1 >/dev/null
+mv "$import/.later.tar" "$import/later.tar"
+wait_for "later runs once its image is imported" 10 pod_running it later
+
+# 7. A template change rolls: a new container; the old one is deleted from runc.
+# Each pod's emptyDir is under runtime/pods/<uid>, removed with the pod.
+pods_dirs() { ls "$state/runtime/pods" 2>/dev/null | wc -l; }
+one_pod_dir() { [[ $(pods_dirs) -eq 1 ]]; }
+[[ $(pods_dirs) -eq 2 ]] && ok || fail "expected an emptyDir directory per pod, found $(pods_dirs)"
+rm -f "$man/later.yaml"
+wait_for "later stops when its file goes" 15 no_pod it later
+wait_for "later's emptyDir goes with it" 10 one_pod_dir
+rm -f "$data/pid"
+write_image_ds bb.yaml bb busybox 2
+new_container() { one_running && [[ $(running_ids) != "$id" ]]; }
+wait_for "the rollout replaces bb's container" 20 new_container
+wait_for "the new bb runs" 10 pod_running it bb
+rc state "$id" >/dev/null 2>&1 && fail "the old runc container $id is still there" || ok
+[[ ! -d $state/runtime/bundles/$id ]] && ok || fail "the old bundle is still there"
+wait_for "the new container wrote its pid" 10 test -s "$data/pid"
+wait_for "the old pod's emptyDir went with it" 10 one_pod_dir
+new_id=$(running_ids)
+rc exec "$new_id" sh -c 'echo kept > /scratch/f' && [[ $(cat "$state"/runtime/pods/*/volumes/scratch/f) == kept ]] &&
+    ok || fail "the emptyDir is not mounted at /scratch"
+
+finish

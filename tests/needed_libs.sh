@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The agent's memory budget, checked on the binaries: the agent must not
+# need libarchive (it brings libxml2, ICU, nettle, acl and bz2, about 3 MiB
+# of VmRSS in every agent process, README "Memory"); daemonlet-image, which
+# does all the archive work, must. Read from DT_NEEDED with readelf, so it
+# works on cross-built binaries too.
+set -uo pipefail
+agent=${1:?usage: needed_libs.sh DAEMONLET DAEMONLET_IMAGE}
+image_tool=${2:?usage: needed_libs.sh DAEMONLET DAEMONLET_IMAGE}
+failed=0 passed=0
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+check() {  # check DESCRIPTION COMMAND...
+    if "${@:2}"; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
+}
+agent_needs=$(needed "$agent")
+tool_needs=$(needed "$image_tool")
+check "readelf reads the agent's DT_NEEDED" test -n "$agent_needs"
+for lib in libarchive libxml2 libicu; do
+    check "the agent needs no $lib: $(echo "$agent_needs" | grep "$lib" | tr '\n' ' ')" \
+        bash -c "! grep -q '^$lib' <<<\"\$0\"" "$agent_needs"
+done
+check "daemonlet-image needs libarchive (the archive work is there)" grep -q '^libarchive' <<<"$tool_needs"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
