@@ -105,6 +105,29 @@ class Runtime {
         return std::nullopt;
     }
 
+    // Images. A start whose image is absent fails with error code
+    // "image_not_found" (the agent's ErrImagePull). The agent then asks the
+    // runtime to fetch it from its registry, as imagePullPolicy says
+    // (kubelet's image_manager.go EnsureImageExists), and starts the
+    // container again once `done` reports success.
+    //
+    // Whether the runtime can pull at all (a registry client, the node online).
+    virtual bool can_pull() const { return false; }
+    // Fetches `image` (as the pod spec names it, e.g. "busybox:1.36") into
+    // the runtime's image store, asynchronously. `done` is called exactly
+    // once, on the loop, never from inside pull_image(): an Error (code
+    // "unauthorized", "not_found", "unreachable", "invalid" or "pull_failed";
+    // the message names the image, the registry and the reason) or Ok.
+    // Pulls of the same image at once may share one fetch. Called only when
+    // can_pull(); the default, for runtimes that cannot, fails at once.
+    virtual void pull_image(const std::string& image, std::function<void(Status)> done) {
+        done(Error{"unsupported", "the " + std::string(name()) + " runtime cannot pull \"" + image + "\""});
+    }
+    // Whether `image` is in the runtime's store now (imagePullPolicy
+    // IfNotPresent pulls only when it is not; Always pulls at every start
+    // but an offline board runs what it has).
+    virtual bool has_image(const std::string& /*image*/) const { return false; }
+
     // Closes every libuv handle the runtime holds (watches on running shims)
     // without touching the containers: the agent is stopping, the shims stay.
     // The loop can then finish and uv_loop_close() succeed.
