@@ -7,7 +7,10 @@
 #
 #   make_busybox_image.sh OUT.tar [NAME]     NAME: docker.io/library/busybox:latest
 #
-# Environment: BUSYBOX (default /bin/busybox), GOARCH (default from uname -m).
+# Environment: BUSYBOX (default /bin/busybox), GOARCH (default from uname -m),
+# EXTRA_LAYERS_MIB (e.g. "16 16 16": one more layer per number, each a file
+# data/<n>.bin of that many MiB of pseudo-random bytes from AES-CTR over
+# zeros: incompressible like real binaries, and the same at every run).
 set -euo pipefail
 
 out=${1:?usage: make_busybox_image.sh OUT.tar [NAME]}
@@ -49,13 +52,30 @@ add_blob() {
 }
 
 read -r layer_digest layer_size < <(add_blob "$work/layer.tar.gz")
+diff_ids="\"sha256:$diff_id\""
+layers="{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$layer_digest\",\"size\":$layer_size}"
+n=0
+for mib in ${EXTRA_LAYERS_MIB:-}; do
+    n=$((n + 1))
+    rm -rf "$work/extra" && mkdir -p "$work/extra/data"
+    # (Not a pipe: openssl's SIGPIPE when head has enough would fail it.)
+    head -c $((mib * 1024 * 1024)) \
+        < <(openssl enc -aes-128-ctr -nosalt -K "$(printf '%032x' "$n")" -iv 0 </dev/zero 2>/dev/null) \
+        >"$work/extra/data/$n.bin"
+    tar "${reproducible[@]}" -C "$work/extra" -cf "$work/extra.tar" data
+    extra_diff=$(sha256sum "$work/extra.tar" | cut -d' ' -f1)
+    gzip -n -1 "$work/extra.tar"
+    read -r extra_digest extra_size < <(add_blob "$work/extra.tar.gz")
+    diff_ids+=",\"sha256:$extra_diff\""
+    layers+=",{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$extra_digest\",\"size\":$extra_size}"
+done
 
 platform="\"architecture\":\"$arch\",\"os\":\"linux\""
 [[ -n $variant ]] && platform+=",\"variant\":\"$variant\""
-printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":[\"sh\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:$diff_id\"]}}" >"$work/config.json"
+printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":[\"sh\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$diff_ids]}}" >"$work/config.json"
 read -r config_digest config_size < <(add_blob "$work/config.json")
 
-printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"$config_digest\",\"size\":$config_size},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$layer_digest\",\"size\":$layer_size}]}" >"$work/manifest.json"
+printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"$config_digest\",\"size\":$config_size},\"layers\":[$layers]}" >"$work/manifest.json"
 read -r manifest_digest manifest_size < <(add_blob "$work/manifest.json")
 
 # containerd's convention: the full name, and the tag as ref.name.
