@@ -350,11 +350,17 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         if (e == env.end()) return std::nullopt;
         return e->second;
     };
-    for (const auto& a : spec->command) launch.argv.push_back(expand_vars(a, lookup));
-    for (const auto& a : spec->args) launch.argv.push_back(expand_vars(a, lookup));
+    // kubelet's ExpandContainerCommandAndArgs
+    // (pkg/kubelet/container/helpers.go): $(VAR) in command and args, before
+    // an image runtime merges them with the image's Entrypoint and Cmd.
+    Container expanded = *spec;
+    for (auto& a : expanded.command) a = expand_vars(a, lookup);
+    for (auto& a : expanded.args) a = expand_vars(a, lookup);
+    launch.argv = expanded.command;
+    launch.argv.insert(launch.argv.end(), expanded.args.begin(), expanded.args.end());
 
     launch.pod_spec = &pod_spec;
-    launch.container = spec;
+    launch.container = &expanded;
 
     // An image runtime has the image's entrypoint; the exec runtime has none.
     if (spec->command.empty() && std::string_view(runtime_->name()) == "exec") {

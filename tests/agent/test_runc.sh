@@ -23,7 +23,9 @@ trap runc_cleanup EXIT
 
 write_runc_config "$import"
 write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION] [PULL_POLICY]: lib.sh's write_ds with an image
-    DS_IMAGE=$3 write_ds "$1" "$2" 'echo $$ > /data/pid; while :; do sleep 1; done' \
+    # "$$$$" is the shell's "$$" after kubelet's $(VAR) expansion, which
+    # also makes $(VERSION) the env value (ExpandContainerCommandAndArgs).
+    DS_IMAGE=$3 write_ds "$1" "$2" 'echo $$$$ > /data/pid; echo $(VERSION) > /data/version; while :; do sleep 1; done' \
         "volumes: [{name: data, hostPath: {path: $data}}, {name: scratch, emptyDir: {}}]" "" \
         "          env: [{name: VERSION, value: \"${4:-1}\"}]
           volumeMounts: [{name: data, mountPath: /data}, {name: scratch, mountPath: /scratch}]
@@ -47,6 +49,7 @@ wait_for "the import is logged with the image's name and digest" 10 \
 wait_for "pod of bb runs" 20 pod_running it bb
 wait_for "the container wrote its pid into the hostPath volume" 10 test -s "$data/pid"
 [[ $(cat "$data/pid") == 1 ]] && ok || fail "the container's shell is pid $(cat "$data/pid"), not 1: no PID namespace"
+[[ $(cat "$data/version" 2>&1) == 1 ]] && ok || fail "\$(VERSION) in the command was not expanded: $(cat "$data/version" 2>&1)"
 wait_for "runc runs one container" 10 one_running
 id=$(running_ids)
 pid=$(container_pid "$id")
