@@ -4,7 +4,9 @@
 # (which DaemonSets each example board should run, and why not where not),
 # then runs the agent on examples/agent/config.yaml (state in
 # build/demo-state, manifests in examples/agent/manifests, the exec runtime)
-# and shows its pods running, surviving an agent restart, and adopted again.
+# and shows its pods running, surviving an agent restart, and adopted again;
+# then the same agent following a test API server, and (as root, with runc)
+# a real container from a busybox image imported offline.
 # On a terminal the agent then stays in the foreground until Ctrl-C (its pods
 # keep running, as under systemd); otherwise the demo cleans up and exits.
 set -euo pipefail
@@ -13,7 +15,7 @@ cd "$repo"
 
 DAEMONLET_SKIP_ARMHF=1 scripts/setup.sh
 cmake --preset release >/dev/null
-cmake --build --preset release --target daemonlet daemonlet-shim fake_apiserver
+cmake --build --preset release --target daemonlet daemonlet-shim daemonlet-image fake_apiserver
 dl=build/release/agent/daemonlet
 cfg=examples/agent/config.yaml
 
@@ -138,6 +140,87 @@ cat "$cl/offline.log"
 "$dl" get pods -n edge --config "$cl/config.yaml"
 echo "uplink-probe process: before $probe_before, now $(pgrep -f 'uplink ok' | head -1 || true)"
 "$dl" status --config "$cl/config.yaml" | sed -n '/^API server/,$p'
+
+# Real containers: the runc runtime, with an image made here from Debian's
+# busybox-static and imported offline, as on an air-gapped board. A second
+# agent with its own state directory, so the one above keeps its pods.
+rd=$(realpath -m build/demo-runc)
+rrc() { runc --root "$rd/state/runtime/runc" "$@"; }
+stop_runc() {  # the runc demo's agent, shims and containers
+    [[ -n ${ragent:-} ]] && kill -9 "$ragent" 2>/dev/null
+    pkill -KILL -f "daemonlet-shim.*$rd" 2>/dev/null || true
+    for id in $(rrc list -q 2>/dev/null); do rrc delete --force "$id" >/dev/null 2>&1 || true; done
+}
+if [[ $(id -u) -eq 0 ]] && command -v runc >/dev/null && [[ -x /bin/busybox ]]; then
+    section "real containers: runtime {type: runc}, a busybox image imported offline"
+    stop_runc
+    rm -rf "$rd"
+    mkdir -p "$rd/import" "$rd/manifests"
+    trap 'kill $agent 2>/dev/null; stop_pods; stop_runc; rm -rf "$agent_log" "$cl"' EXIT
+    # An OCI image-layout archive dropped into the import directory.
+    tests/data/make_busybox_image.sh "$rd/import/busybox.tar"
+    cat >"$rd/config.yaml" <<RUNCCONFIG
+nodeName: demo-board
+manifestDir: $rd/manifests
+stateDir: $rd/state
+runtime: {type: runc, imageImportDir: $rd/import}
+RUNCCONFIG
+    cat "$rd/config.yaml"
+    # "$$$$" is the shell's "$$" after kubelet's $(VAR) expansion.
+    cat >"$rd/manifests/hello.yaml" <<'RUNCDS'
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: hello-container, namespace: edge}
+spec:
+  selector: {matchLabels: {app: hello-container}}
+  template:
+    metadata: {labels: {app: hello-container}}
+    spec:
+      containers:
+        - name: hello
+          image: busybox
+          command: [/bin/sh, -c, 'trap "exit 0" TERM; echo "pid $$$$ on $(NODE_NAME), rootfs /bin: $(echo /bin/*)"; while :; do sleep 5 & wait $$!; done']
+          env: [{name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
+          resources: {limits: {memory: 32Mi, cpu: 250m}}
+RUNCDS
+    cat "$rd/manifests/hello.yaml"
+    "$dl" run --config "$rd/config.yaml" >"$rd/agent.log" 2>&1 &
+    ragent=$!
+    for _ in $(seq 150); do
+        "$dl" get pods -n edge --config "$rd/config.yaml" 2>/dev/null | grep -q ' Running ' && break
+        sleep 0.1
+    done
+    cat "$rd/agent.log"
+    "$dl" get pods -n edge --config "$rd/config.yaml"
+    section "inside the container: its own PID namespace (pid 1) and the image's rootfs"
+    for _ in $(seq 50); do [[ -n $(find "$rd/state/runtime/logs" -name '*.log' -size +0 2>/dev/null) ]] && break; sleep 0.1; done
+    cat "$(find "$rd/state/runtime/logs" -name '*.log' | head -1)"
+    section "runc list, and the memory limit of its cgroup"
+    rrc list
+    cid=$(rrc list -q | head -1)
+    cat "/sys/fs/cgroup/memory/daemonlet/$cid/memory.limit_in_bytes" 2>/dev/null ||
+        cat "/sys/fs/cgroup/daemonlet/$cid/memory.max"
+    cpid=$(rrc state "$cid" | sed -n 's/^ *"pid": \([0-9]*\),/\1/p')
+    section "kill -9 of the agent: the container runs on, and a new agent adopts it"
+    kill -9 "$ragent"
+    wait "$ragent" 2>/dev/null || true
+    "$dl" run --config "$rd/config.yaml" >"$rd/agent.log" 2>&1 &
+    ragent=$!
+    for _ in $(seq 100); do grep -q 'daemonlet running' "$rd/agent.log" && break; sleep 0.1; done
+    cat "$rd/agent.log"
+    "$dl" get pods -n edge --config "$rd/config.yaml"
+    echo "container init: before $cpid, now $(rrc state "$cid" | sed -n 's/^ *"pid": \([0-9]*\),/\1/p')"
+    section "the DaemonSet's file removed: its container stops (SIGTERM) and goes"
+    rm "$rd/manifests/hello.yaml"
+    for _ in $(seq 100); do [[ -z $(rrc list -q 2>/dev/null) ]] && break; sleep 0.1; done
+    "$dl" get pods -n edge --config "$rd/config.yaml"
+    echo "runc containers left: $(rrc list -q | wc -l)"
+    kill -TERM "$ragent"
+    wait "$ragent" 2>/dev/null || true
+    ragent=
+else
+    section "real containers with runc: skipped (needs root, runc and busybox-static: scripts/setup.sh installs them)"
+fi
 
 if [[ -t 0 && -t 1 ]]; then
     section "the agent in the foreground: Ctrl-C stops it (the pods keep running; the next run adopts them)"
