@@ -183,6 +183,15 @@ void Agent::on_probe_tick(const std::string& uid, std::size_t index, std::size_t
         on_probe_result(uid, index, probe, {ProbeOutcome::Unknown, lp.action_error});
         return;
     }
+    // kubelet probes the pod's address: a container with a network of its
+    // own is reached from inside that network. One whose runtime has not
+    // made its process yet is not probed at all (an error, not a failure).
+    auto ns = runtime_->probe_netns(lc.id);
+    if (!ns) {
+        on_probe_result(uid, index, probe, {ProbeOutcome::Unknown, ns.error().message});
+        return;
+    }
+    lp.action.netns = std::move(ns).value();
     auto id = prober_->run(lp.action, [this, uid, index, probe](platform::ProbeResult r) {
         auto it = pods_.find(uid);
         if (it == pods_.end() || probe >= it->second.containers[index].probes.size()) return;

@@ -7,6 +7,7 @@
 #include "platform/http_client.h"
 
 #include "platform/curl_api.h"
+#include "platform/netns.h"
 
 #include <algorithm>
 #include <cctype>
@@ -51,6 +52,8 @@ struct HttpClient::Impl {
         bool stopped = false;  // on_data said stop
         std::function<bool(long, std::string_view)> on_data;
         std::string body_in;  // kept alive for CURLOPT_POSTFIELDS
+        std::string netns;
+        std::string netns_error;  // why no socket could be made in netns
         char error[CURL_ERROR_SIZE] = {};
     };
 
@@ -151,7 +154,9 @@ struct HttpClient::Impl {
             } else if (t->overflow) {
                 out = Error{"http", "response body larger than " + std::to_string(t->max_body) + " bytes"};
             } else if (code != CURLE_OK) {
-                std::string why = t->error[0] ? t->error : curl->easy_strerror(code);
+                std::string why = !t->netns_error.empty() ? t->netns_error
+                                  : t->error[0]           ? t->error
+                                                          : curl->easy_strerror(code);
                 out = Error{code == CURLE_OPERATION_TIMEDOUT ? "timeout"
                             : code == CURLE_COULDNT_CONNECT  ? "refused"
                                                              : "http",
@@ -178,6 +183,15 @@ struct HttpClient::Impl {
         curl->easy_cleanup(t->easy);
         curl->slist_free_all(t->headers);
         transfers.erase(it);
+    }
+
+    // CURLOPT_OPENSOCKETFUNCTION of a request with a netns.
+    static curl_socket_t open_socket(void* clientp, curlsocktype, curl_sockaddr* address) {
+        auto* t = static_cast<Transfer*>(clientp);
+        auto fd = socket_in_netns(t->netns, address->family, address->socktype, address->protocol);
+        if (fd) return fd.value();
+        t->netns_error = fd.error().message;
+        return CURL_SOCKET_BAD;
     }
 
     static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* userp) {
@@ -254,6 +268,11 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
     curl->easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
     if (req.http2_multiplex) curl->easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     if (!req.use_env_proxy) curl->easy_setopt(e, CURLOPT_NOPROXY, "*");
+    if (!req.netns.empty()) {
+        t->netns = req.netns;
+        curl->easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &Impl::open_socket);
+        curl->easy_setopt(e, CURLOPT_OPENSOCKETDATA, t.get());
+    }
     if (req.fresh_connection) {
         curl->easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
         curl->easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);

@@ -55,6 +55,9 @@ struct HttpRequest {
     bool fresh_connection = false;  // no connection reuse (kubelet probes: DisableKeepAlives)
     bool use_env_proxy = false;     // false: never a proxy (kubelet probes: Proxy nil)
     bool http2_multiplex = false;   // wait for a pending HTTP/2 connection rather than open another
+    // The network namespace the connection is made in (probes of a
+    // container with its own network: /proc/<pid>/ns/net); empty: the agent's.
+    std::string netns;
     // Streaming (a watch): each piece of the body as it arrives, with the
     // status, instead of collecting it (max_body_bytes does not apply; the
     // response's body stays empty). Returning false stops the transfer: the

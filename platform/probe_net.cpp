@@ -2,7 +2,9 @@
 // timeout) and httpGet (pkg/probe/http: DoHTTPProbe, RedirectChecker) over
 // HttpClient.
 #include <strings.h>
+#include <unistd.h>
 
+#include "platform/netns.h"
 #include "platform/prober_op.h"
 
 namespace daemonlet::platform {
@@ -35,6 +37,7 @@ struct TcpOp : Prober::Op {
     uv_connect_t connect{};
     uv_getaddrinfo_t resolve{};
     std::string target;
+    std::string netns;
     int pending_reqs = 0;  // the connect and resolve requests always call back
     bool done = false;
     bool resolving = false;
@@ -53,6 +56,15 @@ struct TcpOp : Prober::Op {
         if (--op->open_handles == 0) delete op;
     }
     void start_connect(const sockaddr* addr) {
+        if (!netns.empty()) {
+            // The container's own network: the socket is made in it.
+            auto fd = socket_in_netns(netns, addr->sa_family, SOCK_STREAM, 0);
+            if (!fd) return end({ProbeOutcome::Failure, "dial tcp " + target + ": " + fd.error().message});
+            if (int rc = uv_tcp_open(&tcp, fd.value()); rc != 0) {
+                ::close(fd.value());
+                return end({ProbeOutcome::Failure, "dial tcp " + target + ": " + uv_text(rc)});
+            }
+        }
         ++open_handles;
         int rc = uv_tcp_connect(&connect, &tcp, addr, [](uv_connect_t* req, int status) {
             auto* op = static_cast<TcpOp*>(req->data);
@@ -88,6 +100,7 @@ Result<Prober::Id> Prober::run_tcp(Id id, const ProbeAction& a, Callback cb) {
     op->attach(this, id, std::move(cb));
     const std::string host = a.host.empty() ? "127.0.0.1" : a.host;
     op->target = join_host_port(host, a.port);
+    op->netns = a.netns;
     uv_tcp_init(loop_, &op->tcp);
     op->tcp.data = op;
     uv_timer_init(loop_, &op->timer);
@@ -163,6 +176,7 @@ void Prober::http_attempt(Id id, std::string url, const ProbeAction& a, int redi
     req.max_body_bytes = kProbeMaxOutput;
     req.truncate_body = true;
     req.fresh_connection = true;
+    req.netns = a.netns;
     bool has_ua = false, has_accept = false;
     for (const auto& [k, v] : a.headers) {
         has_ua = has_ua || strcasecmp(k.c_str(), "User-Agent") == 0;

@@ -56,6 +56,9 @@ struct ProbeAction {
     // tcpSocket, httpGet
     std::string host;  // empty: 127.0.0.1
     int port = 0;
+    // The network namespace to connect from (/proc/<pid>/ns/net of a
+    // container with a network of its own); empty: the agent's.
+    std::string netns;
     // httpGet
     std::string scheme = "HTTP";
     std::string path;

@@ -8,9 +8,11 @@
 #include <set>
 #include <system_error>
 
+#include "core/json.h"
 #include "core/oci_image.h"
 #include "core/oci_spec.h"
 #include "platform/exec_runtime.h"
+#include "platform/file.h"
 #include "platform/run_command.h"
 #include "platform/shim_state.h"
 
@@ -198,6 +200,25 @@ std::optional<std::vector<std::string>> RuncRuntime::exec_in(const std::string& 
     std::vector<std::string> argv = {runc_binary_, "--root", runc_root(), "exec", id};
     argv.insert(argv.end(), command.begin(), command.end());
     return argv;
+}
+
+Result<std::string> RuncRuntime::probe_netns(const std::string& id) const {
+    if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
+    auto config = read_file(bundle_dir(id) + "/config.json", 1024 * 1024);
+    if (!config) return Error{"io", "container " + id + ": " + config.error().message};
+    const Json spec = Json::parse(config.value(), nullptr, false);
+    bool own = false;
+    if (spec.is_object() && spec.contains("linux") && spec["linux"].is_object())
+        for (const auto& ns : spec["linux"].value("namespaces", Json::array()))
+            if (ns.is_object() && ns.value("type", "") == "network" && ns.value("path", "").empty())
+                own = true;
+    // libcontainer's State (runc --root R state ID reads the same file).
+    auto state = read_file(runc_root() + "/" + id + "/state.json", 1024 * 1024);
+    const Json st = state ? Json::parse(state.value(), nullptr, false) : Json();
+    const int pid =
+        st.is_object() && st["init_process_pid"].is_number_integer() ? st.value("init_process_pid", 0) : 0;
+    if (pid <= 0) return Error{"not_running", "container " + id + " has no process yet"};
+    return own ? "/proc/" + std::to_string(pid) + "/ns/net" : std::string();
 }
 
 Status RuncRuntime::remove(const std::string& id) {

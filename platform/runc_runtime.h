@@ -73,6 +73,10 @@ class RuncRuntime final : public Runtime {
     // `runc exec ID command...`: the container's env and cwd from its config.json.
     std::optional<std::vector<std::string>> exec_in(const std::string& id,
                                                     const std::vector<std::string>& command) const override;
+    // /proc/<init pid>/ns/net (runc's state.json), "" when config.json
+    // shares the host's network; an error until runc has made the
+    // container's init.
+    Result<std::string> probe_netns(const std::string& id) const override;
     void close() override { exec_->close(); }
 
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }

@@ -128,6 +128,15 @@ class Runtime {
     // but an offline board runs what it has).
     virtual bool has_image(const std::string& /*image*/) const { return false; }
 
+    // The network namespace tcpSocket and httpGet probes of container `id`
+    // connect from, as kubelet's reach the pod's address: "" for the host's
+    // (the exec runtime; hostNetwork), else a path such as
+    // /proc/<pid>/ns/net. An error when the container has no process yet
+    // (its runtime is still creating it): then no probe of any kind runs,
+    // and the agent counts none (kubelet's worker throws away a probe that
+    // errs: pkg/kubelet/prober/worker.go doProbe).
+    virtual Result<std::string> probe_netns(const std::string& /*id*/) const { return std::string(); }
+
     // Closes every libuv handle the runtime holds (watches on running shims)
     // without touching the containers: the agent is stopping, the shims stay.
     // The loop can then finish and uv_loop_close() succeed.

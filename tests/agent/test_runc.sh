@@ -4,7 +4,8 @@
 # container's own PID namespace, a hostPath volume, a memory limit, an exec
 # readiness probe run inside the container (runc exec), a
 # rolling update, adoption after kill -9 of the agent, ErrImagePull until
-# the image is imported, and a corrupt archive rejected without harm.
+# the image is imported, a corrupt archive rejected without harm, and
+# tcpSocket and httpGet probes reaching the container's own network.
 # Needs root, runc and busybox-static; skips without them.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -115,5 +116,24 @@ wait_for "the old pod's emptyDir went with it" 10 one_pod_dir
 new_id=$(running_ids)
 rc exec "$new_id" sh -c 'echo kept > /scratch/f' && [[ $(cat "$state"/runtime/pods/*/volumes/scratch/f) == kept ]] &&
     ok || fail "the emptyDir is not mounted at /scratch"
+
+# 8. tcpSocket and httpGet probes reach a container in its own network, as
+# kubelet's reach the pod's address (pkg/kubelet/prober/prober.go runProbe:
+# host defaults to the pod IP): busybox httpd listens on 8080 inside only.
+host_listens() { (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null; }
+host_listens 8080 && fail "something on the host listens on 8080: the test cannot tell where the probe went" || ok
+DS_IMAGE=busybox write_ds web.yaml web 'echo ok > /index.html; exec /bin/busybox httpd -f -vv -p 8080 -h /' "" "" \
+    "          readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+          livenessProbe: {httpGet: {path: /index.html, port: 8080}, periodSeconds: 1, failureThreshold: 1}"
+DS_IMAGE=busybox write_ds shut.yaml shut 'exec sleep 1000' "" "" \
+    "          readinessProbe: {tcpSocket: {port: 8081}, periodSeconds: 1}"
+wait_for "web is ready through its tcpSocket probe" 20 pod_running it web
+web_probed() { cat "$state"/runtime/logs/it_web-*/main/*.log 2>/dev/null | grep -q 'url:/index.html'; }
+wait_for "the liveness probe's GET reaches the httpd inside" 10 web_probed
+get_pods | grep -qE "^it +web-[a-z0-9]+ +1/1 +Running +0 " && ok || fail "web restarted: $(get_pods | grep web)"
+shut_unready() { get_pods | grep -qE "^it +shut-[a-z0-9]+ +0/1 +Running "; }
+wait_for "shut runs but is not ready (nothing listens on 8081 in its network)" 10 shut_unready
+wait_for "the log says why shut is not ready" 5 \
+    grep -q "shut-.*Readiness probe failed: dial tcp 127.0.0.1:8081: connect: connection refused" "$work/agent.log"
 
 finish

@@ -141,6 +141,43 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
     }
 }
 
+// A container with a network of its own is probed from inside it: the
+// socket is made in the namespace given. The agent's own namespace stands in
+// for a container's here (entering it needs root, as runc does); agent.runc
+// probes a real container's.
+TEST(Prober, NetworkProbesConnectFromTheNamespaceGiven) {
+    const int port = server->port();
+    auto in = [](ProbeAction a, const char* netns) {
+        a.netns = netns;
+        return a;
+    };
+    struct Row {
+        const char* name;
+        ProbeAction action;
+        ProbeOutcome expected;
+        const char* output_has;
+        bool needs_root;
+    };
+    const Row rows[] = {
+        {"tcp in a namespace", in(tcp_action(port), "/proc/self/ns/net"), ProbeOutcome::Success, "", true},
+        {"http in a namespace", in(http_action(port, "/ok"), "/proc/self/ns/net"), ProbeOutcome::Success,
+         "fine", true},
+        {"tcp: a namespace that is gone is Failure, named", in(tcp_action(port), "/proc/999999999/ns/net"),
+         ProbeOutcome::Failure, "network namespace /proc/999999999/ns/net", false},
+        {"http: a namespace that is gone is Failure, named",
+         in(http_action(port, "/ok"), "/proc/999999999/ns/net"), ProbeOutcome::Failure,
+         "network namespace /proc/999999999/ns/net", false},
+    };
+    for (const auto& row : rows) {
+        if (row.needs_root && ::geteuid() != 0) continue;
+        platform::ProbeResult r = run(row.action, row.name);
+        CHECK_EQUAL_TEXT(static_cast<int>(row.expected), static_cast<int>(r.outcome),
+                         (std::string(row.name) + ": " + r.output).c_str());
+        CHECK_TEXT(r.output.find(row.output_has) != std::string::npos,
+                   (std::string(row.name) + ": " + r.output).c_str());
+    }
+}
+
 TEST(Prober, HttpSendsProbeHeadersAndKubeletsDefaults) {
     ProbeAction a = http_action(server->port(), "/headers");
     a.headers.emplace_back("X-Probe", "yes");
