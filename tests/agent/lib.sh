@@ -20,6 +20,14 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# The runc runtime's scripts: exits (SKIPPED) where runc containers cannot
+# run, else sets runc_bin.
+require_runc() {
+    [[ $(id -u) -eq 0 ]] || { echo "SKIPPED: runc containers need root"; exit 0; }
+    runc_bin=$(command -v runc) || { echo "SKIPPED: runc is not installed (apt-get install runc)"; exit 0; }
+    [[ -x /bin/busybox ]] || { echo "SKIPPED: /bin/busybox is missing (apt-get install busybox-static)"; exit 0; }
+    [[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
+}
 # The runc runtime's scripts set runc_bin, then `trap runc_cleanup EXIT`:
 # the shims go with cleanup, runc's containers need runc.
 runc_root=$state/runtime/runc
