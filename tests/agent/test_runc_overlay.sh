@@ -7,7 +7,8 @@
 # reaches the image store's layers, that an agent restart keeps the mount and
 # adopts the container, that a "reboot" (containers and mounts gone) makes a
 # new bundle, that the mount goes with the pod and the store's layers are
-# intact, and that rootfs: copy gives a plain directory.
+# intact, that rootfs: copy gives a plain directory, and that where a trial
+# overlay mount fails, rootfs: overlay stops the agent and auto copies.
 # Needs root, runc, busybox-static and overlay; skips without them.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -17,15 +18,7 @@ grep -qw overlay /proc/filesystems || { echo "SKIPPED: the kernel has no overlay
 
 import=$work/import
 mkdir -p "$import"
-# Mounts go before the work directory does (lib.sh's cleanup deletes it).
-overlay_cleanup() {
-    [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
-    for id in $(rc list -q 2>/dev/null); do rc delete --force "$id" >/dev/null 2>&1; done
-    pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
-    for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo); do umount -l "$m"; done
-    runc_cleanup
-}
-trap overlay_cleanup EXIT
+trap runc_cleanup EXIT
 
 "$here/../data/make_busybox_image.sh" "$import/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
 write_runc_config "$import"
@@ -113,5 +106,37 @@ not_mounted "$state/runtime/bundles/$id3/rootfs" && ok || fail "rootfs: copy mou
 [[ -x $state/runtime/bundles/$id3/rootfs/bin/busybox ]] && ok || fail "the copied rootfs has no bin/busybox"
 grep -q "runtime.rootfs copy: containers' root filesystems are copies" "$work/agent.log" && ok ||
     fail "the agent did not log rootfs: copy"
+
+# 6. A node where the trial mount fails: stateDir on an overlay, which
+# cannot be another overlay's upper directory. rootfs: overlay is an error
+# at start that says why; auto falls back to the copy and says so once.
+rm -f "$man/bb.yaml"
+wait_for "bb goes with its file" 20 no_pod it bb
+kill "$agent"
+wait "$agent" 2>/dev/null
+parts=$work/ovfs-parts
+mkdir -p "$parts/lower" "$parts/upper" "$parts/work" "$work/ovfs"
+mount -t overlay overlay -o "lowerdir=$parts/lower,upperdir=$parts/upper,workdir=$parts/work" "$work/ovfs" ||
+    fail "cannot mount an overlay for the state directory"
+state=$work/ovfs/state
+runc_root=$state/runtime/runc
+sed -i -e "s|^stateDir: .*|stateDir: $state|" -e "s|rootfs: copy|rootfs: overlay|" "$cfg"
+start_agent
+agent_gone() { ! kill -0 "$agent" 2>/dev/null; }
+wait_for "the agent refuses to start with rootfs: overlay" 15 agent_gone
+wait "$agent" 2>/dev/null
+[[ $? -ne 0 ]] && ok || fail "the agent exited 0 without overlay"
+agent=
+grep -q "runtime.rootfs: overlay: this node cannot mount one: a trial overlay mount failed: " "$work/agent.log" && ok ||
+    fail "the error does not say why overlay is unavailable"
+sed -i "s|rootfs: overlay|rootfs: auto|" "$cfg"
+DS_IMAGE=busybox write_ds bb.yaml bb 'while :; do sleep 1; done'
+start_agent
+wait_for "pod of bb runs with auto falling back to the copy" 30 pod_running it bb
+grep -q "runtime.rootfs auto: containers' root filesystems are copies of the image's layers (a trial overlay mount failed" \
+    "$work/agent.log" && ok || fail "the fallback to the copy is not logged with its reason"
+id4=$(running_ids)
+[[ -n $id4 ]] && not_mounted "$state/runtime/bundles/$id4/rootfs" && [[ -x $state/runtime/bundles/$id4/rootfs/bin/busybox ]] &&
+    ok || fail "auto without overlay did not copy the rootfs of $id4"
 
 finish
