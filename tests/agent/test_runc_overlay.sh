@@ -5,7 +5,7 @@
 # container's rootfs is an overlay mount (/proc/self/mountinfo), that a
 # write inside the container stays in its bundle's upper directory and never
 # reaches the image store's layers, that an agent restart keeps the mount and
-# adopts the container, that a "reboot" (containers and mounts gone) makes a
+# adopts the container and deletes a leftover mounted bundle, that a "reboot" (containers and mounts gone) makes a
 # new bundle, that the mount goes with the pod and the store's layers are
 # intact, that rootfs: copy gives a plain directory, and that where a trial
 # overlay mount fails, rootfs: overlay stops the agent and auto copies.
@@ -61,8 +61,16 @@ rc exec "$id" sh -c 'echo inside > /bin/written && rm /bin/cat' && ok || fail "c
 pid=$(container_pid "$id")
 kill -9 "$agent"
 wait "$agent" 2>/dev/null
+# What a crash between prepare and the shim leaves: a bundle with its rootfs
+# mounted and no container record. The new agent unmounts and deletes it.
+leftover=$state/runtime/bundles/0123456789abcdef0123456789abcdef
+"$(dirname "$dl")/../platform/daemonlet-image" prepare --store "$state/images" --ref busybox \
+    --rootfs "$leftover/rootfs" --overlay "$leftover/overlay" >/dev/null && is_overlay "$leftover/rootfs" && ok ||
+    fail "cannot make a leftover bundle with daemonlet-image prepare --overlay"
 start_agent
 wait_for "the new agent adopts the container" 15 grep -q 'adopted 1 running container' "$work/agent.log"
+not_mounted "$leftover/rootfs" && [[ ! -e $leftover ]] && ok || fail "the leftover bundle was not unmounted and deleted"
+[[ $(store_snapshot) == "$before" ]] && ok || fail "deleting the leftover bundle changed the store's layers"
 [[ $(container_pid "$id") == "$pid" ]] && ok || fail "adoption changed the container"
 is_overlay "$bundle/rootfs" && ok || fail "the rootfs mount did not survive the agent's restart"
 [[ $(rc exec "$id" sh -c 'read l < /bin/written; echo $l') == inside ]] && ok || fail "the container lost its write"
