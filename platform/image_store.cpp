@@ -624,6 +624,7 @@ Status ImageStore::mount_rootfs(const ImportedImage& image, const std::string& t
             std::error_code rm;
             std::filesystem::remove_all(e.path(), rm);
         }
+        std::vector<std::string> made;
         for (const std::string& d : lowers) {
             if (exists(overlay_layer_path(d))) continue;
             std::string stage = staging + "/" + hex_of(d);
@@ -631,9 +632,14 @@ Status ImageStore::mount_rootfs(const ImportedImage& image, const std::string& t
                 std::filesystem::remove_all(stage, ec);
                 return Error{st.error().code, "the overlay form of layer " + d + ": " + st.error().message};
             }
-            if (::rename(stage.c_str(), overlay_layer_path(d).c_str()) != 0)
-                return io_error(overlay_layer_path(d), "rename");
+            made.push_back(d);
         }
+        // On disk before their names say they are whole, as an import's layers.
+        Fd fs_fd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (fs_fd.get() < 0 || ::syncfs(fs_fd.get()) != 0) return io_error(root_, "syncfs");
+        for (const std::string& d : made)
+            if (::rename((staging + "/" + hex_of(d)).c_str(), overlay_layer_path(d).c_str()) != 0)
+                return io_error(overlay_layer_path(d), "rename");
     }
     for (std::string& d : lowers) d = hex_of(d);
     if (auto st = empty_dir(target_dir); !st.ok()) return st;
