@@ -15,8 +15,8 @@
 //       With --overlay, DIR is an overlay mount of the layers whose upper and
 //       work directories are made in the --overlay directory (root only; the
 //       mount stays when this command exits: the caller unmounts it). An
-//       image of too many layers for overlay's options is copied, and said
-//       so on stderr.
+//       image of too many layers for overlay's options, or of none, is
+//       copied, and said so on stderr.
 //
 // Exit status: 0 done; 1 an error (the message, naming the file, field and
 // reason, on stderr); 2 the image is not in the store (prepare); 64 usage.
@@ -109,7 +109,7 @@ daemonlet::Status assemble(const ImageStore& store, const ImportedImage& image, 
                            const std::string& overlay_dir) {
     if (overlay_dir.empty()) return store.assemble_rootfs(image, rootfs);
     auto mounted = store.mount_rootfs(image, rootfs, overlay_dir);
-    if (mounted || mounted.error().code != "too_long") return mounted;
+    if (mounted || (mounted.error().code != "too_long" && mounted.error().code != "no_layer")) return mounted;
     std::cerr << "daemonlet-image: " << mounted.error().message << ": copying the layers instead\n";
     return store.assemble_rootfs(image, rootfs);
 }

@@ -603,7 +603,8 @@ Status ImageStore::mount_rootfs(const ImportedImage& image, const std::string& t
             return Error{"not_found", layer_path(*it) + ": the layer " + *it + " is not in the store"};
         if (seen.insert(*it).second) lowers.push_back(*it);
     }
-    if (lowers.empty()) return Error{"invalid", "image " + image.manifest_digest + " has no layer"};
+    if (lowers.empty())
+        return Error{"no_layer", "image " + image.manifest_digest + " has no layer for an overlay's lower"};
     const std::string base = root_ + "/overlay/sha256", staging = root_ + "/overlay/tmp";
     for (const char* sub : {"/overlay/sha256", "/overlay/tmp"}) {
         std::error_code ec;

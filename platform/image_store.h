@@ -84,7 +84,8 @@ class ImageStore {
     // listed twice only at its top place; upper and work directories made
     // in `overlay_dir`, which must be on one file system. Same tree as
     // assemble_rootfs. Needs root. Error "too_long" when the layers' names
-    // do not fit overlay's options (about 60 layers; the caller copies).
+    // do not fit overlay's options (about 60 layers), "no_layer" for an
+    // image of none: the caller copies instead.
     Status mount_rootfs(const ImportedImage& image, const std::string& target_dir,
                         const std::string& overlay_dir) const;
 

@@ -7,7 +7,8 @@
 # reaches the image store's layers, that an agent restart keeps the mount and
 # adopts the container and deletes a leftover mounted bundle, that a "reboot" (containers and mounts gone) makes a
 # new bundle, that the mount goes with the pod and the store's layers are
-# intact, that rootfs: copy gives a plain directory, and that where a trial
+# intact, that an image of too many layers for overlay is copied, that
+# rootfs: copy gives a plain directory, and that where a trial
 # overlay mount fails, rootfs: overlay stops the agent and auto copies.
 # Needs root, runc, busybox-static and overlay; skips without them.
 set -uo pipefail
@@ -100,6 +101,19 @@ wait_for "the bundle is deleted" 10 test ! -e "$state/runtime/bundles/$id2"
 [[ -x $state/images/layers/sha256/$(ls "$state/images/layers/sha256" | head -1)/bin/busybox ]] && ok ||
     fail "the layer's bin/busybox is gone"
 
+# 4b. An image of 70 layers: their names do not fit overlay's options in a
+# page, so daemonlet-image copies it instead, and the pod runs.
+LAYERS=70 "$here/../data/make_busybox_image.sh" "$import/.many.tar" example.com/edge/many:1 >/dev/null
+mv "$import/.many.tar" "$import/many.tar"
+DS_IMAGE=example.com/edge/many:1 write_ds many.yaml many 'while :; do sleep 1; done'
+wait_for "pod of many runs" 30 pod_running it many
+wait_for "runc runs one container" 10 one_running
+id_many=$(running_ids)
+not_mounted "$state/runtime/bundles/$id_many/rootfs" && [[ -s $state/runtime/bundles/$id_many/rootfs/etc/layer70 ]] &&
+    ok || fail "the 70-layer image's rootfs is not a copy with all its layers"
+rm -f "$man/many.yaml"
+wait_for "many goes with its file" 20 no_pod it many
+
 # 5. rootfs: copy: a plain directory, no mount.
 kill "$agent"
 wait "$agent" 2>/dev/null
@@ -141,6 +155,7 @@ sed -i "s|rootfs: overlay|rootfs: auto|" "$cfg"
 DS_IMAGE=busybox write_ds bb.yaml bb 'while :; do sleep 1; done'
 start_agent
 wait_for "pod of bb runs with auto falling back to the copy" 30 pod_running it bb
+wait_for "runc runs one container" 10 one_running
 grep -q "runtime.rootfs auto: containers' root filesystems are copies of the image's layers (a trial overlay mount failed" \
     "$work/agent.log" && ok || fail "the fallback to the copy is not logged with its reason"
 id4=$(running_ids)

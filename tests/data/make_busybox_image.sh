@@ -7,7 +7,9 @@
 #
 #   make_busybox_image.sh OUT.tar [NAME]     NAME: docker.io/library/busybox:latest
 #
-# Environment: BUSYBOX (default /bin/busybox), GOARCH (default from uname -m).
+# Environment: BUSYBOX (default /bin/busybox), GOARCH (default from uname -m),
+# LAYERS (default 1): that many layers, each above the first adding one file
+# etc/layer<n> (an image of many layers, as overlay's mount options limit).
 set -euo pipefail
 
 out=${1:?usage: make_busybox_image.sh OUT.tar [NAME]}
@@ -36,7 +38,7 @@ done
 reproducible=(--sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=posix
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime)
 tar "${reproducible[@]}" -C "$work/rootfs" -cf "$work/layer.tar" bin
-diff_id=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
+diff_ids="\"sha256:$(sha256sum "$work/layer.tar" | cut -d' ' -f1)\""
 gzip -n -9 "$work/layer.tar"
 
 # Moves FILE into blobs/sha256 and prints its "digest size".
@@ -49,13 +51,22 @@ add_blob() {
 }
 
 read -r layer_digest layer_size < <(add_blob "$work/layer.tar.gz")
+layers="{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$layer_digest\",\"size\":$layer_size}"
+for ((n = 2; n <= ${LAYERS:-1}; n++)); do
+    mkdir -p "$work/extra$n/etc"
+    echo "$n" >"$work/extra$n/etc/layer$n"
+    tar "${reproducible[@]}" -C "$work/extra$n" -cf "$work/extra$n.tar" etc
+    diff_ids+=",\"sha256:$(sha256sum "$work/extra$n.tar" | cut -d' ' -f1)\""
+    read -r extra_digest extra_size < <(add_blob "$work/extra$n.tar")
+    layers+=",{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"$extra_digest\",\"size\":$extra_size}"
+done
 
 platform="\"architecture\":\"$arch\",\"os\":\"linux\""
 [[ -n $variant ]] && platform+=",\"variant\":\"$variant\""
-printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":[\"sh\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:$diff_id\"]}}" >"$work/config.json"
+printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":[\"sh\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$diff_ids]}}" >"$work/config.json"
 read -r config_digest config_size < <(add_blob "$work/config.json")
 
-printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"$config_digest\",\"size\":$config_size},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$layer_digest\",\"size\":$layer_size}]}" >"$work/manifest.json"
+printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"$config_digest\",\"size\":$config_size},\"layers\":[$layers]}" >"$work/manifest.json"
 read -r manifest_digest manifest_size < <(add_blob "$work/manifest.json")
 
 # containerd's convention: the full name, and the tag as ref.name.
