@@ -141,8 +141,12 @@ bool is_mount_point(const std::string& path) {
 Status unmount_if_mounted(const std::string& path) {
     if (!is_mount_point(path)) return Ok{};
     if (::umount2(path.c_str(), UMOUNT_NOFOLLOW) == 0) return Ok{};
-    if (errno == EINVAL && !is_mount_point(path)) return Ok{};  // gone meanwhile
-    if (errno != EBUSY) return io_error(path, "umount");
+    const int err = errno;
+    if (err == EINVAL && !is_mount_point(path)) return Ok{};  // gone meanwhile
+    if (err != EBUSY) {
+        errno = err;
+        return io_error(path, "umount");
+    }
     if (::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0) return io_error(path, "umount (detach)");
     return Ok{};
 }
