@@ -106,10 +106,12 @@ Status Agent::init() {
     Result<std::unique_ptr<platform::Runtime>> rt = Error{"invalid", "runtime.type " + config_.runtime_type};
     if (config_.runtime_type == "runc") {
         open_images();
-        rt = platform::make_runc_runtime(
-            &loop_, config_.state_dir + "/runtime", find_helper("daemonlet-shim"),
-            platform::ImageTool{find_helper("daemonlet-image"), config_.state_dir + "/images"},
-            config_.runc_path);
+        platform::ImageTool images{find_helper("daemonlet-image"), config_.state_dir + "/images"};
+        auto overlay = choose_rootfs(images.store, config_.state_dir + "/runtime");
+        if (!overlay.ok()) return overlay.error();
+        images.overlay = overlay.value();
+        rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime",
+                                         find_helper("daemonlet-shim"), std::move(images), config_.runc_path);
     } else {
         rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",
                                          find_helper("daemonlet-shim"));
@@ -213,13 +215,15 @@ void Agent::reload_config() {
     }
     AgentConfig next = std::move(loaded).value();
     if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type ||
-        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path)
+        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path ||
+        next.runtime_rootfs != config_.runtime_rootfs)
         log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
                                 config_.state_dir + " and runtime " + config_.runtime_type);
     next.state_dir = config_.state_dir;
     next.runtime_type = config_.runtime_type;
     next.image_import_dir = config_.image_import_dir;
     next.runc_path = config_.runc_path;
+    next.runtime_rootfs = config_.runtime_rootfs;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;

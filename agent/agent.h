@@ -201,6 +201,9 @@ class Agent {
     // images.cpp: the runc runtime's import directory, imported by
     // daemonlet-image, one archive at a time, without blocking the loop
     void open_images();
+    // runtime.rootfs and the node: whether root filesystems are overlay
+    // mounts; logged once. Forced overlay on a node without: an error.
+    Result<bool> choose_rootfs(const std::string& store_dir, const std::string& runtime_dir);
     void import_images();
     void start_next_import();
     void on_imported(const std::string& path, const platform::ProbeResult& r);

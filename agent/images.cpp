@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "core/json.h"
 #include "platform/log.h"
+#include "platform/overlay_mount.h"
 
 namespace daemonlet::agent {
 
@@ -51,6 +52,28 @@ void Agent::open_images() {
     if (ec)
         log(Level::Warning, "runtime.imageImportDir " + image_import_dir_of(config_) + ": " + ec.message() +
                                 "; images can only come from an earlier import");
+}
+
+Result<bool> Agent::choose_rootfs(const std::string& store_dir, const std::string& runtime_dir) {
+    Status probe = Error{"unavailable", "not probed"};
+    if (config_.runtime_rootfs != "copy") {
+        std::error_code ec;
+        for (const std::string& d : {store_dir, runtime_dir}) fs::create_directories(d, ec);
+        probe = platform::probe_overlay(store_dir, runtime_dir);
+    }
+    auto overlay = platform::use_overlay(config_.runtime_rootfs, probe);
+    if (!overlay.ok()) return overlay;
+    if (overlay.value())
+        log(Level::Info, "runtime.rootfs " + config_.runtime_rootfs +
+                             ": containers' root filesystems are overlay mounts of the image's layers");
+    else if (config_.runtime_rootfs == "copy")
+        log(Level::Info,
+            "runtime.rootfs copy: containers' root filesystems are copies of the image's layers");
+    else
+        log(Level::Notice,
+            "runtime.rootfs auto: containers' root filesystems are copies of the image's layers (" +
+                probe.error().message + ")");
+    return overlay;
 }
 
 void Agent::import_images() {

@@ -243,10 +243,12 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             (k == "manifestDir" ? c.manifest_dir : c.state_dir) = resolve(base_dir, p);
         } else if (k == "runtime") {
             if (!v.is_object()) {
-                r.error(k, "expected {type: exec} or {type: runc, imageImportDir: DIR, runcPath: PATH}");
+                r.error(k,
+                        "expected {type: exec} or {type: runc, imageImportDir: DIR, runcPath: PATH, rootfs: "
+                        "auto|overlay|copy}");
                 continue;
             }
-            r.unknown_keys(v, "runtime.", {"type", "imageImportDir", "runcPath"});
+            r.unknown_keys(v, "runtime.", {"type", "imageImportDir", "runcPath", "rootfs"});
             if (v.contains("type") && r.string(v["type"], "runtime.type", c.runtime_type) &&
                 c.runtime_type != "exec" && c.runtime_type != "runc")
                 r.error("runtime.type", "Unsupported value: " + render_string(c.runtime_type) +
@@ -258,6 +260,10 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                 if (target->empty()) r.error(path, "must not be empty");
             }
             if (!c.image_import_dir.empty()) c.image_import_dir = resolve(base_dir, c.image_import_dir);
+            if (v.contains("rootfs") && r.string(v["rootfs"], "runtime.rootfs", c.runtime_rootfs) &&
+                c.runtime_rootfs != "auto" && c.runtime_rootfs != "overlay" && c.runtime_rootfs != "copy")
+                r.error("runtime.rootfs", "Unsupported value: " + render_string(c.runtime_rootfs) +
+                                              ": supported values: \"auto\", \"overlay\", \"copy\"");
         } else if (k == "fileCheckFrequency") {
             r.duration(v, k, c.file_check_frequency_ms);
         } else if (k == "crashLoopBackoff") {

@@ -9,7 +9,8 @@
 //   manifestDir: /etc/daemonlet/manifests
 //   stateDir: /var/lib/daemonlet
 //   runtime: {type: exec}           # or, for containers from images:
-//   runtime: {type: runc, imageImportDir: /var/lib/daemonlet/import, runcPath: runc}
+//   runtime: {type: runc, imageImportDir: /var/lib/daemonlet/import, runcPath: runc,
+//             rootfs: auto}        # auto | overlay | copy
 //   fileCheckFrequency: 20s
 //   crashLoopBackoff: {initial: 10s, max: 300s}
 //   containerLogMaxSize: 10Mi
@@ -71,6 +72,11 @@ struct AgentConfig {
     // <state_dir>/import (image_import_dir_of()).
     std::string image_import_dir;
     std::string runc_path = "runc";  // found on PATH unless it holds a '/'
+    // runc: how a container's root filesystem is made from the image's
+    // layers. "overlay": an overlayfs mount (no copy; an error at start when
+    // the node cannot mount one); "copy": the layers copied into the bundle;
+    // "auto": overlay when the node can, else the copy.
+    std::string runtime_rootfs = "auto";
     std::int64_t file_check_frequency_ms = 20'000;
     std::int64_t backoff_initial_ms = 10'000;
     std::int64_t backoff_max_ms = 300'000;

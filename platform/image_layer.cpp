@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -268,6 +270,18 @@ Status copy_file(const std::string& src, const std::string& dst, const struct st
     return Ok{};
 }
 
+// The names in the directory `dir`, without "." and "..".
+Result<std::vector<std::string>> entries_of(const std::string& dir) {
+    std::vector<std::string> names;
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+    if (!d) return io_error(dir, "opendir");
+    while (dirent* e = ::readdir(d.get())) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") names.push_back(std::move(n));
+    }
+    return names;
+}
+
 struct Applier {
     // Hard links within the layer: (device, inode) of the layer's file ->
     // the copy made of it first.
@@ -276,15 +290,9 @@ struct Applier {
     Status apply_entry(const std::string& src, const std::string& dst);
 
     Status apply_dir(const std::string& src, const std::string& dst) {
-        std::vector<std::string> names;
-        {
-            std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(src.c_str()), ::closedir);
-            if (!d) return io_error(src, "opendir");
-            while (dirent* e = ::readdir(d.get())) {
-                std::string n = e->d_name;
-                if (n != "." && n != "..") names.push_back(std::move(n));
-            }
-        }
+        auto listed = entries_of(src);
+        if (!listed.ok()) return listed.error();
+        const std::vector<std::string>& names = listed.value();
         // Whiteouts first: they remove what the layers below put here.
         for (const std::string& n : names) {
             if (n == kOpaque) {
@@ -351,7 +359,68 @@ Status Applier::apply_entry(const std::string& src, const std::string& dst) {
     return set_meta(dst, st);
 }
 
+// The overlay form of a layer (make_overlay_layer).
+struct OverlayMaker {
+    Status make_dir(const std::string& src, const std::string& dst) {
+        auto listed = entries_of(src);
+        if (!listed.ok()) return listed.error();
+        const std::vector<std::string>& names = listed.value();
+        std::set<std::string> present;
+        for (const std::string& n : names)
+            if (n.rfind(kWhiteoutPrefix, 0) != 0) {
+                if (auto st = make_entry(src + "/" + n, dst + "/" + n); !st.ok()) return st;
+                present.insert(n);
+            }
+        for (const std::string& n : names) {
+            if (n == kOpaque) {
+                if (::lsetxattr(dst.c_str(), "trusted.overlay.opaque", "y", 1, 0) != 0)
+                    return io_error(dst, "setxattr trusted.overlay.opaque");
+            } else if (n.rfind(kWhiteoutPrefix, 0) == 0) {
+                std::string victim = n.substr(kWhiteoutPrefix.size());
+                if (victim.empty() || victim == "." || victim == "..") continue;
+                // apply_layer removes first, then copies: the layer's own entry
+                // wins, and a directory of it hides what was below, as an
+                // opaque one does.
+                if (present.count(victim)) {
+                    const std::string made = dst + "/" + victim;
+                    struct stat st {};
+                    if (::lstat(made.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+                        ::lsetxattr(made.c_str(), "trusted.overlay.opaque", "y", 1, 0) != 0)
+                        return io_error(made, "setxattr trusted.overlay.opaque");
+                    continue;
+                }
+                if (::mknod((dst + "/" + victim).c_str(), S_IFCHR | 0000, makedev(0, 0)) != 0)
+                    return io_error(dst + "/" + victim, "mknod (overlay whiteout)");
+            }
+        }
+        return Ok{};
+    }
+
+    Status make_entry(const std::string& src, const std::string& dst) {
+        struct stat st {};
+        if (::lstat(src.c_str(), &st) != 0) return io_error(src, "lstat");
+        if (S_ISDIR(st.st_mode)) {
+            if (::mkdir(dst.c_str(), 0700) != 0) return io_error(dst, "mkdir");
+            if (auto r = make_dir(src, dst); !r.ok()) return r;
+            return set_meta(dst, st);
+        }
+        if (::link(src.c_str(), dst.c_str()) == 0) return Ok{};
+        // Another file system, or too many links: the copy keeps the tree right.
+        Applier copier;
+        return copier.apply_entry(src, dst);
+    }
+};
+
 }  // namespace
+
+Status make_overlay_layer(const std::string& layer_dir, const std::string& target_dir) {
+    struct stat st {};
+    if (::lstat(layer_dir.c_str(), &st) != 0) return io_error(layer_dir, "lstat");
+    if (::mkdir(target_dir.c_str(), 0700) != 0) return io_error(target_dir, "mkdir");
+    OverlayMaker maker;
+    if (auto r = maker.make_dir(layer_dir, target_dir); !r.ok()) return r;
+    return set_meta(target_dir, st);
+}
 
 Status apply_layer(const std::string& layer_dir, const std::string& target_dir) {
     Applier a;

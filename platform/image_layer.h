@@ -36,4 +36,15 @@ Status unpack_layer(const std::string& blob, LayerCompression compression, const
 // kept.
 Status apply_layer(const std::string& layer_dir, const std::string& target_dir);
 
+// Makes `target_dir` (which must not exist) the overlayfs form of the
+// unpacked layer `layer_dir`, as containerd converts a layer for its
+// overlayfs snapshotter (archive/tar_opts_linux.go, OverlayConvertWhiteout):
+// ".wh.<name>" becomes a character device 0/0 named <name>; a directory
+// holding ".wh..wh..opq" gets the xattr trusted.overlay.opaque="y".
+// Directories are made anew with the layer's owners, modes and times; other
+// entries are hard links to the layer's (which nothing writes: overlay
+// copies a file up before it changes), copies where a link cannot be made.
+// Needs root (mknod, trusted.* xattrs).
+Status make_overlay_layer(const std::string& layer_dir, const std::string& target_dir);
+
 }  // namespace daemonlet::platform

@@ -9,9 +9,14 @@
 //       imports each archive; one JSON line per image: {"name", "digest"}
 //   daemonlet-image list --store DIR
 //       every image, as a JSON array of {"name", "digest"}
-//   daemonlet-image prepare --store DIR --ref REF --rootfs DIR
+//   daemonlet-image prepare --store DIR --ref REF --rootfs DIR [--overlay DIR]
 //       assembles REF's root filesystem in DIR (which must not exist or be
-//       empty) and prints the image's config blob (config.md) as imported
+//       empty) and prints the image's config blob (config.md) as imported.
+//       With --overlay, DIR is an overlay mount of the layers whose upper and
+//       work directories are made in the --overlay directory (root only; the
+//       mount stays when this command exits: the caller unmounts it). An
+//       image of too many layers for overlay's options, or of none, is
+//       copied, and said so on stderr.
 //
 // Exit status: 0 done; 1 an error (the message, naming the file, field and
 // reason, on stderr); 2 the image is not in the store (prepare); 64 usage.
@@ -48,7 +53,7 @@ constexpr int kUsage = 64;
 const char* const kUsageText =
     "usage: daemonlet-image import --store DIR FILE...\n"
     "       daemonlet-image list --store DIR\n"
-    "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR\n";
+    "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR [--overlay DIR]\n";
 
 struct Args {
     std::string verb;
@@ -99,7 +104,18 @@ int list(const ImageStore& store) {
     return 0;
 }
 
-int prepare(const ImageStore& store, const std::string& reference, const std::string& rootfs) {
+// The overlay when asked and it fits, else the copy.
+daemonlet::Status assemble(const ImageStore& store, const ImportedImage& image, const std::string& rootfs,
+                           const std::string& overlay_dir) {
+    if (overlay_dir.empty()) return store.assemble_rootfs(image, rootfs);
+    auto mounted = store.mount_rootfs(image, rootfs, overlay_dir);
+    if (mounted || (mounted.error().code != "too_long" && mounted.error().code != "no_layer")) return mounted;
+    std::cerr << "daemonlet-image: " << mounted.error().message << ": copying the layers instead\n";
+    return store.assemble_rootfs(image, rootfs);
+}
+
+int prepare(const ImageStore& store, const std::string& reference, const std::string& rootfs,
+            const std::string& overlay_dir) {
     auto image = store.find(reference);
     if (!image) {
         if (image.error().code == "not_found") {
@@ -114,7 +130,7 @@ int prepare(const ImageStore& store, const std::string& reference, const std::st
     const std::string config_blob = store.blob_path(image.value().manifest.config.digest);
     auto config = daemonlet::platform::read_file(config_blob, daemonlet::kMaxImageJsonBytes);
     if (!config) return fail(config_blob + ": " + config.error().message);
-    if (auto s = store.assemble_rootfs(image.value(), rootfs); !s) return fail(s.error().message);
+    if (auto s = assemble(store, image.value(), rootfs, overlay_dir); !s) return fail(s.error().message);
     std::cout << config.value() << "\n";
     return 0;
 }
@@ -128,7 +144,7 @@ int main(int argc, char** argv) {
         return kUsage;
     }
     for (const auto& [name, value] : args.options)
-        if (name != "--store" && name != "--ref" && name != "--rootfs") {
+        if (name != "--store" && name != "--ref" && name != "--rootfs" && name != "--overlay") {
             std::cerr << "daemonlet-image: unknown option " << name << "\n" << kUsageText;
             return kUsage;
         }
@@ -137,7 +153,7 @@ int main(int argc, char** argv) {
     if ((is_import && args.files.empty()) || (is_list && !args.files.empty()) ||
         (is_prepare &&
          (!args.files.empty() || !args.options.count("--ref") || !args.options.count("--rootfs"))) ||
-        (!is_import && !is_list && !is_prepare)) {
+        (!is_prepare && args.options.count("--overlay")) || (!is_import && !is_list && !is_prepare)) {
         std::cerr << kUsageText;
         return kUsage;
     }
@@ -162,5 +178,5 @@ int main(int argc, char** argv) {
     if (!store) return fail("image store " + root + ": " + store.error().message);
     if (is_import) return import_files(store.value(), args.files);
     if (is_list) return list(store.value());
-    return prepare(store.value(), args.options["--ref"], args.options["--rootfs"]);
+    return prepare(store.value(), args.options["--ref"], args.options["--rootfs"], args.options["--overlay"]);
 }

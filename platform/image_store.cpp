@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "platform/fd.h"
 #include "platform/file.h"
 #include "platform/image_layer.h"
+#include "platform/overlay_mount.h"
 #include "platform/sha256.h"
 
 namespace daemonlet::platform {
@@ -416,6 +418,16 @@ bool exists(const std::string& path) {
     return ::lstat(path.c_str(), &st) == 0;
 }
 
+// An empty directory at `dir` (created when absent), for a root filesystem.
+Status empty_dir(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Error{"io", dir + ": " + ec.message()};
+    if (!std::filesystem::is_empty(dir, ec) || ec)
+        return Error{"invalid", dir + ": not empty: a root filesystem is assembled into an empty directory"};
+    return Ok{};
+}
+
 }  // namespace
 
 Result<ImageStore> ImageStore::open(std::string root, Platform platform, Mode mode) {
@@ -439,6 +451,9 @@ std::string ImageStore::blob_path(const std::string& digest) const {
 }
 std::string ImageStore::layer_path(const std::string& diff_id) const {
     return root_ + "/layers/sha256/" + hex_of(diff_id);
+}
+std::string ImageStore::overlay_layer_path(const std::string& diff_id) const {
+    return root_ + "/overlay/sha256/" + hex_of(diff_id);
 }
 
 Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string& path) {
@@ -568,18 +583,74 @@ Result<std::vector<ImportedImage>> ImageStore::list() const {
 }
 
 Status ImageStore::assemble_rootfs(const ImportedImage& image, const std::string& target_dir) const {
-    std::error_code ec;
-    std::filesystem::create_directories(target_dir, ec);
-    if (ec) return Error{"io", target_dir + ": " + ec.message()};
-    if (!std::filesystem::is_empty(target_dir, ec) || ec)
-        return Error{"invalid",
-                     target_dir + ": not empty: a root filesystem is assembled into an empty directory"};
+    if (auto st = empty_dir(target_dir); !st.ok()) return st;
     for (const std::string& diff_id : image.config.diff_ids) {
         std::string dir = layer_path(diff_id);
         if (!exists(dir)) return Error{"not_found", dir + ": the layer " + diff_id + " is not in the store"};
         if (auto st = apply_layer(dir, target_dir); !st.ok()) return st;
     }
     return Ok{};
+}
+
+Status ImageStore::mount_rootfs(const ImportedImage& image, const std::string& target_dir,
+                                const std::string& overlay_dir) const {
+    // The layers' names, top first, each once: a layer listed again above
+    // adds the same entries and whiteouts on top, so its lower place adds nothing.
+    std::vector<std::string> lowers;
+    std::set<std::string> seen;
+    for (auto it = image.config.diff_ids.rbegin(); it != image.config.diff_ids.rend(); ++it) {
+        if (!exists(layer_path(*it)))
+            return Error{"not_found", layer_path(*it) + ": the layer " + *it + " is not in the store"};
+        if (seen.insert(*it).second) lowers.push_back(*it);
+    }
+    if (lowers.empty())
+        return Error{"no_layer", "image " + image.manifest_digest + " has no layer for an overlay's lower"};
+    const std::string base = root_ + "/overlay/sha256", staging = root_ + "/overlay/tmp";
+    for (const char* sub : {"/overlay/sha256", "/overlay/tmp"}) {
+        std::error_code ec;
+        std::filesystem::create_directories(root_ + sub, ec);
+        if (ec) return Error{"io", root_ + sub + ": " + ec.message()};
+    }
+    bool missing = false;
+    for (const std::string& d : lowers) missing = missing || !exists(overlay_layer_path(d));
+    if (missing) {
+        // One maker at a time (prepares run in parallel, an import may too):
+        // it clears what a maker killed half-way left, then makes each form in
+        // staging and renames it into place whole.
+        const std::string lock_path = root_ + "/overlay/lock";
+        Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+        if (lock.get() < 0 || ::flock(lock.get(), LOCK_EX) != 0) return io_error(lock_path, "lock");
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(staging, ec)) {
+            std::error_code rm;
+            std::filesystem::remove_all(e.path(), rm);
+        }
+        std::vector<std::string> made;
+        for (const std::string& d : lowers) {
+            if (exists(overlay_layer_path(d))) continue;
+            std::string stage = staging + "/" + hex_of(d);
+            if (auto st = make_overlay_layer(layer_path(d), stage); !st.ok()) {
+                std::filesystem::remove_all(stage, ec);
+                return Error{st.error().code, "the overlay form of layer " + d + ": " + st.error().message};
+            }
+            made.push_back(d);
+        }
+        // On disk before their names say they are whole, as an import's layers.
+        Fd fs_fd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (fs_fd.get() < 0 || ::syncfs(fs_fd.get()) != 0) return io_error(root_, "syncfs");
+        for (const std::string& d : made)
+            if (::rename((staging + "/" + hex_of(d)).c_str(), overlay_layer_path(d).c_str()) != 0)
+                return io_error(overlay_layer_path(d), "rename");
+    }
+    for (std::string& d : lowers) d = hex_of(d);
+    if (auto st = empty_dir(target_dir); !st.ok()) return st;
+    std::error_code ec;
+    std::string target = std::filesystem::absolute(target_dir, ec).lexically_normal().string();
+    std::string over = std::filesystem::absolute(overlay_dir, ec).lexically_normal().string();
+    while (over.size() > 1 && over.back() == '/') over.pop_back();
+    for (const std::string& d : {over, over + "/upper", over + "/work"})
+        if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) return io_error(d, "mkdir");
+    return mount_overlay(base, lowers, over + "/upper", over + "/work", target);
 }
 
 }  // namespace daemonlet::platform

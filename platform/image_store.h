@@ -6,6 +6,8 @@
 //
 //   <root>/blobs/sha256/<hex>          manifests, configs, layer tarballs as imported
 //   <root>/layers/sha256/<diff_id>/    each layer unpacked, whiteout files kept as files
+//   <root>/overlay/sha256/<diff_id>/   its overlayfs form (whiteouts converted, files
+//                                      hard-linked to layers/), made on first overlay use
 //   <root>/images.json                 [{name, digest}] (written whole, then renamed)
 //   <root>/tmp/                        staging of imports in progress
 //
@@ -72,13 +74,25 @@ class ImageStore {
     // filesystem: its layers copied in order, OCI whiteouts applied (layer.md:
     // ".wh.<name>" removes <name> of the layers below; ".wh..wh..opq" empties
     // its directory of what the layers below put there), whiteout files not
-    // copied. Owners are kept when running as root. (Overlayfs assembly, which
-    // needs no copy, comes with the runtime.)
+    // copied. Owners are kept when running as root.
     Status assemble_rootfs(const ImportedImage& image, const std::string& target_dir) const;
+
+    // Mounts the image's root filesystem on `target_dir` (created, must be
+    // empty or absent) as an overlay: lower directories the layers' overlay
+    // forms (made first for a layer that has none: a store unpacked before
+    // overlays were used, or a new layer), the top layer first, a layer
+    // listed twice only at its top place; upper and work directories made
+    // in `overlay_dir`, which must be on one file system. Same tree as
+    // assemble_rootfs. Needs root. Error "too_long" when the layers' names
+    // do not fit overlay's options (about 60 layers), "no_layer" for an
+    // image of none: the caller copies instead.
+    Status mount_rootfs(const ImportedImage& image, const std::string& target_dir,
+                        const std::string& overlay_dir) const;
 
     const std::string& root() const { return root_; }
     std::string blob_path(const std::string& digest) const;
     std::string layer_path(const std::string& diff_id) const;
+    std::string overlay_layer_path(const std::string& diff_id) const;
 
   private:
     ImageStore(std::string root, Platform platform)

@@ -13,6 +13,7 @@
 #include "core/oci_spec.h"
 #include "platform/exec_runtime.h"
 #include "platform/file.h"
+#include "platform/overlay_mount.h"
 #include "platform/run_command.h"
 #include "platform/shim_state.h"
 
@@ -56,13 +57,14 @@ std::string trimmed(std::string s) {
     return s;
 }
 
-// `daemonlet-image prepare`: the rootfs assembled in `rootfs` (which must
-// not exist), and the image's config.
+// `daemonlet-image prepare`: the rootfs assembled in <bundle>/rootfs (which
+// must not exist), and the image's config.
 Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& reference,
-                                   const std::string& rootfs) {
-    auto r =
-        run_command({tool.binary, "prepare", "--store", tool.store, "--ref", reference, "--rootfs", rootfs},
-                    kImagePrepareDeadlineMs);
+                                   const std::string& bundle) {
+    std::vector<std::string> argv = {tool.binary, "prepare", "--store",  tool.store,
+                                     "--ref",     reference, "--rootfs", bundle + "/rootfs"};
+    if (tool.overlay) argv.insert(argv.end(), {"--overlay", bundle + "/overlay"});
+    auto r = run_command(argv, kImagePrepareDeadlineMs);
     if (!r) return r.error();
     if (r.value().exit_code == kImageToolNotFound)
         return Error{"image_not_found", "image \"" + reference + "\" is not in the image store"};
@@ -110,7 +112,7 @@ Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::str
                                    const std::string& bundle) {
     const Container& c = *launch.container;
     if (auto s = make_dirs(bundle); !s) return s;
-    auto image = prepare_rootfs(images_, c.image, bundle + "/rootfs");
+    auto image = prepare_rootfs(images_, c.image, bundle);
     if (!image) return image.error();
 
     OciSpecInput in;
@@ -139,10 +141,18 @@ Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::str
     return Runc::write_bundle(bundle, spec.value());
 }
 
+Status RuncRuntime::delete_bundle(const std::string& bundle) {
+    // A copy is no mount: nothing to do. An overlay's lower directories are
+    // the image store's layers, which a plain rm -rf would delete through it.
+    if (auto s = unmount_if_mounted(bundle + "/rootfs"); !s) return s;
+    return remove_tree_on_one_fs(bundle);
+}
+
 void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool runc_may_know) {
     if (runc_may_know) (void)runc_.remove(id);
-    std::error_code ec;
-    fs::remove_all(bundle, ec);
+    // A bundle that cannot go yet (its rootfs busy) is a leftover that the
+    // next adopt_all tries again.
+    (void)delete_bundle(bundle);
 }
 
 Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
@@ -229,9 +239,7 @@ Status RuncRuntime::remove(const std::string& id) {
     // runc's container may outlive runc itself (runc was SIGKILLed after
     // the grace period): delete --force kills it and removes its cgroup.
     if (auto s = runc_.remove(id); !s) return s;
-    std::error_code ec;
-    fs::remove_all(bundle_dir(id), ec);
-    if (ec) return Error{"io", bundle_dir(id) + ": " + ec.message()};
+    if (auto s = delete_bundle(bundle_dir(id)); !s) return s;
     return exec_->remove(id);
 }
 

@@ -5,15 +5,21 @@
 // so the shim's logs, exit status, graceful stop and re-adoption after an
 // agent restart work as they do for the exec runtime, which this wraps.
 //
-// What it adds, per start: `daemonlet-image prepare` copies the image's
-// layers from the local image store into <runtime>/bundles/<id>/rootfs and
-// prints the image's config (not in the store: error "image_not_found", the
+// What it adds, per start: `daemonlet-image prepare` mounts the image's
+// layers from the local image store as an overlay on
+// <runtime>/bundles/<id>/rootfs (upper and work directories in
+// <id>/overlay; ImageTool::overlay), or copies them there, and prints the
+// image's config (not in the store: error "image_not_found", the
 // agent's ErrImagePull); config.json is written by core's
 // build_oci_spec (hostPath volumes; an emptyDir is
 // <runtime>/pods/<pod uid>/volumes/<name>; cgroupsPath /daemonlet/<id>).
 // The runc container, the bundle and the shim's state share one id. On
 // remove(): `runc delete --force` (a container that outlived a SIGKILLed
-// runc goes with it), then the bundle, then the shim's state.
+// runc goes with it), then the rootfs unmounted, then the bundle (never
+// through a mount: platform/overlay_mount.h), then the shim's state. The
+// overlay mounts are in the host's mount namespace: an agent restart keeps
+// the running containers' (the unit sets no PrivateMounts); a reboot takes
+// them, and the containers, which are started again with new bundles.
 //
 // The image store is daemonlet-image's, never opened here: it links
 // libarchive and its dependencies, which the agent would otherwise map in
@@ -36,10 +42,14 @@ namespace daemonlet::platform {
 struct ImageTool {
     std::string binary;  // absolute path
     std::string store;   // stateDir/images
+    // Root filesystems as overlay mounts (the agent probed that the node can:
+    // overlay_mount.h use_overlay), else copies.
+    bool overlay = false;
 };
 
-// `daemonlet-image prepare` copies a rootfs and blocks the agent's loop
-// while it does (about 1 ms for busybox). One that takes longer is killed
+// `daemonlet-image prepare` mounts or copies a rootfs and blocks the
+// agent's loop while it does (README, "Root filesystems": milliseconds for
+// busybox). One that takes longer is killed
 // and the start fails: well within the unit's WatchdogSec=30s, whose ping
 // the loop owes every 15 s.
 inline constexpr int kImagePrepareDeadlineMs = 10000;
@@ -84,6 +94,8 @@ class RuncRuntime final : public Runtime {
 
   private:
     Status prepare_bundle(const ContainerLaunch& launch, const std::string& id, const std::string& bundle);
+    // The rootfs unmounted, then the bundle deleted.
+    Status delete_bundle(const std::string& bundle);
     // Undoes a start: runc's container (when runc may have made one), the bundle.
     void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
 

@@ -12,6 +12,15 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sed -E "s|^ExecStart=[^ ]+|ExecStart=$bin|" "$unit" >"$tmp/daemonlet.service"
+# Any of these gives the agent its own mount namespace, where the runc
+# runtime's rootfs overlay mounts would be hidden from the host and lost on
+# an agent restart.
+if grep -Eq '^(PrivateMounts|MountFlags|ProtectSystem|ProtectHome|PrivateTmp|PrivateDevices|ReadOnlyPaths|ReadWritePaths|InaccessiblePaths|TemporaryFileSystem|BindPaths)=' "$unit"; then
+    echo "FAIL: $unit sets a mount namespace option:"
+    grep -E '^(PrivateMounts|MountFlags|Protect|Private|ReadOnly|ReadWrite|Inaccessible|Temporary|Bind)' "$unit"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
 out=$(systemd-analyze verify "$tmp/daemonlet.service" 2>&1)
 status=$?
 # Lines about other units on the host are not ours.

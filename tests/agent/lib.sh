@@ -20,14 +20,27 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# The runc runtime's scripts: exits (SKIPPED) where runc containers cannot
+# run, else sets runc_bin.
+require_runc() {
+    [[ $(id -u) -eq 0 ]] || { echo "SKIPPED: runc containers need root"; exit 0; }
+    runc_bin=$(command -v runc) || { echo "SKIPPED: runc is not installed (apt-get install runc)"; exit 0; }
+    [[ -x /bin/busybox ]] || { echo "SKIPPED: /bin/busybox is missing (apt-get install busybox-static)"; exit 0; }
+    [[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
+}
 # The runc runtime's scripts set runc_bin, then `trap runc_cleanup EXIT`:
-# the shims go with cleanup, runc's containers need runc.
+# the shims go with cleanup, runc's containers need runc, their rootfs
+# mounts an unmount.
 runc_root=$state/runtime/runc
 rc() { "${runc_bin:?}" --root "$runc_root" "$@"; }
 runc_cleanup() {
     [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
     pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
     for id in $(rc list -q 2>/dev/null); do rc delete --force "$id" >/dev/null 2>&1; done
+    # The containers' overlay root filesystems (runtime.rootfs), before the
+    # work directory goes: rm -rf stops at a mount and would leave it.
+    local m
+    for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo); do umount -l "$m"; done
     cleanup
 }
 

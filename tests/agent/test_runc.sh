@@ -9,11 +9,8 @@
 # Needs root, runc and busybox-static; skips without them.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
-[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: runc containers need root"; exit 0; }
-runc_bin=$(command -v runc) || { echo "SKIPPED: runc is not installed (apt-get install runc)"; exit 0; }
-[[ -x /bin/busybox ]] || { echo "SKIPPED: /bin/busybox is missing (apt-get install busybox-static)"; exit 0; }
-[[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
 source "$here/lib.sh"
+require_runc
 
 import=$work/import
 data=$work/data

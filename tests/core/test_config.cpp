@@ -82,6 +82,37 @@ TEST(Config, RuncRuntimeErrorsNameTheKey) {
     CHECK_TRUE(has(r, "c.yaml: runtime.pull: unknown key"));
 }
 
+// runtime.rootfs chooses how a runc container's root filesystem is made:
+// an overlayfs mount of the layers, as containerd's overlayfs snapshotter
+// (the default snapshotter) does, or a copy (its "native" snapshotter).
+TEST(Config, RuncRootfsIsAutoOverlayOrCopy) {
+    static const struct {
+        const char* name;
+        const char* yaml;
+        const char* expected;  // the value, or the error's text
+        bool valid;
+    } rows[] = {
+        {"absent: auto", "runtime: {type: runc}\n", "auto", true},
+        {"overlay", "runtime: {type: runc, rootfs: overlay}\n", "overlay", true},
+        {"copy", "runtime: {type: runc, rootfs: copy}\n", "copy", true},
+        {"auto", "runtime: {type: runc, rootfs: auto}\n", "auto", true},
+        {"unknown value", "runtime: {type: runc, rootfs: aufs}\n",
+         "c.yaml: runtime.rootfs: Unsupported value: \"aufs\": supported values: \"auto\", \"overlay\", "
+         "\"copy\"",
+         false},
+        {"not a string", "runtime: {type: runc, rootfs: [overlay]}\n", "c.yaml: runtime.rootfs: ", false},
+    };
+    for (const auto& row : rows) {
+        auto r = parse_agent_config(row.yaml, "c.yaml", "/");
+        if (row.valid) {
+            CHECK_TEXT(r.errors.empty(), (std::string(row.name) + ": " + all(r)).c_str());
+            STRCMP_EQUAL_TEXT(row.expected, r.config.runtime_rootfs.c_str(), row.name);
+        } else {
+            CHECK_TEXT(has(r, row.expected), (std::string(row.name) + ": " + all(r)).c_str());
+        }
+    }
+}
+
 TEST(Config, ErrorsNameTheKeyPath) {
     auto r = parse_agent_config(R"(
 nodeName: Edge_01

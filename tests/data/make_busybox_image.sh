@@ -10,7 +10,10 @@
 # Environment: BUSYBOX (default /bin/busybox), GOARCH (default from uname -m),
 # EXTRA_LAYERS_MIB (e.g. "16 16 16": one more layer per number, each a file
 # data/<n>.bin of that many MiB of pseudo-random bytes from AES-CTR over
-# zeros: incompressible like real binaries, and the same at every run).
+# zeros: incompressible like real binaries, and the same at every run),
+# LAYERS (default 1): that many small layers, each above the first adding
+# one file etc/layer<n> (an image of many layers, as overlay's mount
+# options limit); extra layers of EXTRA_LAYERS_MIB come above them.
 set -euo pipefail
 
 out=${1:?usage: make_busybox_image.sh OUT.tar [NAME]}
@@ -39,7 +42,7 @@ done
 reproducible=(--sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=posix
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime)
 tar "${reproducible[@]}" -C "$work/rootfs" -cf "$work/layer.tar" bin
-diff_id=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
+diff_ids="\"sha256:$(sha256sum "$work/layer.tar" | cut -d' ' -f1)\""
 gzip -n -9 "$work/layer.tar"
 
 # Moves FILE into blobs/sha256 and prints its "digest size".
@@ -52,8 +55,15 @@ add_blob() {
 }
 
 read -r layer_digest layer_size < <(add_blob "$work/layer.tar.gz")
-diff_ids="\"sha256:$diff_id\""
 layers="{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$layer_digest\",\"size\":$layer_size}"
+for ((n = 2; n <= ${LAYERS:-1}; n++)); do
+    mkdir -p "$work/extra$n/etc"
+    echo "$n" >"$work/extra$n/etc/layer$n"
+    tar "${reproducible[@]}" -C "$work/extra$n" -cf "$work/extra$n.tar" etc
+    diff_ids+=",\"sha256:$(sha256sum "$work/extra$n.tar" | cut -d' ' -f1)\""
+    read -r extra_digest extra_size < <(add_blob "$work/extra$n.tar")
+    layers+=",{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"$extra_digest\",\"size\":$extra_size}"
+done
 n=0
 for mib in ${EXTRA_LAYERS_MIB:-}; do
     n=$((n + 1))

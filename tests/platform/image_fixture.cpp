@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "platform/sha256.h"
 
@@ -45,6 +46,13 @@ std::string compress(const std::string& data, int (*filter)(archive*)) {
 }
 
 }  // namespace
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
 
 std::string make_tar(const std::vector<TarEntry>& entries, bool gzip) {
     std::string out;

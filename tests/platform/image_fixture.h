@@ -18,6 +18,9 @@ struct TarEntry {
 // A tar (gzip-compressed when asked) of `entries`, as bytes.
 std::string make_tar(const std::vector<TarEntry>& entries, bool gzip = false);
 
+// The bytes of the file `path` ("" when it cannot be read).
+std::string slurp(const std::string& path);
+
 // "sha256:<hex>" of `data`.
 std::string digest_of(const std::string& data);
 

@@ -28,13 +28,6 @@ namespace {
 
 const Platform kAmd64{"linux", "amd64", ""};
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
 std::size_t count_entries(const std::string& dir) {
     std::error_code ec;
     std::size_t n = 0;
