@@ -12,6 +12,12 @@
 //   daemonlet-image prepare --store DIR --ref REF --rootfs DIR
 //       assembles REF's root filesystem in DIR (which must not exist or be
 //       empty) and prints the image's config blob (config.md) as imported
+//   daemonlet-image pull --store DIR [--auth-file FILE] [--certs-dir DIR]
+//                        [--insecure HOST[,HOST...]] REF
+//       pulls REF from its registry (platform/image_pull.h) and imports it;
+//       the same JSON line as import. On failure the message is
+//       "daemonlet-image: <code>: <reason>", code one of unauthorized,
+//       not_found, unreachable, certificate, invalid, pull_failed
 //
 // Exit status: 0 done; 1 an error (the message, naming the file, field and
 // reason, on stderr); 2 the image is not in the store (prepare); 64 usage.
@@ -32,6 +38,7 @@
 #include "core/oci_image.h"
 #include "platform/fd.h"
 #include "platform/file.h"
+#include "platform/image_pull.h"
 #include "platform/image_store.h"
 #include "platform/system_info.h"
 
@@ -48,7 +55,9 @@ constexpr int kUsage = 64;
 const char* const kUsageText =
     "usage: daemonlet-image import --store DIR FILE...\n"
     "       daemonlet-image list --store DIR\n"
-    "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR\n";
+    "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR\n"
+    "       daemonlet-image pull --store DIR [--auth-file FILE] [--certs-dir DIR] [--insecure HOST,...] "
+    "REF\n";
 
 struct Args {
     std::string verb;
@@ -119,6 +128,30 @@ int prepare(const ImageStore& store, const std::string& reference, const std::st
     return 0;
 }
 
+// The error's code first, for the agent (RuncRuntime::pull_image).
+int pull(ImageStore& store, const daemonlet::Platform& platform, const std::string& reference,
+         std::map<std::string, std::string>& options) {
+    daemonlet::platform::RegistryOptions registry;
+    registry.auth_file = options["--auth-file"];
+    registry.certs_dir = options["--certs-dir"];
+    const std::string insecure = options["--insecure"];
+    for (std::size_t start = 0; start < insecure.size();) {
+        std::size_t end = insecure.find(',', start);
+        if (end == std::string::npos) end = insecure.size();
+        if (end > start) registry.insecure_registries.push_back(insecure.substr(start, end - start));
+        start = end + 1;
+    }
+    std::vector<std::string> warnings;
+    auto pulled = daemonlet::platform::pull_image(store, platform, reference, registry, warnings);
+    for (const auto& w : warnings) std::cerr << "daemonlet-image: warning: " << w << "\n";
+    if (!pulled) {
+        std::cerr << "daemonlet-image: " << pulled.error().code << ": " << pulled.error().message << "\n";
+        return kFailed;
+    }
+    for (const auto& image : pulled.value()) std::cout << image_line(image).dump() << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,16 +161,17 @@ int main(int argc, char** argv) {
         return kUsage;
     }
     for (const auto& [name, value] : args.options)
-        if (name != "--store" && name != "--ref" && name != "--rootfs") {
+        if (name != "--store" && name != "--ref" && name != "--rootfs" && name != "--auth-file" &&
+            name != "--certs-dir" && name != "--insecure") {
             std::cerr << "daemonlet-image: unknown option " << name << "\n" << kUsageText;
             return kUsage;
         }
     const bool is_import = args.verb == "import", is_list = args.verb == "list",
-               is_prepare = args.verb == "prepare";
+               is_prepare = args.verb == "prepare", is_pull = args.verb == "pull";
     if ((is_import && args.files.empty()) || (is_list && !args.files.empty()) ||
         (is_prepare &&
          (!args.files.empty() || !args.options.count("--ref") || !args.options.count("--rootfs"))) ||
-        (!is_import && !is_list && !is_prepare)) {
+        (is_pull && args.files.size() != 1) || (!is_import && !is_list && !is_prepare && !is_pull)) {
         std::cerr << kUsageText;
         return kUsage;
     }
@@ -147,7 +181,7 @@ int main(int argc, char** argv) {
     // operator by hand): held until this process exits. Readers take no
     // lock, so that a container's start never waits for an import.
     std::optional<daemonlet::platform::Fd> lock;
-    if (is_import) {
+    if (is_import || is_pull) {
         std::error_code ec;
         std::filesystem::create_directories(root, ec);
         if (ec) return fail("image store " + root + ": " + ec.message());
@@ -156,11 +190,13 @@ int main(int argc, char** argv) {
         if (lock->get() < 0 || ::flock(lock->get(), LOCK_EX) != 0)
             return fail(lock_path + ": cannot lock: " + std::strerror(errno));
     }
-    auto store =
-        ImageStore::open(root, daemonlet::host_platform(daemonlet::goarch_from_machine(machine), machine),
-                         is_import ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
+    const daemonlet::Platform platform =
+        daemonlet::host_platform(daemonlet::goarch_from_machine(machine), machine);
+    auto store = ImageStore::open(root, platform,
+                                  is_import || is_pull ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
     if (!store) return fail("image store " + root + ": " + store.error().message);
     if (is_import) return import_files(store.value(), args.files);
     if (is_list) return list(store.value());
+    if (is_pull) return pull(store.value(), platform, args.files.front(), args.options);
     return prepare(store.value(), args.options["--ref"], args.options["--rootfs"]);
 }
