@@ -108,7 +108,8 @@ Status Agent::init() {
         open_images();
         rt = platform::make_runc_runtime(
             &loop_, config_.state_dir + "/runtime", find_helper("daemonlet-shim"),
-            platform::ImageTool{find_helper("daemonlet-image"), config_.state_dir + "/images"},
+            platform::ImageTool{find_helper("daemonlet-image"), config_.state_dir + "/images",
+                                registry_pull_options(config_)},
             config_.runc_path);
     } else {
         rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",
@@ -213,13 +214,20 @@ void Agent::reload_config() {
     }
     AgentConfig next = std::move(loaded).value();
     if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type ||
-        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path)
+        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path ||
+        next.registry_auth_file != config_.registry_auth_file ||
+        next.registry_certs_dir != config_.registry_certs_dir ||
+        next.insecure_registries != config_.insecure_registries)
         log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
                                 config_.state_dir + " and runtime " + config_.runtime_type);
     next.state_dir = config_.state_dir;
     next.runtime_type = config_.runtime_type;
     next.image_import_dir = config_.image_import_dir;
     next.runc_path = config_.runc_path;
+    // The runtime was made with them (its pulls' daemonlet-image arguments).
+    next.registry_auth_file = config_.registry_auth_file;
+    next.registry_certs_dir = config_.registry_certs_dir;
+    next.insecure_registries = config_.insecure_registries;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;

@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "core/json.h"
 #include "platform/log.h"
+#include "platform/system_info.h"
 
 namespace daemonlet::agent {
 
@@ -147,6 +148,134 @@ void Agent::retry_image_waits() {
         }
     }
     if (started) schedule_reconcile();
+}
+
+std::vector<std::string> registry_pull_options(const AgentConfig& config) {
+    std::vector<std::string> out;
+    if (!config.registry_auth_file.empty()) out.insert(out.end(), {"--auth-file", config.registry_auth_file});
+    if (!config.registry_certs_dir.empty()) out.insert(out.end(), {"--certs-dir", config.registry_certs_dir});
+    std::string insecure;
+    for (const auto& h : config.insecure_registries) insecure += (insecure.empty() ? "" : ",") + h;
+    if (!insecure.empty()) out.insert(out.end(), {"--insecure", insecure});
+    return out;
+}
+
+// Always pulls at every container start; IfNotPresent pulls when start()
+// finds the image absent (pods.cpp); Never never pulls.
+bool Agent::image_ready_to_start(const std::string& uid, std::size_t index, const Container& spec) {
+    if (spec.image_pull_policy != "Always" || !runtime_->can_pull()) return true;
+    LiveContainer& lc = pods_[uid].containers[index];
+    if (lc.image_pulled) {
+        lc.image_pulled = false;
+        return true;
+    }
+    request_image_pull(uid, index, spec);
+    return false;
+}
+
+// The container waits for a pull of its image: the one in progress, a new
+// one, or, while the image backs off after a failure, its restart timer
+// (kubelet's imageBackOff: pkg/kubelet/kubelet.go NewBackOff(backOffPeriod
+// 10 s, MaxContainerBackOff 300 s), our crashLoopBackoff figures, whose
+// defaults are those).
+void Agent::request_image_pull(const std::string& uid, std::size_t index, const Container& spec) {
+    LivePod& p = pods_[uid];
+    ContainerStatus& cs = p.status(index);
+    ImagePull& pull = image_pulls_[spec.image];
+    const std::int64_t now = platform::monotonic_ms();
+    cs.state = ContainerState::Waiting;
+    if (!pull.running && now < pull.retry_at_mono_ms) {
+        // kubelet's images.ErrImagePullBackOff: "Back-off pulling image".
+        cs.reason = "ImagePullBackOff";
+        cs.message = "Back-off pulling image \"" + spec.image + "\": " + pull.error;
+        schedule_restart(uid, index, pull.retry_at_mono_ms - now);
+        return;
+    }
+    pull.waiters.insert({uid, index});
+    if (!is_image_wait(cs.reason)) {
+        cs.reason = "ContainerCreating";
+        cs.message = "pulling image \"" + spec.image + "\"";
+    }
+    if (pull.running) return;
+    pull.running = true;
+    pull.started_mono_ms = now;
+    log(Level::Notice, "image " + spec.image + ": pulling from its registry (imagePullPolicy " +
+                           spec.image_pull_policy + ", for pod " + p.rec.namespace_ + "/" + p.rec.name + ")");
+    record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "Pulling",
+                 "Pulling image \"" + spec.image + "\"");
+    const std::string image = spec.image;
+    runtime_->pull_image(image, [this, image](Status result) { on_image_pulled(image, result); });
+}
+
+void Agent::on_image_pulled(const std::string& image, const Status& result) {
+    if (stopping_) return;
+    ImagePull& pull = image_pulls_[image];
+    pull.running = false;
+    const auto waiters = std::move(pull.waiters);
+    pull.waiters.clear();
+    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t took = now - pull.started_mono_ms;
+    std::int64_t delay = 0;
+    if (result.ok()) {
+        pull = ImagePull{};
+        log(Level::Notice, "image " + image + ": pulled in " + std::to_string(took) + " ms");
+    } else {
+        delay = next_restart_delay(pull.backoff, 0,
+                                   {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+        pull.retry_at_mono_ms = now + delay;
+        pull.error = result.error().message;
+        log(Level::Err, "image " + image + ": pull failed (" + result.error().code + "): " + pull.error +
+                            "; retrying in " + std::to_string(delay) + " ms");
+    }
+    bool touched = false;
+    std::set<std::string> noted;  // one event per DaemonSet
+    for (const auto& [uid, index] : waiters) {
+        auto pit = pods_.find(uid);
+        if (pit == pods_.end() || index >= pit->second.containers.size()) continue;
+        LivePod& p = pit->second;
+        LiveContainer& lc = p.containers[index];
+        ContainerStatus& cs = p.status(index);
+        const Container* spec = container_spec(p, index);
+        if (!lc.id.empty() || !spec || spec->image != image || p.rec.deleting) continue;
+        const bool first_of_ds = noted.insert(p.rec.namespace_ + "/" + p.rec.daemonset).second;
+        touched = true;
+        if (result.ok()) {
+            if (first_of_ds)
+                record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "Pulled",
+                             "Successfully pulled image \"" + image + "\" in " + std::to_string(took) + "ms");
+            lc.image_pulled = true;
+        } else if (result.error().code == "unreachable" && spec->image_pull_policy == "Always" &&
+                   runtime_->has_image(image)) {
+            // A deliberate deviation from kubelet, which fails the start: an
+            // offline board runs the image it has, as it runs static pods.
+            if (!pull.warned_offline)
+                log(Level::Warning, "image " + image + ": imagePullPolicy Always but the registry is " +
+                                        "unreachable; starting the image in the local store (" + pull.error +
+                                        ")");
+            pull.warned_offline = true;
+            lc.image_pulled = true;
+        } else {
+            if (first_of_ds) {
+                record_event(p.rec.namespace_, p.rec.daemonset, "Warning", "Failed",
+                             "Failed to pull image \"" + image + "\": " + pull.error);
+                record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "BackOff",
+                             "Back-off pulling image \"" + image + "\"");
+            }
+            const bool again = is_image_wait(cs.reason);
+            cs.state = ContainerState::Waiting;
+            cs.reason = again ? "ImagePullBackOff" : "ErrImagePull";
+            cs.message = pull.error;
+            schedule_restart(uid, index, delay);
+            save_pod(p);
+            continue;
+        }
+        close_restart_timer(lc.restart_timer);
+        lc.backoff = {};
+        start_container(uid, index);
+        refresh_readiness(p);
+        save_pod(p);
+    }
+    if (touched) schedule_reconcile();
 }
 
 }  // namespace daemonlet::agent

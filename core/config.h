@@ -9,7 +9,10 @@
 //   manifestDir: /etc/daemonlet/manifests
 //   stateDir: /var/lib/daemonlet
 //   runtime: {type: exec}           # or, for containers from images:
-//   runtime: {type: runc, imageImportDir: /var/lib/daemonlet/import, runcPath: runc}
+//   runtime: {type: runc, imageImportDir: /var/lib/daemonlet/import, runcPath: runc,
+//             registryAuthFile: /etc/daemonlet/registry-auth.json,  # default: anonymous pulls
+//             registryCertsDir: /etc/daemonlet/certs.d,  # <dir>/<host:port>/ca.crt
+//             insecureRegistries: ["10.0.0.5:5000"]}     # plain HTTP, for these only
 //   fileCheckFrequency: 20s
 //   crashLoopBackoff: {initial: 10s, max: 300s}
 //   containerLogMaxSize: 10Mi
@@ -71,6 +74,15 @@ struct AgentConfig {
     // <state_dir>/import (image_import_dir_of()).
     std::string image_import_dir;
     std::string runc_path = "runc";  // found on PATH unless it holds a '/'
+    // runc registry pulls: a Docker config.json-style file of credentials
+    // ({"auths": {"host:port": {"auth": base64(user:pass)}}}, as kubelet's
+    // /var/lib/kubelet/config.json); empty: anonymous.
+    std::string registry_auth_file;
+    // Docker's certs.d convention: <dir>/<host:port>/ca.crt trusted for that
+    // registry beside the system's CAs.
+    std::string registry_certs_dir = "/etc/daemonlet/certs.d";
+    // host[:port] of registries spoken to over plain HTTP (no TLS at all).
+    std::vector<std::string> insecure_registries;
     std::int64_t file_check_frequency_ms = 20'000;
     std::int64_t backoff_initial_ms = 10'000;
     std::int64_t backoff_max_ms = 300'000;

@@ -20,11 +20,14 @@
 // every process, runc or not (README, "Memory").
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "platform/prober.h"
 #include "platform/runc.h"
 #include "platform/runtime.h"
 
@@ -36,7 +39,14 @@ namespace daemonlet::platform {
 struct ImageTool {
     std::string binary;  // absolute path
     std::string store;   // stateDir/images
+    // Given to `daemonlet-image pull` after --store: --auth-file,
+    // --certs-dir, --insecure (the agent's runtime.registry* keys).
+    std::vector<std::string> pull_options;
 };
+
+// A registry pull of a large image on a slow link may take long; one that
+// takes longer than this is killed (and retried with back-off).
+inline constexpr int kImagePullDeadlineMs = 30 * 60 * 1000;
 
 // `daemonlet-image prepare` copies a rootfs and blocks the agent's loop
 // while it does (about 1 ms for busybox). One that takes longer is killed
@@ -73,7 +83,20 @@ class RuncRuntime final : public Runtime {
     // `runc exec ID command...`: the container's env and cwd from its config.json.
     std::optional<std::vector<std::string>> exec_in(const std::string& id,
                                                     const std::vector<std::string>& command) const override;
-    void close() override { exec_->close(); }
+    void close() override {
+        close_pulls();
+        exec_->close();
+    }
+
+    // Registry pulls (runc_pull.cpp): `daemonlet-image pull` run on the loop
+    // through a Prober, one per image at a time, shared by every caller
+    // waiting for that image. Enabled by make_runc_runtime.
+    void enable_pulls(uv_loop_s* loop);
+    bool can_pull() const override { return pulls_ != nullptr; }
+    void pull_image(const std::string& image, std::function<void(Status)> done) override;
+    // `daemonlet-image list`, the reference normalised (blocks the loop for
+    // a few milliseconds).
+    bool has_image(const std::string& image) const override;
 
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
     std::string runc_root() const { return runtime_dir_ + "/runc"; }
@@ -89,6 +112,12 @@ class RuncRuntime final : public Runtime {
     std::string runc_binary_;
     std::vector<std::string> capabilities_;
     Runc runc_;
+
+    void close_pulls();
+    void on_pulled(const std::string& image, Status result);
+    uv_loop_s* loop_ = nullptr;
+    std::unique_ptr<Prober> pulls_;
+    std::map<std::string, std::vector<std::function<void(Status)>>> pulling_;  // image -> waiting callers
 };
 
 // The agent's way to make one: the exec runtime under
