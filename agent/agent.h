@@ -131,10 +131,10 @@ class Agent {
     struct ImagePull {
         bool running = false;
         std::int64_t started_mono_ms = 0;
-        BackoffState backoff;
-        std::int64_t retry_at_mono_ms = 0;                      // no pull before this after a failure
-        std::string error;                                      // the last failure's message
-        bool warned_offline = false;                            // the local image ran instead (logged once)
+        std::int64_t backoff_ms = 0;        // the wait after the last failure; 0: none failed
+        std::int64_t retry_at_mono_ms = 0;  // no pull before this after a failure
+        std::string error;                  // the last failure's message
+        bool warned_offline = false;        // the local image ran instead (logged once)
         std::set<std::pair<std::string, std::size_t>> waiters;  // (pod uid, container index)
     };
     struct LivePod {

@@ -220,8 +220,12 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
         pull = ImagePull{};
         log(Level::Notice, "image " + image + ": pulled in " + std::to_string(took) + " ms");
     } else {
-        delay = next_restart_delay(pull.backoff, 0,
-                                   {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+        // flowcontrol.Backoff.Next as image_manager.go calls it after a
+        // failed pull: the first failure waits the initial period, each
+        // later one twice the last, up to the maximum.
+        pull.backoff_ms = pull.backoff_ms == 0 ? config_.backoff_initial_ms
+                                               : std::min(pull.backoff_ms * 2, config_.backoff_max_ms);
+        delay = pull.backoff_ms;
         pull.retry_at_mono_ms = now + delay;
         pull.error = result.error().message;
         log(Level::Err, "image " + image + ": pull failed (" + result.error().code + "): " + pull.error +
@@ -236,13 +240,15 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
         LiveContainer& lc = p.containers[index];
         ContainerStatus& cs = p.status(index);
         const Container* spec = container_spec(p, index);
-        if (!lc.id.empty() || !spec || spec->image != image || p.rec.deleting) continue;
         const bool first_of_ds = noted.insert(p.rec.namespace_ + "/" + p.rec.daemonset).second;
+        // Recorded even for a container that another path (the reconcile's
+        // advance_pod) started once the image was in the store.
+        if (result.ok() && first_of_ds)
+            record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "Pulled",
+                         "Successfully pulled image \"" + image + "\" in " + std::to_string(took) + "ms");
+        if (!lc.id.empty() || !spec || spec->image != image || p.rec.deleting) continue;
         touched = true;
         if (result.ok()) {
-            if (first_of_ds)
-                record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "Pulled",
-                             "Successfully pulled image \"" + image + "\" in " + std::to_string(took) + "ms");
             lc.image_pulled = true;
         } else if (result.error().code == "unreachable" && spec->image_pull_policy == "Always" &&
                    runtime_->has_image(image)) {
