@@ -134,6 +134,7 @@ class Agent {
         std::int64_t backoff_ms = 0;        // the wait after the last failure; 0: none failed
         std::int64_t retry_at_mono_ms = 0;  // no pull before this after a failure
         std::string error;                  // the last failure's message
+        std::string error_code;             // and its code ("unreachable", ...)
         bool warned_offline = false;        // the local image ran instead (logged once)
         std::set<std::pair<std::string, std::size_t>> waiters;  // (pod uid, container index)
     };

@@ -43,6 +43,20 @@ bool is_archive_name(const std::string& name) {
     return ends_with(name, ".tar") || ends_with(name, ".tar.gz") || ends_with(name, ".tgz");
 }
 
+// The deliberate deviation from kubelet (which fails the start): with
+// imagePullPolicy Always and the registry unreachable, an offline board runs
+// the image it has, as it runs static pods. Said once per image until a
+// pull succeeds.
+void warn_offline_once(const std::string& image, const std::string& error, bool& warned) {
+    if (!warned)
+        log(Level::Warning,
+            "image " + image +
+                ": imagePullPolicy Always but the registry is unreachable; starting the image "
+                "in the local store (" +
+                error + ")");
+    warned = true;
+}
+
 }  // namespace
 
 void Agent::open_images() {
@@ -169,6 +183,15 @@ bool Agent::image_ready_to_start(const std::string& uid, std::size_t index, cons
         lc.image_pulled = false;
         return true;
     }
+    // Backing off after the registry was unreachable, and the image arrived
+    // meanwhile (an import): the offline rule below applies to it too.
+    auto it = image_pulls_.find(spec.image);
+    if (it != image_pulls_.end() && !it->second.running &&
+        platform::monotonic_ms() < it->second.retry_at_mono_ms && it->second.error_code == "unreachable" &&
+        runtime_->has_image(spec.image)) {
+        warn_offline_once(spec.image, it->second.error, it->second.warned_offline);
+        return true;
+    }
     request_image_pull(uid, index, spec);
     return false;
 }
@@ -228,6 +251,7 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
         delay = pull.backoff_ms;
         pull.retry_at_mono_ms = now + delay;
         pull.error = result.error().message;
+        pull.error_code = result.error().code;
         log(Level::Err, "image " + image + ": pull failed (" + result.error().code + "): " + pull.error +
                             "; retrying in " + std::to_string(delay) + " ms");
     }
@@ -254,11 +278,7 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
                    runtime_->has_image(image)) {
             // A deliberate deviation from kubelet, which fails the start: an
             // offline board runs the image it has, as it runs static pods.
-            if (!pull.warned_offline)
-                log(Level::Warning, "image " + image + ": imagePullPolicy Always but the registry is " +
-                                        "unreachable; starting the image in the local store (" + pull.error +
-                                        ")");
-            pull.warned_offline = true;
+            warn_offline_once(image, pull.error, pull.warned_offline);
             lc.image_pulled = true;
         } else {
             if (first_of_ds) {

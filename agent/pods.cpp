@@ -371,7 +371,11 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     auto id = runtime_->start(launch);
     if (!id.ok() && id.error().code == "image_not_found" && spec->image_pull_policy != "Never" &&
         runtime_->can_pull()) {
-        request_image_pull(uid, index, *spec);  // IfNotPresent, and absent
+        // IfNotPresent, and absent. Logged once per wait, as below.
+        if (!is_image_wait(cs.reason))
+            log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
+                                   id.error().message + "; pulling it from its registry");
+        request_image_pull(uid, index, *spec);
         return;
     }
     if (!id.ok() && id.error().code == "image_not_found") {

@@ -90,6 +90,19 @@ Json image_line(const ImportedImage& image) {
     return Json{{"name", image.name}, {"digest", image.manifest_digest}};
 }
 
+// One import at a time per store, whoever runs it (the agent, or an
+// operator by hand): held until this process exits.
+daemonlet::Status lock_store(const std::string& root, std::optional<daemonlet::platform::Fd>& lock) {
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    if (ec) return daemonlet::Error{"pull_failed", "image store " + root + ": " + ec.message()};
+    const std::string lock_path = root + "/import.lock";
+    lock.emplace(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (lock->get() < 0 || ::flock(lock->get(), LOCK_EX) != 0)
+        return daemonlet::Error{"pull_failed", lock_path + ": cannot lock: " + std::strerror(errno)};
+    return daemonlet::Ok{};
+}
+
 int import_files(ImageStore& store, const std::vector<std::string>& files) {
     for (const auto& file : files) {
         auto imported = store.import_archive(file);
@@ -128,8 +141,9 @@ int prepare(const ImageStore& store, const std::string& reference, const std::st
     return 0;
 }
 
-// The error's code first, for the agent (RuncRuntime::pull_image).
-int pull(ImageStore& store, const daemonlet::Platform& platform, const std::string& reference,
+// The error's code first, for the agent (RuncRuntime::pull_image). The
+// download takes no lock; the import of what it staged takes the store's.
+int pull(const std::string& root, const daemonlet::Platform& platform, const std::string& reference,
          std::map<std::string, std::string>& options) {
     daemonlet::platform::RegistryOptions registry;
     registry.auth_file = options["--auth-file"];
@@ -141,8 +155,17 @@ int pull(ImageStore& store, const daemonlet::Platform& platform, const std::stri
         if (end > start) registry.insecure_registries.push_back(insecure.substr(start, end - start));
         start = end + 1;
     }
+    std::optional<daemonlet::platform::Fd> lock;
+    auto commit = [&](const std::string& archive) -> daemonlet::Result<std::vector<ImportedImage>> {
+        auto locked = lock_store(root, lock);
+        if (!locked) return locked.error();
+        auto store = ImageStore::open(root, platform, ImageStore::Mode::kImport);
+        if (!store)
+            return daemonlet::Error{"pull_failed", "image store " + root + ": " + store.error().message};
+        return store.value().import_archive(archive);
+    };
     std::vector<std::string> warnings;
-    auto pulled = daemonlet::platform::pull_image(store, platform, reference, registry, warnings);
+    auto pulled = daemonlet::platform::pull_image(root, platform, reference, registry, commit, warnings);
     for (const auto& w : warnings) std::cerr << "daemonlet-image: warning: " << w << "\n";
     if (!pulled) {
         std::cerr << "daemonlet-image: " << pulled.error().code << ": " << pulled.error().message << "\n";
@@ -181,22 +204,15 @@ int main(int argc, char** argv) {
     // operator by hand): held until this process exits. Readers take no
     // lock, so that a container's start never waits for an import.
     std::optional<daemonlet::platform::Fd> lock;
-    if (is_import || is_pull) {
-        std::error_code ec;
-        std::filesystem::create_directories(root, ec);
-        if (ec) return fail("image store " + root + ": " + ec.message());
-        const std::string lock_path = root + "/import.lock";
-        lock.emplace(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-        if (lock->get() < 0 || ::flock(lock->get(), LOCK_EX) != 0)
-            return fail(lock_path + ": cannot lock: " + std::strerror(errno));
-    }
+    if (is_import)
+        if (auto locked = lock_store(root, lock); !locked) return fail(locked.error().message);
     const daemonlet::Platform platform =
         daemonlet::host_platform(daemonlet::goarch_from_machine(machine), machine);
-    auto store = ImageStore::open(root, platform,
-                                  is_import || is_pull ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
+    if (is_pull) return pull(root, platform, args.files.front(), args.options);
+    auto store =
+        ImageStore::open(root, platform, is_import ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
     if (!store) return fail("image store " + root + ": " + store.error().message);
     if (is_import) return import_files(store.value(), args.files);
     if (is_list) return list(store.value());
-    if (is_pull) return pull(store.value(), platform, args.files.front(), args.options);
     return prepare(store.value(), args.options["--ref"], args.options["--rootfs"]);
 }

@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,19 @@ struct StagingDir {
         if (!path.empty()) std::filesystem::remove_all(path, ec);
     }
 };
+
+// The staging directories of pulls that died (killed with the agent):
+// nobody holds their alive.lock.
+void remove_dead_pulls(const std::string& pulls) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(pulls, ec)) {
+        const std::string lock = e.path().string() + "/alive.lock";
+        Fd fd(::open(lock.c_str(), O_RDWR | O_CLOEXEC));
+        if (fd.get() >= 0 && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
+        std::error_code rm;
+        std::filesystem::remove_all(e.path(), rm);
+    }
+}
 
 std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
 
@@ -155,9 +169,9 @@ struct Puller {
 
 }  // namespace
 
-Result<std::vector<ImportedImage>> pull_image(ImageStore& store, const Platform& platform,
+Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, const Platform& platform,
                                               const std::string& reference, const RegistryOptions& options,
-                                              std::vector<std::string>& warnings) {
+                                              const CommitPull& commit, std::vector<std::string>& warnings) {
     auto ref = normalize_image_reference(reference);
     if (!ref) return Error{"invalid", "image \"" + reference + "\": " + ref.error().message};
     const std::string what = "image " + ref.value().str();
@@ -165,14 +179,22 @@ Result<std::vector<ImportedImage>> pull_image(ImageStore& store, const Platform&
     if (!client) return Error{client.error().code, what + ": " + client.error().message};
     for (const auto& w : client.value().warnings()) warnings.push_back(w);
 
-    StagingDir staging{store.root() + "/tmp/pull-XXXXXX"};
+    const std::string pulls = store_root + "/pulls";
+    std::error_code ec;
+    std::filesystem::create_directories(pulls, ec);
+    if (ec) return Error{"pull_failed", pulls + ": " + ec.message()};
+    remove_dead_pulls(pulls);
+    StagingDir staging{pulls + "/pull-XXXXXX"};
     if (!::mkdtemp(staging.path.data())) {
         std::string failed = staging.path;
         staging.path.clear();
         return Error{"pull_failed", failed + ": mkdtemp: " + std::strerror(errno)};
     }
+    // Held while this pull lives: a later pull sees it is not dead.
+    Fd alive(::open((staging.path + "/alive.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (alive.get() < 0 || ::flock(alive.get(), LOCK_EX | LOCK_NB) != 0)
+        return Error{"pull_failed", staging.path + "/alive.lock: " + std::strerror(errno)};
     Puller p{client.value(), what, staging.path + "/layout", {}};
-    std::error_code ec;
     std::filesystem::create_directories(p.layout + "/blobs/sha256", ec);
     if (ec) return Error{"pull_failed", p.layout + ": " + ec.message()};
 
@@ -216,7 +238,7 @@ Result<std::vector<ImportedImage>> pull_image(ImageStore& store, const Platform&
     // The layout's blobs are in the archive now: only one copy on disk
     // while the import stages its own.
     std::filesystem::remove_all(p.layout, ec);
-    auto imported = store.import_archive(archive);
+    auto imported = commit(archive);
     if (!imported) return Error{"invalid", what + ": " + imported.error().message};
     return imported;
 }

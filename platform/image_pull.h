@@ -9,6 +9,7 @@
 // was.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,15 @@
 namespace daemonlet::platform {
 
 // Pulls `reference` (as a pod spec names it: "busybox", "host:5000/x:1",
-// "x@sha256:...") for `platform` into `store` (opened kImport, its lock
-// held). Errors carry RegistryClient's codes; `warnings` gets what is worth
-// telling and not fatal.
-Result<std::vector<ImportedImage>> pull_image(ImageStore& store, const Platform& platform,
+// "x@sha256:...") for `platform` into the store at `store_root`. The
+// download needs no lock: it is staged under <store_root>/pulls/ (its own
+// directory, locked while it lives, so that a later pull removes only the
+// leftovers of pulls that died); `commit` then imports the staged archive,
+// taking the store's import lock (image_main.cpp). Errors carry
+// RegistryClient's codes; `warnings` gets what is worth telling and not fatal.
+using CommitPull = std::function<Result<std::vector<ImportedImage>>(const std::string& archive)>;
+Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, const Platform& platform,
                                               const std::string& reference, const RegistryOptions& options,
-                                              std::vector<std::string>& warnings);
+                                              const CommitPull& commit, std::vector<std::string>& warnings);
 
 }  // namespace daemonlet::platform

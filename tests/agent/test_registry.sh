@@ -173,6 +173,8 @@ wait_for "imagePullPolicy Never waits with ErrImageNeverPull" 10 pod_waiting_for
 grep -q "busybox:never: pulling" "$work/agent.log" && fail "imagePullPolicy Never pulled" || ok
 
 # 3. Wrong credentials: unauthorized, back-off; the agent and the others untouched.
+has_main_pid() { [[ -n $(main_pid "$1") ]]; }
+wait_for "pulled's main process is seen" 10 has_main_pid pulled
 pulled_pid=$(main_pid pulled)
 write_image_ds wrong.yaml wrong "localhost:$port/edge/busybox:1"
 wait_for "wrong credentials: ImagePullBackOff, unauthorized" 20 waiting_with wrong ImagePullBackOff unauthorized
