@@ -11,6 +11,7 @@
 # the registry back makes the pod run without an agent restart; Always with
 # the registry down runs the local image (our documented edge deviation).
 # Prints the pull time of the busybox image from the loopback registry.
+# A third registry takes bearer tokens (a static token endpoint, below).
 # Needs root, runc, docker-registry, skopeo, htpasswd (apache2-utils),
 # openssl, curl and busybox-static; skips without them.
 set -uo pipefail
@@ -56,16 +57,21 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=daemonlet test CA" 
 password='s3cret:with:colons'  # a password may hold colons (RFC 7617)
 htpasswd -Bbc "$work/htpasswd" alice "$password" 2>/dev/null
 
-# start_registry NAME PORT [auth]: docker-registry with its own config,
-# storage under $work/NAME-data, TLS, htpasswd auth when asked.
+# start_registry NAME PORT [auth|token DATA]: docker-registry with its own
+# config, storage under $work/NAME-data (token: DATA's, read-only in
+# effect), TLS; htpasswd auth, or bearer tokens from $token_realm signed by
+# $pki/token.crt's key, when asked.
 start_registry() {
-    local name=$1 port=$2 auth=${3:-}
+    local name=$1 port=$2 auth=${3:-} data=$work/$1-data
+    [[ $auth == token ]] && data=$work/$4-data
     {
         echo "version: 0.1"
-        echo "log: {level: warn}"
-        echo "storage: {filesystem: {rootdirectory: $work/$name-data}}"
+        echo "log: {level: info}"
+        echo "storage: {filesystem: {rootdirectory: $data}}"
         echo "http: {addr: 127.0.0.1:$port, tls: {certificate: $pki/server.crt, key: $pki/server.key}}"
-        [[ -n $auth ]] && echo "auth: {htpasswd: {realm: basic-realm, path: $work/htpasswd}}"
+        [[ $auth == auth ]] && echo "auth: {htpasswd: {realm: basic-realm, path: $work/htpasswd}}"
+        [[ $auth == token ]] && echo "auth: {token: {realm: \"$token_realm\", service: daemonlet-registry," \
+            "issuer: daemonlet-test, rootcertbundle: $pki/token.crt}}"
     } >"$work/$name.yaml"
     docker-registry serve "$work/$name.yaml" >>"$work/$name.log" 2>&1 &
     registry_pid[$name]=$!
@@ -86,9 +92,40 @@ anon=127.0.0.1:$anon_port
 start_registry auth "$port" auth
 start_registry anon "$anon_port"
 
+# Bearer: a registry that trusts tokens signed by a key of ours (RS256 with
+# the certificate in the JWT's x5c header, as distribution's
+# registry/auth/token verifies them), and a token endpoint (http_serve)
+# that answers every request with one such token for pulls of
+# edge/busybox. It ignores scope and credentials, so it checks our client's
+# side of the flow (401 Bearer challenge, token from the realm, the request
+# again with Authorization: Bearer), not a token server's policy.
+bearer=
+if [[ -n ${HTTP_SERVE:-} && -x ${HTTP_SERVE:-} ]]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=daemonlet test token issuer" \
+        -keyout "$pki/token.key" -out "$pki/token.crt" 2>/dev/null
+    b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
+    now=$(date +%s)
+    jwt_header=$(printf '{"typ":"JWT","alg":"RS256","x5c":["%s"]}' \
+        "$(openssl x509 -in "$pki/token.crt" -outform DER | base64 -w0)" | b64url)
+    jwt_claims=$(printf '{"iss":"daemonlet-test","sub":"alice","aud":"daemonlet-registry","exp":%d,"nbf":%d,"iat":%d,"jti":"it-%d","access":[{"type":"repository","name":"edge/busybox","actions":["pull"]}]}' \
+        $((now + 3600)) $((now - 60)) $((now - 60)) $$ | b64url)
+    jwt_sig=$(printf '%s.%s' "$jwt_header" "$jwt_claims" | openssl dgst -sha256 -sign "$pki/token.key" -binary | b64url)
+    printf '{"token": "%s.%s.%s", "expires_in": 3600}' "$jwt_header" "$jwt_claims" "$jwt_sig" >"$work/token.json"
+    touch "$work/token-ready"
+    token_port=$("$HTTP_SERVE" --free-port)
+    "$HTTP_SERVE" "$token_port" "$work/token-ready" "$work/token.json" &
+    registry_pid[token-server]=$!
+    token_realm=http://127.0.0.1:$token_port/token
+    bearer_port=$(free_port)
+    bearer=127.0.0.1:$bearer_port
+    start_registry bearer "$bearer_port" token auth
+else
+    echo "bearer flow not tested end to end here: HTTP_SERVE (tests/agent/http_serve.cpp) is not set"
+fi
+
 # Docker's certs.d convention: <dir>/<host:port>/ca.crt.
 certs=$work/certs.d
-for h in "$reg" "localhost:$port" "$anon"; do mkdir -p "$certs/$h" && cp "$pki/ca.crt" "$certs/$h/ca.crt"; done
+for h in "$reg" "localhost:$port" "$anon" ${bearer:+"$bearer"}; do mkdir -p "$certs/$h" && cp "$pki/ca.crt" "$certs/$h/ca.crt"; done
 "$here/../data/make_busybox_image.sh" "$work/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
 push() {  # push DEST [CREDS]
     local creds=()
@@ -165,6 +202,12 @@ start_agent
 wait_for "an image from the auth registry is pulled and runs" 30 pod_running it pulled
 wait_for "an image from the anonymous registry is pulled and runs" 30 pod_running it anon
 grep -o "image $reg/edge/busybox:1: pulled in [0-9]* ms" "$work/agent.log" | head -1
+if [[ -n $bearer ]]; then
+    write_image_ds bearer.yaml bearer "$bearer/edge/busybox:1"
+    wait_for "an image from the bearer-token registry is pulled and runs" 30 pod_running it bearer
+    grep -q 'msg="authorized request".*vars.name=edge/busybox' "$work/bearer.log" && ok ||
+        fail "the bearer registry authorised no request: $(tail -3 "$work/bearer.log")"
+fi
 describe_has pulled "Pulling" && describe_has pulled "Successfully pulled image" && ok ||
     fail "describe shows no Pulling / Pulled events: $("$dl" describe ds pulled -n it --config "$cfg" 2>&1 | sed -n "/^Events/,\$p")"
 
@@ -208,5 +251,6 @@ start_registry auth "$port" auth
 wait_for "the registry back: late runs without an agent restart" 20 pod_running it late
 [[ $agent == "$agent_before" ]] && kill -0 "$agent" && ok || fail "the agent was restarted"
 pod_running it pulled >/dev/null && pod_running it anon >/dev/null && ok || fail "the other pods stopped"
+[[ -z $bearer ]] || pod_running it bearer >/dev/null && ok || fail "the bearer pod stopped"
 
 finish
