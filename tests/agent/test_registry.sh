@@ -10,7 +10,8 @@
 # reason in get -o json and describe, the agent and other pods untouched;
 # the registry back makes the pod run without an agent restart; Always with
 # the registry down runs the local image (our documented edge deviation).
-# Prints the pull time of the busybox image from the loopback registry.
+# A corrupted layer is refused on its digest, the store untouched. Prints
+# the pull time of the busybox image from the loopback registry.
 # A third registry takes bearer tokens (a static token endpoint, below).
 # Needs root, runc, docker-registry, skopeo, htpasswd (apache2-utils),
 # openssl, curl and busybox-static; skips without them.
@@ -252,5 +253,15 @@ wait_for "the registry back: late runs without an agent restart" 20 pod_running 
 [[ $agent == "$agent_before" ]] && kill -0 "$agent" && ok || fail "the agent was restarted"
 pod_running it pulled >/dev/null && pod_running it anon >/dev/null && ok || fail "the other pods stopped"
 [[ -z $bearer ]] || pod_running it bearer >/dev/null && ok || fail "the bearer pod stopped"
+
+# 7. A registry that serves a corrupted layer (one byte changed on its disk):
+# the pull fails on the layer's digest and leaves the store as it was.
+layer=$(find "$work/anon-data" -path '*/blobs/sha256/*' -name data -size +100k | head -1)
+printf 'X' | dd of="$layer" bs=1 seek=4096 conv=notrunc 2>/dev/null
+"$image_tool" pull --store "$work/tamper-store" --certs-dir "$certs" "$anon/edge/anon:1" >/dev/null 2>"$work/tamper.err"
+grep -q '^daemonlet-image: invalid: .*digest mismatch' "$work/tamper.err" && ok ||
+    fail "a corrupted layer: $(cat "$work/tamper.err")"
+[[ -z $(find "$work/tamper-store" -not -type d -not -name import.lock) ]] && ok ||
+    fail "a corrupted pull left files in the store: $(find "$work/tamper-store" -not -type d)"
 
 finish
