@@ -3,7 +3,9 @@
 // per image at a time, its outcome shared by every caller waiting for it.
 #include <uv.h>
 
-#include <set>
+#include <algorithm>
+#include <iterator>
+#include <string_view>
 
 #include "core/image_reference.h"
 #include "core/json.h"
@@ -19,8 +21,8 @@ namespace {
 // problem is a pull_failed whose message says "TLS certificate".
 Status pull_status(const ProbeResult& r, const std::string& image) {
     if (r.outcome == ProbeOutcome::Success) return Ok{};
-    static const std::set<std::string> kCodes = {"unauthorized", "not_found", "unreachable",
-                                                 "certificate",  "invalid",   "pull_failed"};
+    constexpr std::string_view kCodes[] = {"unauthorized", "not_found", "unreachable",
+                                           "certificate",  "invalid",   "pull_failed"};
     const std::string prefix = "daemonlet-image: ";
     std::size_t start = 0;
     while (start < r.output.size()) {
@@ -31,7 +33,9 @@ Status pull_status(const ProbeResult& r, const std::string& image) {
         if (line.rfind(prefix, 0) != 0) continue;
         line.erase(0, prefix.size());
         auto colon = line.find(": ");
-        if (colon == std::string::npos || !kCodes.count(line.substr(0, colon))) continue;
+        if (colon == std::string::npos ||
+            std::find(std::begin(kCodes), std::end(kCodes), line.substr(0, colon)) == std::end(kCodes))
+            continue;
         std::string code = line.substr(0, colon);
         if (code == "certificate") code = "pull_failed";
         return Error{code, line.substr(colon + 2)};
