@@ -183,7 +183,6 @@ Result<RegistryResponse> RegistryClient::attempt(const std::string& url, const s
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, kStallSeconds);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "");  // the environment's proxy settings apply
     if (!ca_file_.empty()) {
         curl_easy_setopt(h, CURLOPT_CAINFO, ca_file_.c_str());
         curl_easy_setopt(h, CURLOPT_CAPATH, kSystemCaPath);
