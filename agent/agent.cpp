@@ -106,10 +106,13 @@ Status Agent::init() {
     Result<std::unique_ptr<platform::Runtime>> rt = Error{"invalid", "runtime.type " + config_.runtime_type};
     if (config_.runtime_type == "runc") {
         open_images();
-        platform::ImageTool images{find_helper("daemonlet-image"), config_.state_dir + "/images"};
+        platform::ImageTool images;
+        images.binary = find_helper("daemonlet-image");
+        images.store = config_.state_dir + "/images";
         auto overlay = choose_rootfs(images.store, config_.state_dir + "/runtime");
         if (!overlay.ok()) return overlay.error();
         images.overlay = overlay.value();
+        images.pull_options = registry_pull_options(config_);
         rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime",
                                          find_helper("daemonlet-shim"), std::move(images), config_.runc_path);
     } else {
@@ -216,7 +219,10 @@ void Agent::reload_config() {
     AgentConfig next = std::move(loaded).value();
     if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type ||
         next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path ||
-        next.runtime_rootfs != config_.runtime_rootfs)
+        next.runtime_rootfs != config_.runtime_rootfs ||
+        next.registry_auth_file != config_.registry_auth_file ||
+        next.registry_certs_dir != config_.registry_certs_dir ||
+        next.insecure_registries != config_.insecure_registries)
         log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
                                 config_.state_dir + " and runtime " + config_.runtime_type);
     next.state_dir = config_.state_dir;
@@ -224,6 +230,10 @@ void Agent::reload_config() {
     next.image_import_dir = config_.image_import_dir;
     next.runc_path = config_.runc_path;
     next.runtime_rootfs = config_.runtime_rootfs;
+    // The runtime was made with them (its pulls' daemonlet-image arguments).
+    next.registry_auth_file = config_.registry_auth_file;
+    next.registry_certs_dir = config_.registry_certs_dir;
+    next.insecure_registries = config_.insecure_registries;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;

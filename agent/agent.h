@@ -55,6 +55,9 @@ void close_targeted_timer(uv_timer_t*& t) {
 // (pods.cpp): ErrImagePull, ImagePullBackOff, ErrImageNeverPull.
 bool is_image_wait(const std::string& reason);
 
+// `daemonlet-image pull`'s options from the runtime.registry* keys (images.cpp).
+std::vector<std::string> registry_pull_options(const AgentConfig& config);
+
 // daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
 std::string find_helper(const std::string& name);
 
@@ -119,6 +122,21 @@ class Agent {
         uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
         bool probes_started = false;          // probes set up for the current instance (maybe none)
         std::vector<LiveProbe> probes;
+        // imagePullPolicy Always: this start's pull is done (or, offline, the
+        // local image stands in); the next start_container starts it.
+        bool image_pulled = false;
+    };
+    // A registry pull of one image (images.cpp), shared by the containers
+    // waiting for it, with kubelet's per-image back-off.
+    struct ImagePull {
+        bool running = false;
+        std::int64_t started_mono_ms = 0;
+        std::int64_t backoff_ms = 0;        // the wait after the last failure; 0: none failed
+        std::int64_t retry_at_mono_ms = 0;  // no pull before this after a failure
+        std::string error;                  // the last failure's message
+        std::string error_code;             // and its code ("unreachable", ...)
+        bool warned_offline = false;        // the local image ran instead (logged once)
+        std::set<std::pair<std::string, std::size_t>> waiters;  // (pod uid, container index)
     };
     struct LivePod {
         PodRecord rec;
@@ -208,6 +226,12 @@ class Agent {
     void start_next_import();
     void on_imported(const std::string& path, const platform::ProbeResult& r);
     void retry_image_waits();
+    // Registry pulls, as imagePullPolicy says (kubelet's image_manager.go
+    // EnsureImageExists): whether container `index` may start now, else a
+    // pull was asked for (Always) and it waits for it.
+    bool image_ready_to_start(const std::string& uid, std::size_t index, const Container& spec);
+    void request_image_pull(const std::string& uid, std::size_t index, const Container& spec);
+    void on_image_pulled(const std::string& image, const Status& result);
 
     // probes.cpp: kubelet's prober for running containers
     const Container* probed_spec(const LivePod& pod, std::size_t index);
@@ -235,6 +259,7 @@ class Agent {
         import_seen_;                                 // archive -> (mtime ns, size) queued or tried
     std::deque<std::string> import_queue_;            // archives waiting for daemonlet-image
     std::optional<std::string> importing_;            // the archive daemonlet-image imports now
+    std::map<std::string, ImagePull> image_pulls_;    // by the image as the pod spec names it
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;

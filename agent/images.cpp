@@ -17,6 +17,7 @@
 #include "core/json.h"
 #include "platform/log.h"
 #include "platform/overlay_mount.h"
+#include "platform/system_info.h"
 
 namespace daemonlet::agent {
 
@@ -41,6 +42,20 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 bool is_archive_name(const std::string& name) {
     if (name.empty() || name[0] == '.') return false;
     return ends_with(name, ".tar") || ends_with(name, ".tar.gz") || ends_with(name, ".tgz");
+}
+
+// The deliberate deviation from kubelet (which fails the start): with
+// imagePullPolicy Always and the registry unreachable, an offline board runs
+// the image it has, as it runs static pods. Said once per image until a
+// pull succeeds.
+void warn_offline_once(const std::string& image, const std::string& error, bool& warned) {
+    if (!warned)
+        log(Level::Warning,
+            "image " + image +
+                ": imagePullPolicy Always but the registry is unreachable; starting the image "
+                "in the local store (" +
+                error + ")");
+    warned = true;
 }
 
 }  // namespace
@@ -170,6 +185,146 @@ void Agent::retry_image_waits() {
         }
     }
     if (started) schedule_reconcile();
+}
+
+std::vector<std::string> registry_pull_options(const AgentConfig& config) {
+    std::vector<std::string> out;
+    if (!config.registry_auth_file.empty()) out.insert(out.end(), {"--auth-file", config.registry_auth_file});
+    if (!config.registry_certs_dir.empty()) out.insert(out.end(), {"--certs-dir", config.registry_certs_dir});
+    std::string insecure;
+    for (const auto& h : config.insecure_registries) insecure += (insecure.empty() ? "" : ",") + h;
+    if (!insecure.empty()) out.insert(out.end(), {"--insecure", insecure});
+    return out;
+}
+
+// Always pulls at every container start; IfNotPresent pulls when start()
+// finds the image absent (pods.cpp); Never never pulls.
+bool Agent::image_ready_to_start(const std::string& uid, std::size_t index, const Container& spec) {
+    if (spec.image_pull_policy != "Always" || !runtime_->can_pull()) return true;
+    LiveContainer& lc = pods_[uid].containers[index];
+    if (lc.image_pulled) {
+        lc.image_pulled = false;
+        return true;
+    }
+    // Backing off after the registry was unreachable, and the image arrived
+    // meanwhile (an import): the offline rule below applies to it too.
+    auto it = image_pulls_.find(spec.image);
+    if (it != image_pulls_.end() && !it->second.running &&
+        platform::monotonic_ms() < it->second.retry_at_mono_ms && it->second.error_code == "unreachable" &&
+        runtime_->has_image(spec.image)) {
+        warn_offline_once(spec.image, it->second.error, it->second.warned_offline);
+        return true;
+    }
+    request_image_pull(uid, index, spec);
+    return false;
+}
+
+// The container waits for a pull of its image: the one in progress, a new
+// one, or, while the image backs off after a failure, its restart timer
+// (kubelet's imageBackOff: pkg/kubelet/kubelet.go NewBackOff(backOffPeriod
+// 10 s, MaxContainerBackOff 300 s), our crashLoopBackoff figures, whose
+// defaults are those).
+void Agent::request_image_pull(const std::string& uid, std::size_t index, const Container& spec) {
+    LivePod& p = pods_[uid];
+    ContainerStatus& cs = p.status(index);
+    ImagePull& pull = image_pulls_[spec.image];
+    const std::int64_t now = platform::monotonic_ms();
+    cs.state = ContainerState::Waiting;
+    if (!pull.running && now < pull.retry_at_mono_ms) {
+        // kubelet's images.ErrImagePullBackOff: "Back-off pulling image".
+        cs.reason = "ImagePullBackOff";
+        cs.message = "Back-off pulling image \"" + spec.image + "\": " + pull.error;
+        schedule_restart(uid, index, pull.retry_at_mono_ms - now);
+        return;
+    }
+    pull.waiters.insert({uid, index});
+    if (!is_image_wait(cs.reason)) {
+        cs.reason = "ContainerCreating";
+        cs.message = "pulling image \"" + spec.image + "\"";
+    }
+    if (pull.running) return;
+    pull.running = true;
+    pull.started_mono_ms = now;
+    log(Level::Notice, "image " + spec.image + ": pulling from its registry (imagePullPolicy " +
+                           spec.image_pull_policy + ", for pod " + p.rec.namespace_ + "/" + p.rec.name + ")");
+    record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "Pulling",
+                 "Pulling image \"" + spec.image + "\"");
+    const std::string image = spec.image;
+    runtime_->pull_image(image, [this, image](Status result) { on_image_pulled(image, result); });
+}
+
+void Agent::on_image_pulled(const std::string& image, const Status& result) {
+    if (stopping_) return;
+    ImagePull& pull = image_pulls_[image];
+    pull.running = false;
+    const auto waiters = std::move(pull.waiters);
+    pull.waiters.clear();
+    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t took = now - pull.started_mono_ms;
+    std::int64_t delay = 0;
+    if (result.ok()) {
+        pull = ImagePull{};
+        log(Level::Notice, "image " + image + ": pulled in " + std::to_string(took) + " ms");
+    } else {
+        // flowcontrol.Backoff.Next as image_manager.go calls it after a
+        // failed pull: the first failure waits the initial period, each
+        // later one twice the last, up to the maximum.
+        pull.backoff_ms = pull.backoff_ms == 0 ? config_.backoff_initial_ms
+                                               : std::min(pull.backoff_ms * 2, config_.backoff_max_ms);
+        delay = pull.backoff_ms;
+        pull.retry_at_mono_ms = now + delay;
+        pull.error = result.error().message;
+        pull.error_code = result.error().code;
+        log(Level::Err, "image " + image + ": pull failed (" + result.error().code + "): " + pull.error +
+                            "; retrying in " + std::to_string(delay) + " ms");
+    }
+    bool touched = false;
+    std::set<std::string> noted;  // one event per DaemonSet
+    for (const auto& [uid, index] : waiters) {
+        auto pit = pods_.find(uid);
+        if (pit == pods_.end() || index >= pit->second.containers.size()) continue;
+        LivePod& p = pit->second;
+        LiveContainer& lc = p.containers[index];
+        ContainerStatus& cs = p.status(index);
+        const Container* spec = container_spec(p, index);
+        const bool first_of_ds = noted.insert(p.rec.namespace_ + "/" + p.rec.daemonset).second;
+        // Recorded even for a container that another path (the reconcile's
+        // advance_pod) started once the image was in the store.
+        if (result.ok() && first_of_ds)
+            record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "Pulled",
+                         "Successfully pulled image \"" + image + "\" in " + std::to_string(took) + "ms");
+        if (!lc.id.empty() || !spec || spec->image != image || p.rec.deleting) continue;
+        touched = true;
+        if (result.ok()) {
+            lc.image_pulled = true;
+        } else if (result.error().code == "unreachable" && spec->image_pull_policy == "Always" &&
+                   runtime_->has_image(image)) {
+            // A deliberate deviation from kubelet, which fails the start: an
+            // offline board runs the image it has, as it runs static pods.
+            warn_offline_once(image, pull.error, pull.warned_offline);
+            lc.image_pulled = true;
+        } else {
+            if (first_of_ds) {
+                record_event(p.rec.namespace_, p.rec.daemonset, "Warning", "Failed",
+                             "Failed to pull image \"" + image + "\": " + pull.error);
+                record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "BackOff",
+                             "Back-off pulling image \"" + image + "\"");
+            }
+            const bool again = is_image_wait(cs.reason);
+            cs.state = ContainerState::Waiting;
+            cs.reason = again ? "ImagePullBackOff" : "ErrImagePull";
+            cs.message = pull.error;
+            schedule_restart(uid, index, delay);
+            save_pod(p);
+            continue;
+        }
+        close_restart_timer(lc.restart_timer);
+        lc.backoff = {};
+        start_container(uid, index);
+        refresh_readiness(p);
+        save_pod(p);
+    }
+    if (touched) schedule_reconcile();
 }
 
 }  // namespace daemonlet::agent

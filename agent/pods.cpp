@@ -373,12 +373,22 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
             "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " + cs.message);
         return;
     }
+    if (!image_ready_to_start(uid, index, *spec)) return;
     auto id = runtime_->start(launch);
+    if (!id.ok() && id.error().code == "image_not_found" && spec->image_pull_policy != "Never" &&
+        runtime_->can_pull()) {
+        // IfNotPresent, and absent. Logged once per wait, as below.
+        if (!is_image_wait(cs.reason))
+            log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
+                                   id.error().message + "; pulling it from its registry");
+        request_image_pull(uid, index, *spec);
+        return;
+    }
     if (!id.ok() && id.error().code == "image_not_found") {
         // kubelet's images.ErrImagePull, then ImagePullBackOff while it
         // backs off; ErrImageNeverPull for imagePullPolicy Never
-        // (pkg/kubelet/images/image_manager.go EnsureImageExists). There is
-        // no registry pull yet: every policy waits for an import.
+        // (pkg/kubelet/images/image_manager.go EnsureImageExists). Here the
+        // runtime cannot pull, or the policy is Never: it waits for an import.
         const bool never = spec->image_pull_policy == "Never";
         const bool again = is_image_wait(cs.reason);
         cs.state = ContainerState::Waiting;

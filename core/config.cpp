@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/field_error.h"
+#include "core/image_reference.h"
 #include "core/manifest.h"
 #include "core/names.h"
 #include "core/quantity.h"
@@ -151,6 +152,26 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
     }
 }
 
+// runtime.insecureRegistries: each a registry host[:port] as an image
+// reference's domain is written (distribution/reference's domain grammar).
+void parse_insecure_registries(ConfigReader& r, const Json& v, AgentConfig& c) {
+    if (!v.is_array()) {
+        r.error("runtime.insecureRegistries", "expected a list of registry host[:port]");
+        return;
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string p = "runtime.insecureRegistries[" + std::to_string(i) + "]";
+        std::string host;
+        if (!r.string(v[i], p, host)) continue;
+        auto ref = normalize_image_reference(host + "/x");
+        if (!ref.ok() || ref.value().domain != host) {
+            r.error(p, render_string(host) + ": not a registry host[:port]");
+            continue;
+        }
+        c.insecure_registries.push_back(host);
+    }
+}
+
 void parse_taints(ConfigReader& r, const Json& v, AgentConfig& c) {
     if (!v.is_array()) return r.error("nodeTaints", "expected a list of {key, value, effect}");
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -248,13 +269,17 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                         "auto|overlay|copy}");
                 continue;
             }
-            r.unknown_keys(v, "runtime.", {"type", "imageImportDir", "runcPath", "rootfs"});
+            r.unknown_keys(v, "runtime.",
+                           {"type", "imageImportDir", "runcPath", "rootfs", "registryAuthFile",
+                            "registryCertsDir", "insecureRegistries"});
             if (v.contains("type") && r.string(v["type"], "runtime.type", c.runtime_type) &&
                 c.runtime_type != "exec" && c.runtime_type != "runc")
                 r.error("runtime.type", "Unsupported value: " + render_string(c.runtime_type) +
                                             ": supported values: \"exec\", \"runc\"");
             for (auto [key, target] :
-                 {std::pair{"imageImportDir", &c.image_import_dir}, std::pair{"runcPath", &c.runc_path}}) {
+                 {std::pair{"imageImportDir", &c.image_import_dir}, std::pair{"runcPath", &c.runc_path},
+                  std::pair{"registryAuthFile", &c.registry_auth_file},
+                  std::pair{"registryCertsDir", &c.registry_certs_dir}}) {
                 const std::string path = std::string("runtime.") + key;
                 if (!v.contains(key) || !r.string(v[key], path, *target)) continue;
                 if (target->empty()) r.error(path, "must not be empty");
@@ -264,6 +289,9 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                 c.runtime_rootfs != "auto" && c.runtime_rootfs != "overlay" && c.runtime_rootfs != "copy")
                 r.error("runtime.rootfs", "Unsupported value: " + render_string(c.runtime_rootfs) +
                                               ": supported values: \"auto\", \"overlay\", \"copy\"");
+            if (!c.registry_auth_file.empty()) c.registry_auth_file = resolve(base_dir, c.registry_auth_file);
+            if (!c.registry_certs_dir.empty()) c.registry_certs_dir = resolve(base_dir, c.registry_certs_dir);
+            if (v.contains("insecureRegistries")) parse_insecure_registries(r, v["insecureRegistries"], c);
         } else if (k == "fileCheckFrequency") {
             r.duration(v, k, c.file_check_frequency_ms);
         } else if (k == "crashLoopBackoff") {

@@ -10,7 +10,10 @@
 //   stateDir: /var/lib/daemonlet
 //   runtime: {type: exec}           # or, for containers from images:
 //   runtime: {type: runc, imageImportDir: /var/lib/daemonlet/import, runcPath: runc,
-//             rootfs: auto}        # auto | overlay | copy
+//             rootfs: auto,        # auto | overlay | copy
+//             registryAuthFile: /etc/daemonlet/registry-auth.json,  # default: anonymous pulls
+//             registryCertsDir: /etc/daemonlet/certs.d,  # <dir>/<host:port>/ca.crt
+//             insecureRegistries: ["10.0.0.5:5000"]}     # plain HTTP, for these only
 //   fileCheckFrequency: 20s
 //   crashLoopBackoff: {initial: 10s, max: 300s}
 //   containerLogMaxSize: 10Mi
@@ -77,6 +80,15 @@ struct AgentConfig {
     // the node cannot mount one); "copy": the layers copied into the bundle;
     // "auto": overlay when the node can, else the copy.
     std::string runtime_rootfs = "auto";
+    // runc registry pulls: a Docker config.json-style file of credentials
+    // ({"auths": {"host:port": {"auth": base64(user:pass)}}}, as kubelet's
+    // /var/lib/kubelet/config.json); empty: anonymous.
+    std::string registry_auth_file;
+    // Docker's certs.d convention: <dir>/<host:port>/ca.crt trusted for that
+    // registry beside the system's CAs.
+    std::string registry_certs_dir = "/etc/daemonlet/certs.d";
+    // host[:port] of registries spoken to over plain HTTP (no TLS at all).
+    std::vector<std::string> insecure_registries;
     std::int64_t file_check_frequency_ms = 20'000;
     std::int64_t backoff_initial_ms = 10'000;
     std::int64_t backoff_max_ms = 300'000;

@@ -17,6 +17,12 @@
 //       mount stays when this command exits: the caller unmounts it). An
 //       image of too many layers for overlay's options, or of none, is
 //       copied, and said so on stderr.
+//   daemonlet-image pull --store DIR [--auth-file FILE] [--certs-dir DIR]
+//                        [--insecure HOST[,HOST...]] REF
+//       pulls REF from its registry (platform/image_pull.h) and imports it;
+//       the same JSON line as import. On failure the message is
+//       "daemonlet-image: <code>: <reason>", code one of unauthorized,
+//       not_found, unreachable, certificate, invalid, pull_failed
 //
 // Exit status: 0 done; 1 an error (the message, naming the file, field and
 // reason, on stderr); 2 the image is not in the store (prepare); 64 usage.
@@ -37,6 +43,7 @@
 #include "core/oci_image.h"
 #include "platform/fd.h"
 #include "platform/file.h"
+#include "platform/image_pull.h"
 #include "platform/image_store.h"
 #include "platform/system_info.h"
 
@@ -53,7 +60,9 @@ constexpr int kUsage = 64;
 const char* const kUsageText =
     "usage: daemonlet-image import --store DIR FILE...\n"
     "       daemonlet-image list --store DIR\n"
-    "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR [--overlay DIR]\n";
+    "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR [--overlay DIR]\n"
+    "       daemonlet-image pull --store DIR [--auth-file FILE] [--certs-dir DIR] [--insecure HOST,...] "
+    "REF\n";
 
 struct Args {
     std::string verb;
@@ -84,6 +93,19 @@ int fail(const std::string& message) {
 
 Json image_line(const ImportedImage& image) {
     return Json{{"name", image.name}, {"digest", image.manifest_digest}};
+}
+
+// One import at a time per store, whoever runs it (the agent, or an
+// operator by hand): held until this process exits.
+daemonlet::Status lock_store(const std::string& root, std::optional<daemonlet::platform::Fd>& lock) {
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    if (ec) return daemonlet::Error{"pull_failed", "image store " + root + ": " + ec.message()};
+    const std::string lock_path = root + "/import.lock";
+    lock.emplace(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (lock->get() < 0 || ::flock(lock->get(), LOCK_EX) != 0)
+        return daemonlet::Error{"pull_failed", lock_path + ": cannot lock: " + std::strerror(errno)};
+    return daemonlet::Ok{};
 }
 
 int import_files(ImageStore& store, const std::vector<std::string>& files) {
@@ -135,6 +157,40 @@ int prepare(const ImageStore& store, const std::string& reference, const std::st
     return 0;
 }
 
+// The error's code first, for the agent (RuncRuntime::pull_image). The
+// download takes no lock; the import of what it staged takes the store's.
+int pull(const std::string& root, const daemonlet::Platform& platform, const std::string& reference,
+         std::map<std::string, std::string>& options) {
+    daemonlet::platform::RegistryOptions registry;
+    registry.auth_file = options["--auth-file"];
+    registry.certs_dir = options["--certs-dir"];
+    const std::string insecure = options["--insecure"];
+    for (std::size_t start = 0; start < insecure.size();) {
+        std::size_t end = insecure.find(',', start);
+        if (end == std::string::npos) end = insecure.size();
+        if (end > start) registry.insecure_registries.push_back(insecure.substr(start, end - start));
+        start = end + 1;
+    }
+    std::optional<daemonlet::platform::Fd> lock;
+    auto commit = [&](const std::string& archive) -> daemonlet::Result<std::vector<ImportedImage>> {
+        auto locked = lock_store(root, lock);
+        if (!locked) return locked.error();
+        auto store = ImageStore::open(root, platform, ImageStore::Mode::kImport);
+        if (!store)
+            return daemonlet::Error{"pull_failed", "image store " + root + ": " + store.error().message};
+        return store.value().import_archive(archive);
+    };
+    std::vector<std::string> warnings;
+    auto pulled = daemonlet::platform::pull_image(root, platform, reference, registry, commit, warnings);
+    for (const auto& w : warnings) std::cerr << "daemonlet-image: warning: " << w << "\n";
+    if (!pulled) {
+        std::cerr << "daemonlet-image: " << pulled.error().code << ": " << pulled.error().message << "\n";
+        return kFailed;
+    }
+    for (const auto& image : pulled.value()) std::cout << image_line(image).dump() << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,16 +200,18 @@ int main(int argc, char** argv) {
         return kUsage;
     }
     for (const auto& [name, value] : args.options)
-        if (name != "--store" && name != "--ref" && name != "--rootfs" && name != "--overlay") {
+        if (name != "--store" && name != "--ref" && name != "--rootfs" && name != "--overlay" &&
+            name != "--auth-file" && name != "--certs-dir" && name != "--insecure") {
             std::cerr << "daemonlet-image: unknown option " << name << "\n" << kUsageText;
             return kUsage;
         }
     const bool is_import = args.verb == "import", is_list = args.verb == "list",
-               is_prepare = args.verb == "prepare";
+               is_prepare = args.verb == "prepare", is_pull = args.verb == "pull";
     if ((is_import && args.files.empty()) || (is_list && !args.files.empty()) ||
         (is_prepare &&
          (!args.files.empty() || !args.options.count("--ref") || !args.options.count("--rootfs"))) ||
-        (!is_prepare && args.options.count("--overlay")) || (!is_import && !is_list && !is_prepare)) {
+        (!is_prepare && args.options.count("--overlay")) || (is_pull && args.files.size() != 1) ||
+        (!is_import && !is_list && !is_prepare && !is_pull)) {
         std::cerr << kUsageText;
         return kUsage;
     }
@@ -163,18 +221,13 @@ int main(int argc, char** argv) {
     // operator by hand): held until this process exits. Readers take no
     // lock, so that a container's start never waits for an import.
     std::optional<daemonlet::platform::Fd> lock;
-    if (is_import) {
-        std::error_code ec;
-        std::filesystem::create_directories(root, ec);
-        if (ec) return fail("image store " + root + ": " + ec.message());
-        const std::string lock_path = root + "/import.lock";
-        lock.emplace(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-        if (lock->get() < 0 || ::flock(lock->get(), LOCK_EX) != 0)
-            return fail(lock_path + ": cannot lock: " + std::strerror(errno));
-    }
+    if (is_import)
+        if (auto locked = lock_store(root, lock); !locked) return fail(locked.error().message);
+    const daemonlet::Platform platform =
+        daemonlet::host_platform(daemonlet::goarch_from_machine(machine), machine);
+    if (is_pull) return pull(root, platform, args.files.front(), args.options);
     auto store =
-        ImageStore::open(root, daemonlet::host_platform(daemonlet::goarch_from_machine(machine), machine),
-                         is_import ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
+        ImageStore::open(root, platform, is_import ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
     if (!store) return fail("image store " + root + ": " + store.error().message);
     if (is_import) return import_files(store.value(), args.files);
     if (is_list) return list(store.value());

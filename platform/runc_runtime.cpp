@@ -94,9 +94,11 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
     while (runtime_dir.size() > 1 && runtime_dir.back() == '/') runtime_dir.pop_back();
     auto exec = make_exec_runtime(loop, runtime_dir, std::move(shim_path));
     if (!exec) return exec.error();
-    return std::unique_ptr<Runtime>(new RuncRuntime(std::move(exec).value(), std::move(images),
-                                                    std::move(runtime_dir), std::move(binary).value(),
-                                                    std::move(caps).value()));
+    auto runtime =
+        std::make_unique<RuncRuntime>(std::move(exec).value(), std::move(images), std::move(runtime_dir),
+                                      std::move(binary).value(), std::move(caps).value());
+    runtime->enable_pulls(loop);
+    return std::unique_ptr<Runtime>(std::move(runtime));
 }
 
 RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::string runtime_dir,

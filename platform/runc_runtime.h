@@ -26,11 +26,14 @@
 // every process, runc or not (README, "Memory").
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "platform/prober.h"
 #include "platform/runc.h"
 #include "platform/runtime.h"
 
@@ -45,7 +48,14 @@ struct ImageTool {
     // Root filesystems as overlay mounts (the agent probed that the node can:
     // overlay_mount.h use_overlay), else copies.
     bool overlay = false;
+    // Given to `daemonlet-image pull` after --store: --auth-file,
+    // --certs-dir, --insecure (the agent's runtime.registry* keys).
+    std::vector<std::string> pull_options;
 };
+
+// A registry pull of a large image on a slow link may take long; one that
+// takes longer than this is killed (and retried with back-off).
+inline constexpr int kImagePullDeadlineMs = 30 * 60 * 1000;
 
 // `daemonlet-image prepare` mounts or copies a rootfs and blocks the
 // agent's loop while it does (README, "Root filesystems": milliseconds for
@@ -87,7 +97,20 @@ class RuncRuntime final : public Runtime {
     // shares the host's network; an error until runc has made the
     // container's init.
     Result<std::string> probe_netns(const std::string& id) const override;
-    void close() override { exec_->close(); }
+    void close() override {
+        close_pulls();
+        exec_->close();
+    }
+
+    // Registry pulls (runc_pull.cpp): `daemonlet-image pull` run on the loop
+    // through a Prober, one per image at a time, shared by every caller
+    // waiting for that image. Enabled by make_runc_runtime.
+    void enable_pulls(uv_loop_s* loop);
+    bool can_pull() const override { return pulls_ != nullptr; }
+    void pull_image(const std::string& image, std::function<void(Status)> done) override;
+    // `daemonlet-image list`, the reference normalised (blocks the loop for
+    // a few milliseconds).
+    bool has_image(const std::string& image) const override;
 
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
     std::string runc_root() const { return runtime_dir_ + "/runc"; }
@@ -105,6 +128,12 @@ class RuncRuntime final : public Runtime {
     std::string runc_binary_;
     std::vector<std::string> capabilities_;
     Runc runc_;
+
+    void close_pulls();
+    void on_pulled(const std::string& image, Status result);
+    uv_loop_s* loop_ = nullptr;
+    std::unique_ptr<Prober> pulls_;
+    std::map<std::string, std::vector<std::function<void(Status)>>> pulling_;  // image -> waiting callers
 };
 
 // The agent's way to make one: the exec runtime under

@@ -1,8 +1,11 @@
 // Test helper: the tiniest HTTP server, to run as a container for httpGet
 // probes end to end (a clean Debian has no HTTP server to borrow).
 //   http_serve --free-port          prints a free TCP port on 127.0.0.1
-//   http_serve PORT READY_FILE      serves 127.0.0.1:PORT: every request gets
-//                                   200 "ok" while READY_FILE exists, 503 otherwise
+//   http_serve PORT READY_FILE [BODY_FILE]
+//                                   serves 127.0.0.1:PORT: every request gets
+//                                   200 "ok" while READY_FILE exists, 503 otherwise;
+//                                   with BODY_FILE, 200 is its content as JSON
+//                                   (a static token server for test_registry.sh)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -43,8 +46,8 @@ int main(int argc, char** argv) {
         std::printf("%d\n", ntohs(addr.sin_port));
         return 0;
     }
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: http_serve --free-port | http_serve PORT READY_FILE\n");
+    if (argc != 3 && argc != 4) {
+        std::fprintf(stderr, "usage: http_serve --free-port | http_serve PORT READY_FILE [BODY_FILE]\n");
         return 2;
     }
     int fd = listen_on(std::atoi(argv[1]));
@@ -60,9 +63,18 @@ int main(int argc, char** argv) {
         }
         struct stat st {};
         const bool ready = stat(argv[2], &st) == 0;
-        const std::string resp = ready ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                                       : "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                                         "Connection: close\r\n\r\n";
+        std::string resp = ready ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                                 : "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                   "Connection: close\r\n\r\n";
+        if (ready && argc == 4) {
+            std::string body;
+            if (FILE* f = std::fopen(argv[3], "rb")) {
+                for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) body.append(buf, n);
+                std::fclose(f);
+            }
+            resp = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+        }
         ssize_t off = 0;
         while (off < static_cast<ssize_t>(resp.size())) {
             ssize_t n = write(c, resp.data() + off, resp.size() - static_cast<std::size_t>(off));

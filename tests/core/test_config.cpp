@@ -74,6 +74,35 @@ TEST(Config, TheImportDirDefaultsUnderTheStateDir) {
     STRCMP_EQUAL("/var/lib/dl/import", image_import_dir_of(r.config).c_str());
 }
 
+TEST(Config, RuncRuntimeTakesRegistrySettings) {
+    auto r = parse_agent_config(
+        "runtime: {type: runc, registryAuthFile: auth.json, registryCertsDir: /etc/x/certs.d,\n"
+        "          insecureRegistries: [\"10.0.0.5:5000\", \"registry.local\"]}\n",
+        "c.yaml", "/opt/board");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("/opt/board/auth.json", r.config.registry_auth_file.c_str());  // relative to the file
+    STRCMP_EQUAL("/etc/x/certs.d", r.config.registry_certs_dir.c_str());
+    CHECK_EQUAL(2, r.config.insecure_registries.size());
+    STRCMP_EQUAL("registry.local", r.config.insecure_registries[1].c_str());
+    // Defaults: anonymous, Docker's certs.d under /etc/daemonlet, TLS everywhere.
+    auto d = parse_agent_config("runtime: {type: runc}\n", "c.yaml", "/");
+    STRCMP_EQUAL("", d.config.registry_auth_file.c_str());
+    STRCMP_EQUAL("/etc/daemonlet/certs.d", d.config.registry_certs_dir.c_str());
+    CHECK_TRUE(d.config.insecure_registries.empty());
+}
+
+TEST(Config, RegistrySettingsErrorsNameTheField) {
+    auto r = parse_agent_config(
+        "runtime: {type: runc, registryAuthFile: \"\", insecureRegistries: [\"Bad Host\", 5, \"h:1/x\"]}\n",
+        "c.yaml", "/");
+    CHECK_TRUE(has(r, "c.yaml: runtime.registryAuthFile: must not be empty"));
+    CHECK_TRUE(has(r, "c.yaml: runtime.insecureRegistries[0]: \"Bad Host\": not a registry host[:port]"));
+    CHECK_TRUE(has(r, "c.yaml: runtime.insecureRegistries[1]: "));
+    CHECK_TRUE(has(r, "c.yaml: runtime.insecureRegistries[2]: \"h:1/x\": not a registry host[:port]"));
+    auto l = parse_agent_config("runtime: {insecureRegistries: h:1}\n", "c.yaml", "/");
+    CHECK_TRUE(has(l, "c.yaml: runtime.insecureRegistries: expected a list"));
+}
+
 TEST(Config, RuncRuntimeErrorsNameTheKey) {
     auto r = parse_agent_config("runtime: {type: runc, imageImportDir: \"\", runcPath: 3, pull: yes}\n",
                                 "c.yaml", "/");
