@@ -280,10 +280,16 @@ struct Applier {
         {
             std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(src.c_str()), ::closedir);
             if (!d) return io_error(src, "opendir");
+            // readdir returns null both at the end and on an error: only
+            // errno tells them apart. An error taken for the end would
+            // assemble a layer with files missing, and say nothing.
+            errno = 0;
             while (dirent* e = ::readdir(d.get())) {
                 std::string n = e->d_name;
                 if (n != "." && n != "..") names.push_back(std::move(n));
+                errno = 0;
             }
+            if (errno != 0) return io_error(src, "readdir");
         }
         // Whiteouts first: they remove what the layers below put here.
         for (const std::string& n : names) {
