@@ -28,6 +28,9 @@ namespace {
 // A layer bigger than this uncompressed is refused before it fills the disk
 // (a gzip bomb). Real layers are far smaller.
 constexpr std::int64_t kMaxLayerBytes = std::int64_t{16} * 1024 * 1024 * 1024;
+// Files that size need a 64-bit off_t on 32-bit targets too, which the top
+// CMakeLists.txt asks for (_FILE_OFFSET_BITS=64).
+static_assert(sizeof(off_t) == 8, "image layers need 64-bit file offsets: build with -D_FILE_OFFSET_BITS=64");
 
 struct ReadFree {
     void operator()(archive* a) const { archive_read_free(a); }
