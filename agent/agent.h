@@ -224,7 +224,9 @@ class Agent {
     Result<bool> choose_rootfs(const std::string& store_dir, const std::string& runtime_dir);
     void import_images();
     void start_next_import();
-    void on_imported(const std::string& path, const platform::ProbeResult& r);
+    void on_imported(const std::string& path,
+                     const std::optional<std::pair<std::int64_t, std::int64_t>>& version,
+                     const platform::ProbeResult& r);
     void retry_image_waits();
     // Registry pulls, as imagePullPolicy says (kubelet's image_manager.go
     // EnsureImageExists): whether container `index` may start now, else a
@@ -232,6 +234,14 @@ class Agent {
     bool image_ready_to_start(const std::string& uid, std::size_t index, const Container& spec);
     void request_image_pull(const std::string& uid, std::size_t index, const Container& spec);
     void on_image_pulled(const std::string& image, const Status& result);
+    // image_records.cpp: what the archives gave, in the store's meta table,
+    // so that a restart imports only what changed or went
+    void recall_imports();
+    void on_images_listed(const platform::ProbeResult& r);
+    void record_import(const std::string& path, std::pair<std::int64_t, std::int64_t> version, bool imported,
+                       const Json& images);
+    void forget_removed_imports(const std::map<std::string, std::pair<std::int64_t, std::int64_t>>& present);
+    void save_import_records();
 
     // probes.cpp: kubelet's prober for running containers
     const Container* probed_spec(const LivePod& pod, std::size_t index);
@@ -260,6 +270,9 @@ class Agent {
     std::deque<std::string> import_queue_;            // archives waiting for daemonlet-image
     std::optional<std::string> importing_;            // the archive daemonlet-image imports now
     std::map<std::string, ImagePull> image_pulls_;    // by the image as the pod spec names it
+    Json import_records_ = Json::object();            // images.imports in the store: path -> version, outcome
+    bool recalling_imports_ = false;                  // daemonlet-image list runs
+    bool imports_recalled_ = false;                   // the records are checked against the store
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;

@@ -93,6 +93,8 @@ Result<bool> Agent::choose_rootfs(const std::string& store_dir, const std::strin
 
 void Agent::import_images() {
     if (stopping_ || !image_jobs_) return;
+    // First what earlier runs imported (image_records.cpp): it calls back.
+    if (!imports_recalled_) return recall_imports();
     const std::string dir = image_import_dir_of(config_);
     std::error_code ec;
     std::vector<std::string> names;
@@ -116,6 +118,7 @@ void Agent::import_images() {
             import_queue_.push_back(path);
     }
     import_seen_ = std::move(seen);
+    forget_removed_imports(import_seen_);
     start_next_import();
 }
 
@@ -130,7 +133,12 @@ void Agent::start_next_import() {
         a.command = {find_helper("daemonlet-image"), "import", "--store", config_.state_dir + "/images",
                      path};
         a.timeout_ms = kImportDeadlineMs;
-        auto id = image_jobs_->run(a, [this, path](platform::ProbeResult r) { on_imported(path, r); });
+        // The version read before the import, recorded with its outcome.
+        auto seen = import_seen_.find(path);
+        std::optional<std::pair<std::int64_t, std::int64_t>> version;
+        if (seen != import_seen_.end()) version = seen->second;
+        auto id = image_jobs_->run(
+            a, [this, path, version](platform::ProbeResult r) { on_imported(path, version, r); });
         if (!id) {
             log(Level::Err, "image import: " + path + ": cannot run daemonlet-image: " + id.error().message +
                                 "; it is tried again when the file changes");
@@ -140,15 +148,19 @@ void Agent::start_next_import() {
     }
 }
 
-void Agent::on_imported(const std::string& path, const platform::ProbeResult& r) {
+void Agent::on_imported(const std::string& path,
+                        const std::optional<std::pair<std::int64_t, std::int64_t>>& version,
+                        const platform::ProbeResult& r) {
     importing_.reset();
     bool imported = false;
+    Json images = Json::array();
     if (r.outcome != ProbeOutcome::Success) {
         std::string why = r.output;
         while (!why.empty() && why.back() == '\n') why.pop_back();
         // daemonlet-image names the archive, the member and the reason.
         log(Level::Err, "image import: " + (why.find(path) == std::string::npos ? path + ": " : "") + why +
-                            "; nothing of it was imported; it is tried again when the file changes");
+                            "; nothing of it was imported; it is tried again when the file changes and at "
+                            "the next start");
     } else {
         // One JSON line per image: {"name", "digest"}.
         std::size_t start = 0;
@@ -163,8 +175,10 @@ void Agent::on_imported(const std::string& path, const platform::ProbeResult& r)
                                    (name.empty() ? std::string("(an image without a name)") : name) + " " +
                                    line.value("digest", ""));
             imported = true;
+            images.push_back({{"name", name}, {"digest", line.value("digest", "")}});
         }
     }
+    if (version) record_import(path, *version, r.outcome == ProbeOutcome::Success, images);
     if (imported) retry_image_waits();
     start_next_import();
 }

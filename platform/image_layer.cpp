@@ -30,6 +30,9 @@ namespace {
 // A layer bigger than this uncompressed is refused before it fills the disk
 // (a gzip bomb). Real layers are far smaller.
 constexpr std::int64_t kMaxLayerBytes = std::int64_t{16} * 1024 * 1024 * 1024;
+// Files that size need a 64-bit off_t on 32-bit targets too, which the top
+// CMakeLists.txt asks for (_FILE_OFFSET_BITS=64).
+static_assert(sizeof(off_t) == 8, "image layers need 64-bit file offsets: build with -D_FILE_OFFSET_BITS=64");
 
 struct ReadFree {
     void operator()(archive* a) const { archive_read_free(a); }
@@ -275,10 +278,16 @@ Result<std::vector<std::string>> entries_of(const std::string& dir) {
     std::vector<std::string> names;
     std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
     if (!d) return io_error(dir, "opendir");
+    // readdir returns null both at the end and on an error: only errno
+    // tells them apart. An error taken for the end would assemble a layer
+    // with files missing, and say nothing.
+    errno = 0;
     while (dirent* e = ::readdir(d.get())) {
         std::string n = e->d_name;
         if (n != "." && n != "..") names.push_back(std::move(n));
+        errno = 0;
     }
+    if (errno != 0) return io_error(dir, "readdir");
     return names;
 }
 
