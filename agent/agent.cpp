@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/local_node.h"
+#include "platform/cri_runtime.h"
 #include "platform/exec_runtime.h"
 #include "platform/file.h"
 #include "platform/log.h"
@@ -110,6 +111,11 @@ Status Agent::init() {
             &loop_, config_.state_dir + "/runtime", find_helper("daemonlet-shim"),
             platform::ImageTool{find_helper("daemonlet-image"), config_.state_dir + "/images"},
             config_.runc_path);
+    } else if (config_.runtime_type == "cri") {
+        platform::CriRuntimeOptions cri;
+        cri.endpoint = config_.cri_endpoint;
+        cri.runtime_dir = config_.state_dir + "/runtime";
+        rt = platform::make_cri_runtime(&loop_, std::move(cri));
     } else {
         rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",
                                          find_helper("daemonlet-shim"));
@@ -213,13 +219,15 @@ void Agent::reload_config() {
     }
     AgentConfig next = std::move(loaded).value();
     if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type ||
-        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path)
+        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path ||
+        next.cri_endpoint != config_.cri_endpoint)
         log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
                                 config_.state_dir + " and runtime " + config_.runtime_type);
     next.state_dir = config_.state_dir;
     next.runtime_type = config_.runtime_type;
     next.image_import_dir = config_.image_import_dir;
     next.runc_path = config_.runc_path;
+    next.cri_endpoint = config_.cri_endpoint;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;

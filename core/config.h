@@ -10,6 +10,7 @@
 //   stateDir: /var/lib/daemonlet
 //   runtime: {type: exec}           # or, for containers from images:
 //   runtime: {type: runc, imageImportDir: /var/lib/daemonlet/import, runcPath: runc}
+//   runtime: {type: cri, endpoint: unix:///run/containerd/containerd.sock}
 //   fileCheckFrequency: 20s
 //   crashLoopBackoff: {initial: 10s, max: 300s}
 //   containerLogMaxSize: 10Mi
@@ -66,11 +67,14 @@ struct AgentConfig {
     bool node_unschedulable = false;
     std::string manifest_dir = "/etc/daemonlet/manifests";
     std::string state_dir = "/var/lib/daemonlet";
-    std::string runtime_type = "exec";  // "exec" or "runc"
+    std::string runtime_type = "exec";  // "exec", "runc" or "cri"
     // runc: archives dropped here are imported into the image store; empty:
     // <state_dir>/import (image_import_dir_of()).
     std::string image_import_dir;
     std::string runc_path = "runc";  // found on PATH unless it holds a '/'
+    // cri: the CRI runtime's gRPC socket, unix:///<absolute path> (kubelet's
+    // --container-runtime-endpoint).
+    std::string cri_endpoint = "unix:///run/containerd/containerd.sock";
     std::int64_t file_check_frequency_ms = 20'000;
     std::int64_t backoff_initial_ms = 10'000;
     std::int64_t backoff_max_ms = 300'000;
