@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -125,6 +124,7 @@ class CriRuntime final : public Runtime {
     std::uint64_t generation_ = 0;  // bumped when a relist is posted
     bool relisting_ = false;
     std::map<std::string, std::vector<std::function<void(Status)>>> pulls_;
+    std::map<std::string, std::string> pull_failures_;  // image -> why its last pull failed
     bool closed_ = false;
 };
 
@@ -187,9 +187,14 @@ Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
             return Error{"image_not_found", "image \"" + c.image +
                                                 "\" is not present in the CRI runtime at " +
                                                 client_->endpoint() + " and imagePullPolicy is Never"};
-        pull_image(c.image, [](Status) {});  // shared with the agent's, if it asks
-        return Error{"image_not_found", "image \"" + c.image + "\" is not present in the CRI runtime at " +
-                                            client_->endpoint() + "; pulling it"};
+        // The pull runs meanwhile (shared with the agent's, if it asks);
+        // the agent's retry finds the image, or the reason it failed.
+        std::string why = "image \"" + c.image + "\" is not present in the CRI runtime at " +
+                          client_->endpoint() + "; pulling it";
+        if (auto last = pull_failures_.find(c.image); last != pull_failures_.end())
+            why += " (the last pull failed: " + last->second + ")";
+        pull_image(c.image, [](Status) {});
+        return Error{"image_not_found", why};
     }
 
     CriPodInput pod;
@@ -331,19 +336,17 @@ void CriRuntime::pod_removed(const std::string& pod_uid) {
 
 std::optional<std::vector<std::string>> CriRuntime::exec_in(const std::string& id,
                                                             const std::vector<std::string>& command) const {
-    static std::atomic<unsigned> counter{0};
-    std::string address = opts_.endpoint.substr(std::string_view("unix://").size());
-    std::vector<std::string> argv = {
-        opts_.ctr,
-        "--address",
-        address,
-        "--namespace",
-        "k8s.io",
-        "tasks",
-        "exec",
-        "--exec-id",
-        "daemonlet-probe-" + std::to_string(::getpid()) + "-" + std::to_string(++counter),
-        id};
+    // The agent makes this command line once per probe and runs it every
+    // period: a shell gives each run its own exec id (containerd refuses
+    // an exec id that is still in use, as one a timed-out run left is).
+    std::vector<std::string> argv = {"/bin/sh",
+                                     "-c",
+                                     "c=$0 a=$1 id=$2; shift 2; "
+                                     "exec \"$c\" --address \"$a\" --namespace k8s.io tasks exec --exec-id "
+                                     "\"daemonlet-probe-$$\" \"$id\" \"$@\"",
+                                     opts_.ctr,
+                                     opts_.endpoint.substr(std::string_view("unix://").size()),
+                                     id};
     argv.insert(argv.end(), command.begin(), command.end());
     return argv;
 }
@@ -361,6 +364,10 @@ void CriRuntime::pull_image(const std::string& image, std::function<void(Status)
             auto callbacks = std::move(it->second);
             pulls_.erase(it);
             Status result = s ? Status(Ok{}) : Status(pull_error(image, s.error()));
+            if (result)
+                pull_failures_.erase(image);
+            else if (pull_failures_.size() < 256 || pull_failures_.count(image))  // bounded
+                pull_failures_[image] = result.error().message;
             for (auto& cb : callbacks) cb(result);
         };
     });

@@ -7,7 +7,9 @@
 #
 #   make_busybox_image.sh OUT.tar [NAME]     NAME: docker.io/library/busybox:latest
 #
-# Environment: BUSYBOX (default /bin/busybox), GOARCH (default from uname -m).
+# Environment: BUSYBOX (default /bin/busybox), GOARCH (default from uname -m),
+# IMAGE_CMD (the config's Cmd as a JSON array, default ["sh"]: test_cri.sh
+# makes its pod sandbox ("pause") image with a long sleep).
 set -euo pipefail
 
 out=${1:?usage: make_busybox_image.sh OUT.tar [NAME]}
@@ -52,7 +54,7 @@ read -r layer_digest layer_size < <(add_blob "$work/layer.tar.gz")
 
 platform="\"architecture\":\"$arch\",\"os\":\"linux\""
 [[ -n $variant ]] && platform+=",\"variant\":\"$variant\""
-printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":[\"sh\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:$diff_id\"]}}" >"$work/config.json"
+printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":${IMAGE_CMD:-[\"sh\"]}},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:$diff_id\"]}}" >"$work/config.json"
 read -r config_digest config_size < <(add_blob "$work/config.json")
 
 printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"$config_digest\",\"size\":$config_size},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$layer_digest\",\"size\":$layer_size}]}" >"$work/manifest.json"

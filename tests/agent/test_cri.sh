@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# runtime: {type: cri} end to end: the real agent talking CRI (gRPC) to
+# Debian's containerd, started here with its own temporary configuration,
+# root, state and socket, under `tini -s` so that exited shims are reaped.
+# The images (busybox, and a busybox "pause" image that sleeps as the pod
+# sandbox) are imported into containerd's k8s.io namespace with ctr. The
+# pods use hostNetwork, as node agents do, so no CNI network is needed (the
+# CNI configuration is only there for containerd to load: a pod network
+# needs a real plugin, such as bridge, which this test does not set up).
+#
+# Checks: the agent keeps running while containerd is down at its start and
+# starts the pod once containerd is up; the container runs in its own PID
+# and mount namespaces with the image's rootfs; a hostPath volume is
+# visible inside; the memory limit is the cgroup's; an exec readiness probe
+# runs inside (ctr tasks exec); `daemonlet logs` reads containerd's CRI
+# logs; kill -9 of the agent leaves the container running and a new agent
+# adopts it (same id, no restart); a rolling update replaces the container
+# and removes the old pod's sandbox; an image that cannot be pulled leaves
+# its pod in ErrImagePull / ImagePullBackOff with the pull's reason.
+# Needs root and containerd; skips without them.
+set -uo pipefail
+here=$(dirname "${BASH_SOURCE[0]}")
+[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: containerd needs root"; exit 0; }
+containerd_bin=$(command -v containerd) || { echo "SKIPPED: containerd is not installed (apt-get install containerd)"; exit 0; }
+[[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
+source "$here/lib.sh"
+ctr_bin=$(command -v ctr) || { echo "FAIL: ctr is missing (it comes with containerd)"; exit 1; }
+tini_bin=$(command -v tini) || { echo "FAIL: tini is missing (apt-get install tini)"; exit 1; }
+[[ -x /bin/busybox ]] || { echo "FAIL: /bin/busybox is missing (apt-get install busybox-static)"; exit 1; }
+[[ -x /usr/lib/cni/loopback ]] || { echo "FAIL: /usr/lib/cni/loopback is missing (apt-get install containernetworking-plugins)"; exit 1; }
+
+cd_dir=$work/containerd
+sock=$cd_dir/containerd.sock
+data=$work/data
+mkdir -p "$cd_dir/cni" "$data"
+containerd_pid=
+c() { "$ctr_bin" --address "$sock" --namespace k8s.io "$@"; }
+cri_cleanup() {
+    [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
+    # Every task of this containerd, then containerd, then its shims (their
+    # command line holds the socket's path), then what is still mounted.
+    if [[ -n $containerd_pid ]]; then
+        for id in $(c tasks ls -q 2>/dev/null); do c tasks kill -s KILL "$id" >/dev/null 2>&1; done
+        for id in $(c tasks ls -q 2>/dev/null); do c tasks delete -f "$id" >/dev/null 2>&1; done
+        kill "$containerd_pid" 2>/dev/null
+        wait "$containerd_pid" 2>/dev/null
+    fi
+    pkill -KILL -f "containerd-shim.*$sock" 2>/dev/null
+    awk -v w="$work" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+    cleanup
+}
+trap cri_cleanup EXIT
+
+cat >"$cd_dir/cni/10-loopback.conflist" <<EOF
+{"cniVersion": "1.0.0", "name": "daemonlet-test", "plugins": [{"type": "loopback"}]}
+EOF
+cat >"$cd_dir/config.toml" <<EOF
+version = 2
+root = "$cd_dir/root"
+state = "$cd_dir/state"
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "daemonlet.test/pause:1"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$cd_dir/cni"
+EOF
+start_containerd() {
+    "$tini_bin" -s -- "$containerd_bin" --config "$cd_dir/config.toml" >>"$work/containerd.log" 2>&1 &
+    containerd_pid=$!
+}
+containerd_up() { c version; }
+
+"$here/../data/make_busybox_image.sh" "$work/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
+IMAGE_CMD='["sleep","2147483647"]' "$here/../data/make_busybox_image.sh" "$work/pause.tar" daemonlet.test/pause:1 \
+    >/dev/null || { echo "FAIL: cannot build the pause image"; exit 1; }
+
+cat >"$cfg" <<EOF
+nodeName: it-node
+manifestDir: $man
+stateDir: $state
+runtime: {type: cri, endpoint: "unix://$sock"}
+fileCheckFrequency: 2s
+crashLoopBackoff: {initial: 300ms, max: 2s}
+EOF
+# "$$$$": the agent expands the command as the kubelet does
+# (ExpandContainerCommandAndArgs: "$$" is a "$"), so sh sees "$$".
+write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION]
+    DS_IMAGE=$3 write_ds "$1" "$2" 'echo hello from $VERSION; echo $$$$ > /data/pid; while :; do sleep 1; done' \
+        "hostNetwork: true
+      volumes: [{name: data, hostPath: {path: $data}}]" "" \
+        "          env: [{name: VERSION, value: \"${4:-1}\"}]
+          volumeMounts: [{name: data, mountPath: /data}]
+          resources: {limits: {memory: 64Mi}}
+          imagePullPolicy: IfNotPresent
+          readinessProbe: {exec: {command: [cat, /data/pid]}, periodSeconds: 1, timeoutSeconds: 5}"
+}
+# The pod's container id (containerID cri://<id>) and its host pid.
+container_id() {
+    get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
+        | .status.containerStatuses[0].containerID // empty' | sed 's|^cri://||'
+}
+get_pods_json() { "$dl" get pods -A -o json --config "$cfg"; }
+restarts() {
+    get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
+        | .status.containerStatuses[0].restartCount'
+}
+task_pid() { c tasks ls 2>/dev/null | awk -v id="$1" '$1 == id && $3 == "RUNNING" { print $2 }'; }
+has_container() { c containers ls -q 2>/dev/null | grep -qx "$1"; }
+managed_sandboxes() { c containers ls -q 'labels."io.daemonlet.managed"==true' 2>/dev/null | wc -l; }
+
+# 1. containerd is down when the agent starts: the agent keeps running,
+# says why the container did not start, and starts it once containerd is up.
+write_image_ds bb.yaml bb busybox:latest
+start_agent
+wait_for "the agent reports the unreachable runtime" 15 grep -q "did not start: CRI .*not reachable" "$work/agent.log"
+kill -0 "$agent" 2>/dev/null && ok || fail "the agent exited while containerd was down"
+start_containerd
+wait_for "containerd answers on its socket" 20 containerd_up
+c images import --snapshotter native "$work/pause.tar" >/dev/null && c images import --snapshotter native "$work/busybox.tar" >/dev/null &&
+    ok || fail "ctr cannot import the test images"
+wait_for "pod of bb runs (and is ready: its exec probe ran inside)" 30 pod_running it bb
+id=$(container_id bb)
+pid=$(task_pid "$id")
+[[ -n $id && -n $pid ]] && ok || fail "no running CRI container for bb (id '$id', pid '$pid')"
+
+# 2. Its own PID and mount namespaces, the image's rootfs, the hostPath volume.
+wait_for "the container wrote its pid into the hostPath volume" 10 test -s "$data/pid"
+[[ $(cat "$data/pid") == 1 ]] && ok || fail "the container's shell is pid $(cat "$data/pid"), not 1: no PID namespace"
+[[ $(readlink "/proc/$pid/ns/mnt") != $(readlink /proc/self/ns/mnt) ]] && ok || fail "no mount namespace of its own"
+[[ $(readlink "/proc/$pid/ns/pid") != $(readlink /proc/self/ns/pid) ]] && ok || fail "no PID namespace of its own"
+[[ -L /proc/$pid/root/bin/sh && ! -e /proc/$pid/root/etc/debian_version ]] && ok || fail "the rootfs is not the busybox image's"
+
+# 3. limits.memory is the cgroup's limit.
+cg=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 } $2 == "" { print $3 }' "/proc/$pid/cgroup" | head -1)
+if [[ -d /sys/fs/cgroup/memory ]]; then limit_file=/sys/fs/cgroup/memory$cg/memory.limit_in_bytes; else limit_file=/sys/fs/cgroup$cg/memory.max; fi
+[[ $(cat "$limit_file" 2>/dev/null) == 67108864 ]] && ok || fail "memory limit in $limit_file: $(cat "$limit_file" 2>&1)"
+
+# 4. daemonlet logs reads what containerd wrote (CRI log format).
+wait_for "daemonlet logs prints the container's output" 10 \
+    bash -c "'$dl' logs \$('$dl' get pods -n it --config '$cfg' | awk '\$2 ~ /^bb-/ { print \$2 }') -n it --config '$cfg' | grep -qx 'hello from 1'"
+
+# 5. kill -9 of the agent: the container keeps running; a new agent adopts it.
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+[[ $(task_pid "$id") == "$pid" ]] && ok || fail "the container died with the agent"
+start_agent
+wait_for "the new agent adopts the container" 15 grep -q 'adopted 1 running container' "$work/agent.log"
+wait_for "bb runs after the restart" 15 pod_running it bb
+[[ $(container_id bb) == "$id" && $(task_pid "$id") == "$pid" && $(restarts bb) == 0 ]] && ok ||
+    fail "adoption changed the container: $(container_id bb) restarts $(restarts bb)"
+
+# 6. An image that cannot be pulled: the pod waits with kubelet's reason,
+# and the agent's message gives the pull's.
+write_image_ds nope.yaml nope 127.0.0.1:9/daemonlet/absent:1
+wait_for "nope waits with ErrImagePull or ImagePullBackOff" 20 pod_waiting_for_image nope
+waiting_message() {
+    get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
+        | .status.containerStatuses[0].state.waiting.message // empty'
+}
+pull_reason_shown() { waiting_message nope | grep -q 'the last pull failed: pulling image "127.0.0.1:9/daemonlet/absent:1": .*connection refused'; }
+wait_for "the pod's message gives the pull's reason" 20 pull_reason_shown
+rm -f "$man/nope.yaml"
+wait_for "nope goes with its file" 15 no_pod it nope
+
+# 7. A template change rolls: a new container in a new sandbox; the old
+# container and the old pod's sandbox are removed from containerd.
+write_image_ds bb.yaml bb busybox:latest 2
+new_container() { local n; n=$(container_id bb); [[ -n $n && $n != "$id" ]] && pod_running it bb; }
+wait_for "the rollout replaces bb's container" 30 new_container
+wait_for "the old container is removed from containerd" 15 bash -c "! '$ctr_bin' --address '$sock' -n k8s.io containers ls -q | grep -qx '$id'"
+one_sandbox() { [[ $(c pods 2>/dev/null; c containers ls -q 'labels."io.cri-containerd.kind"==sandbox' 2>/dev/null | wc -l) -eq 1 ]]; }
+wait_for "the old pod's sandbox is removed" 20 one_sandbox
+wait_for "the new container logs its version" 10 \
+    bash -c "'$dl' logs \$('$dl' get pods -n it --config '$cfg' | awk '\$2 ~ /^bb-/ { print \$2 }') -n it --config '$cfg' | grep -qx 'hello from 2'"
+
+finish
