@@ -250,12 +250,15 @@ Status CriRuntime::stop(const std::string& id) {
     auto w = watched_.find(id);
     const std::int64_t grace = w == watched_.end() ? 30 : w->second.grace_seconds;
     CriClient* client = client_.get();
-    // The exit reaches the handler through the relist; a failed stop is
+    // The exit reaches the handler through a relist; a failed stop is
     // seen there too (the container still runs), and the agent's stop
     // is asked again on its next pass.
-    jobs_.post([client, id, grace]() -> LoopJobs::Continuation {
+    jobs_.post([this, client, id, grace]() -> LoopJobs::Continuation {
         (void)client->stop_container(id, grace, static_cast<int>((grace + 10) * 1000));
-        return {};
+        // StopContainer returns once the container is gone: relist now
+        // rather than at the next tick, so that a rolling update does not
+        // wait up to kRelistIntervalMs for the exit.
+        return [this] { relist(); };
     });
     return Ok{};
 }
