@@ -111,9 +111,21 @@ write_image_ds bb.yaml bb busybox:latest 2
 new_container() { local n; n=$(container_id bb); [[ -n $n && $n != "$id" ]] && pod_running it bb; }
 wait_for "the rollout replaces bb's container" 30 new_container
 wait_for "the old container is removed from containerd" 15 bash -c "! '$ctr_bin' --address '$sock' -n k8s.io containers ls -q | grep -qx '$id'"
-one_sandbox() { [[ $(c pods 2>/dev/null; c containers ls -q 'labels."io.cri-containerd.kind"==sandbox' 2>/dev/null | wc -l) -eq 1 ]]; }
+one_sandbox() { [[ $(c containers ls -q 'labels."io.cri-containerd.kind"==sandbox' 2>/dev/null | wc -l) -eq 1 ]]; }
 wait_for "the old pod's sandbox is removed" 20 one_sandbox
 wait_for "the new container logs its version" 10 \
     bash -c "'$dl' logs \$('$dl' get pods -n it --config '$cfg' | awk '\$2 ~ /^bb-/ { print \$2 }') -n it --config '$cfg' | grep -qx 'hello from 2'"
+
+# 8. SIGTERM: the agent stops at once (its worker threads joined, every
+# handle closed) and the container runs on.
+kill -TERM "$agent"
+agent_gone() { [[ ! -e /proc/$agent ]] || grep -q '^[0-9]* (.*) Z' "/proc/$agent/stat"; }
+wait_for "the agent stops on SIGTERM" 10 agent_gone
+wait "$agent"
+status=$?
+agent=
+[[ $status -eq 0 ]] && ok || fail "the agent exited with status $status on SIGTERM"
+grep -q 'handles still open' "$work/agent.log" && fail "the agent left libuv handles open" || ok
+[[ -n $(task_pid "$(container_id bb)") ]] && ok || fail "the container stopped with the agent"
 
 finish
