@@ -115,6 +115,7 @@ Status Agent::init() {
         platform::CriRuntimeOptions cri;
         cri.endpoint = config_.cri_endpoint;
         cri.runtime_dir = config_.state_dir + "/runtime";
+        cri.module = find_helper(platform::kCriModule);
         rt = platform::make_cri_runtime(&loop_, std::move(cri));
     } else {
         rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",

@@ -417,7 +417,7 @@ void CriRuntime::close() {
 
 }  // namespace
 
-Result<std::unique_ptr<Runtime>> make_cri_runtime(uv_loop_s* loop, CriRuntimeOptions options) {
+static Result<std::unique_ptr<Runtime>> make_runtime(uv_loop_s* loop, CriRuntimeOptions options) {
     constexpr std::string_view scheme = "unix://";
     if (options.endpoint.rfind(scheme, 0) != 0 || options.endpoint.size() <= scheme.size() ||
         options.endpoint[scheme.size()] != '/')
@@ -435,3 +435,9 @@ Result<std::unique_ptr<Runtime>> make_cri_runtime(uv_loop_s* loop, CriRuntimeOpt
 }
 
 }  // namespace daemonlet::platform
+
+// The module's one export (platform/cri_loader.cpp looks it up).
+extern "C" __attribute__((visibility("default"))) daemonlet::platform::CriRuntimeFactory
+daemonlet_cri_factory() {
+    return &daemonlet::platform::make_runtime;
+}
