@@ -116,7 +116,24 @@ wait_for "the old pod's sandbox is removed" 20 one_sandbox
 wait_for "the new container logs its version" 10 \
     bash -c "'$dl' logs \$('$dl' get pods -n it --config '$cfg' | awk '\$2 ~ /^bb-/ { print \$2 }') -n it --config '$cfg' | grep -qx 'hello from 2'"
 
-# 8. SIGTERM: the agent stops at once (its worker threads joined, every
+# 8. A container that exits is restarted (restartPolicy Always) in its
+# pod's sandbox, with the next attempt (kuberuntime: ContainerMetadata
+# attempt = restart count; the sandbox is kept while it is ready).
+DS_IMAGE=busybox:latest write_ds crash.yaml crash '[ -e /data/crashed ] || { touch /data/crashed; exit 3; }; while :; do sleep 1; done' \
+    "hostNetwork: true
+      volumes: [{name: data, hostPath: {path: $data}}]" "" \
+    "          volumeMounts: [{name: data, mountPath: /data}]
+          imagePullPolicy: IfNotPresent"
+crash_restarted() { [[ $(restarts crash) == 1 ]] && pod_running it crash; }
+wait_for "the exited container is restarted once and runs" 30 crash_restarted
+crash_uid=$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("crash-")) | .metadata.uid')
+# ctr's filters: one argument, its conditions joined by commas, is an AND.
+crash_sandboxes() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$crash_uid,labels.\"io.cri-containerd.kind\"==sandbox" 2>/dev/null | wc -l; }
+[[ $(crash_sandboxes) -eq 1 ]] && ok || fail "the restart made $(crash_sandboxes) sandboxes for the pod, not 1"
+crash_containers() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$crash_uid,labels.\"io.kubernetes.container.name\"==main" 2>/dev/null | wc -l; }
+[[ $(crash_containers) -eq 1 ]] && ok || fail "the exited container was not removed at its restart: $(crash_containers) containers"
+
+# 9. SIGTERM: the agent stops at once (its worker threads joined, every
 # handle closed) and the container runs on.
 kill -TERM "$agent"
 agent_gone() { [[ ! -e /proc/$agent ]] || grep -q '^[0-9]* (.*) Z' "/proc/$agent/stat"; }
