@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/local_node.h"
+#include "platform/cri_runtime.h"
 #include "platform/exec_runtime.h"
 #include "platform/file.h"
 #include "platform/log.h"
@@ -115,6 +116,12 @@ Status Agent::init() {
         images.pull_options = registry_pull_options(config_);
         rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime",
                                          find_helper("daemonlet-shim"), std::move(images), config_.runc_path);
+    } else if (config_.runtime_type == "cri") {
+        platform::CriRuntimeOptions cri;
+        cri.endpoint = config_.cri_endpoint;
+        cri.runtime_dir = config_.state_dir + "/runtime";
+        cri.module = find_helper(platform::kCriModule);
+        rt = platform::make_cri_runtime(&loop_, std::move(cri));
     } else {
         rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",
                                          find_helper("daemonlet-shim"));
@@ -222,7 +229,7 @@ void Agent::reload_config() {
         next.runtime_rootfs != config_.runtime_rootfs ||
         next.registry_auth_file != config_.registry_auth_file ||
         next.registry_certs_dir != config_.registry_certs_dir ||
-        next.insecure_registries != config_.insecure_registries)
+        next.insecure_registries != config_.insecure_registries || next.cri_endpoint != config_.cri_endpoint)
         log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
                                 config_.state_dir + " and runtime " + config_.runtime_type);
     next.state_dir = config_.state_dir;
@@ -234,6 +241,7 @@ void Agent::reload_config() {
     next.registry_auth_file = config_.registry_auth_file;
     next.registry_certs_dir = config_.registry_certs_dir;
     next.insecure_registries = config_.insecure_registries;
+    next.cri_endpoint = config_.cri_endpoint;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;

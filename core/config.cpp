@@ -265,17 +265,22 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
         } else if (k == "runtime") {
             if (!v.is_object()) {
                 r.error(k,
-                        "expected {type: exec} or {type: runc, imageImportDir: DIR, runcPath: PATH, rootfs: "
-                        "auto|overlay|copy}");
+                        "expected {type: exec}, {type: runc, imageImportDir: DIR, runcPath: PATH, rootfs: "
+                        "auto|overlay|copy} or {type: cri, endpoint: unix:///PATH}");
                 continue;
             }
             r.unknown_keys(v, "runtime.",
                            {"type", "imageImportDir", "runcPath", "rootfs", "registryAuthFile",
-                            "registryCertsDir", "insecureRegistries"});
+                            "registryCertsDir", "insecureRegistries", "endpoint"});
             if (v.contains("type") && r.string(v["type"], "runtime.type", c.runtime_type) &&
-                c.runtime_type != "exec" && c.runtime_type != "runc")
+                c.runtime_type != "exec" && c.runtime_type != "runc" && c.runtime_type != "cri")
                 r.error("runtime.type", "Unsupported value: " + render_string(c.runtime_type) +
-                                            ": supported values: \"exec\", \"runc\"");
+                                            ": supported values: \"cri\", \"exec\", \"runc\"");
+            if (v.contains("endpoint") && r.string(v["endpoint"], "runtime.endpoint", c.cri_endpoint) &&
+                (c.cri_endpoint.rfind("unix:///", 0) != 0 || c.cri_endpoint.size() <= 8))
+                r.error("runtime.endpoint", render_string(c.cri_endpoint) +
+                                                ": expected unix:///<absolute path of the CRI socket>, like "
+                                                "unix:///run/containerd/containerd.sock");
             for (auto [key, target] :
                  {std::pair{"imageImportDir", &c.image_import_dir}, std::pair{"runcPath", &c.runc_path},
                   std::pair{"registryAuthFile", &c.registry_auth_file},

@@ -14,6 +14,7 @@
 //             registryAuthFile: /etc/daemonlet/registry-auth.json,  # default: anonymous pulls
 //             registryCertsDir: /etc/daemonlet/certs.d,  # <dir>/<host:port>/ca.crt
 //             insecureRegistries: ["10.0.0.5:5000"]}     # plain HTTP, for these only
+//   runtime: {type: cri, endpoint: unix:///run/containerd/containerd.sock}
 //   fileCheckFrequency: 20s
 //   crashLoopBackoff: {initial: 10s, max: 300s}
 //   containerLogMaxSize: 10Mi
@@ -70,7 +71,7 @@ struct AgentConfig {
     bool node_unschedulable = false;
     std::string manifest_dir = "/etc/daemonlet/manifests";
     std::string state_dir = "/var/lib/daemonlet";
-    std::string runtime_type = "exec";  // "exec" or "runc"
+    std::string runtime_type = "exec";  // "exec", "runc" or "cri"
     // runc: archives dropped here are imported into the image store; empty:
     // <state_dir>/import (image_import_dir_of()).
     std::string image_import_dir;
@@ -89,6 +90,9 @@ struct AgentConfig {
     std::string registry_certs_dir = "/etc/daemonlet/certs.d";
     // host[:port] of registries spoken to over plain HTTP (no TLS at all).
     std::vector<std::string> insecure_registries;
+    // cri: the CRI runtime's gRPC socket, unix:///<absolute path> (kubelet's
+    // --container-runtime-endpoint).
+    std::string cri_endpoint = "unix:///run/containerd/containerd.sock";
     std::int64_t file_check_frequency_ms = 20'000;
     std::int64_t backoff_initial_ms = 10'000;
     std::int64_t backoff_max_ms = 300'000;

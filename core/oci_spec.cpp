@@ -177,16 +177,9 @@ Status add_volume_mounts(const OciSpecInput& in, Json& mounts) {
     std::vector<Json> volumes;
     for (std::size_t i = 0; i < c.volume_mounts.size(); ++i) {
         const VolumeMount& vm = c.volume_mounts[i];
-        const std::string field = "volumeMounts[" + std::to_string(i) + "]";
-        auto host = in.volume_host_paths.find(vm.name);
-        if (host == in.volume_host_paths.end() || host->second.empty())
-            return invalid(c, field + ".name", "volume \"" + vm.name + "\" has no host path on this node");
-        if (vm.mount_path.empty() || vm.mount_path.front() != '/')
-            return invalid(c, field + ".mountPath", "\"" + vm.mount_path + "\" is not an absolute path");
-        if (leaves_volume(vm.sub_path))
-            return invalid(c, field + ".subPath", "\"" + vm.sub_path + "\" leaves the volume");
-        std::string source = host->second;
-        if (!vm.sub_path.empty()) source += "/" + vm.sub_path;
+        auto host = volume_mount_source(c, i, in.volume_host_paths);
+        if (!host) return host.error();
+        const std::string& source = host.value();
         const std::string propagation = vm.mount_propagation == "Bidirectional"     ? "rshared"
                                         : vm.mount_propagation == "HostToContainer" ? "rslave"
                                                                                     : "rprivate";
@@ -245,6 +238,20 @@ Json namespaces(const OciSpecInput& in) {
 }
 
 }  // namespace
+
+Result<std::string> volume_mount_source(const Container& c, std::size_t i,
+                                        const std::map<std::string, std::string>& volume_host_paths) {
+    const VolumeMount& vm = c.volume_mounts[i];
+    const std::string field = "volumeMounts[" + std::to_string(i) + "]";
+    auto host = volume_host_paths.find(vm.name);
+    if (host == volume_host_paths.end() || host->second.empty())
+        return invalid(c, field + ".name", "volume \"" + vm.name + "\" has no host path on this node");
+    if (vm.mount_path.empty() || vm.mount_path.front() != '/')
+        return invalid(c, field + ".mountPath", "\"" + vm.mount_path + "\" is not an absolute path");
+    if (leaves_volume(vm.sub_path))
+        return invalid(c, field + ".subPath", "\"" + vm.sub_path + "\" leaves the volume");
+    return vm.sub_path.empty() ? host->second : host->second + "/" + vm.sub_path;
+}
 
 std::int64_t milli_cpu_to_quota(std::int64_t milli_cpu, std::int64_t period) {
     if (milli_cpu <= 0) return 0;

@@ -90,6 +90,14 @@ struct OciSpecInput {
 // a subPath leaving its volume, a user name, a malformed capability.
 Result<Json> build_oci_spec(const OciSpecInput& in);
 
+// The host path mounted for c.volume_mounts[i]: its volume's host path
+// (volume_host_paths), joined with its subPath. Errors (code "invalid")
+// name the container and field: a volume without a host path, a relative
+// mountPath, a subPath leaving the volume (absolute or with a ".."
+// component; kubelet_pods.go makeMounts).
+Result<std::string> volume_mount_source(const Container& c, std::size_t i,
+                                        const std::map<std::string, std::string>& volume_host_paths);
+
 // The kubelet's milliCPUToQuota (pkg/kubelet/cm/helpers_linux.go): 0 for
 // 0 (no limit), else milli * period / 1000, at least kMinCpuQuota.
 std::int64_t milli_cpu_to_quota(std::int64_t milli_cpu, std::int64_t period);

@@ -29,6 +29,12 @@ host_packages=(
     # (TLS, htpasswd auth; htpasswd -B from apache2-utils), the test image
     # pushed with skopeo. Host tools only: the test skips under an emulator.
     docker-registry skopeo apache2-utils
+    # runtime.type cri (DAEMONLET_CRI): the CRI client's gRPC and protobuf, and
+    # protoc with its gRPC plugin to compile platform/cri/api.proto.
+    libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+    # tests/agent/test_cri.sh and bench/bench_cri.sh: their own containerd
+    # (with ctr), reaped under tini, loopback CNI for its configuration.
+    containerd tini containernetworking-plugins
     clang libclang-rt-14-dev clang-format
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file
@@ -41,6 +47,11 @@ host_packages=(
 # nlohmann-json3-dev is header-only and Architecture: all, so the host copy
 # serves the arm64 build too. libstdc++6:arm64 completes the multiarch C and
 # C++ runtime that the arm64 tests run on under qemu (toolchains/run-aarch64.sh).
+# Not libgrpc++-dev:arm64 nor libprotobuf-dev:arm64: libgrpc-dev:arm64
+# depends on pkgconf:arm64, which is not Multi-Arch: foreign, and installing
+# it removes the host's build-essential, gcc, g++ and
+# crossbuild-essential-arm64 (apt-get install -s shows it). The aarch64
+# cross build is therefore made without CRI (CMakeLists.txt, DAEMONLET_CRI).
 arm64_packages=(
     libuv1-dev:arm64 libsqlite3-dev:arm64 libsystemd-dev:arm64 libcpputest-dev:arm64 libyaml-dev:arm64
     libcurl4-openssl-dev:arm64 libssl-dev:arm64 libarchive-dev:arm64

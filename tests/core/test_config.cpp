@@ -142,6 +142,27 @@ TEST(Config, RuncRootfsIsAutoOverlayOrCopy) {
     }
 }
 
+TEST(Config, CriRuntimeTakesAnEndpointDefaultingToContainerds) {
+    auto r = parse_agent_config("runtime: {type: cri}\n", "c.yaml", "/");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("cri", r.config.runtime_type.c_str());
+    STRCMP_EQUAL("unix:///run/containerd/containerd.sock", r.config.cri_endpoint.c_str());
+    r = parse_agent_config("runtime: {type: cri, endpoint: \"unix:///run/k3s/containerd/containerd.sock\"}\n",
+                           "c.yaml", "/");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("unix:///run/k3s/containerd/containerd.sock", r.config.cri_endpoint.c_str());
+}
+
+TEST(Config, CriEndpointMustBeAUnixSocketPath) {
+    for (const char* bad :
+         {"tcp://10.0.0.1:1234", "unix://relative.sock", "/run/containerd.sock", "unix:///"}) {
+        auto r = parse_agent_config(std::string("runtime: {type: cri, endpoint: \"") + bad + "\"}\n",
+                                    "c.yaml", "/");
+        CHECK_TEXT(has(r, std::string("c.yaml: runtime.endpoint: \"") + bad + "\": expected unix:///"),
+                   (bad + std::string(": ") + all(r)).c_str());
+    }
+}
+
 TEST(Config, ErrorsNameTheKeyPath) {
     auto r = parse_agent_config(R"(
 nodeName: Edge_01

@@ -13,7 +13,9 @@
 # zeros: incompressible like real binaries, and the same at every run),
 # LAYERS (default 1): that many small layers, each above the first adding
 # one file etc/layer<n> (an image of many layers, as overlay's mount
-# options limit); extra layers of EXTRA_LAYERS_MIB come above them.
+# options limit); extra layers of EXTRA_LAYERS_MIB come above them,
+# IMAGE_CMD (the config's Cmd as a JSON array, default ["sh"]: test_cri.sh
+# makes its pod sandbox ("pause") image with a long sleep).
 set -euo pipefail
 
 out=${1:?usage: make_busybox_image.sh OUT.tar [NAME]}
@@ -82,7 +84,7 @@ done
 
 platform="\"architecture\":\"$arch\",\"os\":\"linux\""
 [[ -n $variant ]] && platform+=",\"variant\":\"$variant\""
-printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":[\"sh\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$diff_ids]}}" >"$work/config.json"
+printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":${IMAGE_CMD:-[\"sh\"]}},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$diff_ids]}}" >"$work/config.json"
 read -r config_digest config_size < <(add_blob "$work/config.json")
 
 printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"$config_digest\",\"size\":$config_size},\"layers\":[$layers]}" >"$work/manifest.json"

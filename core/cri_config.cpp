@@ -1,0 +1,110 @@
+#include "core/cri_config.h"
+
+#include "core/oci_spec.h"
+
+namespace daemonlet {
+namespace {
+
+Error invalid(const Container& c, const std::string& field, const std::string& why) {
+    return Error{"invalid", "container " + c.name + ": " + field + ": " + why};
+}
+
+bool privileged(const Container& c) {
+    return c.security_context && c.security_context->privileged.value_or(false);
+}
+
+std::map<std::string, std::string> pod_labels(const CriPodInput& pod) {
+    std::map<std::string, std::string> l = pod.labels;
+    l[std::string(kCriPodNameLabel)] = pod.name;
+    l[std::string(kCriPodNamespaceLabel)] = pod.namespace_;
+    l[std::string(kCriPodUidLabel)] = pod.uid;
+    l[std::string(kCriManagedLabel)] = "true";
+    return l;
+}
+
+}  // namespace
+
+std::string cri_pod_log_directory(const std::string& log_root, const std::string& namespace_,
+                                  const std::string& name, const std::string& uid) {
+    return log_root + "/" + namespace_ + "_" + name + "_" + uid;
+}
+
+CriSandboxConfig cri_sandbox_config(const CriPodInput& pod) {
+    const PodSpec& spec = *pod.spec;
+    CriSandboxConfig s;
+    s.name = pod.name;
+    s.namespace_ = pod.namespace_;
+    s.uid = pod.uid;
+    s.attempt = pod.attempt;
+    if (!spec.host_network) s.hostname = pod.name;
+    s.log_directory = cri_pod_log_directory(pod.log_root, pod.namespace_, pod.name, pod.uid);
+    s.labels = pod_labels(pod);
+    s.network = spec.host_network ? CriNamespaceMode::Node : CriNamespaceMode::Pod;
+    s.pid = spec.host_pid ? CriNamespaceMode::Node : CriNamespaceMode::Container;
+    s.ipc = spec.host_ipc ? CriNamespaceMode::Node : CriNamespaceMode::Pod;
+    for (const auto* list : {&spec.init_containers, &spec.containers})
+        for (const auto& c : *list) s.privileged = s.privileged || privileged(c);
+    return s;
+}
+
+Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const CriContainerInput& in) {
+    const Container& c = *in.container;
+    const PodSpec& spec = *pod.spec;
+    CriContainerConfig out;
+    out.name = c.name;
+    out.attempt = in.restart_count;
+    out.image = c.image;
+    out.command = in.command;
+    out.args = in.args;
+    out.working_dir = c.working_dir;
+    out.envs = in.env;
+    out.labels = pod_labels(pod);
+    out.labels[std::string(kCriContainerNameLabel)] = c.name;
+    out.log_path = c.name + "/" + std::to_string(in.restart_count) + ".log";
+    for (std::size_t i = 0; i < c.volume_mounts.size(); ++i) {
+        const VolumeMount& vm = c.volume_mounts[i];
+        const std::string field = "volumeMounts[" + std::to_string(i) + "]";
+        auto host = volume_mount_source(c, i, in.volume_host_paths);
+        if (!host) return host.error();
+        CriMount m;
+        m.container_path = vm.mount_path;
+        m.host_path = host.value();
+        m.readonly = vm.read_only;
+        if (vm.mount_propagation == "HostToContainer")
+            m.propagation = CriPropagation::HostToContainer;
+        else if (vm.mount_propagation == "Bidirectional")
+            m.propagation = CriPropagation::Bidirectional;
+        else if (!vm.mount_propagation.empty() && vm.mount_propagation != "None")
+            return invalid(c, field + ".mountPropagation",
+                           "\"" + vm.mount_propagation +
+                               "\": supported values: \"Bidirectional\", \"HostToContainer\", \"None\"");
+        out.mounts.push_back(std::move(m));
+    }
+    const auto& limits = c.resources.limits;
+    const auto& requests = c.resources.requests;
+    if (auto m = limits.find("memory"); m != limits.end() && m->second.value() > 0)
+        out.memory_limit_in_bytes = m->second.value();
+    // Shares from the request, the limit when none was given (API
+    // defaulting copies it), 2 for neither.
+    std::int64_t cpu_request = 0;
+    if (auto q = requests.find("cpu"); q != requests.end())
+        cpu_request = q->second.milli;
+    else if (auto l = limits.find("cpu"); l != limits.end())
+        cpu_request = l->second.milli;
+    out.cpu_shares = static_cast<std::int64_t>(milli_cpu_to_shares(cpu_request));
+    if (auto l = limits.find("cpu"); l != limits.end() && l->second.milli > 0) {
+        out.cpu_quota = milli_cpu_to_quota(l->second.milli, kCpuQuotaPeriod);
+        out.cpu_period = kCpuQuotaPeriod;
+    }
+    out.privileged = privileged(c);
+    if (c.security_context) {
+        out.capabilities_add = c.security_context->capabilities_add;
+        out.capabilities_drop = c.security_context->capabilities_drop;
+    }
+    out.network = spec.host_network ? CriNamespaceMode::Node : CriNamespaceMode::Pod;
+    out.pid = spec.host_pid ? CriNamespaceMode::Node : CriNamespaceMode::Container;
+    out.ipc = spec.host_ipc ? CriNamespaceMode::Node : CriNamespaceMode::Pod;
+    return out;
+}
+
+}  // namespace daemonlet

@@ -1,0 +1,142 @@
+// What the CRI runtime asks a CRI runtime (containerd) for, per pod and per
+// container, as plain values: the pod sandbox's config and a container's
+// config (k8s.io/cri-api runtime.v1 PodSandboxConfig and ContainerConfig),
+// built from the pod's spec the way the kubelet's kuberuntime builds them.
+// Pure: platform/cri_runtime.cpp copies these into the protobuf messages.
+//
+// The rules, each from upstream (kubernetes pkg/kubelet/kuberuntime):
+//   sandbox metadata   name, namespace, uid of the pod, attempt
+//                      (kuberuntime_sandbox.go generatePodSandboxConfig).
+//   sandbox hostname   the pod's name; none with hostNetwork (the node's).
+//   log directory      <root>/<namespace>_<name>_<uid>
+//                      (kubelet pkg/kubelet/kuberuntime/helpers.go
+//                      BuildPodLogsDirectory); a container's log_path is
+//                      <container name>/<restart count>.log
+//                      (BuildContainerLogsDirectory + "<attempt>.log").
+//   labels             io.kubernetes.pod.name / .namespace / .uid on the
+//                      sandbox, plus io.kubernetes.container.name on a
+//                      container (labels.go newPodLabels,
+//                      newContainerLabels), plus the agent's own and
+//                      io.daemonlet.managed=true, which re-adoption lists by.
+//   namespaces         network and ipc NODE for hostNetwork / hostIPC else
+//                      POD; pid NODE for hostPID else CONTAINER
+//                      (kuberuntime/util/util.go NetworkNamespaceForPod,
+//                      PidNamespaceForPod: a v1 pod's pid namespace is
+//                      the container's unless shareProcessNamespace).
+//   command / args     command and args as given (already $(VAR)
+//                      expanded), the image's entrypoint when empty:
+//                      the runtime merges them (kuberuntime_container.go
+//                      generateContainerConfig).
+//   mounts             one per volumeMount: hostPath's path or the emptyDir's
+//                      host directory (+ subPath), readOnly, propagation
+//                      None -> PRIVATE, HostToContainer, Bidirectional
+//                      (kubelet_pods.go makeMounts, translateMountPropagation).
+//   resources          memory_limit_in_bytes = limits.memory; cpu_shares =
+//                      MilliCPUToShares(requests.cpu, else limits.cpu);
+//                      cpu_quota / cpu_period = milliCPUToQuota(limits.cpu)
+//                      with period 100000 us (kuberuntime_container_linux.go
+//                      generateLinuxContainerResources, calculateLinuxResources).
+//   privileged         securityContext.privileged, on the container and its
+//                      sandbox (security_context.go
+//                      determineEffectiveSecurityContext; sandbox privileged
+//                      when any container is: kuberuntime_sandbox.go).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+
+namespace daemonlet {
+
+// The label every sandbox and container the agent makes carries, and which
+// the CRI runtime lists by: what else the CRI runtime runs is not ours.
+inline constexpr std::string_view kCriManagedLabel = "io.daemonlet.managed";
+// kubelet's labels.go.
+inline constexpr std::string_view kCriPodNameLabel = "io.kubernetes.pod.name";
+inline constexpr std::string_view kCriPodNamespaceLabel = "io.kubernetes.pod.namespace";
+inline constexpr std::string_view kCriPodUidLabel = "io.kubernetes.pod.uid";
+inline constexpr std::string_view kCriContainerNameLabel = "io.kubernetes.container.name";
+
+enum class CriNamespaceMode { Pod = 0, Container = 1, Node = 2 };  // runtime.v1 NamespaceMode
+enum class CriPropagation { Private = 0, HostToContainer = 1, Bidirectional = 2 };
+
+struct CriSandboxConfig {
+    std::string name, namespace_, uid;
+    std::uint32_t attempt = 0;
+    std::string hostname;  // empty with hostNetwork
+    std::string log_directory;
+    std::map<std::string, std::string> labels;
+    std::map<std::string, std::string> annotations;
+    CriNamespaceMode network = CriNamespaceMode::Pod;
+    CriNamespaceMode pid = CriNamespaceMode::Container;
+    CriNamespaceMode ipc = CriNamespaceMode::Pod;
+    bool privileged = false;
+};
+
+struct CriMount {
+    std::string container_path;
+    std::string host_path;
+    bool readonly = false;
+    CriPropagation propagation = CriPropagation::Private;
+    bool operator==(const CriMount&) const = default;
+};
+
+struct CriContainerConfig {
+    std::string name;
+    std::uint32_t attempt = 0;
+    std::string image;
+    std::vector<std::string> command;
+    std::vector<std::string> args;
+    std::string working_dir;
+    std::vector<std::pair<std::string, std::string>> envs;
+    std::vector<CriMount> mounts;
+    std::map<std::string, std::string> labels;
+    std::string log_path;  // relative to the sandbox's log_directory
+    std::int64_t memory_limit_in_bytes = 0;
+    std::int64_t cpu_shares = 0;
+    std::int64_t cpu_quota = 0;
+    std::int64_t cpu_period = 0;
+    bool privileged = false;
+    std::vector<std::string> capabilities_add;
+    std::vector<std::string> capabilities_drop;
+    CriNamespaceMode network = CriNamespaceMode::Pod;
+    CriNamespaceMode pid = CriNamespaceMode::Container;
+    CriNamespaceMode ipc = CriNamespaceMode::Pod;
+};
+
+struct CriPodInput {
+    const PodSpec* spec = nullptr;  // required
+    std::string name, namespace_, uid;
+    std::uint32_t attempt = 0;
+    std::string log_root;                       // the sandbox's log directory's parent
+    std::map<std::string, std::string> labels;  // the agent's, kept on sandbox and containers
+};
+
+struct CriContainerInput {
+    const Container* container = nullptr;  // required
+    std::uint32_t restart_count = 0;
+    // Resolved by the agent: $(VAR) expansion and the downward API.
+    std::vector<std::string> command, args;
+    std::vector<std::pair<std::string, std::string>> env;
+    // Volume name -> the host path mounted for it (hostPath's path, the
+    // directory made for an emptyDir).
+    std::map<std::string, std::string> volume_host_paths;
+};
+
+// <log_root>/<namespace>_<name>_<uid> (BuildPodLogsDirectory).
+std::string cri_pod_log_directory(const std::string& log_root, const std::string& namespace_,
+                                  const std::string& name, const std::string& uid);
+
+CriSandboxConfig cri_sandbox_config(const CriPodInput& pod);
+
+// Errors (code "invalid") name the container and field: a volumeMount of a
+// volume without a host path, a subPath leaving its volume, an unknown
+// mountPropagation.
+Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const CriContainerInput& in);
+
+}  // namespace daemonlet

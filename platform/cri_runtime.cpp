@@ -1,0 +1,443 @@
+#include "platform/cri_runtime.h"
+
+#include <uv.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include "core/cri_config.h"
+#include "platform/cri_client.h"
+#include "platform/cri_jobs.h"
+
+namespace daemonlet::platform {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kShortDeadlineMs = 3000;
+constexpr int kCreateDeadlineMs = 10000;
+constexpr int kPullDeadlineMs = 30 * 60 * 1000;  // an image of GiBs on a slow link
+constexpr int kSandboxStopDeadlineMs = 60000;
+constexpr std::size_t kWorkers = 4;
+// kubelet labels.go newContainerAnnotations.
+constexpr char kGraceAnnotation[] = "io.kubernetes.pod.terminationGracePeriod";
+constexpr char kRestartCountAnnotation[] = "io.kubernetes.container.restartCount";
+
+// A name the agent made, that becomes a path component (the log
+// directory, the emptyDirs): never a path of its own.
+bool is_component(const std::string& s) {
+    return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos &&
+           s.find('\0') == std::string::npos;
+}
+
+// The labels the agent gave at start: those of the kubelet (io.kubernetes.*)
+// and the managed label are the CRI runtime's own.
+std::map<std::string, std::string> agent_labels(const std::map<std::string, std::string>& all) {
+    std::map<std::string, std::string> out;
+    for (const auto& [k, v] : all)
+        if (k.rfind("io.kubernetes.", 0) != 0 && k != kCriManagedLabel) out.emplace(k, v);
+    return out;
+}
+
+std::string label(const std::map<std::string, std::string>& labels, std::string_view key) {
+    auto it = labels.find(std::string(key));
+    return it == labels.end() ? std::string() : it->second;
+}
+
+bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
+
+// The error codes of Runtime::pull_image from containerd's reasons.
+Error pull_error(const std::string& image, const Error& e) {
+    std::string lower = e.message;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    std::string code = "pull_failed";
+    if (e.code == "unavailable" || contains(lower, "dial tcp") || contains(lower, "no such host") ||
+        contains(lower, "connection refused") || contains(lower, "i/o timeout"))
+        code = "unreachable";
+    else if (contains(lower, "401") || contains(lower, "403") || contains(lower, "unauthorized") ||
+             contains(lower, "authorization failed"))
+        code = "unauthorized";
+    else if (contains(lower, "not found"))
+        code = "not_found";
+    return Error{code, "pulling image \"" + image + "\": " + e.message};
+}
+
+class CriRuntime final : public Runtime {
+  public:
+    CriRuntime(uv_loop_t* loop, CriRuntimeOptions opts, std::unique_ptr<CriClient> client)
+        : opts_(std::move(opts)), client_(std::move(client)), jobs_(loop, kWorkers) {
+        relist_timer_ = new uv_timer_t;
+        uv_timer_init(loop, relist_timer_);
+        relist_timer_->data = this;
+        uv_timer_start(
+            relist_timer_, [](uv_timer_t* t) { static_cast<CriRuntime*>(t->data)->relist(); },
+            kRelistIntervalMs, kRelistIntervalMs);
+    }
+    ~CriRuntime() override { close(); }
+
+    const char* name() const override { return "cri"; }
+    void set_exit_handler(std::function<void(const std::string& id)> handler) override {
+        exit_handler_ = std::move(handler);
+    }
+    Result<std::string> start(const ContainerLaunch& launch) override;
+    Status stop(const std::string& id) override;
+    Result<ContainerInfo> inspect(const std::string& id) override;
+    Result<std::vector<ContainerInfo>> adopt_all() override;
+    Status remove(const std::string& id) override;
+    void pod_removed(const std::string& pod_uid) override;
+    std::optional<std::vector<std::string>> exec_in(const std::string& id,
+                                                    const std::vector<std::string>& command) const override;
+    bool can_pull() const override { return true; }
+    void pull_image(const std::string& image, std::function<void(Status)> done) override;
+    bool has_image(const std::string& image) const override {
+        auto r = client_->has_image(image, kShortDeadlineMs);
+        return r.ok() && r.value();
+    }
+    void close() override;
+
+  private:
+    struct Watched {
+        std::uint64_t since = 0;  // the relist generation it was added in
+        std::int64_t grace_seconds = 30;
+    };
+    Result<std::string> ensure_sandbox(const CriSandboxConfig& base, CriSandboxConfig& used);
+    Result<std::string> create(const std::string& sandbox_id, const CriContainerConfig& config,
+                               const CriLabels& annotations, const CriSandboxConfig& sandbox);
+    void watch(const std::string& id, std::int64_t grace_seconds) {
+        watched_[id] = Watched{generation_, grace_seconds};
+    }
+    void relist();
+    ContainerInfo info_of(const CriContainerStatus& st) const;
+    std::string pod_dir(const std::string& uid) const { return opts_.runtime_dir + "/pods/" + uid; }
+
+    CriRuntimeOptions opts_;
+    std::unique_ptr<CriClient> client_;
+    LoopJobs jobs_;
+    uv_timer_t* relist_timer_ = nullptr;
+    std::function<void(const std::string&)> exit_handler_;
+    std::map<std::string, Watched> watched_;
+    std::uint64_t generation_ = 0;  // bumped when a relist is posted
+    bool relisting_ = false;
+    std::map<std::string, std::vector<std::function<void(Status)>>> pulls_;
+    std::map<std::string, std::string> pull_failures_;  // image -> why its last pull failed
+    bool closed_ = false;
+};
+
+Result<std::string> CriRuntime::ensure_sandbox(const CriSandboxConfig& base, CriSandboxConfig& used) {
+    used = base;
+    auto found = client_->list_sandboxes(
+        {{std::string(kCriPodUidLabel), base.uid}, {std::string(kCriManagedLabel), "true"}},
+        kShortDeadlineMs);
+    if (!found) return found.error();
+    const CriSandbox* ready = nullptr;
+    std::uint32_t next_attempt = 0;
+    for (const auto& s : found.value()) {
+        next_attempt = std::max(next_attempt, s.attempt + 1);
+        if (s.ready && (!ready || s.attempt > ready->attempt)) ready = &s;
+    }
+    if (ready) {
+        used.attempt = ready->attempt;
+        return ready->id;
+    }
+    // None, or none ready (its pause process died, the node rebooted): a
+    // new one with the next attempt (kuberuntime_manager.go
+    // podSandboxChanged, computePodActions).
+    used.attempt = next_attempt;
+    std::error_code ec;
+    fs::create_directories(used.log_directory, ec);
+    if (ec) return Error{"io", used.log_directory + ": " + ec.message()};
+    return client_->run_sandbox(used, kRunSandboxDeadlineMs);
+}
+
+Result<std::string> CriRuntime::create(const std::string& sandbox_id, const CriContainerConfig& config,
+                                       const CriLabels& annotations, const CriSandboxConfig& sandbox) {
+    auto id = client_->create_container(sandbox_id, config, annotations, sandbox, kCreateDeadlineMs);
+    if (id || !contains(id.error().message, "reserved")) return id;
+    // The name <container>_<pod>_<namespace>_<uid>_<attempt> is taken by an
+    // exited container of an earlier agent (its database lost, so the
+    // restart count began again): it goes, and the create is tried again.
+    auto listed = client_->list_containers(
+        {{std::string(kCriPodUidLabel), sandbox.uid}, {std::string(kCriContainerNameLabel), config.name}},
+        kShortDeadlineMs);
+    if (!listed) return id;
+    for (const auto& c : listed.value())
+        if (c.attempt == config.attempt && c.state != CriState::Running)
+            (void)client_->remove_container(c.id, kCreateDeadlineMs);
+    return client_->create_container(sandbox_id, config, annotations, sandbox, kCreateDeadlineMs);
+}
+
+Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
+    if (closed_) return Error{"closed", "cri runtime: closed"};
+    if (!launch.container || !launch.pod_spec)
+        return Error{"invalid",
+                     "cri runtime: container " + launch.container_name + " started without its spec"};
+    for (const auto* s : {&launch.pod_uid, &launch.pod_name, &launch.pod_namespace, &launch.container_name})
+        if (!is_component(*s)) return Error{"invalid", "cri runtime: \"" + *s + "\" cannot name a directory"};
+    const Container& c = *launch.container;
+
+    auto present = client_->has_image(c.image, kShortDeadlineMs);
+    if (!present) return present.error();
+    if (!present.value()) {
+        if (c.image_pull_policy == "Never")
+            return Error{"image_not_found", "image \"" + c.image +
+                                                "\" is not present in the CRI runtime at " +
+                                                client_->endpoint() + " and imagePullPolicy is Never"};
+        // The pull runs meanwhile (shared with the agent's, if it asks);
+        // the agent's retry finds the image, or the reason it failed.
+        std::string why = "image \"" + c.image + "\" is not present in the CRI runtime at " +
+                          client_->endpoint() + "; pulling it";
+        if (auto last = pull_failures_.find(c.image); last != pull_failures_.end())
+            why += " (the last pull failed: " + last->second + ")";
+        pull_image(c.image, [](Status) {});
+        return Error{"image_not_found", why};
+    }
+
+    CriPodInput pod;
+    pod.spec = launch.pod_spec;
+    pod.name = launch.pod_name;
+    pod.namespace_ = launch.pod_namespace;
+    pod.uid = launch.pod_uid;
+    pod.log_root = opts_.runtime_dir + "/logs";
+    pod.labels = launch.labels;
+    CriContainerInput in;
+    in.container = &c;
+    in.restart_count = launch.restart_count;
+    in.env = launch.env;
+    // The agent gives command + args, expanded, as one argv: split them
+    // again by the spec's counts, so that the image's entrypoint is kept
+    // when only args are given.
+    const std::size_t n_command = std::min(c.command.size(), launch.argv.size());
+    in.command.assign(launch.argv.begin(), launch.argv.begin() + static_cast<std::ptrdiff_t>(n_command));
+    in.args.assign(launch.argv.begin() + static_cast<std::ptrdiff_t>(n_command), launch.argv.end());
+    for (const auto& v : launch.pod_spec->volumes) {
+        if (v.source == Volume::Source::HostPath) {
+            in.volume_host_paths[v.name] = v.host_path;
+        } else if (v.source == Volume::Source::EmptyDir) {
+            // Per pod, not per container: it outlives the container's restarts.
+            std::string dir = pod_dir(launch.pod_uid) + "/volumes/" + v.name;
+            std::error_code ec;
+            fs::create_directories(dir, ec);
+            if (ec) return Error{"io", dir + ": " + ec.message()};
+            in.volume_host_paths[v.name] = dir;
+        }
+    }
+    auto config = cri_container_config(pod, in);
+    if (!config) return config.error();
+    CriSandboxConfig sandbox;
+    auto sandbox_id = ensure_sandbox(cri_sandbox_config(pod), sandbox);
+    if (!sandbox_id) return sandbox_id.error();
+    std::error_code ec;
+    fs::create_directories(sandbox.log_directory + "/" + c.name, ec);
+    const CriLabels annotations = {{kGraceAnnotation, std::to_string(launch.grace_seconds)},
+                                   {kRestartCountAnnotation, std::to_string(launch.restart_count)}};
+    auto id = create(sandbox_id.value(), config.value(), annotations, sandbox);
+    if (!id) return id.error();
+    if (auto s = client_->start_container(id.value(), kCreateDeadlineMs); !s) {
+        (void)client_->remove_container(id.value(), kCreateDeadlineMs);
+        return s.error();
+    }
+    watch(id.value(), launch.grace_seconds);
+    return id;
+}
+
+Status CriRuntime::stop(const std::string& id) {
+    if (closed_) return Error{"closed", "cri runtime: closed"};
+    auto w = watched_.find(id);
+    const std::int64_t grace = w == watched_.end() ? 30 : w->second.grace_seconds;
+    CriClient* client = client_.get();
+    // The exit reaches the handler through a relist; a failed stop is
+    // seen there too (the container still runs), and the agent's stop
+    // is asked again on its next pass.
+    jobs_.post([this, client, id, grace]() -> LoopJobs::Continuation {
+        (void)client->stop_container(id, grace, static_cast<int>((grace + 10) * 1000));
+        // StopContainer returns once the container is gone: relist now
+        // rather than at the next tick, so that a rolling update does not
+        // wait up to kRelistIntervalMs for the exit.
+        return [this] { relist(); };
+    });
+    return Ok{};
+}
+
+ContainerInfo CriRuntime::info_of(const CriContainerStatus& st) const {
+    ContainerInfo info;
+    const auto& labels = st.container.labels;
+    info.id = st.container.id;
+    info.pod_uid = label(labels, kCriPodUidLabel);
+    info.pod_name = label(labels, kCriPodNameLabel);
+    info.pod_namespace = label(labels, kCriPodNamespaceLabel);
+    info.container_name = st.container.name;
+    info.labels = agent_labels(labels);
+    info.running = st.container.state == CriState::Running;
+    info.pid = st.pid;
+    info.started_at_ms = st.started_at_ns / 1'000'000;
+    info.log_path = st.log_path;
+    if (!info.running) {
+        info.exit_code = st.exit_code;
+        info.reason = !st.reason.empty() ? st.reason : st.exit_code == 0 ? "Completed" : "Error";
+        if (st.container.state == CriState::Created) info.reason = "ContainerCannotRun";
+        info.finished_at_ms = st.finished_at_ns / 1'000'000;
+    }
+    return info;
+}
+
+Result<ContainerInfo> CriRuntime::inspect(const std::string& id) {
+    auto st = client_->container_status(id, kShortDeadlineMs);
+    if (!st) return st.error();
+    return info_of(st.value());
+}
+
+Result<std::vector<ContainerInfo>> CriRuntime::adopt_all() {
+    client_->wait_ready(kAdoptDeadlineMs);
+    auto listed = client_->list_containers({{std::string(kCriManagedLabel), "true"}}, kShortDeadlineMs);
+    if (!listed) return listed.error();
+    std::vector<ContainerInfo> out;
+    for (const auto& c : listed.value()) {
+        auto st = client_->container_status(c.id, kShortDeadlineMs);
+        if (!st) continue;  // removed meanwhile
+        ContainerInfo info = info_of(st.value());
+        if (info.running) {
+            std::int64_t grace = 30;
+            if (auto g = c.annotations.find(kGraceAnnotation); g != c.annotations.end())
+                grace = std::max<std::int64_t>(0, std::atoll(g->second.c_str()));
+            watch(c.id, grace);
+        }
+        out.push_back(std::move(info));
+    }
+    return out;
+}
+
+Status CriRuntime::remove(const std::string& id) {
+    watched_.erase(id);
+    auto s = client_->remove_container(id, kCreateDeadlineMs);
+    if (!s && s.error().code == "not_found") return Ok{};
+    return s;
+}
+
+void CriRuntime::pod_removed(const std::string& pod_uid) {
+    if (closed_ || !is_component(pod_uid)) return;
+    std::error_code ec;
+    fs::remove_all(pod_dir(pod_uid), ec);
+    CriClient* client = client_.get();
+    jobs_.post([client, pod_uid]() -> LoopJobs::Continuation {
+        auto found = client->list_sandboxes(
+            {{std::string(kCriPodUidLabel), pod_uid}, {std::string(kCriManagedLabel), "true"}},
+            kShortDeadlineMs);
+        if (!found) return {};
+        for (const auto& s : found.value()) {
+            // kubelet: StopPodSandbox at least once before RemovePodSandbox.
+            (void)client->stop_sandbox(s.id, kSandboxStopDeadlineMs);
+            (void)client->remove_sandbox(s.id, kSandboxStopDeadlineMs);
+        }
+        return {};
+    });
+}
+
+std::optional<std::vector<std::string>> CriRuntime::exec_in(const std::string& id,
+                                                            const std::vector<std::string>& command) const {
+    // The agent makes this command line once per probe and runs it every
+    // period: a shell gives each run its own exec id (containerd refuses
+    // an exec id that is still in use, as one a timed-out run left is).
+    std::vector<std::string> argv = {"/bin/sh",
+                                     "-c",
+                                     "c=$0 a=$1 id=$2; shift 2; "
+                                     "exec \"$c\" --address \"$a\" --namespace k8s.io tasks exec --exec-id "
+                                     "\"daemonlet-probe-$$\" \"$id\" \"$@\"",
+                                     opts_.ctr,
+                                     opts_.endpoint.substr(std::string_view("unix://").size()),
+                                     id};
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+}
+
+void CriRuntime::pull_image(const std::string& image, std::function<void(Status)> done) {
+    auto& waiting = pulls_[image];
+    waiting.push_back(std::move(done));
+    if (waiting.size() > 1) return;  // one fetch per image at once
+    CriClient* client = client_.get();
+    jobs_.post([this, client, image]() -> LoopJobs::Continuation {
+        Status s = client->pull_image(image, kPullDeadlineMs);
+        return [this, image, s]() {
+            auto it = pulls_.find(image);
+            if (it == pulls_.end()) return;
+            auto callbacks = std::move(it->second);
+            pulls_.erase(it);
+            Status result = s ? Status(Ok{}) : Status(pull_error(image, s.error()));
+            if (result)
+                pull_failures_.erase(image);
+            else if (pull_failures_.size() < 256 || pull_failures_.count(image))  // bounded
+                pull_failures_[image] = result.error().message;
+            for (auto& cb : callbacks) cb(result);
+        };
+    });
+}
+
+void CriRuntime::relist() {
+    if (closed_ || relisting_ || watched_.empty()) return;
+    relisting_ = true;
+    const std::uint64_t generation = ++generation_;
+    CriClient* client = client_.get();
+    jobs_.post([this, client, generation]() -> LoopJobs::Continuation {
+        auto listed = client->list_containers({{std::string(kCriManagedLabel), "true"}}, kShortDeadlineMs);
+        return [this, generation, listed = std::move(listed)]() {
+            relisting_ = false;
+            if (!listed) return;  // the runtime is down: nothing is known to have exited
+            std::set<std::string> running;
+            for (const auto& c : listed.value())
+                if (c.state == CriState::Running || c.state == CriState::Created) running.insert(c.id);
+            std::vector<std::string> exited;
+            for (const auto& [id, w] : watched_)
+                if (w.since < generation && running.count(id) == 0) exited.push_back(id);
+            for (const auto& id : exited) {
+                // Once per exit: it is no longer watched.
+                if (watched_.erase(id) == 0) continue;
+                if (exit_handler_) exit_handler_(id);
+                if (closed_) return;
+            }
+        };
+    });
+}
+
+void CriRuntime::close() {
+    if (closed_) return;
+    closed_ = true;
+    if (relist_timer_) {
+        uv_close(reinterpret_cast<uv_handle_t*>(relist_timer_),
+                 [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+        relist_timer_ = nullptr;
+    }
+    client_->cancel_all();
+    jobs_.close();
+    pulls_.clear();
+}
+
+}  // namespace
+
+static Result<std::unique_ptr<Runtime>> make_runtime(uv_loop_s* loop, CriRuntimeOptions options) {
+    constexpr std::string_view scheme = "unix://";
+    if (options.endpoint.rfind(scheme, 0) != 0 || options.endpoint.size() <= scheme.size() ||
+        options.endpoint[scheme.size()] != '/')
+        return Error{"invalid", "runtime.endpoint: \"" + options.endpoint +
+                                    "\": expected unix:///<absolute path of the CRI socket>"};
+    std::error_code ec;
+    options.runtime_dir = fs::absolute(options.runtime_dir, ec).lexically_normal().string();
+    while (options.runtime_dir.size() > 1 && options.runtime_dir.back() == '/')
+        options.runtime_dir.pop_back();
+    fs::create_directories(options.runtime_dir + "/logs", ec);
+    if (ec) return Error{"io", options.runtime_dir + "/logs: " + ec.message()};
+    auto client = make_cri_client(options.endpoint);
+    if (!client) return client.error();
+    return std::unique_ptr<Runtime>(new CriRuntime(loop, std::move(options), std::move(client).value()));
+}
+
+}  // namespace daemonlet::platform
+
+// The module's one export (platform/cri_loader.cpp looks it up).
+extern "C" __attribute__((visibility("default"))) daemonlet::platform::CriRuntimeFactory
+daemonlet_cri_factory() {
+    return &daemonlet::platform::make_runtime;
+}

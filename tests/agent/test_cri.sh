@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# runtime: {type: cri} end to end: the real agent talking CRI (gRPC) to
+# Debian's containerd, started here with its own temporary configuration,
+# root, state and socket, under `tini -s` so that exited shims are reaped.
+# The images (busybox, and a busybox "pause" image that sleeps as the pod
+# sandbox) are imported into containerd's k8s.io namespace with ctr. The
+# pods use hostNetwork, as node agents do, so no CNI network is needed (the
+# CNI configuration is only there for containerd to load: a pod network
+# needs a real plugin, such as bridge, which this test does not set up).
+#
+# Checks: the agent keeps running while containerd is down at its start and
+# starts the pod once containerd is up; the container runs in its own PID
+# and mount namespaces with the image's rootfs; a hostPath volume is
+# visible inside; the memory limit is the cgroup's; an exec readiness probe
+# runs inside (ctr tasks exec); `daemonlet logs` reads containerd's CRI
+# logs; kill -9 of the agent leaves the container running and a new agent
+# adopts it (same id, no restart); a rolling update replaces the container
+# and removes the old pod's sandbox; an image that cannot be pulled leaves
+# its pod in ErrImagePull / ImagePullBackOff with the pull's reason.
+# Needs root and containerd; skips without them.
+set -uo pipefail
+here=$(dirname "${BASH_SOURCE[0]}")
+[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: containerd needs root"; exit 0; }
+containerd_bin=$(command -v containerd) || { echo "SKIPPED: containerd is not installed (apt-get install containerd)"; exit 0; }
+[[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
+source "$here/lib.sh"
+source "$here/cri_lib.sh"
+
+# "$$$$": the agent expands the command as the kubelet does
+# (ExpandContainerCommandAndArgs: "$$" is a "$"), so sh sees "$$".
+write_image_ds() {  # write_image_ds FILE NAME IMAGE [VERSION]
+    DS_IMAGE=$3 write_ds "$1" "$2" 'echo hello from $VERSION; echo $$$$ > /data/pid; while :; do sleep 1; done' \
+        "hostNetwork: true
+      volumes: [{name: data, hostPath: {path: $data}}]" "" \
+        "          env: [{name: VERSION, value: \"${4:-1}\"}]
+          volumeMounts: [{name: data, mountPath: /data}]
+          resources: {limits: {memory: 64Mi}}
+          imagePullPolicy: IfNotPresent
+          readinessProbe: {exec: {command: [cat, /data/pid]}, periodSeconds: 1, timeoutSeconds: 5}"
+}
+# The pod's container id (containerID cri://<id>) and its host pid.
+container_id() {
+    get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
+        | .status.containerStatuses[0].containerID // empty' | sed 's|^cri://||'
+}
+get_pods_json() { "$dl" get pods -A -o json --config "$cfg"; }
+restarts() {
+    get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
+        | .status.containerStatuses[0].restartCount'
+}
+task_pid() { c tasks ls 2>/dev/null | awk -v id="$1" '$1 == id && $3 == "RUNNING" { print $2 }'; }
+has_container() { c containers ls -q 2>/dev/null | grep -qx "$1"; }
+managed_sandboxes() { c containers ls -q 'labels."io.daemonlet.managed"==true' 2>/dev/null | wc -l; }
+
+# 1. containerd is down when the agent starts: the agent keeps running,
+# says why the container did not start, and starts it once containerd is up.
+write_image_ds bb.yaml bb busybox:latest
+start_agent
+wait_for "the agent reports the unreachable runtime" 15 grep -q "did not start: CRI .*not reachable" "$work/agent.log"
+kill -0 "$agent" 2>/dev/null && ok || fail "the agent exited while containerd was down"
+start_containerd
+wait_for "containerd answers on its socket" 20 containerd_up
+import_images && ok || fail "ctr cannot import the test images"
+wait_for "pod of bb runs (and is ready: its exec probe ran inside)" 30 pod_running it bb
+id=$(container_id bb)
+pid=$(task_pid "$id")
+[[ -n $id && -n $pid ]] && ok || fail "no running CRI container for bb (id '$id', pid '$pid')"
+
+# 2. Its own PID and mount namespaces, the image's rootfs, the hostPath volume.
+wait_for "the container wrote its pid into the hostPath volume" 10 test -s "$data/pid"
+[[ $(cat "$data/pid") == 1 ]] && ok || fail "the container's shell is pid $(cat "$data/pid"), not 1: no PID namespace"
+[[ $(readlink "/proc/$pid/ns/mnt") != $(readlink /proc/self/ns/mnt) ]] && ok || fail "no mount namespace of its own"
+[[ $(readlink "/proc/$pid/ns/pid") != $(readlink /proc/self/ns/pid) ]] && ok || fail "no PID namespace of its own"
+[[ -L /proc/$pid/root/bin/sh && ! -e /proc/$pid/root/etc/debian_version ]] && ok || fail "the rootfs is not the busybox image's"
+
+# 3. limits.memory is the cgroup's limit.
+cg=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 } $2 == "" { print $3 }' "/proc/$pid/cgroup" | head -1)
+if [[ -d /sys/fs/cgroup/memory ]]; then limit_file=/sys/fs/cgroup/memory$cg/memory.limit_in_bytes; else limit_file=/sys/fs/cgroup$cg/memory.max; fi
+[[ $(cat "$limit_file" 2>/dev/null) == 67108864 ]] && ok || fail "memory limit in $limit_file: $(cat "$limit_file" 2>&1)"
+
+# 4. daemonlet logs reads what containerd wrote (CRI log format).
+wait_for "daemonlet logs prints the container's output" 10 \
+    bash -c "'$dl' logs \$('$dl' get pods -n it --config '$cfg' | awk '\$2 ~ /^bb-/ { print \$2 }') -n it --config '$cfg' | grep -qx 'hello from 1'"
+
+# 5. kill -9 of the agent: the container keeps running; a new agent adopts it.
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+[[ $(task_pid "$id") == "$pid" ]] && ok || fail "the container died with the agent"
+start_agent
+wait_for "the new agent adopts the container" 15 grep -q 'adopted 1 running container' "$work/agent.log"
+wait_for "bb runs after the restart" 15 pod_running it bb
+[[ $(container_id bb) == "$id" && $(task_pid "$id") == "$pid" && $(restarts bb) == 0 ]] && ok ||
+    fail "adoption changed the container: $(container_id bb) restarts $(restarts bb)"
+
+# 6. An image that cannot be pulled: the pod waits with kubelet's reason,
+# and the agent's message gives the pull's.
+write_image_ds nope.yaml nope 127.0.0.1:9/daemonlet/absent:1
+wait_for "nope waits with ErrImagePull or ImagePullBackOff" 20 pod_waiting_for_image nope
+waiting_message() {
+    get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
+        | .status.containerStatuses[0].state.waiting.message // empty'
+}
+pull_reason_shown() { waiting_message nope | grep -q 'the last pull failed: pulling image "127.0.0.1:9/daemonlet/absent:1": .*connection refused'; }
+wait_for "the pod's message gives the pull's reason" 20 pull_reason_shown
+rm -f "$man/nope.yaml"
+wait_for "nope goes with its file" 15 no_pod it nope
+
+# 7. A template change rolls: a new container in a new sandbox; the old
+# container and the old pod's sandbox are removed from containerd.
+write_image_ds bb.yaml bb busybox:latest 2
+new_container() { local n; n=$(container_id bb); [[ -n $n && $n != "$id" ]] && pod_running it bb; }
+wait_for "the rollout replaces bb's container" 30 new_container
+wait_for "the old container is removed from containerd" 15 bash -c "! '$ctr_bin' --address '$sock' -n k8s.io containers ls -q | grep -qx '$id'"
+one_sandbox() { [[ $(c containers ls -q 'labels."io.cri-containerd.kind"==sandbox' 2>/dev/null | wc -l) -eq 1 ]]; }
+wait_for "the old pod's sandbox is removed" 20 one_sandbox
+wait_for "the new container logs its version" 10 \
+    bash -c "'$dl' logs \$('$dl' get pods -n it --config '$cfg' | awk '\$2 ~ /^bb-/ { print \$2 }') -n it --config '$cfg' | grep -qx 'hello from 2'"
+
+# 8. A container that exits is restarted (restartPolicy Always) in its
+# pod's sandbox, with the next attempt (kuberuntime: ContainerMetadata
+# attempt = restart count; the sandbox is kept while it is ready).
+DS_IMAGE=busybox:latest write_ds crash.yaml crash '[ -e /data/crashed ] || { touch /data/crashed; exit 3; }; while :; do sleep 1; done' \
+    "hostNetwork: true
+      volumes: [{name: data, hostPath: {path: $data}}]" "" \
+    "          volumeMounts: [{name: data, mountPath: /data}]
+          imagePullPolicy: IfNotPresent"
+crash_restarted() { [[ $(restarts crash) == 1 ]] && pod_running it crash; }
+wait_for "the exited container is restarted once and runs" 30 crash_restarted
+crash_uid=$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("crash-")) | .metadata.uid')
+# ctr's filters: one argument, its conditions joined by commas, is an AND.
+crash_sandboxes() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$crash_uid,labels.\"io.cri-containerd.kind\"==sandbox" 2>/dev/null | wc -l; }
+[[ $(crash_sandboxes) -eq 1 ]] && ok || fail "the restart made $(crash_sandboxes) sandboxes for the pod, not 1"
+crash_containers() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$crash_uid,labels.\"io.kubernetes.container.name\"==main" 2>/dev/null | wc -l; }
+[[ $(crash_containers) -eq 1 ]] && ok || fail "the exited container was not removed at its restart: $(crash_containers) containers"
+
+# 9. SIGTERM: the agent stops at once (its worker threads joined, every
+# handle closed) and the container runs on.
+kill -TERM "$agent"
+agent_gone() { [[ ! -e /proc/$agent ]] || grep -q '^[0-9]* (.*) Z' "/proc/$agent/stat"; }
+wait_for "the agent stops on SIGTERM" 10 agent_gone
+wait "$agent"
+status=$?
+agent=
+[[ $status -eq 0 ]] && ok || fail "the agent exited with status $status on SIGTERM"
+grep -q 'handles still open' "$work/agent.log" && fail "the agent left libuv handles open" || ok
+[[ -n $(task_pid "$(container_id bb)") ]] && ok || fail "the container stopped with the agent"
+
+finish

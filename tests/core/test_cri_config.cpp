@@ -1,0 +1,275 @@
+// The CRI sandbox and container configs of a pod (core/cri_config.h). Each
+// row changes a base pod and container, then checks one field (or the
+// error), and names the kubelet rule it pins (pkg/kubelet/kuberuntime:
+// kuberuntime_sandbox.go, kuberuntime_container.go,
+// kuberuntime_container_linux.go, labels.go, helpers.go, util/util.go;
+// pkg/kubelet/kubelet_pods.go; pkg/kubelet/cm/helpers_linux.go).
+
+#include <functional>
+#include <string>
+
+#include "core/cri_config.h"
+#include "core/quantity.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+
+namespace {
+
+struct Case {
+    PodSpec spec;
+    Container container;
+    CriPodInput pod;
+    CriContainerInput in;
+};
+
+Case base_case() {
+    Case k;
+    k.container.name = "app";
+    k.container.image = "busybox:1.36";
+    k.pod.name = "agent-x7k2p";
+    k.pod.namespace_ = "edge";
+    k.pod.uid = "0b1c";
+    k.pod.log_root = "/var/lib/daemonlet/runtime/logs";
+    k.pod.labels = {{"daemonlet.io/daemonset", "agent"}};
+    k.in.volume_host_paths = {{"data", "/srv/data"}};
+    return k;
+}
+
+Quantity q(const char* s) {
+    auto r = parse_quantity(s);
+    CHECK_TRUE(r.ok());
+    return r.value();
+}
+
+void mount(Case& k, const char* name, const char* path, const char* sub = "", const char* prop = "") {
+    VolumeMount vm;
+    vm.name = name;
+    vm.mount_path = path;
+    vm.sub_path = sub;
+    vm.mount_propagation = prop;
+    k.container.volume_mounts.push_back(vm);
+}
+
+struct Row {
+    const char* rule;
+    std::function<void(Case&)> setup;
+    // Checks the configs built; returns what was found when it fails.
+    std::function<std::string(const CriSandboxConfig&, const CriContainerConfig&)> check;
+    std::string error;  // a substring of the container config's error instead
+};
+
+// "" when the check holds, else what was found (never empty).
+std::string expect(bool ok, const std::string& got) { return ok ? std::string() : "[" + got + "]"; }
+
+const Row kRows[] = {
+    // --- Sandbox: kuberuntime_sandbox.go generatePodSandboxConfig.
+    {"sandbox metadata: the pod's name, namespace, uid and attempt", [](Case& k) { k.pod.attempt = 2; },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.name == "agent-x7k2p" && s.namespace_ == "edge" && s.uid == "0b1c" && s.attempt == 2,
+                       s.name + " " + s.namespace_ + " " + s.uid);
+     },
+     ""},
+    {"sandbox hostname: the pod's name", [](Case&) {},
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.hostname == "agent-x7k2p", s.hostname);
+     },
+     ""},
+    {"hostNetwork: no hostname, network NODE (util.go NetworkNamespaceForPod)",
+     [](Case& k) { k.spec.host_network = true; },
+     [](const CriSandboxConfig& s, const CriContainerConfig& c) {
+         return expect(
+             s.hostname.empty() && s.network == CriNamespaceMode::Node && c.network == CriNamespaceMode::Node,
+             s.hostname);
+     },
+     ""},
+    {"no hostNetwork: network POD", [](Case&) {},
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.network == CriNamespaceMode::Pod, "not POD");
+     },
+     ""},
+    {"hostPID: pid NODE (util.go PidNamespaceForPod)", [](Case& k) { k.spec.host_pid = true; },
+     [](const CriSandboxConfig& s, const CriContainerConfig& c) {
+         return expect(s.pid == CriNamespaceMode::Node && c.pid == CriNamespaceMode::Node, "not NODE");
+     },
+     ""},
+    {"no hostPID: a v1 pod's pid namespace is the container's (CONTAINER)", [](Case&) {},
+     [](const CriSandboxConfig& s, const CriContainerConfig& c) {
+         return expect(s.pid == CriNamespaceMode::Container && c.pid == CriNamespaceMode::Container,
+                       "not CONTAINER");
+     },
+     ""},
+    {"hostIPC: ipc NODE (util.go IpcNamespaceForPod)", [](Case& k) { k.spec.host_ipc = true; },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.ipc == CriNamespaceMode::Node, "not NODE");
+     },
+     ""},
+    {"log directory <root>/<namespace>_<name>_<uid> (helpers.go BuildPodLogsDirectory)", [](Case&) {},
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.log_directory == "/var/lib/daemonlet/runtime/logs/edge_agent-x7k2p_0b1c",
+                       s.log_directory);
+     },
+     ""},
+    {"pod labels io.kubernetes.pod.* and the managed label on the sandbox (labels.go newPodLabels)",
+     [](Case&) {},
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         auto l = s.labels;
+         return expect(l["io.kubernetes.pod.name"] == "agent-x7k2p" &&
+                           l["io.kubernetes.pod.namespace"] == "edge" &&
+                           l["io.kubernetes.pod.uid"] == "0b1c" && l["io.daemonlet.managed"] == "true" &&
+                           l["daemonlet.io/daemonset"] == "agent" && l.size() == 5,
+                       std::to_string(l.size()) + " labels");
+     },
+     ""},
+    {"a privileged container makes its sandbox privileged (kuberuntime_sandbox.go)",
+     [](Case& k) {
+         Container other;
+         other.name = "priv";
+         other.security_context.emplace();
+         other.security_context->privileged = true;
+         k.spec.containers.push_back(other);
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig& c) {
+         return expect(s.privileged && !c.privileged, "sandbox not privileged, or the other container is");
+     },
+     ""},
+    // --- Container: kuberuntime_container.go generateContainerConfig.
+    {"metadata: name, attempt = restart count; log path <name>/<attempt>.log",
+     [](Case& k) { k.in.restart_count = 3; },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.name == "app" && c.attempt == 3 && c.log_path == "app/3.log", c.log_path);
+     },
+     ""},
+    {"command, args, workingDir, env as resolved by the agent; image as written",
+     [](Case& k) {
+         k.in.command = {"/bin/sh", "-c"};
+         k.in.args = {"echo $X"};
+         k.in.env = {{"X", "1"}};
+         k.container.working_dir = "/work";
+     },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.command.size() == 2 && c.args.size() == 1 && c.envs.size() == 1 &&
+                           c.working_dir == "/work" && c.image == "busybox:1.36",
+                       c.image);
+     },
+     ""},
+    {"no command: none sent, the runtime uses the image's entrypoint", [](Case&) {},
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.command.empty() && c.args.empty(), "a command was set");
+     },
+     ""},
+    {"container labels add io.kubernetes.container.name (labels.go newContainerLabels)", [](Case&) {},
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         auto l = c.labels;
+         return expect(l["io.kubernetes.container.name"] == "app" && l["io.kubernetes.pod.uid"] == "0b1c" &&
+                           l["io.daemonlet.managed"] == "true",
+                       l["io.kubernetes.container.name"]);
+     },
+     ""},
+    // --- Mounts: kubelet_pods.go makeMounts, translateMountPropagation.
+    {"a hostPath mount: its host path, read-write, PRIVATE", [](Case& k) { mount(k, "data", "/data"); },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.mounts.size() == 1 &&
+                           c.mounts[0] == CriMount{"/data", "/srv/data", false, CriPropagation::Private},
+                       std::to_string(c.mounts.size()));
+     },
+     ""},
+    {"subPath joins the volume's path; readOnly; HostToContainer",
+     [](Case& k) {
+         mount(k, "data", "/cfg", "conf/a", "HostToContainer");
+         k.container.volume_mounts.back().read_only = true;
+     },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.mounts.size() == 1 && c.mounts[0] == CriMount{"/cfg", "/srv/data/conf/a", true,
+                                                                       CriPropagation::HostToContainer},
+                       c.mounts.empty() ? "" : c.mounts[0].host_path);
+     },
+     ""},
+    {"Bidirectional propagation", [](Case& k) { mount(k, "data", "/d", "", "Bidirectional"); },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.mounts.size() == 1 && c.mounts[0].propagation == CriPropagation::Bidirectional, "");
+     },
+     ""},
+    {"a mount of a volume with no host path is an error", [](Case& k) { mount(k, "cfg", "/cfg"); }, nullptr,
+     "volumeMounts[0].name: volume \"cfg\""},
+    {"a subPath leaving its volume is an error (makeMounts: no '..')",
+     [](Case& k) { mount(k, "data", "/d", "../etc"); }, nullptr, "volumeMounts[0].subPath"},
+    {"an unknown mountPropagation is an error", [](Case& k) { mount(k, "data", "/d", "", "Sideways"); },
+     nullptr, "volumeMounts[0].mountPropagation"},
+    {"a relative mountPath is an error", [](Case& k) { mount(k, "data", "d"); }, nullptr,
+     "volumeMounts[0].mountPath"},
+    // --- Resources: kuberuntime_container_linux.go calculateLinuxResources.
+    {"limits.memory is memory_limit_in_bytes",
+     [](Case& k) { k.container.resources.limits["memory"] = q("64Mi"); },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.memory_limit_in_bytes == 64 * 1024 * 1024, std::to_string(c.memory_limit_in_bytes));
+     },
+     ""},
+    {"no resources: shares 2 (MinShares), no quota, no memory limit", [](Case&) {},
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(
+             c.cpu_shares == 2 && c.cpu_quota == 0 && c.cpu_period == 0 && c.memory_limit_in_bytes == 0,
+             std::to_string(c.cpu_shares));
+     },
+     ""},
+    {"requests.cpu 250m: shares 256 (MilliCPUToShares)",
+     [](Case& k) { k.container.resources.requests["cpu"] = q("250m"); },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.cpu_shares == 256 && c.cpu_quota == 0, std::to_string(c.cpu_shares));
+     },
+     ""},
+    {"limits.cpu 500m: quota 50000 per 100000 us (milliCPUToQuota); shares from the limit",
+     [](Case& k) { k.container.resources.limits["cpu"] = q("500m"); },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.cpu_quota == 50000 && c.cpu_period == 100000 && c.cpu_shares == 512,
+                       std::to_string(c.cpu_quota) + " " + std::to_string(c.cpu_shares));
+     },
+     ""},
+    {"limits.cpu 1m: quota at least MinQuotaPeriod (1000 us)",
+     [](Case& k) { k.container.resources.limits["cpu"] = q("1m"); },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.cpu_quota == 1000, std::to_string(c.cpu_quota));
+     },
+     ""},
+    // --- Security: kuberuntime_container_linux.go, pkg/securitycontext.
+    {"privileged and capabilities pass through",
+     [](Case& k) {
+         k.container.security_context.emplace();
+         k.container.security_context->privileged = true;
+         k.container.security_context->capabilities_add = {"NET_ADMIN"};
+         k.container.security_context->capabilities_drop = {"ALL"};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig& c) {
+         return expect(c.privileged && s.privileged &&
+                           c.capabilities_add == std::vector<std::string>{"NET_ADMIN"} &&
+                           c.capabilities_drop == std::vector<std::string>{"ALL"},
+                       "");
+     },
+     ""},
+};
+
+}  // namespace
+
+TEST_GROUP(CriConfig){};
+
+TEST(CriConfig, EachRowBuildsTheKubeletsSandboxAndContainerConfig) {
+    for (const auto& row : kRows) {
+        Case k = base_case();
+        row.setup(k);
+        k.spec.containers.insert(k.spec.containers.begin(), k.container);
+        k.pod.spec = &k.spec;
+        k.in.container = &k.spec.containers.front();
+        CriSandboxConfig s = cri_sandbox_config(k.pod);
+        auto c = cri_container_config(k.pod, k.in);
+        if (!row.error.empty()) {
+            if (c.ok()) FAIL((std::string(row.rule) + ": expected an error").c_str());
+            if (c.error().message.find(row.error) == std::string::npos)
+                FAIL((std::string(row.rule) + ": error \"" + c.error().message + "\"").c_str());
+            continue;
+        }
+        if (!c.ok()) FAIL((std::string(row.rule) + ": " + c.error().message).c_str());
+        const std::string got = row.check(s, c.value());
+        if (!got.empty()) FAIL((std::string(row.rule) + ": got " + got).c_str());
+    }
+}
