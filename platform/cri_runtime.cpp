@@ -124,7 +124,6 @@ class CriRuntime final : public Runtime {
     std::uint64_t generation_ = 0;  // bumped when a relist is posted
     bool relisting_ = false;
     std::map<std::string, std::vector<std::function<void(Status)>>> pulls_;
-    std::map<std::string, std::string> pull_failures_;  // image -> why its last pull failed
     bool closed_ = false;
 };
 
@@ -187,14 +186,10 @@ Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
             return Error{"image_not_found", "image \"" + c.image +
                                                 "\" is not present in the CRI runtime at " +
                                                 client_->endpoint() + " and imagePullPolicy is Never"};
-        // The pull runs meanwhile (shared with the agent's, if it asks);
-        // the agent's retry finds the image, or the reason it failed.
-        std::string why = "image \"" + c.image + "\" is not present in the CRI runtime at " +
-                          client_->endpoint() + "; pulling it";
-        if (auto last = pull_failures_.find(c.image); last != pull_failures_.end())
-            why += " (the last pull failed: " + last->second + ")";
-        pull_image(c.image, [](Status) {});
-        return Error{"image_not_found", why};
+        // The agent pulls it (pull_image) as imagePullPolicy says, and
+        // starts the container again once the pull lands.
+        return Error{"image_not_found",
+                     "image \"" + c.image + "\" is not present in the CRI runtime at " + client_->endpoint()};
     }
 
     CriPodInput pod;
@@ -367,10 +362,6 @@ void CriRuntime::pull_image(const std::string& image, std::function<void(Status)
             auto callbacks = std::move(it->second);
             pulls_.erase(it);
             Status result = s ? Status(Ok{}) : Status(pull_error(image, s.error()));
-            if (result)
-                pull_failures_.erase(image);
-            else if (pull_failures_.size() < 256 || pull_failures_.count(image))  // bounded
-                pull_failures_[image] = result.error().message;
             for (auto& cb : callbacks) cb(result);
         };
     });

@@ -17,10 +17,10 @@
 //   stop()       a worker thread: StopContainer(timeout = grace period)
 //                blocks for up to the grace period.
 //   pull_image() a worker thread: PullImage can take minutes; `done` runs
-//                on the loop. A start() that finds its image absent starts
-//                the same pull (imagePullPolicy IfNotPresent and Always)
-//                and fails with "image_not_found"; the agent's retry then
-//                finds it (kubelet image_manager.go EnsureImageExists).
+//                on the loop. A start() that finds its image absent fails
+//                with "image_not_found"; the agent then pulls as
+//                imagePullPolicy says and starts again once the pull lands
+//                (kubelet image_manager.go EnsureImageExists).
 //   pod_removed() a worker thread: StopPodSandbox, RemovePodSandbox.
 //   exits        containerd 1.6 has no GetContainerEvents: a uv timer
 //                relists (ListContainers) every kRelistIntervalMs on a

@@ -179,6 +179,7 @@ spec:
       containers:
         - name: hello
           image: busybox
+          imagePullPolicy: IfNotPresent   # an air-gapped board: the imported image, no registry
           command: [/bin/sh, -c, 'trap "exit 0" TERM; echo "pid $$$$ on $(NODE_NAME), rootfs /bin: $(echo /bin/*)"; while :; do sleep 5 & wait $$!; done']
           env: [{name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
           resources: {limits: {memory: 32Mi, cpu: 250m}}

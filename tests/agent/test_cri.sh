@@ -100,7 +100,7 @@ waiting_message() {
     get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
         | .status.containerStatuses[0].state.waiting.message // empty'
 }
-pull_reason_shown() { waiting_message nope | grep -q 'the last pull failed: pulling image "127.0.0.1:9/daemonlet/absent:1": .*connection refused'; }
+pull_reason_shown() { waiting_message nope | grep -q 'pulling image "127.0.0.1:9/daemonlet/absent:1": .*connection refused'; }
 wait_for "the pod's message gives the pull's reason" 20 pull_reason_shown
 rm -f "$man/nope.yaml"
 wait_for "nope goes with its file" 15 no_pod it nope
