@@ -343,6 +343,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     launch.log_max_files = config_.container_log_max_files;
     launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
     launch.labels = pod_labels(p.rec);
+    launch.annotations = d->ds().spec.template_.metadata.annotations;
     launch.env = container_env(p, *spec);
     std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
     auto lookup = [&](const std::string& n) -> std::optional<std::string> {

@@ -39,6 +39,8 @@ CriSandboxConfig cri_sandbox_config(const CriPodInput& pod) {
     if (!spec.host_network) s.hostname = pod.name;
     s.log_directory = cri_pod_log_directory(pod.log_root, pod.namespace_, pod.name, pod.uid);
     s.labels = pod_labels(pod);
+    // labels.go newPodAnnotations: the pod's annotations, as they are.
+    s.annotations = pod.annotations;
     s.network = spec.host_network ? CriNamespaceMode::Node : CriNamespaceMode::Pod;
     s.pid = spec.host_pid ? CriNamespaceMode::Node : CriNamespaceMode::Container;
     s.ipc = spec.host_ipc ? CriNamespaceMode::Node : CriNamespaceMode::Pod;

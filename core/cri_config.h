@@ -113,8 +113,9 @@ struct CriPodInput {
     const PodSpec* spec = nullptr;  // required
     std::string name, namespace_, uid;
     std::uint32_t attempt = 0;
-    std::string log_root;                       // the sandbox's log directory's parent
-    std::map<std::string, std::string> labels;  // the agent's, kept on sandbox and containers
+    std::string log_root;                            // the sandbox's log directory's parent
+    std::map<std::string, std::string> labels;       // the agent's, kept on sandbox and containers
+    std::map<std::string, std::string> annotations;  // the pod's (its template's metadata.annotations)
 };
 
 struct CriContainerInput {

@@ -199,6 +199,7 @@ Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
     pod.uid = launch.pod_uid;
     pod.log_root = opts_.runtime_dir + "/logs";
     pod.labels = launch.labels;
+    pod.annotations = launch.annotations;
     CriContainerInput in;
     in.container = &c;
     in.restart_count = launch.restart_count;

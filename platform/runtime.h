@@ -40,6 +40,9 @@ struct ContainerLaunch {
     // as CRI labels: what the agent needs to rebuild its pod records from the
     // running containers alone when its database was lost.
     std::map<std::string, std::string> labels;
+    // The pod's annotations (its template's): the CRI runtime's sandbox has
+    // them, as the kubelet's does.
+    std::map<std::string, std::string> annotations;
     // What an image runtime (runc) builds the container from: the pod's
     // spec and its container, valid for the duration of start(). The exec
     // runtime uses neither.

@@ -122,6 +122,16 @@ const Row kRows[] = {
                        std::to_string(l.size()) + " labels");
      },
      ""},
+    {"the pod's annotations on the sandbox, as they are (labels.go newPodAnnotations)",
+     [](Case& k) {
+         k.pod.annotations = {{"prometheus.io/scrape", "true"}, {"example.com/x", ""}};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         auto a = s.annotations;
+         return expect(a.size() == 2 && a["prometheus.io/scrape"] == "true" && a.count("example.com/x"),
+                       std::to_string(a.size()) + " annotations");
+     },
+     ""},
     {"a privileged container makes its sandbox privileged (kuberuntime_sandbox.go)",
      [](Case& k) {
          Container other;
