@@ -62,7 +62,7 @@ with_api() {
     write_config "{}" "[]"
     printf 'apiServer:\n%s\n  requestTimeout: 3s\n' "$1" >>"$cfg"
 }
-state_is() { "$dl" status -o json "${C[@]}" | grep -q "\"state\": \"$1\""; }
+state_is() { "$dl" status -o json "${C[@]}" | grepq "\"state\": \"$1\""; }
 stop_agent() {
     kill "$agent" 2>/dev/null
     wait "$agent" 2>/dev/null
@@ -144,7 +144,7 @@ stop_agent
 if grep -q -- "$token" "$work/agent.log"; then fail "the token is in the agent's log"; else ok; fi
 start_agent
 wait_for "agent up for status" 5 state_is error
-if "$dl" status -o json "${C[@]}" | grep -q -- "$token"; then fail "the token is in status"; else ok; fi
+if "$dl" status -o json "${C[@]}" | grepq -- "$token"; then fail "the token is in status"; else ok; fi
 stop_agent
 
 finish

@@ -49,7 +49,7 @@ restarts() {
         | .status.containerStatuses[0].restartCount'
 }
 task_pid() { c tasks ls 2>/dev/null | awk -v id="$1" '$1 == id && $3 == "RUNNING" { print $2 }'; }
-has_container() { c containers ls -q 2>/dev/null | grep -qx "$1"; }
+has_container() { c containers ls -q 2>/dev/null | grepq -x "$1"; }
 managed_sandboxes() { c containers ls -q 'labels."io.daemonlet.managed"==true' 2>/dev/null | wc -l; }
 
 # 1. containerd is down when the agent starts: the agent keeps running,
@@ -100,7 +100,7 @@ waiting_message() {
     get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
         | .status.containerStatuses[0].state.waiting.message // empty'
 }
-pull_reason_shown() { waiting_message nope | grep -q 'pulling image "127.0.0.1:9/daemonlet/absent:1": .*connection refused'; }
+pull_reason_shown() { waiting_message nope | grepq 'pulling image "127.0.0.1:9/daemonlet/absent:1": .*connection refused'; }
 wait_for "the pod's message gives the pull's reason" 20 pull_reason_shown
 rm -f "$man/nope.yaml"
 wait_for "nope goes with its file" 15 no_pod it nope

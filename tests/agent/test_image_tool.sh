@@ -68,7 +68,7 @@ timeout 10 "$tool" list --store "$store" >/dev/null && ok || fail "list waited f
 second=$!
 # /proc/locks lists a blocked flock as "N: -> FLOCK ... MAJ:MIN:INODE".
 lock_inode=$(stat -c %i "$store/import.lock")
-importer_waits() { grep -- '->' /proc/locks | grep -q ":$lock_inode "; }
+importer_waits() { grep -- '->' /proc/locks | grepq ":$lock_inode "; }
 wait_for "the second import waits on the lock" 5 importer_waits
 [[ ! -s $work/second ]] && ok || fail "the second import ran while the lock was held: $(cat "$work/second")"
 flock -u 9
@@ -96,7 +96,7 @@ importing() { pgrep -f "daemonlet-image import --store $state/images $import/bus
 wait_for "the agent runs daemonlet-image import" 10 importing
 # `status` is answered by the agent's loop (get pods reads the store):
 # given 2 s, as a loop blocked on the import would never answer.
-agent_answers() { timeout 2 "$dl" status --config "$cfg" | grep -qE '^DaemonSets: +1 '; }
+agent_answers() { timeout 2 "$dl" status --config "$cfg" | grepq -E '^DaemonSets: +1 '; }
 wait_for "the agent answers while its import waits (its loop is not blocked)" 10 agent_answers
 wait_for "bb waits for its image" 10 pod_waiting_for_image bb
 flock -u 9
@@ -182,7 +182,7 @@ start_agent
 wait_for "zz.tar, its image gone from the store, is imported again" 20 imports_are zz.tar 2
 [[ $(imports_of busybox.tar) -eq 3 && $(imports_of again.tar) -eq 3 ]] &&
     ok || fail "after the store's index went, busybox.tar was imported $(imports_of busybox.tar) times, again.tar $(imports_of again.tar)"
-"$tool" list --store "$state/images" | grep -q '"name":"example.com/edge/zz:1"' && ok || fail "zz is not in the store again"
+"$tool" list --store "$state/images" | grepq '"name":"example.com/edge/zz:1"' && ok || fail "zz is not in the store again"
 
 # A record damaged by hand (fields of the wrong type) stops nothing: what it
 # cannot vouch for is imported again. Written while the agent is down.

@@ -142,7 +142,7 @@ write_ds roll.yaml roll "$(loop v4)" "$tolerate"
 wait_for "the edited file's template runs" 15 runs_version roll v4
 wait_for "the agent logged that the file wins" 5 grep -q 'the file.s template is in force again' "$work/agent.log"
 expect_out "describe no longer shows a rollback" '^Source: ' "$dl" describe ds roll -n it "${C[@]}"
-"$dl" describe ds roll -n it "${C[@]}" | grep -q '^Rolled back:' && fail "the rollback outlived the file's edit" || ok
+"$dl" describe ds roll -n it "${C[@]}" | grepq '^Rolled back:' && fail "the rollback outlived the file's edit" || ok
 
 # 6. describe: the decision's reason (a taint not tolerated) and events.
 expect_out "describe shows shouldRun false" '^  shouldRun: +false$' "$dl" describe ds untol -n it "${C[@]}"
@@ -174,7 +174,7 @@ spec:
       containers: [{name: main, image: none, command: ["/bin/sh", "-c", "$(loop v1)", "it-marker-$$-elsewhere"]}]
 YAML
 wait_for "the other namespace's pod runs" 10 pod_running other elsewhere
-"$dl" get pods -n it "${C[@]}" | grep -q elsewhere && fail "-n it lists another namespace's pod" || ok
+"$dl" get pods -n it "${C[@]}" | grepq elsewhere && fail "-n it lists another namespace's pod" || ok
 expect_out "get -A lists both namespaces" '^other +elsewhere-' "$dl" get pods -A "${C[@]}"
 expect_out "get with the default namespace finds nothing" '^No resources found in default namespace.$' \
     "$dl" get pods "${C[@]}"

@@ -33,7 +33,7 @@ touch "$work/ready-marker"
 wait_for "ready: 1/1 once the probe passes" 10 pod_shows ready ' 1/1 +Running '
 [[ $(grep -c 'ready-.* container main: Readiness probe failed' "$work/agent.log") -eq 1 ]] && ok ||
     fail "the readiness failure was logged more than once per transition"
-"$dl" get pods -n it -o json --config "$cfg" | grep -q '"ready": true' && ok || fail "-o json: ready is not true"
+"$dl" get pods -n it -o json --config "$cfg" | grepq '"ready": true' && ok || fail "-o json: ready is not true"
 # kill -9 and a new agent: the container is adopted (same process) and its
 # probes run again, so it is ready again without a restart.
 ready_pid=$(pid_of ready)
@@ -100,7 +100,7 @@ write_manifest startup.yaml startup "          startupProbe:
             periodSeconds: 1
             failureThreshold: 1"
 wait_for "startup: running, not ready" 10 pod_shows startup ' 0/1 +Running '
-"$dl" get pods -n it -o json --config "$cfg" | grep -q '"started": false' && ok || fail "-o json: started is not false"
+"$dl" get pods -n it -o json --config "$cfg" | grepq '"started": false' && ok || fail "-o json: started is not false"
 [[ $(restarts_of startup) == 0 ]] && ok || fail "liveness ran before the startup probe passed"
 touch "$work/started"
 wait_for "startup: ready once the startup probe passes" 10 pod_shows startup ' 1/1 +Running '
@@ -121,7 +121,7 @@ write_manifest surge.yaml surge "          readinessProbe:
             periodSeconds: 1" "$strategy"
 wait_for "surge v2 created" 10 grep -q 'created for DaemonSet surge revision 2' "$work/agent.log"
 wait_for "v2 fails its readiness probe" 10 bash -c "grep 'surge-.* Readiness probe failed' '$work/agent.log' | grep -qv '$old'"
-get_pods | grep -qE "^it +$old +1/1 +Running" && ok || fail "surge: the old pod stopped before the new one was ready"
+get_pods | grepq -E "^it +$old +1/1 +Running" && ok || fail "surge: the old pod stopped before the new one was ready"
 touch "$work/v2-ready"
 wait_for "the old pod stops once the new one is ready" 15 bash -c "! '$dl' get pods -A --config '$cfg' | grep -q '$old'"
 wait_for "surge v2 ready" 10 pod_shows surge ' 1/1 +Running '
@@ -157,7 +157,7 @@ init_yaml="initContainers:
 write_manifest init.yaml init "" "" "$init_yaml" "echo main >> $work/order; $loop"
 wait_for "init: Init:0/2 while the first init container runs" 10 pod_shows init ' 0/1 +Init:0/2 '
 [[ $(cat "$work/order") == one ]] && ok || fail "init: something ran before the first init container finished"
-"$dl" get pods -n it -o json --config "$cfg" | grep -q '"initContainerStatuses"' && ok || fail "-o json: no initContainerStatuses"
+"$dl" get pods -n it -o json --config "$cfg" | grepq '"initContainerStatuses"' && ok || fail "-o json: no initContainerStatuses"
 touch "$work/go"
 wait_for "init: main runs after both init containers" 10 pod_shows init ' 1/1 +Running '
 [[ $(tr '\n' ' ' <"$work/order") == "one two main " ]] && ok || fail "init: order was $(tr '\n' ' ' <"$work/order")"
@@ -197,7 +197,7 @@ proxy_pid=$(pid_of proxy)
 [[ -n $proxy_pid ]] && kill -9 "$proxy_pid"
 wait_for "sidecar: a killed sidecar is restarted (RESTARTS counts it)" 15 bash -c "'$dl' get pods -n it --config '$cfg' | grep -E '^it +sidecar-.* 2/2 +Running +1 '"
 [[ $(pid_of sidecar) == "$main_pid" ]] && ok || fail "sidecar: the main container restarted with the sidecar"
-"$dl" get pods -n it -o json --config "$cfg" | grep -q '"name": "proxy"' && ok || fail "-o json: no sidecar status"
+"$dl" get pods -n it -o json --config "$cfg" | grepq '"name": "proxy"' && ok || fail "-o json: no sidecar status"
 # A lost database: the pod is rebuilt from its containers' labels, the
 # sidecar and the main container adopted, the completed init container not
 # run again.

@@ -189,9 +189,9 @@ write_image_ds() {  # write_image_ds FILE NAME IMAGE [PULL_POLICY]
 }
 pods_json() { "$dl" get pods -n it -o json --config "$cfg"; }
 waiting_with() {  # waiting_with NAME REASON_REGEX MESSAGE_SUBSTRING
-    pod_waiting_for_image "$1" "$2" && pods_json | grep -q "$3"
+    pod_waiting_for_image "$1" "$2" && pods_json | grepq "$3"
 }
-describe_has() { "$dl" describe ds "$1" -n it --config "$cfg" | grep -q "$2"; }
+describe_has() { "$dl" describe ds "$1" -n it --config "$cfg" | grepq "$2"; }
 main_pid() { pgrep -f "it-marker-$$-$1\$" | head -1; }
 
 write_image_ds pulled.yaml pulled "$reg/edge/busybox:1"

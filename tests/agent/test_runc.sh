@@ -125,10 +125,10 @@ DS_IMAGE=busybox write_ds web.yaml web 'echo ok > /index.html; exec /bin/busybox
 DS_IMAGE=busybox write_ds shut.yaml shut 'exec sleep 1000' "" "" \
     "          readinessProbe: {tcpSocket: {port: 8081}, periodSeconds: 1}"
 wait_for "web is ready through its tcpSocket probe" 20 pod_running it web
-web_probed() { cat "$state"/runtime/logs/it_web-*/main/*.log 2>/dev/null | grep -q 'url:/index.html'; }
+web_probed() { cat "$state"/runtime/logs/it_web-*/main/*.log 2>/dev/null | grepq 'url:/index.html'; }
 wait_for "the liveness probe's GET reaches the httpd inside" 10 web_probed
-get_pods | grep -qE "^it +web-[a-z0-9]+ +1/1 +Running +0 " && ok || fail "web restarted: $(get_pods | grep web)"
-shut_unready() { get_pods | grep -qE "^it +shut-[a-z0-9]+ +0/1 +Running "; }
+get_pods | grepq -E "^it +web-[a-z0-9]+ +1/1 +Running +0 " && ok || fail "web restarted: $(get_pods | grep web)"
+shut_unready() { get_pods | grepq -E "^it +shut-[a-z0-9]+ +0/1 +Running "; }
 wait_for "shut runs but is not ready (nothing listens on 8081 in its network)" 10 shut_unready
 wait_for "the log says why shut is not ready" 5 \
     grep -q "shut-.*Readiness probe failed: dial tcp 127.0.0.1:8081: connect: connection refused" "$work/agent.log"
