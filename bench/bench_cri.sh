@@ -73,6 +73,26 @@ start_containerd
 deadline=$((SECONDS + 30))
 until c version >/dev/null 2>&1; do ((SECONDS < deadline)) || die "containerd did not come up"; sleep 0.05; done
 import_images || die "cannot import the images"
+
+# Image import into containerd (ctr images import, unpacked by the native
+# snapshotter), from an empty store each time: `images rm --sync` lets
+# containerd's garbage collection remove the content and snapshots first.
+import_times() {  # import_times ARCHIVE NAME RUNS LABEL
+    local i t0 ts=()
+    for ((i = 0; i < $3; i++)); do
+        c images rm --sync "$2" >/dev/null 2>&1
+        t0=$(now_ns)
+        c images import --snapshotter native "$1" >/dev/null || die "cannot import $1"
+        ts+=($((($(now_ns) - t0) / 1000000)))
+    done
+    local s=($(printf '%s\n' "${ts[@]}" | sort -n))
+    echo "image import into containerd, $4: p50 ${s[$((($3 + 1) / 2 - 1))]} ms, max ${s[-1]} ms (n=$3)"
+}
+EXTRA_LAYERS_MIB="16 16 16" "$here/../tests/data/make_busybox_image.sh" "$work/big.tar" example.com/bench/big:1 \
+    >/dev/null || die "cannot build the bigger image"
+import_times "$work/busybox.tar" docker.io/library/busybox:latest 10 "busybox (1.0 MiB archive)"
+import_times "$work/big.tar" example.com/bench/big:1 3 "busybox + 3 x 16 MiB layers (49.0 MiB archive)"
+c images rm --sync example.com/bench/big:1 >/dev/null 2>&1
 bench_ds b0 0
 start_agent
 wait_file "$marks/b0-0" 60 || die "the first container did not run"
