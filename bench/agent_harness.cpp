@@ -299,6 +299,12 @@ std::map<std::string, FileFacts> file_facts(const std::string& dir, const std::s
     return out;
 }
 
+std::string ds_name(int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "ds-%03d", i);
+    return buf;
+}
+
 double percentile(std::vector<double> v, double p) {
     std::sort(v.begin(), v.end());
     auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));

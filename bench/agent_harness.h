@@ -152,6 +152,9 @@ struct FileFacts {
 };
 std::map<std::string, FileFacts> file_facts(const std::string& dir, const std::string& skip);
 
+// The benches' DaemonSet names: "ds-007" for 7.
+std::string ds_name(int i);
+
 // Percentile by nearest rank (p in [0, 100]) of a non-empty sample.
 double percentile(std::vector<double> v, double p);
 

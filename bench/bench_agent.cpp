@@ -70,11 +70,6 @@ class Bench {
     void print_table() const;
 
   private:
-    std::string ds_name(int i) const {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "ds-%03d", i);
-        return buf;
-    }
     std::string manifest(int i, bool surge) const;
     std::string manifest_path(int i) const { return w_.manifests + "/" + ds_name(i) + ".yaml"; }
     bool all_running_since(Ns since) const;

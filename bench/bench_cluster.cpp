@@ -204,11 +204,6 @@ class Bench {
     const std::vector<Row>& rows() const { return rows_; }
 
   private:
-    std::string ds_name(int i) const {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "ds-%03d", i);
-        return buf;
-    }
     Json daemonset(int i) const;
     // PUTs DaemonSet i on the server; returns the time just before.
     Ns put(int i) { return put_body(ds_name(i), daemonset(i).dump()); }

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "bench/agent_harness.h"
-#include "platform/file.h"
+#include "platform/proc_stat.h"
 
 using namespace daemonlet::bench;
 namespace fs = std::filesystem;
@@ -86,14 +86,8 @@ std::pair<int, double> run_process(const std::vector<std::string>& argv, const s
 
 // The parent pid of a process (0 when gone).
 pid_t ppid_of(pid_t pid) {
-    auto text = daemonlet::platform::read_file("/proc/" + std::to_string(pid) + "/stat", 4096);
-    if (!text.ok()) return 0;
-    const std::string& s = text.value();
-    auto close = s.rfind(')');
-    if (close == std::string::npos) return 0;
-    int ppid = 0;
-    std::sscanf(s.c_str() + close + 1, " %*c %d", &ppid);
-    return ppid;
+    daemonlet::proc::ProcStat st;
+    return daemonlet::proc::read_stat(pid, &st) == 0 ? st.ppid : 0;
 }
 
 class Bench {
@@ -107,11 +101,6 @@ class Bench {
     void print_table() const;
 
   private:
-    std::string ds_name(int i) const {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "ds-%03d", i);
-        return buf;
-    }
     std::string manifest(int i) const;
     std::string manifest_path(int i) const { return w_.manifests + "/" + ds_name(i) + ".yaml"; }
     void settle(int pods);

@@ -56,11 +56,16 @@ int read_stat(pid_t pid, ProcStat* out) {
     if (p == nullptr || p[1] != ' ') return EINVAL;
     p += 2;
     out->state = *p;
-    // Field 3 is the state; skip to field 22.
+    // Field 3 is the state; skip to field 22, reading field 4 on the way.
     for (int field = 3; field < 22; ++field) {
         p = std::strchr(p, ' ');
         if (p == nullptr) return EINVAL;
         ++p;
+        if (field == 3) {
+            pid_t ppid = 0;
+            for (const char* d = p; *d >= '0' && *d <= '9'; ++d) ppid = ppid * 10 + (*d - '0');
+            out->ppid = ppid;
+        }
     }
     std::uint64_t v = 0;
     if (*p < '0' || *p > '9') return EINVAL;

@@ -13,6 +13,7 @@ namespace daemonlet::proc {
 
 struct ProcStat {
     char state = 0;                // field 3: R, S, D, Z (zombie), ...
+    pid_t ppid = 0;                // field 4
     std::uint64_t start_time = 0;  // field 22
 };
 
