@@ -161,6 +161,24 @@ class GrpcCriClient final : public CriClient {
         return resp.pod_sandbox_id();
     }
 
+    Result<CriSandboxStatus> sandbox_status(const std::string& id, int deadline_ms) override {
+        v1::PodSandboxStatusRequest req;
+        req.set_pod_sandbox_id(id);
+        v1::PodSandboxStatusResponse resp;
+        if (auto s = call("PodSandboxStatus", deadline_ms,
+                          [&](grpc::ClientContext* c) { return runtime_->PodSandboxStatus(c, req, &resp); });
+            !s)
+            return s.error();
+        const auto& st = resp.status();
+        CriSandboxStatus out;
+        out.id = st.id();
+        out.ready = st.state() == v1::SANDBOX_READY;
+        out.host_network = st.linux().namespaces().options().network() == v1::NODE;
+        out.ip = st.network().ip();
+        for (const auto& ip : st.network().additional_ips()) out.additional_ips.push_back(ip.ip());
+        return out;
+    }
+
     Status stop_sandbox(const std::string& id, int deadline_ms) override {
         v1::StopPodSandboxRequest req;
         req.set_pod_sandbox_id(id);

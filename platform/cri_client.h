@@ -55,6 +55,17 @@ struct CriSandbox {
     std::map<std::string, std::string> labels;
 };
 
+// PodSandboxStatus: what the agent needs of a sandbox beyond its listing.
+struct CriSandboxStatus {
+    std::string id;
+    bool ready = false;
+    // linux.namespaces.options.network is NODE: the sandbox is in the
+    // node's network (hostNetwork), and has no IP of its own.
+    bool host_network = false;
+    std::string ip;                           // network.ip, as the CNI plugin gave it ("" for none)
+    std::vector<std::string> additional_ips;  // network.additional_ips (dual stack)
+};
+
 using CriLabels = std::map<std::string, std::string>;
 
 class CriClient {
@@ -69,6 +80,7 @@ class CriClient {
     virtual Result<std::string> version(int deadline_ms) = 0;
     virtual Result<std::vector<CriSandbox>> list_sandboxes(const CriLabels& selector, int deadline_ms) = 0;
     virtual Result<std::string> run_sandbox(const CriSandboxConfig& config, int deadline_ms) = 0;
+    virtual Result<CriSandboxStatus> sandbox_status(const std::string& id, int deadline_ms) = 0;
     virtual Status stop_sandbox(const std::string& id, int deadline_ms) = 0;
     virtual Status remove_sandbox(const std::string& id, int deadline_ms) = 0;
     virtual Result<std::string> create_container(const std::string& sandbox_id,

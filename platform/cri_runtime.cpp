@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "core/cri_config.h"
+#include "core/pod_network.h"
 #include "platform/cri_client.h"
 #include "platform/cri_jobs.h"
 
@@ -106,6 +107,7 @@ class CriRuntime final : public Runtime {
                                                     const std::vector<std::string>& command) const override;
     bool can_pull() const override { return true; }
     void pull_image(const std::string& image, std::function<void(Status)> done) override;
+    Result<PodNetwork> pod_network(const std::string& id) const override;
     bool has_image(const std::string& image) const override {
         auto r = client_->has_image(image, kShortDeadlineMs);
         return r.ok() && r.value();
@@ -137,6 +139,11 @@ class CriRuntime final : public Runtime {
     std::uint64_t generation_ = 0;  // bumped when a relist is posted
     bool relisting_ = false;
     std::map<std::string, std::vector<std::function<void(Status)>>> pulls_;
+    // Each container's sandbox (from start() and adopt_all()), and its
+    // network once asked for: a sandbox keeps its network namespace, hence
+    // its IPs, for its whole life, so one PodSandboxStatus per container.
+    std::map<std::string, std::string> sandbox_of_;
+    mutable std::map<std::string, PodNetwork> networks_;
     bool closed_ = false;
 };
 
@@ -251,6 +258,7 @@ Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
         return s.error();
     }
     watch(id.value(), launch.grace_seconds);
+    sandbox_of_[id.value()] = sandbox_id.value();
     return id;
 }
 
@@ -309,6 +317,7 @@ Result<std::vector<ContainerInfo>> CriRuntime::adopt_all() {
         auto st = client_->container_status(c.id, kShortDeadlineMs);
         if (!st) continue;  // removed meanwhile
         ContainerInfo info = info_of(st.value());
+        sandbox_of_[c.id] = c.sandbox_id;
         if (info.running) {
             std::int64_t grace = 30;
             if (auto g = c.annotations.find(kGraceAnnotation); g != c.annotations.end())
@@ -322,6 +331,8 @@ Result<std::vector<ContainerInfo>> CriRuntime::adopt_all() {
 
 Status CriRuntime::remove(const std::string& id) {
     watched_.erase(id);
+    sandbox_of_.erase(id);
+    networks_.erase(id);
     auto s = client_->remove_container(id, kCreateDeadlineMs);
     if (!s && s.error().code == "not_found") return Ok{};
     return s;
@@ -361,6 +372,29 @@ std::optional<std::vector<std::string>> CriRuntime::exec_in(const std::string& i
                                      id};
     argv.insert(argv.end(), command.begin(), command.end());
     return argv;
+}
+
+// The pod's IPs, as the kubelet has them (PodSandboxStatus network.ip and
+// additional_ips), for its probes and its status. Probes then connect to
+// the pod's IP from the agent's own network namespace, as kubelet's prober
+// dials status.PodIP from the host (pkg/kubelet/prober/prober.go runProbe),
+// rather than from inside the sandbox's namespace (probe_netns, through
+// the pause process's /proc/<pid>/ns/net, as the runc runtime must, having
+// no pod IP): a server listening on the pod's loopback only is then unready
+// here as under the kubelet, and the CNI plugin's routes are tested too.
+Result<PodNetwork> CriRuntime::pod_network(const std::string& id) const {
+    if (auto it = networks_.find(id); it != networks_.end()) return it->second;
+    auto sb = sandbox_of_.find(id);
+    if (sb == sandbox_of_.end() || sb->second.empty())
+        return Error{"not_found", "cri runtime: container " + id + " has no known pod sandbox"};
+    auto st = client_->sandbox_status(sb->second, kShortDeadlineMs);
+    if (!st) return st.error();
+    PodNetwork net;
+    net.host_network = st.value().host_network;
+    net.ips = sandbox_pod_ips(st.value().ip, st.value().additional_ips);
+    // A sandbox of its own network without an IP (yet): asked again next time.
+    if (net.host_network || !net.ips.empty()) networks_[id] = net;
+    return net;
 }
 
 void CriRuntime::pull_image(const std::string& image, std::function<void(Status)> done) {

@@ -66,6 +66,18 @@ struct ContainerInfo {
     std::map<std::string, std::string> labels;  // as given at start
 };
 
+// The network a container's pod is in, as its runtime set it up.
+struct PodNetwork {
+    // In the node's network: the exec runtime's containers, hostNetwork
+    // pods. tcpSocket and httpGet probes then connect to 127.0.0.1 (in
+    // probe_netns).
+    bool host_network = true;
+    // The pod's own IPs (the CRI sandbox's, valid ones only, the first is
+    // status.podIP): what kubelet's probes connect to. Empty for a pod in
+    // the node's network, and for runtimes that give a pod no address.
+    std::vector<std::string> ips;
+};
+
 class Runtime {
   public:
     virtual ~Runtime() = default;
@@ -139,6 +151,12 @@ class Runtime {
     // and the agent counts none (kubelet's worker throws away a probe that
     // errs: pkg/kubelet/prober/worker.go doProbe).
     virtual Result<std::string> probe_netns(const std::string& /*id*/) const { return std::string(); }
+
+    // The network of container `id`'s pod. The default: the node's (the
+    // exec runtime; the runc runtime, whose pods without hostNetwork are
+    // reached through probe_netns instead). An error when the runtime
+    // cannot say now (the probe is then not run, as for probe_netns).
+    virtual Result<PodNetwork> pod_network(const std::string& /*id*/) const { return PodNetwork{}; }
 
     // Closes every libuv handle the runtime holds (watches on running shims)
     // without touching the containers: the agent is stopping, the shims stay.
