@@ -7,6 +7,7 @@
 // restart_count + 1 and crash-loop back-off, as kubelet.
 #include "agent/agent.h"
 #include "core/decode.h"
+#include "core/pod_network.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -191,8 +192,20 @@ void Agent::on_probe_tick(const std::string& uid, std::size_t index, std::size_t
         on_probe_result(uid, index, probe, {ProbeOutcome::Unknown, ns.error().message});
         return;
     }
-    lp.action.netns = std::move(ns).value();
-    auto id = prober_->run(lp.action, [this, uid, index, probe](platform::ProbeResult r) {
+    // tcpSocket and httpGet connect to the pod's IP when it has its own
+    // (a CRI sandbox's network; kubelet's prober.go runProbe:
+    // status.PodIP when the probe sets no host).
+    platform::ProbeAction action = lp.action;
+    action.netns = std::move(ns).value();
+    if (action.type != platform::ProbeAction::Type::Exec) {
+        auto net = runtime_->pod_network(lc.id);
+        if (!net) {
+            on_probe_result(uid, index, probe, {ProbeOutcome::Unknown, net.error().message});
+            return;
+        }
+        action.host = probe_host(lp.action.host, net.value().host_network, net.value().ips);
+    }
+    auto id = prober_->run(action, [this, uid, index, probe](platform::ProbeResult r) {
         auto it = pods_.find(uid);
         if (it == pods_.end() || probe >= it->second.containers[index].probes.size()) return;
         it->second.containers[index].probes[probe].running.reset();
