@@ -48,6 +48,9 @@ struct PodRecord {
     bool deleting = false;           // a stop has been requested; the record goes when it is done
     std::vector<ContainerStatus> init_containers;  // spec.initContainers, in order
     std::vector<ContainerStatus> containers;
+    // status.podIPs: the pod's own IPs, as its runtime's sandbox has them
+    // (core/pod_network.h pod_status_ips); empty when it has none.
+    std::vector<std::string> pod_ips;
 };
 
 // One entry of a DaemonSet's revision history (upstream ControllerRevision).

@@ -65,6 +65,19 @@ Result<ContainerState> decode_state(std::string_view text) {
 
 }  // namespace
 
+std::string encode_strings(const std::vector<std::string>& values) { return dump(Json(values)); }
+
+Result<std::vector<std::string>> decode_strings(std::string_view column, std::string_view text) {
+    auto j = parse(column, text, Json::value_t::array);
+    if (!j) return j.error();
+    std::vector<std::string> out;
+    for (const auto& e : j.value()) {
+        if (!e.is_string()) return corrupt(column, "element " + dump(e) + " is not a string");
+        out.push_back(e.get<std::string>());
+    }
+    return out;
+}
+
 std::string encode_labels(const Labels& labels) {
     Json j = Json::object();
     for (const auto& [k, v] : labels) j[k] = v;  // std::map: sorted

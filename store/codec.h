@@ -29,6 +29,10 @@ std::string encode_containers(const std::vector<ContainerStatus>& containers,
 Result<std::vector<ContainerStatus>> decode_containers(
     std::string_view text, std::vector<ContainerStatus>* init_containers = nullptr);
 
+// A JSON array of strings (a pod's IPs); `column` names it in errors.
+std::string encode_strings(const std::vector<std::string>& values);
+Result<std::vector<std::string>> decode_strings(std::string_view column, std::string_view text);
+
 Result<PodPhase> decode_phase(std::string_view text);
 
 }  // namespace daemonlet::store::codec

@@ -13,11 +13,12 @@ constexpr std::int64_t kEventsTotal = 2000;
 }  // namespace
 
 Result<bool> SqliteStore::put_pod(const PodRecord& pod) {
-    Row row{{pod.uid},
-            {pod.name, pod.namespace_, pod.daemonset, pod.revision_hash, pod.revision, to_string(pod.phase),
-             pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0},
-             codec::encode_containers(pod.containers, pod.init_containers)},
-            {}};
+    Row row{
+        {pod.uid},
+        {pod.name, pod.namespace_, pod.daemonset, pod.revision_hash, pod.revision, to_string(pod.phase),
+         pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0},
+         codec::encode_containers(pod.containers, pod.init_containers), codec::encode_strings(pod.pod_ips)},
+        {}};
     return put_row("put_pod", s_.pod_compare, s_.pod_upsert, row);
 }
 
@@ -43,10 +44,13 @@ Result<std::vector<PodRecord>> SqliteStore::list_pods() {
         p.created_at_ms = q.int64(7);
         p.deleting = q.int64(8) != 0;
         auto containers = codec::decode_containers(q.text(9), &p.init_containers);
+        auto ips = codec::decode_strings("pod_ips_json", q.text(10));
         if (!phase) return fail("list_pods", Error{"corrupt", "pod " + p.uid + ": " + phase.error().message});
         if (!containers)
             return fail("list_pods", Error{"corrupt", "pod " + p.uid + ": " + containers.error().message});
+        if (!ips) return fail("list_pods", Error{"corrupt", "pod " + p.uid + ": " + ips.error().message});
         p.phase = phase.value();
+        p.pod_ips = std::move(ips).value();
         p.containers = std::move(containers).value();
         out.push_back(std::move(p));
     }

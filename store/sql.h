@@ -103,6 +103,11 @@ CREATE TABLE rollbacks (
     FOREIGN KEY (namespace, name) REFERENCES daemonsets (namespace, name) ON DELETE CASCADE
 );
 )sql"},
+    {3, R"sql(
+-- The pod's IPs (status.podIPs), as its runtime's sandbox has them: a JSON
+-- array of strings, [] for none (every pod written before).
+ALTER TABLE pods ADD COLUMN pod_ips_json TEXT NOT NULL DEFAULT '[]';
+)sql"},
 };
 
 inline constexpr std::span<const Migration> migrations() { return kMigrations; }
@@ -170,19 +175,19 @@ inline constexpr const char* kRevisionDelete =
 
 inline constexpr const char* kPodCompare =
     "SELECT name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, deleting, "
-    "containers_json"
+    "containers_json, pod_ips_json"
     " FROM pods WHERE uid = ?1";
 inline constexpr const char* kPodUpsert =
     "INSERT INTO pods (uid, name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, "
     "deleting,"
-    " containers_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+    " containers_json, pod_ips_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
     " ON CONFLICT (uid) DO UPDATE SET name = excluded.name, namespace = excluded.namespace,"
     " daemonset = excluded.daemonset, revision_hash = excluded.revision_hash, revision = excluded.revision,"
     " phase = excluded.phase, created_at_ms = excluded.created_at_ms, deleting = excluded.deleting,"
-    " containers_json = excluded.containers_json";
+    " containers_json = excluded.containers_json, pod_ips_json = excluded.pod_ips_json";
 inline constexpr const char* kPodList =
     "SELECT uid, name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, deleting,"
-    " containers_json FROM pods ORDER BY namespace, daemonset, created_at_ms, uid";
+    " containers_json, pod_ips_json FROM pods ORDER BY namespace, daemonset, created_at_ms, uid";
 inline constexpr const char* kPodDelete = "DELETE FROM pods WHERE uid = ?1";
 
 inline constexpr const char* kNodeCompare =

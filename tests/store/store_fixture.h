@@ -192,7 +192,8 @@ inline Status roll_out(store::Store& s) {
 inline std::string pod_difference(const PodRecord& a, const PodRecord& b) {
     auto scalar = [](const PodRecord& p) {
         return std::make_tuple(p.uid, p.name, p.namespace_, p.daemonset, p.revision_hash, p.revision, p.phase,
-                               p.created_at_ms, p.deleting, p.containers.size(), p.init_containers.size());
+                               p.created_at_ms, p.deleting, p.containers.size(), p.init_containers.size(),
+                               p.pod_ips);
     };
     if (scalar(a) != scalar(b)) return "pod " + a.uid + ": a scalar field differs";
     auto differ = [](const ContainerStatus& x, const ContainerStatus& y) {

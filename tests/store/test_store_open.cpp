@@ -106,12 +106,34 @@ TEST(StoreOpen, MigratesFromUserVersionZero) {
     CHECK_FALSE(report.created);
     CHECK_FALSE(report.recovered);
     RawDb raw(path);
-    LONGS_EQUAL(2, raw.scalar("PRAGMA user_version"));
+    LONGS_EQUAL(3, raw.scalar("PRAGMA user_version"));
     STRCMP_EQUAL("wal", raw.rows("PRAGMA journal_mode").c_str());
     STRCMP_EQUAL("daemonsets\nevents\nmeta\nnode\npods\nrevisions\nrollbacks\nscratch",
                  raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").c_str());
     LONGS_EQUAL(1, raw.scalar("SELECT x FROM scratch"));
     CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+}
+
+TEST(StoreOpen, MigratesAVersionTwoDatabaseItsPodsWithoutIps) {
+    // Schema 2: pods without pod_ips_json. Migration 3 adds it; the pod
+    // reads back with no IPs, and takes IPs from then on.
+    {
+        RawDb raw(path);
+        STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[0].sql).c_str());
+        STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[1].sql).c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 2").c_str());
+        STRCMP_EQUAL("", raw.exec("INSERT INTO pods VALUES ('uid-1', 'agent-x7k2p', 'ns', 'agent', 'h1', 1, "
+                                  "'Running', 5, 0, '[]')")
+                             .c_str());
+    }
+    auto s = MUST(store::Store::open(path, kNow, nullptr));
+    auto pods = MUST(s->list_pods());
+    LONGS_EQUAL(1, pods.size());
+    CHECK_TRUE(pods[0].pod_ips.empty());
+    pods[0].pod_ips = {"10.88.0.5", "fd00:88::5"};
+    CHECK_TRUE(MUST(s->put_pod(pods[0])));
+    CHECK_FALSE(MUST(s->put_pod(pods[0])));  // unchanged: not written again
+    CHECK(MUST(s->list_pods())[0].pod_ips == pods[0].pod_ips);
 }
 
 TEST(StoreOpen, MigratesAVersionOneDatabaseKeepingItsRows) {
@@ -130,7 +152,7 @@ TEST(StoreOpen, MigratesAVersionOneDatabaseKeepingItsRows) {
     CHECK_FALSE(report.recovered);
     {
         RawDb raw(path);
-        LONGS_EQUAL(2, raw.scalar("PRAGMA user_version"));
+        LONGS_EQUAL(3, raw.scalar("PRAGMA user_version"));
         LONGS_EQUAL(1, raw.scalar("SELECT count(*) FROM daemonsets"));
     }
     store::StoredRollback rb{"ns", "agent", "f1", "h0", "{}", 7};
