@@ -209,6 +209,7 @@ class Agent {
     void finish_pod_if_stopped(const std::string& uid);
     void save_pod(const LivePod& pod);
     void refresh_readiness(LivePod& pod);
+    void refresh_pod_ips(LivePod& pod);
     bool advance_pod(const std::string& uid);
     const Desired* desired_for(const PodRecord& rec) const;
     const Container* container_spec(const LivePod& pod, std::size_t index) const;

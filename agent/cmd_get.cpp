@@ -93,6 +93,13 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
                                                   {"lastTransitionTime", rfc3339(latest_ready_change)}}})},
                      {"containerStatuses", statuses}};
     if (!p.init_containers.empty()) pod["status"]["initContainerStatuses"] = init_statuses;
+    // kubelet's convertStatusToAPIStatus: podIP is podIPs[0].
+    if (!p.pod_ips.empty()) {
+        pod["status"]["podIP"] = p.pod_ips.front();
+        Json ips = Json::array();
+        for (const auto& ip : p.pod_ips) ips.push_back({{"ip", ip}});
+        pod["status"]["podIPs"] = ips;
+    }
     return pod;
 }
 

@@ -12,6 +12,7 @@
 #include "agent/pod_labels.h"
 #include "core/decision.h"
 #include "core/expand.h"
+#include "core/pod_network.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -226,6 +227,7 @@ void Agent::start_waiting_containers() {
 // say (core/probe.h); the pod is ready when every app container is, which
 // starts the minReadySeconds clock (monotonic) for availability.
 void Agent::refresh_readiness(LivePod& p) {
+    refresh_pod_ips(p);
     // started and ready as the probes say; until its probes are set up (the
     // template not known yet after a restart of the agent), a container is
     // not taken as ready.
@@ -266,6 +268,22 @@ void Agent::refresh_readiness(LivePod& p) {
     if (all_ready && !p.ready_since_mono_ms) p.ready_since_mono_ms = platform::monotonic_ms();
     if (!all_ready) p.ready_since_mono_ms.reset();
     p.rec.phase = all_running ? PodPhase::Running : PodPhase::Pending;
+}
+
+// status.podIPs from the runtime's sandbox (every container of a pod is in
+// the same one): set once a container runs, kept while none does, changed
+// when a new sandbox brings a new address. The runtime keeps each
+// container's answer, so this costs one PodSandboxStatus per container.
+void Agent::refresh_pod_ips(LivePod& p) {
+    for (const auto& lc : p.containers) {
+        if (lc.id.empty()) continue;
+        auto net = runtime_->pod_network(lc.id);
+        if (!net) return;  // the runtime cannot say now: what is known stays
+        // The node's own addresses are not known to the agent: a
+        // hostNetwork pod reports none (kubelet's: the node's IPs).
+        p.rec.pod_ips = pod_status_ips(net.value().host_network, net.value().ips, {}).pod_ips;
+        return;
+    }
 }
 
 void Agent::save_pod(const LivePod& p) {
