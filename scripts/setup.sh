@@ -33,8 +33,10 @@ host_packages=(
     # protoc with its gRPC plugin to compile platform/cri/api.proto.
     libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
     # tests/agent/test_cri.sh and bench/bench_cri.sh: their own containerd
-    # (with ctr), reaped under tini, loopback CNI for its configuration.
-    containerd tini containernetworking-plugins
+    # (with ctr), reaped under tini, loopback CNI for its configuration;
+    # test_cri_cni.sh: the bridge and host-local plugins, and iproute2's
+    # `ip netns` for the network namespace its containerd and agent run in.
+    containerd tini containernetworking-plugins iproute2
     clang libclang-rt-14-dev clang-format
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file
