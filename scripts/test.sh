@@ -11,6 +11,10 @@
 #   systemd   the dev build installed into a Debian 12 tree booted with
 #             systemd-nspawn, checked under a real systemd
 #             (tests/systemd/nspawn_boot.sh; SKIPPED where no container can run)
+#   cgroup2   the dev build with runtime runc in a Debian 12 VM on the unified
+#             cgroup hierarchy: the containers' cgroup v2 limits
+#             (tests/systemd/vm_cgroup2.sh; qemu with KVM where /dev/kvm can
+#             boot Debian's kernel, else TCG, minutes; SKIPPED without root)
 #   asan      the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   aarch64   cross build, ctest under qemu-aarch64
 #   armhf     cross build, ctest under qemu-arm (skipped without sysroots/armhf)
@@ -28,7 +32,7 @@ cd "$repo"
 
 jobs=2
 fuzz_seconds="${DAEMONLET_FUZZ_SECONDS:-30}"
-all_steps="setup format dev systemd asan aarch64 armhf fuzz"
+all_steps="setup format dev systemd cgroup2 asan aarch64 armhf fuzz"
 steps="${DAEMONLET_STEPS:-$all_steps}"
 
 summary=()
@@ -132,29 +136,37 @@ preset_cycle() {
     ctest --preset "$preset" -j "$jobs"
 }
 
-# Installs debootstrap and systemd-container itself when it can, so that
-# DAEMONLET_STEPS=systemd works without the setup step; without root or sudo
-# the script reports SKIPPED, which becomes this step's status.
-step_systemd() {
-    local missing=()
-    command -v debootstrap >/dev/null || missing+=(debootstrap)
-    command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
+# boot_step SCRIPT TOOL=PACKAGE...: the systemd and cgroup2 steps. Installs
+# the PACKAGE of each missing TOOL itself when it can, so that
+# DAEMONLET_STEPS=systemd (or cgroup2) works without the setup step; builds
+# what `cmake --install` installs; runs SCRIPT on build/dev. Its "SKIPPED:"
+# line with exit status 0 (no root nor sudo, no container or VM possible
+# here) becomes the step's SKIPPED (77), said loudly.
+boot_step() {
+    local script=$1 missing=() tool
+    shift
+    for tool in "$@"; do
+        command -v "${tool%%=*}" >/dev/null || missing+=("${tool#*=}")
+    done
     if ((${#missing[@]} > 0)) && { [[ $(id -u) -eq 0 ]] || sudo -n true 2>/dev/null; }; then
         local sudo=()
         [[ $(id -u) -eq 0 ]] || sudo=(sudo -n)
-        echo "systemd: installing ${missing[*]}"
+        echo "installing ${missing[*]}"
         "${sudo[@]}" apt-get update
         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
     fi
     cmake --preset dev
-    cmake --build --preset dev -j "$jobs" --target daemonlet daemonlet-shim
+    local targets=(daemonlet daemonlet-shim daemonlet-image)
+    grep -q '^DAEMONLET_CRI:BOOL=ON' build/dev/CMakeCache.txt && targets+=(daemonlet-cri)
+    cmake --build --preset dev -j "$jobs" --target "${targets[@]}"
     local out rc
     out="$(mktemp)"
     set +e
-    tests/systemd/nspawn_boot.sh build/dev 2>&1 | tee "$out"
+    "$script" build/dev 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     set -e
     if [[ $rc == 0 ]] && grep -q '^SKIPPED:' "$out"; then
+        echo "$script: SKIPPED: $(sed -n 's/^SKIPPED: //p' "$out" | head -1) -- NOT CHECKED on this machine"
         rc=77
     fi
     rm -f "$out"
@@ -214,7 +226,8 @@ if [[ $failed != 0 ]]; then
 fi
 run_step format step_format
 run_step dev preset_cycle dev
-run_step systemd step_systemd
+run_step systemd boot_step tests/systemd/nspawn_boot.sh debootstrap=debootstrap systemd-nspawn=systemd-container
+run_step cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86
 run_step asan preset_cycle asan
 run_step aarch64 preset_cycle aarch64
 run_step armhf step_armhf

@@ -39,25 +39,12 @@
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-build="$(cd "${1:-$repo/build/dev}" 2>/dev/null && pwd)" || {
-    echo "FAIL: build directory ${1:-$repo/build/dev} does not exist (cmake --preset dev && cmake --build build/dev)"
-    exit 1
-}
+# shellcheck source=tests/systemd/debian_tree.sh
+source "$repo/tests/systemd/debian_tree.sh"
+need_build "${1:-$repo/build/dev}" agent/daemonlet platform/daemonlet-shim
 cache="${DAEMONLET_NSPAWN_CACHE:-$repo/build/nspawn-rootfs}"
 
-skip() {
-    echo "SKIPPED: $*"
-    exit 0
-}
-
-if [[ $(id -u) -ne 0 ]]; then
-    if sudo -n true 2>/dev/null; then
-        exec sudo -n env DAEMONLET_NSPAWN_CACHE="$cache" \
-            ${DAEMONLET_DEBIAN_MIRROR:+DAEMONLET_DEBIAN_MIRROR="$DAEMONLET_DEBIAN_MIRROR"} \
-            bash "${BASH_SOURCE[0]}" "$build"
-    fi
-    skip "booting a container needs root, and sudo -n is not available"
-fi
+as_root "booting a container" "${BASH_SOURCE[0]}" "$build"
 # Root in name only cannot boot a container either: root mapped from a user
 # in a user namespace (as systemd's running_in_userns() tells), root without
 # CAP_SYS_ADMIN (a default Docker container), or namespaces refused.
@@ -71,47 +58,10 @@ fi
 if ! unshare --mount --pid --uts --ipc --fork true 2>/dev/null; then
     skip "this machine cannot create mount/PID/UTS/IPC namespaces"
 fi
-for tool in debootstrap systemd-nspawn nsenter systemctl mountpoint flock; do
-    if ! command -v "$tool" >/dev/null; then
-        echo "FAIL: $tool is not installed (scripts/setup.sh installs debootstrap and systemd-container)"
-        exit 1
-    fi
-done
-for f in "$build/cmake_install.cmake" "$build/agent/daemonlet" "$build/platform/daemonlet-shim"; do
-    if [[ ! -e $f ]]; then
-        echo "FAIL: $f is missing: build daemonlet and daemonlet-shim in $build first"
-        exit 1
-    fi
-done
-
-passed=0 failed=0
-ok() {
-    echo "ok: $*"
-    passed=$((passed + 1))
-}
-fail() {
-    echo "FAIL: $*"
-    failed=$((failed + 1))
-}
-check() { # check DESCRIPTION COMMAND...: one immediate check
-    local what=$1
-    shift
-    if "$@" >/dev/null 2>&1; then ok "$what"; else fail "$what"; fi
-}
-wait_for() { # wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND until it succeeds
-    local what=$1 secs=$2
-    shift 2
-    local deadline=$((SECONDS + secs))
-    while ((SECONDS < deadline)); do
-        if "$@" >/dev/null 2>&1; then
-            ok "$what"
-            return 0
-        fi
-        sleep 0.2
-    done
-    fail "$what (not within ${secs}s)"
-    return 1
-}
+need_tools "scripts/setup.sh installs debootstrap and systemd-container" \
+    debootstrap systemd-nspawn nsenter systemctl mountpoint flock
+# shellcheck source=tests/systemd/checks.sh
+source "$repo/tests/systemd/checks.sh"
 finish() {
     echo "$passed passed, $failed failed (total $((SECONDS - script_start))s)"
     [[ $failed -eq 0 ]]
@@ -123,73 +73,14 @@ script_start=$SECONDS
 # As few packages as the boot and the dynamically linked agent need: minbase
 # (no apt recommends), systemd as init, and daemonlet's libraries
 # (daemonlet-shim is static).
-suite=bookworm
 # The libraries the installed daemonlet links (ldd agent/daemonlet).
 packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4)
-recipe=2 # bump when the way the tree is made changes
-key="$(printf '%s\n' "recipe $recipe" "$suite" minbase "${packages[@]}" | sha256sum | cut -c1-12)"
-
-apt_mirror() { # the main Debian archive among the apt sources, if any
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        sed -n -E 's/^URIs:[[:space:]]*([^[:space:]]+).*/\1/p;
-                   s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]].*/\2/p' |
-        grep -E '/debian/?$' | head -1
-}
-mirror="${DAEMONLET_DEBIAN_MIRROR:-$(apt_mirror)}"
-mirror="${mirror:-http://deb.debian.org/debian}"
-
-mkdir -p "$cache"
-# One run at a time per cache: the tree, and the tmpfs on /run/systemd/nspawn.
-exec {lock}>"$cache/lock"
-if ! flock -w 1800 "$lock"; then
-    echo "FAIL: another nspawn_boot.sh holds $cache/lock for more than 30 minutes"
-    exit 1
-fi
-
-# Leftovers of a run that was killed before its cleanup (we hold the lock, so
-# no other run is using them).
-for old in "$cache"/run.*; do
-    [[ -d $old ]] || continue
-    mountpoint -q "$old/root" && umount "$old/root"
-    rm -rf --one-file-system "$old"
-done
-
-base="$cache/$suite-$key"
-rootfs_start=$SECONDS
-if [[ -e $base/complete ]]; then
-    echo "rootfs: reusing $base/tree"
-else
-    for old in "$cache/$suite"-*; do
-        [[ -d $old && $old != "$base" ]] || continue
-        echo "rootfs: removing $old (another package list)"
-        rm -rf --one-file-system "$old"
-    done
-    rm -rf --one-file-system "$base"
-    mkdir -p "$base"
-    echo "rootfs: debootstrap --variant=minbase --include=$(
-        IFS=,
-        echo "${packages[*]}"
-    ) $suite $base/tree $mirror"
-    if ! debootstrap --variant=minbase --include="$(
-        IFS=,
-        echo "${packages[*]}"
-    )" "$suite" "$base/tree" "$mirror" >"$base/debootstrap.log" 2>&1; then
-        tail -n 30 "$base/debootstrap.log"
-        echo "FAIL: debootstrap failed (log: $base/debootstrap.log)"
-        exit 1
-    fi
-    # The tree never runs apt: its package cache and lists are dead weight.
-    rm -rf "$base/tree/var/cache/apt/archives/"*.deb "$base/tree/var/lib/apt/lists/"*
-    # debootstrap copies the host's name; without it the container is named
-    # by --machine, and so is the agent's node.
-    rm -f "$base/tree/etc/hostname"
-    touch "$base/complete"
-    echo "rootfs: built in $((SECONDS - rootfs_start))s ($(du -sh "$base/tree" | cut -f1))"
-fi
+lock_cache "$cache"
+remove_runs "$cache"
+debian_tree "$cache" bookworm 2 "${packages[@]}"
 
 # ---- This run: an overlay on the cached tree, so the cache stays clean. ----
 run="$(mktemp -d "$cache/run.XXXXXX")"
-mkdir -p "$run/upper" "$run/work" "$run/root"
 nspawn=
 init=
 nspawn_tmpfs=
@@ -204,38 +95,18 @@ cleanup() {
         fi
         wait "$nspawn" 2>/dev/null
     fi
-    if mountpoint -q "$run/root"; then
-        umount "$run/root" || umount -l "$run/root"
-    fi
     if [[ -n $nspawn_tmpfs ]]; then
         umount /run/systemd/nspawn && [[ $nspawn_tmpfs == created ]] && rmdir /run/systemd/nspawn
     fi
-    rm -rf --one-file-system "$run"
+    remove_run "$run"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-if ! mount -t overlay overlay -o "lowerdir=$base/tree,upperdir=$run/upper,workdir=$run/work" "$run/root"; then
-    echo "FAIL: cannot mount an overlay on $base/tree"
-    exit 1
-fi
+overlay_root "$run" "$tree"
 root="$run/root"
 
 # ---- Install as an operator does. ----
-if ! DESTDIR="$root" cmake --install "$build" >"$run/install.log" 2>&1; then
-    cat "$run/install.log"
-    echo "FAIL: cmake --install $build"
-    exit 1
-fi
-unit_file="$(find "$root/usr" "$root/lib" -path '*/systemd/system/daemonlet.service' 2>/dev/null | head -1)"
-if [[ -z $unit_file ]]; then
-    cat "$run/install.log"
-    echo "FAIL: cmake --install did not install daemonlet.service into a systemd unit directory"
-    exit 1
-fi
-exec_start="$(sed -n -E 's/^ExecStart=([^ ]+).*/\1/p' "$unit_file")"
-config_path="$(sed -n -E 's/^ExecStart=.*--config ([^ ]+).*/\1/p' "$unit_file")"
-doc_path="$(sed -n -E 's|^Documentation=file:(.*)|\1|p' "$unit_file")"
-echo "installed: ${unit_file#"$root"}: ExecStart=$exec_start, --config $config_path"
+install_daemonlet "$root" "$build" "$run/install.log"
 check "the unit's ExecStart ($exec_start) is the installed daemonlet" test -x "$root$exec_start"
 check "the unit's --config ($config_path) is installed" test -f "$root$config_path"
 check "the unit's Documentation ($doc_path) is installed" test -f "$root$doc_path"

@@ -1,0 +1,173 @@
+# shellcheck shell=bash
+# What the boot tests share (sourced by nspawn_boot.sh and vm_cgroup2.sh): their
+# preconditions (a build, tools, root, or SKIPPED), a cached minimal Debian
+# tree made with debootstrap, and daemonlet installed into a tree as an
+# operator does (`cmake --install`).
+#
+# Environment: DAEMONLET_DEBIAN_MIRROR, debootstrap's mirror (default: the
+# Debian mirror in this machine's apt sources, else deb.debian.org).
+
+skip() { # skip REASON: this machine cannot run the test
+    echo "SKIPPED: $*"
+    exit 0
+}
+
+# need_build DIR FILE...: sets build to DIR, absolute, a configured build in
+# which FILE... (relative to it) are built. Exits on failure.
+need_build() {
+    build="$(cd "$1" 2>/dev/null && pwd)" || {
+        echo "FAIL: build directory $1 does not exist (cmake --preset dev && cmake --build build/dev)"
+        exit 1
+    }
+    shift
+    local f
+    for f in cmake_install.cmake "$@"; do
+        if [[ ! -e $build/$f ]]; then
+            echo "FAIL: $build/$f is missing: build ${*##*/} in $build first"
+            exit 1
+        fi
+    done
+}
+
+# need_tools HINT TOOL...: exits with a failure naming a missing TOOL and HINT.
+need_tools() {
+    local hint=$1 tool
+    shift
+    for tool in "$@"; do
+        if ! command -v "$tool" >/dev/null; then
+            echo "FAIL: $tool is not installed ($hint)"
+            exit 1
+        fi
+    done
+}
+
+# as_root WHAT SCRIPT ARG...: returns as root; else runs SCRIPT ARG... again
+# under `sudo -n` (keeping the DAEMONLET_* environment) when it can, or skips:
+# WHAT needs root.
+as_root() {
+    [[ $(id -u) -eq 0 ]] && return 0
+    local what=$1
+    shift
+    if sudo -n true 2>/dev/null; then
+        local keep
+        mapfile -t keep < <(env | grep -E '^DAEMONLET_[A-Z_]+=')
+        exec sudo -n env "${keep[@]}" bash "$@"
+    fi
+    skip "$what needs root, and sudo -n is not available"
+}
+
+apt_mirror() { # the main Debian archive among the apt sources, if any
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+        sed -n -E 's/^URIs:[[:space:]]*([^[:space:]]+).*/\1/p;
+                   s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]].*/\2/p' |
+        grep -E '/debian/?$' | head -1
+}
+
+# lock_cache CACHE: one run at a time per cache (its tree and its run
+# directories); waits up to 30 minutes for another run. Exits on failure.
+lock_cache() {
+    mkdir -p "$1"
+    exec {cache_lock}>"$1/lock"
+    if ! flock -w 1800 "$cache_lock"; then
+        echo "FAIL: another run holds $1/lock for more than 30 minutes"
+        exit 1
+    fi
+}
+
+# debian_tree CACHE SUITE RECIPE PACKAGE...: sets `tree` to a minbase tree of
+# SUITE with PACKAGE... (no apt recommends), built by debootstrap once and kept
+# in CACHE under a key of everything that makes it (RECIPE: bump it when the
+# caller changes the way its tree is made); trees of other keys are removed.
+# Call with the cache locked. Exits on failure.
+debian_tree() {
+    local cache=$1 suite=$2 recipe=$3
+    shift 3
+    local packages=("$@") key base mirror old start=$SECONDS
+    key="$(printf '%s\n' "recipe $recipe" "$suite" minbase "${packages[@]}" | sha256sum | cut -c1-12)"
+    base="$cache/$suite-$key"
+    tree="$base/tree"
+    if [[ -e $base/complete ]]; then
+        echo "rootfs: reusing $tree"
+        return 0
+    fi
+    for old in "$cache/$suite"-*; do
+        [[ -d $old && $old != "$base" ]] || continue
+        echo "rootfs: removing $old (another package list)"
+        rm -rf --one-file-system "$old"
+    done
+    rm -rf --one-file-system "$base"
+    mkdir -p "$base"
+    mirror="${DAEMONLET_DEBIAN_MIRROR:-$(apt_mirror)}"
+    mirror="${mirror:-http://deb.debian.org/debian}"
+    local include
+    include="$(
+        IFS=,
+        echo "${packages[*]}"
+    )"
+    echo "rootfs: debootstrap --variant=minbase --include=$include $suite $tree $mirror"
+    if ! debootstrap --variant=minbase --include="$include" "$suite" "$tree" "$mirror" >"$base/debootstrap.log" 2>&1; then
+        tail -n 30 "$base/debootstrap.log"
+        echo "FAIL: debootstrap failed (log: $base/debootstrap.log)"
+        exit 1
+    fi
+    # The tree never runs apt: its package cache and lists are dead weight.
+    rm -rf "$tree/var/cache/apt/archives/"*.deb "$tree/var/lib/apt/lists/"*
+    # debootstrap copies the host's name; without it the machine is named by
+    # its boot (nspawn's --machine, the VM's kernel command line), and so is
+    # the agent's node.
+    rm -f "$tree/etc/hostname"
+    touch "$base/complete"
+    echo "rootfs: built in $((SECONDS - start))s ($(du -sh "$tree" | cut -f1))"
+}
+
+# install_daemonlet ROOT BUILD LOG: `cmake --install BUILD` into ROOT; sets
+# unit_file (the installed daemonlet.service, host path), exec_start and
+# config_path (from its ExecStart=) and doc_path (its Documentation=), as
+# paths inside ROOT. Exits on failure.
+# shellcheck disable=SC2034 # the callers use these
+install_daemonlet() {
+    local root=$1 build=$2 log=$3
+    if ! DESTDIR="$root" cmake --install "$build" >"$log" 2>&1; then
+        cat "$log"
+        echo "FAIL: cmake --install $build"
+        exit 1
+    fi
+    unit_file="$(find "$root/usr" "$root/lib" -path '*/systemd/system/daemonlet.service' 2>/dev/null | head -1)"
+    if [[ -z $unit_file ]]; then
+        cat "$log"
+        echo "FAIL: cmake --install did not install daemonlet.service into a systemd unit directory"
+        exit 1
+    fi
+    exec_start="$(sed -n -E 's/^ExecStart=([^ ]+).*/\1/p' "$unit_file")"
+    config_path="$(sed -n -E 's/^ExecStart=.*--config ([^ ]+).*/\1/p' "$unit_file")"
+    doc_path="$(sed -n -E 's|^Documentation=file:(.*)|\1|p' "$unit_file")"
+    echo "installed: ${unit_file#"$root"}: ExecStart=$exec_start, --config $config_path"
+}
+
+# overlay_root RUN TREE: mounts an overlay of TREE on RUN/root (upper and work
+# directories in RUN), so that a run changes nothing in the cached tree. Exits
+# on failure.
+overlay_root() {
+    mkdir -p "$1/upper" "$1/work" "$1/root"
+    if ! mount -t overlay overlay -o "lowerdir=$2,upperdir=$1/upper,workdir=$1/work" "$1/root"; then
+        echo "FAIL: cannot mount an overlay on $2"
+        exit 1
+    fi
+}
+
+# remove_run RUN: unmounts RUN/root and removes RUN.
+remove_run() {
+    if mountpoint -q "$1/root"; then
+        umount "$1/root" || umount -l "$1/root"
+    fi
+    rm -rf --one-file-system "$1"
+}
+
+# remove_runs CACHE: what runs killed before their cleanup left (call with the
+# cache locked: no other run is using them).
+remove_runs() {
+    local old
+    for old in "$1"/run.*; do
+        [[ -d $old ]] && remove_run "$old"
+    done
+}

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# The runc runtime's resource limits on cgroup v2, checked in a virtual
+# machine: where the tests run, the memory controller may be bound to a
+# cgroup v1 hierarchy (a hybrid host), so only a kernel of our own shows what
+# runc writes on the unified hierarchy. A minimal Debian 12 tree with its
+# kernel, initramfs-tools, runc and daemonlet's libraries is made once with
+# debootstrap (cached); each run installs the dev build into it with
+# `cmake --install`, configures runtime type runc with the busybox test image
+# in its import directory and three DaemonSets, makes an ext4 disk image of it
+# (mkfs.ext4 -d, no loop mount) and boots it with qemu-system-x86_64, with
+# KVM where it can run Debian's kernel, else under TCG (see "accelerator"). Debian's systemd mounts the unified hierarchy with every
+# controller; a oneshot unit after daemonlet.service runs
+# vm_cgroup2_check.sh, which prints "cg2: PASS/FAIL/INFO: ..." on the serial
+# console and powers the VM off. What it checks:
+#   - /sys/fs/cgroup is cgroup2fs, with the memory and cpu controllers;
+#   - a container with limits memory 64Mi, cpu 500m runs; its cgroup's
+#     memory.max is 67108864, cpu.max "50000 100000", cpu.weight 20, and the
+#     processes in its cgroup.procs are the container's;
+#   - a process beyond the limit is OOM-killed inside the cgroup (memory.events
+#     oom_kill), and a container whose own process is exits 137.
+# The console is read after qemu exits, which it does at the VM's power-off
+# (or a kernel panic: panic=-1 with -no-reboot), under a deadline (timeout).
+#
+# usage: tests/systemd/vm_cgroup2.sh [BUILD_DIR]
+#   BUILD_DIR  a configured build with daemonlet, daemonlet-shim and
+#              daemonlet-image built (default build/dev).
+# Environment:
+#   DAEMONLET_VM_CACHE       where the Debian tree is kept between runs
+#                            (default build/vm-rootfs); rebuilt when the
+#                            package list below changes
+#   DAEMONLET_DEBIAN_MIRROR  debootstrap's mirror (debian_tree.sh)
+#   DAEMONLET_VM_ACCEL       kvm or tcg (default: kvm where it can boot a
+#                            stock kernel, else tcg)
+#
+# Needs root, qemu-system-x86 and debootstrap (scripts/setup.sh installs
+# them), busybox-static for the image, and the mirror the first time; /dev/kvm
+# makes it fast. On x86-64 only. Prints "SKIPPED: reason" and exits 0 when
+# this machine cannot run the VM (no root, not x86-64); any other problem is
+# a failure.
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=tests/systemd/debian_tree.sh
+source "$repo/tests/systemd/debian_tree.sh"
+script_start=$SECONDS
+need_build "${1:-$repo/build/dev}" agent/daemonlet platform/daemonlet-shim platform/daemonlet-image
+cache="${DAEMONLET_VM_CACHE:-$repo/build/vm-rootfs}"
+
+[[ $(uname -m) == x86_64 ]] || skip "the VM is x86-64 with KVM; this machine is $(uname -m)"
+as_root "making and booting the VM's disk" "${BASH_SOURCE[0]}" "$build"
+# The accelerator: KVM where it runs a stock kernel, else TCG (qemu's own
+# emulation: the same kernel and checks, minutes instead of seconds). A /dev/kvm
+# of the kvm_pvm module (PVM, pagetable-based virtualisation, which nested
+# cloud VMs use in place of hardware virtualisation) runs only kernels built as
+# PVM guests (CONFIG_PVM_GUEST, direct boot): Debian's kernel hangs right after
+# the BIOS, with no line on the console.
+accel="${DAEMONLET_VM_ACCEL:-}"
+if [[ -z $accel ]]; then
+    if [[ ! -c /dev/kvm ]]; then
+        accel=tcg why="no /dev/kvm (no hardware virtualisation, or it is not passed to this machine)"
+    elif [[ ! -r /dev/kvm || ! -w /dev/kvm ]]; then
+        accel=tcg why="/dev/kvm is not readable and writable here"
+    elif [[ -d /sys/module/kvm_pvm ]]; then
+        accel=tcg why="/dev/kvm is PVM (module kvm_pvm), which cannot boot Debian's kernel"
+    else
+        accel=kvm
+    fi
+fi
+case $accel in
+    kvm) accel_args=(-enable-kvm) deadline=300 ;;
+    tcg)
+        echo "NOTE: ${why:-DAEMONLET_VM_ACCEL=tcg}: the VM runs under TCG (software emulation), which takes minutes"
+        accel_args=(-accel "tcg,thread=multi") deadline=900
+        ;;
+    *)
+        echo "FAIL: DAEMONLET_VM_ACCEL=$accel: expected kvm or tcg"
+        exit 1
+        ;;
+esac
+need_tools "scripts/setup.sh installs debootstrap and qemu-system-x86" \
+    debootstrap qemu-system-x86_64 mkfs.ext4 flock timeout
+[[ -x /bin/busybox ]] || {
+    echo "FAIL: /bin/busybox is missing (apt-get install busybox-static): the test image is made from it"
+    exit 1
+}
+
+# ---- The Debian tree: a bootable system with runc and the agent's libraries. ----
+# linux-image-amd64 for the kernel (its modules: virtio_blk, overlay);
+# initramfs-tools makes the initrd that loads them (MODULES=most); the
+# libraries the installed daemonlet and daemonlet-image link (ldd).
+packages=(systemd systemd-sysv linux-image-amd64 initramfs-tools runc
+    libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4 libarchive13)
+lock_cache "$cache"
+remove_runs "$cache"
+debian_tree "$cache" bookworm 1 "${packages[@]}"
+kernel="$(find "$tree/boot" -maxdepth 1 -name 'vmlinuz-*' | sort -V | tail -1)"
+initrd="$tree/boot/initrd.img-${kernel##*/vmlinuz-}"
+if [[ -z $kernel || ! -f $initrd ]]; then
+    echo "FAIL: no kernel or initrd in $tree/boot (debootstrap log: ${tree%/tree}/debootstrap.log)"
+    exit 1
+fi
+
+# ---- This run: an overlay on the cached tree, made into a disk image. ----
+run="$(mktemp -d "$cache/run.XXXXXX")"
+trap 'remove_run "$run"' EXIT
+trap 'exit 130' INT TERM
+overlay_root "$run" "$tree"
+root="$run/root"
+install_daemonlet "$root" "$build" "$run/install.log"
+
+# runtime type runc, the image store's import directory with the test image.
+state_dir="$(sed -n -E 's/^stateDir:[[:space:]]*([^[:space:]#]+).*/\1/p' "$root$config_path")"
+manifest_dir="$(sed -n -E 's/^manifestDir:[[:space:]]*([^[:space:]#]+).*/\1/p' "$root$config_path")"
+import_dir=/var/lib/daemonlet-import
+sed -i -E "s|^runtime:.*|runtime: {type: runc, imageImportDir: $import_dir}|" "$root$config_path"
+grep -q "^runtime: {type: runc" "$root$config_path" || {
+    echo "FAIL: cannot set the runtime in $root$config_path"
+    exit 1
+}
+mkdir -p "$root$import_dir"
+if ! "$repo/tests/data/make_busybox_image.sh" "$root$import_dir/busybox.tar" >"$run/image.log" 2>&1; then
+    cat "$run/image.log"
+    echo "FAIL: tests/data/make_busybox_image.sh"
+    exit 1
+fi
+# write_ds FILE NAME LIMITS SCRIPT: a DaemonSet of the busybox image whose
+# script's $0 is a marker the check finds the container by.
+write_ds() {
+    cat >"$root$manifest_dir/$1" <<EOF
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: $2, namespace: cg2}
+spec:
+  selector: {matchLabels: {app: $2}}
+  template:
+    metadata: {labels: {app: $2}}
+    spec:
+      containers:
+        - name: main
+          image: busybox
+          imagePullPolicy: Never
+          command: ["/bin/sh", "-c", "$4", "cg2-$2-marker"]
+          resources: {limits: $3}
+EOF
+}
+write_ds limits.yaml limits '{memory: 64Mi, cpu: 500m}' 'while :; do sleep 1; done'
+# dd's 96 MiB buffer is filled from /dev/zero: charged to the cgroup.
+write_ds hog.yaml hog '{memory: 64Mi}' \
+    'while :; do /bin/busybox dd if=/dev/zero of=/dev/null bs=96M count=1; sleep 1; done'
+write_ds oomexit.yaml oomexit '{memory: 64Mi}' 'exec /bin/busybox dd if=/dev/zero of=/dev/null bs=96M count=1'
+
+# The check, run once the agent is up; the VM powers off when it ends.
+install -D -m 0755 -t "$root/usr/local/lib/daemonlet-cg2" "$repo/tests/systemd/vm_cgroup2_check.sh" \
+    "$repo/tests/systemd/checks.sh"
+cat >"$root/etc/systemd/system/daemonlet-cg2-check.service" <<EOF
+[Unit]
+Description=daemonlet cgroup v2 checks (tests/systemd/vm_cgroup2.sh)
+Wants=daemonlet.service
+After=daemonlet.service
+SuccessAction=poweroff-force
+FailureAction=poweroff-force
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/lib/daemonlet-cg2/vm_cgroup2_check.sh $exec_start $config_path $state_dir
+StandardOutput=journal+console
+StandardError=journal+console
+TimeoutStartSec=600s
+
+[Install]
+WantedBy=multi-user.target
+EOF
+if ! systemctl --root="$root" enable daemonlet.service daemonlet-cg2-check.service >"$run/enable.log" 2>&1; then
+    cat "$run/enable.log"
+    echo "FAIL: systemctl --root enable daemonlet.service daemonlet-cg2-check.service"
+    exit 1
+fi
+echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$root/etc/fstab"
+
+# The disk: an ext4 image of the overlay, sparse, with room for the run.
+image_start=$SECONDS
+size_mib=$(($(du -sm "$root" | cut -f1) + 512))
+truncate -s "${size_mib}M" "$run/disk.img"
+if ! mkfs.ext4 -q -F -L daemonlet-vm -d "$root" "$run/disk.img" >"$run/mkfs.log" 2>&1; then
+    cat "$run/mkfs.log"
+    echo "FAIL: mkfs.ext4 -d $root"
+    exit 1
+fi
+echo "disk: ${size_mib} MiB ext4 image made in $((SECONDS - image_start))s"
+
+# ---- Boot. ----
+boot_start=$SECONDS
+console="$run/console.log"
+echo "boot ($accel): $(basename "$kernel"), $(basename "$initrd"); console kept in $cache/last-console.log"
+timeout --kill-after=10 "$deadline" qemu-system-x86_64 "${accel_args[@]}" -smp 2 -m 512 \
+    -nographic -no-reboot -nic none \
+    -drive "file=$run/disk.img,format=raw,if=virtio" \
+    -kernel "$kernel" -initrd "$initrd" \
+    -append "root=/dev/vda rw console=ttyS0 panic=-1 noresume systemd.hostname=cg2-vm systemd.mask=serial-getty@ttyS0.service" \
+    </dev/null >"$console" 2>&1
+qemu_rc=$?
+cp "$console" "$cache/last-console.log" # kept for a look after the run
+boot_secs=$((SECONDS - boot_start))
+# The check's lines reach the console through journald, after a prefix
+# ("[   76.1] sh[218]: "); the console is CRLF.
+results="$(tr -d '\r' <"$console" | grep -aoE 'cg2: (PASS|FAIL|INFO|DONE): .*')"
+[[ -n $results ]] && echo "$results"
+passed=$(grep -c '^cg2: PASS: ' <<<"$results")
+failed=$(grep -c '^cg2: FAIL: ' <<<"$results")
+if ! grep -q '^cg2: DONE: ' <<<"$results"; then
+    echo "---- console (last 60 lines)"
+    tr -d '\r' <"$console" | tail -n 60
+    if [[ $qemu_rc == 124 || $qemu_rc == 137 ]]; then
+        echo "FAIL: the VM did not finish its checks within ${deadline}s ($accel)"
+    else
+        echo "FAIL: the VM stopped (qemu exit status $qemu_rc) before its checks finished"
+    fi
+    failed=$((failed + 1))
+elif [[ $qemu_rc != 0 ]]; then
+    echo "FAIL: qemu exited with status $qemu_rc"
+    failed=$((failed + 1))
+fi
+echo "figures: boot, checks and power-off ${boot_secs}s ($accel)"
+echo "$passed passed, $failed failed (total $((SECONDS - script_start))s)"
+((failed == 0 && passed > 0))
