@@ -7,9 +7,10 @@
 // refused with our error naming the file, member and reason before ctr
 // sees it.
 //
-// Names: kubelet and the CRI plugin resolve an image by its normalised
-// reference (containerd pkg/cri/server/helpers.go, reference.ParseDockerRef:
-// "busybox:1" is docker.io/library/busybox:1). ctr normalises a
+// Names: the CRI plugin resolves an image by its normalised reference
+// (containerd 1.6 pkg/cri/server/helpers.go localResolve, through
+// reference.ParseDockerRef: "busybox:1" is docker.io/library/busybox:1,
+// "busybox" docker.io/library/busybox:latest). ctr normalises a
 // docker-archive's RepoTags the same way, but keeps an OCI layout's
 // io.containerd.image.name (or full org.opencontainers.image.ref.name) as
 // written: such an image is tagged again under its normalised name, the
