@@ -117,6 +117,8 @@ Status Agent::init() {
         rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime",
                                          find_helper("daemonlet-shim"), std::move(images), config_.runc_path);
     } else if (config_.runtime_type == "cri") {
+        // Archives in runtime.imageImportDir go to containerd (images.cpp).
+        open_images();
         platform::CriRuntimeOptions cri;
         cri.endpoint = config_.cri_endpoint;
         cri.runtime_dir = config_.state_dir + "/runtime";
@@ -229,7 +231,8 @@ void Agent::reload_config() {
         next.runtime_rootfs != config_.runtime_rootfs ||
         next.registry_auth_file != config_.registry_auth_file ||
         next.registry_certs_dir != config_.registry_certs_dir ||
-        next.insecure_registries != config_.insecure_registries || next.cri_endpoint != config_.cri_endpoint)
+        next.insecure_registries != config_.insecure_registries ||
+        next.cri_endpoint != config_.cri_endpoint || next.cri_snapshotter != config_.cri_snapshotter)
         log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
                                 config_.state_dir + " and runtime " + config_.runtime_type);
     next.state_dir = config_.state_dir;
@@ -242,6 +245,7 @@ void Agent::reload_config() {
     next.registry_certs_dir = config_.registry_certs_dir;
     next.insecure_registries = config_.insecure_registries;
     next.cri_endpoint = config_.cri_endpoint;
+    next.cri_snapshotter = config_.cri_snapshotter;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;

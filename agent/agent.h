@@ -58,6 +58,14 @@ bool is_image_wait(const std::string& reason);
 // `daemonlet-image pull`'s options from the runtime.registry* keys (images.cpp).
 std::vector<std::string> registry_pull_options(const AgentConfig& config);
 
+// `daemonlet-image VERB --store stateDir/images`, and for runtime.type cri
+// its containerd options (images.cpp): the import directory's archives go
+// to the runtime's image store.
+std::vector<std::string> image_tool_command(const AgentConfig& config, const std::string& verb);
+// Whether daemonlet-image's output says the runtime's image store did not
+// answer (containerd down): tried again later, not a bad archive.
+bool is_runtime_unavailable(const std::string& output);
+
 // daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
 std::string find_helper(const std::string& name);
 
@@ -217,8 +225,8 @@ class Agent {
     std::vector<std::pair<std::string, std::string>> container_env(const LivePod& pod,
                                                                    const Container& spec) const;
 
-    // images.cpp: the runc runtime's import directory, imported by
-    // daemonlet-image, one archive at a time, without blocking the loop
+    // images.cpp: the import directory (runc and cri runtimes), imported
+    // by daemonlet-image, one archive at a time, without blocking the loop
     void open_images();
     // runtime.rootfs and the node: whether root filesystems are overlay
     // mounts; logged once. Forced overlay on a node without: an error.
@@ -262,7 +270,7 @@ class Agent {
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
     std::unique_ptr<platform::Prober> prober_;
-    // runc runtime only: daemonlet-image runs through its own Prober (a
+    // runc and cri runtimes: daemonlet-image runs through its own Prober (a
     // command to completion on the loop, with a deadline, killed on close).
     std::unique_ptr<platform::Prober> image_jobs_;
     std::unique_ptr<platform::DirWatch> import_watch_;
@@ -274,6 +282,7 @@ class Agent {
     Json import_records_ = Json::object();            // images.imports in the store: path -> version, outcome
     bool recalling_imports_ = false;                  // daemonlet-image list runs
     bool imports_recalled_ = false;                   // the records are checked against the store
+    bool import_runtime_down_ = false;                // cri: containerd did not answer (said once)
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;

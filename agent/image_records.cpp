@@ -92,7 +92,7 @@ void Agent::recall_imports() {
     }
     platform::ProbeAction a;
     a.type = platform::ProbeAction::Type::Exec;
-    a.command = {find_helper("daemonlet-image"), "list", "--store", config_.state_dir + "/images"};
+    a.command = image_tool_command(config_, "list");
     a.timeout_ms = kListDeadlineMs;
     auto id = image_jobs_->run(a, [this](platform::ProbeResult r) { on_images_listed(r); });
     if (!id) {
@@ -107,9 +107,20 @@ void Agent::recall_imports() {
 
 void Agent::on_images_listed(const platform::ProbeResult& r) {
     recalling_imports_ = false;
+    if (r.outcome != ProbeOutcome::Success && is_runtime_unavailable(r.output)) {
+        // containerd is down (cri): what it holds is unknown, and nothing
+        // can be imported into it. The next look at the import directory
+        // asks again.
+        if (!import_runtime_down_)
+            log(Level::Warning, "image import: " + r.output.substr(0, r.output.find_last_not_of('\n') + 1) +
+                                    "; the import directory is looked at again at its next check");
+        import_runtime_down_ = true;
+        return;
+    }
     imports_recalled_ = true;
     StoredImages stored;
     if (r.outcome == ProbeOutcome::Success) {
+        import_runtime_down_ = false;
         stored = parse_list(r.output);
     } else {
         std::string why = r.output;

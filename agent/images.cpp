@@ -5,7 +5,10 @@
 // daemonlet-image run on the loop (the agent never links libarchive, and
 // never waits for an import), and the containers waiting for an image
 // (ErrImagePull, ErrImageNeverPull) are started again at once rather than
-// at the end of their back-off.
+// at the end of their back-off. With runtime.type cri the same directory
+// feeds containerd: daemonlet-image verifies each archive, then imports it
+// with ctr into the CRI plugin's namespace (platform/containerd_images.h);
+// everything else here is the same.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -59,6 +62,22 @@ void warn_offline_once(const std::string& image, const std::string& error, bool&
 }
 
 }  // namespace
+
+std::vector<std::string> image_tool_command(const AgentConfig& config, const std::string& verb) {
+    std::vector<std::string> argv = {find_helper("daemonlet-image"), verb, "--store",
+                                     config.state_dir + "/images"};
+    if (config.runtime_type == "cri") {
+        // The store only stages the verification of each archive.
+        argv.insert(argv.end(), {"--containerd", config.cri_endpoint});
+        if (!config.cri_snapshotter.empty())
+            argv.insert(argv.end(), {"--snapshotter", config.cri_snapshotter});
+    }
+    return argv;
+}
+
+bool is_runtime_unavailable(const std::string& output) {
+    return output.find("daemonlet-image: unavailable: ") != std::string::npos;
+}
 
 void Agent::open_images() {
     image_jobs_ = std::make_unique<platform::Prober>(&loop_);
@@ -130,8 +149,8 @@ void Agent::start_next_import() {
         import_queue_.pop_front();
         platform::ProbeAction a;
         a.type = platform::ProbeAction::Type::Exec;
-        a.command = {find_helper("daemonlet-image"), "import", "--store", config_.state_dir + "/images",
-                     path};
+        a.command = image_tool_command(config_, "import");
+        a.command.push_back(path);
         a.timeout_ms = kImportDeadlineMs;
         // The version read before the import, recorded with its outcome.
         auto seen = import_seen_.find(path);
@@ -154,6 +173,23 @@ void Agent::on_imported(const std::string& path,
     importing_.reset();
     bool imported = false;
     Json images = Json::array();
+    if (r.outcome != ProbeOutcome::Success && is_runtime_unavailable(r.output)) {
+        // containerd is down (cri): nothing is wrong with the archive. It
+        // is not recorded, and the next look at the directory (a change,
+        // or fileCheckFrequency) queues it again. Said once until an
+        // import gets through.
+        if (!import_runtime_down_) {
+            std::string why = r.output;
+            while (!why.empty() && why.back() == '\n') why.pop_back();
+            log(Level::Warning, "image import: " + path + ": " + why +
+                                    "; tried again at the next check of the import directory");
+        }
+        import_runtime_down_ = true;
+        import_seen_.erase(path);
+        start_next_import();
+        return;
+    }
+    if (r.outcome == ProbeOutcome::Success) import_runtime_down_ = false;
     if (r.outcome != ProbeOutcome::Success) {
         std::string why = r.output;
         while (!why.empty() && why.back() == '\n') why.pop_back();

@@ -266,12 +266,13 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             if (!v.is_object()) {
                 r.error(k,
                         "expected {type: exec}, {type: runc, imageImportDir: DIR, runcPath: PATH, rootfs: "
-                        "auto|overlay|copy} or {type: cri, endpoint: unix:///PATH}");
+                        "auto|overlay|copy} or {type: cri, endpoint: unix:///PATH, imageImportDir: DIR, "
+                        "snapshotter: NAME}");
                 continue;
             }
             r.unknown_keys(v, "runtime.",
                            {"type", "imageImportDir", "runcPath", "rootfs", "registryAuthFile",
-                            "registryCertsDir", "insecureRegistries", "endpoint"});
+                            "registryCertsDir", "insecureRegistries", "endpoint", "snapshotter"});
             if (v.contains("type") && r.string(v["type"], "runtime.type", c.runtime_type) &&
                 c.runtime_type != "exec" && c.runtime_type != "runc" && c.runtime_type != "cri")
                 r.error("runtime.type", "Unsupported value: " + render_string(c.runtime_type) +
@@ -284,7 +285,8 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             for (auto [key, target] :
                  {std::pair{"imageImportDir", &c.image_import_dir}, std::pair{"runcPath", &c.runc_path},
                   std::pair{"registryAuthFile", &c.registry_auth_file},
-                  std::pair{"registryCertsDir", &c.registry_certs_dir}}) {
+                  std::pair{"registryCertsDir", &c.registry_certs_dir},
+                  std::pair{"snapshotter", &c.cri_snapshotter}}) {
                 const std::string path = std::string("runtime.") + key;
                 if (!v.contains(key) || !r.string(v[key], path, *target)) continue;
                 if (target->empty()) r.error(path, "must not be empty");

@@ -14,7 +14,9 @@
 //             registryAuthFile: /etc/daemonlet/registry-auth.json,  # default: anonymous pulls
 //             registryCertsDir: /etc/daemonlet/certs.d,  # <dir>/<host:port>/ca.crt
 //             insecureRegistries: ["10.0.0.5:5000"]}     # plain HTTP, for these only
-//   runtime: {type: cri, endpoint: unix:///run/containerd/containerd.sock}
+//   runtime: {type: cri, endpoint: unix:///run/containerd/containerd.sock,
+//             imageImportDir: /var/lib/daemonlet/import,  # archives imported into containerd
+//             snapshotter: overlayfs}  # the CRI plugin's; imports are unpacked for it
 //   fileCheckFrequency: 20s
 //   crashLoopBackoff: {initial: 10s, max: 300s}
 //   containerLogMaxSize: 10Mi
@@ -72,7 +74,8 @@ struct AgentConfig {
     std::string manifest_dir = "/etc/daemonlet/manifests";
     std::string state_dir = "/var/lib/daemonlet";
     std::string runtime_type = "exec";  // "exec", "runc" or "cri"
-    // runc: archives dropped here are imported into the image store; empty:
+    // runc: archives dropped here are imported into the image store (cri:
+    // into containerd's); empty:
     // <state_dir>/import (image_import_dir_of()).
     std::string image_import_dir;
     std::string runc_path = "runc";  // found on PATH unless it holds a '/'
@@ -93,6 +96,12 @@ struct AgentConfig {
     // cri: the CRI runtime's gRPC socket, unix:///<absolute path> (kubelet's
     // --container-runtime-endpoint).
     std::string cri_endpoint = "unix:///run/containerd/containerd.sock";
+    // cri: the snapshotter the CRI plugin uses (containerd's config.toml,
+    // plugins."io.containerd.grpc.v1.cri".containerd.snapshotter), for which
+    // `ctr images import` unpacks imported archives; empty: ctr's default,
+    // overlayfs, the CRI plugin's default too. Another one still works: the
+    // CRI plugin unpacks the image at the first container's creation.
+    std::string cri_snapshotter;
     std::int64_t file_check_frequency_ms = 20'000;
     std::int64_t backoff_initial_ms = 10'000;
     std::int64_t backoff_max_ms = 300'000;

@@ -17,6 +17,17 @@
 //       mount stays when this command exits: the caller unmounts it). An
 //       image of too many layers for overlay's options, or of none, is
 //       copied, and said so on stderr.
+//   daemonlet-image verify --store DIR FILE...
+//       every check of import on each archive, in DIR's staging directory,
+//       nothing kept; the same JSON lines as import
+//   daemonlet-image import --store DIR --containerd ADDRESS [--ctr PATH]
+//                          [--snapshotter NAME] FILE...
+//   daemonlet-image list --store DIR --containerd ADDRESS [--ctr PATH]
+//       runtime.type cri: each archive verified (DIR only stages it), then
+//       imported into containerd's k8s.io namespace with ctr
+//       (platform/containerd_images.h); list prints containerd's images.
+//       When containerd does not answer the message is
+//       "daemonlet-image: unavailable: <reason>"
 //   daemonlet-image pull --store DIR [--auth-file FILE] [--certs-dir DIR]
 //                        [--insecure HOST[,HOST...]] REF
 //       pulls REF from its registry (platform/image_pull.h) and imports it;
@@ -41,6 +52,7 @@
 #include "core/json.h"
 #include "core/local_node.h"
 #include "core/oci_image.h"
+#include "platform/containerd_images.h"
 #include "platform/fd.h"
 #include "platform/file.h"
 #include "platform/image_pull.h"
@@ -56,10 +68,16 @@ using daemonlet::platform::ImportedImage;
 constexpr int kFailed = 1;
 constexpr int kNotFound = 2;
 constexpr int kUsage = 64;
+// The agent's own deadline for an import (agent/images.cpp).
+constexpr int kImportDeadlineMs = 30 * 60 * 1000;
 
 const char* const kUsageText =
     "usage: daemonlet-image import --store DIR FILE...\n"
+    "       daemonlet-image verify --store DIR FILE...\n"
     "       daemonlet-image list --store DIR\n"
+    "       daemonlet-image import --store DIR --containerd ADDRESS [--ctr PATH] [--snapshotter NAME] "
+    "FILE...\n"
+    "       daemonlet-image list --store DIR --containerd ADDRESS [--ctr PATH]\n"
     "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR [--overlay DIR]\n"
     "       daemonlet-image pull --store DIR [--auth-file FILE] [--certs-dir DIR] [--insecure HOST,...] "
     "REF\n";
@@ -108,12 +126,48 @@ daemonlet::Status lock_store(const std::string& root, std::optional<daemonlet::p
     return daemonlet::Ok{};
 }
 
-int import_files(ImageStore& store, const std::vector<std::string>& files) {
+// import or verify: each archive in turn, one JSON line per image; the
+// first failure ends it.
+int import_files(ImageStore& store, const std::vector<std::string>& files, bool verify_only) {
     for (const auto& file : files) {
-        auto imported = store.import_archive(file);
-        if (!imported) return fail(imported.error().message);
-        for (const auto& image : imported.value()) std::cout << image_line(image).dump() << "\n";
+        auto images = verify_only ? store.verify_archive(file) : store.import_archive(file);
+        if (!images) return fail(images.error().message);
+        for (const auto& image : images.value()) std::cout << image_line(image).dump() << "\n";
     }
+    return 0;
+}
+
+// The agent tells containerd being down (tried again later) from a bad
+// archive (tried again when the file changes) by the code.
+int fail_ctr(const daemonlet::Error& e) {
+    return fail(e.code == "unavailable" ? "unavailable: " + e.message : e.message);
+}
+
+// An archive goes to containerd only once our checks passed: a damaged one
+// is refused with our error, and containerd never sees it.
+int import_to_containerd(ImageStore& scratch, const daemonlet::platform::CtrOptions& ctr,
+                         const std::vector<std::string>& files) {
+    // containerd first: while it is down the agent asks again and again,
+    // and each time an archive's verification would read it whole.
+    if (auto up = daemonlet::platform::list_containerd_images(ctr); !up) return fail_ctr(up.error());
+    for (const auto& file : files) {
+        auto verified = scratch.verify_archive(file);
+        if (!verified) return fail(verified.error().message);
+        auto imported =
+            daemonlet::platform::import_into_containerd(ctr, file, verified.value(), kImportDeadlineMs);
+        if (!imported) return fail_ctr(imported.error());
+        for (const auto& image : imported.value())
+            std::cout << Json{{"name", image.name}, {"digest", image.digest}}.dump() << "\n";
+    }
+    return 0;
+}
+
+int list_containerd(const daemonlet::platform::CtrOptions& ctr) {
+    auto images = daemonlet::platform::list_containerd_images(ctr);
+    if (!images) return fail_ctr(images.error());
+    Json out = Json::array();
+    for (const auto& image : images.value()) out.push_back({{"name", image.name}, {"digest", image.digest}});
+    std::cout << out.dump() << "\n";
     return 0;
 }
 
@@ -201,17 +255,24 @@ int main(int argc, char** argv) {
     }
     for (const auto& [name, value] : args.options)
         if (name != "--store" && name != "--ref" && name != "--rootfs" && name != "--overlay" &&
-            name != "--auth-file" && name != "--certs-dir" && name != "--insecure") {
+            name != "--auth-file" && name != "--certs-dir" && name != "--insecure" &&
+            name != "--containerd" && name != "--ctr" && name != "--snapshotter") {
             std::cerr << "daemonlet-image: unknown option " << name << "\n" << kUsageText;
             return kUsage;
         }
     const bool is_import = args.verb == "import", is_list = args.verb == "list",
-               is_prepare = args.verb == "prepare", is_pull = args.verb == "pull";
+               is_prepare = args.verb == "prepare", is_pull = args.verb == "pull",
+               is_verify = args.verb == "verify";
+    const bool containerd = args.options.count("--containerd") > 0;
     if ((is_import && args.files.empty()) || (is_list && !args.files.empty()) ||
+        (is_verify && args.files.empty()) ||
+        ((containerd || args.options.count("--ctr")) && !is_import && !is_list) ||
+        (args.options.count("--ctr") && !containerd) ||
+        (args.options.count("--snapshotter") && !containerd) ||
         (is_prepare &&
          (!args.files.empty() || !args.options.count("--ref") || !args.options.count("--rootfs"))) ||
         (!is_prepare && args.options.count("--overlay")) || (is_pull && args.files.size() != 1) ||
-        (!is_import && !is_list && !is_prepare && !is_pull)) {
+        (!is_import && !is_list && !is_prepare && !is_pull && !is_verify)) {
         std::cerr << kUsageText;
         return kUsage;
     }
@@ -220,16 +281,26 @@ int main(int argc, char** argv) {
     // One import at a time per store, whoever runs it (the agent, or an
     // operator by hand): held until this process exits. Readers take no
     // lock, so that a container's start never waits for an import.
+    daemonlet::platform::CtrOptions ctr;
+    if (containerd) {
+        ctr.address = args.options["--containerd"];
+        if (args.options.count("--ctr")) ctr.ctr = args.options["--ctr"];
+        ctr.snapshotter = args.options["--snapshotter"];
+        if (is_list) return list_containerd(ctr);
+    }
+    // A verification stages in the store's tmp/, which an import's open
+    // empties: it takes the lock too.
     std::optional<daemonlet::platform::Fd> lock;
-    if (is_import)
+    if (is_import || is_verify)
         if (auto locked = lock_store(root, lock); !locked) return fail(locked.error().message);
     const daemonlet::Platform platform =
         daemonlet::host_platform(daemonlet::goarch_from_machine(machine), machine);
     if (is_pull) return pull(root, platform, args.files.front(), args.options);
-    auto store =
-        ImageStore::open(root, platform, is_import ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
+    auto store = ImageStore::open(
+        root, platform, is_import || is_verify ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
     if (!store) return fail("image store " + root + ": " + store.error().message);
-    if (is_import) return import_files(store.value(), args.files);
+    if (is_import && containerd) return import_to_containerd(store.value(), ctr, args.files);
+    if (is_import || is_verify) return import_files(store.value(), args.files, is_verify);
     if (is_list) return list(store.value());
     return prepare(store.value(), args.options["--ref"], args.options["--rootfs"], args.options["--overlay"]);
 }

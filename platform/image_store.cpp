@@ -235,11 +235,13 @@ Status plan_manifest(const Staged& s, const Descriptor& d, const std::string& ma
         plan.layers.push_back({file.value(), compression, config.value().diff_ids[i],
                                s.archive + ": " + member_of(m.layers[i])});
     }
-    plan.images.push_back({std::move(names), ImportedImage{"", d.digest, m, config.value()}});
+    plan.images.push_back({std::move(names), ImportedImage{"", d.digest, m, config.value(), ""}});
     return Ok{};
 }
 
-Result<std::vector<std::string>> oci_names(const Staged& s, const Descriptor& d) {
+// `written`: the name as the archive writes it, which containerd's `ctr
+// images import` keeps as it is.
+Result<std::vector<std::string>> oci_names(const Staged& s, const Descriptor& d, std::string& written) {
     std::vector<std::string> names;
     std::string text;
     if (auto it = d.annotations.find("io.containerd.image.name"); it != d.annotations.end()) {
@@ -250,6 +252,7 @@ Result<std::vector<std::string>> oci_names(const Staged& s, const Descriptor& d)
         if (ref->second.find_first_of("/:@") != std::string::npos) text = ref->second;
     }
     if (text.empty()) return names;
+    written = text;
     auto ref = normalize_image_reference(text);
     if (!ref.ok()) return s.error("index.json", "annotations: " + ref.error().message);
     names.push_back(ref.value().str());
@@ -273,7 +276,8 @@ Status plan_oci(const Staged& s, const Platform& platform, Plan& plan) {
     if (index.value().manifests.empty()) return s.error("index.json", "manifests: no image in the archive");
     auto member_of = [](const Descriptor& x) { return oci_blob_name(x.digest); };
     for (const Descriptor& top : index.value().manifests) {
-        auto names = oci_names(s, top);
+        std::string written;
+        auto names = oci_names(s, top, written);
         if (!names.ok()) return names.error();
         Descriptor d = top;
         // A multi-platform image: its index, then this machine's manifest.
@@ -297,6 +301,7 @@ Status plan_oci(const Staged& s, const Platform& platform, Plan& plan) {
         if (!file.ok()) return file.error();
         if (auto st = plan_manifest(s, d, file.value(), std::move(names).value(), plan, member_of); !st.ok())
             return st;
+        plan.images.back().second.archive_name = written;
     }
     return Ok{};
 }
@@ -456,17 +461,20 @@ std::string ImageStore::overlay_layer_path(const std::string& diff_id) const {
     return root_ + "/overlay/sha256/" + hex_of(diff_id);
 }
 
-Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string& path) {
-    std::string stage = root_ + "/tmp/import-XXXXXX";
-    if (!::mkdtemp(stage.data())) return io_error(root_ + "/tmp", "mkdtemp");
-    RemoveOnExit cleanup{stage};
+namespace {
 
+// Stages the archive at `path` in `stage`, plans its images and unpacks
+// their layers there, every digest checked: what an import moves into the
+// store, or a verification throws away. Layers whose directory `have_layer`
+// finds are not unpacked again (their diff_id was checked when they were).
+Status prepare_import(const std::string& path, const std::string& stage, const Platform& platform,
+                      const std::function<bool(const std::string&)>& have_layer, Plan& plan,
+                      std::map<std::string, std::string>& unpacked) {
     auto staged = stage_archive(path, stage);
     if (!staged.ok()) return staged.error();
     const Staged& s = staged.value();
-    Plan plan;
     if (s.find("oci-layout") && s.find("index.json")) {
-        if (auto st = plan_oci(s, platform_, plan); !st.ok()) return st.error();
+        if (auto st = plan_oci(s, platform, plan); !st.ok()) return st.error();
     } else if (s.find("manifest.json")) {
         if (auto st = plan_docker(s, stage, plan); !st.ok()) return st.error();
     } else {
@@ -474,16 +482,52 @@ Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string&
                                     ": neither an OCI image layout (oci-layout and index.json) nor a "
                                     "docker-archive (manifest.json)"};
     }
-
     // Unpack the layers the store does not have yet, still in staging.
-    std::map<std::string, std::string> unpacked;  // diff_id -> staged directory
     for (const Plan::Layer& l : plan.layers) {
-        if (unpacked.count(l.diff_id) || exists(layer_path(l.diff_id))) continue;
+        if (unpacked.count(l.diff_id) || have_layer(l.diff_id)) continue;
         std::string dir = stage + "/layer-" + hex_of(l.diff_id);
         if (auto st = unpack_layer(l.blob_file, l.compression, l.diff_id, dir, l.what); !st.ok())
             return st.error();
         unpacked[l.diff_id] = dir;
     }
+    return Ok{};
+}
+
+}  // namespace
+
+Result<std::vector<ImportedImage>> ImageStore::verify_archive(const std::string& path) {
+    std::string stage = root_ + "/tmp/verify-XXXXXX";
+    if (!::mkdtemp(stage.data())) return io_error(root_ + "/tmp", "mkdtemp");
+    RemoveOnExit cleanup{stage};
+    Plan plan;
+    std::map<std::string, std::string> unpacked;
+    // Every layer, even one the store has: the archive is checked, not the store.
+    if (auto st = prepare_import(
+            path, stage, platform_, [](const std::string&) { return false; }, plan, unpacked);
+        !st.ok())
+        return st.error();
+    std::vector<ImportedImage> out;
+    for (auto& [names, image] : plan.images) {
+        if (names.empty()) out.push_back(image);
+        for (const std::string& name : names) {
+            out.push_back(image);
+            out.back().name = name;
+        }
+    }
+    return out;
+}
+
+Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string& path) {
+    std::string stage = root_ + "/tmp/import-XXXXXX";
+    if (!::mkdtemp(stage.data())) return io_error(root_ + "/tmp", "mkdtemp");
+    RemoveOnExit cleanup{stage};
+    Plan plan;
+    std::map<std::string, std::string> unpacked;  // diff_id -> staged directory
+    if (auto st = prepare_import(
+            path, stage, platform_, [this](const std::string& d) { return exists(layer_path(d)); }, plan,
+            unpacked);
+        !st.ok())
+        return st.error();
     auto index = read_index(root_ + "/images.json");
     if (!index.ok()) return index.error();
 
@@ -545,7 +589,7 @@ Result<ImportedImage> ImageStore::load(const std::string& name, const std::strin
     if (!config_bytes.ok()) return config_bytes.error();
     auto config = parse_image_config(config_bytes.value(), config_file);
     if (!config.ok()) return config.error();
-    return ImportedImage{name, digest, std::move(manifest).value(), std::move(config).value()};
+    return ImportedImage{name, digest, std::move(manifest).value(), std::move(config).value(), ""};
 }
 
 Result<ImportedImage> ImageStore::find(const std::string& reference) const {

@@ -31,6 +31,10 @@ struct ImportedImage {
     std::string manifest_digest;  // sha256 of the manifest blob
     ImageManifest manifest;
     ImageConfig config;  // the runtime's defaults: Entrypoint, Cmd, Env, WorkingDir, User
+    // An OCI layout's name as the archive writes it (its annotation), which
+    // containerd's `ctr images import` keeps unnormalised ("busybox:1"
+    // where the name is docker.io/library/busybox:1); empty otherwise.
+    std::string archive_name;
 };
 
 class ImageStore {
@@ -61,6 +65,13 @@ class ImageStore {
     // Errors name the archive, the member and the reason; on error nothing
     // of this archive is left in the store.
     Result<std::vector<ImportedImage>> import_archive(const std::string& path);
+
+    // Every check of import_archive on the archive at `path` (each layer
+    // unpacked and its diff_id checked, whether or not the store has it),
+    // in the store's staging directory, and nothing kept: the images it
+    // holds, one per name. For an archive another image store imports
+    // (containerd's), so that a damaged one is refused with our error.
+    Result<std::vector<ImportedImage>> verify_archive(const std::string& path);
 
     // The image named `reference` (normalised: "busybox" finds
     // docker.io/library/busybox:latest; name@sha256:... finds by manifest

@@ -6,7 +6,8 @@
 # `daemonlet-image prepare`.
 #   1. the CLI: import (a JSON line per image), list, prepare (rootfs and the
 #      image's config; exit 2 for an absent image), a corrupt archive (exit
-#      1, named, the store unchanged), usage (64);
+#      1, named, the store unchanged), verify (import's lines and errors,
+#      nothing kept), usage (64);
 #   2. a reader never waits for an import: prepare and list run while an
 #      import holds the store's lock; a second import waits for it;
 #   3. (root and runc) the agent answers while its import waits on the lock,
@@ -50,6 +51,17 @@ head -c 4096 /dev/urandom >"$work/corrupt.tar"
 grep -q "$work/corrupt.tar" "$work/err" && ok || fail "the error does not name the archive: $(cat "$work/err")"
 [[ $("$tool" list --store "$store") == "[$out]" ]] && ok || fail "a corrupt archive changed the store"
 [[ -z $(ls "$store/tmp") ]] && ok || fail "a failed import left $(ls "$store/tmp") in $store/tmp"
+
+# verify (runtime.type cri checks an archive so before containerd sees it):
+# the import's lines and errors, nothing kept.
+verified=$("$tool" verify --store "$store" "$work/busybox.tar" 2>"$work/err") && ok || fail "verify failed: $(cat "$work/err")"
+[[ $verified == "$out" ]] && ok || fail "verify printed: $verified (import: $out)"
+"$tool" verify --store "$store" "$work/corrupt.tar" >"$work/out" 2>"$work/err"
+[[ $? -eq 1 && ! -s $work/out ]] && grep -q "$work/corrupt.tar" "$work/err" && ok ||
+    fail "verify of a corrupt archive: $(cat "$work/err")"
+[[ $("$tool" list --store "$store") == "[$out]" && -z $(ls "$store/tmp") ]] && ok || fail "verify changed the store"
+"$tool" prepare --store "$store" --containerd /run/x.sock --ref busybox --rootfs "$work/r" >/dev/null 2>&1
+[[ $? -eq 64 ]] && ok || fail "--containerd with prepare is not a usage error"
 
 "$tool" list >/dev/null 2>&1
 [[ $? -eq 64 ]] && ok || fail "no --store is not a usage error"

@@ -153,6 +153,23 @@ TEST(Config, CriRuntimeTakesAnEndpointDefaultingToContainerds) {
     STRCMP_EQUAL("unix:///run/k3s/containerd/containerd.sock", r.config.cri_endpoint.c_str());
 }
 
+// runtime.type cri imports runtime.imageImportDir's archives into
+// containerd, unpacked for the CRI plugin's snapshotter (containerd's
+// plugins."io.containerd.grpc.v1.cri".containerd.snapshotter).
+TEST(Config, CriRuntimeTakesAnImportDirectoryAndTheCriPluginsSnapshotter) {
+    auto r = parse_agent_config("runtime: {type: cri, imageImportDir: imports, snapshotter: native}\n",
+                                "c.yaml", "/etc/daemonlet");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("/etc/daemonlet/imports", r.config.image_import_dir.c_str());
+    STRCMP_EQUAL("native", r.config.cri_snapshotter.c_str());
+    auto d = parse_agent_config("runtime: {type: cri}\n", "c.yaml", "/");
+    STRCMP_EQUAL("", d.config.cri_snapshotter.c_str());  // ctr's default
+    auto e = parse_agent_config("runtime: {type: cri, snapshotter: \"\"}\n", "c.yaml", "/");
+    CHECK_TRUE(has(e, "c.yaml: runtime.snapshotter: must not be empty"));
+    auto t = parse_agent_config("runtime: {type: cri, snapshotter: [native]}\n", "c.yaml", "/");
+    CHECK_TRUE(has(t, "c.yaml: runtime.snapshotter: "));
+}
+
 TEST(Config, CriEndpointMustBeAUnixSocketPath) {
     for (const char* bad :
          {"tcp://10.0.0.1:1234", "unix://relative.sock", "/run/containerd.sock", "unix:///"}) {

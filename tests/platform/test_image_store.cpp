@@ -357,6 +357,42 @@ TEST(ImageStore, AFailedImportLeavesEarlierImagesAsTheyWere) {
     CHECK(store.find("demo:1.0").ok());
 }
 
+// runtime.type cri: an archive is checked with every check of an import
+// before containerd's ctr sees it, and nothing of it is kept here.
+TEST(ImageStore, VerifyChecksEveryDigestAndKeepsNothing) {
+    ImageStore store = open();
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
+    write_oci_archive(dir + "/demo.tar", img, "demo:1.0");
+    auto v = store.verify_archive(dir + "/demo.tar");
+    CHECK_TEXT(v.ok(), v.ok() ? "" : v.error().message.c_str());
+    LONGS_EQUAL(1, v.value().size());
+    STRCMP_EQUAL("docker.io/library/demo:1.0", v.value()[0].name.c_str());
+    // ctr keeps the annotation as written: the name to tag from.
+    STRCMP_EQUAL("demo:1.0", v.value()[0].archive_name.c_str());
+    STRCMP_EQUAL(img.manifest_digest.c_str(), v.value()[0].manifest_digest.c_str());
+    check_empty();
+    // A layer that is not its diff_id is refused even when the store has
+    // a layer of that diff_id: the archive is checked, not the store.
+    CHECK(store.import_archive(dir + "/demo.tar").ok());
+    TestImage swapped =
+        make_image({make_tar({{TarEntry::kFile, "other", "x", "", 0644}})}, {Compression::kGzip});
+    img.layers[0] = swapped.layers[0];
+    rebuild_manifest(img);
+    write_oci_archive(dir + "/bad.tar", img, "demo:1.0");
+    auto bad = store.verify_archive(dir + "/bad.tar");
+    CHECK(!bad.ok());
+    check_error(bad.error(), {dir + "/bad.tar: blobs/sha256/" + digest_of(img.layers[0]).substr(7),
+                              "the image config's diff_id is " + img.diff_ids[0]});
+    LONGS_EQUAL(0, count_entries(root + "/tmp"));
+    // A docker-archive: ctr normalises RepoTags as we do, no archive_name.
+    write_docker_archive(dir + "/docker.tar",
+                         make_image(whiteout_layers(), {Compression::kPlain, Compression::kPlain}), "demo:2");
+    auto d = store.verify_archive(dir + "/docker.tar");
+    CHECK_TEXT(d.ok(), d.ok() ? "" : d.error().message.c_str());
+    STRCMP_EQUAL("docker.io/library/demo:2", d.value().at(0).name.c_str());
+    STRCMP_EQUAL("", d.value().at(0).archive_name.c_str());
+}
+
 TEST(ImageStore, NotAnImageArchive) {
     ImageStore store = open();
     std::ofstream(dir + "/junk.tar") << "this is not a tar archive at all";
