@@ -48,8 +48,10 @@ Status make_dir(const std::string& path) {
 
 // The trial mount: a file of the lower directory seen through the overlay.
 Status probe_uncached(const std::string& lower_parent, const std::string& upper_parent) {
-    if (!has_overlay_in_kernel())
-        return Error{"unavailable", "the kernel has no overlay file system (/proc/filesystems)"};
+    // Not gated on /proc/filesystems: overlay is often a module that is not
+    // loaded until the first overlay mount asks for it (the kernel's
+    // request_module("fs-overlay") in mount(2)), as on Debian's stock
+    // kernel. The list only explains a failed trial mount.
     if (::geteuid() != 0)
         return Error{"unavailable", "not running as root (an overlay mount needs CAP_SYS_ADMIN)"};
     const std::string lower = lower_parent + "/.overlay-probe", box = upper_parent + "/.overlay-probe";
@@ -75,6 +77,10 @@ Status probe_uncached(const std::string& lower_parent, const std::string& upper_
         result =
             Error{"unavailable", box + "/merged: the trial overlay does not show its lower directory's file"};
     if (auto s = clean(); !s && result) result = s;
+    if (!result && !has_overlay_in_kernel())
+        return Error{"unavailable",
+                     "the kernel has no overlay file system (/proc/filesystems, after a trial mount: " +
+                         result.error().message + ")"};
     if (!result) return Error{"unavailable", "a trial overlay mount failed: " + result.error().message};
     return result;
 }

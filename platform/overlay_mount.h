@@ -19,8 +19,8 @@ namespace daemonlet::platform {
 // one (PAGE_SIZE; 4096 on the boards we run on) of mount(2)'s data.
 inline constexpr std::size_t kMaxMountOptionBytes = 4096;
 
-// Whether the node can mount an overlay: the kernel has it
-// (/proc/filesystems), we are root, and a trial mount works whose lower
+// Whether the node can mount an overlay: we are root, and a trial mount
+// (which loads the overlay module if needed) works whose lower
 // directory is in `lower_parent` (the image store) and whose upper and work
 // directories are in `upper_parent` (where the bundles are). The first
 // call's answer is kept for the process's life: the kernel, our privileges

@@ -15,7 +15,7 @@ set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 source "$here/lib.sh"
 require_runc
-grep -qw overlay /proc/filesystems || { echo "SKIPPED: the kernel has no overlay"; exit 0; }
+modprobe -q overlay 2>/dev/null; grep -qw overlay /proc/filesystems || { echo "SKIPPED: the kernel has no overlay"; exit 0; }
 
 import=$work/import
 mkdir -p "$import"

@@ -69,6 +69,10 @@ id='' pid=''
 wait_for "runc runs the limits container" 10 find_container cg2-limits-marker || done_
 cg=/sys/fs/cgroup/daemonlet/$id
 info "limits container $id, pid $pid, cgroup $cg"
+# runtime.rootfs auto: overlay is a module on Debian's kernel, loaded by the
+# agent's trial mount (not yet listed in /proc/filesystems at boot).
+check "its root is an overlay (runtime.rootfs auto), it is $(stat -f -c %T "/proc/$pid/root" 2>&1)" \
+    test "$(stat -f -c %T "/proc/$pid/root" 2>&1)" = overlayfs
 check "its cgroup is /daemonlet/<id> (/proc/<pid>/cgroup)" test "$(cat "/proc/$pid/cgroup")" = "0::/daemonlet/$id"
 check "memory.max is 67108864 (64Mi), it is $(cat "$cg/memory.max" 2>&1)" test "$(cat "$cg/memory.max" 2>&1)" = 67108864
 check "cpu.max is \"50000 100000\" (500m), it is \"$(cat "$cg/cpu.max" 2>&1)\"" test "$(cat "$cg/cpu.max" 2>&1)" = "50000 100000"
