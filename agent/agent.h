@@ -127,6 +127,7 @@ class Agent {
         std::string id;  // runtime id while it has one
         std::int64_t started_mono_ms = 0;
         BackoffState backoff;
+        std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered
         uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
         bool probes_started = false;          // probes set up for the current instance (maybe none)
         std::vector<LiveProbe> probes;

@@ -421,6 +421,20 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         schedule_restart(uid, index, delay);
         return;
     }
+    if (!id.ok() && id.error().code == "unavailable") {
+        // The runtime is down, not the container: no crash-loop backoff, a
+        // retry within 5 s of the runtime's return (next_runtime_down_delay).
+        cs.state = ContainerState::Waiting;
+        cs.reason = "RunContainerError";
+        cs.message = id.error().message;
+        if (lc.runtime_down_ms == 0)  // once per outage, not per retry
+            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
+                                " did not start: " + cs.message + "; retrying until the runtime answers");
+        lc.runtime_down_ms = next_runtime_down_delay(lc.runtime_down_ms);
+        schedule_restart(uid, index, lc.runtime_down_ms);
+        return;
+    }
+    lc.runtime_down_ms = 0;
     if (!id.ok()) {
         cs.state = ContainerState::Waiting;
         cs.reason = "RunContainerError";

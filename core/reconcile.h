@@ -87,4 +87,12 @@ struct BackoffState {
 // all, so that exit restarts at once again.
 std::int64_t next_restart_delay(BackoffState& state, std::int64_t ran_for_ms, const BackoffPolicy& policy);
 
+// The wait before trying again to start a container whose runtime did not
+// answer (CRI "unavailable": containerd down), given the previous such wait
+// (0: none). This is not the container's failure, so its crash-loop backoff
+// is left alone: the kubelet skips pod syncs while the runtime is down
+// (kubelet.go syncLoop: runtimeErrors, a sleep from 100 ms doubling up to
+// 5 s) and starts the pod at the first sync after it is back.
+std::int64_t next_runtime_down_delay(std::int64_t previous_ms);
+
 }  // namespace daemonlet

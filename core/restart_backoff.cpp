@@ -33,4 +33,10 @@ std::int64_t next_restart_delay(BackoffState& state, std::int64_t ran_for_ms, co
     return delay;
 }
 
+std::int64_t next_runtime_down_delay(std::int64_t previous_ms) {
+    constexpr std::int64_t kBase = 100, kMax = 5'000;  // kubelet.go syncLoop: base, max
+    if (previous_ms <= 0) return kBase;
+    return std::min(kMax, previous_ms * 2);
+}
+
 }  // namespace daemonlet

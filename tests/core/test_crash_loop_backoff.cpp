@@ -103,3 +103,14 @@ TEST(CrashLoopBackoff, StateCarriesTheNextWait) {
     LONGLONGS_EQUAL(10 * kSec, state.delay_ms);
     LONGLONGS_EQUAL(20 * kSec, state.backoff_ms);
 }
+
+// kubelet.go syncLoop while runtimeErrors() is set: "Skipping pod
+// synchronization", sleeping 100 ms, doubled each time, at most 5 s.
+TEST(CrashLoopBackoff, RuntimeDownRetriesLikeTheSyncLoop) {
+    const std::int64_t expected[] = {100, 200, 400, 800, 1600, 3200, 5000, 5000};
+    std::int64_t previous = 0;
+    for (std::int64_t want : expected) {
+        previous = next_runtime_down_delay(previous);
+        LONGLONGS_EQUAL(want, previous);
+    }
+}
