@@ -46,6 +46,7 @@ constexpr std::uint64_t kImageGcPeriodMs = 5 * 60 * 1000;
 // takes seconds. A hung one must not stop GC forever.
 constexpr std::int64_t kRemoveDeadlineMs = 10 * 60 * 1000;
 constexpr std::int64_t kListDeadlineMs = 60 * 1000;
+constexpr std::size_t kMaxLastUsed = 256;
 
 std::string trimmed(std::string s) {
     while (!s.empty() && s.back() == '\n') s.pop_back();
@@ -109,7 +110,13 @@ void Agent::run_image_gc(const std::string& why) {
     // Last use: every image a pod of ours runs now (kubelet's detectImages
     // sets lastUsed to now for the images of running containers).
     const std::int64_t now_s = platform::wall_clock_ms() / 1000;
-    for (const std::string& image : images_in_use()) image_last_used_[image] = now_s;
+    const std::set<std::string> in_use = images_in_use();
+    for (const std::string& image : in_use) image_last_used_[image] = now_s;
+    // Bounded: every tag a rollout ever used would stay otherwise. What is
+    // forgotten counts as never used, as after a restart (kubelet keeps its
+    // records in memory too).
+    if (image_last_used_.size() > kMaxLastUsed)
+        std::erase_if(image_last_used_, [&](const auto& e) { return !in_use.count(e.first); });
     const std::string store_dir = config_.state_dir + "/images";
     const FsUsage usage = usage_of(store_dir);  // no store yet: capacity 0, nothing to collect
     if (image_gc_bytes_to_free(usage, config_.image_gc) <= 0) return;
