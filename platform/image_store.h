@@ -56,8 +56,8 @@ struct Collection {
 
 class ImageStore {
   public:
-    // kImport: the process that imports, alone (daemonlet-image holds a lock
-    // on the store for it). kRead: find, list and assemble_rootfs while an
+    // kImport: the process that imports or removes, alone (daemonlet-image
+    // holds a lock on the store for it). kRead: find, list and assemble_rootfs while an
     // import may run in another process (images.json is replaced whole, and
     // blobs and layers are in place before a name points at them).
     enum class Mode { kImport, kRead };
