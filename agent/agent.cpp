@@ -173,6 +173,7 @@ Status Agent::init() {
                                                              config_.file_check_frequency_ms,
                                                              [this] { import_images(); });
         import_watch_->start();
+        start_image_gc();
     }
     return Ok{};
 }
@@ -296,6 +297,7 @@ void Agent::shutdown() {
     close_and_free(reconcile_timer_);
     close_and_free(wake_timer_);
     close_and_free(rebuild_timer_);
+    close_and_free(image_gc_timer_);
     for (auto& [uid, pod] : pods_)
         for (auto& c : pod.containers) {
             close_restart_timer(c.restart_timer);

@@ -24,6 +24,7 @@
 
 #include "agent/cluster_link.h"
 #include "core/config.h"
+#include "core/image_gc.h"
 #include "core/manifest.h"
 #include "core/model.h"
 #include "core/pod.h"
@@ -65,6 +66,9 @@ std::vector<std::string> image_tool_command(const AgentConfig& config, const std
 // Whether daemonlet-image's output says the runtime's image store did not
 // answer (containerd down): tried again later, not a bad archive.
 bool is_runtime_unavailable(const std::string& output);
+// The JSON objects of daemonlet-image's output, one per line; other lines
+// are skipped (images.cpp).
+std::vector<Json> json_object_lines(const std::string& output);
 
 // daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
 std::string find_helper(const std::string& name);
@@ -252,6 +256,20 @@ class Agent {
                        const Json& images);
     void forget_removed_imports(const std::map<std::string, std::pair<std::int64_t, std::int64_t>>& present);
     void save_import_records();
+    // The records of the archives that gave image `digest` (or one of
+    // `names`) say it was collected; and an archive whose collected image a
+    // pod waits for is imported again.
+    void mark_collected_imports(const std::string& digest, const std::set<std::string>& names);
+    void reimport_collected(const std::string& image);
+
+    // image_gc.cpp: kubelet's image GC over the runc store
+    void start_image_gc();
+    void run_image_gc(const std::string& why);
+    std::set<std::string> images_in_use();
+    void on_image_gc_listed(const std::string& why, const platform::ProbeResult& r);
+    void remove_next_image();
+    void on_image_removed(const std::string& digest, const platform::ProbeResult& r);
+    void finish_image_gc();
 
     // probes.cpp: kubelet's prober for running containers
     const Container* probed_spec(const LivePod& pod, std::size_t index);
@@ -276,14 +294,19 @@ class Agent {
     std::unique_ptr<platform::Prober> image_jobs_;
     std::unique_ptr<platform::DirWatch> import_watch_;
     std::map<std::string, std::pair<std::int64_t, std::int64_t>>
-        import_seen_;                                 // archive -> (mtime ns, size) queued or tried
-    std::deque<std::string> import_queue_;            // archives waiting for daemonlet-image
-    std::optional<std::string> importing_;            // the archive daemonlet-image imports now
-    std::map<std::string, ImagePull> image_pulls_;    // by the image as the pod spec names it
-    Json import_records_ = Json::object();            // images.imports in the store: path -> version, outcome
-    bool recalling_imports_ = false;                  // daemonlet-image list runs
-    bool imports_recalled_ = false;                   // the records are checked against the store
-    bool import_runtime_down_ = false;                // cri: containerd did not answer (said once)
+        import_seen_;                               // archive -> (mtime ns, size) queued or tried
+    std::deque<std::string> import_queue_;          // archives waiting for daemonlet-image
+    std::optional<std::string> importing_;          // the archive daemonlet-image imports now
+    std::map<std::string, ImagePull> image_pulls_;  // by the image as the pod spec names it
+    Json import_records_ = Json::object();          // images.imports in the store: path -> version, outcome
+    bool recalling_imports_ = false;                // daemonlet-image list runs
+    bool imports_recalled_ = false;                 // the records are checked against the store
+    bool import_runtime_down_ = false;              // cri: containerd did not answer (said once)
+    uv_timer_t* image_gc_timer_ = nullptr;          // image GC's period; freed in its close callback
+    bool image_gc_running_ = false;                 // a list or a remove of image GC runs
+    bool image_gc_again_ = false;                   // asked for while running: once more after
+    std::vector<GcImage> image_gc_victims_;         // what this collection still removes, in order
+    std::map<std::string, std::int64_t> image_last_used_;  // normalised image -> wall s last seen in use
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;

@@ -15,10 +15,15 @@
 // a name back to an older archive's image. Everything else is imported again:
 // a changed archive, one whose images went (a store deleted or rebuilt), and
 // one that failed (after a restart the failure may be gone: a full disk, a
-// killed import), once per start.
+// killed import), once per start. But an archive whose images image GC
+// removed ("collected": true, image_gc.cpp) is not: importing it at every
+// start would fill the disk again for images nothing needs. It comes back
+// when it changes, or when a pod waits for one of its images
+// (reimport_collected).
 #include <algorithm>
 
 #include "agent/agent.h"
+#include "core/image_reference.h"
 #include "core/json.h"
 #include "platform/log.h"
 
@@ -135,7 +140,8 @@ void Agent::on_images_listed(const platform::ProbeResult& r) {
         if (images == rec.end() || !images->is_array()) continue;
         bool all = true;
         for (const Json& image : *images) all = all && image.is_object() && stored.has(image);
-        if (!all) continue;
+        auto collected = rec.find("collected");
+        if (!all && !(collected != rec.end() && collected->is_boolean() && collected->get<bool>())) continue;
         // As if imported in this run: import_images() compares the file's
         // version with this one, and queues it only when it changed.
         import_seen_[path] = {int_field(rec, "mtimeNs"), int_field(rec, "size")};
@@ -178,6 +184,55 @@ void Agent::forget_removed_imports(
         }
     }
     if (changed) save_import_records();
+}
+
+void Agent::mark_collected_imports(const std::string& digest, const std::set<std::string>& names) {
+    bool changed = false;
+    for (auto& [path, rec] : import_records_.items()) {
+        if (!rec.is_object() || string_field(rec, "outcome") != "imported") continue;
+        auto images = rec.find("images");
+        if (images == rec.end() || !images->is_array()) continue;
+        for (const Json& image : *images) {
+            if (!image.is_object()) continue;
+            const std::string name = string_field(image, "name");
+            if (string_field(image, "digest") == digest || (!name.empty() && names.count(name))) {
+                rec["collected"] = true;
+                changed = true;
+                break;
+            }
+        }
+    }
+    if (changed) save_import_records();
+}
+
+// A pod waits for `image` (as its spec names it, normalised here): an
+// archive still in the import directory whose image GC removed it is
+// imported again, as if it had changed.
+void Agent::reimport_collected(const std::string& image) {
+    auto ref = normalize_image_reference(image);
+    if (!ref.ok()) return;
+    bool queued = false;
+    for (const auto& [path, rec] : import_records_.items()) {
+        auto collected = rec.find("collected");
+        if (!rec.is_object() || collected == rec.end() || !collected->is_boolean() || !collected->get<bool>())
+            continue;
+        auto images = rec.find("images");
+        if (images == rec.end() || !images->is_array()) continue;
+        for (const Json& i : *images) {
+            if (!i.is_object()) continue;
+            const bool match = ref.value().digest.empty() ? string_field(i, "name") == ref.value().str()
+                                                          : string_field(i, "digest") == ref.value().digest;
+            if (!match || importing_ == path ||
+                std::find(import_queue_.begin(), import_queue_.end(), path) != import_queue_.end())
+                continue;
+            log(Level::Notice,
+                "image " + image + ": removed by image GC and needed again; importing " + path + " again");
+            import_seen_.erase(path);
+            queued = true;
+            break;
+        }
+    }
+    if (queued) import_images();
 }
 
 void Agent::save_import_records() {

@@ -199,13 +199,7 @@ void Agent::on_imported(const std::string& path,
                             "the next start");
     } else {
         // One JSON line per image: {"name", "digest"}.
-        std::size_t start = 0;
-        while (start < r.output.size()) {
-            std::size_t end = r.output.find('\n', start);
-            if (end == std::string::npos) end = r.output.size();
-            Json line = Json::parse(r.output.substr(start, end - start), nullptr, false);
-            start = end + 1;
-            if (!line.is_object()) continue;
+        for (const Json& line : json_object_lines(r.output)) {
             const std::string name = line.value("name", "");
             log(Level::Notice, "image import: " + path + ": imported " +
                                    (name.empty() ? std::string("(an image without a name)") : name) + " " +
@@ -217,6 +211,9 @@ void Agent::on_imported(const std::string& path,
     if (version) record_import(path, *version, r.outcome == ProbeOutcome::Success, images);
     if (imported) retry_image_waits();
     start_next_import();
+    // kubelet checks after its period only; a board's small store may fill
+    // with one import (image_gc.cpp).
+    if (imported) run_image_gc("an image was imported");
 }
 
 void Agent::retry_image_waits() {
@@ -235,6 +232,19 @@ void Agent::retry_image_waits() {
         }
     }
     if (started) schedule_reconcile();
+}
+
+std::vector<Json> json_object_lines(const std::string& output) {
+    std::vector<Json> out;
+    std::size_t start = 0;
+    while (start < output.size()) {
+        std::size_t end = output.find('\n', start);
+        if (end == std::string::npos) end = output.size();
+        Json line = Json::parse(output.substr(start, end - start), nullptr, false);
+        start = end + 1;
+        if (line.is_object()) out.push_back(std::move(line));
+    }
+    return out;
 }
 
 std::vector<std::string> registry_pull_options(const AgentConfig& config) {
@@ -315,6 +325,7 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
     if (result.ok()) {
         pull = ImagePull{};
         log(Level::Notice, "image " + image + ": pulled in " + std::to_string(took) + " ms");
+        run_image_gc("an image was pulled");
     } else {
         // flowcontrol.Backoff.Next as image_manager.go calls it after a
         // failed pull: the first failure waits the initial period, each

@@ -394,6 +394,10 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     }
     if (!image_ready_to_start(uid, index, *spec)) return;
     auto id = runtime_->start(launch);
+    // An archive whose image GC removed it comes back (image_gc.cpp),
+    // whether a pull is tried too or not.
+    if (!id.ok() && id.error().code == "image_not_found" && !is_image_wait(cs.reason))
+        reimport_collected(spec->image);
     if (!id.ok() && id.error().code == "image_not_found" && spec->image_pull_policy != "Never" &&
         runtime_->can_pull()) {
         // IfNotPresent, and absent. Logged once per wait, as below.
@@ -579,6 +583,9 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
     pods_.erase(pit);
     runtime_->pod_removed(uid);
     schedule_reconcile();
+    // Its image may be unused now (a rolling update's old one): image GC
+    // need not wait for its period (image_gc.cpp).
+    run_image_gc("a pod stopped");
 }
 
 }  // namespace daemonlet::agent

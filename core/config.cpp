@@ -1,7 +1,9 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <type_traits>
 
 #include "core/field_error.h"
 #include "core/image_reference.h"
@@ -154,6 +156,41 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
 
 // runtime.insecureRegistries: each a registry host[:port] as an image
 // reference's domain is written (distribution/reference's domain grammar).
+// runtime.imageGC: kubelet's imageGCHighThresholdPercent,
+// imageGCLowThresholdPercent and imageMinimumGCAge (in seconds here), with
+// NewImageGCManager's checks (validate_image_gc_policy).
+void parse_image_gc(ConfigReader& r, const Json& v, ImageGcPolicy& out) {
+    if (!v.is_object())
+        return r.error(
+            "runtime.imageGC",
+            "expected {highThresholdPercent: 85, lowThresholdPercent: 80, minimumAgeSeconds: 120}");
+    r.unknown_keys(v, "runtime.imageGC.",
+                   {"highThresholdPercent", "lowThresholdPercent", "minimumAgeSeconds"});
+    ImageGcPolicy p = out;
+    bool typed = true;
+    auto integer = [&](const char* key, auto& target) {
+        if (!v.contains(key)) return;
+        const Json& x = v[key];
+        if (!x.is_number_integer()) {
+            r.error(std::string("runtime.imageGC.") + key, "expected an integer (got " + x.dump() + ")");
+            typed = false;
+            return;
+        }
+        target = static_cast<std::remove_reference_t<decltype(target)>>(
+            std::clamp<std::int64_t>(x.get<std::int64_t>(), -(std::int64_t{1} << 30), std::int64_t{1} << 30));
+    };
+    integer("highThresholdPercent", p.high_threshold_percent);
+    integer("lowThresholdPercent", p.low_threshold_percent);
+    integer("minimumAgeSeconds", p.minimum_age_s);
+    if (!typed) return;
+    if (auto s = validate_image_gc_policy(p); !s) {
+        const std::string& m = s.error().message;
+        std::size_t colon = m.find(": ");
+        return r.error(m.substr(0, colon), m.substr(colon + 2));
+    }
+    out = p;
+}
+
 void parse_insecure_registries(ConfigReader& r, const Json& v, AgentConfig& c) {
     if (!v.is_array()) {
         r.error("runtime.insecureRegistries", "expected a list of registry host[:port]");
@@ -272,7 +309,7 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             }
             r.unknown_keys(v, "runtime.",
                            {"type", "imageImportDir", "runcPath", "rootfs", "registryAuthFile",
-                            "registryCertsDir", "insecureRegistries", "endpoint", "snapshotter"});
+                            "registryCertsDir", "insecureRegistries", "endpoint", "snapshotter", "imageGC"});
             if (v.contains("type") && r.string(v["type"], "runtime.type", c.runtime_type) &&
                 c.runtime_type != "exec" && c.runtime_type != "runc" && c.runtime_type != "cri")
                 r.error("runtime.type", "Unsupported value: " + render_string(c.runtime_type) +
@@ -299,6 +336,7 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             if (!c.registry_auth_file.empty()) c.registry_auth_file = resolve(base_dir, c.registry_auth_file);
             if (!c.registry_certs_dir.empty()) c.registry_certs_dir = resolve(base_dir, c.registry_certs_dir);
             if (v.contains("insecureRegistries")) parse_insecure_registries(r, v["insecureRegistries"], c);
+            if (v.contains("imageGC")) parse_image_gc(r, v["imageGC"], c.image_gc);
         } else if (k == "fileCheckFrequency") {
             r.duration(v, k, c.file_check_frequency_ms);
         } else if (k == "crashLoopBackoff") {

@@ -40,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/image_gc.h"
 #include "core/model.h"
 #include "core/result.h"
 
@@ -84,6 +85,9 @@ struct AgentConfig {
     // the node cannot mount one); "copy": the layers copied into the bundle;
     // "auto": overlay when the node can, else the copy.
     std::string runtime_rootfs = "auto";
+    // runc: runtime.imageGC {highThresholdPercent, lowThresholdPercent,
+    // minimumAgeSeconds}, kubelet's image GC policy (core/image_gc.h).
+    ImageGcPolicy image_gc;
     // runc registry pulls: a Docker config.json-style file of credentials
     // ({"auths": {"host:port": {"auth": base64(user:pass)}}}, as kubelet's
     // /var/lib/kubelet/config.json); empty: anonymous.

@@ -8,7 +8,18 @@
 //   daemonlet-image import --store DIR FILE...
 //       imports each archive; one JSON line per image: {"name", "digest"}
 //   daemonlet-image list --store DIR
-//       every image, as a JSON array of {"name", "digest"}
+//       every image, as a JSON array of {"name", "digest", "size", "imported"}:
+//       size the bytes of its blobs (manifest, config, layers as stored),
+//       imported the seconds since the epoch of its import or pull
+//   daemonlet-image remove --store DIR REF...
+//       removes the images REF names (a digest: every name of it), then the
+//       files no remaining image needs; one JSON line per image removed,
+//       {"name", "digest", "bytes"} (bytes: its files no other image
+//       needs), then {"bytesFreed", "keptMounted"}
+//   daemonlet-image prune --store DIR [REF...]
+//       removes every image that no REF (the images in use) names, then
+//       the files no remaining image needs; the same lines as remove.
+//       A layer that a mounted overlay uses is kept by both (keptMounted)
 //   daemonlet-image prepare --store DIR --ref REF --rootfs DIR [--overlay DIR]
 //       assembles REF's root filesystem in DIR (which must not exist or be
 //       empty) and prints the image's config blob (config.md) as imported.
@@ -78,6 +89,8 @@ const char* const kUsageText =
     "       daemonlet-image import --store DIR --containerd ADDRESS [--ctr PATH] [--snapshotter NAME] "
     "FILE...\n"
     "       daemonlet-image list --store DIR --containerd ADDRESS [--ctr PATH]\n"
+    "       daemonlet-image remove --store DIR REF...\n"
+    "       daemonlet-image prune --store DIR [REF...]\n"
     "       daemonlet-image prepare --store DIR --ref REF --rootfs DIR [--overlay DIR]\n"
     "       daemonlet-image pull --store DIR [--auth-file FILE] [--certs-dir DIR] [--insecure HOST,...] "
     "REF\n";
@@ -111,6 +124,13 @@ int fail(const std::string& message) {
 
 Json image_line(const ImportedImage& image) {
     return Json{{"name", image.name}, {"digest", image.manifest_digest}};
+}
+
+// The bytes of the image's blobs, as its descriptors say.
+std::int64_t blob_bytes(const ImportedImage& image) {
+    std::int64_t size = image.manifest.config.size;
+    for (const auto& l : image.manifest.layers) size += l.size;
+    return size;
 }
 
 // One import at a time per store, whoever runs it (the agent, or an
@@ -175,8 +195,28 @@ int list(const ImageStore& store) {
     auto images = store.list();
     if (!images) return fail(images.error().message);
     Json out = Json::array();
-    for (const auto& image : images.value()) out.push_back(image_line(image));
+    for (const auto& image : images.value()) {
+        out.push_back(image_line(image));
+        out.back()["size"] = blob_bytes(image);
+        out.back()["imported"] = image.imported;
+    }
     std::cout << out.dump() << "\n";
+    return 0;
+}
+
+int print_collection(const daemonlet::Result<daemonlet::platform::Collection>& done) {
+    if (!done) {
+        if (done.error().code == "not_found") {
+            std::cerr << "daemonlet-image: " << done.error().message << "\n";
+            return kNotFound;
+        }
+        return fail(done.error().message);
+    }
+    for (const auto& r : done.value().removed)
+        std::cout << Json{{"name", r.name}, {"digest", r.digest}, {"bytes", r.bytes}}.dump() << "\n";
+    std::cout
+        << Json{{"bytesFreed", done.value().bytes_freed}, {"keptMounted", done.value().kept_mounted}}.dump()
+        << "\n";
     return 0;
 }
 
@@ -262,8 +302,13 @@ int main(int argc, char** argv) {
         }
     const bool is_import = args.verb == "import", is_list = args.verb == "list",
                is_prepare = args.verb == "prepare", is_pull = args.verb == "pull",
-               is_verify = args.verb == "verify";
+               is_verify = args.verb == "verify", is_remove = args.verb == "remove",
+               is_prune = args.verb == "prune";
     const bool containerd = args.options.count("--containerd") > 0;
+    // Removals change the store as imports do: the same lock, held alike. A
+    // verification stages in the store's tmp/, which an import's open
+    // empties: it takes the lock too.
+    const bool writes = is_import || is_verify || is_remove || is_prune;
     if ((is_import && args.files.empty()) || (is_list && !args.files.empty()) ||
         (is_verify && args.files.empty()) ||
         ((containerd || args.options.count("--ctr")) && !is_import && !is_list) ||
@@ -272,7 +317,8 @@ int main(int argc, char** argv) {
         (is_prepare &&
          (!args.files.empty() || !args.options.count("--ref") || !args.options.count("--rootfs"))) ||
         (!is_prepare && args.options.count("--overlay")) || (is_pull && args.files.size() != 1) ||
-        (!is_import && !is_list && !is_prepare && !is_pull && !is_verify)) {
+        (is_remove && args.files.empty()) ||
+        (!is_import && !is_list && !is_prepare && !is_pull && !is_verify && !is_remove && !is_prune)) {
         std::cerr << kUsageText;
         return kUsage;
     }
@@ -288,19 +334,19 @@ int main(int argc, char** argv) {
         ctr.snapshotter = args.options["--snapshotter"];
         if (is_list) return list_containerd(ctr);
     }
-    // A verification stages in the store's tmp/, which an import's open
-    // empties: it takes the lock too.
     std::optional<daemonlet::platform::Fd> lock;
-    if (is_import || is_verify)
+    if (writes)
         if (auto locked = lock_store(root, lock); !locked) return fail(locked.error().message);
     const daemonlet::Platform platform =
         daemonlet::host_platform(daemonlet::goarch_from_machine(machine), machine);
     if (is_pull) return pull(root, platform, args.files.front(), args.options);
-    auto store = ImageStore::open(
-        root, platform, is_import || is_verify ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
+    auto store =
+        ImageStore::open(root, platform, writes ? ImageStore::Mode::kImport : ImageStore::Mode::kRead);
     if (!store) return fail("image store " + root + ": " + store.error().message);
     if (is_import && containerd) return import_to_containerd(store.value(), ctr, args.files);
     if (is_import || is_verify) return import_files(store.value(), args.files, is_verify);
     if (is_list) return list(store.value());
+    if (is_remove) return print_collection(store.value().remove_images(args.files));
+    if (is_prune) return print_collection(store.value().prune(args.files));
     return prepare(store.value(), args.options["--ref"], args.options["--rootfs"], args.options["--overlay"]);
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -21,6 +22,7 @@
 #include "core/image_reference.h"
 #include "platform/fd.h"
 #include "platform/file.h"
+#include "platform/image_index.h"
 #include "platform/image_layer.h"
 #include "platform/overlay_mount.h"
 #include "platform/sha256.h"
@@ -78,20 +80,6 @@ struct Staged {
         return Error{"invalid", archive + ": " + member + ": " + reason};
     }
 };
-
-// Writes `text` as the file `path` (replaced if there), synced when asked.
-Status write_whole(const std::string& path, const std::string& text, bool sync) {
-    Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) return io_error(path, "create");
-    for (std::size_t done = 0; done < text.size();) {
-        ssize_t w = ::write(fd.get(), text.data() + done, text.size() - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return io_error(path, "write");
-        done += static_cast<std::size_t>(w);
-    }
-    if (sync && ::fsync(fd.get()) != 0) return io_error(path, "fsync");
-    return Ok{};
-}
 
 Status stage_member_data(archive* a, const std::string& file, Member& m, const Staged& s,
                          const std::string& name) {
@@ -382,42 +370,6 @@ Status plan_docker(const Staged& s, const std::string& stage_dir, Plan& plan) {
     return Ok{};
 }
 
-struct IndexEntry {
-    std::string name;
-    std::string digest;
-};
-
-Result<std::vector<IndexEntry>> read_index(const std::string& path) {
-    std::vector<IndexEntry> out;
-    if (::access(path.c_str(), F_OK) != 0) return out;
-    auto bytes = read_file(path, 16 * 1024 * 1024);
-    if (!bytes.ok()) return bytes.error();
-    Json j = Json::parse(bytes.value(), nullptr, false);
-    if (!j.is_object() || !j.contains("images") || !j["images"].is_array())
-        return Error{"invalid", path + ": not an image index (no images array)"};
-    for (const Json& e : j["images"]) {
-        if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("digest") ||
-            !e["digest"].is_string() || !is_sha256_digest(e["digest"].get<std::string>()))
-            return Error{"invalid", path + ": an entry is not {name, digest}: " + e.dump()};
-        out.push_back({e["name"].get<std::string>(), e["digest"].get<std::string>()});
-    }
-    return out;
-}
-
-// Written whole to a temporary file, synced, and renamed over the old one:
-// a reader or a crash sees the old index or the new one.
-Status write_index(const std::string& root, const std::vector<IndexEntry>& entries) {
-    Json images = Json::array();
-    for (const auto& e : entries) images.push_back({{"name", e.name}, {"digest", e.digest}});
-    std::string text = Json{{"images", images}}.dump(2) + "\n";
-    std::string tmp = root + "/images.json.tmp", path = root + "/images.json";
-    if (auto st = write_whole(tmp, text, true); !st.ok()) return st;
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return io_error(path, "rename");
-    Fd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir.get() < 0 || ::fsync(dir.get()) != 0) return io_error(root, "fsync");
-    return Ok{};
-}
-
 bool exists(const std::string& path) {
     struct stat st {};
     return ::lstat(path.c_str(), &st) == 0;
@@ -549,6 +501,8 @@ Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string&
     }
     std::vector<IndexEntry> entries = std::move(index).value();
     std::vector<ImportedImage> out;
+    // The import time image GC's minimum age counts from (image_gc.cpp).
+    const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
     for (auto& planned : plan.images) {
         // Named, not structured bindings: clang 14 (the fuzz preset) cannot
         // capture those in a lambda.
@@ -557,11 +511,11 @@ Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string&
         auto known = [&](const IndexEntry& e) { return e.digest == image.manifest_digest; };
         for (const std::string& name : names) {
             std::erase_if(entries, [&](const IndexEntry& e) { return e.name == name; });
-            entries.push_back({name, image.manifest_digest});
+            entries.push_back({name, image.manifest_digest, now});
         }
         // An image without a name is still found by its digest.
         if (names.empty() && std::find_if(entries.begin(), entries.end(), known) == entries.end())
-            entries.push_back({"", image.manifest_digest});
+            entries.push_back({"", image.manifest_digest, now});
         std::erase_if(entries,
                       [&](const IndexEntry& e) { return e.name.empty() && known(e) && !names.empty(); });
         image.name = names.empty() ? "" : names.front();
@@ -595,22 +549,14 @@ Result<ImportedImage> ImageStore::load(const std::string& name, const std::strin
 Result<ImportedImage> ImageStore::find(const std::string& reference) const {
     auto index = read_index(root_ + "/images.json");
     if (!index.ok()) return index.error();
-    std::string name, digest;
-    if (reference.rfind("sha256:", 0) == 0) {
-        if (!is_sha256_digest(reference))
-            return Error{"invalid", "image reference \"" + reference + "\": invalid digest format"};
-        digest = reference;
-    } else {
-        auto ref = normalize_image_reference(reference);
-        if (!ref.ok()) return ref.error();
-        if (ref.value().digest.empty())
-            name = ref.value().str();
-        else
-            digest = ref.value().digest;
-    }
+    auto key = IndexKey::of(reference);
+    if (!key.ok()) return key.error();
     for (const IndexEntry& e : index.value())
-        if ((!name.empty() && e.name == name) || (!digest.empty() && e.digest == digest))
-            return load(e.name, e.digest);
+        if (key.value().matches(e)) {
+            auto image = load(e.name, e.digest);
+            if (image.ok()) image.value().imported = e.imported;
+            return image;
+        }
     return Error{"not_found", "image " + reference + " is not in the store " + root_};
 }
 
@@ -622,6 +568,7 @@ Result<std::vector<ImportedImage>> ImageStore::list() const {
         auto img = load(e.name, e.digest);
         if (!img.ok()) return img.error();
         out.push_back(std::move(img).value());
+        out.back().imported = e.imported;
     }
     return out;
 }

@@ -8,7 +8,7 @@
 //   <root>/layers/sha256/<diff_id>/    each layer unpacked, whiteout files kept as files
 //   <root>/overlay/sha256/<diff_id>/   its overlayfs form (whiteouts converted, files
 //                                      hard-linked to layers/), made on first overlay use
-//   <root>/images.json                 [{name, digest}] (written whole, then renamed)
+//   <root>/images.json                 [{name, digest, imported}] (written whole, then renamed)
 //   <root>/tmp/                        staging of imports in progress
 //
 // Built as its own static library (image_store) that links libarchive, used
@@ -17,6 +17,7 @@
 // (Mode).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@
 #include "core/result.h"
 
 namespace daemonlet::platform {
+
+struct IndexEntry;  // image_index.h
 
 struct ImportedImage {
     std::string name;             // normalised reference ("docker.io/library/busybox:latest"); empty when
@@ -35,12 +38,30 @@ struct ImportedImage {
     // containerd's `ctr images import` keeps unnormalised ("busybox:1"
     // where the name is docker.io/library/busybox:1); empty otherwise.
     std::string archive_name;
+    // Seconds since the epoch when this name was imported or pulled (0: an
+    // index older than the field); image GC's minimum age counts from it.
+    std::int64_t imported = 0;
+};
+
+// What a removal or a prune did (image_gc.cpp).
+struct Collection {
+    struct Removed {
+        std::string name;  // empty for an image without a name
+        std::string digest;
+        std::int64_t bytes = 0;  // freed by the files only this image had
+    };
+    std::vector<Removed> removed;
+    std::int64_t bytes_freed = 0;  // every file deleted, leftovers of earlier removals included
+    // Layers no image needs that stay because an overlay mount (a running
+    // container's rootfs) has them as a lower directory: a later prune
+    // deletes them.
+    std::vector<std::string> kept_mounted;
 };
 
 class ImageStore {
   public:
-    // kImport: the process that imports, alone (daemonlet-image holds a lock
-    // on the store for it). kRead: find, list and assemble_rootfs while an
+    // kImport: the process that imports or removes, alone (daemonlet-image
+    // holds a lock on the store for it). kRead: find, list and assemble_rootfs while an
     // import may run in another process (images.json is replaced whole, and
     // blobs and layers are in place before a name points at them).
     enum class Mode { kImport, kRead };
@@ -100,6 +121,31 @@ class ImageStore {
     Status mount_rootfs(const ImportedImage& image, const std::string& target_dir,
                         const std::string& overlay_dir) const;
 
+    // Removes the images `references` name (as find() reads them; a digest
+    // removes every name of it), then the files that no remaining image
+    // needs (collect_garbage). Error "not_found" naming the reference when
+    // one is not in the store, before anything is removed. Needs kImport.
+    Result<Collection> remove_images(const std::vector<std::string>& references);
+
+    // Removes every image that none of `in_use` names (references as
+    // find() reads them; an image with one name in use keeps all its
+    // names), then the files no remaining image needs.
+    Result<Collection> prune(const std::vector<std::string>& in_use);
+
+    // Deletes the blobs, unpacked layers and overlay forms that no image of
+    // the index needs, except a layer whose overlay form is a lower
+    // directory of a mount (/proc/self/mountinfo). Crash-safe by order: the
+    // index entry goes first (remove_images, prune), then the files, each
+    // layer renamed out of its place whole before it is deleted, so that an
+    // interrupted removal never leaves a named image missing files, nor a
+    // half-deleted layer that an import would take as present; the next
+    // collection finishes the job. Never crosses a mount while deleting.
+    Result<Collection> collect_garbage();
+
+    // Fault injection for tests: the next collections stop with error
+    // "interrupted" after `n` deletions (-1: never).
+    void set_deletion_budget(int n) { deletion_budget_ = n; }
+
     const std::string& root() const { return root_; }
     std::string blob_path(const std::string& digest) const;
     std::string layer_path(const std::string& diff_id) const;
@@ -109,9 +155,11 @@ class ImageStore {
     ImageStore(std::string root, Platform platform)
         : root_(std::move(root)), platform_(std::move(platform)) {}
     Result<ImportedImage> load(const std::string& name, const std::string& digest) const;
+    Result<Collection> drop_entries(const std::vector<IndexEntry>& index, const std::vector<bool>& drop);
 
     std::string root_;
     Platform platform_;
+    int deletion_budget_ = -1;
 };
 
 }  // namespace daemonlet::platform

@@ -30,8 +30,11 @@ out=$("$tool" import --store "$store" "$work/busybox.tar" 2>"$work/err") && ok |
 [[ $out =~ ^\{\"name\":\"docker.io/library/busybox:latest\",\"digest\":\"sha256:[0-9a-f]{64}\"\}$ ]] &&
     ok || fail "import printed: $out"
 digest=$(sed 's/.*"digest":"\([^"]*\)".*/\1/' <<<"$out")
+# list adds each image's blob bytes and import time (seconds since the epoch).
+listed_names() { "$tool" list --store "$store" | sed -E 's/,"size":[0-9]+,"imported":[0-9]+//g'; }
 listed=$("$tool" list --store "$store")
-[[ $listed == "[$out]" ]] && ok || fail "list printed: $listed"
+[[ $listed =~ ^\[\{.*,\"size\":[1-9][0-9]*,\"imported\":[1-9][0-9]*\}\]$ && $(listed_names) == "[$out]" ]] &&
+    ok || fail "list printed: $listed"
 
 "$tool" prepare --store "$store" --ref example.com/absent:1 --rootfs "$work/absent" 2>"$work/err"
 [[ $? -eq 2 ]] && ok || fail "prepare of an absent image did not exit 2"
@@ -49,7 +52,7 @@ head -c 4096 /dev/urandom >"$work/corrupt.tar"
 "$tool" import --store "$store" "$work/corrupt.tar" >"$work/out" 2>"$work/err"
 [[ $? -eq 1 && ! -s $work/out ]] && ok || fail "a corrupt archive did not exit 1 with nothing on stdout"
 grep -q "$work/corrupt.tar" "$work/err" && ok || fail "the error does not name the archive: $(cat "$work/err")"
-[[ $("$tool" list --store "$store") == "[$out]" ]] && ok || fail "a corrupt archive changed the store"
+[[ $(listed_names) == "[$out]" ]] && ok || fail "a corrupt archive changed the store"
 [[ -z $(ls "$store/tmp") ]] && ok || fail "a failed import left $(ls "$store/tmp") in $store/tmp"
 
 # verify (runtime.type cri checks an archive so before containerd sees it):
@@ -59,12 +62,31 @@ verified=$("$tool" verify --store "$store" "$work/busybox.tar" 2>"$work/err") &&
 "$tool" verify --store "$store" "$work/corrupt.tar" >"$work/out" 2>"$work/err"
 [[ $? -eq 1 && ! -s $work/out ]] && grep -q "$work/corrupt.tar" "$work/err" && ok ||
     fail "verify of a corrupt archive: $(cat "$work/err")"
-[[ $("$tool" list --store "$store") == "[$out]" && -z $(ls "$store/tmp") ]] && ok || fail "verify changed the store"
+[[ $(listed_names) == "[$out]" && -z $(ls "$store/tmp") ]] && ok || fail "verify changed the store"
 "$tool" prepare --store "$store" --containerd /run/x.sock --ref busybox --rootfs "$work/r" >/dev/null 2>&1
 [[ $? -eq 64 ]] && ok || fail "--containerd with prepare is not a usage error"
 
+# remove and prune (image GC's verbs): an unknown image exits 2 and
+# changes nothing; prune keeps the images named; remove deletes the image
+# and every file of it, printing it with its bytes, then the total.
+"$tool" remove --store "$store" example.com/absent:1 >"$work/out" 2>"$work/err"
+[[ $? -eq 2 ]] && grep -q "example.com/absent:1" "$work/err" && ok || fail "remove of an absent image: $(cat "$work/err")"
+[[ $(listed_names) == "[$out]" ]] && ok || fail "a failed remove changed the store"
+pruned=$("$tool" prune --store "$store" busybox) && [[ $pruned == '{"bytesFreed":0,"keptMounted":[]}' ]] &&
+    ok || fail "prune removed what is in use: $pruned"
+cp -a "$store" "$work/store-copy"
+removed=$("$tool" remove --store "$store" busybox) && ok || fail "remove failed"
+[[ $(head -1 <<<"$removed") =~ ^\{\"name\":\"docker.io/library/busybox:latest\",\"digest\":\"$digest\",\"bytes\":[1-9][0-9]*\}$ ]] &&
+    ok || fail "remove printed: $removed"
+[[ $(tail -1 <<<"$removed") =~ ^\{\"bytesFreed\":[1-9][0-9]*,\"keptMounted\":\[\]\}$ ]] && ok || fail "remove printed: $removed"
+[[ $("$tool" list --store "$store") == "[]" && -z $(ls "$store/blobs/sha256") && -z $(ls "$store/layers/sha256") ]] &&
+    ok || fail "remove left files: $(ls -R "$store" | head)"
+rm -rf "$store" && mv "$work/store-copy" "$store"
+
 "$tool" list >/dev/null 2>&1
 [[ $? -eq 64 ]] && ok || fail "no --store is not a usage error"
+"$tool" remove --store "$store" >/dev/null 2>&1
+[[ $? -eq 64 ]] && ok || fail "remove without an image is not a usage error"
 "$tool" frobnicate --store "$store" >/dev/null 2>&1
 [[ $? -eq 64 ]] && ok || fail "an unknown verb is not a usage error"
 

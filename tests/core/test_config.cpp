@@ -142,6 +142,48 @@ TEST(Config, RuncRootfsIsAutoOverlayOrCopy) {
     }
 }
 
+// kubelet's defaults (imageGCHighThresholdPercent 85, imageGCLowThresholdPercent
+// 80, imageMinimumGCAge 2m) and NewImageGCManager's checks.
+TEST(Config, RuncImageGcDefaultsAsKubeletAndTakesItsThreeFields) {
+    auto d = parse_agent_config("runtime: {type: runc}\n", "c.yaml", "/");
+    CHECK_TRUE(d.errors.empty());
+    LONGS_EQUAL(85, d.config.image_gc.high_threshold_percent);
+    LONGS_EQUAL(80, d.config.image_gc.low_threshold_percent);
+    LONGS_EQUAL(120, d.config.image_gc.minimum_age_s);
+    auto r = parse_agent_config(
+        "runtime: {type: runc, imageGC: {highThresholdPercent: 1, lowThresholdPercent: 0, minimumAgeSeconds: "
+        "0}}\n",
+        "c.yaml", "/");
+    CHECK_TRUE(r.errors.empty());
+    CHECK(r.config.image_gc == (ImageGcPolicy{1, 0, 0}));
+}
+
+TEST(Config, RuncImageGcErrorsNameTheField) {
+    struct Row {
+        const char* yaml;
+        const char* error;
+    };
+    const Row rows[] = {
+        {"runtime: {type: runc, imageGC: 85}", "c.yaml: runtime.imageGC: expected {highThresholdPercent"},
+        {"runtime: {type: runc, imageGC: {high: 1}}", "c.yaml: runtime.imageGC.high: unknown key"},
+        {"runtime: {type: runc, imageGC: {highThresholdPercent: 101}}",
+         "c.yaml: runtime.imageGC.highThresholdPercent: Invalid value: 101: must be in range [0-100]"},
+        {"runtime: {type: runc, imageGC: {highThresholdPercent: \"90%\"}}",
+         "c.yaml: runtime.imageGC.highThresholdPercent: expected an integer"},
+        {"runtime: {type: runc, imageGC: {highThresholdPercent: 70}}",
+         "c.yaml: runtime.imageGC.lowThresholdPercent: Invalid value: 80: can not be higher than "
+         "highThresholdPercent (70)"},
+        {"runtime: {type: runc, imageGC: {minimumAgeSeconds: -5}}",
+         "c.yaml: runtime.imageGC.minimumAgeSeconds: Invalid value: -5"},
+    };
+    for (const Row& row : rows) {
+        auto r = parse_agent_config(row.yaml, "c.yaml", "/");
+        std::string all;
+        for (const auto& e : r.errors) all += e + "\n";
+        CHECK_TEXT(has(r, row.error), (std::string(row.yaml) + " gave:\n" + all).c_str());
+    }
+}
+
 TEST(Config, CriRuntimeTakesAnEndpointDefaultingToContainerds) {
     auto r = parse_agent_config("runtime: {type: cri}\n", "c.yaml", "/");
     CHECK_TEXT(r.errors.empty(), all(r).c_str());

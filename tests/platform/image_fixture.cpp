@@ -250,4 +250,14 @@ std::vector<std::string> whiteout_layers() {
     return {one, two};
 }
 
+Result<platform::ImportedImage> import_plain_image(platform::ImageStore& store, const std::string& dir,
+                                                   const std::vector<std::string>& layer_tars,
+                                                   const std::string& name) {
+    std::vector<Compression> plain(layer_tars.size(), Compression::kPlain);
+    write_oci_archive(dir + "/" + name + ".tar", make_image(layer_tars, plain), name);
+    auto imported = store.import_archive(dir + "/" + name + ".tar");
+    if (!imported.ok()) return imported.error();
+    return imported.value().at(0);
+}
+
 }  // namespace daemonlet::test

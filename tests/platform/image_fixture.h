@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/image_store.h"
+
 namespace daemonlet::test {
 
 struct TarEntry {
@@ -63,6 +65,12 @@ void write_multi_platform_archive(const std::string& path, const std::vector<Tes
 // as docker save writes a layer it has written before.
 void write_docker_archive(const std::string& path, const TestImage& image, const std::string& repo_tag,
                           bool linked = false);
+
+// Writes an OCI archive of `layer_tars` (uncompressed) named `name` to
+// <dir>/<name>.tar and imports it into `store`: its first image.
+Result<platform::ImportedImage> import_plain_image(platform::ImageStore& store, const std::string& dir,
+                                                   const std::vector<std::string>& layer_tars,
+                                                   const std::string& name);
 
 // The layers of the whiteout test image: layer 1 lays out etc/, opq/, bin/;
 // layer 2 whites out etc/gone and makes opq/ opaque.

@@ -182,12 +182,9 @@ TEST_GROUP(ImageOverlay) {
     }
     ImportedImage import(ImageStore & store, const std::vector<std::string>& layers,
                          const std::string& name) {
-        std::vector<Compression> plain(layers.size(), Compression::kPlain);
-        TestImage img = make_image(layers, plain);
-        write_oci_archive(dir + "/" + name + ".tar", img, name);
-        auto imported = store.import_archive(dir + "/" + name + ".tar");
+        auto imported = import_plain_image(store, dir, layers, name);
         CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
-        return imported.value().at(0);
+        return imported.value();
     }
     void mount(const ImageStore& store, const ImportedImage& image, const std::string& bundle) {
         auto m = store.mount_rootfs(image, bundle + "/rootfs", bundle + "/overlay");
