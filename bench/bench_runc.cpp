@@ -23,7 +23,8 @@
 // with MARKS mounted at /marks (hostPath), and the bench sees the mark's
 // IN_CLOSE_WRITE (inotify, bench_agent's harness). The pods use hostPID so
 // that $$ names a host process (bench_agent's marks hold host pids); their
-// mount, network, IPC and UTS namespaces, rootfs copy and cgroup are as
+// mount, network, IPC and UTS namespaces, root filesystem (runtime.rootfs
+// auto: an overlay where the node can mount one) and cgroup are as
 // any pod's.
 //
 // It prints a Markdown table; README's runtime figures record one run.
