@@ -11,6 +11,9 @@
 
 #include "platform/sha256.h"
 
+// CppUTest last: its leak-detection macros redefine new.
+#include <CppUTest/TestHarness.h>
+
 namespace daemonlet::test {
 
 namespace {
@@ -258,6 +261,19 @@ Result<platform::ImportedImage> import_plain_image(platform::ImageStore& store, 
     auto imported = store.import_archive(dir + "/" + name + ".tar");
     if (!imported.ok()) return imported.error();
     return imported.value().at(0);
+}
+
+platform::ImageStore open_store(const std::string& root) {
+    auto s = platform::ImageStore::open(root, kAmd64);
+    CHECK_TEXT(s.ok(), s.ok() ? "" : s.error().message.c_str());
+    return std::move(s).value();
+}
+
+platform::ImportedImage import_plain(platform::ImageStore& store, const std::string& dir,
+                                     const std::vector<std::string>& layer_tars, const std::string& name) {
+    auto imported = import_plain_image(store, dir, layer_tars, name);
+    CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
+    return imported.value();
 }
 
 }  // namespace daemonlet::test

@@ -72,6 +72,16 @@ Result<platform::ImportedImage> import_plain_image(platform::ImageStore& store, 
                                                    const std::vector<std::string>& layer_tars,
                                                    const std::string& name);
 
+// The platform the test images are made for.
+inline const Platform kAmd64{"linux", "amd64", ""};
+
+// ImageStore::open(root, kAmd64); fails the current test with the reason.
+platform::ImageStore open_store(const std::string& root);
+
+// import_plain_image; fails the current test with the reason.
+platform::ImportedImage import_plain(platform::ImageStore& store, const std::string& dir,
+                                     const std::vector<std::string>& layer_tars, const std::string& name);
+
 // The layers of the whiteout test image: layer 1 lays out etc/, opq/, bin/;
 // layer 2 whites out etc/gone and makes opq/ opaque.
 std::vector<std::string> whiteout_layers();

@@ -27,8 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const Platform kAmd64{"linux", "amd64", ""};
-
 std::set<std::string> entries(const std::string& dir) {
     std::set<std::string> out;
     std::error_code ec;
@@ -59,16 +57,10 @@ TEST_GROUP(ImageGcStore) {
         CHECK(unmount_if_mounted(dir + "/bundles/a/rootfs").ok());
         CHECK(remove_tree_on_one_fs(dir).ok());
     }
-    ImageStore open() {
-        auto s = ImageStore::open(root, kAmd64);
-        CHECK_TEXT(s.ok(), s.ok() ? "" : s.error().message.c_str());
-        return std::move(s).value();
-    }
+    ImageStore open() { return open_store(root); }
     ImportedImage import(ImageStore & store, const std::vector<std::string>& layers,
                          const std::string& name) {
-        auto imported = import_plain_image(store, dir, layers, name);
-        CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
-        return imported.value();
+        return import_plain(store, dir, layers, name);
     }
     // Every file `image` needs is in the store, and its rootfs assembles.
     void check_whole(const ImageStore& store, const ImportedImage& image) {

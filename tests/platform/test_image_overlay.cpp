@@ -41,8 +41,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const Platform kAmd64{"linux", "amd64", ""};
-
 // Each entry under `root` (not root itself) as "type mode uid:gid content".
 std::map<std::string, std::string> tree_of(const std::string& root) {
     std::map<std::string, std::string> out;
@@ -175,16 +173,10 @@ TEST_GROUP(ImageOverlay) {
             CHECK(unmount_if_mounted(b).ok());
         CHECK(remove_tree_on_one_fs(dir).ok());
     }
-    ImageStore open() {
-        auto s = ImageStore::open(root, kAmd64);
-        CHECK_TEXT(s.ok(), s.ok() ? "" : s.error().message.c_str());
-        return std::move(s).value();
-    }
+    ImageStore open() { return open_store(root); }
     ImportedImage import(ImageStore & store, const std::vector<std::string>& layers,
                          const std::string& name) {
-        auto imported = import_plain_image(store, dir, layers, name);
-        CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
-        return imported.value();
+        return import_plain(store, dir, layers, name);
     }
     void mount(const ImageStore& store, const ImportedImage& image, const std::string& bundle) {
         auto m = store.mount_rootfs(image, bundle + "/rootfs", bundle + "/overlay");

@@ -26,8 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const Platform kAmd64{"linux", "amd64", ""};
-
 std::size_t count_entries(const std::string& dir) {
     std::error_code ec;
     std::size_t n = 0;
@@ -53,11 +51,7 @@ TEST_GROUP(ImageStore) {
         std::error_code ec;
         fs::remove_all(dir, ec);
     }
-    ImageStore open() {
-        auto s = ImageStore::open(root, kAmd64);
-        CHECK_TEXT(s.ok(), s.ok() ? "" : s.error().message.c_str());
-        return std::move(s).value();
-    }
+    ImageStore open() { return open_store(root); }
     // The store holds nothing: no blob, no layer, no staging, no index.
     void check_empty() {
         LONGS_EQUAL(0, count_entries(root + "/blobs/sha256"));
