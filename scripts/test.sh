@@ -38,6 +38,10 @@ steps="${DAEMONLET_STEPS:-$all_steps}"
 
 summary=()
 failed=0
+# The failed tests of every step, with the end of their output: printed
+# after the summary, so that the end of a long CI log names them.
+failures="$(mktemp)"
+trap 'rm -f "$failures"' EXIT
 script_start=$SECONDS
 
 elapsed_since() {
@@ -97,6 +101,10 @@ print_summary() {
     done
     printf '%-8s %-8s %s, %s CPU\n' total "$([[ $failed == 0 ]] && echo ok || echo FAILED)" \
         "$(elapsed_since "$script_start")" "$(cpu=$(children_cpu) && printf '%dm%02ds' $((cpu / 60)) $((cpu % 60)))"
+    if [[ -s $failures ]]; then
+        printf '\n======== failed tests ========\n'
+        cat "$failures"
+    fi
 }
 
 step_setup() {
@@ -134,7 +142,29 @@ preset_cycle() {
     local preset=$1
     cmake --preset "$preset"
     cmake --build --preset "$preset" -j "$jobs"
-    ctest --preset "$preset" -j "$jobs"
+    run_ctest "$preset"
+}
+
+# ctest of one preset; on failure, the failed tests and the last lines of
+# each one's output (from CTest's LastTest.log) go to $failures.
+run_ctest() {
+    local preset=$1 dir="build/$1/Testing/Temporary"
+    if ctest --preset "$preset" -j "$jobs"; then
+        return 0
+    fi
+    local name
+    while IFS= read -r name; do
+        name=${name#*:}
+        {
+            printf -- '--- %s: %s failed; the end of its output:\n' "$preset" "$name"
+            # A test's block in LastTest.log runs from its "Testing: NAME"
+            # line to its '"NAME" end time:' line.
+            awk -v n="$name" '$0 ~ ("^[0-9]+/[0-9]+ Testing: ") && $3 == n { on = 1; next }
+                on && index($0, "\"" n "\" end time:") == 1 { on = 0 } on' "$dir/LastTest.log" |
+                grep -v -E '^(-{10,}|<end of output>|Test time = .*)$' | tail -n 40
+        } >>"$failures"
+    done <"$dir/LastTestsFailed.log"
+    return 1
 }
 
 # boot_step SCRIPT TOOL=PACKAGE...: the systemd and cgroup2 steps. Installs
@@ -185,7 +215,7 @@ step_aarch64() {
             "building and testing without CRI"
         cmake --preset aarch64 -DDAEMONLET_CRI=OFF
         cmake --build --preset aarch64 -j "$jobs"
-        ctest --preset aarch64 -j "$jobs"
+        run_ctest aarch64
         echo "aarch64: FAILED: daemonlet-cri.so was not built for arm64: run scripts/arm64-cri-sysroot.sh"
         return 1
     fi

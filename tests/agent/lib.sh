@@ -16,7 +16,7 @@ cleanup() {
     [[ -n $listener ]] && kill "$listener" 2>/dev/null
     pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
     pkill -KILL -f "daemonlet-image .*$work" 2>/dev/null
-    pkill -KILL -f "it-marker-$$" 2>/dev/null
+    pkill -KILL -f "it-marker-$$-" 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT

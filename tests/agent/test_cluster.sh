@@ -350,7 +350,7 @@ wait_for "STATUS= says disconnected" 5 bash -c "grep STATUS= '$work/notify.log' 
 kill -9 "$agent"
 wait "$agent" 2>/dev/null
 pkill -KILL -f "daemonlet-shim.*$work"
-pkill -KILL -f "it-marker-$$"
+pkill -KILL -f "it-marker-$$-"
 wait_for "every pod process is gone" 5 bash -c "! pgrep -f '^/bin/sh -c .* it-marker-$$-'"
 ready_before=$(grep -c READY=1 "$work/notify.log")
 t0=$(date +%s%N)

@@ -15,7 +15,10 @@
 # one file etc/layer<n> (an image of many layers, as overlay's mount
 # options limit); extra layers of EXTRA_LAYERS_MIB come above them,
 # IMAGE_CMD (the config's Cmd as a JSON array, default ["sh"]: test_cri.sh
-# makes its pod sandbox ("pause") image with a long sleep).
+# makes its pod sandbox ("pause") image with a long sleep),
+# LAYER_TAG (adds etc/daemonlet-layer-tag holding it to the first layer: a
+# layer digest no other test's busybox image has, for a test whose checks
+# would see another test's overlay of the shared busybox layer).
 set -euo pipefail
 
 out=${1:?usage: make_busybox_image.sh OUT.tar [NAME]}
@@ -40,10 +43,16 @@ chmod 0755 "$work/rootfs/bin/busybox"
 for applet in sh sleep cat echo; do
     ln -s busybox "$work/rootfs/bin/$applet"
 done
+members=(bin)
+if [[ -n ${LAYER_TAG:-} ]]; then
+    mkdir -p "$work/rootfs/etc"
+    echo "$LAYER_TAG" >"$work/rootfs/etc/daemonlet-layer-tag"
+    members+=(etc)
+fi
 
 reproducible=(--sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=posix
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime)
-tar "${reproducible[@]}" -C "$work/rootfs" -cf "$work/layer.tar" bin
+tar "${reproducible[@]}" -C "$work/rootfs" -cf "$work/layer.tar" "${members[@]}"
 diff_ids="\"sha256:$(sha256sum "$work/layer.tar" | cut -d' ' -f1)\""
 gzip -n -9 "$work/layer.tar"
 
