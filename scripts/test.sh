@@ -161,7 +161,7 @@ run_ctest() {
             # line to its '"NAME" end time:' line.
             awk -v n="$name" '$0 ~ ("^[0-9]+/[0-9]+ Testing: ") && $3 == n { on = 1; next }
                 on && index($0, "\"" n "\" end time:") == 1 { on = 0 } on' "$dir/LastTest.log" |
-                grep -v -E '^(-{10,}|<end of output>|Test time = .*)$' | tail -n 40
+                grep -v -E '^(-{10,}|<end of output>|Test time = .*|Command: .*|Directory: .*|"[^"]*" start time: .*|[0-9]+/[0-9]+ Test: .*|Output:)$' | tail -n 40
         } >>"$failures"
     done <"$dir/LastTestsFailed.log"
     return 1
