@@ -79,6 +79,16 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
             state["waiting"] = w;
         }
         st["state"] = state;
+        // kubelet's lastState: the previous instance's termination, once
+        // the container waits to restart or runs again (a terminated one's
+        // own is in state).
+        Json last = Json::object();
+        if (c.state != ContainerState::Terminated && !c.termination_reason.empty())
+            last["terminated"] = {{"exitCode", c.exit_code},
+                                  {"reason", c.termination_reason},
+                                  {"startedAt", rfc3339(c.termination_started_at_ms)},
+                                  {"finishedAt", rfc3339(c.finished_at_ms)}};
+        st["lastState"] = last;
         latest_ready_change = std::max(latest_ready_change, c.started_at_ms);
         return st;
     };

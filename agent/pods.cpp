@@ -505,6 +505,8 @@ void Agent::on_container_exit(const std::string& id) {
     cs.finished_at_ms =
         info.ok() && info.value().finished_at_ms ? info.value().finished_at_ms : platform::wall_clock_ms();
     cs.ready = false;
+    cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
+    cs.termination_started_at_ms = cs.started_at_ms;
     lc.id.clear();
     if (auto r = runtime_->remove(id); !r.ok()) log(Level::Warning, r.error().message);
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;

@@ -29,6 +29,12 @@ struct ContainerStatus {
     std::int32_t exit_code = 0;       // last termination
     std::int64_t started_at_ms = 0;   // wall clock, current instance
     std::int64_t finished_at_ms = 0;  // wall clock, last termination
+    // The last termination's reason and start (with exit_code and
+    // finished_at_ms): kubelet's lastState.terminated (its
+    // lastTerminationState), kept while the container waits in
+    // CrashLoopBackOff or runs again. Empty before the first exit.
+    std::string termination_reason;
+    std::int64_t termination_started_at_ms = 0;
     bool ready = false;
     bool started = false;  // startup probe passed (or none)
     bool sidecar = false;  // an init container with restartPolicy Always: runs beside the app containers

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/cgroup_oom.h"
 #include "core/oci_spec.h"
 #include "platform/fd.h"
 #include "platform/file.h"
@@ -51,6 +52,26 @@ std::string trim(std::string s) {
 }
 
 }  // namespace
+
+Result<std::uint64_t> container_oom_kills(const std::string& runc_root, const std::string& id) {
+    const std::string state_path = runc_root + "/" + id + "/state.json";
+    auto state = read_file(state_path, kMaxOutputBytes);
+    if (!state) return state.error();
+    const Json st = Json::parse(state.value(), nullptr, false);
+    const Json paths = st.is_object() ? st.value("cgroup_paths", Json::object()) : Json::object();
+    std::string counters;
+    if (paths.is_object() && paths.contains("memory") && paths["memory"].is_string())
+        counters = paths["memory"].get<std::string>() + "/memory.oom_control";
+    else if (paths.is_object() && paths.contains("") && paths[""].is_string())
+        counters = paths[""].get<std::string>() + "/memory.events";
+    else
+        return Error{"runtime", state_path + ": cgroup_paths names no memory cgroup"};
+    auto text = read_file(counters, 4096);
+    if (!text) return text.error();
+    auto kills = oom_kill_count(text.value());
+    if (!kills) return Error{"unsupported", counters + ": no oom_kill counter (Linux 4.13 or later has it)"};
+    return *kills;
+}
 
 Result<std::vector<std::string>> current_capabilities() {
     auto status = read_file("/proc/self/status", kMaxOutputBytes);

@@ -8,6 +8,7 @@
 // are quoted in errors; the container's stdout and stderr go to files.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,16 @@ struct RuncState {
     int pid = 0;         // the container's init as the host sees it; 0 when stopped
     std::string bundle;
 };
+
+// How many processes of container `id` the kernel's OOM killer has killed:
+// the "oom_kill" counter of its memory cgroup, found through runc's own
+// record of the container (<runc_root>/<id>/state.json "cgroup_paths"):
+// "memory" (cgroup v1) -> memory.oom_control, else "" (the unified
+// hierarchy, cgroup v2) -> memory.events; parsed by core's oom_kill_count.
+// The cgroup is there until `runc delete` (`runc run --keep` leaves it after
+// the exit). Errors: no such container or cgroup any more, or a kernel
+// without the counter (before 4.13).
+Result<std::uint64_t> container_oom_kills(const std::string& runc_root, const std::string& id);
 
 // This process's effective capabilities (/proc/self/status CapEff) by
 // name, for core's OciSpecInput::current_capabilities: a privileged

@@ -8,6 +8,7 @@
 #include <set>
 #include <system_error>
 
+#include "core/cgroup_oom.h"
 #include "core/json.h"
 #include "core/oci_image.h"
 #include "core/oci_spec.h"
@@ -165,7 +166,9 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
     const std::string bundle = bundle_dir(id);
     ContainerLaunch shim = launch;
     shim.id = id;
-    shim.argv = {runc_binary_, "--root", runc_root(), "run", "--bundle", bundle, id};
+    // --keep: runc leaves the stopped container, and its cgroup with the
+    // OOM-kill counter that inspect() reads, to remove()'s `runc delete`.
+    shim.argv = {runc_binary_, "--root", runc_root(), "run", "--keep", "--bundle", bundle, id};
     shim.env.clear();  // the container's is in config.json; runc needs none
     shim.working_dir.clear();
     shim.pod_spec = nullptr;
@@ -183,9 +186,24 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
     return started;
 }
 
+void RuncRuntime::add_oom_reason(ContainerInfo& info) const {
+    if (info.running || !info.exit_code || *info.exit_code == 0) return;
+    // No counter (the cgroup gone with a runc that was killed, an old
+    // kernel): the shim's reason stands.
+    auto kills = container_oom_kills(runc_root(), info.id);
+    if (kills && ended_by_oom_kill(*info.exit_code, kills.value())) info.reason = kOomKilledReason;
+}
+
+Result<ContainerInfo> RuncRuntime::inspect(const std::string& id) {
+    auto info = exec_->inspect(id);
+    if (info) add_oom_reason(info.value());
+    return info;
+}
+
 Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
     auto adopted = exec_->adopt_all();
     if (!adopted) return adopted;
+    for (auto& info : adopted.value()) add_oom_reason(info);
     std::set<std::string> known;
     for (const auto& info : adopted.value()) known.insert(info.id);
     std::vector<std::string> leftovers;

@@ -14,7 +14,8 @@
 // build_oci_spec (hostPath volumes; an emptyDir is
 // <runtime>/pods/<pod uid>/volumes/<name>; cgroupsPath /daemonlet/<id>).
 // The runc container, the bundle and the shim's state share one id. On
-// remove(): `runc delete --force` (a container that outlived a SIGKILLed
+// remove(): `runc delete --force` (runc runs with --keep, so its stopped
+// container and cgroup wait for this; a container that outlived a SIGKILLed
 // runc goes with it), then the rootfs unmounted, then the bundle (never
 // through a mount: platform/overlay_mount.h), then the shim's state. The
 // overlay mounts are in the host's mount namespace: an agent restart keeps
@@ -82,8 +83,12 @@ class RuncRuntime final : public Runtime {
     // rootfs copy and runc's start.
     Result<std::string> start(const ContainerLaunch& launch) override;
     Status stop(const std::string& id) override { return exec_->stop(id); }
-    Result<ContainerInfo> inspect(const std::string& id) override { return exec_->inspect(id); }
-    // The exec runtime's, then the leftovers of starts an agent crash cut
+    // The exec runtime's, and for a container that exited non-zero after
+    // the OOM killer killed in its memory cgroup, reason OOMKilled
+    // (core/cgroup_oom.h): runc runs with --keep, so the cgroup and its
+    // counter stay until remove().
+    Result<ContainerInfo> inspect(const std::string& id) override;
+    // The exec runtime's (exited ones' reasons as inspect's), then the leftovers of starts an agent crash cut
     // short (a bundle, maybe a runc container, without the shim's state)
     // are deleted: no container record will ever remove them.
     Result<std::vector<ContainerInfo>> adopt_all() override;
@@ -119,6 +124,8 @@ class RuncRuntime final : public Runtime {
     Status prepare_bundle(const ContainerLaunch& launch, const std::string& id, const std::string& bundle);
     // The rootfs unmounted, then the bundle deleted.
     Status delete_bundle(const std::string& bundle);
+    // Sets info.reason to OOMKilled when the container's exit was the OOM killer's.
+    void add_oom_reason(ContainerInfo& info) const;
     // Undoes a start: runc's container (when runc may have made one), the bundle.
     void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
 

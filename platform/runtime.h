@@ -58,7 +58,7 @@ struct ContainerInfo {
     int pid = 0;                     // the container's main process
     std::int64_t started_at_ms = 0;  // wall clock
     std::optional<int> exit_code;    // set once it has exited (128+N for signal N)
-    std::string reason;              // on exit: Completed (0), Error, or the signal name
+    std::string reason;              // on exit: Completed (0), Error, the signal name, OOMKilled (runc)
     std::int64_t finished_at_ms = 0;
     std::string log_path;  // the current log file
     std::string pod_name;

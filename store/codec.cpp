@@ -129,6 +129,8 @@ Json encode_container(const ContainerStatus& c) {
                 {"exitCode", c.exit_code},
                 {"startedAtMs", c.started_at_ms},
                 {"finishedAtMs", c.finished_at_ms},
+                {"terminationReason", c.termination_reason},
+                {"terminationStartedAtMs", c.termination_started_at_ms},
                 {"ready", c.ready},
                 {"started", c.started}};
 }
@@ -161,8 +163,9 @@ Result<std::vector<ContainerStatus>> decode_containers(std::string_view text,
             !read(e, "state", state) || !read(e, "reason", c.reason) || !read(e, "message", c.message) ||
             !read(e, "restartCount", c.restart_count) || !read(e, "exitCode", c.exit_code) ||
             !read(e, "startedAtMs", c.started_at_ms) || !read(e, "finishedAtMs", c.finished_at_ms) ||
-            !read(e, "ready", c.ready) || !read(e, "started", c.started) || !read(e, "init", init) ||
-            !read(e, "sidecar", c.sidecar))
+            !read(e, "terminationReason", c.termination_reason) ||
+            !read(e, "terminationStartedAtMs", c.termination_started_at_ms) || !read(e, "ready", c.ready) ||
+            !read(e, "started", c.started) || !read(e, "init", init) || !read(e, "sidecar", c.sidecar))
             return corrupt("containers_json", "malformed container status " + dump(e));
         auto s = decode_state(state);
         if (!s) return s.error();

@@ -43,6 +43,16 @@ runc_cleanup() {
     for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo); do umount -l "$m"; done
     cleanup
 }
+# The runc scripts' start, after require_runc: $import, an import directory
+# holding the busybox test image (tests/data/make_busybox_image.sh), and
+# runc_cleanup on exit.
+runc_import_busybox() {
+    import=$work/import
+    mkdir -p "$import"
+    trap runc_cleanup EXIT
+    "$(dirname "${BASH_SOURCE[0]}")/../data/make_busybox_image.sh" "$import/busybox.tar" >/dev/null ||
+        { echo "FAIL: cannot build the image"; exit 1; }
+}
 
 # `producer | grepq PATTERN`: grep -q stops reading at its first match, and
 # under pipefail the producer then fails with SIGPIPE whenever it still had

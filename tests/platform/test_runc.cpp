@@ -278,3 +278,68 @@ TEST(Runc, RunsAPrivilegedContainerWithTheAgentsCapabilities) {
     CHECK_TEXT(text.find("sysfs /sys sysfs rw,") != std::string::npos, text.c_str());
     CHECK(runc.remove(id).ok());
 }
+
+// container_oom_kills finds the memory cgroup as runc recorded it
+// (state.json cgroup_paths) and reads its oom_kill counter; the files
+// here are the shapes runc 1.1.5 and the kernel write (what
+// agent.runc_oom and the cgroup2 VM step check against the real ones).
+TEST_GROUP(RuncOomKills) {
+    std::string dir;
+    void setup() override {
+        char tmpl[] = "/tmp/daemonlet-runc-oom.XXXXXX";
+        dir = ::mkdtemp(tmpl);
+    }
+    void teardown() override {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    void write(const std::string& path, const std::string& text) {
+        fs::create_directories(fs::path(path).parent_path());
+        std::ofstream(path) << text;
+    }
+    // runc's state.json of container `id` with these cgroup_paths (JSON).
+    void runc_state(const std::string& id, const std::string& cgroup_paths) {
+        write(dir + "/runc/" + id + "/state.json",
+              "{\"id\":\"" + id + "\",\"init_process_pid\":0,\"cgroup_paths\":" + cgroup_paths + "}");
+    }
+};
+
+TEST(RuncOomKills, CgroupV1ReadsTheMemoryHierarchysOomControlEvenBesideAUnifiedOne) {
+    runc_state("a",
+               "{\"\":\"" + dir + "/unified/daemonlet/a\",\"memory\":\"" + dir + "/memory/daemonlet/a\"}");
+    write(dir + "/memory/daemonlet/a/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+    auto kills = container_oom_kills(dir + "/runc", "a");
+    CHECK_TEXT(kills.ok(), kills.ok() ? "" : kills.error().message.c_str());
+    CHECK_EQUAL(2u, kills.value());
+}
+
+TEST(RuncOomKills, CgroupV2ReadsMemoryEvents) {
+    runc_state("b", "{\"\":\"" + dir + "/v2/daemonlet/b\"}");
+    write(dir + "/v2/daemonlet/b/memory.events",
+          "low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\noom_group_kill 0\n");
+    auto kills = container_oom_kills(dir + "/runc", "b");
+    CHECK_TEXT(kills.ok(), kills.ok() ? "" : kills.error().message.c_str());
+    CHECK_EQUAL(1u, kills.value());
+}
+
+TEST(RuncOomKills, NoContainerNoCgroupOrNoCounterIsAnErrorNamingTheFile) {
+    auto none = container_oom_kills(dir + "/runc", "missing");
+    CHECK_FALSE(none.ok());
+    CHECK(none.error().message.find("missing/state.json") != std::string::npos);
+
+    runc_state("gone", "{\"memory\":\"" + dir + "/memory/daemonlet/gone\"}");
+    auto gone = container_oom_kills(dir + "/runc", "gone");
+    CHECK_FALSE(gone.ok());
+    CHECK(gone.error().message.find("gone/memory.oom_control") != std::string::npos);
+
+    runc_state("old", "{\"memory\":\"" + dir + "/memory/daemonlet/old\"}");
+    write(dir + "/memory/daemonlet/old/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n");
+    auto old = container_oom_kills(dir + "/runc", "old");
+    CHECK_FALSE(old.ok());
+    STRCMP_EQUAL("unsupported", old.error().code.c_str());
+
+    runc_state("nopaths", "{}");
+    auto nopaths = container_oom_kills(dir + "/runc", "nopaths");
+    CHECK_FALSE(nopaths.ok());
+    CHECK(nopaths.error().message.find("cgroup_paths") != std::string::npos);
+}

@@ -108,6 +108,8 @@ inline PodRecord sample_pod(const std::string& uid, const std::string& ds = "age
     main.exit_code = 137;
     main.started_at_ms = 1'700'000'001'000;
     main.finished_at_ms = 1'700'000'000'900;
+    main.termination_reason = "OOMKilled";
+    main.termination_started_at_ms = 1'700'000'000'500;
     main.ready = true;
     main.started = true;
     ContainerStatus side;
@@ -198,9 +200,11 @@ inline std::string pod_difference(const PodRecord& a, const PodRecord& b) {
     if (scalar(a) != scalar(b)) return "pod " + a.uid + ": a scalar field differs";
     auto differ = [](const ContainerStatus& x, const ContainerStatus& y) {
         return std::tie(x.name, x.runtime_id, x.state, x.reason, x.message, x.restart_count, x.exit_code,
-                        x.started_at_ms, x.finished_at_ms, x.ready, x.started, x.sidecar) !=
+                        x.started_at_ms, x.finished_at_ms, x.termination_reason, x.termination_started_at_ms,
+                        x.ready, x.started, x.sidecar) !=
                std::tie(y.name, y.runtime_id, y.state, y.reason, y.message, y.restart_count, y.exit_code,
-                        y.started_at_ms, y.finished_at_ms, y.ready, y.started, y.sidecar);
+                        y.started_at_ms, y.finished_at_ms, y.termination_reason, y.termination_started_at_ms,
+                        y.ready, y.started, y.sidecar);
     };
     for (std::size_t i = 0; i < a.containers.size(); ++i)
         if (differ(a.containers[i], b.containers[i]))

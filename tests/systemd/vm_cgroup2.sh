@@ -17,7 +17,8 @@
 #     memory.max is 67108864, cpu.max "50000 100000", cpu.weight 20, and the
 #     processes in its cgroup.procs are the container's;
 #   - a process beyond the limit is OOM-killed inside the cgroup (memory.events
-#     oom_kill), and a container whose own process is exits 137.
+#     oom_kill), and a container whose own process is exits 137 and is
+#     reported OOMKilled (daemonlet get pods -o json).
 # The console is read after qemu exits, which it does at the VM's power-off
 # (or a kernel panic: panic=-1 with -no-reboot), under a deadline (timeout).
 #

@@ -116,12 +116,16 @@ check "the hog container's shell survives (the same pid)" test "$(container_pid 
 
 # 5. A container whose own process is OOM-killed. kubelet reports reason
 # OOMKilled when the runtime says so (containerd: the cgroup's oom event);
-# the runc runtime's shim sees runc exit 137 (128 + SIGKILL).
+# the runc runtime's shim sees runc exit 137 (128 + SIGKILL), and the
+# runtime finds the OOM kill in the kept cgroup's memory.events oom_kill.
 exited() { journalctl --no-pager -o cat -u daemonlet.service | grep -E 'pod cg2/oomexit-[a-z0-9]+ container main exited with'; }
 if wait_for "the container whose process exceeds its limit exits, and the agent logs it" 120 exited; then
     line="$(exited | head -1)"
     info "agent: $line"
     check "...with exit code 137 (runc: 128 + SIGKILL)" grep -q 'exited with 137' <<<"$line"
+    check "...and reason OOMKilled in the log" grep -q 'exited with 137 (OOMKilled)' <<<"$line"
+    oom_reported() { "$dl" get pods -A -o json --config "$cfg" 2>/dev/null | grep -qE '"reason": ?"OOMKilled"'; }
+    wait_for "daemonlet get pods -o json reports the container OOMKilled (lastState.terminated)" 30 oom_reported
 fi
 info "daemonlet get pods: $(pods | grep oomexit)"
 done_
