@@ -10,7 +10,12 @@
 //                    multicast, link-local or all zeros
 //                    (pkg/kubelet/kubelet_node_status.go validateNodeIP).
 //                    The order is kept: the first is the primary, as
-//                    setters.go NodeAddress lists them.
+//                    setters.go NodeAddress lists them. The kubelet takes
+//                    0.0.0.0 or :: as "choose, preferring this family";
+//                    here they are refused (leave nodeIP out to choose).
+//                    Nor is nodeIP checked against the interfaces (the
+//                    kubelet's validateNodeIP does): an address that comes
+//                    up after the agent is accepted.
 //   choose_host_ip   without nodeIP, kubelet's NodeAddress falls back to
 //                    k8s.io/apimachinery/pkg/util/net ResolveBindAddress ->
 //                    ChooseHostInterface: IPv4 first, then IPv6, the first
