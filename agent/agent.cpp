@@ -153,6 +153,8 @@ Status Agent::init() {
     uv_timer_init(&loop_, rebuild_timer_);
     rebuild_timer_->data = this;
 
+    // Before the pods: a hostNetwork pod's podIP is the node's.
+    start_node_ips();
     // The cached pods first: adopt what runs, then read the manifests and
     // start what is missing, all before READY.
     adopt();
@@ -269,6 +271,7 @@ void Agent::reload_config() {
         if (!dir_changed) rebuild_desired();
     }
     refresh_node();
+    refresh_node_ips();
     if (dir_changed) {
         watch_->close();
         files_.clear();
@@ -298,6 +301,7 @@ void Agent::shutdown() {
     close_and_free(wake_timer_);
     close_and_free(rebuild_timer_);
     close_and_free(image_gc_timer_);
+    close_and_free(node_ips_timer_);
     for (auto& [uid, pod] : pods_)
         for (auto& c : pod.containers) {
             close_restart_timer(c.restart_timer);

@@ -271,6 +271,11 @@ class Agent {
     void on_image_removed(const std::string& digest, const platform::ProbeResult& r);
     void finish_image_gc();
 
+    // node_ips.cpp: the node's IPs (nodeIP, else the interfaces), for
+    // status.hostIP and hostNetwork pods' podIP; re-checked every minute
+    void start_node_ips();
+    void refresh_node_ips();
+
     // probes.cpp: kubelet's prober for running containers
     const Container* probed_spec(const LivePod& pod, std::size_t index);
     void start_probes(const std::string& uid, std::size_t index);
@@ -308,6 +313,10 @@ class Agent {
     std::vector<GcImage> image_gc_victims_;         // what this collection still removes, in order
     std::map<std::string, std::int64_t> image_last_used_;  // normalised image -> wall s last seen in use
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
+    std::vector<std::string> node_ips_;               // the primary first; none on a board with only lo
+    bool node_ips_known_ = false;                     // found once (and logged)
+    bool node_ips_read_failed_ = false;               // getifaddrs failed (logged once)
+    uv_timer_t* node_ips_timer_ = nullptr;            // the minute's re-check; freed in its close callback
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;

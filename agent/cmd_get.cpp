@@ -7,6 +7,7 @@
 
 #include "agent/cli.h"
 #include "agent/cli_flags.h"
+#include "agent/node_ips.h"
 #include "agent/operator_view.h"
 #include "platform/system_info.h"
 #include "store/store.h"
@@ -42,7 +43,8 @@ bool pod_ready(const PodRecord& p) {
                        [](const ContainerStatus& c) { return !c.sidecar || c.ready; });
 }
 
-Json pod_json(const PodRecord& p, const std::string& node, const std::string& runtime) {
+Json pod_json(const PodRecord& p, const std::string& node, const std::string& runtime,
+              const std::vector<std::string>& node_ips) {
     Json pod = Json::object();
     pod["apiVersion"] = "v1";
     pod["kind"] = "Pod";
@@ -103,6 +105,14 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
                                                   {"lastTransitionTime", rfc3339(latest_ready_change)}}})},
                      {"containerStatuses", statuses}};
     if (!p.init_containers.empty()) pod["status"]["initContainerStatuses"] = init_statuses;
+    // kubelet's generateAPIPodStatus: hostIP is the node's primary IP,
+    // hostIPs the node's (at most a dual-stack pair), on every pod.
+    if (!node_ips.empty()) {
+        pod["status"]["hostIP"] = node_ips.front();
+        Json ips = Json::array();
+        for (std::size_t i = 0; i < node_ips.size() && i < 2; ++i) ips.push_back({{"ip", node_ips[i]}});
+        pod["status"]["hostIPs"] = ips;
+    }
     // kubelet's convertStatusToAPIStatus: podIP is podIPs[0].
     if (!p.pod_ips.empty()) {
         pod["status"]["podIP"] = p.pod_ips.front();
@@ -175,7 +185,9 @@ int cmd_get(const std::vector<std::string>& args) {
         });
         if (output == "json") {
             Json items = Json::array();
-            for (const auto& p : list) items.push_back(pod_json(p, node_name, cfg.value().runtime_type));
+            const std::vector<std::string> node_ips = stored_node_ips(store);
+            for (const auto& p : list)
+                items.push_back(pod_json(p, node_name, cfg.value().runtime_type, node_ips));
             Json out = {
                 {"apiVersion", "v1"}, {"kind", "PodList"}, {"metadata", Json::object()}, {"items", items}};
             std::printf("%s\n", out.dump(4).c_str());

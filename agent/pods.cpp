@@ -273,15 +273,16 @@ void Agent::refresh_readiness(LivePod& p) {
 // status.podIPs from the runtime's sandbox (every container of a pod is in
 // the same one): set once a container runs, kept while none does, changed
 // when a new sandbox brings a new address. The runtime keeps each
-// container's answer, so this costs one PodSandboxStatus per container.
+// container's answer, so this costs one PodSandboxStatus per container. A
+// pod in the node's network (hostNetwork, every exec runtime pod) has the
+// node's IPs (node_ips.cpp); a runc pod without hostNetwork, alone in a
+// network namespace with only loopback, has none.
 void Agent::refresh_pod_ips(LivePod& p) {
     for (const auto& lc : p.containers) {
         if (lc.id.empty()) continue;
         auto net = runtime_->pod_network(lc.id);
         if (!net) return;  // the runtime cannot say now: what is known stays
-        // The node's own addresses are not known to the agent: a
-        // hostNetwork pod reports none (kubelet's: the node's IPs).
-        p.rec.pod_ips = pod_status_ips(net.value().host_network, net.value().ips, {}).pod_ips;
+        p.rec.pod_ips = pod_status_ips(net.value().host_network, net.value().ips, node_ips_).pod_ips;
         return;
     }
 }

@@ -9,6 +9,7 @@
 #include "core/image_reference.h"
 #include "core/manifest.h"
 #include "core/names.h"
+#include "core/node_ips.h"
 #include "core/quantity.h"
 
 namespace daemonlet {
@@ -261,8 +262,8 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
     }
     AgentConfig& c = out.config;
     r.unknown_keys(doc, "",
-                   {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "manifestDir", "stateDir",
-                    "runtime", "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize",
+                   {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "nodeIP", "manifestDir",
+                    "stateDir", "runtime", "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize",
                     "containerLogMaxFiles", "apiServer"});
     for (auto it = doc.begin(); it != doc.end(); ++it) {
         const std::string& k = it.key();
@@ -284,6 +285,14 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                     r.error(p, "value " + render_string(value) + ": " + m);
                 c.node_labels[l.key()] = value;
             }
+        } else if (k == "nodeIP") {
+            std::string value;
+            if (!r.string(v, k, value)) continue;
+            auto ips = parse_node_ip(value);
+            if (!ips.ok())
+                r.error(k, ips.error().message);
+            else
+                c.node_ips = std::move(ips).value();
         } else if (k == "nodeTaints") {
             parse_taints(r, v, c);
         } else if (k == "nodeUnschedulable") {

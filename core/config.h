@@ -6,6 +6,8 @@
 //   nodeLabels: {disktype: ssd}    # plus kubernetes.io/hostname, /os, /arch
 //   nodeTaints:
 //     - {key: dedicated, value: sensors, effect: NoSchedule}
+//   nodeIP: 192.168.1.20           # kubelet's --node-ip; "IPv4,IPv6" for dual
+//                                  # stack; default: core/node_ips.h choose_host_ip
 //   manifestDir: /etc/daemonlet/manifests
 //   stateDir: /var/lib/daemonlet
 //   runtime: {type: exec}           # or, for containers from images:
@@ -72,6 +74,9 @@ struct AgentConfig {
     Labels node_labels;
     std::vector<Taint> node_taints;
     bool node_unschedulable = false;
+    // nodeIP, parsed (core/node_ips.h parse_node_ip): the node's IPs, the
+    // primary first; empty: chosen from the interfaces and routes.
+    std::vector<std::string> node_ips;
     std::string manifest_dir = "/etc/daemonlet/manifests";
     std::string state_dir = "/var/lib/daemonlet";
     std::string runtime_type = "exec";  // "exec", "runc" or "cri"

@@ -22,7 +22,13 @@ PodIPs pod_status_ips(bool host_network, const std::vector<std::string>& sandbox
                       const std::vector<std::string>& node_ips) {
     PodIPs out;
     out.pod_ips = sandbox_ips;
-    if (host_network && out.pod_ips.empty() && !node_ips.empty()) out.pod_ips = {node_ips.front()};
+    if (host_network && out.pod_ips.empty() && !node_ips.empty()) {
+        out.pod_ips = {node_ips.front()};
+        // A dual-stack node's second IP, when of the other family (#105320).
+        if (node_ips.size() == 2 &&
+            (node_ips[0].find(':') == std::string::npos) != (node_ips[1].find(':') == std::string::npos))
+            out.pod_ips.push_back(node_ips[1]);
+    }
     if (!out.pod_ips.empty()) out.pod_ip = out.pod_ips.front();
     return out;
 }

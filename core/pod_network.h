@@ -12,8 +12,11 @@
 //                     hostNetwork pod whose runtime gives none has the
 //                     node's (pkg/kubelet/kubelet_pods.go
 //                     generateAPIPodStatus: "HostNetwork Pods inherit the
-//                     node IPs as PodIPs"); podIP is podIPs[0]
-//                     (convertStatusToAPIStatus).
+//                     node IPs as PodIPs": the primary, then a dual-stack
+//                     node's second IP of the other family, #105320);
+//                     podIP is podIPs[0] (convertStatusToAPIStatus). The
+//                     node's IPs are core/node_ips.h's, as last read (after
+//                     a board's DHCP lease changed, the new address).
 //   probe_host        the probe's own host when it sets one, else the pod's
 //                     IP (pkg/kubelet/prober/prober.go runProbe: tcpSocket
 //                     "host = status.PodIP" when Host is empty; httpGet

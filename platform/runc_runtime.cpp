@@ -232,8 +232,9 @@ std::optional<std::vector<std::string>> RuncRuntime::exec_in(const std::string& 
     return argv;
 }
 
-Result<std::string> RuncRuntime::probe_netns(const std::string& id) const {
+Result<bool> RuncRuntime::own_network(const std::string& id) const {
     if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
+    if (auto it = own_network_.find(id); it != own_network_.end()) return it->second;
     auto config = read_file(bundle_dir(id) + "/config.json", 1024 * 1024);
     if (!config) return Error{"io", "container " + id + ": " + config.error().message};
     const Json spec = Json::parse(config.value(), nullptr, false);
@@ -242,6 +243,22 @@ Result<std::string> RuncRuntime::probe_netns(const std::string& id) const {
         for (const auto& ns : spec["linux"].value("namespaces", Json::array()))
             if (ns.is_object() && ns.value("type", "") == "network" && ns.value("path", "").empty())
                 own = true;
+    own_network_[id] = own;
+    return own;
+}
+
+Result<PodNetwork> RuncRuntime::pod_network(const std::string& id) const {
+    auto own = own_network(id);
+    if (!own) return own.error();
+    PodNetwork net;
+    net.host_network = !own.value();
+    return net;
+}
+
+Result<std::string> RuncRuntime::probe_netns(const std::string& id) const {
+    auto own_ns = own_network(id);
+    if (!own_ns) return own_ns.error();
+    const bool own = own_ns.value();
     // libcontainer's State (runc --root R state ID reads the same file).
     auto state = read_file(runc_root() + "/" + id + "/state.json", 1024 * 1024);
     const Json st = state ? Json::parse(state.value(), nullptr, false) : Json();
@@ -260,6 +277,7 @@ Status RuncRuntime::remove(const std::string& id) {
     // the grace period): delete --force kills it and removes its cgroup.
     if (auto s = runc_.remove(id); !s) return s;
     if (auto s = delete_bundle(bundle_dir(id)); !s) return s;
+    own_network_.erase(id);
     return exec_->remove(id);
 }
 

@@ -102,6 +102,10 @@ class RuncRuntime final : public Runtime {
     // shares the host's network; an error until runc has made the
     // container's init.
     Result<std::string> probe_netns(const std::string& id) const override;
+    // host_network as config.json says: a container without hostNetwork is
+    // alone in a network namespace with only loopback (no CNI here), so it
+    // has no IP; a hostNetwork one has the node's (the agent's).
+    Result<PodNetwork> pod_network(const std::string& id) const override;
     void close() override {
         close_pulls();
         exec_->close();
@@ -128,6 +132,10 @@ class RuncRuntime final : public Runtime {
     void add_oom_reason(ContainerInfo& info) const;
     // Undoes a start: runc's container (when runc may have made one), the bundle.
     void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
+    // Whether config.json gives the container a network namespace of its
+    // own; remembered per id (until remove) since config.json never changes.
+    Result<bool> own_network(const std::string& id) const;
+    mutable std::map<std::string, bool> own_network_;
 
     std::unique_ptr<Runtime> exec_;
     ImageTool images_;

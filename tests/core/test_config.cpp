@@ -1,5 +1,6 @@
 // The agent's configuration file: keys, defaults, and errors naming the key.
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 
@@ -243,6 +244,32 @@ containerLogMaxFiles: 1
     CHECK_TRUE(has(r, "c.yaml: fileCheckFrequency: invalid duration \"often\""));
     CHECK_TRUE(has(r, "c.yaml: crashLoopBackoff.max: must not be less than crashLoopBackoff.initial"));
     CHECK_TRUE(has(r, "c.yaml: containerLogMaxFiles: expected an integer from 2 to 100"));
+}
+
+// nodeIP is kubelet's --node-ip: ParseNodeIPArgument (one IP or a
+// dual-stack pair, the order kept) and validateNodeIP's refusals; core/
+// test_node_ips.cpp has the table of values.
+TEST(Config, NodeIpIsOneIpOrADualStackPair) {
+    auto none = parse_agent_config("nodeName: edge-01\n", "c.yaml", "/");
+    CHECK_TRUE(none.config.node_ips.empty());
+    auto one = parse_agent_config("nodeIP: 192.168.1.20\n", "c.yaml", "/");
+    CHECK_TEXT(one.errors.empty(), all(one).c_str());
+    CHECK(one.config.node_ips == std::vector<std::string>{"192.168.1.20"});
+    auto two = parse_agent_config("nodeIP: \"FD00::20, 192.168.1.20\"\n", "c.yaml", "/");
+    CHECK_TEXT(two.errors.empty(), all(two).c_str());
+    CHECK((two.config.node_ips == std::vector<std::string>{"fd00::20", "192.168.1.20"}));
+}
+
+TEST(Config, NodeIpErrorsNameTheKeyAndTheReason) {
+    auto r = parse_agent_config("nodeIP: 192.168.1.300\n", "c.yaml", "/");
+    CHECK_TEXT(has(r, "c.yaml: nodeIP: \"192.168.1.300\" is not an IP address"), all(r).c_str());
+    r = parse_agent_config("nodeIP: 10.0.0.1,10.0.0.2\n", "c.yaml", "/");
+    CHECK_TEXT(has(r, "c.yaml: nodeIP: \"10.0.0.1,10.0.0.2\": at most one IPv4 and one IPv6 address"),
+               all(r).c_str());
+    r = parse_agent_config("nodeIP: 127.0.0.1\n", "c.yaml", "/");
+    CHECK_TEXT(has(r, "c.yaml: nodeIP: \"127.0.0.1\": nodeIP can't be loopback address"), all(r).c_str());
+    r = parse_agent_config("nodeIP: [10.0.0.1]\n", "c.yaml", "/");
+    CHECK_TEXT(has(r, "c.yaml: nodeIP: expected a string"), all(r).c_str());
 }
 
 TEST(Config, MalformedYamlIsReported) {
