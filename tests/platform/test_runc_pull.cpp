@@ -114,7 +114,8 @@ TEST(RuncPull, CallersOfTheSameImageShareOneProcessAndAreEachCalledBackOnce) {
     std::sort(calls.begin(), calls.end());
     LONGS_EQUAL(2, calls.size());
     STRCMP_EQUAL(("pull --store " + dir + "/images --auth-file /x.json ok/img:1").c_str(), calls[0].c_str());
-    STRCMP_EQUAL(("pull --store " + dir + "/images --auth-file /x.json ok/other:1").c_str(), calls[1].c_str());
+    STRCMP_EQUAL(("pull --store " + dir + "/images --auth-file /x.json ok/other:1").c_str(),
+                 calls[1].c_str());
 }
 
 TEST(RuncPull, TheErrorLinesCodeIsTheStatusCode) {
