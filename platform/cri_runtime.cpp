@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "core/cri_config.h"
 #include "core/pod_network.h"
@@ -88,7 +89,7 @@ class CriRuntime final : public Runtime {
         uv_timer_init(loop, relist_timer_);
         relist_timer_->data = this;
         uv_timer_start(
-            relist_timer_, [](uv_timer_t* t) { static_cast<CriRuntime*>(t->data)->relist(); },
+            relist_timer_, [](uv_timer_t* t) { static_cast<CriRuntime*>(t->data)->tick(); },
             kRelistIntervalMs, kRelistIntervalMs);
     }
     ~CriRuntime() override { close(); }
@@ -126,6 +127,12 @@ class CriRuntime final : public Runtime {
         watched_[id] = Watched{generation_, grace_seconds};
     }
     void relist();
+    // The relist timer: the failed stops again, then a relist.
+    void tick() {
+        for (const std::string& id : std::exchange(stop_again_, {}))
+            if (watched_.count(id)) (void)stop(id);
+        relist();
+    }
     ContainerInfo info_of(const CriContainerStatus& st) const;
     std::string pod_dir(const std::string& uid) const { return opts_.runtime_dir + "/pods/" + uid; }
 
@@ -138,6 +145,7 @@ class CriRuntime final : public Runtime {
     std::map<std::string, Watched> watched_;
     std::uint64_t generation_ = 0;  // bumped when a relist is posted
     bool relisting_ = false;
+    std::set<std::string> stop_again_;  // watched containers whose StopContainer failed
     std::map<std::string, std::vector<std::function<void(Status)>>> pulls_;
     // Each container's sandbox (from start() and adopt_all()), and its
     // network once asked for: a sandbox keeps its network namespace, hence
@@ -267,15 +275,20 @@ Status CriRuntime::stop(const std::string& id) {
     auto w = watched_.find(id);
     const std::int64_t grace = w == watched_.end() ? 30 : w->second.grace_seconds;
     CriClient* client = client_.get();
-    // The exit reaches the handler through a relist; a failed stop is
-    // seen there too (the container still runs), and the agent's stop
-    // is asked again on its next pass.
+    // The exit reaches the handler through a relist. The agent asks for a
+    // pod's stop once, so a StopContainer that fails (containerd slow past
+    // the deadline, or down) is asked again at each relist tick until the
+    // container is gone, as kubelet's pod worker retries killPod at each
+    // sync.
     jobs_.post([this, client, id, grace]() -> LoopJobs::Continuation {
-        (void)client->stop_container(id, grace, static_cast<int>((grace + 10) * 1000));
+        const bool stopped = client->stop_container(id, grace, static_cast<int>((grace + 10) * 1000)).ok();
         // StopContainer returns once the container is gone: relist now
         // rather than at the next tick, so that a rolling update does not
         // wait up to kRelistIntervalMs for the exit.
-        return [this] { relist(); };
+        return [this, id, stopped] {
+            if (!stopped && watched_.count(id)) stop_again_.insert(id);
+            relist();
+        };
     });
     return Ok{};
 }

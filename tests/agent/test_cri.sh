@@ -16,7 +16,8 @@
 # logs; kill -9 of the agent leaves the container running and a new agent
 # adopts it (same id, no restart); a rolling update replaces the container
 # and removes the old pod's sandbox; an image that cannot be pulled leaves
-# its pod in ErrImagePull / ImagePullBackOff with the pull's reason.
+# its pod in ErrImagePull / ImagePullBackOff with the pull's reason. A StopContainer that fails
+# (containerd down) is asked again until the container is gone.
 # Needs root and containerd; skips without them.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -133,7 +134,25 @@ crash_sandboxes() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$crash
 crash_containers() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$crash_uid,labels.\"io.kubernetes.container.name\"==main" 2>/dev/null | wc -l; }
 [[ $(crash_containers) -eq 1 ]] && ok || fail "the exited container was not removed at its restart: $(crash_containers) containers"
 
-# 9. SIGTERM: the agent stops at once (its worker threads joined, every
+# 9. A stop that fails is asked again (kubelet's pod worker retries killPod
+# at each sync): containerd is down when crash's file goes, so the agent's
+# one StopContainer fails; once containerd is back, the container stops and
+# the pod goes. (containerd's end leaves the containers to their shims.)
+crash_id=$(container_id crash)
+[[ -n $(task_pid "$crash_id") ]] && ok || fail "crash's container does not run"
+kill "$containerd_pid"
+wait "$containerd_pid" 2>/dev/null
+containerd_pid=
+rm -f "$man/crash.yaml"
+wait_for "crash stops while containerd is down" 15 grep -qE "pod it/crash-[a-z0-9]+ stopping" "$work/agent.log"
+start_containerd
+wait_for "containerd answers again" 20 containerd_up
+crash_stopped() { [[ -z $(task_pid "$crash_id") ]]; }
+wait_for "the failed stop is asked again once containerd answers" 20 crash_stopped
+wait_for "crash's pod goes" 15 no_pod it crash
+pod_running it bb >/dev/null && ok || fail "bb does not run after containerd's restart"
+
+# 10. SIGTERM: the agent stops at once (its worker threads joined, every
 # handle closed) and the container runs on.
 kill -TERM "$agent"
 agent_gone() { [[ ! -e /proc/$agent ]] || grep -q '^[0-9]* (.*) Z' "/proc/$agent/stat"; }
