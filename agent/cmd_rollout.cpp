@@ -29,7 +29,7 @@ const char* const kHelp =
     "                                        wait until the rollout on this node finishes\n"
     "\n"
     "An undo holds until the manifest file that defines the DaemonSet changes;\n"
-    "then the file's template is in force again (README: Rolling back).\n";
+    "then the file's template is in force again (docs/operating.md: Rolling back).\n";
 
 constexpr std::int64_t kAnswerTimeoutMs = 10'000;
 

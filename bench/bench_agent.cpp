@@ -23,7 +23,7 @@
 // "reboot" (agent, shims and containers killed, the state directory kept)
 // and start; then every DaemonSet removed and the agent stopped.
 //
-// It prints a Markdown table; README's Figures section records one run.
+// It prints a Markdown table; docs/figures.md records one run.
 #include <unistd.h>
 
 #include <csignal>

@@ -24,8 +24,8 @@
 // the server killed (no network), the agent, shims and containers killed
 // (a reboot), and the agent started again from its cache alone.
 //
-// It prints the command, the machine and a Markdown table; README's Figures
-// section records one run.
+// It prints the command, the machine and a Markdown table; docs/figures.md
+// records one run.
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <spawn.h>

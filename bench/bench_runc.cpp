@@ -27,7 +27,7 @@
 // auto: an overlay where the node can mount one) and cgroup are as
 // any pod's.
 //
-// It prints a Markdown table; README's runtime figures record one run.
+// It prints a Markdown table; docs/figures.md records one run.
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // daemonlet-image: the local image store's command, run by the agent. Kept
 // out of the agent's process because the store links libarchive, which
 // brings libxml2, ICU, nettle, acl and bz2: mapped by every agent, runc or
-// not, they cost about 3 MiB of resident memory (README, "Memory"). An
+// not, they cost about 3 MiB of resident memory (docs/figures.md, "Memory of the libraries"). An
 // import also takes as long as the archive is large, which the agent's
 // event loop cannot wait for.
 //

@@ -24,7 +24,7 @@
 //
 // The image store is daemonlet-image's, never opened here: it links
 // libarchive and its dependencies, which the agent would otherwise map in
-// every process, runc or not (README, "Memory").
+// every process, runc or not (docs/figures.md, "Memory of the libraries").
 #pragma once
 
 #include <functional>
@@ -59,7 +59,7 @@ struct ImageTool {
 inline constexpr int kImagePullDeadlineMs = 30 * 60 * 1000;
 
 // `daemonlet-image prepare` mounts or copies a rootfs and blocks the
-// agent's loop while it does (README, "Root filesystems": milliseconds for
+// agent's loop while it does (docs/figures.md, "Root filesystems": milliseconds for
 // busybox). One that takes longer is killed
 // and the start fails: well within the unit's WatchdogSec=30s, whose ping
 // the loop owes every 15 s.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The agent's memory budget, checked on the binaries: the agent must not
 # need libarchive (it brings libxml2, ICU, nettle, acl and bz2, about 3 MiB
-# of VmRSS in every agent process, README "Memory"); daemonlet-image, which
+# of VmRSS in every agent process, docs/figures.md "Memory of the libraries"); daemonlet-image, which
 # does all the archive work, must. Read from DT_NEEDED with readelf, so it
 # works on cross-built binaries too.
 set -uo pipefail

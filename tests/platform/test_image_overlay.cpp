@@ -381,7 +381,7 @@ std::string random_layer(int layer, int files, std::size_t size) {
 
 }  // namespace
 
-// The figures README records (README, "Root filesystems"): per container,
+// The figures docs/figures.md records ("Root filesystems"): per container,
 // the time to make its rootfs and the disk it takes, copy versus overlay,
 // for the busybox test image and a 50 MB image of 3 layers. The overlay's
 // first mount also makes the layers' overlay forms, once per layer.

@@ -302,7 +302,7 @@ check "...and the pod's process keeps running" pod_alive "$pod"
 check "...and daemonlet get still shows it Running" pod_line
 
 # 7. systemctl start adopts the pod again. Then a plain `systemctl kill`
-# signals every process of the unit (README warns of it), the pod's too:
+# signals every process of the unit (docs/operating.md warns of it), the pod's too:
 # Restart=always brings the agent back, and it starts the pod again.
 adopted="$(adoptions)"
 check "systemctl start after stop succeeds" ct systemctl start daemonlet.service
