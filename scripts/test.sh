@@ -19,7 +19,8 @@
 #   aarch64   cross build with the CRI module, ctest under qemu-aarch64
 #             (FAILS without sysroots/arm64-cri, after testing the rest)
 #   armhf     cross build, ctest under qemu-arm (skipped without sysroots/armhf)
-#   fuzz      clang build, each build/fuzz/**/fuzz_* run for a bounded time
+#   fuzz      clang build of the fuzz targets only, each run for a bounded
+#             time, two at once
 # Every step runs even if an earlier one failed (except setup), so that one
 # run shows everything that is wrong; the exit status is non-zero if any failed.
 #
@@ -236,41 +237,70 @@ step_armhf() {
     preset_cycle armhf
 }
 
+# The fuzz targets (core only, clang with ASan and UBSan), each run for
+# DAEMONLET_FUZZ_SECONDS, $jobs at a time: libFuzzer runs on one core. Each
+# one's output goes to build/fuzz/<name>.log, printed when it ends.
 step_fuzz() {
     cmake --preset fuzz
-    cmake --build --preset fuzz -j "$jobs"
+    cmake --build --preset fuzz -j "$jobs" --target fuzzers
     local fuzzers=() bin
     while IFS= read -r -d '' bin; do
         fuzzers+=("$bin")
     done < <(find build/fuzz -name CMakeFiles -prune -o \
         -type f -name 'fuzz_*' -perm -u+x -print0 | sort -z)
     if ((${#fuzzers[@]} == 0)); then
-        echo "fuzz: no fuzz_* executables in build/fuzz yet (fuzz targets not added), nothing to run"
-        return 0
+        echo "fuzz: no fuzz_* executables in build/fuzz: the fuzzers target built nothing"
+        return 1
     fi
-    local name seed work artifacts rc=0
+    local pids=() names=() i rc=0
     for bin in "${fuzzers[@]}"; do
-        name="$(basename "$bin")"
-        seed="fuzz/corpus/${name#fuzz_}"
-        # New inputs go to a scratch corpus (the first directory), never
-        # into the tracked seeds; crashes to build/fuzz/artifacts.
-        work="build/fuzz/corpus/$name"
-        artifacts="build/fuzz/artifacts"
-        mkdir -p "$work" "$artifacts"
-        local corpora=("$work")
-        if [[ -d $seed ]]; then
-            corpora+=("$seed")
-        else
-            echo "fuzz: $name: no seed corpus in $seed, starting empty"
+        # At most $jobs at once: wait for the oldest before starting another.
+        if ((${#pids[@]} >= jobs)); then
+            fuzz_wait "${pids[0]}" "${names[0]}" || rc=1
+            pids=("${pids[@]:1}")
+            names=("${names[@]:1}")
         fi
-        echo "fuzz: $name for ${fuzz_seconds}s over ${corpora[*]}"
-        if ! "$bin" -max_total_time="$fuzz_seconds" -timeout=10 -print_final_stats=1 \
-            -artifact_prefix="$artifacts/$name-" "${corpora[@]}"; then
-            echo "fuzz: $name FAILED (inputs in $artifacts; replay one with $bin <file>)"
-            rc=1
-        fi
+        fuzz_start "$bin"
+        pids+=("$!")
+        names+=("$(basename "$bin")")
+    done
+    for i in "${!pids[@]}"; do
+        fuzz_wait "${pids[$i]}" "${names[$i]}" || rc=1
     done
     return "$rc"
+}
+
+# Starts fuzzer $1 in the background over a scratch corpus (the first
+# directory, so new inputs never go into the tracked seeds) and its seeds;
+# crashes go to build/fuzz/artifacts.
+fuzz_start() {
+    local bin=$1 name seed work artifacts
+    name="$(basename "$bin")"
+    seed="fuzz/corpus/${name#fuzz_}"
+    work="build/fuzz/corpus/$name"
+    artifacts="build/fuzz/artifacts"
+    mkdir -p "$work" "$artifacts"
+    local corpora=("$work")
+    if [[ -d $seed ]]; then
+        corpora+=("$seed")
+    else
+        echo "fuzz: $name: no seed corpus in $seed, starting empty"
+    fi
+    echo "fuzz: $name for ${fuzz_seconds}s over ${corpora[*]}"
+    "$bin" -max_total_time="$fuzz_seconds" -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$artifacts/$name-" "${corpora[@]}" >"build/fuzz/$name.log" 2>&1 &
+}
+
+# Waits for fuzzer pid $1 (named $2) and prints the end of its output.
+fuzz_wait() {
+    local pid=$1 name=$2 rc=0
+    wait "$pid" || rc=$?
+    echo "--- fuzz: $name (exit status $rc); the end of build/fuzz/$name.log:"
+    tail -n 25 "build/fuzz/$name.log"
+    if [[ $rc != 0 ]]; then
+        echo "fuzz: $name FAILED (inputs in build/fuzz/artifacts; replay one with build/fuzz/fuzz/$name <file>)"
+        return 1
+    fi
 }
 
 run_step setup step_setup
