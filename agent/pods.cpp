@@ -12,6 +12,7 @@
 #include "agent/pod_labels.h"
 #include "core/decision.h"
 #include "core/expand.h"
+#include "core/pod_lifecycle.h"
 #include "core/pod_network.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
@@ -172,40 +173,22 @@ bool Agent::advance_pod(const std::string& uid) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || pit->second.rec.deleting) return false;
     LivePod& p = pit->second;
-    auto idle = [&](std::size_t i) { return p.containers[i].id.empty() && !p.containers[i].restart_timer; };
-    const std::size_t n_init = p.rec.init_containers.size();
-    // Initialized once the app containers have started: init containers
-    // are not run again, and a sidecar's restart no longer holds anything.
-    bool initialized = false;
-    for (const auto& c : p.rec.containers) initialized = initialized || c.started_at_ms > 0;
     bool changed = false;
-    for (std::size_t i = 0; i < n_init; ++i) {
-        const ContainerStatus& cs = p.status(i);
-        if (!cs.sidecar) {
-            if (initialized || (cs.state == ContainerState::Terminated && cs.exit_code == 0)) continue;
-            if (!idle(i)) return changed;
-            start_container(uid, i);
-            return true;
-        }
-        // A sidecar (restartPolicy: Always): started, and its startup probe
-        // passed, before the next init container (kuberuntime
-        // computeInitContainerActions); it then runs beside the app
-        // containers.
-        if (idle(i)) {
-            start_container(uid, i);
-            changed = true;
-            refresh_readiness(p);
-        }
-        if (initialized || (cs.state == ContainerState::Running && cs.started)) continue;
-        return changed;
+    std::size_t from = 0;
+    for (;;) {
+        std::vector<bool> idle;
+        for (const auto& lc : p.containers) idle.push_back(lc.id.empty() && !lc.restart_timer);
+        const PodStartStep step = next_start_step(p.rec, idle, from);
+        for (std::size_t i : step.start) start_container(uid, i);
+        changed = changed || !step.start.empty();
+        if (!step.then_check_sidecar) return changed;
+        // A sidecar just started: the next init container waits for its
+        // startup probe, which its refreshed status says.
+        refresh_readiness(p);
+        if (!sidecar_lets_next_start(p.status(*step.then_check_sidecar), pod_initialized(p.rec)))
+            return changed;
+        from = *step.then_check_sidecar + 1;
     }
-    for (std::size_t i = n_init; i < p.containers.size(); ++i) {
-        if (idle(i) && p.status(i).state != ContainerState::Terminated) {
-            start_container(uid, i);
-            changed = true;
-        }
-    }
-    return changed;
 }
 
 // Containers with neither a process nor a pending restart: those of pods
@@ -245,29 +228,12 @@ void Agent::refresh_readiness(LivePod& p) {
         c.started = st.started && lc.probes_started;
         c.ready = st.ready && lc.probes_started;
     };
-    const std::size_t n_init = p.rec.init_containers.size();
-    bool all_running = !p.rec.containers.empty() && !p.rec.deleting;
-    bool all_ready = all_running;
-    for (std::size_t i = 0; i < n_init; ++i) {
-        ContainerStatus& c = p.rec.init_containers[i];
-        if (c.sidecar) {
-            // Sidecars count for the pod's readiness (1.29+
-            // GenerateContainersReadyCondition).
-            probe_status(i);
-            all_ready = all_ready && c.ready;
-            continue;
-        }
-        c.ready = c.state == ContainerState::Terminated && c.exit_code == 0;
-        c.started = c.state == ContainerState::Running;
-    }
-    for (std::size_t i = n_init; i < p.containers.size(); ++i) {
-        probe_status(i);
-        all_running = all_running && p.status(i).state == ContainerState::Running;
-        all_ready = all_ready && p.status(i).ready;
-    }
-    if (all_ready && !p.ready_since_mono_ms) p.ready_since_mono_ms = platform::monotonic_ms();
-    if (!all_ready) p.ready_since_mono_ms.reset();
-    p.rec.phase = all_running ? PodPhase::Running : PodPhase::Pending;
+    // Sidecars count for the pod's readiness (1.29+
+    // GenerateContainersReadyCondition); regular init containers are not probed.
+    for (std::size_t i = 0; i < p.containers.size(); ++i)
+        if (!p.is_init(i) || p.status(i).sidecar) probe_status(i);
+    const bool ready = update_pod_conditions(p.rec);
+    p.ready_since_mono_ms = ready_since(ready, p.ready_since_mono_ms, platform::monotonic_ms());
 }
 
 // status.podIPs from the runtime's sandbox (every container of a pod is in
@@ -418,8 +384,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         cs.state = ContainerState::Waiting;
         cs.reason = never ? "ErrImageNeverPull" : again ? "ImagePullBackOff" : "ErrImagePull";
         cs.message = id.error().message + "; import it into " + image_import_dir_of(config_);
-        const std::int64_t delay =
-            next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+        const std::int64_t delay = next_restart_delay(lc.backoff, 0, crash_loop_policy(config_));
         if (!again)  // once per wait, not per retry
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
                                 cs.message + "; retrying with back-off and when an image is imported");
@@ -446,9 +411,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         cs.message = id.error().message;
         log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
                             " did not start: " + cs.message + "; retrying with back-off");
-        schedule_restart(
-            uid, index,
-            next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000}));
+        schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
         return;
     }
     lc.id = id.value();
@@ -512,11 +475,12 @@ void Agent::on_container_exit(const std::string& id) {
     if (auto r = runtime_->remove(id); !r.ok()) log(Level::Warning, r.error().message);
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
 
-    if (p.rec.deleting) {
+    const ExitAction action = container_exit_action(p.rec, index);
+    if (action == ExitAction::FinishPod) {
         finish_pod_if_stopped(uid);
         return;
     }
-    if (p.is_init(index) && !cs.sidecar && cs.exit_code == 0) {
+    if (action == ExitAction::InitCompleted) {
         // Done: the next init container, or the app containers, start now.
         log(Level::Info, "pod " + pod_name + " init container " + cs.name + " completed",
             {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
@@ -530,17 +494,14 @@ void Agent::on_container_exit(const std::string& id) {
     // restartPolicy Always (the only one a DaemonSet allows): restart, after
     // the crash-loop back-off.
     const std::int64_t ran_for = platform::monotonic_ms() - lc.started_mono_ms;
-    const std::int64_t delay = next_restart_delay(
-        lc.backoff, ran_for, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+    const std::int64_t delay = next_restart_delay(lc.backoff, ran_for, crash_loop_policy(config_));
     cs.restart_count += 1;
     log(Level::Warning,
         "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) + " (" +
             cs.reason + ") after " + seconds(ran_for) + " s; restarting in " + seconds(delay) + " s",
         {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
     if (delay > 0) {
-        cs.state = ContainerState::Waiting;
-        cs.reason = "CrashLoopBackOff";
-        cs.message = "back-off " + std::to_string(delay / 1000) + "s restarting failed container=" + cs.name;
+        set_crash_loop_waiting(cs, delay);
         record_backoff(p.rec, cs.name);
     }
     schedule_restart(uid, index, delay);
