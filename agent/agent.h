@@ -52,10 +52,6 @@ void close_targeted_timer(uv_timer_t*& t) {
     t = nullptr;
 }
 
-// A container's waiting reason while its image is not in the store
-// (pods.cpp): ErrImagePull, ImagePullBackOff, ErrImageNeverPull.
-bool is_image_wait(const std::string& reason);
-
 // `daemonlet-image pull`'s options from the runtime.registry* keys (images.cpp).
 std::vector<std::string> registry_pull_options(const AgentConfig& config);
 

@@ -12,6 +12,7 @@
 #include "agent/pod_labels.h"
 #include "core/decision.h"
 #include "core/expand.h"
+#include "core/image_wait.h"
 #include "core/pod_lifecycle.h"
 #include "core/pod_network.h"
 #include "platform/log.h"
@@ -298,10 +299,6 @@ void Agent::create_pod(const PodToCreate& c) {
     save_pod(pods_[uid]);
 }
 
-bool is_image_wait(const std::string& reason) {
-    return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "ErrImageNeverPull";
-}
-
 void Agent::start_container(const std::string& uid, std::size_t index) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || pit->second.rec.deleting || stopping_) return;
@@ -382,7 +379,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         const bool never = spec->image_pull_policy == "Never";
         const bool again = is_image_wait(cs.reason);
         cs.state = ContainerState::Waiting;
-        cs.reason = never ? "ErrImageNeverPull" : again ? "ImagePullBackOff" : "ErrImagePull";
+        cs.reason = image_wait_reason(never, again);
         cs.message = id.error().message + "; import it into " + image_import_dir_of(config_);
         const std::int64_t delay = next_restart_delay(lc.backoff, 0, crash_loop_policy(config_));
         if (!again)  // once per wait, not per retry
