@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/strings.h"
 #include "platform/credentials.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
@@ -24,13 +25,6 @@ constexpr std::int64_t kTokenRereadMs = 60'000;  // client-go's cachingTokenSour
 constexpr std::int64_t kPageSize = 100;
 constexpr std::size_t kMaxListBytes = 16 << 20;
 constexpr std::size_t kMaxErrorBody = 64 * 1024;  // of a failed response, for its message
-
-std::string trim(std::string s) {
-    const char* ws = " \t\r\n";
-    s.erase(0, s.find_first_not_of(ws));
-    s.erase(s.find_last_not_of(ws) + 1);
-    return s;
-}
 
 // Retry-After in seconds (the API server sends seconds, never a date).
 std::int64_t retry_after_ms(const platform::HttpResponse& r) {
