@@ -48,8 +48,8 @@ void close_and_free(H*& h) {
 
 }  // namespace
 
-Agent::Agent(AgentConfig config, std::string config_path)
-    : config_(std::move(config)), config_path_(std::move(config_path)) {
+Agent::Agent(AgentConfig config, std::string config_path, const platform::Clock& clock)
+    : config_(std::move(config)), config_path_(std::move(config_path)), clock_(clock) {
     uv_loop_init(&loop_);
 }
 
@@ -71,7 +71,7 @@ Status Agent::init() {
 
     store::OpenReport report;
     const std::string db = config_.state_dir + "/daemonlet.db";
-    auto st = store::Store::open(db, platform::wall_clock_ms(), &report);
+    auto st = store::Store::open(db, clock_.wall_ms(), &report);
     if (!st.ok()) return st.error();
     store_ = std::move(st).value();
     if (report.recovered)

@@ -31,6 +31,7 @@
 #include "core/probe.h"
 #include "core/reconcile.h"
 #include "core/rollout_status.h"
+#include "platform/clock.h"
 #include "platform/dir_watch.h"
 #include "platform/line_server.h"
 #include "platform/notify.h"
@@ -85,7 +86,9 @@ struct LiveProbe {
 
 class Agent {
   public:
-    Agent(AgentConfig config, std::string config_path);
+    // Time is read from `clock` only (a test passes a fake one).
+    Agent(AgentConfig config, std::string config_path,
+          const platform::Clock& clock = platform::system_clock());
     Agent(const Agent&) = delete;
     Agent& operator=(const Agent&) = delete;
     ~Agent();
@@ -283,6 +286,7 @@ class Agent {
 
     AgentConfig config_;
     std::string config_path_;
+    const platform::Clock& clock_;
     uv_loop_t loop_{};
     Node node_;
     std::unique_ptr<store::Store> store_;

@@ -107,7 +107,7 @@ void Agent::run_image_gc(const std::string& why) {
     }
     // Last use: every image a pod of ours runs now (kubelet's detectImages
     // sets lastUsed to now for the images of running containers).
-    const std::int64_t now_s = platform::wall_clock_ms() / 1000;
+    const std::int64_t now_s = clock_.wall_ms() / 1000;
     const std::set<std::string> in_use = images_in_use();
     for (const std::string& image : in_use) image_last_used_[image] = now_s;
     // Bounded: every tag a rollout ever used would stay otherwise. What is
@@ -160,7 +160,7 @@ void Agent::on_image_gc_listed(const std::string& why, const platform::ProbeResu
     const FsUsage usage = usage_of(store_dir);
     const std::int64_t to_free = image_gc_bytes_to_free(usage, config_.image_gc);
     auto victims = select_image_victims(std::move(images), images_in_use(), usage, config_.image_gc,
-                                        platform::wall_clock_ms() / 1000);
+                                        clock_.wall_ms() / 1000);
     const std::int64_t used_percent = usage.capacity > 0 ? 100 - usage.available * 100 / usage.capacity : 0;
     if (victims.empty()) {
         log(Level::Warning, "image GC (" + why + "): " + store_dir + " is " + std::to_string(used_percent) +

@@ -272,7 +272,7 @@ bool Agent::image_ready_to_start(const std::string& uid, std::size_t index, cons
     // meanwhile (an import): the offline rule below applies to it too.
     auto it = image_pulls_.find(spec.image);
     if (it != image_pulls_.end() &&
-        image_pull_step(it->second.running, it->second.retry_at_mono_ms, platform::monotonic_ms()) ==
+        image_pull_step(it->second.running, it->second.retry_at_mono_ms, clock_.monotonic_ms()) ==
             ImagePullStep::BackOff &&
         may_run_local_image(it->second.error_code) && runtime_->has_image(spec.image)) {
         warn_offline_once(spec.image, it->second.error, it->second.warned_offline);
@@ -291,7 +291,7 @@ void Agent::request_image_pull(const std::string& uid, std::size_t index, const 
     LivePod& p = pods_[uid];
     ContainerStatus& cs = p.status(index);
     ImagePull& pull = image_pulls_[spec.image];
-    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t now = clock_.monotonic_ms();
     cs.state = ContainerState::Waiting;
     const ImagePullStep step = image_pull_step(pull.running, pull.retry_at_mono_ms, now);
     if (step == ImagePullStep::BackOff) {
@@ -323,7 +323,7 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
     pull.running = false;
     const auto waiters = std::move(pull.waiters);
     pull.waiters.clear();
-    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t now = clock_.monotonic_ms();
     const std::int64_t took = now - pull.started_mono_ms;
     std::int64_t delay = 0;
     if (result.ok()) {

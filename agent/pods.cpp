@@ -149,7 +149,7 @@ void Agent::reconcile() {
         seen.push_back(std::move(o));
     }
     start_waiting_containers();
-    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t now = clock_.monotonic_ms();
     ReconcilePlan plan = plan_reconcile(want, seen, now);
     for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
     for (const auto& c : plan.create) create_pod(c);
@@ -234,7 +234,7 @@ void Agent::refresh_readiness(LivePod& p) {
     for (std::size_t i = 0; i < p.containers.size(); ++i)
         if (!p.is_init(i) || p.status(i).sidecar) probe_status(i);
     const bool ready = update_pod_conditions(p.rec);
-    p.ready_since_mono_ms = ready_since(ready, p.ready_since_mono_ms, platform::monotonic_ms());
+    p.ready_since_mono_ms = ready_since(ready, p.ready_since_mono_ms, clock_.monotonic_ms());
 }
 
 // status.podIPs from the runtime's sandbox (every container of a pod is in
@@ -269,7 +269,7 @@ void Agent::create_pod(const PodToCreate& c) {
     p.rec.daemonset = c.daemonset;
     p.rec.revision_hash = c.hash;
     p.rec.revision = c.revision;
-    p.rec.created_at_ms = platform::wall_clock_ms();
+    p.rec.created_at_ms = clock_.wall_ms();
     const bool has_init = !ds.spec.template_.spec.init_containers.empty();
     for (const auto& spec : ds.spec.template_.spec.init_containers) {
         ContainerStatus cs;
@@ -412,13 +412,13 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     lc.id = id.value();
-    lc.started_mono_ms = platform::monotonic_ms();
+    lc.started_mono_ms = clock_.monotonic_ms();
     by_id_[lc.id] = {uid, index};
     cs.runtime_id = lc.id;
     cs.state = ContainerState::Running;
     cs.reason.clear();
     cs.message.clear();
-    cs.started_at_ms = platform::wall_clock_ms();
+    cs.started_at_ms = clock_.wall_ms();
     start_probes(uid, index);
 }
 
@@ -464,7 +464,7 @@ void Agent::on_container_exit(const std::string& id) {
     cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
     cs.reason = info.ok() ? info.value().reason : "Error";
     cs.finished_at_ms =
-        info.ok() && info.value().finished_at_ms ? info.value().finished_at_ms : platform::wall_clock_ms();
+        info.ok() && info.value().finished_at_ms ? info.value().finished_at_ms : clock_.wall_ms();
     cs.ready = false;
     cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
     cs.termination_started_at_ms = cs.started_at_ms;
@@ -490,7 +490,7 @@ void Agent::on_container_exit(const std::string& id) {
     }
     // restartPolicy Always (the only one a DaemonSet allows): restart, after
     // the crash-loop back-off.
-    const std::int64_t ran_for = platform::monotonic_ms() - lc.started_mono_ms;
+    const std::int64_t ran_for = clock_.monotonic_ms() - lc.started_mono_ms;
     const std::int64_t delay = next_restart_delay(lc.backoff, ran_for, crash_loop_policy(config_));
     cs.restart_count += 1;
     log(Level::Warning,

@@ -178,7 +178,7 @@ Status Agent::record_revision(Desired& d) {
     row.object_json = d.ds().object.dump();
     row.template_hash = d.hash;
     row.generation = 1;
-    row.updated_at_ms = platform::wall_clock_ms();
+    row.updated_at_ms = clock_.wall_ms();
     if (stored.value()) {
         const auto& old = *stored.value();
         bool same = old.object_json == row.object_json && old.source == row.source;
@@ -220,7 +220,7 @@ Status Agent::record_revision(Desired& d) {
     rev.revision = number.revision;
     rev.hash = d.hash;
     rev.template_json = canonical_json(d.ds().object["spec"]["template"]);
-    rev.created_at_ms = platform::wall_clock_ms();
+    rev.created_at_ms = clock_.wall_ms();
     if (auto w = store_->put_revision(rev); !w.ok()) return w.error();
     d.revision = rev.revision;
     log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +
