@@ -163,7 +163,7 @@ void Agent::adopt() {
                 continue;
             }
             p.containers[i].id = cs.runtime_id;
-            p.containers[i].started_mono_ms = platform::monotonic_ms();
+            p.containers[i].started_mono_ms = clock_.monotonic_ms();
             by_id_[cs.runtime_id] = {rec.uid, i};
             if (!it->second.running) exited.push_back(cs.runtime_id);
             by_id.erase(it);
@@ -200,7 +200,7 @@ void Agent::adopt() {
             const std::string& id = p.status(i).runtime_id;
             if (id.empty()) continue;
             p.containers[i].id = id;
-            p.containers[i].started_mono_ms = platform::monotonic_ms();
+            p.containers[i].started_mono_ms = clock_.monotonic_ms();
             by_id_[id] = {uid, i};
         }
         log(Level::Warning,

@@ -23,24 +23,6 @@ namespace daemonlet::agent {
 using platform::Level;
 using platform::log;
 
-namespace {
-
-// mkdir -p with the given mode for the directories it creates.
-Status make_dirs(const std::string& path, mode_t mode) {
-    std::string cur;
-    std::size_t pos = 0;
-    while (pos != std::string::npos) {
-        pos = path.find('/', pos + 1);
-        cur = path.substr(0, pos);
-        if (cur.empty()) continue;
-        if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST)
-            return Error{"io", cur + ": cannot create directory: " + std::strerror(errno)};
-    }
-    return Ok{};
-}
-
-}  // namespace
-
 // The shim and daemonlet-image live next to the daemonlet binary (build
 // tree) or in ../libexec/daemonlet (installed).
 std::string find_helper(const std::string& name) {
@@ -66,8 +48,8 @@ void close_and_free(H*& h) {
 
 }  // namespace
 
-Agent::Agent(AgentConfig config, std::string config_path)
-    : config_(std::move(config)), config_path_(std::move(config_path)) {
+Agent::Agent(AgentConfig config, std::string config_path, const platform::Clock& clock)
+    : config_(std::move(config)), config_path_(std::move(config_path)), clock_(clock) {
     uv_loop_init(&loop_);
 }
 
@@ -78,7 +60,7 @@ Agent::~Agent() {
 }
 
 Status Agent::init() {
-    if (auto s = make_dirs(config_.state_dir, 0700); !s.ok()) return s;
+    if (auto s = platform::make_dirs(config_.state_dir, 0700); !s.ok()) return s;
     // First: a second agent on the same stateDir must stop before it touches
     // the store or the containers. Requests are served once the loop runs.
     start_control();
@@ -89,7 +71,7 @@ Status Agent::init() {
 
     store::OpenReport report;
     const std::string db = config_.state_dir + "/daemonlet.db";
-    auto st = store::Store::open(db, platform::wall_clock_ms(), &report);
+    auto st = store::Store::open(db, clock_.wall_ms(), &report);
     if (!st.ok()) return st.error();
     store_ = std::move(st).value();
     if (report.recovered)

@@ -31,6 +31,7 @@
 #include "core/probe.h"
 #include "core/reconcile.h"
 #include "core/rollout_status.h"
+#include "platform/clock.h"
 #include "platform/dir_watch.h"
 #include "platform/line_server.h"
 #include "platform/notify.h"
@@ -51,10 +52,6 @@ void close_targeted_timer(uv_timer_t*& t) {
     });
     t = nullptr;
 }
-
-// A container's waiting reason while its image is not in the store
-// (pods.cpp): ErrImagePull, ImagePullBackOff, ErrImageNeverPull.
-bool is_image_wait(const std::string& reason);
 
 // `daemonlet-image pull`'s options from the runtime.registry* keys (images.cpp).
 std::vector<std::string> registry_pull_options(const AgentConfig& config);
@@ -89,7 +86,9 @@ struct LiveProbe {
 
 class Agent {
   public:
-    Agent(AgentConfig config, std::string config_path);
+    // Time is read from `clock` only (a test passes a fake one).
+    Agent(AgentConfig config, std::string config_path,
+          const platform::Clock& clock = platform::system_clock());
     Agent(const Agent&) = delete;
     Agent& operator=(const Agent&) = delete;
     ~Agent();
@@ -287,6 +286,7 @@ class Agent {
 
     AgentConfig config_;
     std::string config_path_;
+    const platform::Clock& clock_;
     uv_loop_t loop_{};
     Node node_;
     std::unique_ptr<store::Store> store_;

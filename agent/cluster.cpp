@@ -114,7 +114,8 @@ void Agent::start_cluster(bool start_now) {
     };
     hooks.node = [this](ReflectorChanges&& ch) { on_api_node(std::move(ch)); };
     hooks.link = [this](LinkState s) { on_link(s); };
-    auto link = ClusterLink::create(&loop_, config_.api_server, node_.metadata.name, std::move(hooks));
+    auto link =
+        ClusterLink::create(&loop_, config_.api_server, node_.metadata.name, std::move(hooks), clock_);
     if (!link.ok()) {
         // The cached DaemonSets keep running; SIGHUP after fixing it retries.
         cluster_error_ = link.error().message;
@@ -274,7 +275,7 @@ void Agent::send_cluster_event(const std::string& ns, const std::string& daemons
     if (!cluster_) return;
     auto it = api_ds_.find(ns + "/" + daemonset);
     if (it == api_ds_.end()) return;
-    const std::int64_t now = platform::wall_clock_ms();
+    const std::int64_t now = clock_.wall_ms();
     cluster_->add_event(
         ClusterEvent{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1});
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/strings.h"
 #include "platform/credentials.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
@@ -24,13 +25,6 @@ constexpr std::int64_t kTokenRereadMs = 60'000;  // client-go's cachingTokenSour
 constexpr std::int64_t kPageSize = 100;
 constexpr std::size_t kMaxListBytes = 16 << 20;
 constexpr std::size_t kMaxErrorBody = 64 * 1024;  // of a failed response, for its message
-
-std::string trim(std::string s) {
-    const char* ws = " \t\r\n";
-    s.erase(0, s.find_first_not_of(ws));
-    s.erase(s.find_last_not_of(ws) + 1);
-    return s;
-}
 
 // Retry-After in seconds (the API server sends seconds, never a date).
 std::int64_t retry_after_ms(const platform::HttpResponse& r) {
@@ -82,8 +76,10 @@ Result<std::string> pem(const std::string& file, const std::string& data, bool s
 
 }  // namespace
 
-ClusterLink::ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string node_name, ClusterHooks hooks)
+ClusterLink::ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string node_name, ClusterHooks hooks,
+                         const platform::Clock& clock)
     : loop_(loop),
+      clock_(clock),
       config_(std::move(config)),
       node_name_(std::move(node_name)),
       hooks_(std::move(hooks)),
@@ -92,8 +88,9 @@ ClusterLink::ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string no
 ClusterLink::~ClusterLink() = default;
 
 Result<std::unique_ptr<ClusterLink>> ClusterLink::create(uv_loop_t* loop, const ApiServerConfig& config,
-                                                         const std::string& node_name, ClusterHooks hooks) {
-    std::unique_ptr<ClusterLink> link(new ClusterLink(loop, config, node_name, std::move(hooks)));
+                                                         const std::string& node_name, ClusterHooks hooks,
+                                                         const platform::Clock& clock) {
+    std::unique_ptr<ClusterLink> link(new ClusterLink(loop, config, node_name, std::move(hooks), clock));
     if (auto s = link->init(); !s.ok()) return s.error();
     return link;
 }
@@ -200,7 +197,7 @@ void ClusterLink::close() {
     close_and_free(lease_timer_);
 }
 
-std::int64_t ClusterLink::now_ms() const { return platform::monotonic_ms(); }
+std::int64_t ClusterLink::now_ms() const { return clock_.monotonic_ms(); }
 
 double ClusterLink::jitter() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
 
@@ -428,8 +425,7 @@ void ClusterLink::renew_lease() {
     if (lease_resource_version_.empty()) {
         method = "GET";  // read it first: an update needs its resourceVersion
     } else {
-        Json lease =
-            lease_object(node_name_, config_.lease_namespace, kLeaseDurationS, platform::wall_clock_ms());
+        Json lease = lease_object(node_name_, config_.lease_namespace, kLeaseDurationS, clock_.wall_ms());
         if (lease_resource_version_ == "-") {
             method = "POST";  // absent: create it, as kubelet's ensureLease
             target = base;
@@ -475,7 +471,7 @@ void ClusterLink::on_lease(const std::string& method, Result<platform::HttpRespo
             return;
         }
         lease_ok_ = true;
-        lease_renewed_wall_ms_ = platform::wall_clock_ms();
+        lease_renewed_wall_ms_ = clock_.wall_ms();
         report_health();
         send_events();
         return;
@@ -527,8 +523,8 @@ void ClusterLink::send_events() {
 }
 
 Json ClusterLink::status() const {
-    const std::int64_t wall = platform::wall_clock_ms();
-    const std::int64_t mono = platform::monotonic_ms();
+    const std::int64_t wall = clock_.wall_ms();
+    const std::int64_t mono = clock_.monotonic_ms();
     Json followers = Json::array();
     for (const auto& f : followers_)
         followers.push_back({{"resource", f->node ? "nodes" : "daemonsets"},

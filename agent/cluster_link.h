@@ -33,6 +33,7 @@
 #include "core/connectivity.h"
 #include "core/kubeconfig.h"
 #include "core/reflector.h"
+#include "platform/clock.h"
 #include "platform/http_client.h"
 
 namespace daemonlet::agent {
@@ -50,8 +51,10 @@ class ClusterLink {
   public:
     // Resolves the endpoint (kubeconfig or in-cluster) and reads the
     // credentials; an error names the file and the reason.
-    static Result<std::unique_ptr<ClusterLink>> create(uv_loop_t* loop, const ApiServerConfig& config,
-                                                       const std::string& node_name, ClusterHooks hooks);
+    // Time is read from `clock` only.
+    static Result<std::unique_ptr<ClusterLink>> create(
+        uv_loop_t* loop, const ApiServerConfig& config, const std::string& node_name, ClusterHooks hooks,
+        const platform::Clock& clock = platform::system_clock());
     ClusterLink(const ClusterLink&) = delete;
     ClusterLink& operator=(const ClusterLink&) = delete;
     ~ClusterLink();
@@ -85,7 +88,8 @@ class ClusterLink {
         std::int64_t events = 0;
     };
 
-    ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string node_name, ClusterHooks hooks);
+    ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string node_name, ClusterHooks hooks,
+                const platform::Clock& clock);
     Status init();
     platform::HttpRequest base_request(const std::string& method, const std::string& target);
     void step(Follower& f);
@@ -105,6 +109,7 @@ class ClusterLink {
     std::int64_t now_ms() const;
 
     uv_loop_t* loop_;
+    const platform::Clock& clock_;
     ApiServerConfig config_;
     std::string node_name_;
     ClusterHooks hooks_;

@@ -138,7 +138,7 @@ void Agent::on_control_gone(ClientId client) {
 // The DaemonSet's status on this node from the live pods.
 RolloutStatus Agent::rollout_status_of(const Desired& d, const Decision& decision) const {
     std::vector<NodeDaemonPod> pods;
-    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t now = clock_.monotonic_ms();
     for (const auto& [uid, p] : pods_) {
         if (p.rec.namespace_ != d.ds().metadata.namespace_ || p.rec.daemonset != d.ds().metadata.name)
             continue;

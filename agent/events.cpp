@@ -25,7 +25,7 @@ void Agent::record_event(const std::string& ns, const std::string& daemonset, co
     ev.type = type;
     ev.reason = reason;
     ev.message = message;
-    ev.time_ms = platform::wall_clock_ms();
+    ev.time_ms = clock_.wall_ms();
     auto last = store_->list_events(ns, ev.object, 1);
     if (last.ok() && !last.value().empty() && last.value().back().reason == ev.reason &&
         last.value().back().message == ev.message)

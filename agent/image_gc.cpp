@@ -30,6 +30,7 @@
 #include "core/image_gc.h"
 #include "core/image_reference.h"
 #include "core/json.h"
+#include "core/strings.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -47,11 +48,6 @@ constexpr std::uint64_t kImageGcPeriodMs = 5 * 60 * 1000;
 constexpr std::int64_t kRemoveDeadlineMs = 10 * 60 * 1000;
 constexpr std::int64_t kListDeadlineMs = 60 * 1000;
 constexpr std::size_t kMaxLastUsed = 256;
-
-std::string trimmed(std::string s) {
-    while (!s.empty() && s.back() == '\n') s.pop_back();
-    return s;
-}
 
 // The key select_image_victims matches: the normalised name, or the digest
 // of a reference by digest; the text itself when it does not parse.
@@ -111,7 +107,7 @@ void Agent::run_image_gc(const std::string& why) {
     }
     // Last use: every image a pod of ours runs now (kubelet's detectImages
     // sets lastUsed to now for the images of running containers).
-    const std::int64_t now_s = platform::wall_clock_ms() / 1000;
+    const std::int64_t now_s = clock_.wall_ms() / 1000;
     const std::set<std::string> in_use = images_in_use();
     for (const std::string& image : in_use) image_last_used_[image] = now_s;
     // Bounded: every tag a rollout ever used would stay otherwise. What is
@@ -138,8 +134,7 @@ void Agent::on_image_gc_listed(const std::string& why, const platform::ProbeResu
     if (stopping_) return;
     Json list = r.outcome == ProbeOutcome::Success ? Json::parse(r.output, nullptr, false) : Json();
     if (!list.is_array()) {
-        log(Level::Err,
-            "image GC: cannot list the image store: " + trimmed(r.output) + "; tried again later");
+        log(Level::Err, "image GC: cannot list the image store: " + trim(r.output) + "; tried again later");
         return finish_image_gc();
     }
     // One GcImage per digest, with every name of it.
@@ -165,7 +160,7 @@ void Agent::on_image_gc_listed(const std::string& why, const platform::ProbeResu
     const FsUsage usage = usage_of(store_dir);
     const std::int64_t to_free = image_gc_bytes_to_free(usage, config_.image_gc);
     auto victims = select_image_victims(std::move(images), images_in_use(), usage, config_.image_gc,
-                                        platform::wall_clock_ms() / 1000);
+                                        clock_.wall_ms() / 1000);
     const std::int64_t used_percent = usage.capacity > 0 ? 100 - usage.available * 100 / usage.capacity : 0;
     if (victims.empty()) {
         log(Level::Warning, "image GC (" + why + "): " + store_dir + " is " + std::to_string(used_percent) +
@@ -216,7 +211,7 @@ void Agent::on_image_removed(const std::string& digest, const platform::ProbeRes
     if (stopping_) return;
     if (r.outcome != ProbeOutcome::Success) {
         // Crash-safe in the store: the next collection finishes it.
-        log(Level::Err, "image GC: removing " + digest + ": " + trimmed(r.output) + "; tried again later");
+        log(Level::Err, "image GC: removing " + digest + ": " + trim(r.output) + "; tried again later");
         return finish_image_gc();
     }
     // One JSON line per image removed, then {"bytesFreed", "keptMounted"}.

@@ -17,7 +17,9 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "core/image_wait.h"
 #include "core/json.h"
+#include "core/pod_lifecycle.h"
 #include "platform/log.h"
 #include "platform/overlay_mount.h"
 #include "platform/system_info.h"
@@ -269,9 +271,10 @@ bool Agent::image_ready_to_start(const std::string& uid, std::size_t index, cons
     // Backing off after the registry was unreachable, and the image arrived
     // meanwhile (an import): the offline rule below applies to it too.
     auto it = image_pulls_.find(spec.image);
-    if (it != image_pulls_.end() && !it->second.running &&
-        platform::monotonic_ms() < it->second.retry_at_mono_ms && it->second.error_code == "unreachable" &&
-        runtime_->has_image(spec.image)) {
+    if (it != image_pulls_.end() &&
+        image_pull_step(it->second.running, it->second.retry_at_mono_ms, clock_.monotonic_ms()) ==
+            ImagePullStep::BackOff &&
+        may_run_local_image(it->second.error_code) && runtime_->has_image(spec.image)) {
         warn_offline_once(spec.image, it->second.error, it->second.warned_offline);
         return true;
     }
@@ -288,9 +291,10 @@ void Agent::request_image_pull(const std::string& uid, std::size_t index, const 
     LivePod& p = pods_[uid];
     ContainerStatus& cs = p.status(index);
     ImagePull& pull = image_pulls_[spec.image];
-    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t now = clock_.monotonic_ms();
     cs.state = ContainerState::Waiting;
-    if (!pull.running && now < pull.retry_at_mono_ms) {
+    const ImagePullStep step = image_pull_step(pull.running, pull.retry_at_mono_ms, now);
+    if (step == ImagePullStep::BackOff) {
         // kubelet's images.ErrImagePullBackOff: "Back-off pulling image".
         cs.reason = "ImagePullBackOff";
         cs.message = "Back-off pulling image \"" + spec.image + "\": " + pull.error;
@@ -302,7 +306,7 @@ void Agent::request_image_pull(const std::string& uid, std::size_t index, const 
         cs.reason = "ContainerCreating";
         cs.message = "pulling image \"" + spec.image + "\"";
     }
-    if (pull.running) return;
+    if (step == ImagePullStep::Join) return;
     pull.running = true;
     pull.started_mono_ms = now;
     log(Level::Notice, "image " + spec.image + ": pulling from its registry (imagePullPolicy " +
@@ -319,7 +323,7 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
     pull.running = false;
     const auto waiters = std::move(pull.waiters);
     pull.waiters.clear();
-    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t now = clock_.monotonic_ms();
     const std::int64_t took = now - pull.started_mono_ms;
     std::int64_t delay = 0;
     if (result.ok()) {
@@ -330,8 +334,7 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
         // flowcontrol.Backoff.Next as image_manager.go calls it after a
         // failed pull: the first failure waits the initial period, each
         // later one twice the last, up to the maximum.
-        pull.backoff_ms = pull.backoff_ms == 0 ? config_.backoff_initial_ms
-                                               : std::min(pull.backoff_ms * 2, config_.backoff_max_ms);
+        pull.backoff_ms = next_image_pull_backoff(pull.backoff_ms, crash_loop_policy(config_));
         delay = pull.backoff_ms;
         pull.retry_at_mono_ms = now + delay;
         pull.error = result.error().message;
@@ -358,7 +361,7 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
         touched = true;
         if (result.ok()) {
             lc.image_pulled = true;
-        } else if (result.error().code == "unreachable" && spec->image_pull_policy == "Always" &&
+        } else if (spec->image_pull_policy == "Always" && may_run_local_image(result.error().code) &&
                    runtime_->has_image(image)) {
             // A deliberate deviation from kubelet, which fails the start: an
             // offline board runs the image it has, as it runs static pods.
@@ -373,7 +376,7 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
             }
             const bool again = is_image_wait(cs.reason);
             cs.state = ContainerState::Waiting;
-            cs.reason = again ? "ImagePullBackOff" : "ErrImagePull";
+            cs.reason = image_wait_reason(false, again);
             cs.message = pull.error;
             schedule_restart(uid, index, delay);
             save_pod(p);

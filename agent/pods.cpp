@@ -12,6 +12,8 @@
 #include "agent/pod_labels.h"
 #include "core/decision.h"
 #include "core/expand.h"
+#include "core/image_wait.h"
+#include "core/pod_lifecycle.h"
 #include "core/pod_network.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
@@ -147,7 +149,7 @@ void Agent::reconcile() {
         seen.push_back(std::move(o));
     }
     start_waiting_containers();
-    const std::int64_t now = platform::monotonic_ms();
+    const std::int64_t now = clock_.monotonic_ms();
     ReconcilePlan plan = plan_reconcile(want, seen, now);
     for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
     for (const auto& c : plan.create) create_pod(c);
@@ -172,40 +174,22 @@ bool Agent::advance_pod(const std::string& uid) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || pit->second.rec.deleting) return false;
     LivePod& p = pit->second;
-    auto idle = [&](std::size_t i) { return p.containers[i].id.empty() && !p.containers[i].restart_timer; };
-    const std::size_t n_init = p.rec.init_containers.size();
-    // Initialized once the app containers have started: init containers
-    // are not run again, and a sidecar's restart no longer holds anything.
-    bool initialized = false;
-    for (const auto& c : p.rec.containers) initialized = initialized || c.started_at_ms > 0;
     bool changed = false;
-    for (std::size_t i = 0; i < n_init; ++i) {
-        const ContainerStatus& cs = p.status(i);
-        if (!cs.sidecar) {
-            if (initialized || (cs.state == ContainerState::Terminated && cs.exit_code == 0)) continue;
-            if (!idle(i)) return changed;
-            start_container(uid, i);
-            return true;
-        }
-        // A sidecar (restartPolicy: Always): started, and its startup probe
-        // passed, before the next init container (kuberuntime
-        // computeInitContainerActions); it then runs beside the app
-        // containers.
-        if (idle(i)) {
-            start_container(uid, i);
-            changed = true;
-            refresh_readiness(p);
-        }
-        if (initialized || (cs.state == ContainerState::Running && cs.started)) continue;
-        return changed;
+    std::size_t from = 0;
+    for (;;) {
+        std::vector<bool> idle;
+        for (const auto& lc : p.containers) idle.push_back(lc.id.empty() && !lc.restart_timer);
+        const PodStartStep step = next_start_step(p.rec, idle, from);
+        for (std::size_t i : step.start) start_container(uid, i);
+        changed = changed || !step.start.empty();
+        if (!step.then_check_sidecar) return changed;
+        // A sidecar just started: the next init container waits for its
+        // startup probe, which its refreshed status says.
+        refresh_readiness(p);
+        if (!sidecar_lets_next_start(p.status(*step.then_check_sidecar), pod_initialized(p.rec)))
+            return changed;
+        from = *step.then_check_sidecar + 1;
     }
-    for (std::size_t i = n_init; i < p.containers.size(); ++i) {
-        if (idle(i) && p.status(i).state != ContainerState::Terminated) {
-            start_container(uid, i);
-            changed = true;
-        }
-    }
-    return changed;
 }
 
 // Containers with neither a process nor a pending restart: those of pods
@@ -245,29 +229,12 @@ void Agent::refresh_readiness(LivePod& p) {
         c.started = st.started && lc.probes_started;
         c.ready = st.ready && lc.probes_started;
     };
-    const std::size_t n_init = p.rec.init_containers.size();
-    bool all_running = !p.rec.containers.empty() && !p.rec.deleting;
-    bool all_ready = all_running;
-    for (std::size_t i = 0; i < n_init; ++i) {
-        ContainerStatus& c = p.rec.init_containers[i];
-        if (c.sidecar) {
-            // Sidecars count for the pod's readiness (1.29+
-            // GenerateContainersReadyCondition).
-            probe_status(i);
-            all_ready = all_ready && c.ready;
-            continue;
-        }
-        c.ready = c.state == ContainerState::Terminated && c.exit_code == 0;
-        c.started = c.state == ContainerState::Running;
-    }
-    for (std::size_t i = n_init; i < p.containers.size(); ++i) {
-        probe_status(i);
-        all_running = all_running && p.status(i).state == ContainerState::Running;
-        all_ready = all_ready && p.status(i).ready;
-    }
-    if (all_ready && !p.ready_since_mono_ms) p.ready_since_mono_ms = platform::monotonic_ms();
-    if (!all_ready) p.ready_since_mono_ms.reset();
-    p.rec.phase = all_running ? PodPhase::Running : PodPhase::Pending;
+    // Sidecars count for the pod's readiness (1.29+
+    // GenerateContainersReadyCondition); regular init containers are not probed.
+    for (std::size_t i = 0; i < p.containers.size(); ++i)
+        if (!p.is_init(i) || p.status(i).sidecar) probe_status(i);
+    const bool ready = update_pod_conditions(p.rec);
+    p.ready_since_mono_ms = ready_since(ready, p.ready_since_mono_ms, clock_.monotonic_ms());
 }
 
 // status.podIPs from the runtime's sandbox (every container of a pod is in
@@ -302,7 +269,7 @@ void Agent::create_pod(const PodToCreate& c) {
     p.rec.daemonset = c.daemonset;
     p.rec.revision_hash = c.hash;
     p.rec.revision = c.revision;
-    p.rec.created_at_ms = platform::wall_clock_ms();
+    p.rec.created_at_ms = clock_.wall_ms();
     const bool has_init = !ds.spec.template_.spec.init_containers.empty();
     for (const auto& spec : ds.spec.template_.spec.init_containers) {
         ContainerStatus cs;
@@ -330,10 +297,6 @@ void Agent::create_pod(const PodToCreate& c) {
     ensure_probes();
     refresh_readiness(pods_[uid]);
     save_pod(pods_[uid]);
-}
-
-bool is_image_wait(const std::string& reason) {
-    return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "ErrImageNeverPull";
 }
 
 void Agent::start_container(const std::string& uid, std::size_t index) {
@@ -416,10 +379,9 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         const bool never = spec->image_pull_policy == "Never";
         const bool again = is_image_wait(cs.reason);
         cs.state = ContainerState::Waiting;
-        cs.reason = never ? "ErrImageNeverPull" : again ? "ImagePullBackOff" : "ErrImagePull";
+        cs.reason = image_wait_reason(never, again);
         cs.message = id.error().message + "; import it into " + image_import_dir_of(config_);
-        const std::int64_t delay =
-            next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+        const std::int64_t delay = next_restart_delay(lc.backoff, 0, crash_loop_policy(config_));
         if (!again)  // once per wait, not per retry
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
                                 cs.message + "; retrying with back-off and when an image is imported");
@@ -446,19 +408,17 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         cs.message = id.error().message;
         log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
                             " did not start: " + cs.message + "; retrying with back-off");
-        schedule_restart(
-            uid, index,
-            next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000}));
+        schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
         return;
     }
     lc.id = id.value();
-    lc.started_mono_ms = platform::monotonic_ms();
+    lc.started_mono_ms = clock_.monotonic_ms();
     by_id_[lc.id] = {uid, index};
     cs.runtime_id = lc.id;
     cs.state = ContainerState::Running;
     cs.reason.clear();
     cs.message.clear();
-    cs.started_at_ms = platform::wall_clock_ms();
+    cs.started_at_ms = clock_.wall_ms();
     start_probes(uid, index);
 }
 
@@ -504,7 +464,7 @@ void Agent::on_container_exit(const std::string& id) {
     cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
     cs.reason = info.ok() ? info.value().reason : "Error";
     cs.finished_at_ms =
-        info.ok() && info.value().finished_at_ms ? info.value().finished_at_ms : platform::wall_clock_ms();
+        info.ok() && info.value().finished_at_ms ? info.value().finished_at_ms : clock_.wall_ms();
     cs.ready = false;
     cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
     cs.termination_started_at_ms = cs.started_at_ms;
@@ -512,11 +472,12 @@ void Agent::on_container_exit(const std::string& id) {
     if (auto r = runtime_->remove(id); !r.ok()) log(Level::Warning, r.error().message);
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
 
-    if (p.rec.deleting) {
+    const ExitAction action = container_exit_action(p.rec, index);
+    if (action == ExitAction::FinishPod) {
         finish_pod_if_stopped(uid);
         return;
     }
-    if (p.is_init(index) && !cs.sidecar && cs.exit_code == 0) {
+    if (action == ExitAction::InitCompleted) {
         // Done: the next init container, or the app containers, start now.
         log(Level::Info, "pod " + pod_name + " init container " + cs.name + " completed",
             {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
@@ -529,18 +490,15 @@ void Agent::on_container_exit(const std::string& id) {
     }
     // restartPolicy Always (the only one a DaemonSet allows): restart, after
     // the crash-loop back-off.
-    const std::int64_t ran_for = platform::monotonic_ms() - lc.started_mono_ms;
-    const std::int64_t delay = next_restart_delay(
-        lc.backoff, ran_for, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
+    const std::int64_t ran_for = clock_.monotonic_ms() - lc.started_mono_ms;
+    const std::int64_t delay = next_restart_delay(lc.backoff, ran_for, crash_loop_policy(config_));
     cs.restart_count += 1;
     log(Level::Warning,
         "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) + " (" +
             cs.reason + ") after " + seconds(ran_for) + " s; restarting in " + seconds(delay) + " s",
         {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
     if (delay > 0) {
-        cs.state = ContainerState::Waiting;
-        cs.reason = "CrashLoopBackOff";
-        cs.message = "back-off " + std::to_string(delay / 1000) + "s restarting failed container=" + cs.name;
+        set_crash_loop_waiting(cs, delay);
         record_backoff(p.rec, cs.name);
     }
     schedule_restart(uid, index, delay);

@@ -176,7 +176,7 @@ void Agent::on_probe_tick(const std::string& uid, std::size_t index, std::size_t
         probe_container_status(cs.state == ContainerState::Running, worker_of(lc.probes, ProbeKind::Startup),
                                worker_of(lc.probes, ProbeKind::Readiness))
             .started;
-    if (!probe_due(lp.worker, started, lc.started_mono_ms, platform::monotonic_ms())) return;
+    if (!probe_due(lp.worker, started, lc.started_mono_ms, clock_.monotonic_ms())) return;
     if (!lp.action_error.empty()) {
         // A named port the container does not declare: kubelet's prober
         // errs on every run (probe.Unknown) and the worker throws the

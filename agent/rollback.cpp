@@ -113,8 +113,7 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
     if (restored_hash == file_template_hash) {
         if (auto w = store_->delete_rollback(ns, name); !w.ok()) return w.error();
     } else {
-        store::StoredRollback rb{
-            ns, name, d.file_hash, restored_hash, to->template_json, platform::wall_clock_ms()};
+        store::StoredRollback rb{ns, name, d.file_hash, restored_hash, to->template_json, clock_.wall_ms()};
         if (auto w = store_->put_rollback(rb); !w.ok()) return w.error();
     }
     const std::string held = restored_hash == file_template_hash ? "the manifest file's own template"

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "agent/agent.h"
+#include "core/revision_history.h"
 #include "core/template_hash.h"
 #include "platform/file.h"
 #include "platform/log.h"
@@ -177,7 +178,7 @@ Status Agent::record_revision(Desired& d) {
     row.object_json = d.ds().object.dump();
     row.template_hash = d.hash;
     row.generation = 1;
-    row.updated_at_ms = platform::wall_clock_ms();
+    row.updated_at_ms = clock_.wall_ms();
     if (stored.value()) {
         const auto& old = *stored.value();
         bool same = old.object_json == row.object_json && old.source == row.source;
@@ -188,44 +189,38 @@ Status Agent::record_revision(Desired& d) {
 
     auto revs = store_->list_revisions(md.namespace_, md.name);
     if (!revs.ok()) return revs.error();
-    std::int64_t max_rev = 0;
-    std::int64_t found = 0;
-    for (const auto& r : revs.value()) {
-        max_rev = std::max(max_rev, r.revision);
-        if (r.hash == d.hash) found = std::max(found, r.revision);
-    }
-    if (found != 0 && found < max_rev) {
-        // Back to an older template (an undo, or a file edited back): as
-        // upstream's constructHistory, its revision is renumbered to max+1
-        // and the pods running it follow.
+    // core/revision_history.h: upstream's constructHistory numbering.
+    const RevisionNumber number = number_revision(revs.value(), d.hash);
+    if (number.renumbered_from != 0) {
+        // Back to an older template (an undo, or a file edited back): its
+        // revision is renumbered and the pods running it follow.
         for (const auto& r : revs.value()) {
             if (r.hash != d.hash) continue;
             RevisionRecord bumped = r;
-            bumped.revision = max_rev + 1;
+            bumped.revision = number.revision;
             if (auto w = store_->put_revision(bumped); !w.ok()) return w.error();
         }
         for (auto& [uid, p] : pods_)
             if (p.rec.namespace_ == md.namespace_ && p.rec.daemonset == md.name &&
                 p.rec.revision_hash == d.hash) {
-                p.rec.revision = max_rev + 1;
+                p.rec.revision = number.revision;
                 save_pod(p);
             }
         log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +
-                             std::to_string(found) + " (" + d.hash + ") is revision " +
-                             std::to_string(max_rev + 1) + " now");
-        found = max_rev + 1;
+                             std::to_string(number.renumbered_from) + " (" + d.hash + ") is revision " +
+                             std::to_string(number.revision) + " now");
     }
-    if (found != 0) {
-        d.revision = found;
+    if (!number.is_new) {
+        d.revision = number.revision;
         return Ok{};
     }
     RevisionRecord rev;
     rev.namespace_ = md.namespace_;
     rev.daemonset = md.name;
-    rev.revision = max_rev + 1;
+    rev.revision = number.revision;
     rev.hash = d.hash;
     rev.template_json = canonical_json(d.ds().object["spec"]["template"]);
-    rev.created_at_ms = platform::wall_clock_ms();
+    rev.created_at_ms = clock_.wall_ms();
     if (auto w = store_->put_revision(rev); !w.ok()) return w.error();
     d.revision = rev.revision;
     log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +

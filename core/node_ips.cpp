@@ -6,6 +6,8 @@
 #include <optional>
 #include <sstream>
 
+#include "core/strings.h"
+
 namespace daemonlet {
 namespace {
 
@@ -58,12 +60,6 @@ bool global_unicast(const Ip& ip) {
     const bool broadcast =
         ip.family == 4 && ip.b[0] == 255 && ip.b[1] == 255 && ip.b[2] == 255 && ip.b[3] == 255;
     return !broadcast && !all_zero(ip) && !is_loopback(ip) && !is_multicast(ip) && !is_link_local(ip);
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
 }
 
 // The whitespace-separated fields of each line after the first (the

@@ -66,11 +66,15 @@ bool pod_available(const ObservedPod& pod, std::int32_t min_ready_seconds, std::
 ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired,
                              const std::vector<ObservedPod>& pods, std::int64_t now_mono_ms);
 
+// A run longer than this forgets a container's crash-loop back-off: 2 x the
+// kubelet's MaxContainerBackOff of 300 s (flowcontrol.Backoff hasExpired).
+inline constexpr std::int64_t kCrashLoopResetAfterMs = 600'000;
+
 // The kubelet's crash-loop backoff for one container.
 struct BackoffPolicy {
     std::int64_t initial_ms = 10'000;
     std::int64_t max_ms = 300'000;
-    std::int64_t reset_after_ms = 600'000;  // healthy running time that forgets the backoff
+    std::int64_t reset_after_ms = kCrashLoopResetAfterMs;  // healthy running time that forgets the backoff
 };
 struct BackoffState {
     std::int64_t delay_ms = 0;  // the delay used for the last restart (0: none yet, or it was immediate)

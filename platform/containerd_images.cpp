@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/strings.h"
 #include "platform/run_command.h"
 
 namespace daemonlet::platform {
@@ -12,11 +13,6 @@ namespace {
 
 // `ctr images ls` and `ctr images tag` read containerd's metadata only.
 constexpr int kShortCtrDeadlineMs = 60 * 1000;
-
-std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-}
 
 }  // namespace
 
@@ -46,13 +42,13 @@ Result<std::vector<CtrImage>> parse_ctr_images(const std::string& output) {
         fields >> type >> digest;
         if (!header) {
             if (ref != "REF" || type != "TYPE" || digest != "DIGEST")
-                return Error{"invalid", "ctr images ls: unexpected header \"" + trimmed(line) +
+                return Error{"invalid", "ctr images ls: unexpected header \"" + trim(line) +
                                             "\" (expected REF TYPE DIGEST ...)"};
             header = true;
             continue;
         }
         if (digest.rfind("sha256:", 0) != 0)
-            return Error{"invalid", "ctr images ls: no digest in the row \"" + trimmed(line) + "\""};
+            return Error{"invalid", "ctr images ls: no digest in the row \"" + trim(line) + "\""};
         out.push_back({ref, digest});
     }
     if (!header && !output.empty()) return Error{"invalid", "ctr images ls: no header"};
@@ -60,7 +56,7 @@ Result<std::vector<CtrImage>> parse_ctr_images(const std::string& output) {
 }
 
 Error ctr_error(const std::string& what, int exit_code, const std::string& stderr_text) {
-    std::string why = trimmed(stderr_text);
+    std::string why = trim(stderr_text);
     if (why.empty()) why = "exit status " + std::to_string(exit_code);
     const bool down = why.find("failed to dial") != std::string::npos;
     return Error{down ? "unavailable" : "ctr_failed", what + ": " + why};

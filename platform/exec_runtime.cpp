@@ -14,6 +14,8 @@
 #include <system_error>
 
 #include "platform/exec_runtime_watch.h"
+#include "platform/fd.h"
+#include "platform/file.h"
 #include "platform/proc_stat.h"
 #include "platform/shim_protocol.h"
 #include "platform/shim_state.h"
@@ -24,33 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using exec::ShimRecord;
 
-// A move-only file descriptor, closed on scope exit.
-class Fd {
-  public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() { reset(); }
-    int get() const { return fd_; }
-    int release() { return std::exchange(fd_, -1); }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-  private:
-    int fd_;
-};
-
 Error errno_error(const std::string& what) { return Error{"io", what + ": " + std::strerror(errno)}; }
-
-Status make_dirs(const std::string& path, fs::perms perms) {
-    std::error_code ec;
-    fs::create_directories(path, ec);
-    if (ec) return Error{"io", path + ": " + ec.message()};
-    fs::permissions(path, perms, ec);
-    return Ok{};
-}
 
 // The shim runs in "/", and config.json names the log by its full path.
 std::string absolute(const std::string& path) {
@@ -94,7 +70,7 @@ int wait_ready(int fd, std::chrono::steady_clock::time_point deadline) {
 
 Result<std::unique_ptr<Runtime>> make_exec_runtime(uv_loop_s* loop, std::string state_dir,
                                                    std::string shim_path) {
-    if (auto s = make_dirs(state_dir, fs::perms::owner_all); !s) return s.error();
+    if (auto s = make_dirs(state_dir, 0700); !s) return s.error();
     if (::access(shim_path.c_str(), X_OK) != 0) return errno_error("daemonlet-shim " + shim_path);
     Fd self(proc::pidfd_open(::getpid()));
     if (self.get() < 0) return errno_error("pidfd_open (the exec runtime needs Linux >= 5.3)");
@@ -222,14 +198,14 @@ Result<std::string> ExecRuntime::start(const ContainerLaunch& launch) {
     std::string id = launch.id.empty() ? exec::new_container_id() : launch.id;
     std::string dir = exec::container_dir(state_dir_, id);
     std::string log = exec::log_path(state_dir_, launch);
-    if (auto s = make_dirs(exec::containers_dir(state_dir_), fs::perms::owner_all); !s) return s.error();
+    if (auto s = make_dirs(exec::containers_dir(state_dir_), 0700); !s) return s.error();
     if (::mkdir(dir.c_str(), 0700) != 0) return errno_error(dir);
     auto fail = [&dir](const Error& e) -> Result<std::string> {
         std::error_code ec;
         fs::remove_all(dir, ec);
         return e;
     };
-    if (auto s = make_dirs(fs::path(log).parent_path().string(), fs::perms(0755)); !s) return fail(s.error());
+    if (auto s = make_dirs(fs::path(log).parent_path().string(), 0755); !s) return fail(s.error());
     auto config = exec::write_file_atomic(dir + "/" + shim::kConfigFile, exec::config_json(launch, log));
     if (!config) return fail(config.error());
     auto spawned = spawn_shim(id, dir);

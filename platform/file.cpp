@@ -7,24 +7,19 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/io_error.h"
 #include "platform/fd.h"
 
 namespace daemonlet::platform {
-namespace {
-
-Error io_error(const std::string& path, const std::string& what) { return Error{"io", path + ": " + what}; }
-
-}  // namespace
-
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-    if (fd.get() < 0) return io_error(path, std::strerror(errno));
+    if (fd.get() < 0) return io_error(path, {});
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return io_error(path, std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) return io_error(path, "not a regular file");
+    if (::fstat(fd.get(), &st) != 0) return io_error(path, {});
+    if (!S_ISREG(st.st_mode)) return Error{"io", path + ": not a regular file"};
     if (static_cast<std::size_t>(st.st_size) > max_bytes)
-        return io_error(path, "file is " + std::to_string(st.st_size) + " bytes, over the limit of " +
-                                  std::to_string(max_bytes) + " bytes");
+        return Error{"io", path + ": file is " + std::to_string(st.st_size) + " bytes, over the limit of " +
+                               std::to_string(max_bytes) + " bytes"};
     std::string data;
     data.resize(static_cast<std::size_t>(st.st_size));
     std::size_t got = 0;
@@ -37,15 +32,28 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
         ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return io_error(path, std::strerror(errno));
+            return io_error(path, {});
         }
         if (n == 0) break;
         got += static_cast<std::size_t>(n);
     }
     if (got > max_bytes)
-        return io_error(path, "file is over the limit of " + std::to_string(max_bytes) + " bytes");
+        return Error{"io", path + ": file is over the limit of " + std::to_string(max_bytes) + " bytes"};
     data.resize(got);
     return data;
+}
+
+Status make_dirs(const std::string& path, mode_t mode) {
+    std::string cur;
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = path.find('/', pos + 1);
+        cur = path.substr(0, pos);
+        if (cur.empty()) continue;
+        if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST)
+            return io_error(cur, "cannot create directory");
+    }
+    return Ok{};
 }
 
 }  // namespace daemonlet::platform

@@ -6,6 +6,7 @@
 // curl_multi_info_read and called back.
 #include "platform/http_client.h"
 
+#include "core/strings.h"
 #include "platform/curl_api.h"
 #include "platform/netns.h"
 
@@ -28,13 +29,6 @@ struct Poll {
 void close_poll(Poll* p) {
     uv_close(reinterpret_cast<uv_handle_t*>(&p->handle),
              [](uv_handle_t* h) { delete static_cast<Poll*>(h->data); });
-}
-
-std::string trim(std::string s) {
-    auto not_space = [](unsigned char c) { return !std::isspace(c); };
-    s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-    s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-    return s;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <set>
 #include <utility>
 
+#include "core/io_error.h"
 #include "platform/fd.h"
 #include "platform/file.h"
 #include "platform/image_index.h"
@@ -33,10 +34,6 @@ namespace fs = std::filesystem;
 constexpr std::size_t kMaxMountinfoBytes = 4 * 1024 * 1024;
 
 std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
-
-Error io_error(const std::string& path, const std::string& op) {
-    return Error{"io", path + ": " + op + ": " + std::strerror(errno)};
-}
 
 // The last component of each lower directory of every overlay mounted in
 // this mount namespace (/proc/self/mountinfo: "... - overlay overlay

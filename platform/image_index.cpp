@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/image_reference.h"
+#include "core/io_error.h"
 #include "platform/fd.h"
 #include "platform/file.h"
 
@@ -16,10 +17,6 @@ namespace daemonlet::platform {
 namespace {
 
 using Json = nlohmann::json;
-
-Error io_error(const std::string& path, const std::string& op) {
-    return Error{"io", path + ": " + op + ": " + std::strerror(errno)};
-}
 
 }  // namespace
 

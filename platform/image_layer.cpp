@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/io_error.h"
 #include "platform/fd.h"
 #include "platform/sha256.h"
 
@@ -235,10 +236,6 @@ namespace {
 
 constexpr std::string_view kWhiteoutPrefix = ".wh.";
 constexpr std::string_view kOpaque = ".wh..wh..opq";
-
-Error io_error(const std::string& path, const char* op) {
-    return Error{"io", path + ": " + op + ": " + std::strerror(errno)};
-}
 
 Status remove_path(const std::string& path) {
     std::error_code ec;

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/image_reference.h"
+#include "core/io_error.h"
 #include "platform/fd.h"
 #include "platform/file.h"
 #include "platform/image_index.h"
@@ -39,10 +40,6 @@ constexpr std::size_t kMaxArchiveMembers = 100000;
 constexpr int kMaxLinkHops = 8;
 
 std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
-
-Error io_error(const std::string& path, const std::string& op) {
-    return Error{"io", path + ": " + op + ": " + std::strerror(errno)};
-}
 
 // Removes a directory tree when it goes out of scope: the staging directory
 // of an import, whatever path the import leaves by.

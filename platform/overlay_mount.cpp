@@ -12,6 +12,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/io_error.h"
 #include "platform/fd.h"
 #include "platform/file.h"
 
@@ -23,10 +24,6 @@
 namespace daemonlet::platform {
 
 namespace {
-
-Error io_error(const std::string& path, const char* op) {
-    return Error{"io", path + ": " + op + ": " + std::strerror(errno)};
-}
 
 std::string parent_of(const std::string& path) {
     std::size_t slash = path.find_last_of('/');

@@ -14,6 +14,7 @@
 
 #include "core/cgroup_oom.h"
 #include "core/oci_spec.h"
+#include "core/strings.h"
 #include "platform/fd.h"
 #include "platform/file.h"
 
@@ -44,11 +45,6 @@ std::string log_tail(const std::string& path) {
         if (!msg.empty()) out = out.empty() ? msg : out + "; " + msg;
     }
     return out;
-}
-
-std::string trim(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "core/json.h"
 #include "core/oci_image.h"
 #include "core/oci_spec.h"
+#include "core/strings.h"
 #include "platform/exec_runtime.h"
 #include "platform/file.h"
 #include "platform/overlay_mount.h"
@@ -22,13 +23,6 @@ namespace daemonlet::platform {
 namespace {
 
 namespace fs = std::filesystem;
-
-Status make_dirs(const std::string& path) {
-    std::error_code ec;
-    fs::create_directories(path, ec);
-    if (ec) return Error{"io", path + ": " + ec.message()};
-    return Ok{};
-}
 
 // `name` as execvp would find it; absolute, for the shim's argv[0].
 Result<std::string> find_executable(const std::string& name) {
@@ -53,11 +47,6 @@ Result<std::string> find_executable(const std::string& name) {
     return Error{"not_found", "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
 }
 
-std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-}
-
 // `daemonlet-image prepare`: the rootfs assembled in <bundle>/rootfs (which
 // must not exist), and the image's config.
 Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& reference,
@@ -70,7 +59,7 @@ Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& ref
     if (r.value().exit_code == kImageToolNotFound)
         return Error{"image_not_found", "image \"" + reference + "\" is not in the image store"};
     if (r.value().exit_code != 0) {
-        std::string why = trimmed(r.value().err);
+        std::string why = trim(r.value().err);
         if (why.empty()) why = "exit status " + std::to_string(r.value().exit_code);
         return Error{"image", tool.binary + " prepare " + reference + ": " + why};
     }

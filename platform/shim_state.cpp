@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/io_error.h"
 #include "platform/file.h"
 #include "platform/proc_stat.h"
 #include "platform/shim_protocol.h"
@@ -22,8 +23,6 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxStateBytes = 64 * 1024;
 constexpr std::size_t kMaxNameLength = 253;
-
-Error io_error(const std::string& path, int err) { return Error{"io", path + ": " + std::strerror(err)}; }
 
 Error corrupt(const std::string& path, const std::string& what) {
     return Error{"corrupt", path + ": " + what};
@@ -266,7 +265,7 @@ Status record_lost_exit(const std::string& state_dir, const ShimRecord& record, 
 Status write_file_atomic(const std::string& path, const std::string& data) {
     std::string tmp = path + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return io_error(tmp, errno);
+    if (fd < 0) return io_error(tmp, {}, errno);
     std::size_t done = 0;
     int err = 0;
     while (done < data.size()) {
@@ -282,7 +281,7 @@ Status write_file_atomic(const std::string& path, const std::string& data) {
     if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
     if (err != 0) {
         ::unlink(tmp.c_str());
-        return io_error(path, err);
+        return io_error(path, {}, err);
     }
     return Ok{};
 }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/io_error.h"
 #include "store/migrations.h"
 #include "store/sql.h"
 #include "store/sqlite_store.h"
@@ -18,10 +19,6 @@ namespace {
 // checkpointing, a second agent starting.
 constexpr int kBusyTimeoutMs = 5000;
 constexpr mode_t kMode = 0600;  // the node's state is root's business
-
-Error io_error(const std::string& path, const char* op, const std::string& what) {
-    return Error{"io", path + ": " + op + ": " + what + ": " + std::strerror(errno)};
-}
 
 // A file the recovery must move aside, with the reason.
 Error unusable(const std::string& why) { return Error{"corrupt", why}; }
@@ -36,10 +33,10 @@ Status restrict_mode(const std::string& path, const char* op) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
         if (errno == ENOENT) return Ok{};
-        return io_error(path, op, "stat");
+        return io_error(path, std::string(op) + ": stat");
     }
     if ((st.st_mode & 07777) != kMode && ::chmod(path.c_str(), kMode) != 0)
-        return io_error(path, op, "chmod 0600");
+        return io_error(path, std::string(op) + ": chmod 0600");
     return Ok{};
 }
 
@@ -57,18 +54,18 @@ void sync_directory_of(const std::string& path) {
 Status prepare_file(const std::string& path, bool* created) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
-        if (errno != ENOENT) return io_error(path, "open", "stat");
+        if (errno != ENOENT) return io_error(path, "open: stat");
         // A -wal without its database belongs to some other database:
         // SQLite would replay it into the new one.
         if (exists(path + "-wal"))
             return unusable("the database file is missing but " + path + "-wal exists");
         int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, kMode);
-        if (fd < 0 && errno != EEXIST) return io_error(path, "open", "create");
+        if (fd < 0 && errno != EEXIST) return io_error(path, "open: create");
         if (fd >= 0) {
             // The umask may have narrowed 0600 further; make it exactly 0600.
             int rc = ::fchmod(fd, kMode);
             ::close(fd);
-            if (rc != 0) return io_error(path, "open", "chmod 0600");
+            if (rc != 0) return io_error(path, "open: chmod 0600");
             sync_directory_of(path);
         }
         *created = true;
@@ -95,7 +92,7 @@ Result<std::string> move_aside(const std::string& path, std::int64_t now_ms) {
     for (const char* suffix : {"", "-wal", "-shm"}) {
         const std::string from = path + suffix;
         if (::rename(from.c_str(), (target + suffix).c_str()) != 0 && errno != ENOENT)
-            return io_error(from, "open", "moving aside to " + target + suffix);
+            return io_error(from, "open: moving aside to " + target + suffix);
     }
     sync_directory_of(path);
     return target;
@@ -172,7 +169,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, std::int64_t
 Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_readonly: " + e.message}; };
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return io_error(path, "open_readonly", "stat");
+    if (::stat(path.c_str(), &st) != 0) return io_error(path, "open_readonly: stat");
     auto db = connect(path, SQLITE_OPEN_READONLY);
     if (!db) return in_context(db.error());
     auto version = user_version(db.value().get());

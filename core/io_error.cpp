@@ -1,0 +1,13 @@
+#include "core/io_error.h"
+
+#include <cstring>
+
+namespace daemonlet {
+
+Error io_error(const std::string& path, std::string_view op, int err) {
+    std::string message = path + ": ";
+    if (!op.empty()) message.append(op).append(": ");
+    return Error{"io", message + std::strerror(err)};
+}
+
+}  // namespace daemonlet

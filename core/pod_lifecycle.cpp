@@ -1,0 +1,100 @@
+#include "core/pod_lifecycle.h"
+
+#include <algorithm>
+#include <string>
+
+namespace daemonlet {
+
+BackoffPolicy crash_loop_policy(const AgentConfig& config) {
+    return {config.backoff_initial_ms, config.backoff_max_ms, kCrashLoopResetAfterMs};
+}
+
+const ContainerStatus& container_at(const PodRecord& pod, std::size_t i) {
+    const std::size_t n_init = pod.init_containers.size();
+    return i < n_init ? pod.init_containers[i] : pod.containers[i - n_init];
+}
+
+ContainerStatus& container_at(PodRecord& pod, std::size_t i) {
+    const std::size_t n_init = pod.init_containers.size();
+    return i < n_init ? pod.init_containers[i] : pod.containers[i - n_init];
+}
+
+std::size_t container_count(const PodRecord& pod) {
+    return pod.init_containers.size() + pod.containers.size();
+}
+
+bool pod_initialized(const PodRecord& pod) {
+    for (const auto& c : pod.containers)
+        if (c.started_at_ms > 0) return true;
+    return false;
+}
+
+bool sidecar_lets_next_start(const ContainerStatus& sidecar, bool initialized) {
+    return initialized || (sidecar.state == ContainerState::Running && sidecar.started);
+}
+
+PodStartStep next_start_step(const PodRecord& pod, const std::vector<bool>& idle, std::size_t from) {
+    PodStartStep step;
+    const std::size_t n_init = pod.init_containers.size();
+    const std::size_t n = container_count(pod);
+    const bool initialized = pod_initialized(pod);
+    auto is_idle = [&](std::size_t i) { return i < idle.size() && idle[i]; };
+    for (std::size_t i = from; i < n_init; ++i) {
+        const ContainerStatus& cs = pod.init_containers[i];
+        if (!cs.sidecar) {
+            if (initialized || (cs.state == ContainerState::Terminated && cs.exit_code == 0)) continue;
+            if (is_idle(i)) step.start.push_back(i);
+            return step;
+        }
+        if (is_idle(i)) {
+            step.start.push_back(i);
+            step.then_check_sidecar = i;
+            return step;
+        }
+        if (!sidecar_lets_next_start(cs, initialized)) return step;
+    }
+    for (std::size_t i = std::max(from, n_init); i < n; ++i)
+        if (is_idle(i) && container_at(pod, i).state != ContainerState::Terminated) step.start.push_back(i);
+    return step;
+}
+
+ExitAction container_exit_action(const PodRecord& pod, std::size_t index) {
+    if (pod.deleting) return ExitAction::FinishPod;
+    const ContainerStatus& cs = container_at(pod, index);
+    if (index < pod.init_containers.size() && !cs.sidecar && cs.exit_code == 0)
+        return ExitAction::InitCompleted;
+    return ExitAction::Restart;
+}
+
+void set_crash_loop_waiting(ContainerStatus& cs, std::int64_t delay_ms) {
+    cs.state = ContainerState::Waiting;
+    cs.reason = "CrashLoopBackOff";
+    cs.message = "back-off " + std::to_string(delay_ms / 1000) + "s restarting failed container=" + cs.name;
+}
+
+bool update_pod_conditions(PodRecord& pod) {
+    bool all_running = !pod.containers.empty() && !pod.deleting;
+    bool all_ready = all_running;
+    for (auto& c : pod.init_containers) {
+        if (c.sidecar) {
+            all_ready = all_ready && c.ready;
+            continue;
+        }
+        c.ready = c.state == ContainerState::Terminated && c.exit_code == 0;
+        c.started = c.state == ContainerState::Running;
+    }
+    for (const auto& c : pod.containers) {
+        all_running = all_running && c.state == ContainerState::Running;
+        all_ready = all_ready && c.ready;
+    }
+    pod.phase = all_running ? PodPhase::Running : PodPhase::Pending;
+    return all_ready;
+}
+
+std::optional<std::int64_t> ready_since(bool ready, std::optional<std::int64_t> since,
+                                        std::int64_t now_mono_ms) {
+    if (!ready) return std::nullopt;
+    return since ? since : now_mono_ms;
+}
+
+}  // namespace daemonlet

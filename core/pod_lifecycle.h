@@ -1,0 +1,89 @@
+// The pure decisions of a pod's lifecycle on this node, as the kubelet makes
+// them for a pod it runs: which container starts next (init containers one
+// at a time, sidecars kept running beside the rest, then the app
+// containers), what an exit leads to, the crash-loop back-off's waiting
+// status, and the pod's phase and readiness from its containers. The agent
+// (agent/pods.cpp) measures, calls the runtime and carries these out; every
+// input here is a plain value and `now` is passed in.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/config.h"
+#include "core/pod.h"
+#include "core/reconcile.h"
+
+namespace daemonlet {
+
+// The crash-loop back-off of the agent's configuration (crashLoopBackoff's
+// initial and max; kubelet's NewBackOff(10 s, 300 s) by default).
+BackoffPolicy crash_loop_policy(const AgentConfig& config);
+
+// Container `i` of a pod: init containers first, then app containers.
+const ContainerStatus& container_at(const PodRecord& pod, std::size_t i);
+ContainerStatus& container_at(PodRecord& pod, std::size_t i);
+std::size_t container_count(const PodRecord& pod);
+
+// Whether the pod is initialized: an app container has started once.
+// Regular init containers do not run again, and a sidecar's restart holds
+// nothing back (kuberuntime computePodActions: initialization is done once
+// the app containers have been created).
+bool pod_initialized(const PodRecord& pod);
+
+// Whether a sidecar (an init container with restartPolicy Always) lets the
+// next init container start: it runs and its startup probe passed, or the
+// pod is initialized (KEP-753; kuberuntime computeInitContainerActions).
+bool sidecar_lets_next_start(const ContainerStatus& sidecar, bool initialized);
+
+// What advancing a pod starts now. `idle[i]`: container i has neither a
+// process nor a pending restart. Scanning from init container `from`:
+//   - a regular init container that completed (exit 0), or any once the pod
+//     is initialized, is passed; the first other one starts if idle, and
+//     nothing after it is looked at (one at a time, in order);
+//   - an idle sidecar starts; whether the scan goes on past it depends on
+//     its status once started (its startup probe): `then_check_sidecar` is
+//     its index, and the caller, after starting it and refreshing its
+//     status, scans again from the next index when sidecar_lets_next_start;
+//     a sidecar already running is checked here and blocks or is passed;
+//   - past the init containers, every idle app container that has not
+//     terminated starts (they start together).
+struct PodStartStep {
+    std::vector<std::size_t> start;                 // in this order
+    std::optional<std::size_t> then_check_sidecar;  // the last of `start`, a sidecar
+};
+PodStartStep next_start_step(const PodRecord& pod, const std::vector<bool>& idle, std::size_t from = 0);
+
+// What a container's exit leads to, its status already terminated:
+//   FinishPod      the pod is stopping: it goes once its last container has;
+//   InitCompleted  a regular init container exited 0: the next one starts,
+//                  its back-off forgotten;
+//   Restart        anything else: restartPolicy Always (the only one a
+//                  DaemonSet allows) restarts it after the crash-loop
+//                  back-off, sidecars and failed init containers included.
+enum class ExitAction { FinishPod, InitCompleted, Restart };
+ExitAction container_exit_action(const PodRecord& pod, std::size_t index);
+
+// The status of a container waiting `delay_ms` > 0 to restart: Waiting,
+// CrashLoopBackOff, and kubelet's message ("back-off 20s restarting failed
+// container=NAME", kuberuntime_manager.go doBackOff).
+void set_crash_loop_waiting(ContainerStatus& cs, std::int64_t delay_ms);
+
+// kubelet's status generation for what is not probed: a regular init
+// container is ready once it exited 0 and started while it runs; the pod is
+// Running once every app container runs, else Pending (kubelet_pods.go
+// getPhase for restartPolicy Always); it is ready when every app container
+// and every sidecar is ready (status/generate.go GeneratePodReadyCondition,
+// sidecars counted since 1.29), never while it stops or without app
+// containers. Sidecars' and app containers' started and ready come from
+// their probes and are read, not set. Returns whether the pod is ready.
+bool update_pod_conditions(PodRecord& pod);
+
+// The moment the pod became ready (monotonic), kept while it stays ready:
+// the start of minReadySeconds for availability (podutil.IsPodAvailable).
+std::optional<std::int64_t> ready_since(bool ready, std::optional<std::int64_t> since,
+                                        std::int64_t now_mono_ms);
+
+}  // namespace daemonlet

@@ -1,0 +1,13 @@
+// Small string helpers shared by every layer. Pure.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace daemonlet {
+
+// `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \f,
+// \v): a command's output, a header's value, a token file's content.
+std::string trim(std::string_view s);
+
+}  // namespace daemonlet

@@ -1,0 +1,26 @@
+// The clock the agent reads, behind a narrow interface so that a test can
+// drive time (tests/agent/fake_clock.h). Two clocks, as core/pod.h says:
+// monotonic for durations that drive decisions (crash-loop back-off,
+// minReadySeconds, probe periods), wall for timestamps people and the
+// Kubernetes-shaped output read.
+#pragma once
+
+#include <cstdint>
+
+namespace daemonlet::platform {
+
+class Clock {
+  public:
+    virtual ~Clock() = default;
+    // Milliseconds on a clock that never jumps (CLOCK_MONOTONIC).
+    virtual std::int64_t monotonic_ms() const = 0;
+    // Unix milliseconds (CLOCK_REALTIME).
+    virtual std::int64_t wall_ms() const = 0;
+};
+
+// The machine's clocks (system_info.h monotonic_ms and wall_clock_ms): read
+// at each call, not the loop's cached uv_now, so that a decision made late
+// in a long loop turn measures the time it is made at, as before.
+const Clock& system_clock();
+
+}  // namespace daemonlet::platform

@@ -1,0 +1,327 @@
+// The pure pod lifecycle (core/pod_lifecycle.h): which containers start
+// next, what an exit leads to, the pod's phase and readiness. Rows name the
+// kubelet rule they pin: kuberuntime_manager.go computePodActions and
+// computeInitContainerActions (init containers one at a time, sidecars from
+// KEP-753), status/generate.go and kubelet_pods.go getPhase.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/pod_lifecycle.h"
+
+// CppUTest last: its leak-detection macros redefine new.
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+
+namespace {
+
+enum class Kind { Init, Sidecar, App };
+
+// One container of a row's pod.
+struct C {
+    Kind kind;
+    ContainerState state = ContainerState::Waiting;
+    std::int32_t exit_code = 0;
+    bool started = false;  // startup probe passed
+    bool ready = false;
+    bool idle = true;  // no process, no pending restart
+    std::int64_t started_at_ms = 0;
+};
+
+C init(ContainerState s = ContainerState::Waiting, std::int32_t exit_code = 0, bool idle = true) {
+    return {Kind::Init, s, exit_code, false, false, idle, 0};
+}
+C sidecar(ContainerState s = ContainerState::Waiting, bool started = false, bool idle = true) {
+    return {Kind::Sidecar, s, 0, started, started, idle, 0};
+}
+C app(ContainerState s = ContainerState::Waiting, bool idle = true, std::int64_t started_at_ms = 0) {
+    return {Kind::App, s, 0, false, false, idle, started_at_ms};
+}
+const C kRunningInit = init(ContainerState::Running, 0, false);
+const C kDoneInit = init(ContainerState::Terminated, 0, true);
+
+PodRecord make_pod(const std::vector<C>& cs, std::vector<bool>* idle = nullptr) {
+    PodRecord p;
+    for (const auto& c : cs) {
+        ContainerStatus s;
+        s.name = "c" + std::to_string(p.init_containers.size() + p.containers.size());
+        s.state = c.state;
+        s.exit_code = c.exit_code;
+        s.started = c.started;
+        s.ready = c.ready;
+        s.started_at_ms = c.started_at_ms;
+        s.sidecar = c.kind == Kind::Sidecar;
+        (c.kind == Kind::App ? p.containers : p.init_containers).push_back(s);
+    }
+    if (idle) {
+        // Init containers come first whatever the row's order.
+        for (const auto& c : cs)
+            if (c.kind != Kind::App) idle->push_back(c.idle);
+        for (const auto& c : cs)
+            if (c.kind == Kind::App) idle->push_back(c.idle);
+    }
+    return p;
+}
+
+struct StartRow {
+    const char* name;
+    std::vector<C> pod;
+    std::size_t from;
+    std::vector<std::size_t> start;
+    std::optional<std::size_t> then_check_sidecar;
+};
+
+const StartRow kStartRows[] = {
+    {"computePodActions: no init containers, every app container starts together",
+     {app(), app()},
+     0,
+     {0, 1},
+     std::nullopt},
+    {"computeInitContainerActions: the first init container starts first, alone",
+     {init(), init(), app()},
+     0,
+     {0},
+     std::nullopt},
+    {"computeInitContainerActions: a running init container holds the next one back",
+     {kRunningInit, init(), app()},
+     0,
+     {},
+     std::nullopt},
+    {"computeInitContainerActions: after one exits 0, the next starts",
+     {kDoneInit, init(), app()},
+     0,
+     {1},
+     std::nullopt},
+    {"computePodActions: all init containers done, the app containers start",
+     {kDoneInit, kDoneInit, app(), app()},
+     0,
+     {2, 3},
+     std::nullopt},
+    {"computeInitContainerActions: a failed init container waiting to restart holds everything back",
+     {init(ContainerState::Waiting, 1, false), app()},
+     0,
+     {},
+     std::nullopt},
+    {"computeInitContainerActions: a failed init container with no pending restart starts again",
+     {init(ContainerState::Terminated, 1, true), app()},
+     0,
+     {0},
+     std::nullopt},
+    {"KEP-753: an idle sidecar starts, then its startup probe decides whether the scan goes on",
+     {sidecar(), init(), app()},
+     0,
+     {0},
+     0},
+    {"KEP-753: a running sidecar whose startup probe has not passed holds the next init container back",
+     {sidecar(ContainerState::Running, false, false), init(), app()},
+     0,
+     {},
+     std::nullopt},
+    {"KEP-753: a started sidecar lets the next init container start",
+     {sidecar(ContainerState::Running, true, false), init(), app()},
+     0,
+     {1},
+     std::nullopt},
+    {"KEP-753: the scan resumes past a sidecar the caller just started",
+     {sidecar(ContainerState::Running, true, false), init(), app()},
+     1,
+     {1},
+     std::nullopt},
+    {"KEP-753: a sidecar after the init containers, started, lets the app containers start",
+     {kDoneInit, sidecar(ContainerState::Running, true, false), app(), app()},
+     0,
+     {2, 3},
+     std::nullopt},
+    {"computePodActions: once initialized, init containers are not run again and a sidecar's restart blocks "
+     "nothing",
+     {init(), sidecar(ContainerState::Waiting, false, false), app(ContainerState::Waiting, true, 1000)},
+     0,
+     {2},
+     std::nullopt},
+    {"computePodActions: once initialized, an idle sidecar is started again (restartPolicy Always)",
+     {kDoneInit, sidecar(), app(ContainerState::Running, false, 1000)},
+     0,
+     {1},
+     1},
+    {"daemonlet: an app container with a process or a pending restart is not started again",
+     {app(ContainerState::Running, false), app(ContainerState::Waiting, false), app()},
+     0,
+     {2},
+     std::nullopt},
+    {"daemonlet: a terminated app container without a pending restart is left to its exit path",
+     {app(ContainerState::Terminated, true), app()},
+     0,
+     {1},
+     std::nullopt},
+    {"daemonlet: an empty pod starts nothing", {}, 0, {}, std::nullopt},
+};
+
+}  // namespace
+
+TEST_GROUP(PodLifecycle){};
+
+TEST(PodLifecycle, NextStartStepFollowsKubeletOrdering) {
+    for (const auto& row : kStartRows) {
+        std::vector<bool> idle;
+        const PodRecord pod = make_pod(row.pod, &idle);
+        const PodStartStep step = next_start_step(pod, idle, row.from);
+        std::string got, want;
+        for (auto i : step.start) got += std::to_string(i) + " ";
+        for (auto i : row.start) want += std::to_string(i) + " ";
+        STRCMP_EQUAL_TEXT(want.c_str(), got.c_str(), row.name);
+        CHECK_TEXT(step.then_check_sidecar == row.then_check_sidecar, row.name);
+    }
+}
+
+TEST(PodLifecycle, SidecarLetsNextStartOnceStartedOrInitialized) {
+    ContainerStatus s;
+    s.sidecar = true;
+    s.state = ContainerState::Running;
+    CHECK_FALSE_TEXT(sidecar_lets_next_start(s, false), "KEP-753: running, startup probe not passed");
+    s.started = true;
+    CHECK_TEXT(sidecar_lets_next_start(s, false), "KEP-753: running and started");
+    s.state = ContainerState::Waiting;
+    CHECK_FALSE_TEXT(sidecar_lets_next_start(s, false), "KEP-753: a sidecar that is not running holds");
+    CHECK_TEXT(sidecar_lets_next_start(s, true), "computePodActions: initialized, nothing is held");
+}
+
+namespace {
+
+struct ExitRow {
+    const char* name;
+    std::vector<C> pod;
+    bool deleting;
+    std::size_t index;
+    ExitAction expected;
+};
+
+const ExitRow kExitRows[] = {
+    {"computeInitContainerActions: an init container that exits 0 is done",
+     {init(ContainerState::Terminated, 0), app()},
+     false,
+     0,
+     ExitAction::InitCompleted},
+    {"computeInitContainerActions: an init container that fails restarts (pod restartPolicy Always)",
+     {init(ContainerState::Terminated, 1), app()},
+     false,
+     0,
+     ExitAction::Restart},
+    {"KEP-753: a sidecar that exits 0 restarts (its restartPolicy Always)",
+     {sidecar(ContainerState::Terminated), app()},
+     false,
+     0,
+     ExitAction::Restart},
+    {"computePodActions: an app container that exits 0 restarts (restartPolicy Always)",
+     {app(ContainerState::Terminated)},
+     false,
+     0,
+     ExitAction::Restart},
+    {"killPodWithSyncResult: a stopping pod restarts nothing",
+     {init(ContainerState::Terminated, 0), app(ContainerState::Terminated)},
+     true,
+     1,
+     ExitAction::FinishPod},
+};
+
+}  // namespace
+
+TEST(PodLifecycle, ContainerExitAction) {
+    for (const auto& row : kExitRows) {
+        PodRecord pod = make_pod(row.pod);
+        pod.deleting = row.deleting;
+        CHECK_TEXT(container_exit_action(pod, row.index) == row.expected, row.name);
+    }
+}
+
+TEST(PodLifecycle, CrashLoopWaitingSaysKubeletsMessage) {
+    ContainerStatus cs;
+    cs.name = "web";
+    set_crash_loop_waiting(cs, 20'000);
+    CHECK(cs.state == ContainerState::Waiting);
+    STRCMP_EQUAL("CrashLoopBackOff", cs.reason.c_str());
+    STRCMP_EQUAL("back-off 20s restarting failed container=web", cs.message.c_str());
+}
+
+TEST(PodLifecycle, CrashLoopPolicyIsTheConfigurationsWithKubeletsReset) {
+    AgentConfig config;
+    config.backoff_initial_ms = 1'000;
+    config.backoff_max_ms = 8'000;
+    const BackoffPolicy p = crash_loop_policy(config);
+    LONGS_EQUAL(1'000, p.initial_ms);
+    LONGS_EQUAL(8'000, p.max_ms);
+    LONGS_EQUAL(600'000, p.reset_after_ms);
+}
+
+namespace {
+
+struct ConditionsRow {
+    const char* name;
+    std::vector<C> pod;
+    bool deleting;
+    bool ready;
+    PodPhase phase;
+};
+
+C ready_app() { return {Kind::App, ContainerState::Running, 0, true, true, false, 1}; }
+C running_unready_app() { return {Kind::App, ContainerState::Running, 0, true, false, false, 1}; }
+
+const ConditionsRow kConditionsRows[] = {
+    {"getPhase: every app container running is Running; all ready is Ready",
+     {ready_app(), ready_app()},
+     false,
+     true,
+     PodPhase::Running},
+    {"GeneratePodReadyCondition: one app container not ready, the pod is not",
+     {ready_app(), running_unready_app()},
+     false,
+     false,
+     PodPhase::Running},
+    {"getPhase: an app container waiting keeps the pod Pending",
+     {ready_app(), app()},
+     false,
+     false,
+     PodPhase::Pending},
+    {"getPhase: initializing is Pending", {kRunningInit, app()}, false, false, PodPhase::Pending},
+    {"GeneratePodReadyCondition (1.29+): an unready sidecar keeps the pod unready",
+     {sidecar(ContainerState::Running, false, false), ready_app()},
+     false,
+     false,
+     PodPhase::Running},
+    {"GeneratePodReadyCondition (1.29+): a ready sidecar and ready app containers, ready",
+     {sidecar(ContainerState::Running, true, false), ready_app()},
+     false,
+     true,
+     PodPhase::Running},
+    {"daemonlet: a stopping pod is neither ready nor Running", {ready_app()}, true, false, PodPhase::Pending},
+    {"daemonlet: a pod without app containers is never ready", {kDoneInit}, false, false, PodPhase::Pending},
+};
+
+}  // namespace
+
+TEST(PodLifecycle, PodConditionsFromContainers) {
+    for (const auto& row : kConditionsRows) {
+        PodRecord pod = make_pod(row.pod);
+        pod.deleting = row.deleting;
+        CHECK_EQUAL_TEXT(row.ready, update_pod_conditions(pod), row.name);
+        STRCMP_EQUAL_TEXT(to_string(row.phase), to_string(pod.phase), row.name);
+    }
+}
+
+TEST(PodLifecycle, InitContainerReadyOnceCompletedStartedWhileRunning) {
+    PodRecord pod = make_pod({kDoneInit, kRunningInit, init(ContainerState::Terminated, 2), app()});
+    update_pod_conditions(pod);
+    CHECK_TEXT(pod.init_containers[0].ready, "status: an init container that exited 0 is ready");
+    CHECK_FALSE(pod.init_containers[0].started);
+    CHECK_FALSE(pod.init_containers[1].ready);
+    CHECK_TEXT(pod.init_containers[1].started, "status: a running init container is started");
+    CHECK_FALSE_TEXT(pod.init_containers[2].ready, "status: a failed init container is not ready");
+}
+
+TEST(PodLifecycle, ReadySinceKeptWhileReadyAndResetWhenNot) {
+    CHECK_TEXT(ready_since(true, std::nullopt, 5) == std::optional<std::int64_t>(5), "becomes ready now");
+    CHECK_TEXT(ready_since(true, 2, 5) == std::optional<std::int64_t>(2),
+               "stays ready: minReadySeconds runs on");
+    CHECK_TEXT(!ready_since(false, 2, 5), "not ready: minReadySeconds starts over");
+}
