@@ -295,9 +295,12 @@ fuzz_start() {
 fuzz_wait() {
     local pid=$1 name=$2 rc=0
     wait "$pid" || rc=$?
-    echo "--- fuzz: $name (exit status $rc); the end of build/fuzz/$name.log:"
-    tail -n 25 "build/fuzz/$name.log"
-    if [[ $rc != 0 ]]; then
+    if [[ $rc == 0 ]]; then
+        echo "--- fuzz: $name: ok, $(grep -E '^Done [0-9]+ runs' "build/fuzz/$name.log" | tail -1)"
+        grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "build/fuzz/$name.log" || true
+    else
+        echo "--- fuzz: $name: exit status $rc; the end of build/fuzz/$name.log:"
+        tail -n 60 "build/fuzz/$name.log"
         echo "fuzz: $name FAILED (inputs in build/fuzz/artifacts; replay one with build/fuzz/fuzz/$name <file>)"
         return 1
     fi
