@@ -1,18 +1,15 @@
-// The manifest directory as the source of DaemonSets.
+// The desired state: what the sources (sources.h) merge to, with rollbacks
+// applied, in the store with its revision history.
 //
-// Each file is re-read only when its size or mtime changed, and acted on
-// only when its content changed. A file that no longer parses or validates
-// keeps its last good version in force (its errors are logged once per
-// version); a removed file removes its DaemonSets. The same namespace/name
-// in two files is a conflict: the file whose path sorts first wins, and the
-// conflict is logged. DaemonSets from the API server (cluster.cpp) come
-// after the files: a file's DaemonSet of the same namespace/name wins, and
-// the conflict is logged and reported to the cluster as an event.
+// The store follows the merged set: new and changed DaemonSets are written
+// (only when they changed), removed ones deleted. At the first rebuild after
+// a start the rows the store still holds and no source offers any more (a
+// file removed while the agent was down) are deleted as a removal seen while
+// running would be.
 #include <algorithm>
 
 #include "agent/agent.h"
 #include "core/template_hash.h"
-#include "platform/file.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -23,67 +20,7 @@ using platform::log;
 
 void Agent::rescan_manifests() {
     if (stopping_) return;
-    std::string list_error;
-    auto entries = platform::list_manifest_files(config_.manifest_dir, &list_error);
-    if (!list_error.empty() && files_.empty()) {
-        // Logged once per state: an absent directory is normal on a fresh board.
-        static std::string last;
-        if (last != list_error) log(Level::Warning, "manifest directory: " + list_error);
-        last = list_error;
-    }
-    bool changed = false;
-    std::set<std::string> seen;
-    for (const auto& e : entries) {
-        seen.insert(e.path);
-        FileState& fs = files_[e.path];
-        if (fs.mtime_ns == e.mtime_ns && fs.size == e.size) continue;
-        fs.mtime_ns = e.mtime_ns;
-        fs.size = e.size;
-        ManifestLimits limits;
-        auto data = platform::read_file(e.path, limits.max_bytes);
-        if (!data.ok()) {
-            fs.errors = {data.error().message};
-            log(Level::Err,
-                data.error().message + (fs.good.empty() ? "" : "; keeping its last good version"));
-            continue;
-        }
-        std::uint64_t h = fnv1a64(data.value());
-        if (h == fs.content_hash && fs.errors.empty()) continue;  // touched, not changed
-        fs.content_hash = h;
-        LoadedManifest m = load_manifest(data.value(), e.path, limits);
-        for (const auto& w : m.warnings) log(Level::Warning, w);
-        if (!m.errors.empty()) {
-            fs.errors.clear();
-            for (const auto& err : m.errors) {
-                fs.errors.push_back(err.to_string());
-                log(Level::Err, err.to_string(), {{"DAEMONLET_FILE", e.path}});
-            }
-            if (!fs.good.empty())
-                log(Level::Warning, e.path + ": keeping its last good version in force until it is fixed");
-            continue;
-        }
-        fs.errors.clear();
-        fs.good.clear();
-        for (auto& o : m.objects) {
-            if (auto* ds = std::get_if<DaemonSet>(&o.object))
-                fs.good.push_back(std::make_shared<const DaemonSet>(std::move(*ds)));
-            else
-                log(Level::Warning, e.path + ": " + o.where +
-                                        ": a Node in the manifest directory is ignored; "
-                                        "the node comes from the configuration");
-        }
-        changed = true;
-    }
-    for (auto it = files_.begin(); it != files_.end();) {
-        if (!seen.count(it->first)) {
-            log(Level::Notice, it->first + ": removed; its DaemonSets go");
-            it = files_.erase(it);
-            changed = true;
-        } else {
-            ++it;
-        }
-    }
-    if (changed) rebuild_desired();
+    if (sources_->rescan(config_.manifest_dir)) rebuild_desired();
 }
 
 void Agent::schedule_rebuild() {
@@ -94,46 +31,33 @@ void Agent::schedule_rebuild() {
 
 void Agent::rebuild_desired() {
     std::map<std::string, Desired> next;
-    for (const auto& [path, fs] : files_) {  // sorted by path: the first file wins a conflict
-        for (const auto& shared : fs.good) {
-            const DaemonSet& ds = *shared;
-            std::string key = ds.metadata.namespace_ + "/" + ds.metadata.name;
-            auto [it, inserted] = next.try_emplace(key);
-            if (!inserted) {
-                std::string c = key + "|" + it->second.source + "|" + path;
-                if (reported_conflicts_.insert(c).second)
-                    log(Level::Warning, "DaemonSet " + key + " is defined in both " + it->second.source +
-                                            " and " + path + "; using " + it->second.source +
-                                            " (its path sorts first)");
-                continue;
-            }
-            it->second.object = shared;
-            it->second.from = shared;
-            it->second.source = path;
-            it->second.hash = template_hash(ds.object["spec"]["template"], ds.status.collision_count);
+    for (auto& [key, s] : sources_->merge(node_.metadata.name)) {
+        Desired& d = next[key];
+        d.object = s.object;
+        d.from = s.object;
+        d.source = s.source;
+        d.hash = template_hash(d.ds().object["spec"]["template"], d.ds().status.collision_count);
+    }
+    // What goes: the DaemonSets in force that no source offers now, and at
+    // the first rebuild the store's rows that none offers (their source went
+    // while the agent was down).
+    struct Gone {
+        DaemonSetSource source;
+        std::string ns, name;
+    };
+    std::map<std::string, Gone> gone;
+    for (const auto& [key, d] : desired_)
+        if (!next.count(key)) gone[key] = Gone{d.source, d.ds().metadata.namespace_, d.ds().metadata.name};
+    if (!store_swept_) {
+        auto rows = store_->list_daemonsets();
+        if (!rows.ok()) log(Level::Err, "store: " + rows.error().message);
+        for (const auto& row : rows.ok() ? rows.value() : std::vector<store::StoredDaemonSet>{}) {
+            const std::string key = row.namespace_ + "/" + row.name;
+            if (next.count(key)) continue;
+            auto source = DaemonSetSource::parse(row.source).value_or(DaemonSetSource::file(row.source));
+            gone.try_emplace(key, Gone{source, row.namespace_, row.name});
         }
     }
-    for (const auto& [key, a] : api_ds_) {
-        auto [it, inserted] = next.try_emplace(key);
-        if (!inserted) {
-            if (reported_conflicts_.insert(key + "|api|" + it->second.source).second) {
-                const std::string msg = "DaemonSet " + key + " is also defined by the manifest file " +
-                                        it->second.source + " on node " + node_.metadata.name +
-                                        "; the local file wins";
-                log(Level::Warning, msg);
-                send_cluster_event(a.object->metadata.namespace_, a.object->metadata.name, "Warning",
-                                   "LocalManifestOverrides", msg);
-            }
-            continue;
-        }
-        it->second.object = a.object;
-        it->second.from = a.object;
-        it->second.source = kApiSource;
-        it->second.hash =
-            template_hash(a.object->object["spec"]["template"], a.object->status.collision_count);
-    }
-    // The store follows: new and changed DaemonSets written (only when they
-    // changed), removed ones deleted, all in one transaction.
     auto tx = store_->begin();
     if (!tx.ok()) {
         log(Level::Err, "store: " + tx.error().message);
@@ -149,16 +73,19 @@ void Agent::rebuild_desired() {
         if (prev != desired_.end() && prev->second.hash == d.hash) d.revision = prev->second.revision;
         if (auto s = record_revision(d); !s.ok()) log(Level::Err, "store: " + s.error().message);
     }
-    for (const auto& [key, d] : desired_) {
-        if (next.count(key)) continue;
-        log(Level::Notice, "DaemonSet " + key + " removed (" +
-                               (d.from_api() ? std::string("the API server no longer has it")
-                                             : "its file " + d.source + " no longer defines it") +
-                               ")");
-        if (auto s = store_->delete_daemonset(d.ds().metadata.namespace_, d.ds().metadata.name); !s.ok())
+    for (const auto& [key, g] : gone) {
+        log(Level::Notice,
+            "DaemonSet " + key + " removed (" +
+                (g.source.from_api() ? std::string("the API server no longer has it")
+                                     : "its file " + g.source.describe() + " no longer defines it") +
+                ")");
+        if (auto s = store_->delete_daemonset(g.ns, g.name); !s.ok())
             log(Level::Err, "store: " + s.error().message);
     }
-    if (auto s = tx.value()->commit(); !s.ok()) log(Level::Err, "store: " + s.error().message);
+    if (auto s = tx.value()->commit(); !s.ok())
+        log(Level::Err, "store: " + s.error().message);
+    else
+        store_swept_ = true;
     desired_ = std::move(next);
     schedule_reconcile();
 }
@@ -173,7 +100,7 @@ Status Agent::record_revision(Desired& d) {
     store::StoredDaemonSet row;
     row.namespace_ = md.namespace_;
     row.name = md.name;
-    row.source = d.from_api() ? std::string("api") : "file:" + d.source;
+    row.source = d.source.stored();
     row.object_json = d.ds().object.dump();
     row.template_hash = d.hash;
     row.generation = 1;
