@@ -176,9 +176,12 @@ bool Sources::rescan(const std::string& dir) {
             save(e.path, fs);
             continue;
         }
+        const bool was_broken = !fs.errors.empty();
         fs.errors.clear();
         if (!fs.good_text.empty() && fs.good_text == data.value()) {
-            save(e.path, fs);  // fixed back to the version in force: nothing else changes
+            // Fixed back to the version in force: nothing else changes.
+            if (was_broken) log(Level::Notice, e.path + ": loads again; it is the version in force");
+            save(e.path, fs);
             continue;
         }
         fs.good = daemonsets_of(std::move(m), e.path);
