@@ -78,9 +78,15 @@ Status Agent::init() {
         log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
                             "; rebuilding from the manifest directory and the running containers");
 
-    // The cluster's DaemonSets and Node as last received: an offline boot
-    // runs them like the manifests' (cluster.cpp).
-    load_api_cache();
+    // Each source's state as last kept: the manifest files' last good
+    // versions (a broken one's stays in force) and the cluster's DaemonSets
+    // and Node, so that an offline boot runs them like the manifests'.
+    sources_ = std::make_unique<Sources>(*store_, clock_, [this](const DaemonSet& api, const std::string& msg) {
+        send_cluster_event(api.metadata.namespace_, api.metadata.name, "Warning", "LocalManifestOverrides",
+                           msg);
+    });
+    sources_->load(config_.api_server);
+    load_cluster_node();
     refresh_node();
     // The link exists (its Events queue with it) before the first reconcile,
     // so the pods an offline boot starts are reported once it connects.
@@ -140,8 +146,10 @@ Status Agent::init() {
     // The cached pods first: adopt what runs, then read the manifests and
     // start what is missing, all before READY.
     adopt();
-    rescan_manifests();
-    if (!api_ds_.empty()) rebuild_desired();  // the cache's, with no manifest file changed
+    // Always rebuilt once: with no file changed since the last run, the
+    // store still loses what went while the agent was down.
+    (void)sources_->rescan(config_.manifest_dir);
+    rebuild_desired();
     reconcile();
     // Only then the API server: READY never waits for the network.
     if (cluster_) cluster_->start();
@@ -244,10 +252,7 @@ void Agent::reload_config() {
             cluster_->close();
         }
         cluster_.reset();
-        if (!config_.api_server.enabled) api_ds_.clear();
-        std::erase_if(api_ds_, [&](const auto& kv) {
-            return !config_.api_server.follows(kv.second.object->metadata.namespace_);
-        });
+        sources_->keep_followed(config_.api_server);
         if (!config_.api_server.node_from_cluster) cluster_node_.reset();
         start_cluster(true);
         if (!dir_changed) rebuild_desired();
@@ -255,8 +260,9 @@ void Agent::reload_config() {
     refresh_node();
     refresh_node_ips();
     if (dir_changed) {
+        // The old directory's files are not in the new one: its rescan
+        // removes them, from the store too.
         watch_->close();
-        files_.clear();
         watch_ = std::make_unique<platform::DirWatch>(&loop_, config_.manifest_dir, 30,
                                                       config_.file_check_frequency_ms,
                                                       [this] { rescan_manifests(); });

@@ -2,7 +2,8 @@
 // decisions are core's (node_should_run_daemon_pod, plan_reconcile,
 // next_restart_delay), persistence is store's, processes are the runtime's.
 //
-//   manifest dir --DirWatch--> rescan (sources.cpp) --> desired DaemonSets, store
+//   manifest dir --DirWatch--> Sources (sources.h) <-- API server (cluster.cpp)
+//        --> merged (core merge_sources) --> desired DaemonSets, store (desired.cpp)
 //        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
 //   runtime exit --> container restart with crash-loop backoff
 //   probe timers (probes.cpp) --> started/ready --> availability, rollouts;
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "agent/cluster_link.h"
+#include "agent/sources.h"
 #include "core/config.h"
 #include "core/image_gc.h"
 #include "core/manifest.h"
@@ -31,6 +33,7 @@
 #include "core/probe.h"
 #include "core/reconcile.h"
 #include "core/rollout_status.h"
+#include "core/source_merge.h"
 #include "platform/clock.h"
 #include "platform/dir_watch.h"
 #include "platform/line_server.h"
@@ -97,30 +100,13 @@ class Agent {
     int run();
 
   private:
-    // A manifest file as last read.
-    struct FileState {
-        std::int64_t mtime_ns = -1;
-        std::int64_t size = -1;
-        std::uint64_t content_hash = 0;
-        // The last version that loaded without errors, shared with desired_:
-        // a parsed DaemonSet is about 8 KiB for a 600-byte manifest.
-        std::vector<std::shared_ptr<const DaemonSet>> good;
-        std::vector<std::string> errors;  // of the current version; empty when it is the good one
-    };
-    static constexpr const char* kApiSource = "the API server";
-    // A DaemonSet from the API server as last received.
-    struct ApiObject {
-        std::shared_ptr<const DaemonSet> object;
-        std::string normalized;  // the object without status and bookkeeping, to tell real changes
-        std::string uid;
-    };
     // A DaemonSet in force.
     struct Desired {
         std::shared_ptr<const DaemonSet> object;  // the file's (shared with files_) or a rollback's
         std::shared_ptr<const DaemonSet> from;    // the source's (file or API server), before any rollback
         const DaemonSet& ds() const { return *object; }
-        std::string source;  // the file it came from, or kApiSource
-        bool from_api() const { return source == kApiSource; }
+        DaemonSetSource source;
+        bool from_api() const { return source.from_api(); }
         std::string hash;
         std::int64_t revision = 0;
         std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
@@ -170,16 +156,17 @@ class Agent {
     void update_status();
     static void on_signal(uv_signal_t* h, int signum);
 
-    // sources.cpp: the manifest directory to the desired state
+    // desired.cpp: the sources (sources.h) merged to the desired state
     void rescan_manifests();
     void rebuild_desired();
     void
     schedule_rebuild();  // a rebuild once this loop turn's changes are in (many watch events, one rebuild)
     Status record_revision(Desired& d);
 
-    // cluster.cpp: the API server as a source, the node from the cluster,
-    // connectivity, the Lease and the Events (cluster_link.h)
-    void load_api_cache();
+    // cluster.cpp: the API server's link (its DaemonSets go to sources_),
+    // the node from the cluster, connectivity, the Lease and the Events
+    // (cluster_link.h)
+    void load_cluster_node();
     void start_cluster(bool start_now);
     void save_cluster_events();
     void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
@@ -325,11 +312,10 @@ class Agent {
     bool stopping_ = false;
     std::string notifier_status_;
 
-    std::map<std::string, FileState> files_;
+    std::unique_ptr<Sources> sources_;        // the manifest directory and the API server, merged
     std::map<std::string, Desired> desired_;  // by "namespace/name"
-    std::set<std::string> reported_conflicts_;
-    std::map<std::string, ApiObject> api_ds_;  // by "namespace/name"
-    std::optional<Json> cluster_node_;         // nodeFromCluster: the Node object
+    bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
+    std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
     std::string cluster_error_;                                         // why the link could not start
     std::map<std::string, LivePod> pods_;                               // by uid

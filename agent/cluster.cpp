@@ -1,17 +1,14 @@
 // The Kubernetes API server as the second source of DaemonSets, and the
 // board's autonomy when it is unreachable.
 //
-// - What the cluster sends (ClusterLink's reflectors) is compared with what
-//   the agent has, ignoring status and bookkeeping (resourceVersion,
-//   managedFields), so that a status update or a relist after a reconnect
-//   changes nothing; a real change goes through load_manifest (the same
-//   decoding, defaulting and validation as a manifest file) and then
-//   rebuild_desired, where a manifest file of the same namespace/name wins.
-// - Everything received is in the store (source "api"), with the
-//   resourceVersion: a board that boots with no network runs its cached
-//   DaemonSets before READY and without waiting for the API server.
-// - Deletions come only from a complete list or a DELETED event
-//   (core/reflector.h): a failed, refused or cut-off list removes nothing.
+// - What the cluster sends (ClusterLink's reflectors) goes to Sources
+//   (sources.h), which tells real changes from status and bookkeeping and
+//   merges it with the manifest files (a file of the same namespace/name
+//   wins).
+// - Everything received is in the store (source "api"): a board that boots
+//   with no network runs its cached DaemonSets before READY and without
+//   waiting for the API server. No resourceVersion is kept: each start
+//   lists first, as client-go's reflector does.
 // - nodeFromCluster: the Node object's labels, taints and unschedulable over
 //   the configuration (core merge_cluster_node); a change re-evaluates every
 //   DaemonSet at once.
@@ -32,29 +29,6 @@ namespace {
 
 constexpr const char* kNodeMeta = "api.node";      // the Node's labels, taints and unschedulable
 constexpr const char* kEventsMeta = "api.events";  // Events not sent when the agent stopped
-const std::string kRvMetaPrefix = "api.resourceVersion/";
-
-// What is compared and stored of a cluster object: not its status, which
-// the upstream controller rewrites, nor the server's bookkeeping. The keys
-// are sorted: a list item gets its apiVersion and kind appended by the
-// reflector while a watch event has them first, and Json (ordered_json)
-// compares key order, so the same object would otherwise read as changed
-// at every relist and be written to the store again.
-std::string normalized(const Json& o) {
-    Json n = o;
-    n.erase("status");
-    if (n.contains("metadata") && n["metadata"].is_object()) {
-        n["metadata"].erase("managedFields");
-        n["metadata"].erase("resourceVersion");
-    }
-    return nlohmann::json(n).dump();
-}
-
-std::string meta_string(const Json& o, const char* key) {
-    if (!o.contains("metadata") || !o["metadata"].is_object()) return {};
-    const Json& m = o["metadata"];
-    return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string();
-}
 
 // The Node fields the agent uses, as stored for an offline boot.
 Json node_subset(const Json& node) {
@@ -75,35 +49,16 @@ Json node_subset(const Json& node) {
 
 }  // namespace
 
-// At start-up, before the manifests are read: the cluster's DaemonSets and
-// Node as last received, so that an offline boot runs them.
-void Agent::load_api_cache() {
-    if (!config_.api_server.enabled) return;
-    auto rows = store_->list_daemonsets();
-    if (!rows.ok()) {
-        log(Level::Err, "store: " + rows.error().message);
-        return;
+// At start-up: the cluster's Node as last received, so that an offline
+// boot places pods as the connected agent did (its DaemonSets are
+// Sources::load's).
+void Agent::load_cluster_node() {
+    if (!config_.api_server.enabled || !config_.api_server.node_from_cluster) return;
+    auto node = store_->get_meta(kNodeMeta);
+    if (node.ok() && node.value() && !node.value()->empty()) {
+        Json j = Json::parse(*node.value(), nullptr, false);
+        if (j.is_object()) cluster_node_ = std::move(j);
     }
-    for (const auto& row : rows.value()) {
-        if (row.source != "api" || !config_.api_server.follows(row.namespace_)) continue;
-        const std::string key = row.namespace_ + "/" + row.name;
-        LoadedManifest m = load_manifest(row.object_json, "cached DaemonSet " + key);
-        for (auto& o : m.objects)
-            if (auto* ds = std::get_if<DaemonSet>(&o.object)) {
-                const std::string uid = ds->metadata.uid;
-                api_ds_[key] = ApiObject{std::make_shared<const DaemonSet>(std::move(*ds)), {}, uid};
-            }
-        for (const auto& e : m.errors) log(Level::Err, e.to_string());
-    }
-    if (config_.api_server.node_from_cluster) {
-        auto node = store_->get_meta(kNodeMeta);
-        if (node.ok() && node.value() && !node.value()->empty()) {
-            Json j = Json::parse(*node.value(), nullptr, false);
-            if (j.is_object()) cluster_node_ = std::move(j);
-        }
-    }
-    if (!api_ds_.empty())
-        log(Level::Info, std::to_string(api_ds_.size()) + " DaemonSets from the API server's cache");
 }
 
 void Agent::start_cluster(bool start_now) {
@@ -165,59 +120,12 @@ void Agent::save_cluster_events() {
         log(Level::Warning, "store: queued events not kept: " + w.error().message);
 }
 
+// The resourceVersion is not kept: a new agent lists before it watches, as
+// client-go's reflector does (a list is what tells what went while it was
+// down), and the cache in the store runs the DaemonSets until then.
 void Agent::on_api_daemonsets(const std::string& scope, ReflectorChanges&& ch) {
     if (stopping_) return;
-    bool changed = false;
-    std::set<std::string> present;
-    for (const Json& o : ch.objects) {
-        const std::string ns = meta_string(o, "namespace"), name = meta_string(o, "name");
-        const std::string key = ns + "/" + name;
-        present.insert(key);
-        std::string text = normalized(o);
-        auto it = api_ds_.find(key);
-        if (it != api_ds_.end() && it->second.normalized == text) continue;  // status or bookkeeping only
-        LoadedManifest m = load_manifest(text, "API server DaemonSet " + key);
-        const DaemonSet* ds = nullptr;
-        for (auto& mo : m.objects) ds = std::get_if<DaemonSet>(&mo.object);
-        if (!m.errors.empty() || !ds) {
-            for (const auto& e : m.errors) log(Level::Err, e.to_string());
-            if (it != api_ds_.end()) {
-                log(Level::Warning,
-                    "API server DaemonSet " + key + ": keeping its last good version in force");
-                it->second.normalized = text;  // reported once per version
-            }
-            continue;
-        }
-        if (it != api_ds_.end() && it->second.object->object == ds->object) {
-            it->second.normalized = text;  // the same object (the cache's, after a boot)
-            continue;
-        }
-        log(Level::Info,
-            std::string("API server: DaemonSet ") + key + (it == api_ds_.end() ? " added" : " changed"));
-        api_ds_[key] = ApiObject{std::make_shared<const DaemonSet>(*ds), text, ds->metadata.uid};
-        changed = true;
-    }
-    auto drop = [&](const std::string& key, const char* why) {
-        if (api_ds_.erase(key) == 0) return;
-        log(Level::Notice, "API server: DaemonSet " + key + " " + why);
-        changed = true;
-    };
-    if (ch.replace) {
-        // A complete list: what it does not have is gone from the cluster.
-        std::vector<std::string> gone;
-        for (const auto& [key, a] : api_ds_)
-            if ((scope.empty() || a.object->metadata.namespace_ == scope) && !present.count(key))
-                gone.push_back(key);
-        for (const auto& key : gone) drop(key, "is no longer in the cluster (a complete list)");
-    }
-    for (const Json& o : ch.deleted)
-        drop(meta_string(o, "namespace") + "/" + meta_string(o, "name"), "deleted");
-    if (changed) schedule_rebuild();
-    // The resourceVersion to resume from, written with real changes only:
-    // bookmarks and status updates do not wear the flash.
-    if (!ch.resource_version.empty() && (changed || ch.replace))
-        if (auto w = store_->put_meta(kRvMetaPrefix + scope, ch.resource_version); !w.ok())
-            log(Level::Warning, "store: " + w.error().message);
+    if (sources_->apply_api(scope, std::move(ch))) schedule_rebuild();
 }
 
 void Agent::on_api_node(ReflectorChanges&& ch) {
@@ -273,8 +181,8 @@ void Agent::on_link(LinkState) { update_status(); }
 void Agent::send_cluster_event(const std::string& ns, const std::string& daemonset, const char* type,
                                const char* reason, const std::string& message) {
     if (!cluster_) return;
-    auto it = api_ds_.find(ns + "/" + daemonset);
-    if (it == api_ds_.end()) return;
+    auto it = sources_->api().find(ns + "/" + daemonset);
+    if (it == sources_->api().end()) return;
     const std::int64_t now = clock_.wall_ms();
     cluster_->add_event(
         ClusterEvent{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1});
@@ -293,9 +201,9 @@ Json Agent::status_json() const {
     else
         api = Json{{"state", "not configured"}};
     std::size_t shadowed = 0;
-    for (const auto& [key, a] : api_ds_)
+    for (const auto& [key, a] : sources_->api())
         if (auto d = desired_.find(key); d != desired_.end() && !d->second.from_api()) ++shadowed;
-    api["cached"] = api_ds_.size();
+    api["cached"] = sources_->api().size();
     return Json{{"node", node_.metadata.name},
                 {"daemonSets",
                  {{"total", desired_.size()},
@@ -303,6 +211,7 @@ Json Agent::status_json() const {
                   {"fromCluster", from_api},
                   {"overriddenByFiles", shadowed}}},
                 {"pods", {{"total", pods_.size()}, {"running", running}}},
+                {"manifests", sources_->status()},
                 {"apiServer", api}};
 }
 

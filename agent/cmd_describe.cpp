@@ -9,6 +9,7 @@
 #include "agent/cli.h"
 #include "agent/cli_flags.h"
 #include "agent/operator_view.h"
+#include "core/source_merge.h"
 #include "platform/system_info.h"
 
 namespace daemonlet::agent {
@@ -111,9 +112,10 @@ int describe_one(store::Store& store, const AgentConfig& cfg, const std::string&
                 succeeded, failed);
     std::printf("Update Strategy:  %s\n",
                 strategy_text(spec.value("updateStrategy", Json::object())).c_str());
-    std::string source = v.row.source.rfind("file:", 0) == 0 ? v.row.source.substr(5)
-                         : v.row.source == "api"             ? std::string("the API server (cached here)")
-                                                             : v.row.source;
+    const auto parsed = DaemonSetSource::parse(v.row.source);
+    std::string source = !parsed              ? v.row.source
+                         : parsed->from_api() ? parsed->describe() + " (cached here)"
+                                              : parsed->describe();
     std::printf("Source:         %s\n", source.c_str());
     if (v.rollback)
         std::printf("Rolled back:    to template %s, in force until %s changes\n",

@@ -1,6 +1,6 @@
 // daemonlet status: the running agent's state: its node, its DaemonSets
-// and pods, and its link to the API server (connected or disconnected, since
-// when and why, the watches, the Lease, the queued Events).
+// and pods, its manifest files (the broken ones and why), and its link to the API server (connected or
+// disconnected, since when and why, the watches, the Lease, the queued Events).
 #include <cstdio>
 
 #include "agent/cli.h"
@@ -33,6 +33,17 @@ void print_human(const Json& s) {
     if (ds.value("overriddenByFiles", 0LL) > 0)
         std::printf(", %lld of the cluster's overridden by files", ds.value("overriddenByFiles", 0LL));
     std::printf(")\nPods:         %lld/%lld running\n", pods.value("running", 0LL), pods.value("total", 0LL));
+    if (s.contains("manifests")) {
+        const Json& m = s["manifests"];
+        std::printf("Manifests:    %lld files\n", m.value("files", 0LL));
+        for (const auto& b : m.value("broken", Json::array())) {
+            const Json errors = b.value("errors", Json::array());
+            std::printf(
+                "  Broken:     %s (%s): %s\n", str(b, "path").c_str(),
+                b.value("lastGoodInForce", false) ? "its last good version in force" : "nothing in force",
+                errors.empty() ? "" : errors[0].get<std::string>().c_str());
+        }
+    }
     const std::string state = str(api, "state");
     std::printf("API server:   %s", state.c_str());
     if (!str(api, "server").empty()) std::printf(" (%s)", str(api, "server").c_str());

@@ -56,11 +56,11 @@ void Agent::apply_rollback(Desired& d) {
             log(Level::Err, "store: " + w.error().message);
     };
     if (r.file_hash != d.file_hash) {
-        drop(d.source + " changed since the rollback to template " + r.revision_hash +
+        drop(d.source.describe() + " changed since the rollback to template " + r.revision_hash +
              ": the file's template is in force again");
-        record_event(
-            md.namespace_, md.name, "Normal", "RollbackSuperseded",
-            "Manifest " + d.source + " changed: its template replaces the rollback to " + r.revision_hash);
+        record_event(md.namespace_, md.name, "Normal", "RollbackSuperseded",
+                     "Manifest " + d.source.describe() + " changed: its template replaces the rollback to " +
+                         r.revision_hash);
         return;
     }
     Json obj = d.ds().object;
@@ -103,11 +103,8 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
 
     // The file's own template: undoing to it is removing the rollback.
     std::string file_template_hash;
-    if (auto f = files_.find(d.source); f != files_.end())
-        for (const auto& ds : f->second.good)
-            if (ds->metadata.namespace_ == ns && ds->metadata.name == name)
-                file_template_hash =
-                    template_hash(ds->object["spec"]["template"], ds->status.collision_count);
+    if (auto ds = sources_->file_daemonset(d.source.path, ns, name))
+        file_template_hash = template_hash(ds->object["spec"]["template"], ds->status.collision_count);
     const std::int64_t restored = to->revision;
     const std::string restored_hash = to->hash;
     if (restored_hash == file_template_hash) {
@@ -116,8 +113,9 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
         store::StoredRollback rb{ns, name, d.file_hash, restored_hash, to->template_json, clock_.wall_ms()};
         if (auto w = store_->put_rollback(rb); !w.ok()) return w.error();
     }
-    const std::string held = restored_hash == file_template_hash ? "the manifest file's own template"
-                                                                 : "in force until " + d.source + " changes";
+    const std::string held = restored_hash == file_template_hash
+                                 ? "the manifest file's own template"
+                                 : "in force until " + d.source.describe() + " changes";
     log(Level::Notice, "DaemonSet " + key + ": rolled back to revision " + std::to_string(restored) + " (" +
                            restored_hash + "), " + held);
     record_event(ns, name, "Normal", "RollbackDone",

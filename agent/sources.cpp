@@ -1,18 +1,19 @@
-// The manifest directory as the source of DaemonSets.
+// The sources of DaemonSets (sources.h): the manifest directory's files and
+// the API server, merged by core's merge_sources.
 //
-// Each file is re-read only when its size or mtime changed, and acted on
-// only when its content changed. A file that no longer parses or validates
-// keeps its last good version in force (its errors are logged once per
-// version); a removed file removes its DaemonSets. The same namespace/name
-// in two files is a conflict: the file whose path sorts first wins, and the
-// conflict is logged. DaemonSets from the API server (cluster.cpp) come
-// after the files: a file's DaemonSet of the same namespace/name wins, and
-// the conflict is logged and reported to the cluster as an event.
-#include <algorithm>
+// A file that no longer reads, parses or validates keeps its last good
+// version in force (its errors are logged once per version); a removed file
+// removes its DaemonSets. What the API server sends is compared ignoring
+// status and bookkeeping (resourceVersion, managedFields), so that a status
+// update or a relist after a reconnect changes nothing; a real change goes
+// through load_manifest, the same decoding, defaulting and validation as a
+// manifest file's. Deletions come only from a complete list or a DELETED
+// event (core/reflector.h): a failed, refused or cut-off list removes nothing.
+#include "agent/sources.h"
 
-#include "agent/agent.h"
-#include "core/revision_history.h"
+#include "core/manifest.h"
 #include "core/template_hash.h"
+#include "platform/dir_watch.h"
 #include "platform/file.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
@@ -22,15 +23,125 @@ namespace daemonlet::agent {
 using platform::Level;
 using platform::log;
 
-void Agent::rescan_manifests() {
-    if (stopping_) return;
+namespace {
+
+// What is compared and stored of a cluster object: not its status, which
+// the upstream controller rewrites, nor the server's bookkeeping. The keys
+// are sorted: a list item gets its apiVersion and kind appended by the
+// reflector while a watch event has them first, and Json (ordered_json)
+// compares key order, so the same object would otherwise read as changed
+// at every relist and be written to the store again.
+std::string normalized(const Json& o) {
+    Json n = o;
+    n.erase("status");
+    if (n.contains("metadata") && n["metadata"].is_object()) {
+        n["metadata"].erase("managedFields");
+        n["metadata"].erase("resourceVersion");
+    }
+    return nlohmann::json(n).dump();
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+    return out;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        out.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string meta_string(const Json& o, const char* key) {
+    if (!o.contains("metadata") || !o["metadata"].is_object()) return {};
+    const Json& m = o["metadata"];
+    return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string();
+}
+
+Sources::Sources(store::Store& store, const platform::Clock& clock, ApiOverridden api_overridden)
+    : store_(store), clock_(clock), api_overridden_(std::move(api_overridden)) {}
+
+std::vector<std::shared_ptr<const DaemonSet>> Sources::daemonsets_of(LoadedManifest&& m,
+                                                                     const std::string& path) {
+    std::vector<std::shared_ptr<const DaemonSet>> out;
+    for (auto& o : m.objects) {
+        if (auto* ds = std::get_if<DaemonSet>(&o.object))
+            out.push_back(std::make_shared<const DaemonSet>(std::move(*ds)));
+        else
+            log(Level::Warning, path + ": " + o.where +
+                                    ": a Node in the manifest directory is ignored; "
+                                    "the node comes from the configuration");
+    }
+    return out;
+}
+
+void Sources::load(const ApiServerConfig& api) {
+    auto files = store_.list_manifest_files();
+    if (!files.ok()) log(Level::Err, "store: " + files.error().message);
+    for (const auto& row : files.ok() ? files.value() : std::vector<store::StoredManifestFile>{}) {
+        FileState& fs = files_[row.path];
+        if (!row.good_content.empty()) {
+            LoadedManifest m = load_manifest(row.good_content, row.path, ManifestLimits{});
+            if (m.errors.empty()) {
+                fs.good = daemonsets_of(std::move(m), row.path);
+                fs.good_text = row.good_content;
+            } else {
+                log(Level::Warning, row.path + ": its stored last good version no longer loads; dropped");
+            }
+        }
+        fs.content_hash = fnv1a64(fs.good_text);
+        if (row.broken) fs.errors = split_lines(row.error);
+        if (row.broken && fs.errors.empty()) fs.errors = {row.path + ": broken"};
+    }
+
+    if (!api.enabled) return;
+    auto rows = store_.list_daemonsets();
+    if (!rows.ok()) {
+        log(Level::Err, "store: " + rows.error().message);
+        return;
+    }
+    for (const auto& row : rows.value()) {
+        auto source = DaemonSetSource::parse(row.source);
+        if (!source || !source->from_api() || !api.follows(row.namespace_)) continue;
+        const std::string key = row.namespace_ + "/" + row.name;
+        LoadedManifest m = load_manifest(row.object_json, "cached DaemonSet " + key);
+        for (auto& o : m.objects)
+            if (auto* ds = std::get_if<DaemonSet>(&o.object)) {
+                const std::string uid = ds->metadata.uid;
+                api_[key] = ApiObject{std::make_shared<const DaemonSet>(std::move(*ds)), {}, uid};
+            }
+        for (const auto& e : m.errors) log(Level::Err, e.to_string());
+    }
+    if (!api_.empty())
+        log(Level::Info, std::to_string(api_.size()) + " DaemonSets from the API server's cache");
+}
+
+void Sources::save(const std::string& path, const FileState& fs) {
+    store::StoredManifestFile row{path, fs.good_text, !fs.errors.empty(), joined(fs.errors),
+                                  clock_.wall_ms()};
+    if (auto w = store_.put_manifest_file(row); !w.ok()) log(Level::Err, "store: " + w.error().message);
+}
+
+void Sources::forget(const std::string& path) {
+    if (auto w = store_.delete_manifest_file(path); !w.ok()) log(Level::Err, "store: " + w.error().message);
+}
+
+bool Sources::rescan(const std::string& dir) {
     std::string list_error;
-    auto entries = platform::list_manifest_files(config_.manifest_dir, &list_error);
+    auto entries = platform::list_manifest_files(dir, &list_error);
     if (!list_error.empty() && files_.empty()) {
         // Logged once per state: an absent directory is normal on a fresh board.
-        static std::string last;
-        if (last != list_error) log(Level::Warning, "manifest directory: " + list_error);
-        last = list_error;
+        if (list_error_ != list_error) log(Level::Warning, "manifest directory: " + list_error);
+        list_error_ = list_error;
     }
     bool changed = false;
     std::set<std::string> seen;
@@ -46,6 +157,7 @@ void Agent::rescan_manifests() {
             fs.errors = {data.error().message};
             log(Level::Err,
                 data.error().message + (fs.good.empty() ? "" : "; keeping its last good version"));
+            save(e.path, fs);
             continue;
         }
         std::uint64_t h = fnv1a64(data.value());
@@ -61,177 +173,138 @@ void Agent::rescan_manifests() {
             }
             if (!fs.good.empty())
                 log(Level::Warning, e.path + ": keeping its last good version in force until it is fixed");
+            save(e.path, fs);
             continue;
         }
+        const bool was_broken = !fs.errors.empty();
         fs.errors.clear();
-        fs.good.clear();
-        for (auto& o : m.objects) {
-            if (auto* ds = std::get_if<DaemonSet>(&o.object))
-                fs.good.push_back(std::make_shared<const DaemonSet>(std::move(*ds)));
-            else
-                log(Level::Warning, e.path + ": " + o.where +
-                                        ": a Node in the manifest directory is ignored; "
-                                        "the node comes from the configuration");
+        if (!fs.good_text.empty() && fs.good_text == data.value()) {
+            // Fixed back to the version in force: nothing else changes.
+            if (was_broken) log(Level::Notice, e.path + ": loads again; it is the version in force");
+            save(e.path, fs);
+            continue;
         }
+        fs.good = daemonsets_of(std::move(m), e.path);
+        fs.good_text = data.value();
+        save(e.path, fs);
         changed = true;
     }
     for (auto it = files_.begin(); it != files_.end();) {
         if (!seen.count(it->first)) {
             log(Level::Notice, it->first + ": removed; its DaemonSets go");
+            forget(it->first);
             it = files_.erase(it);
             changed = true;
         } else {
             ++it;
         }
     }
-    if (changed) rebuild_desired();
+    return changed;
 }
 
-void Agent::schedule_rebuild() {
-    if (!rebuild_timer_ || stopping_) return;
-    uv_timer_start(
-        rebuild_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->rebuild_desired(); }, 0, 0);
-}
-
-void Agent::rebuild_desired() {
-    std::map<std::string, Desired> next;
-    for (const auto& [path, fs] : files_) {  // sorted by path: the first file wins a conflict
-        for (const auto& shared : fs.good) {
-            const DaemonSet& ds = *shared;
-            std::string key = ds.metadata.namespace_ + "/" + ds.metadata.name;
-            auto [it, inserted] = next.try_emplace(key);
-            if (!inserted) {
-                std::string c = key + "|" + it->second.source + "|" + path;
-                if (reported_conflicts_.insert(c).second)
-                    log(Level::Warning, "DaemonSet " + key + " is defined in both " + it->second.source +
-                                            " and " + path + "; using " + it->second.source +
-                                            " (its path sorts first)");
-                continue;
-            }
-            it->second.object = shared;
-            it->second.from = shared;
-            it->second.source = path;
-            it->second.hash = template_hash(ds.object["spec"]["template"], ds.status.collision_count);
-        }
-    }
-    for (const auto& [key, a] : api_ds_) {
-        auto [it, inserted] = next.try_emplace(key);
-        if (!inserted) {
-            if (reported_conflicts_.insert(key + "|api|" + it->second.source).second) {
-                const std::string msg = "DaemonSet " + key + " is also defined by the manifest file " +
-                                        it->second.source + " on node " + node_.metadata.name +
-                                        "; the local file wins";
-                log(Level::Warning, msg);
-                send_cluster_event(a.object->metadata.namespace_, a.object->metadata.name, "Warning",
-                                   "LocalManifestOverrides", msg);
+bool Sources::apply_api(const std::string& scope, ReflectorChanges&& ch) {
+    bool changed = false;
+    std::set<std::string> present;
+    for (const Json& o : ch.objects) {
+        const std::string ns = meta_string(o, "namespace"), name = meta_string(o, "name");
+        const std::string key = ns + "/" + name;
+        present.insert(key);
+        std::string text = normalized(o);
+        auto it = api_.find(key);
+        if (it != api_.end() && it->second.normalized == text) continue;  // status or bookkeeping only
+        LoadedManifest m = load_manifest(text, "API server DaemonSet " + key);
+        const DaemonSet* ds = nullptr;
+        for (auto& mo : m.objects) ds = std::get_if<DaemonSet>(&mo.object);
+        if (!m.errors.empty() || !ds) {
+            for (const auto& e : m.errors) log(Level::Err, e.to_string());
+            if (it != api_.end()) {
+                log(Level::Warning,
+                    "API server DaemonSet " + key + ": keeping its last good version in force");
+                it->second.normalized = text;  // reported once per version
             }
             continue;
         }
-        it->second.object = a.object;
-        it->second.from = a.object;
-        it->second.source = kApiSource;
-        it->second.hash =
-            template_hash(a.object->object["spec"]["template"], a.object->status.collision_count);
-    }
-    // The store follows: new and changed DaemonSets written (only when they
-    // changed), removed ones deleted, all in one transaction.
-    auto tx = store_->begin();
-    if (!tx.ok()) {
-        log(Level::Err, "store: " + tx.error().message);
-        return;
-    }
-    for (auto& [key, d] : next) {
-        auto prev = desired_.find(key);
-        if (prev != desired_.end() && prev->second.from == d.from && prev->second.source == d.source) {
-            d = prev->second;  // the same object from the same source: nothing to apply or store
+        if (it != api_.end() && it->second.object->object == ds->object) {
+            it->second.normalized = text;  // the same object (the cache's, after a boot)
             continue;
         }
-        apply_rollback(d);  // a rollout undo's template, while the file is unchanged
-        if (prev != desired_.end() && prev->second.hash == d.hash) d.revision = prev->second.revision;
-        if (auto s = record_revision(d); !s.ok()) log(Level::Err, "store: " + s.error().message);
+        log(Level::Info,
+            std::string("API server: DaemonSet ") + key + (it == api_.end() ? " added" : " changed"));
+        api_[key] = ApiObject{std::make_shared<const DaemonSet>(*ds), text, ds->metadata.uid};
+        changed = true;
     }
-    for (const auto& [key, d] : desired_) {
-        if (next.count(key)) continue;
-        log(Level::Notice, "DaemonSet " + key + " removed (" +
-                               (d.from_api() ? std::string("the API server no longer has it")
-                                             : "its file " + d.source + " no longer defines it") +
-                               ")");
-        if (auto s = store_->delete_daemonset(d.ds().metadata.namespace_, d.ds().metadata.name); !s.ok())
-            log(Level::Err, "store: " + s.error().message);
+    auto drop = [&](const std::string& key, const char* why) {
+        if (api_.erase(key) == 0) return;
+        log(Level::Notice, "API server: DaemonSet " + key + " " + why);
+        changed = true;
+    };
+    if (ch.replace) {
+        // A complete list: what it does not have is gone from the cluster.
+        std::vector<std::string> gone;
+        for (const auto& [key, a] : api_)
+            if ((scope.empty() || a.object->metadata.namespace_ == scope) && !present.count(key))
+                gone.push_back(key);
+        for (const auto& key : gone) drop(key, "is no longer in the cluster (a complete list)");
     }
-    if (auto s = tx.value()->commit(); !s.ok()) log(Level::Err, "store: " + s.error().message);
-    desired_ = std::move(next);
-    schedule_reconcile();
+    for (const Json& o : ch.deleted)
+        drop(meta_string(o, "namespace") + "/" + meta_string(o, "name"), "deleted");
+    return changed;
 }
 
-// Stores the DaemonSet and makes sure its template has a revision number:
-// the one already recorded for this hash, or the next one (as upstream's
-// ControllerRevisions). The history is pruned to revisionHistoryLimit.
-Status Agent::record_revision(Desired& d) {
-    const auto& md = d.ds().metadata;
-    auto stored = store_->get_daemonset(md.namespace_, md.name);
-    if (!stored.ok()) return stored.error();
-    store::StoredDaemonSet row;
-    row.namespace_ = md.namespace_;
-    row.name = md.name;
-    row.source = d.from_api() ? std::string("api") : "file:" + d.source;
-    row.object_json = d.ds().object.dump();
-    row.template_hash = d.hash;
-    row.generation = 1;
-    row.updated_at_ms = clock_.wall_ms();
-    if (stored.value()) {
-        const auto& old = *stored.value();
-        bool same = old.object_json == row.object_json && old.source == row.source;
-        row.generation = old.generation + (old.object_json == row.object_json ? 0 : 1);
-        if (same) row.updated_at_ms = old.updated_at_ms;  // nothing changed: nothing written
-    }
-    if (auto w = store_->put_daemonset(row); !w.ok()) return w.error();
+void Sources::keep_followed(const ApiServerConfig& api) {
+    if (!api.enabled) api_.clear();
+    std::erase_if(api_, [&](const auto& kv) { return !api.follows(kv.second.object->metadata.namespace_); });
+}
 
-    auto revs = store_->list_revisions(md.namespace_, md.name);
-    if (!revs.ok()) return revs.error();
-    // core/revision_history.h: upstream's constructHistory numbering.
-    const RevisionNumber number = number_revision(revs.value(), d.hash);
-    if (number.renumbered_from != 0) {
-        // Back to an older template (an undo, or a file edited back): its
-        // revision is renumbered and the pods running it follow.
-        for (const auto& r : revs.value()) {
-            if (r.hash != d.hash) continue;
-            RevisionRecord bumped = r;
-            bumped.revision = number.revision;
-            if (auto w = store_->put_revision(bumped); !w.ok()) return w.error();
+std::map<std::string, SourcedDaemonSet> Sources::merge(const std::string& node_name) {
+    std::vector<SourceCandidate> candidates;
+    std::vector<std::shared_ptr<const DaemonSet>> objects;
+    for (const auto& [path, fs] : files_)
+        for (const auto& ds : fs.good) {
+            candidates.push_back(
+                {ds->metadata.namespace_ + "/" + ds->metadata.name, DaemonSetSource::file(path)});
+            objects.push_back(ds);
         }
-        for (auto& [uid, p] : pods_)
-            if (p.rec.namespace_ == md.namespace_ && p.rec.daemonset == md.name &&
-                p.rec.revision_hash == d.hash) {
-                p.rec.revision = number.revision;
-                save_pod(p);
-            }
-        log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +
-                             std::to_string(number.renumbered_from) + " (" + d.hash + ") is revision " +
-                             std::to_string(number.revision) + " now");
+    for (const auto& [key, a] : api_) {
+        candidates.push_back({key, DaemonSetSource::api_server()});
+        objects.push_back(a.object);
     }
-    if (!number.is_new) {
-        d.revision = number.revision;
-        return Ok{};
+    SourceMerge merged = merge_sources(candidates);
+    for (const SourceConflict& c : merged.conflicts) {
+        if (!c.loser.from_api()) {
+            if (reported_conflicts_.insert(c.key + "|" + c.winner.path + "|" + c.loser.path).second)
+                log(Level::Warning, "DaemonSet " + c.key + " is defined in both " + c.winner.describe() +
+                                        " and " + c.loser.describe() + "; using " + c.winner.describe() +
+                                        " (its path sorts first)");
+            continue;
+        }
+        if (!reported_conflicts_.insert(c.key + "|api|" + c.winner.path).second) continue;
+        const std::string msg = "DaemonSet " + c.key + " is also defined by the manifest file " +
+                                c.winner.describe() + " on node " + node_name + "; the local file wins";
+        log(Level::Warning, msg);
+        if (api_overridden_) api_overridden_(*api_.at(c.key).object, msg);
     }
-    RevisionRecord rev;
-    rev.namespace_ = md.namespace_;
-    rev.daemonset = md.name;
-    rev.revision = number.revision;
-    rev.hash = d.hash;
-    rev.template_json = canonical_json(d.ds().object["spec"]["template"]);
-    rev.created_at_ms = clock_.wall_ms();
-    if (auto w = store_->put_revision(rev); !w.ok()) return w.error();
-    d.revision = rev.revision;
-    log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +
-                         std::to_string(rev.revision) + " (" + d.hash + ")");
+    std::map<std::string, SourcedDaemonSet> out;
+    for (const auto& [key, i] : merged.winners)
+        out.emplace(key, SourcedDaemonSet{objects[i], candidates[i].source});
+    return out;
+}
 
-    std::vector<std::int64_t> in_use{rev.revision};
-    for (const auto& [uid, p] : pods_)
-        if (p.rec.namespace_ == md.namespace_ && p.rec.daemonset == md.name) in_use.push_back(p.rec.revision);
-    int keep = d.ds().spec.revision_history_limit.value_or(10) + 1;  // the live revision plus the history
-    if (auto pr = store_->prune_revisions(md.namespace_, md.name, keep, in_use); !pr.ok()) return pr.error();
-    return Ok{};
+std::shared_ptr<const DaemonSet> Sources::file_daemonset(const std::string& path, const std::string& ns,
+                                                         const std::string& name) const {
+    auto f = files_.find(path);
+    if (f == files_.end()) return nullptr;
+    for (const auto& ds : f->second.good)
+        if (ds->metadata.namespace_ == ns && ds->metadata.name == name) return ds;
+    return nullptr;
+}
+
+Json Sources::status() const {
+    Json broken = Json::array();
+    for (const auto& [path, fs] : files_)
+        if (!fs.errors.empty())
+            broken.push_back({{"path", path}, {"errors", fs.errors}, {"lastGoodInForce", !fs.good.empty()}});
+    return Json{{"files", files_.size()}, {"broken", broken}};
 }
 
 }  // namespace daemonlet::agent

@@ -1,4 +1,5 @@
-// The desired state: DaemonSets and their revision history.
+// The desired state: DaemonSets, their revision history, and the manifest
+// files they were read from.
 #include <algorithm>
 
 #include "store/sqlite_store.h"
@@ -96,6 +97,25 @@ Result<std::optional<StoredRollback>> SqliteStore::get_rollback(const std::strin
 
 Result<bool> SqliteStore::delete_rollback(const std::string& ns, const std::string& name) {
     return change("delete_rollback", s_.rb_delete, {ns, name});
+}
+
+Result<bool> SqliteStore::put_manifest_file(const StoredManifestFile& f) {
+    Row row{{f.path}, {f.good_content, std::int64_t{f.broken ? 1 : 0}, f.error}, {f.updated_at_ms}};
+    return put_row("put_manifest_file", s_.mf_compare, s_.mf_upsert, row);
+}
+
+Result<bool> SqliteStore::delete_manifest_file(const std::string& path) {
+    return change("delete_manifest_file", s_.mf_delete, {path});
+}
+
+Result<std::vector<StoredManifestFile>> SqliteStore::list_manifest_files() {
+    sqlite::Query q(s_.mf_list);
+    std::vector<StoredManifestFile> out;
+    auto st = q.each_row([&](const sqlite::Query& r) {
+        out.push_back(StoredManifestFile{r.text(0), r.text(1), r.int64(2) != 0, r.text(3), r.int64(4)});
+    });
+    if (!st) return fail("list_manifest_files", st.error());
+    return out;
 }
 
 // Upstream's cleanupHistory (pkg/controller/daemon/update.go): the revisions

@@ -108,6 +108,22 @@ CREATE TABLE rollbacks (
 -- array of strings, [] for none (every pod written before).
 ALTER TABLE pods ADD COLUMN pod_ips_json TEXT NOT NULL DEFAULT '[]';
 )sql"},
+    {4, R"sql(
+-- The manifest directory's files as the agent last read them, so that a
+-- restart answers as the running agent did: each file's last version that
+-- loaded without errors ('' when none has) and whether the file on disk is
+-- broken now, and why. A removed file's row goes with its DaemonSets.
+CREATE TABLE manifest_files (
+    path          TEXT PRIMARY KEY NOT NULL,
+    good_content  TEXT NOT NULL,
+    broken        INTEGER NOT NULL,
+    error         TEXT NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+-- Written by earlier builds and never read: a new agent lists before it
+-- watches, as client-go's reflector does.
+DELETE FROM meta WHERE key LIKE 'api.resourceVersion/%';
+)sql"},
 };
 
 inline constexpr std::span<const Migration> migrations() { return kMigrations; }
@@ -223,6 +239,17 @@ inline constexpr const char* kRollbackGet =
     "SELECT file_hash, revision_hash, template_json, created_at_ms FROM rollbacks"
     " WHERE namespace = ?1 AND name = ?2";
 inline constexpr const char* kRollbackDelete = "DELETE FROM rollbacks WHERE namespace = ?1 AND name = ?2";
+
+inline constexpr const char* kManifestFileCompare =
+    "SELECT good_content, broken, error FROM manifest_files WHERE path = ?1";
+inline constexpr const char* kManifestFileUpsert =
+    "INSERT INTO manifest_files (path, good_content, broken, error, updated_at_ms) VALUES (?1, ?2, ?3, ?4, "
+    "?5)"
+    " ON CONFLICT (path) DO UPDATE SET good_content = excluded.good_content, broken = excluded.broken,"
+    " error = excluded.error, updated_at_ms = excluded.updated_at_ms";
+inline constexpr const char* kManifestFileList =
+    "SELECT path, good_content, broken, error, updated_at_ms FROM manifest_files ORDER BY path";
+inline constexpr const char* kManifestFileDelete = "DELETE FROM manifest_files WHERE path = ?1";
 
 inline constexpr const char* kMetaCompare = "SELECT value FROM meta WHERE key = ?1";
 inline constexpr const char* kMetaUpsert =

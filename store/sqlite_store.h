@@ -29,6 +29,7 @@ struct Statements {
     sqlite::Statement pod_compare, pod_upsert, pod_list, pod_delete;
     sqlite::Statement node_compare, node_upsert;
     sqlite::Statement event_insert, event_trim_object, event_trim_all, event_list;
+    sqlite::Statement mf_compare, mf_upsert, mf_list, mf_delete;
     sqlite::Statement meta_compare, meta_upsert;
 
     Status prepare(sqlite3* db);
@@ -68,6 +69,10 @@ class SqliteStore final : public Store {
     Result<bool> add_event(const EventRecord& ev) override;
     Result<std::vector<EventRecord>> list_events(const std::string& ns, const std::string& object,
                                                  int limit) override;
+
+    Result<bool> put_manifest_file(const StoredManifestFile& file) override;
+    Result<bool> delete_manifest_file(const std::string& path) override;
+    Result<std::vector<StoredManifestFile>> list_manifest_files() override;
 
     Result<bool> put_meta(const std::string& key, const std::string& value) override;
     Result<std::optional<std::string>> get_meta(const std::string& key) override;

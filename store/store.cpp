@@ -48,6 +48,10 @@ Status Statements::prepare(sqlite3* db) {
         {&event_trim_object, sql::kEventTrimObject},
         {&event_trim_all, sql::kEventTrimAll},
         {&event_list, sql::kEventList},
+        {&mf_compare, sql::kManifestFileCompare},
+        {&mf_upsert, sql::kManifestFileUpsert},
+        {&mf_list, sql::kManifestFileList},
+        {&mf_delete, sql::kManifestFileDelete},
         {&meta_compare, sql::kMetaCompare},
         {&meta_upsert, sql::kMetaUpsert},
     };

@@ -65,6 +65,17 @@ struct StoredRollback {
     bool operator==(const StoredRollback&) const = default;
 };
 
+// A manifest file as the agent last read it, for a restart to answer as
+// the running agent did.
+struct StoredManifestFile {
+    std::string path;
+    std::string good_content;  // the last version that loaded without errors; "" when none has
+    bool broken = false;       // the version on disk now fails to read, parse or validate
+    std::string error;         // why, one error a line; "" unless broken
+    std::int64_t updated_at_ms = 0;
+    bool operator==(const StoredManifestFile&) const = default;
+};
+
 struct OpenReport {
     bool created = false;    // no database existed
     bool recovered = false;  // a bad database was moved aside
@@ -121,7 +132,12 @@ class Store {
     virtual Result<std::vector<EventRecord>> list_events(const std::string& ns, const std::string& object,
                                                          int limit) = 0;
 
-    // Small named values (the cluster resourceVersion in issue 4, ...).
+    // The manifest directory's files (compared without updated_at_ms).
+    virtual Result<bool> put_manifest_file(const StoredManifestFile& file) = 0;
+    virtual Result<bool> delete_manifest_file(const std::string& path) = 0;
+    virtual Result<std::vector<StoredManifestFile>> list_manifest_files() = 0;
+
+    // Small named values (the Node from the cluster, queued Events, ...).
     virtual Result<bool> put_meta(const std::string& key, const std::string& value) = 0;
     virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
 };

@@ -11,6 +11,11 @@ state=$work/state
 mkdir -p "$man"
 agent=
 listener=
+# The running agent's log. start_own_agent gives each agent process its own
+# (agent.1.log, agent.2.log, ...), so that no line of an earlier agent
+# satisfies a later wait.
+agent_log=$work/agent.log
+agents=0
 cleanup() {
     [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
     [[ -n $listener ]] && kill "$listener" 2>/dev/null
@@ -64,7 +69,7 @@ ok() { passed=$((passed + 1)); }
 fail() {
     echo "FAIL: $*"
     echo "---- agent log (last 30 lines)"
-    tail -n 30 "$work/agent.log" 2>/dev/null
+    tail -n 30 "$agent_log" 2>/dev/null
     failed=$((failed + 1))
 }
 # wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND until it succeeds.
@@ -138,8 +143,13 @@ crashLoopBackoff: {initial: 60s, max: 120s}
 EOF
 }
 start_agent() {
-    NOTIFY_SOCKET=$work/notify.sock "$dl" run --config "$cfg" >>"$work/agent.log" 2>&1 &
+    NOTIFY_SOCKET=$work/notify.sock "$dl" run --config "$cfg" >>"$agent_log" 2>&1 &
     agent=$!
+}
+start_own_agent() {
+    agents=$((agents + 1))
+    agent_log=$work/agent.$agents.log
+    start_agent
 }
 
 # finish: prints the tally; the script's exit status.

@@ -10,10 +10,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 listener=$!
 wait_for "notify listener up" 5 test -S "$work/notify.sock"
 
+loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
+# The agent now running (`daemonlet status` answers only then) has N pods, all running.
+agent_has_running() { "$dl" status -o json --config "$cfg" | jq -e --argjson n "$1" '.pods.total == $n and .pods.running == $n'; }
+
 write_config "{disktype: ssd}" "[]"
 write_ds always.yaml always 'trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 write_ds ssd-only.yaml ssd-only 'trap \"exit 0\" TERM; while true; do sleep 0.2; done' "nodeSelector: {disktype: ssd}"
-start_agent
+start_own_agent
 
 # 1. Start: both DaemonSets run; READY=1 reaches the notify socket.
 wait_for "pod of always runs" 10 pod_running it always
@@ -43,8 +47,17 @@ wait_for "ssd-only starts again" 10 pod_running it ssd-only
 # 3. Taints: NoSchedule keeps running pods; NoExecute stops them.
 write_config "{disktype: ssd}" "[{key: maint, effect: NoSchedule}]"
 kill -HUP "$agent"
-wait_for "the agent re-evaluated after SIGHUP" 5 grep -q 'configuration reloaded' "$work/agent.log"
+# The agent stored the tainted node: always is no longer desired here
+# (shouldRun false), though it may continue running (daemon_controller's
+# NodeShouldRunDaemonPod: NoSchedule is not NoExecute).
+wait_for "the agent applied the NoSchedule taint" 30 bash -c "'$dl' get ds -A -o json --config '$cfg' | jq -e '.items | any(.metadata.name == \"always\" and .status.desiredNumberScheduled == 0)'"
+# A barrier: a DaemonSet added after that is stored only after the
+# reconcile the reload asked for has run.
+write_ds barrier.yaml barrier "$loop" "nodeSelector: {barrier: none}"
+wait_for "the barrier DaemonSet is stored" 30 bash -c "'$dl' get ds -A -o json --config '$cfg' | jq -e '.items | any(.metadata.name == \"barrier\")'"
 pod_running it always >/dev/null && ok || fail "NoSchedule must not stop a running pod"
+[[ $(pid_of always) == "$always_pid" ]] && ok || fail "NoSchedule restarted a running pod"
+rm -f "$man/barrier.yaml"
 write_config "{disktype: ssd}" "[{key: maint, effect: NoExecute}]"
 kill -HUP "$agent"
 wait_for "NoExecute stops always" 10 no_pod it always
@@ -55,15 +68,16 @@ always_pid=$(pid_of always)
 
 # 4. A malformed manifest is reported; everything else keeps running.
 printf 'apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: broken\n' >"$man/broken.yaml"
-wait_for "the malformed file is reported with its name" 10 grep -q 'broken.yaml: document 1: line' "$work/agent.log"
+wait_for "the malformed file is reported with its name" 30 bash -c "'$dl' status -o json --config '$cfg' | jq -e --arg p '$man/broken.yaml' '.manifests.broken | any(.path == \$p and (.errors[0] | contains(\"broken.yaml: document 1: line\")))'"
 [[ $(pid_of always) == "$always_pid" ]] && ok || fail "a malformed file restarted an unrelated pod"
 rm -f "$man/broken.yaml"
 
 # 5. kill -9 of the agent and a restart: the same processes, adopted.
 kill -9 "$agent"
 wait "$agent" 2>/dev/null
-start_agent
-wait_for "the new agent adopts the running pods" 10 grep -q 'adopted 2 running containers' "$work/agent.log"
+start_own_agent
+# The new agent answers for both pods, running: adopted (the same process below).
+wait_for "the new agent adopts the running pods" 30 agent_has_running 2
 [[ $(pid_of always) == "$always_pid" ]] && ok || fail "kill -9 and restart changed the pod's process"
 
 # 6. SIGTERM: the agent stops, the pods keep running.
@@ -72,8 +86,9 @@ wait "$agent" 2>/dev/null
 agent=
 wait_for "STOPPING=1 sent" 5 grep -q 'STOPPING=1' "$work/notify.log"
 [[ $(pid_of always) == "$always_pid" ]] && ok || fail "SIGTERM of the agent stopped a pod"
-start_agent
-wait_for "adopted again after SIGTERM" 10 grep -c 'adopted 2 running' "$work/agent.log"
+start_own_agent
+wait_for "adopted again after SIGTERM" 30 agent_has_running 2
+[[ $(pid_of always) == "$always_pid" ]] && ok || fail "the restart after SIGTERM changed the pod's process"
 
 # 7. Removing the file stops the pod.
 rm -f "$man/ssd-only.yaml"
@@ -81,9 +96,9 @@ wait_for "removing the file stops its pod" 10 no_pod it ssd-only
 
 # 8. A template change rolls: without surge the old pod stops before the new starts.
 write_ds always.yaml always 'trap \"exit 0\" TERM; while true; do sleep 0.3; done'
-wait_for "the new revision runs" 15 bash -c "'$dl' get pods -A --config '$cfg' | grep -E '^it +always-.* Running' && p=\$(pgrep -f '^/bin/sh -c .* it-marker-$$-always\$' | head -1) && [[ -n \$p && \$p != '$always_pid' ]] && grep -q 'created for DaemonSet always revision 2' '$work/agent.log'"
-stop_line=$(grep -n 'always-.* stopped' "$work/agent.log" | tail -1 | cut -d: -f1)
-create_line=$(grep -n 'created for DaemonSet always revision 2' "$work/agent.log" | tail -1 | cut -d: -f1)
+wait_for "the new revision runs" 15 bash -c "'$dl' get pods -A --config '$cfg' | grep -E '^it +always-.* Running' && p=\$(pgrep -f '^/bin/sh -c .* it-marker-$$-always\$' | head -1) && [[ -n \$p && \$p != '$always_pid' ]] && grep -q 'created for DaemonSet always revision 2' '$agent_log'"
+stop_line=$(grep -n 'always-.* stopped' "$agent_log" | tail -1 | cut -d: -f1)
+create_line=$(grep -n 'created for DaemonSet always revision 2' "$agent_log" | tail -1 | cut -d: -f1)
 [[ -n $stop_line && -n $create_line && $stop_line -lt $create_line ]] && ok ||
     fail "non-surge rollout: old stopped at line ${stop_line:-?}, new created at ${create_line:-?}"
 
@@ -93,16 +108,16 @@ write_ds surge.yaml surge 'trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 wait_for "surge pod runs" 10 pod_running it surge
 write_ds surge.yaml surge 'trap \"exit 0\" TERM; while true; do sleep 0.25; done' "" \
     "updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}"
-wait_for "surge rollout finishes" 15 bash -c "grep -q 'created for DaemonSet surge revision 2' '$work/agent.log' && grep -q 'surge-.* stopped' '$work/agent.log'"
-create_line=$(grep -n 'created for DaemonSet surge revision 2' "$work/agent.log" | tail -1 | cut -d: -f1)
-stop_line=$(grep -n 'surge-.* stopping' "$work/agent.log" | tail -1 | cut -d: -f1)
+wait_for "surge rollout finishes" 15 bash -c "grep -q 'created for DaemonSet surge revision 2' '$agent_log' && grep -q 'surge-.* stopped' '$agent_log'"
+create_line=$(grep -n 'created for DaemonSet surge revision 2' "$agent_log" | tail -1 | cut -d: -f1)
+stop_line=$(grep -n 'surge-.* stopping' "$agent_log" | tail -1 | cut -d: -f1)
 [[ -n $stop_line && -n $create_line && $create_line -lt $stop_line ]] && ok ||
     fail "surge rollout: new created at line ${create_line:-?}, old stopping at ${stop_line:-?}"
 
 # 10. A crashing container restarts with growing delays.
 write_ds crash.yaml crash 'exit 3'
-wait_for "crash restarts at least 3 times" 15 bash -c "[[ \$(grep -c 'crash-.* container main exited with 3' '$work/agent.log') -ge 4 ]]"
-delays=$(grep -o 'crash-.* restarting in [0-9.]* s' "$work/agent.log" | grep -o '[0-9.]* s$' | tr -d ' s' | head -4 | tr '\n' ' ')
+wait_for "crash restarts at least 3 times" 15 bash -c "[[ \$(grep -c 'crash-.* container main exited with 3' '$agent_log') -ge 4 ]]"
+delays=$(grep -o 'crash-.* restarting in [0-9.]* s' "$agent_log" | grep -o '[0-9.]* s$' | tr -d ' s' | head -4 | tr '\n' ' ')
 read -r d1 d2 d3 d4 <<<"$delays"
 awk -v a="$d2" -v b="$d3" -v c="$d4" 'BEGIN { exit !(a < b && b < c) }' && ok ||
     fail "crash-loop delays do not grow: $delays"
@@ -114,13 +129,13 @@ kill -TERM "$agent"
 wait "$agent" 2>/dev/null
 head -c 8192 /dev/urandom >"$state/daemonlet.db"
 rm -f "$state/daemonlet.db-wal" "$state/daemonlet.db-shm"
-start_agent
-wait_for "the corrupt database is reported and moved aside" 10 grep -q 'moved aside' "$work/agent.log"
+start_own_agent
+wait_for "the corrupt database is reported and moved aside" 10 grep -q 'moved aside' "$agent_log"
 ls "$state"/daemonlet.db.corrupt-* >/dev/null 2>&1 && ok || fail "the corrupt database was not kept for inspection"
 wait_for "always runs after the rebuild" 15 pod_running it always
 # ...as the same process: the pod was rebuilt from its container's labels
 # and adopted, not restarted.
 [[ $(pid_of always) == "$always_pid" ]] && ok || fail "the rebuild restarted always's container"
-grep -q 'rebuilt from its running containers' "$work/agent.log" && ok || fail "the rebuild of always's pod was not logged"
+grep -q 'rebuilt from its running containers' "$agent_log" && ok || fail "the rebuild of always's pod was not logged"
 
 finish

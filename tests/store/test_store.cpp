@@ -253,6 +253,29 @@ TEST(StoreRoundTrip, MetaComesBackAsStored) {
     STRCMP_EQUAL("", MUST(s->get_meta("resourceVersion"))->c_str());
 }
 
+TEST(StoreRoundTrip, AManifestFileComesBackAsStoredAndWritesOnlyOnChange) {
+    store::StoredManifestFile good{"/m/b.yaml", "kind: DaemonSet\n", false, "", 5};
+    store::StoredManifestFile broken{"/m/a.yaml", "kind: DaemonSet\n", true, "/m/a.yaml: line 3: bad", 6};
+    CHECK_TRUE(MUST(s->put_manifest_file(good)));
+    CHECK_TRUE(MUST(s->put_manifest_file(broken)));
+    auto files = MUST(s->list_manifest_files());
+    LONGS_EQUAL(2, files.size());
+    CHECK_TRUE(files[0] == broken);  // by path
+    CHECK_TRUE(files[1] == good);
+    // The time alone is no change: an idle agent writes nothing.
+    const std::int64_t before = store::testing::total_changes(*s);
+    good.updated_at_ms = 99;
+    CHECK_FALSE(MUST(s->put_manifest_file(good)));
+    LONGS_EQUAL(before, store::testing::total_changes(*s));
+    // Fixed: broken and the error go, the last good content changes.
+    broken = {"/m/a.yaml", "kind: DaemonSet # v2\n", false, "", 7};
+    CHECK_TRUE(MUST(s->put_manifest_file(broken)));
+    CHECK_TRUE(MUST(s->list_manifest_files())[0] == broken);
+    CHECK_TRUE(MUST(s->delete_manifest_file("/m/a.yaml")));
+    CHECK_FALSE(MUST(s->delete_manifest_file("/m/a.yaml")));
+    LONGS_EQUAL(1, MUST(s->list_manifest_files()).size());
+}
+
 TEST(StoreRoundTrip, EventsComeBackOldestFirstWithIds) {
     for (int i = 0; i < 5; ++i) CHECK_TRUE(MUST(s->add_event(sample_event("Pod/agent-x7k2p", i))));
     CHECK_TRUE(MUST(s->add_event(sample_event("DaemonSet/agent", 9))));

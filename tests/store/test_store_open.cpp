@@ -106,9 +106,9 @@ TEST(StoreOpen, MigratesFromUserVersionZero) {
     CHECK_FALSE(report.created);
     CHECK_FALSE(report.recovered);
     RawDb raw(path);
-    LONGS_EQUAL(3, raw.scalar("PRAGMA user_version"));
+    LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
     STRCMP_EQUAL("wal", raw.rows("PRAGMA journal_mode").c_str());
-    STRCMP_EQUAL("daemonsets\nevents\nmeta\nnode\npods\nrevisions\nrollbacks\nscratch",
+    STRCMP_EQUAL("daemonsets\nevents\nmanifest_files\nmeta\nnode\npods\nrevisions\nrollbacks\nscratch",
                  raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").c_str());
     LONGS_EQUAL(1, raw.scalar("SELECT x FROM scratch"));
     CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
@@ -152,12 +152,34 @@ TEST(StoreOpen, MigratesAVersionOneDatabaseKeepingItsRows) {
     CHECK_FALSE(report.recovered);
     {
         RawDb raw(path);
-        LONGS_EQUAL(3, raw.scalar("PRAGMA user_version"));
+        LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
         LONGS_EQUAL(1, raw.scalar("SELECT count(*) FROM daemonsets"));
     }
     store::StoredRollback rb{"ns", "agent", "f1", "h0", "{}", 7};
     CHECK_TRUE(MUST(s->put_rollback(rb)));
     CHECK(MUST(s->get_rollback("ns", "agent")) == rb);
+}
+
+TEST(StoreOpen, MigratesAVersionThreeDatabaseDroppingTheUnreadResourceVersions) {
+    // Schema 3 wrote api.resourceVersion/<scope> and never read it (a new
+    // agent lists first, as client-go's reflector does): migration 4 deletes
+    // those rows, keeps the other meta, and adds manifest_files, empty.
+    {
+        RawDb raw(path);
+        for (int i = 0; i < 3; ++i) STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[i].sql).c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 3").c_str());
+        STRCMP_EQUAL("", raw.exec("INSERT INTO meta VALUES ('api.resourceVersion/', '41'),"
+                                  " ('api.resourceVersion/it', '42'), ('api.node', '{}')")
+                             .c_str());
+    }
+    auto s = MUST(store::Store::open(path, kNow, nullptr));
+    {
+        RawDb raw(path);
+        LONGS_EQUAL(4, raw.scalar("PRAGMA user_version"));
+        STRCMP_EQUAL("api.node", raw.rows("SELECT key FROM meta ORDER BY key").c_str());
+    }
+    CHECK_TRUE(MUST(s->list_manifest_files()).empty());
+    CHECK_TRUE(MUST(s->put_manifest_file({"/m/a.yaml", "x", false, "", 1})));
 }
 
 TEST(StoreOpen, ADatabaseFromTheFutureIsRefusedAndLeftAlone) {
