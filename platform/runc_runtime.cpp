@@ -16,6 +16,7 @@
 #include "platform/file.h"
 #include "platform/overlay_mount.h"
 #include "platform/run_command.h"
+#include "platform/shim_protocol.h"
 #include "platform/shim_state.h"
 
 namespace daemonlet::platform {
@@ -58,10 +59,17 @@ std::string trimmed(std::string s) {
     return s;
 }
 
-// `daemonlet-image prepare`: the rootfs assembled in <bundle>/rootfs (which
-// must not exist), and the image's config.
+// The rootfs assembled in <bundle>/rootfs (which must not exist), and the
+// image's config: an overlay mounted here when the image store has every
+// layer's overlay form, else `daemonlet-image prepare`, which makes them,
+// or copies.
 Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& reference,
                                    const std::string& bundle) {
+    if (tool.overlay) {
+        auto config = mount_stored_image(tool.store, reference, bundle + "/rootfs", bundle + "/overlay");
+        if (config) return parse_image_config(config.value(), reference + ": its config");
+        if (config.error().code != "fallback") return config.error();
+    }
     std::vector<std::string> argv = {tool.binary, "prepare", "--store",  tool.store,
                                      "--ref",     reference, "--rootfs", bundle + "/rootfs"};
     if (tool.overlay) argv.insert(argv.end(), {"--overlay", bundle + "/overlay"});
@@ -166,9 +174,10 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
     const std::string bundle = bundle_dir(id);
     ContainerLaunch shim = launch;
     shim.id = id;
-    // --keep: runc leaves the stopped container, and its cgroup with the
-    // OOM-kill counter that inspect() reads, to remove()'s `runc delete`.
-    shim.argv = {runc_binary_, "--root", runc_root(), "run", "--keep", "--bundle", bundle, id};
+    // The shim runs `runc create` and `runc start` (shim_runc.h). runc
+    // leaves the stopped container, and its cgroup with the OOM-kill
+    // counter that inspect() reads, to remove()'s `runc delete`.
+    shim.argv = {shim::kRuncMarker, runc_binary_, runc_root(), bundle, id};
     shim.env.clear();  // the container's is in config.json; runc needs none
     shim.working_dir.clear();
     shim.pod_spec = nullptr;
