@@ -103,10 +103,12 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
     while (runtime_dir.size() > 1 && runtime_dir.back() == '/') runtime_dir.pop_back();
     auto exec = make_exec_runtime(loop, runtime_dir, std::move(shim_path));
     if (!exec) return exec.error();
+    exec.value()->attach_loop(loop);
     auto runtime =
         std::make_unique<RuncRuntime>(std::move(exec).value(), std::move(images), std::move(runtime_dir),
                                       std::move(binary).value(), std::move(caps).value());
     runtime->enable_pulls(loop);
+    runtime->attach_loop(loop);
     return std::unique_ptr<Runtime>(std::move(runtime));
 }
 
@@ -166,7 +168,7 @@ void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool
     (void)delete_bundle(bundle);
 }
 
-Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
+Result<ContainerLaunch> RuncRuntime::prepare_start(const ContainerLaunch& launch) {
     if (!launch.container || !launch.pod_spec)
         return Error{"invalid",
                      "runc runtime: container " + launch.container_name + " started without its spec"};
@@ -190,9 +192,30 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
                                          ? s.error().message
                                          : "preparing the bundle " + bundle + ": " + s.error().message};
     }
-    auto started = exec_->start(shim);
-    if (!started) discard(id, bundle, true);
+    return shim;
+}
+
+Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
+    auto shim = prepare_start(launch);
+    if (!shim) return shim.error();
+    const std::string id = shim.value().id;
+    auto started = exec_->start(shim.value());
+    if (!started) discard(id, bundle_dir(id), true);
     return started;
+}
+
+void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) {
+    auto shim = prepare_start(launch);
+    if (!shim) {
+        post([done = std::move(done), e = shim.error()] { done(e); });
+        return;
+    }
+    const std::string id = shim.value().id;
+    exec_->start_async(std::move(shim).value(),
+                       [this, id, done = std::move(done)](Result<std::string> started) {
+                           if (!started) discard(id, bundle_dir(id), true);
+                           done(std::move(started));
+                       });
 }
 
 void RuncRuntime::add_oom_reason(ContainerInfo& info) const {
