@@ -11,8 +11,8 @@
 //   ["daemonlet-shim:runc", <runc binary>, <runc root>, <bundle>, <id>]
 // (kRuncMarker, shim_protocol.h; the runc runtime writes it). runc's own
 // diagnostics go to <bundle>/runc.log (JSON lines) and, on failure, one
-// line on its stderr: the container's stderr for `runc create` (in the
-// container's log, as with `runc run`), and the StartError reason.
+// line on its stderr (for `runc create`, the container's stderr pipe),
+// which the shim reads back as the StartError reason.
 #pragma once
 
 #include <sys/types.h>
