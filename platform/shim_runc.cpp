@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,29 +22,31 @@ enum Part { kMarker, kBinary, kRoot, kBundle, kId, kParts };
 
 // Runs `args` (NULL-terminated) in a session of its own with stdin
 // /dev/null and the given stdout and stderr, default signal dispositions
-// and no blocked signals, and waits for it. Returns its wait status, or -1
-// with errno.
+// and no blocked signals, and waits for it. It is killed if the shim dies
+// first (the agent gives up on a start that hangs and kills the shim): no
+// runc command outlives the shim. Returns its wait status, or -1 with errno.
 int run(char* const* args, int out_fd, int err_fd) {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid = 0;
-    int err = posix_spawn(&pid, args[0], &fa, &attr, args, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (err != 0) {
-        errno = err;
-        return -1;
+    const pid_t shim = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != shim) ::_exit(127);
+        ::setsid();
+        int null = ::open("/dev/null", O_RDONLY);
+        if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) ::_exit(127);
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        ::execve(args[0], args, environ);
+        char buf[512];
+        Text t(buf, sizeof buf);
+        t.str("cannot run ").str(args[0]).str(": ").str(error_text(errno)).ch('\n');
+        write_all(2, t.c_str(), t.size());
+        ::_exit(127);
     }
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0)

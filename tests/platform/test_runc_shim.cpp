@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <uv.h>
 
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <memory>
@@ -47,7 +48,8 @@ std::string fake_image_tool(const std::string& dir) {
 // runc as the shim calls it: --root R --log L --log-format json VERB ...
 // `create --pid-file P --bundle B ID` leaves a process behind (the
 // container: it says hello, then sleeps) and records its pid; the
-// bundle's "refuse" file makes it fail as runc does. `start` notes in
+// bundle's "refuse" file makes it fail as runc does, its "hang" file
+// makes it hang (its pid in <dir>/hang.pid). `start` notes in
 // <dir>/started that it ran, after a pause: the start must wait for it.
 std::string fake_runc(const std::string& dir) {
     const std::string path = dir + "/runc";
@@ -61,6 +63,9 @@ std::string fake_runc(const std::string& dir) {
            "  create)\n"
            "    [ -e \"${11}/refuse\" ] && { echo 'runc create failed: exec: no such file' >&2;"
            " exit 1; }\n"
+           "    [ -e \"${11}/hang\" ] && { echo $$ > '"
+        << dir
+        << "/hang.pid'; exec sleep 1000; }\n"
            "    (echo hello; exec sleep 1000) &\n"
            "    echo $! > \"$9\" ;;\n"
            "  start) sleep 0.2; echo yes > '"
@@ -78,6 +83,13 @@ void point(P& to, const std::shared_ptr<T>& what) {
         to = what.get();
     else
         to = what;
+}
+
+// Whether `pid` is a live process (not gone, not a zombie).
+bool alive(pid_t pid) {
+    const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+    const auto paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
 pid_t parent_of(pid_t pid) {
@@ -186,4 +198,32 @@ TEST(RuncShim, ACreateRuncRefusesIsAStartErrorWithRuncsMessage) {
     LONGS_EQUAL(shim::kExitStartError, end.exit_code.value_or(-1));
     STRCMP_EQUAL("StartError: runc create: runc create failed: exec: no such file", end.reason.c_str());
     STRCMP_EQUAL("create\n", read_text(dir + "/calls").c_str());
+}
+
+TEST(RuncShim, ARuncThatHangsDiesWithTheShimTheAgentGaveUpOn) {
+    // The prepare leaves a "hang" file in each bundle; the start waits 300 ms.
+    std::ofstream(dir + "/daemonlet-image", std::ios::app)
+        << "for a; do case $a in */rootfs) touch \"${a%/rootfs}/hang\";; esac; done\n";
+    auto exec = make_exec_runtime(&loop, dir + "/runtime", DAEMONLET_SHIM_PATH);
+    CHECK_TRUE(exec.ok());
+    dynamic_cast<ExecRuntime&>(*exec.value()).set_start_timeout(std::chrono::milliseconds(300));
+    exec.value()->attach_loop(&loop);
+    runtime->close();
+    runtime = std::make_unique<RuncRuntime>(std::move(exec).value(),
+                                            ImageTool{dir + "/daemonlet-image", dir + "/images", false, {}},
+                                            dir + "/runtime", dir + "/runc", std::vector<std::string>{});
+    runtime->attach_loop(&loop);
+    int calls = 0;
+    Result<std::string> got = std::string();
+    runtime->start_async(launch(), [&](Result<std::string> r) {
+        ++calls;
+        got = std::move(r);
+    });
+    CHECK_TRUE(run_until(&loop, [&] { return calls > 0; }));
+    CHECK_FALSE(got.ok());
+    STRCMP_EQUAL("shim", got.error().code.c_str());
+    // runc create, which the shim was waiting for, went with the shim.
+    const pid_t hung = std::atoi(read_text(dir + "/hang.pid").c_str());
+    CHECK_TRUE(hung > 0);
+    CHECK_TRUE(run_until(&loop, [&] { return !alive(hung); }));
 }
