@@ -45,9 +45,9 @@ pid=$(shim_field "$id" pid)
 [[ $(rc state "$id" 2>/dev/null | jq -r '"\(.status) \(.pid)"') == "running $pid" ]] && ok ||
     fail "Running was reported before the container ran: runc says $(rc state "$id" 2>&1), the shim recorded $pid"
 kill -0 "$pid" 2>/dev/null && ok || fail "the recorded pid $pid is no process"
-[[ $(readlink "/proc/$pid/ns/pid") != $(readlink /proc/self/ns/pid) ]] && ok ||
+[[ $(readlink "/proc/$pid/ns/pid") != "$(readlink /proc/self/ns/pid)" ]] && ok ||
     fail "pid $pid is not in the container's PID namespace: not the container's init"
-[[ $(ppid_of "$pid") == $(shim_field "$id" shimPid) ]] && ok ||
+[[ $(ppid_of "$pid") == "$(shim_field "$id" shimPid)" ]] && ok ||
     fail "the container's init $pid is the child of $(ppid_of "$pid"), not of its shim $(shim_field "$id" shimPid)"
 [[ -z $(runc_of "$id") ]] && ok || fail "a runc process stays for the container: $(runc_of "$id")"
 log_has() { cat "$state"/runtime/logs/it_"$1"-*/main/*.log 2>/dev/null | grepq -E "$2"; }
