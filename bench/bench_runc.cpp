@@ -2,7 +2,7 @@
 // daemonlet, daemonlet-shim, daemonlet-image and Debian's runc.
 //
 //   bench_runc [--daemonlet PATH] [--image-tool PATH] [--pods N] [--changes N]
-//              [--imports N] [--work-parent DIR] [--keep]
+//              [--imports N] [--bare N] [--work-parent DIR] [--keep]
 //
 // Needs root and runc. It builds the busybox test image
 // (tests/data/make_busybox_image.sh) and a bigger one (the same with three
@@ -12,9 +12,18 @@
 // - start: the agent on a fresh state directory with the busybox archive in
 //   its import directory, to the first container running (import included);
 // - memory of the node stack per pod: the sum of Pss of the agent, every
-//   shim and every `runc run` process (the runtime: runc has no daemon),
-//   with 1 pod and with N pods; per pod is the difference over N - 1 pods.
-//   The containers' own processes are the workload and are not counted;
+//   shim and every runc process that stays (the runtime: runc has no
+//   daemon; a build that keeps `runc run` in the foreground has one per
+//   container), with 1 pod and with N pods; per pod is the difference over
+//   N - 1 pods. The containers' own processes are the workload and are not
+//   counted; the supervisor per container is the shims' and runc's Pss
+//   over N pods, divided by N (conmon's figure in README);
+// - bare `runc run --detach` of a bundle like the agent's (a copy of the
+//   image's rootfs), to the command's return: what the agent's start adds
+//   to runc is the difference;
+// - rootfs preparation: `daemonlet-image prepare --overlay` as a process
+//   against the agent's in-process mount (overlay_mount.h
+//   mount_stored_image), wall and CPU time each;
 // - template change to the new container running (p50, p99), with maxSurge
 //   1 (the new pod starts before the old one stops).
 //
@@ -28,6 +37,8 @@
 // any pod's.
 //
 // It prints a Markdown table; docs/figures.md records one run.
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +53,7 @@
 #include <vector>
 
 #include "bench/agent_harness.h"
+#include "platform/overlay_mount.h"
 #include "platform/proc_stat.h"
 
 using namespace daemonlet::bench;
@@ -58,6 +70,7 @@ struct Options {
     int pods = 10;
     int changes = 50;
     int imports = 10;
+    int bare = 20;
     std::string work_parent = "/tmp";
     bool keep = false;
 };
@@ -85,6 +98,22 @@ std::pair<int, double> run_process(const std::vector<std::string>& argv, const s
     return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), ms(mono_ns() - t0)};
 }
 
+// CPU time (user + system) in ms of this process (RUSAGE_SELF) or of its
+// reaped children (RUSAGE_CHILDREN).
+double cpu_ms(int who) {
+    rusage u{};
+    ::getrusage(who, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+std::string comm_of(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(f, name);
+    return name;
+}
+
 // The parent pid of a process (0 when gone).
 pid_t ppid_of(pid_t pid) {
     daemonlet::proc::ProcStat st;
@@ -109,6 +138,7 @@ class Bench {
         double pss_kib = 0;
         double rss_kib = 0;
         int processes = 0;
+        double supervisor_pss_kib = 0;  // the shims and runc processes only
     };
     Stack stack() const;
 
@@ -116,6 +146,9 @@ class Bench {
     void imports();
     void start_and_memory();
     void changes();
+    void bare_runc();
+    void prepare();
+    bool overlay_rootfs() const;  // runtime.rootfs auto chose overlays
     void teardown();
     void cleanup();
 
@@ -158,7 +191,9 @@ void Bench::settle(int pods) {
     obs_->expect("the agent reports every pod running", 60 * kSecond, [&] { return obs_->status() == want; });
 }
 
-// The agent, its shims and each shim's child (`runc run`).
+// The agent, its shims and each shim's child that is runc (`runc run`
+// when runc stays; none when the shim ran `runc create` and `runc start`,
+// and its child is the container's init).
 Bench::Stack Bench::stack() const {
     std::vector<pid_t> pids{agent_.pid()};
     for (auto [shim, start] : live_shims(w_.state)) pids.push_back(shim);
@@ -170,7 +205,7 @@ Bench::Stack Bench::stack() const {
         const auto pid = static_cast<pid_t>(std::atol(name.c_str()));
         const pid_t parent = ppid_of(pid);
         for (pid_t s : shims)
-            if (parent == s) pids.push_back(pid);
+            if (parent == s && comm_of(pid) == "runc") pids.push_back(pid);
     }
     Stack st;
     for (pid_t pid : pids) {
@@ -178,6 +213,7 @@ Bench::Stack Bench::stack() const {
         if (f.pss_kib < 0) continue;
         st.pss_kib += static_cast<double>(f.pss_kib);
         st.rss_kib += static_cast<double>(f.vm_rss_kib);
+        if (pid != agent_.pid()) st.supervisor_pss_kib += static_cast<double>(f.pss_kib);
         ++st.processes;
     }
     return st;
@@ -260,7 +296,7 @@ void Bench::start_and_memory() {
     const Stack all = stack();
 
     const std::string n = std::to_string(o_.pods);
-    rows_.push_back({"node stack (agent + shims + runc run), 1 pod: Pss (VmRSS)",
+    rows_.push_back({"node stack (agent + shims + runc processes), 1 pod: Pss (VmRSS)",
                      {},
                      "",
                      "",
@@ -279,6 +315,86 @@ void Bench::start_and_memory() {
                      "",
                      fmt((all.pss_kib - one.pss_kib) / 1024.0 / per, "MiB") + " (" +
                          fmt((all.rss_kib - one.rss_kib) / 1024.0 / per, "MiB") + ")"});
+    rows_.push_back({"supervisor per container (shim + runc processes that stay), " + n + " pods: Pss",
+                     {},
+                     "",
+                     "<= 0.3 MiB",
+                     fmt(all.supervisor_pss_kib / static_cast<double>(o_.pods), "KiB")});
+}
+
+void Bench::bare_runc() {
+    // A bundle like a running container's: its config.json, a copied rootfs,
+    // a command that writes no mark, a cgroup of its own.
+    std::error_code ec;
+    std::string source;
+    for (const auto& e : fs::directory_iterator(w_.state + "/runtime/bundles", ec))
+        if (source.empty()) source = e.path().string();
+    if (source.empty()) throw Failure("no bundle to copy for bare runc");
+    const std::string bundle = w_.root + "/bare", root = w_.root + "/bare-runc";
+    fs::create_directories(bundle);
+    if (run_process({o_.image_tool, "prepare", "--store", w_.state + "/images", "--ref", "busybox",
+                     "--rootfs", bundle + "/rootfs"},
+                    w_.root + "/bare.log")
+            .first != 0)
+        throw Failure("daemonlet-image prepare for bare runc failed: " + w_.root + "/bare.log");
+    auto config = nlohmann::json::parse(std::ifstream(source + "/config.json"));
+    config["root"]["path"] = "rootfs";
+    config["process"]["args"] = {"/bin/sh", "-c", "exec sleep 1000"};
+    config["linux"]["cgroupsPath"] = "/daemonlet-bench-bare";
+    std::ofstream(bundle + "/config.json") << config.dump();
+    std::fprintf(stderr, "bench_runc: %d bare runc run --detach\n", o_.bare);
+    Row row{"bare `runc run --detach` of a like bundle -> returned (container running)", {}, "ms", "", ""};
+    for (int k = 0; k < o_.bare; ++k) {
+        const std::string id = "bare-" + std::to_string(k);
+        auto [status, took] = run_process({"runc", "--root", root, "run", "--detach", "--bundle", bundle, id},
+                                          w_.root + "/bare.log");
+        run_process({"runc", "--root", root, "delete", "--force", id}, w_.root + "/bare.log");
+        if (status != 0) throw Failure("runc run --detach failed: " + w_.root + "/bare.log");
+        row.samples.push_back(took);
+    }
+    rows_.push_back(row);
+}
+
+bool Bench::overlay_rootfs() const {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(w_.state + "/runtime/bundles", ec))
+        if (daemonlet::platform::is_mount_point(e.path().string() + "/rootfs")) return true;
+    return false;
+}
+
+void Bench::prepare() {
+    // The agent's store, whose layers have their overlay forms by now.
+    const std::string store = w_.state + "/images", dir = w_.root + "/prepare";
+    Row process{"rootfs prepare: `daemonlet-image prepare --overlay` process, wall", {}, "ms", "", ""};
+    Row process_cpu{"rootfs prepare: `daemonlet-image prepare --overlay` process, CPU", {}, "ms", "", ""};
+    Row inproc{"rootfs prepare: in the agent (mount_stored_image), wall", {}, "ms", "", ""};
+    Row inproc_cpu{"rootfs prepare: in the agent (mount_stored_image), CPU", {}, "ms", "", ""};
+    auto undo = [&] {
+        ::umount2((dir + "/rootfs").c_str(), MNT_DETACH);
+        fs::remove_all(dir);
+    };
+    for (int k = 0; k < o_.bare; ++k) {
+        fs::create_directories(dir);
+        double cpu0 = cpu_ms(RUSAGE_CHILDREN);
+        auto [status, took] = run_process({o_.image_tool, "prepare", "--store", store, "--ref", "busybox",
+                                           "--rootfs", dir + "/rootfs", "--overlay", dir + "/overlay"},
+                                          "/dev/null");
+        process_cpu.samples.push_back(cpu_ms(RUSAGE_CHILDREN) - cpu0);
+        undo();
+        if (status != 0) throw Failure("daemonlet-image prepare --overlay failed");
+        process.samples.push_back(took);
+
+        fs::create_directories(dir);
+        cpu0 = cpu_ms(RUSAGE_SELF);
+        const Ns t0 = mono_ns();
+        auto mounted =
+            daemonlet::platform::mount_stored_image(store, "busybox", dir + "/rootfs", dir + "/overlay");
+        inproc.samples.push_back(ms(mono_ns() - t0));
+        inproc_cpu.samples.push_back(cpu_ms(RUSAGE_SELF) - cpu0);
+        undo();
+        if (!mounted) throw Failure("mount_stored_image: " + mounted.error().message);
+    }
+    for (Row* r : {&process, &process_cpu, &inproc, &inproc_cpu}) rows_.push_back(*r);
 }
 
 void Bench::changes() {
@@ -323,6 +439,8 @@ void Bench::run() {
     imports();
     start_and_memory();
     changes();
+    bare_runc();
+    if (overlay_rootfs()) prepare();  // the node mounts overlays (runtime.rootfs auto)
     teardown();
 }
 
@@ -334,7 +452,7 @@ void Bench::print_table() const {
 
 const char* const kUsage =
     "usage: bench_runc [--daemonlet PATH] [--image-tool PATH] [--pods N] [--changes N]\n"
-    "                  [--imports N] [--work-parent DIR] [--keep]\n";
+    "                  [--imports N] [--bare N] [--work-parent DIR] [--keep]\n";
 
 }  // namespace
 
@@ -342,7 +460,7 @@ int main(int argc, char** argv) {
     Options o;
     const Flags flags{
         {{"--daemonlet", &o.daemonlet}, {"--image-tool", &o.image_tool}, {"--work-parent", &o.work_parent}},
-        {{"--pods", &o.pods}, {"--changes", &o.changes}, {"--imports", &o.imports}},
+        {{"--pods", &o.pods}, {"--changes", &o.changes}, {"--imports", &o.imports}, {"--bare", &o.bare}},
         {{"--keep", &o.keep}}};
     if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;
     if (o.pods < 2 || o.pods > 200 || o.changes < 1 || o.imports < 1) {

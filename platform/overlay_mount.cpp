@@ -10,11 +10,14 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "core/io_error.h"
+#include "core/oci_image.h"
 #include "platform/fd.h"
 #include "platform/file.h"
+#include "platform/image_index.h"
 
 // Linux 5.8's statx attribute; older headers lack the name.
 #ifndef STATX_ATTR_MOUNT_ROOT
@@ -188,6 +191,52 @@ Status remove_tree_on_one_fs(const std::string& path) {
     if (S_ISDIR(st.st_mode) && is_mount_point(path))
         return Error{"busy", path + ": a mount point: not deleted, nor anything under it"};
     return remove_entry(path, st.st_dev);
+}
+
+Result<std::string> mount_stored_image(const std::string& store, const std::string& reference,
+                                       const std::string& rootfs, const std::string& overlay_dir) {
+    auto hex = [](const std::string& digest) { return digest.substr(digest.find(':') + 1); };
+    auto index = read_index(store + "/images.json");
+    if (!index) return index.error();
+    auto key = IndexKey::of(reference);
+    if (!key) return key.error();
+    const IndexEntry* entry = nullptr;
+    for (const IndexEntry& e : index.value())
+        if (entry == nullptr && key.value().matches(e)) entry = &e;
+    if (entry == nullptr)
+        return Error{"image_not_found", "image \"" + reference + "\" is not in the image store"};
+    const std::string manifest_file = store + "/blobs/sha256/" + hex(entry->digest);
+    auto manifest_text = read_file(manifest_file, kMaxImageJsonBytes);
+    if (!manifest_text) return manifest_text.error();
+    auto manifest = parse_image_manifest(manifest_text.value(), manifest_file);
+    if (!manifest) return manifest.error();
+    const std::string config_file = store + "/blobs/sha256/" + hex(manifest.value().config.digest);
+    auto config_text = read_file(config_file, kMaxImageJsonBytes);
+    if (!config_text) return config_text.error();
+    auto config = parse_image_config(config_text.value(), config_file);
+    if (!config) return config.error();
+    // The layers' overlay forms, top first, each once (ImageStore::mount_rootfs).
+    const std::string base = store + "/overlay/sha256";
+    std::vector<std::string> lowers;
+    std::set<std::string> seen;
+    const auto& ids = config.value().diff_ids;
+    for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+        if (!seen.insert(*it).second) continue;
+        struct stat st {};
+        if (::stat((base + "/" + hex(*it)).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            return Error{"fallback", "layer " + *it + " has no overlay form yet"};
+        lowers.push_back(hex(*it));
+    }
+    if (lowers.empty()) return Error{"fallback", "image " + entry->digest + " has no layer"};
+    std::string over = overlay_dir;
+    while (over.size() > 1 && over.back() == '/') over.pop_back();
+    for (const std::string& d : {rootfs, over, over + "/upper", over + "/work"})
+        if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) return io_error(d, "mkdir");
+    auto mounted = mount_overlay(base, lowers, over + "/upper", over + "/work", rootfs);
+    if (!mounted)
+        return mounted.error().code == "too_long" ? Error{"fallback", mounted.error().message}
+                                                  : mounted.error();
+    return std::move(config_text).value();
 }
 
 }  // namespace daemonlet::platform

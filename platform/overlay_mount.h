@@ -45,6 +45,21 @@ Result<bool> use_overlay(const std::string& setting, const Status& probe);
 Status mount_overlay(const std::string& lower_base, const std::vector<std::string>& lowers,
                      const std::string& upper, const std::string& work, const std::string& target);
 
+// What `daemonlet-image prepare --overlay` does for an image whose layers
+// all have their overlay form in the image store at `store` (made by the
+// image's first prepare): finds `reference` there (images.json), mounts
+// its layers on `rootfs` (made; must be absent or empty) with the upper
+// and work directories in `overlay_dir`, as ImageStore::mount_rootfs does,
+// and returns the image's config blob (JSON). In the caller's process: a
+// mount costs what the mount costs, not a process that loads the image
+// store's libraries (libarchive, libcurl). Errors: "image_not_found";
+// "fallback" when the store must first make a layer's overlay form, the
+// image has no layer, or the options do not fit a page: `daemonlet-image
+// prepare` does those (or copies); others for a store it cannot read or a
+// mount that failed.
+Result<std::string> mount_stored_image(const std::string& store, const std::string& reference,
+                                       const std::string& rootfs, const std::string& overlay_dir);
+
 // True when `path` is the root of a mount (an overlay, a bind mount).
 bool is_mount_point(const std::string& path);
 

@@ -1,8 +1,6 @@
 // Drives the runc binary: see runc.h.
 #include "platform/runc.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,27 +23,6 @@ namespace {
 constexpr std::size_t kMaxOutputBytes = 1 << 20;
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-// The last lines of runc's --log file (JSON lines: {"level","msg","time"}),
-// their messages only: what a person needs from a failed run.
-std::string log_tail(const std::string& path) {
-    auto text = read_file(path, kMaxOutputBytes);
-    if (!text) return {};
-    std::string out;
-    std::size_t start = 0;
-    const std::string& t = text.value();
-    while (start < t.size()) {
-        auto end = t.find('\n', start);
-        if (end == std::string::npos) end = t.size();
-        const std::string line = t.substr(start, end - start);
-        start = end + 1;
-        auto j = Json::parse(line, nullptr, false);
-        const std::string msg =
-            j.is_object() && j.contains("msg") && j["msg"].is_string() ? j["msg"].get<std::string>() : line;
-        if (!msg.empty()) out = out.empty() ? msg : out + "; " + msg;
-    }
-    return out;
-}
 
 }  // namespace
 
@@ -100,87 +77,21 @@ Status Runc::write_bundle(const std::string& bundle, const Json& spec) {
     return Ok{};
 }
 
-std::vector<std::string> Runc::global_args(const std::string& log_path) const {
+std::vector<std::string> Runc::global_args() const {
     std::vector<std::string> args = {options_.binary, "--root", options_.root};
-    if (!log_path.empty()) {
-        args.insert(args.end(), {"--log", log_path, "--log-format", "json"});
-    }
     if (options_.systemd_cgroup) args.emplace_back("--systemd-cgroup");
     return args;
 }
 
-Result<Runc::Output> Runc::execute(const std::vector<std::string>& args, int stdout_fd, int stderr_fd) const {
-    auto r = run_command(args, kRuncDeadlineMs, stdout_fd, stderr_fd);
+Result<Runc::Output> Runc::execute(const std::vector<std::string>& args) const {
+    auto r = run_command(args, kRuncDeadlineMs);
     if (!r && r.error().code == "not_found")
         return Error{"not_found", r.error().message + " (apt-get install runc)"};
     return r;
 }
 
-Result<int> Runc::run(const std::string& id, const std::string& bundle, const std::string& stdout_path,
-                      const std::string& stderr_path) const {
-    Fd out(::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
-    if (out.get() < 0)
-        return Error{"io", stdout_path + ": cannot open the container's stdout: " + errno_text(errno)};
-    Fd err(::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
-    if (err.get() < 0)
-        return Error{"io", stderr_path + ": cannot open the container's stderr: " + errno_text(errno)};
-    const std::string log = bundle + "/runc.log";
-    const std::string pid_file = bundle + "/container.pid";
-    ::unlink(log.c_str());
-    auto args = global_args(log);
-    args.insert(args.end(), {"run", "--detach", "--pid-file", pid_file, "--bundle", bundle, id});
-    auto r = execute(args, out.get(), err.get());
-    if (!r) return r.error();
-    if (r.value().exit_code != 0) {
-        std::string why = log_tail(log);
-        if (why.empty())
-            why = "exit status " + std::to_string(r.value().exit_code) + " (see " + stderr_path + ")";
-        return Error{"runtime", "runc run " + id + " (bundle " + bundle + "): " + why};
-    }
-    auto text = read_file(pid_file, 64);
-    if (!text) return text.error();
-    const std::string pid = trim(text.value());
-    char* end = nullptr;
-    const long value = std::strtol(pid.c_str(), &end, 10);
-    if (pid.empty() || *end != '\0' || value <= 0)
-        return Error{"runtime", pid_file + ": \"" + pid + "\" is not a process id"};
-    return static_cast<int>(value);
-}
-
-Result<RuncState> Runc::state(const std::string& id) const {
-    auto args = global_args({});
-    args.insert(args.end(), {"state", id});
-    auto r = execute(args);
-    if (!r) return r.error();
-    if (r.value().exit_code != 0) {
-        const std::string err = trim(r.value().err);
-        if (err.find("container does not exist") != std::string::npos)
-            return Error{"not_found", "runc state " + id + ": no such container"};
-        return Error{"runtime", "runc state " + id + ": " + err};
-    }
-    auto j = Json::parse(r.value().out, nullptr, false);
-    if (!j.is_object() || !j.contains("status") || !j["status"].is_string())
-        return Error{"runtime",
-                     "runc state " + id + ": not a state document: " + r.value().out.substr(0, 200)};
-    RuncState s;
-    s.id = j.value("id", id);
-    s.status = j["status"].get<std::string>();
-    s.pid = j.contains("pid") && j["pid"].is_number_integer() ? j["pid"].get<int>() : 0;
-    s.bundle = j.value("bundle", std::string());
-    return s;
-}
-
-Status Runc::kill(const std::string& id, int signal) const {
-    auto args = global_args({});
-    args.insert(args.end(), {"kill", id, std::to_string(signal)});
-    auto r = execute(args);
-    if (!r) return r.error();
-    if (r.value().exit_code != 0) return Error{"runtime", "runc kill " + id + ": " + trim(r.value().err)};
-    return Ok{};
-}
-
 Status Runc::remove(const std::string& id) const {
-    auto args = global_args({});
+    auto args = global_args();
     args.insert(args.end(), {"delete", "--force", id});
     auto r = execute(args);
     if (!r) return r.error();

@@ -17,6 +17,7 @@
 #include "platform/file.h"
 #include "platform/overlay_mount.h"
 #include "platform/run_command.h"
+#include "platform/shim_protocol.h"
 #include "platform/shim_state.h"
 
 namespace daemonlet::platform {
@@ -47,10 +48,17 @@ Result<std::string> find_executable(const std::string& name) {
     return Error{"not_found", "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
 }
 
-// `daemonlet-image prepare`: the rootfs assembled in <bundle>/rootfs (which
-// must not exist), and the image's config.
+// The rootfs assembled in <bundle>/rootfs (which must not exist), and the
+// image's config: an overlay mounted here when the image store has every
+// layer's overlay form, else `daemonlet-image prepare`, which makes them,
+// or copies.
 Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& reference,
                                    const std::string& bundle) {
+    if (tool.overlay) {
+        auto config = mount_stored_image(tool.store, reference, bundle + "/rootfs", bundle + "/overlay");
+        if (config) return parse_image_config(config.value(), reference + ": its config");
+        if (config.error().code != "fallback") return config.error();
+    }
     std::vector<std::string> argv = {tool.binary, "prepare", "--store",  tool.store,
                                      "--ref",     reference, "--rootfs", bundle + "/rootfs"};
     if (tool.overlay) argv.insert(argv.end(), {"--overlay", bundle + "/overlay"});
@@ -84,10 +92,12 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
     while (runtime_dir.size() > 1 && runtime_dir.back() == '/') runtime_dir.pop_back();
     auto exec = make_exec_runtime(loop, runtime_dir, std::move(shim_path));
     if (!exec) return exec.error();
+    exec.value()->attach_loop(loop);
     auto runtime =
         std::make_unique<RuncRuntime>(std::move(exec).value(), std::move(images), std::move(runtime_dir),
                                       std::move(binary).value(), std::move(caps).value());
     runtime->enable_pulls(loop);
+    runtime->attach_loop(loop);
     return std::unique_ptr<Runtime>(std::move(runtime));
 }
 
@@ -147,7 +157,7 @@ void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool
     (void)delete_bundle(bundle);
 }
 
-Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
+Result<ContainerLaunch> RuncRuntime::prepare_start(const ContainerLaunch& launch) {
     if (!launch.container || !launch.pod_spec)
         return Error{"invalid",
                      "runc runtime: container " + launch.container_name + " started without its spec"};
@@ -155,9 +165,10 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
     const std::string bundle = bundle_dir(id);
     ContainerLaunch shim = launch;
     shim.id = id;
-    // --keep: runc leaves the stopped container, and its cgroup with the
-    // OOM-kill counter that inspect() reads, to remove()'s `runc delete`.
-    shim.argv = {runc_binary_, "--root", runc_root(), "run", "--keep", "--bundle", bundle, id};
+    // The shim runs `runc create` and `runc start` (shim_runc.h). runc
+    // leaves the stopped container, and its cgroup with the OOM-kill
+    // counter that inspect() reads, to remove()'s `runc delete`.
+    shim.argv = {shim::kRuncMarker, runc_binary_, runc_root(), bundle, id};
     shim.env.clear();  // the container's is in config.json; runc needs none
     shim.working_dir.clear();
     shim.pod_spec = nullptr;
@@ -170,9 +181,30 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
                                          ? s.error().message
                                          : "preparing the bundle " + bundle + ": " + s.error().message};
     }
-    auto started = exec_->start(shim);
-    if (!started) discard(id, bundle, true);
+    return shim;
+}
+
+Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
+    auto shim = prepare_start(launch);
+    if (!shim) return shim.error();
+    const std::string id = shim.value().id;
+    auto started = exec_->start(shim.value());
+    if (!started) discard(id, bundle_dir(id), true);
     return started;
+}
+
+void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) {
+    auto shim = prepare_start(launch);
+    if (!shim) {
+        post([done = std::move(done), e = shim.error()] { done(e); });
+        return;
+    }
+    const std::string id = shim.value().id;
+    exec_->start_async(std::move(shim).value(),
+                       [this, id, done = std::move(done)](Result<std::string> started) {
+                           if (!started) discard(id, bundle_dir(id), true);
+                           done(std::move(started));
+                       });
 }
 
 void RuncRuntime::add_oom_reason(ContainerInfo& info) const {

@@ -1,30 +1,35 @@
-// The runc runtime: a container from an image, run by `runc run` in the
-// foreground as the daemonlet-shim's child in place of the exec runtime's
-// command. runc passes signals on to the container's init and exits with
-// its exit status, and without a terminal the container's stdio is runc's,
-// so the shim's logs, exit status, graceful stop and re-adoption after an
-// agent restart work as they do for the exec runtime, which this wraps.
+// The runc runtime: a container from an image, made and started by the
+// daemonlet-shim with `runc create` and `runc start` (shim_runc.h), as
+// conmon and containerd's runc shim do, in place of the exec runtime's
+// command. No runc process stays: the shim is the container's subreaper
+// and the holder of its stdio, so its logs, exit status, graceful stop and
+// re-adoption after an agent restart work as they do for the exec runtime,
+// which this wraps; the pid it records is the container's init, and a
+// start returns once that process exists.
 //
-// What it adds, per start: `daemonlet-image prepare` mounts the image's
-// layers from the local image store as an overlay on
-// <runtime>/bundles/<id>/rootfs (upper and work directories in
-// <id>/overlay; ImageTool::overlay), or copies them there, and prints the
-// image's config (not in the store: error "image_not_found", the
-// agent's ErrImagePull); config.json is written by core's
-// build_oci_spec (hostPath volumes; an emptyDir is
-// <runtime>/pods/<pod uid>/volumes/<name>; cgroupsPath /daemonlet/<id>).
-// The runc container, the bundle and the shim's state share one id. On
-// remove(): `runc delete --force` (runc runs with --keep, so its stopped
-// container and cgroup wait for this; a container that outlived a SIGKILLed
-// runc goes with it), then the rootfs unmounted, then the bundle (never
-// through a mount: platform/overlay_mount.h), then the shim's state. The
-// overlay mounts are in the host's mount namespace: an agent restart keeps
-// the running containers' (the unit sets no PrivateMounts); a reboot takes
-// them, and the containers, which are started again with new bundles.
+// What it adds, per start: the image's layers from the local image store
+// mounted as an overlay on <runtime>/bundles/<id>/rootfs (upper and work
+// directories in <id>/overlay; ImageTool::overlay) by the agent itself
+// when the store has every layer's overlay form (overlay_mount.h
+// mount_stored_image), else by `daemonlet-image prepare`, which makes
+// them, or copies the layers there; either gives the image's config (not
+// in the store: error "image_not_found", the agent's ErrImagePull);
+// config.json is written by core's build_oci_spec (hostPath volumes; an
+// emptyDir is <runtime>/pods/<pod uid>/volumes/<name>; cgroupsPath
+// /daemonlet/<id>). The runc container, the bundle and the shim's state
+// share one id. On remove(): `runc delete --force` (nothing deletes runc's
+// stopped container and its cgroup before this; a container whose shim
+// was killed goes with it), then the rootfs unmounted, then the bundle
+// (never through a mount: platform/overlay_mount.h), then the shim's
+// state. The overlay mounts are in the host's mount namespace: an agent
+// restart keeps the running containers' (the unit sets no PrivateMounts);
+// a reboot takes them, and the containers, which are started again with
+// new bundles.
 //
-// The image store is daemonlet-image's, never opened here: it links
-// libarchive and its dependencies, which the agent would otherwise map in
-// every process, runc or not (docs/figures.md, "Memory of the libraries").
+// The image store's library is daemonlet-image's, never linked here: it
+// links libarchive and its dependencies, which the agent would otherwise
+// map in every process, runc or not (docs/figures.md, "Memory of the libraries"). The agent reads
+// only images.json and the manifest and config blobs.
 #pragma once
 
 #include <functional>
@@ -58,8 +63,8 @@ struct ImageTool {
 // takes longer than this is killed (and retried with back-off).
 inline constexpr int kImagePullDeadlineMs = 30 * 60 * 1000;
 
-// `daemonlet-image prepare` mounts or copies a rootfs and blocks the
-// agent's loop while it does (docs/figures.md, "Root filesystems": milliseconds for
+// `daemonlet-image prepare` (the fallback) mounts or copies a rootfs and
+// blocks the agent's loop while it does (docs/figures.md, "Root filesystems": milliseconds for
 // busybox). One that takes longer is killed
 // and the start fails: well within the unit's WatchdogSec=30s, whose ping
 // the loop owes every 15 s.
@@ -82,10 +87,16 @@ class RuncRuntime final : public Runtime {
     // Needs launch.pod_spec and launch.container. Blocks the loop for the
     // rootfs copy and runc's start.
     Result<std::string> start(const ContainerLaunch& launch) override;
+    // As start(), the shim's report awaited through the exec runtime's
+    // start_async: the bundle is prepared in the call (an overlay mount,
+    // a millisecond), then `done` comes once the shim has run `runc
+    // create` and `runc start` and the container's init exists, or with
+    // the error (the bundle and any runc container deleted).
+    void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) override;
     Status stop(const std::string& id) override { return exec_->stop(id); }
     // The exec runtime's, and for a container that exited non-zero after
     // the OOM killer killed in its memory cgroup, reason OOMKilled
-    // (core/cgroup_oom.h): runc runs with --keep, so the cgroup and its
+    // (core/cgroup_oom.h): runc's stopped container, its cgroup and the
     // counter stay until remove().
     Result<ContainerInfo> inspect(const std::string& id) override;
     // The exec runtime's (exited ones' reasons as inspect's), then the leftovers of starts an agent crash cut
@@ -125,6 +136,9 @@ class RuncRuntime final : public Runtime {
     std::string runc_root() const { return runtime_dir_ + "/runc"; }
 
   private:
+    // What start() and start_async() share: the id, the bundle prepared,
+    // and the launch of the shim that makes the container from it.
+    Result<ContainerLaunch> prepare_start(const ContainerLaunch& launch);
     Status prepare_bundle(const ContainerLaunch& launch, const std::string& id, const std::string& bundle);
     // The rootfs unmounted, then the bundle deleted.
     Status delete_bundle(const std::string& bundle);

@@ -19,6 +19,8 @@
 #include "core/model.h"
 #include "core/result.h"
 
+struct uv_loop_s;
+
 namespace daemonlet::platform {
 
 struct ContainerLaunch {
@@ -98,6 +100,15 @@ class Runtime {
 
     virtual Result<ContainerInfo> inspect(const std::string& id) = 0;
 
+    // Starts the container without blocking the loop: `done` is called exactly once, on the
+    // loop, never from inside start_async(), with the container id once its process exists,
+    // or the error. Default: runs start() and posts done to the loop.
+    virtual void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done);
+
+    // The loop the *_async defaults call `done` on. A runtime made with the
+    // loop attaches it itself; attaching it again is harmless.
+    void attach_loop(uv_loop_s* loop) { loop_for_done_ = loop; }
+
     // Every container whose state is under the runtime's state directory,
     // running or exited: what the agent re-adopts after a restart. Running
     // ones are watched again, so their exit reaches the handler.
@@ -162,6 +173,19 @@ class Runtime {
     // without touching the containers: the agent is stopping, the shims stay.
     // The loop can then finish and uv_loop_close() succeed.
     virtual void close() {}
+
+  protected:
+    // Calls `fn` on the loop attached, on a later turn: how the defaults
+    // above, and runtimes whose work is done at once, keep `done` out of
+    // the call that asked for it.
+    void post(std::function<void()> fn);
+
+  private:
+    uv_loop_s* loop_for_done_ = nullptr;
 };
+
+// Calls `fn` on `loop` on a later turn (a one-shot timer of 0 ms, closed
+// once it fired). Call it on the loop's thread.
+void post_to_loop(uv_loop_s* loop, std::function<void()> fn);
 
 }  // namespace daemonlet::platform

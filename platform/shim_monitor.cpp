@@ -1,17 +1,21 @@
 #include "platform/shim_monitor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
 
 #include "platform/proc_stat.h"
 #include "platform/shim_command.h"
 #include "platform/shim_log.h"
 #include "platform/shim_protocol.h"
+#include "platform/shim_runc.h"
 #include "platform/shim_text.h"
 
 namespace daemonlet::shim {
@@ -30,6 +34,7 @@ struct Monitor {
     uv_pipe_t err;
     uv_signal_t sigterm;
     uv_signal_t sigint;
+    uv_signal_t sigchld;  // runc mode: the container's init is reaped here
     uv_timer_t timer;
     CriLog log;
     LineSplitter out_lines{"stdout", &log};
@@ -41,6 +46,7 @@ struct Monitor {
     bool running = false;
     bool stopping = false;
     bool finished = false;
+    bool runc = false;
     int open_pipes = 0;
     int exit_code = 0;
     int term_signal = 0;
@@ -58,6 +64,13 @@ void close_handle(uv_handle_t* h) {
 void signal_container(int sig) {
     if (!m.running) return;
     if (::kill(-m.pid, sig) != 0) ::kill(m.pid, sig);
+}
+
+void close_signals() {
+    close_handle(reinterpret_cast<uv_handle_t*>(&m.timer));
+    close_handle(reinterpret_cast<uv_handle_t*>(&m.sigterm));
+    close_handle(reinterpret_cast<uv_handle_t*>(&m.sigint));
+    if (m.runc) close_handle(reinterpret_cast<uv_handle_t*>(&m.sigchld));
 }
 
 void finish() {
@@ -79,9 +92,7 @@ void finish() {
     m.log.close();
     if (record_exit(m.dir_fd, m.ready_fd, code, m.term_signal, reason) != 0) m.status = 1;
     uv_timer_stop(&m.timer);
-    close_handle(reinterpret_cast<uv_handle_t*>(&m.timer));
-    close_handle(reinterpret_cast<uv_handle_t*>(&m.sigterm));
-    close_handle(reinterpret_cast<uv_handle_t*>(&m.sigint));
+    close_signals();
 }
 
 void on_pipe_closed(uv_handle_t*) {
@@ -134,19 +145,40 @@ void on_stop_signal(uv_signal_t*, int) {
     uv_timer_start(&m.timer, on_timer, static_cast<std::uint64_t>(grace) * 1000, 0);
 }
 
-void on_container_exit(uv_process_t* p, std::int64_t exit_status, int term_signal) {
-    m.exit_code = static_cast<int>(exit_status);
+void container_exited(int exit_code, int term_signal) {
+    m.exit_code = exit_code;
     m.term_signal = term_signal;
     // Whatever the process left behind in its group goes with it, as the
     // rest of a container goes when its pid 1 exits.
     ::kill(-m.pid, SIGKILL);
     m.running = false;
-    uv_close(reinterpret_cast<uv_handle_t*>(p), nullptr);
     if (m.open_pipes == 0) {
         finish();
     } else {
         uv_timer_stop(&m.timer);
         uv_timer_start(&m.timer, on_timer, kDrainMs, 0);
+    }
+}
+
+void on_container_exit(uv_process_t* p, std::int64_t exit_status, int term_signal) {
+    uv_close(reinterpret_cast<uv_handle_t*>(p), nullptr);
+    container_exited(static_cast<int>(exit_status), term_signal);
+}
+
+// runc mode: reaps every child that has exited (the container's init, and
+// any orphan of it that the subreaper inherited), the init's exit ending
+// the container.
+void reap_children(uv_signal_t* = nullptr, int = 0) {
+    for (;;) {
+        int status = 0;
+        pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid < 0 && errno == EINTR) continue;
+        if (pid <= 0) return;
+        if (pid == m.pid && m.running) {
+            int code = 0, sig = 0;
+            runc_exit_status(status, &code, &sig);
+            container_exited(code, sig);
+        }
     }
 }
 
@@ -163,10 +195,13 @@ int write_state() {
     return write_file_atomic(m.dir_fd, kStateFile, t.c_str(), t.size());
 }
 
+int spawn_runc(Text* reason);
+
 // Starts the container's process; on failure fills `reason` and returns the
 // exit code to record.
 int spawn(Text* reason) {
     const ShimConfig& c = *m.config;
+    if (m.runc) return spawn_runc(reason);
     char file[PATH_MAX];
     int code = check_cwd(c.cwd, reason);
     if (code == 0) code = resolve_command(c.argv[0], c.env, c.cwd, file, sizeof file, reason);
@@ -213,6 +248,57 @@ int spawn(Text* reason) {
     return 0;
 }
 
+// runc mode: `runc create` with the log pipes as the container's stdout
+// and stderr, then `runc start`; the container's init is then the shim's
+// child (subreaper), reaped by reap_children.
+int spawn_runc(Text* reason) {
+    const ShimConfig& c = *m.config;
+    if (int err = become_subreaper(); err != 0) {
+        reason->str("StartError: prctl(PR_SET_CHILD_SUBREAPER): ").str(error_text(err));
+        return kExitStartError;
+    }
+    if (int err = m.log.open(c.log_path, c.log_max_bytes, c.log_max_files); err != 0) {
+        reason->str("StartError: open log ").str(c.log_path).str(": ").str(error_text(err));
+        return kExitStartError;
+    }
+    int out[2] = {-1, -1}, errp[2] = {-1, -1};
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0) {
+        reason->str("StartError: pipe: ").str(error_text(errno));
+        for (int fd : {out[0], out[1], errp[0], errp[1]})
+            if (fd >= 0) ::close(fd);
+        return kExitStartError;
+    }
+    uv_pipe_init(&m.loop, &m.out, 0);
+    uv_pipe_init(&m.loop, &m.err, 0);
+    uv_pipe_open(&m.out, out[0]);
+    uv_pipe_open(&m.err, errp[0]);
+    m.open_pipes = 2;
+    pid_t pid = 0;
+    int code = runc_create(c.argv, out[1], errp[1], errp[0], &pid, reason);
+    ::close(out[1]);  // the container holds them now
+    ::close(errp[1]);
+    if (code == 0) {
+        m.pid = pid;
+        m.running = true;
+        code = runc_start(c.argv, reason);
+        if (code != 0) {
+            // Created, never started: it goes, and its end is the start's failure.
+            ::kill(pid, SIGKILL);
+            while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+            m.running = false;
+        }
+    }
+    if (code != 0) {
+        uv_close(reinterpret_cast<uv_handle_t*>(&m.out), on_pipe_closed);
+        uv_close(reinterpret_cast<uv_handle_t*>(&m.err), on_pipe_closed);
+        return code;
+    }
+    uv_read_start(reinterpret_cast<uv_stream_t*>(&m.out), on_alloc, on_read);
+    uv_read_start(reinterpret_cast<uv_stream_t*>(&m.err), on_alloc, on_read);
+    return 0;
+}
+
 }  // namespace
 
 void signal_ready(int* ready_fd, char what) {
@@ -238,12 +324,18 @@ int run_container(const ShimConfig& config, int dir_fd, int* ready_fd) {
     m.config = &config;
     m.dir_fd = dir_fd;
     m.ready_fd = ready_fd;
+    m.runc = is_runc_launch(config.argv);
     if (uv_loop_init(&m.loop) != 0) return 1;
     uv_timer_init(&m.loop, &m.timer);
     uv_signal_init(&m.loop, &m.sigterm);
     uv_signal_init(&m.loop, &m.sigint);
     uv_signal_start(&m.sigterm, on_stop_signal, SIGTERM);
     uv_signal_start(&m.sigint, on_stop_signal, SIGINT);
+    if (m.runc) {
+        // Before `runc create`: an init that exits at once is still reaped.
+        uv_signal_init(&m.loop, &m.sigchld);
+        uv_signal_start(&m.sigchld, reap_children, SIGCHLD);
+    }
     // main() blocked these until the handlers above were in place.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
@@ -257,10 +349,9 @@ int run_container(const ShimConfig& config, int dir_fd, int* ready_fd) {
     if (code != 0) {
         m.exit_code = code;
         m.finished = true;
+        m.log.close();
         if (record_exit(dir_fd, ready_fd, code, 0, reason.c_str()) != 0) m.status = 1;
-        close_handle(reinterpret_cast<uv_handle_t*>(&m.timer));
-        close_handle(reinterpret_cast<uv_handle_t*>(&m.sigterm));
-        close_handle(reinterpret_cast<uv_handle_t*>(&m.sigint));
+        close_signals();
     } else if (write_state() != 0) {
         // Without state.json the agent cannot tell this container from a
         // stranger: stop it now; its exit is recorded as usual.

@@ -73,6 +73,12 @@ inline constexpr char kSignal[] = "signal";
 inline constexpr char kReason[] = "reason";
 inline constexpr char kFinishedAt[] = "finishedAt";
 
+// argv[0] of a runc container's config.json: the rest is
+// {<runc binary>, <runc root>, <bundle>, <id>}, and the shim makes and
+// starts the container with `runc create` and `runc start` (shim_runc.h);
+// its state.json pid is the container's init.
+inline constexpr char kRuncMarker[] = "daemonlet-shim:runc";
+
 inline constexpr int kReadyFd = 3;
 inline constexpr char kReadyRunning = 'R';
 inline constexpr char kReadyExited = 'X';

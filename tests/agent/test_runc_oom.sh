@@ -77,8 +77,9 @@ grepq -E "pod it/victim-[a-z0-9]+ container main exited with 137 \(Error\)" "$wo
     ok || fail "the agent's log does not say victim exited with 137 (Error)"
 
 # 3. The agent is down when the OOM kill happens: the shim records the exit
-# (runc's 137), runc --keep keeps the cgroup, and the new agent's adoption
-# reads its counter: OOMKilled. What the store kept for oom stays.
+# (137, as runc run reported it), runc's stopped container and its cgroup
+# stay until `runc delete`, and the new agent's adoption reads its
+# counter: OOMKilled. What the store kept for oom stays.
 write_oom_ds later.yaml later "while [ ! -e /data/go ]; do sleep 0.2; done; $hog"
 wait_for "later runs, waiting for its signal" 20 pod_running it later
 later_id=$(status_of later .containerID | sed 's|^runc://||')
