@@ -9,6 +9,8 @@
 //   probe timers (probes.cpp) --> started/ready --> availability, rollouts;
 //     liveness/startup failure --> runtime stop --> the exit path above
 //   init containers (and sidecars) before app containers (pods.cpp advance_pod)
+//   images (images.h, one Images): imports, pulls and their back-off, image GC;
+//     it starts the containers waiting for an image through Images::Host
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
 #pragma once
 

@@ -6,21 +6,28 @@
 // answers, and the offline deviation for imagePullPolicy Always.
 //
 // Images is given a real libuv loop and a real SQLite store in a temporary
-// directory, but is not opened (no import directory, no daemonlet-image
-// jobs): the pull paths create no libuv handle, so no loop runs and time is
-// the fake clock's alone. The host below stands in for the agent's pods:
+// directory. The pull groups do not open it (no import directory, no
+// daemonlet-image jobs): the pull paths create no libuv handle, so no loop
+// runs and time is the fake clock's alone. The import group (ImageImports)
+// opens it with a shell script in daemonlet-image's place and runs the real
+// loop until a predicate holds, within a deadline: imports are child
+// processes, whose time is real. The host below stands in for the agent's pods:
 // a container whose start is asked starts as agent/pods.cpp starts it
 // (Images::ready_to_start, then the runtime), and a retry is a due time the
 // test's clock reaches, as test_pod_worker.cpp does.
 #include <uv.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -153,7 +160,9 @@ Error denied() { return Error{"pull_failed", "manifest unknown"}; }
 
 }  // namespace
 
-TEST_GROUP(Images) {
+// What both groups run on: a real loop and store in a temporary directory,
+// the fake runtime and clock, the pods' host.
+struct ImagesEnv : public Utest {
     uv_loop_t loop{};
     std::string dir;
     std::unique_ptr<store::Store> store;
@@ -163,7 +172,7 @@ TEST_GROUP(Images) {
     std::unique_ptr<PodsHost> host;
     std::unique_ptr<Images> images;
 
-    void setup() override {
+    void make_env() {
         uv_loop_init(&loop);
         char tmpl[] = "/tmp/images-test-XXXXXX";
         dir = ::mkdtemp(tmpl);
@@ -171,23 +180,63 @@ TEST_GROUP(Images) {
         CHECK_TRUE_TEXT(s.ok(), s.ok() ? "" : s.error().message.c_str());
         store = std::move(s).value();
         config.state_dir = dir;
-        rt.set_can_pull(true);
         host = std::make_unique<PodsHost>(rt, clock);
-        images =
-            std::make_unique<Images>(&loop, config, *store, rt, clock, *host, "/nonexistent/daemonlet-image");
-        host->attach(*images);
     }
-    void teardown() override {
-        images->close();
-        images.reset();
+    void drop_env() {
+        stop_images();
         host.reset();
         store.reset();
-        uv_run(&loop, UV_RUN_NOWAIT);
         LONGS_EQUAL(0, uv_loop_close(&loop));
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
     }
+    // An agent's start: a new Images on the same store; `open`: with the
+    // import directory and daemonlet-image's jobs (runc, cri).
+    void start_images(const std::string& image_tool, bool open) {
+        images = std::make_unique<Images>(&loop, config, *store, rt, clock, *host, image_tool);
+        host->attach(*images);
+        if (!open) return;
+        images->open();
+        images->start();
+    }
+    // An agent's stop: closed, its handles closed on the loop.
+    void stop_images() {
+        if (!images) return;
+        images->close();
+        CHECK_TRUE(run_until([] { return false; }));
+        images.reset();
+    }
+    // The loop runs until `done` holds (or, `done` never holding, until
+    // nothing is left on it), at most `deadline_ms` of real time; a 10 ms
+    // guard timer wakes it to look.
+    bool run_until(const std::function<bool()>& done, std::int64_t deadline_ms = 10'000) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+        while (!done()) {
+            if (!uv_loop_alive(&loop)) return true;
+            if (std::chrono::steady_clock::now() >= end) return false;
+            uv_timer_t guard;
+            uv_timer_init(&loop, &guard);
+            uv_timer_start(
+                &guard, [](uv_timer_t*) {}, 10, 0);
+            uv_run(&loop, UV_RUN_ONCE);
+            uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
+            uv_run(&loop, UV_RUN_NOWAIT);
+        }
+        return true;
+    }
 };
+
+// clang-format does not know TEST_GROUP_BASE.
+// clang-format off
+TEST_GROUP_BASE(Images, ImagesEnv) {
+    void setup() override {
+        make_env();
+        rt.set_can_pull(true);
+        start_images("/nonexistent/daemonlet-image", false);
+    }
+    void teardown() override { drop_env(); }
+};
+// clang-format on
 
 // image_manager.go: after a failed pull the image backs off 10 s, then twice
 // the last wait each time, up to 300 s (flowcontrol.Backoff); the first
@@ -348,4 +397,88 @@ TEST(Images, APodRemovedDuringThePullIsNotStarted) {
     CHECK_TRUE(rt.answer_pull(Ok{}));
     CHECK_FALSE(host->running("p1"));
     LONGS_EQUAL(0, host->changes);
+}
+
+namespace {
+
+// daemonlet-image's place: each call appended to calls.log; `import FILE`
+// prints one image, `list` the images imported so far.
+const char* const kFakeImageTool = R"SH(#!/bin/sh
+dir=$(dirname "$0")
+echo "$1" >> "$dir/calls.log"
+case "$1" in
+import) for a; do f=$a; done
+        b=$(basename "$f" .tar)
+        echo "{\"name\":\"example.com/$b:1\",\"digest\":\"sha256:$b\"}"
+        echo "example.com/$b:1 sha256:$b" >> "$dir/stored" ;;
+list)   printf '['; sep=''
+        if [ -f "$dir/stored" ]; then
+            while read -r n d; do printf '%s{"name":"%s","digest":"%s"}' "$sep" "$n" "$d"; sep=,; done < "$dir/stored"
+        fi
+        echo ']' ;;
+esac
+)SH";
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+int count_lines(const std::string& text, const std::string& line) {
+    int n = 0;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) n += l == line ? 1 : 0;
+    return n;
+}
+
+}  // namespace
+
+// clang-format off
+TEST_GROUP_BASE(ImageImports, ImagesEnv) {
+    void setup() override {
+        make_env();
+        config.image_import_dir = dir + "/import";
+        std::filesystem::create_directories(config.image_import_dir);
+        std::ofstream(dir + "/image-tool") << kFakeImageTool;
+        std::filesystem::permissions(dir + "/image-tool", std::filesystem::perms::owner_all);
+    }
+    void teardown() override { drop_env(); }
+    void start_images() { ImagesEnv::start_images(dir + "/image-tool", true); }
+    std::string calls() const { return read_text(dir + "/calls.log"); }
+};
+// clang-format on
+
+// An archive dropped in the import directory is imported by daemonlet-image
+// and the containers waiting for an image are told at once; what it gave is
+// kept in the store's images.imports.
+TEST(ImageImports, AnArchiveIsImportedAndTheImageWaitsAreRetried) {
+    std::ofstream(config.image_import_dir + "/app.tar") << "an archive";
+    start_images();
+    CHECK_TRUE(run_until([&] { return host->arrivals == 1; }));
+    LONGS_EQUAL(1, count_lines(calls(), "import"));
+    auto meta = store->get_meta("images.imports");
+    CHECK_TRUE(meta.ok() && meta.value());
+    const Json records = Json::parse(*meta.value());
+    const Json& rec = records.at(config.image_import_dir + "/app.tar");
+    STRCMP_EQUAL("imported", rec.at("outcome").get<std::string>().c_str());
+    STRCMP_EQUAL("sha256:app", rec.at("images").at(0).at("digest").get<std::string>().c_str());
+}
+
+// A restart imports only what changed: the unchanged archive whose image the
+// store still lists is not imported again, a new one is.
+TEST(ImageImports, ARestartImportsOnlyWhatChanged) {
+    std::ofstream(config.image_import_dir + "/app.tar") << "an archive";
+    start_images();
+    CHECK_TRUE(run_until([&] { return host->arrivals == 1; }));
+    stop_images();
+    std::ofstream(config.image_import_dir + "/other.tar") << "another archive";
+    start_images();
+    CHECK_TRUE(run_until([&] { return host->arrivals == 2; }));
+    LONGS_EQUAL(1, count_lines(calls(), "list"));
+    LONGS_EQUAL(2, count_lines(calls(), "import"));
+    auto meta = store->get_meta("images.imports");
+    CHECK_TRUE(meta.ok() && meta.value());
+    LONGS_EQUAL(2, Json::parse(*meta.value()).size());
 }
