@@ -81,10 +81,11 @@ Status Agent::init() {
     // Each source's state as last kept: the manifest files' last good
     // versions (a broken one's stays in force) and the cluster's DaemonSets
     // and Node, so that an offline boot runs them like the manifests'.
-    sources_ = std::make_unique<Sources>(*store_, clock_, [this](const DaemonSet& api, const std::string& msg) {
-        send_cluster_event(api.metadata.namespace_, api.metadata.name, "Warning", "LocalManifestOverrides",
-                           msg);
-    });
+    sources_ =
+        std::make_unique<Sources>(*store_, clock_, [this](const DaemonSet& api, const std::string& msg) {
+            send_cluster_event(api.metadata.namespace_, api.metadata.name, "Warning",
+                               "LocalManifestOverrides", msg);
+        });
     sources_->load(config_.api_server);
     load_cluster_node();
     refresh_node();
@@ -94,11 +95,10 @@ Status Agent::init() {
 
     Result<std::unique_ptr<platform::Runtime>> rt = Error{"invalid", "runtime.type " + config_.runtime_type};
     if (config_.runtime_type == "runc") {
-        open_images();
         platform::ImageTool images;
         images.binary = find_helper("daemonlet-image");
         images.store = config_.state_dir + "/images";
-        auto overlay = choose_rootfs(images.store, config_.state_dir + "/runtime");
+        auto overlay = choose_rootfs(config_, images.store, config_.state_dir + "/runtime");
         if (!overlay.ok()) return overlay.error();
         images.overlay = overlay.value();
         images.pull_options = registry_pull_options(config_);
@@ -106,7 +106,6 @@ Status Agent::init() {
                                          find_helper("daemonlet-shim"), std::move(images), config_.runc_path);
     } else if (config_.runtime_type == "cri") {
         // Archives in runtime.imageImportDir go to containerd (images.cpp).
-        open_images();
         platform::CriRuntimeOptions cri;
         cri.endpoint = config_.cri_endpoint;
         cri.runtime_dir = config_.state_dir + "/runtime";
@@ -119,6 +118,10 @@ Status Agent::init() {
     if (!rt.ok()) return rt.error();
     runtime_ = std::move(rt).value();
     runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
+    images_ = std::make_unique<Images>(&loop_, config_, *store_, *runtime_, clock_,
+                                       static_cast<Images::Host&>(*this), find_helper("daemonlet-image"));
+    // runc and cri: the import directory feeds the runtime's image store.
+    if (config_.runtime_type == "runc" || config_.runtime_type == "cri") images_->open();
     prober_ = std::make_unique<platform::Prober>(&loop_);
 
     notifier_ = std::make_unique<platform::Notifier>(&loop_);
@@ -157,16 +160,7 @@ Status Agent::init() {
     watch_ = std::make_unique<platform::DirWatch>(
         &loop_, config_.manifest_dir, 30, config_.file_check_frequency_ms, [this] { rescan_manifests(); });
     watch_->start();
-    if (image_jobs_) {
-        // The images dropped in while the agent was down: a pod that needs
-        // one waits (ErrImagePull) until its import ends, then starts.
-        import_images();
-        import_watch_ = std::make_unique<platform::DirWatch>(&loop_, image_import_dir_of(config_), 30,
-                                                             config_.file_check_frequency_ms,
-                                                             [this] { import_images(); });
-        import_watch_->start();
-        start_image_gc();
-    }
+    images_->start();
     return Ok{};
 }
 
@@ -277,7 +271,7 @@ void Agent::shutdown() {
     stopping_ = true;
     if (notifier_) notifier_->stopping();
     if (watch_) watch_->close();
-    if (import_watch_) import_watch_->close();
+    if (images_) images_->close();
     if (cluster_) {
         save_cluster_events();
         cluster_->close();
@@ -288,7 +282,6 @@ void Agent::shutdown() {
     close_and_free(reconcile_timer_);
     close_and_free(wake_timer_);
     close_and_free(rebuild_timer_);
-    close_and_free(image_gc_timer_);
     close_and_free(node_ips_timer_);
     for (auto& [uid, pod] : pods_)
         for (auto& c : pod.containers) {
@@ -296,8 +289,6 @@ void Agent::shutdown() {
             stop_probes(c);
         }
     if (prober_) prober_->close();
-    if (image_jobs_) image_jobs_->close();  // an import in progress is killed; the next one cleans up
-    import_queue_.clear();
     if (runtime_) runtime_->close();
     if (notifier_) notifier_->close();
 }

@@ -9,6 +9,8 @@
 //   probe timers (probes.cpp) --> started/ready --> availability, rollouts;
 //     liveness/startup failure --> runtime stop --> the exit path above
 //   init containers (and sidecars) before app containers (pods.cpp advance_pod)
+//   images (images.h, one Images): imports, pulls and their back-off, image GC;
+//     it starts the containers waiting for an image through Images::Host
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
 #pragma once
 
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "agent/cluster_link.h"
+#include "agent/images.h"
 #include "agent/sources.h"
 #include "core/config.h"
 #include "core/image_gc.h"
@@ -56,20 +59,6 @@ void close_targeted_timer(uv_timer_t*& t) {
     t = nullptr;
 }
 
-// `daemonlet-image pull`'s options from the runtime.registry* keys (images.cpp).
-std::vector<std::string> registry_pull_options(const AgentConfig& config);
-
-// `daemonlet-image VERB --store stateDir/images`, and for runtime.type cri
-// its containerd options (images.cpp): the import directory's archives go
-// to the runtime's image store.
-std::vector<std::string> image_tool_command(const AgentConfig& config, const std::string& verb);
-// Whether daemonlet-image's output says the runtime's image store did not
-// answer (containerd down): tried again later, not a bad archive.
-bool is_runtime_unavailable(const std::string& output);
-// The JSON objects of daemonlet-image's output, one per line; other lines
-// are skipped (images.cpp).
-std::vector<Json> json_object_lines(const std::string& output);
-
 // daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
 std::string find_helper(const std::string& name);
 
@@ -87,14 +76,14 @@ struct LiveProbe {
     bool failing = false;  // the last outcome was a failure (log once per transition)
 };
 
-class Agent {
+class Agent : private Images::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
           const platform::Clock& clock = platform::system_clock());
     Agent(const Agent&) = delete;
     Agent& operator=(const Agent&) = delete;
-    ~Agent();
+    ~Agent() override;
 
     // Runs until SIGTERM or SIGINT. Returns the process exit status.
     int run();
@@ -120,21 +109,6 @@ class Agent {
         uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
         bool probes_started = false;          // probes set up for the current instance (maybe none)
         std::vector<LiveProbe> probes;
-        // imagePullPolicy Always: this start's pull is done (or, offline, the
-        // local image stands in); the next start_container starts it.
-        bool image_pulled = false;
-    };
-    // A registry pull of one image (images.cpp), shared by the containers
-    // waiting for it, with kubelet's per-image back-off.
-    struct ImagePull {
-        bool running = false;
-        std::int64_t started_mono_ms = 0;
-        std::int64_t backoff_ms = 0;        // the wait after the last failure; 0: none failed
-        std::int64_t retry_at_mono_ms = 0;  // no pull before this after a failure
-        std::string error;                  // the last failure's message
-        std::string error_code;             // and its code ("unreachable", ...)
-        bool warned_offline = false;        // the local image ran instead (logged once)
-        std::set<std::pair<std::string, std::size_t>> waiters;  // (pod uid, container index)
     };
     struct LivePod {
         PodRecord rec;
@@ -216,46 +190,17 @@ class Agent {
     std::vector<std::pair<std::string, std::string>> container_env(const LivePod& pod,
                                                                    const Container& spec) const;
 
-    // images.cpp: the import directory (runc and cri runtimes), imported
-    // by daemonlet-image, one archive at a time, without blocking the loop
-    void open_images();
-    // runtime.rootfs and the node: whether root filesystems are overlay
-    // mounts; logged once. Forced overlay on a node without: an error.
-    Result<bool> choose_rootfs(const std::string& store_dir, const std::string& runtime_dir);
-    void import_images();
-    void start_next_import();
-    void on_imported(const std::string& path,
-                     const std::optional<std::pair<std::int64_t, std::int64_t>>& version,
-                     const platform::ProbeResult& r);
+    // image_waits.cpp: the images (images.h) and the containers waiting
+    // for theirs
     void retry_image_waits();
-    // Registry pulls, as imagePullPolicy says (kubelet's image_manager.go
-    // EnsureImageExists): whether container `index` may start now, else a
-    // pull was asked for (Always) and it waits for it.
-    bool image_ready_to_start(const std::string& uid, std::size_t index, const Container& spec);
-    void request_image_pull(const std::string& uid, std::size_t index, const Container& spec);
-    void on_image_pulled(const std::string& image, const Status& result);
-    // image_records.cpp: what the archives gave, in the store's meta table,
-    // so that a restart imports only what changed or went
-    void recall_imports();
-    void on_images_listed(const platform::ProbeResult& r);
-    void record_import(const std::string& path, std::pair<std::int64_t, std::int64_t> version, bool imported,
-                       const Json& images);
-    void forget_removed_imports(const std::map<std::string, std::pair<std::int64_t, std::int64_t>>& present);
-    void save_import_records();
-    // The records of the archives that gave image `digest` (or one of
-    // `names`) say it was collected; and an archive whose collected image a
-    // pod waits for is imported again.
-    void mark_collected_imports(const std::string& digest, const std::set<std::string>& names);
-    void reimport_collected(const std::string& image);
-
-    // image_gc.cpp: kubelet's image GC over the runc store
-    void start_image_gc();
-    void run_image_gc(const std::string& why);
-    std::set<std::string> images_in_use();
-    void on_image_gc_listed(const std::string& why, const platform::ProbeResult& r);
-    void remove_next_image();
-    void on_image_removed(const std::string& digest, const platform::ProbeResult& r);
-    void finish_image_gc();
+    void images_arrived() override;
+    Waiting waiting_for_image(const ImageWaiter& w, const std::string& image) override;
+    void start_pulled(const ImageWaiter& w) override;
+    void retry_image_after(const ImageWaiter& w, std::int64_t delay_ms, bool save) override;
+    void pulls_changed() override;
+    void record_image_event(const PodRecord& pod, const char* type, const char* reason,
+                            const std::string& message) override;
+    std::set<std::string> images_in_use() override;
 
     // node_ips.cpp: the node's IPs (nodeIP, else the interfaces), for
     // status.hostIP and hostNetwork pods' podIP; re-checked every minute
@@ -281,24 +226,8 @@ class Agent {
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
     std::unique_ptr<platform::Prober> prober_;
-    // runc and cri runtimes: daemonlet-image runs through its own Prober (a
-    // command to completion on the loop, with a deadline, killed on close).
-    std::unique_ptr<platform::Prober> image_jobs_;
-    std::unique_ptr<platform::DirWatch> import_watch_;
-    std::map<std::string, std::pair<std::int64_t, std::int64_t>>
-        import_seen_;                               // archive -> (mtime ns, size) queued or tried
-    std::deque<std::string> import_queue_;          // archives waiting for daemonlet-image
-    std::optional<std::string> importing_;          // the archive daemonlet-image imports now
-    std::map<std::string, ImagePull> image_pulls_;  // by the image as the pod spec names it
-    Json import_records_ = Json::object();          // images.imports in the store: path -> version, outcome
-    bool recalling_imports_ = false;                // daemonlet-image list runs
-    bool imports_recalled_ = false;                 // the records are checked against the store
-    bool import_runtime_down_ = false;              // cri: containerd did not answer (said once)
-    uv_timer_t* image_gc_timer_ = nullptr;          // image GC's period; freed in its close callback
-    bool image_gc_running_ = false;                 // a list or a remove of image GC runs
-    bool image_gc_again_ = false;                   // asked for while running: once more after
-    std::vector<GcImage> image_gc_victims_;         // what this collection still removes, in order
-    std::map<std::string, std::int64_t> image_last_used_;  // normalised image -> wall s last seen in use
+    // Imports, pulls, their back-off and image GC (images.h).
+    std::unique_ptr<Images> images_;
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     std::vector<std::string> node_ips_;               // the primary first; none on a board with only lo
     bool node_ips_known_ = false;                     // found once (and logged)

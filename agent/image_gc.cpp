@@ -25,7 +25,7 @@
 
 #include <algorithm>
 
-#include "agent/agent.h"
+#include "agent/images.h"
 #include "core/decision.h"
 #include "core/image_gc.h"
 #include "core/image_reference.h"
@@ -49,14 +49,6 @@ constexpr std::int64_t kRemoveDeadlineMs = 10 * 60 * 1000;
 constexpr std::int64_t kListDeadlineMs = 60 * 1000;
 constexpr std::size_t kMaxLastUsed = 256;
 
-// The key select_image_victims matches: the normalised name, or the digest
-// of a reference by digest; the text itself when it does not parse.
-std::string image_key(const std::string& image) {
-    auto ref = normalize_image_reference(image);
-    if (!ref.ok()) return image;
-    return ref.value().digest.empty() ? ref.value().str() : ref.value().digest;
-}
-
 // The file system holding `dir` (statvfs: f_bavail, what we may use);
 // capacity 0 when it cannot be measured.
 FsUsage usage_of(const std::string& dir) {
@@ -66,72 +58,60 @@ FsUsage usage_of(const std::string& dir) {
                    static_cast<std::int64_t>(vfs.f_bavail) * static_cast<std::int64_t>(vfs.f_frsize)};
 }
 
-void add_spec_images(const PodSpec& spec, std::set<std::string>& out) {
-    for (const Container& c : spec.init_containers) out.insert(image_key(c.image));
-    for (const Container& c : spec.containers) out.insert(image_key(c.image));
-}
-
 }  // namespace
 
-void Agent::start_image_gc() {
-    image_gc_timer_ = new uv_timer_t;
-    uv_timer_init(&loop_, image_gc_timer_);
-    image_gc_timer_->data = this;
+// The key select_image_victims matches (images.h): the normalised name, or the digest
+// of a reference by digest; the text itself when it does not parse.
+std::string image_key(const std::string& image) {
+    auto ref = normalize_image_reference(image);
+    if (!ref.ok()) return image;
+    return ref.value().digest.empty() ? ref.value().str() : ref.value().digest;
+}
+
+void Images::start_image_gc() {
+    gc_timer_ = new uv_timer_t;
+    uv_timer_init(loop_, gc_timer_);
+    gc_timer_->data = this;
     uv_timer_start(
-        image_gc_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->run_image_gc("periodic check"); },
+        gc_timer_, [](uv_timer_t* t) { static_cast<Images*>(t->data)->run_image_gc("periodic check"); },
         kImageGcPeriodMs, kImageGcPeriodMs);
 }
 
-// A pod's container is taken by its own revision's spec (probed_spec). One
-// whose spec is gone (its DaemonSet deleted, the pod stopping) is not
-// counted: what it has mounted stays anyway (a mounted layer is never
-// deleted, image_store.h), and a copied rootfs does not need the store.
-std::set<std::string> Agent::images_in_use() {
-    std::set<std::string> out;
-    for (const auto& [uid, p] : pods_)
-        for (std::size_t i = 0; i < p.containers.size(); ++i)
-            if (const Container* c = probed_spec(p, i)) out.insert(image_key(c->image));
-    for (const auto& [key, d] : desired_)
-        if (node_should_run_daemon_pod(node_, d.ds()).should_run)
-            add_spec_images(d.ds().spec.template_.spec, out);
-    return out;
-}
-
-void Agent::run_image_gc(const std::string& why) {
+void Images::run_image_gc(const std::string& why) {
     // Our store holds images for runc only: with cri, containerd keeps them
     // (and the store only stages verifications).
-    if (stopping_ || !image_jobs_ || config_.runtime_type != "runc") return;
-    if (image_gc_running_) {
-        image_gc_again_ = true;
+    if (closed_ || !jobs_ || config_.runtime_type != "runc") return;
+    if (gc_running_) {
+        gc_again_ = true;
         return;
     }
     // Last use: every image a pod of ours runs now (kubelet's detectImages
     // sets lastUsed to now for the images of running containers).
     const std::int64_t now_s = clock_.wall_ms() / 1000;
-    const std::set<std::string> in_use = images_in_use();
-    for (const std::string& image : in_use) image_last_used_[image] = now_s;
+    const std::set<std::string> in_use = host_.images_in_use();
+    for (const std::string& image : in_use) last_used_[image] = now_s;
     // Bounded: every tag a rollout ever used would stay otherwise. What is
     // forgotten counts as never used, as after a restart (kubelet keeps its
     // records in memory too).
-    if (image_last_used_.size() > kMaxLastUsed)
-        std::erase_if(image_last_used_, [&](const auto& e) { return !in_use.count(e.first); });
+    if (last_used_.size() > kMaxLastUsed)
+        std::erase_if(last_used_, [&](const auto& e) { return !in_use.count(e.first); });
     const std::string store_dir = config_.state_dir + "/images";
     const FsUsage usage = usage_of(store_dir);  // no store yet: capacity 0, nothing to collect
     if (image_gc_bytes_to_free(usage, config_.image_gc) <= 0) return;
     platform::ProbeAction a;
     a.type = platform::ProbeAction::Type::Exec;
-    a.command = {find_helper("daemonlet-image"), "list", "--store", store_dir};
+    a.command = {image_tool_, "list", "--store", store_dir};
     a.timeout_ms = kListDeadlineMs;
-    image_gc_running_ = true;
-    auto id = image_jobs_->run(a, [this, why](platform::ProbeResult r) { on_image_gc_listed(why, r); });
+    gc_running_ = true;
+    auto id = jobs_->run(a, [this, why](platform::ProbeResult r) { on_image_gc_listed(why, r); });
     if (!id) {
-        image_gc_running_ = false;
+        gc_running_ = false;
         log(Level::Err, "image GC: cannot run daemonlet-image: " + id.error().message);
     }
 }
 
-void Agent::on_image_gc_listed(const std::string& why, const platform::ProbeResult& r) {
-    if (stopping_) return;
+void Images::on_image_gc_listed(const std::string& why, const platform::ProbeResult& r) {
+    if (closed_) return;
     Json list = r.outcome == ProbeOutcome::Success ? Json::parse(r.output, nullptr, false) : Json();
     if (!list.is_array()) {
         log(Level::Err, "image GC: cannot list the image store: " + trim(r.output) + "; tried again later");
@@ -146,8 +126,8 @@ void Agent::on_image_gc_listed(const std::string& why, const platform::ProbeResu
         const std::string name = e.value("name", "");
         if (!name.empty()) {
             g.names.push_back(name);
-            auto used = image_last_used_.find(name);
-            if (used != image_last_used_.end()) g.last_used_s = std::max(g.last_used_s, used->second);
+            auto used = last_used_.find(name);
+            if (used != last_used_.end()) g.last_used_s = std::max(g.last_used_s, used->second);
         }
         if (e.contains("size") && e["size"].is_number_integer())
             g.size = std::max(g.size, e["size"].get<std::int64_t>());
@@ -159,7 +139,7 @@ void Agent::on_image_gc_listed(const std::string& why, const platform::ProbeResu
     const std::string store_dir = config_.state_dir + "/images";
     const FsUsage usage = usage_of(store_dir);
     const std::int64_t to_free = image_gc_bytes_to_free(usage, config_.image_gc);
-    auto victims = select_image_victims(std::move(images), images_in_use(), usage, config_.image_gc,
+    auto victims = select_image_victims(std::move(images), host_.images_in_use(), usage, config_.image_gc,
                                         clock_.wall_ms() / 1000);
     const std::int64_t used_percent = usage.capacity > 0 ? 100 - usage.available * 100 / usage.capacity : 0;
     if (victims.empty()) {
@@ -175,40 +155,40 @@ void Agent::on_image_gc_listed(const std::string& why, const platform::ProbeResu
                            std::to_string(config_.image_gc.high_threshold_percent) + "; freeing " +
                            std::to_string(to_free) + " bytes, down to lowThresholdPercent " +
                            std::to_string(config_.image_gc.low_threshold_percent));
-    image_gc_victims_ = std::move(victims);
+    gc_victims_ = std::move(victims);
     remove_next_image();
 }
 
-void Agent::remove_next_image() {
-    if (stopping_) return;
+void Images::remove_next_image() {
+    if (closed_) return;
     const std::string store_dir = config_.state_dir + "/images";
     const FsUsage usage = usage_of(store_dir);
     // Below the low threshold: done (kubelet: spaceFreed >= bytesToFree).
     const bool enough =
         usage.capacity > 0 &&
         usage.capacity * (100 - config_.image_gc.low_threshold_percent) / 100 <= usage.available;
-    if (image_gc_victims_.empty() || enough) return finish_image_gc();
+    if (gc_victims_.empty() || enough) return finish_image_gc();
     // In use since the choice (a pod created meanwhile): skipped.
-    const GcImage victim = image_gc_victims_.front();
-    image_gc_victims_.erase(image_gc_victims_.begin());
-    const std::set<std::string> in_use = images_in_use();
+    const GcImage victim = gc_victims_.front();
+    gc_victims_.erase(gc_victims_.begin());
+    const std::set<std::string> in_use = host_.images_in_use();
     bool used = in_use.count(victim.digest) > 0;
     for (const std::string& n : victim.names) used = used || in_use.count(n) > 0;
     if (used) return remove_next_image();
     const std::string digest = victim.digest;
     platform::ProbeAction a;
     a.type = platform::ProbeAction::Type::Exec;
-    a.command = {find_helper("daemonlet-image"), "remove", "--store", store_dir, digest};
+    a.command = {image_tool_, "remove", "--store", store_dir, digest};
     a.timeout_ms = kRemoveDeadlineMs;
-    auto id = image_jobs_->run(a, [this, digest](platform::ProbeResult r) { on_image_removed(digest, r); });
+    auto id = jobs_->run(a, [this, digest](platform::ProbeResult r) { on_image_removed(digest, r); });
     if (!id) {
         log(Level::Err, "image GC: cannot run daemonlet-image: " + id.error().message);
         finish_image_gc();
     }
 }
 
-void Agent::on_image_removed(const std::string& digest, const platform::ProbeResult& r) {
-    if (stopping_) return;
+void Images::on_image_removed(const std::string& digest, const platform::ProbeResult& r) {
+    if (closed_) return;
     if (r.outcome != ProbeOutcome::Success) {
         // Crash-safe in the store: the next collection finishes it.
         log(Level::Err, "image GC: removing " + digest + ": " + trim(r.output) + "; tried again later");
@@ -238,11 +218,11 @@ void Agent::on_image_removed(const std::string& digest, const platform::ProbeRes
     remove_next_image();
 }
 
-void Agent::finish_image_gc() {
-    image_gc_running_ = false;
-    image_gc_victims_.clear();
-    if (image_gc_again_) {
-        image_gc_again_ = false;
+void Images::finish_image_gc() {
+    gc_running_ = false;
+    gc_victims_.clear();
+    if (gc_again_) {
+        gc_again_ = false;
         run_image_gc("checked again");
     }
 }

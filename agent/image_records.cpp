@@ -22,7 +22,7 @@
 // (reimport_collected).
 #include <algorithm>
 
-#include "agent/agent.h"
+#include "agent/images.h"
 #include "core/image_reference.h"
 #include "core/json.h"
 #include "platform/log.h"
@@ -76,9 +76,9 @@ StoredImages parse_list(const std::string& output) {
 
 }  // namespace
 
-void Agent::recall_imports() {
+void Images::recall_imports() {
     if (imports_recalled_ || recalling_imports_) return;
-    auto saved = store_->get_meta(kImportsMeta);
+    auto saved = store_.get_meta(kImportsMeta);
     if (!saved.ok())
         log(Level::Warning, "store: " + saved.error().message + "; every archive is imported again");
     if (saved.ok() && saved.value()) {
@@ -97,9 +97,9 @@ void Agent::recall_imports() {
     }
     platform::ProbeAction a;
     a.type = platform::ProbeAction::Type::Exec;
-    a.command = image_tool_command(config_, "list");
+    a.command = image_tool_command(image_tool_, config_, "list");
     a.timeout_ms = kListDeadlineMs;
-    auto id = image_jobs_->run(a, [this](platform::ProbeResult r) { on_images_listed(r); });
+    auto id = jobs_->run(a, [this](platform::ProbeResult r) { on_images_listed(r); });
     if (!id) {
         platform::ProbeResult failed;
         failed.outcome = ProbeOutcome::Failure;
@@ -110,7 +110,7 @@ void Agent::recall_imports() {
     recalling_imports_ = true;
 }
 
-void Agent::on_images_listed(const platform::ProbeResult& r) {
+void Images::on_images_listed(const platform::ProbeResult& r) {
     recalling_imports_ = false;
     if (r.outcome != ProbeOutcome::Success && is_runtime_unavailable(r.output)) {
         // containerd is down (cri): what it holds is unknown, and nothing
@@ -161,8 +161,8 @@ void Agent::on_images_listed(const platform::ProbeResult& r) {
                 skipped);
 }
 
-void Agent::record_import(const std::string& path, std::pair<std::int64_t, std::int64_t> version,
-                          bool imported, const Json& images) {
+void Images::record_import(const std::string& path, std::pair<std::int64_t, std::int64_t> version,
+                           bool imported, const Json& images) {
     import_records_[path] = {{"mtimeNs", version.first},
                              {"size", version.second},
                              {"outcome", imported ? "imported" : "failed"},
@@ -172,7 +172,7 @@ void Agent::record_import(const std::string& path, std::pair<std::int64_t, std::
 
 // The records of archives no longer in the directory go: a file put back
 // later is imported as a new one.
-void Agent::forget_removed_imports(
+void Images::forget_removed_imports(
     const std::map<std::string, std::pair<std::int64_t, std::int64_t>>& present) {
     bool changed = false;
     for (auto it = import_records_.begin(); it != import_records_.end();) {
@@ -186,7 +186,7 @@ void Agent::forget_removed_imports(
     if (changed) save_import_records();
 }
 
-void Agent::mark_collected_imports(const std::string& digest, const std::set<std::string>& names) {
+void Images::mark_collected_imports(const std::string& digest, const std::set<std::string>& names) {
     bool changed = false;
     for (auto& [path, rec] : import_records_.items()) {
         if (!rec.is_object() || string_field(rec, "outcome") != "imported") continue;
@@ -208,7 +208,7 @@ void Agent::mark_collected_imports(const std::string& digest, const std::set<std
 // A pod waits for `image` (as its spec names it, normalised here): an
 // archive still in the import directory whose image GC removed it is
 // imported again, as if it had changed.
-void Agent::reimport_collected(const std::string& image) {
+void Images::reimport_collected(const std::string& image) {
     auto ref = normalize_image_reference(image);
     if (!ref.ok()) return;
     bool queued = false;
@@ -235,8 +235,8 @@ void Agent::reimport_collected(const std::string& image) {
     if (queued) import_images();
 }
 
-void Agent::save_import_records() {
-    if (auto w = store_->put_meta(kImportsMeta, import_records_.dump()); !w.ok())
+void Images::save_import_records() {
+    if (auto w = store_.put_meta(kImportsMeta, import_records_.dump()); !w.ok())
         log(Level::Warning, "store: what was imported is not kept (" + w.error().message +
                                 "); the archives are imported again at the next start");
 }

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "agent/agent.h"
+#include "agent/images.h"
 #include "core/image_wait.h"
 #include "core/json.h"
 #include "core/pod_lifecycle.h"
@@ -65,9 +65,9 @@ void warn_offline_once(const std::string& image, const std::string& error, bool&
 
 }  // namespace
 
-std::vector<std::string> image_tool_command(const AgentConfig& config, const std::string& verb) {
-    std::vector<std::string> argv = {find_helper("daemonlet-image"), verb, "--store",
-                                     config.state_dir + "/images"};
+std::vector<std::string> image_tool_command(const std::string& image_tool, const AgentConfig& config,
+                                            const std::string& verb) {
+    std::vector<std::string> argv = {image_tool, verb, "--store", config.state_dir + "/images"};
     if (config.runtime_type == "cri") {
         // The store only stages the verification of each archive.
         argv.insert(argv.end(), {"--containerd", config.cri_endpoint});
@@ -81,8 +81,20 @@ bool is_runtime_unavailable(const std::string& output) {
     return output.find("daemonlet-image: unavailable: ") != std::string::npos;
 }
 
-void Agent::open_images() {
-    image_jobs_ = std::make_unique<platform::Prober>(&loop_);
+Images::Images(uv_loop_t* loop, const AgentConfig& config, store::Store& store, platform::Runtime& runtime,
+               const platform::Clock& clock, Host& host, std::string image_tool)
+    : loop_(loop),
+      config_(config),
+      store_(store),
+      runtime_(runtime),
+      clock_(clock),
+      host_(host),
+      image_tool_(std::move(image_tool)) {}
+
+Images::~Images() = default;
+
+void Images::open() {
+    jobs_ = std::make_unique<platform::Prober>(loop_);
     std::error_code ec;
     fs::create_directories(image_import_dir_of(config_), ec);
     if (ec)
@@ -90,7 +102,50 @@ void Agent::open_images() {
                                 "; images can only come from an earlier import");
 }
 
-Result<bool> Agent::choose_rootfs(const std::string& store_dir, const std::string& runtime_dir) {
+void Images::start() {
+    if (!jobs_ || closed_) return;
+    // The images dropped in while the agent was down: a pod that needs
+    // one waits (ErrImagePull) until its import ends, then starts.
+    import_images();
+    import_watch_ =
+        std::make_unique<platform::DirWatch>(loop_, image_import_dir_of(config_), 30,
+                                             config_.file_check_frequency_ms, [this] { import_images(); });
+    import_watch_->start();
+    start_image_gc();
+}
+
+void Images::close() {
+    if (closed_) return;
+    closed_ = true;
+    if (import_watch_) import_watch_->close();
+    if (gc_timer_) {
+        uv_close(reinterpret_cast<uv_handle_t*>(gc_timer_),
+                 [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+        gc_timer_ = nullptr;
+    }
+    if (jobs_) jobs_->close();  // an import in progress is killed; the next one cleans up
+    import_queue_.clear();
+}
+
+void Images::pod_removed(const std::string& uid) {
+    std::erase_if(pulled_, [&](const ImageWaiter& w) { return w.uid == uid; });
+    // Its image may be unused now (a rolling update's old one): image GC
+    // need not wait for its period (image_gc.cpp).
+    run_image_gc("a pod stopped");
+}
+
+std::int64_t Images::pull_backoff_ms(const std::string& image) const {
+    auto it = pulls_.find(image);
+    return it == pulls_.end() ? 0 : it->second.backoff_ms;
+}
+
+bool Images::pulling(const std::string& image) const {
+    auto it = pulls_.find(image);
+    return it != pulls_.end() && it->second.running;
+}
+
+Result<bool> choose_rootfs(const AgentConfig& config_, const std::string& store_dir,
+                           const std::string& runtime_dir) {
     Status probe = Error{"unavailable", "not probed"};
     if (config_.runtime_rootfs != "copy") {
         std::error_code ec;
@@ -112,8 +167,8 @@ Result<bool> Agent::choose_rootfs(const std::string& store_dir, const std::strin
     return overlay;
 }
 
-void Agent::import_images() {
-    if (stopping_ || !image_jobs_) return;
+void Images::import_images() {
+    if (closed_ || !jobs_) return;
     // First what earlier runs imported (image_records.cpp): it calls back.
     if (!imports_recalled_) return recall_imports();
     const std::string dir = image_import_dir_of(config_);
@@ -145,21 +200,21 @@ void Agent::import_images() {
 
 // One daemonlet-image at a time: imports share the store's lock anyway, and
 // one at a time bounds what the agent starts however many files arrive.
-void Agent::start_next_import() {
-    while (!stopping_ && !importing_ && !import_queue_.empty()) {
+void Images::start_next_import() {
+    while (!closed_ && !importing_ && !import_queue_.empty()) {
         std::string path = import_queue_.front();
         import_queue_.pop_front();
         platform::ProbeAction a;
         a.type = platform::ProbeAction::Type::Exec;
-        a.command = image_tool_command(config_, "import");
+        a.command = image_tool_command(image_tool_, config_, "import");
         a.command.push_back(path);
         a.timeout_ms = kImportDeadlineMs;
         // The version read before the import, recorded with its outcome.
         auto seen = import_seen_.find(path);
         std::optional<std::pair<std::int64_t, std::int64_t>> version;
         if (seen != import_seen_.end()) version = seen->second;
-        auto id = image_jobs_->run(
-            a, [this, path, version](platform::ProbeResult r) { on_imported(path, version, r); });
+        auto id =
+            jobs_->run(a, [this, path, version](platform::ProbeResult r) { on_imported(path, version, r); });
         if (!id) {
             log(Level::Err, "image import: " + path + ": cannot run daemonlet-image: " + id.error().message +
                                 "; it is tried again when the file changes");
@@ -169,9 +224,9 @@ void Agent::start_next_import() {
     }
 }
 
-void Agent::on_imported(const std::string& path,
-                        const std::optional<std::pair<std::int64_t, std::int64_t>>& version,
-                        const platform::ProbeResult& r) {
+void Images::on_imported(const std::string& path,
+                         const std::optional<std::pair<std::int64_t, std::int64_t>>& version,
+                         const platform::ProbeResult& r) {
     importing_.reset();
     bool imported = false;
     Json images = Json::array();
@@ -211,29 +266,11 @@ void Agent::on_imported(const std::string& path,
         }
     }
     if (version) record_import(path, *version, r.outcome == ProbeOutcome::Success, images);
-    if (imported) retry_image_waits();
+    if (imported) host_.images_arrived();
     start_next_import();
     // kubelet checks after its period only; a board's small store may fill
     // with one import (image_gc.cpp).
     if (imported) run_image_gc("an image was imported");
-}
-
-void Agent::retry_image_waits() {
-    bool started = false;
-    for (auto& [uid, p] : pods_) {
-        for (std::size_t i = 0; i < p.containers.size(); ++i) {
-            LiveContainer& lc = p.containers[i];
-            const ContainerStatus& cs = p.status(i);
-            if (!lc.id.empty() || !is_image_wait(cs.reason)) continue;
-            close_restart_timer(lc.restart_timer);
-            lc.backoff = {};
-            start_container(uid, i);
-            refresh_readiness(p);
-            save_pod(p);
-            started = true;
-        }
-    }
-    if (started) schedule_reconcile();
 }
 
 std::vector<Json> json_object_lines(const std::string& output) {
@@ -261,36 +298,31 @@ std::vector<std::string> registry_pull_options(const AgentConfig& config) {
 
 // Always pulls at every container start; IfNotPresent pulls when start()
 // finds the image absent (pods.cpp); Never never pulls.
-bool Agent::image_ready_to_start(const std::string& uid, std::size_t index, const Container& spec) {
-    if (spec.image_pull_policy != "Always" || !runtime_->can_pull()) return true;
-    LiveContainer& lc = pods_[uid].containers[index];
-    if (lc.image_pulled) {
-        lc.image_pulled = false;
-        return true;
-    }
+bool Images::ready_to_start(const ImageWaiter& w, const PodRecord& pod, const Container& spec,
+                            ContainerStatus& cs) {
+    if (spec.image_pull_policy != "Always" || !runtime_.can_pull()) return true;
+    if (pulled_.erase(w) > 0) return true;
     // Backing off after the registry was unreachable, and the image arrived
     // meanwhile (an import): the offline rule below applies to it too.
-    auto it = image_pulls_.find(spec.image);
-    if (it != image_pulls_.end() &&
+    auto it = pulls_.find(spec.image);
+    if (it != pulls_.end() &&
         image_pull_step(it->second.running, it->second.retry_at_mono_ms, clock_.monotonic_ms()) ==
             ImagePullStep::BackOff &&
-        may_run_local_image(it->second.error_code) && runtime_->has_image(spec.image)) {
+        may_run_local_image(it->second.error_code) && runtime_.has_image(spec.image)) {
         warn_offline_once(spec.image, it->second.error, it->second.warned_offline);
         return true;
     }
-    request_image_pull(uid, index, spec);
+    request_pull(w, pod, spec, cs);
     return false;
 }
 
-// The container waits for a pull of its image: the one in progress, a new
-// one, or, while the image backs off after a failure, its restart timer
-// (kubelet's imageBackOff: pkg/kubelet/kubelet.go NewBackOff(backOffPeriod
+// While the image backs off after a failure, the container waits for its
+// retry (kubelet's imageBackOff: pkg/kubelet/kubelet.go NewBackOff(backOffPeriod
 // 10 s, MaxContainerBackOff 300 s), our crashLoopBackoff figures, whose
 // defaults are those).
-void Agent::request_image_pull(const std::string& uid, std::size_t index, const Container& spec) {
-    LivePod& p = pods_[uid];
-    ContainerStatus& cs = p.status(index);
-    ImagePull& pull = image_pulls_[spec.image];
+void Images::request_pull(const ImageWaiter& w, const PodRecord& pod, const Container& spec,
+                          ContainerStatus& cs) {
+    ImagePull& pull = pulls_[spec.image];
     const std::int64_t now = clock_.monotonic_ms();
     cs.state = ContainerState::Waiting;
     const ImagePullStep step = image_pull_step(pull.running, pull.retry_at_mono_ms, now);
@@ -298,10 +330,10 @@ void Agent::request_image_pull(const std::string& uid, std::size_t index, const 
         // kubelet's images.ErrImagePullBackOff: "Back-off pulling image".
         cs.reason = "ImagePullBackOff";
         cs.message = "Back-off pulling image \"" + spec.image + "\": " + pull.error;
-        schedule_restart(uid, index, pull.retry_at_mono_ms - now);
+        host_.retry_image_after(w, pull.retry_at_mono_ms - now, false);
         return;
     }
-    pull.waiters.insert({uid, index});
+    pull.waiters.insert(w);
     if (!is_image_wait(cs.reason)) {
         cs.reason = "ContainerCreating";
         cs.message = "pulling image \"" + spec.image + "\"";
@@ -310,16 +342,15 @@ void Agent::request_image_pull(const std::string& uid, std::size_t index, const 
     pull.running = true;
     pull.started_mono_ms = now;
     log(Level::Notice, "image " + spec.image + ": pulling from its registry (imagePullPolicy " +
-                           spec.image_pull_policy + ", for pod " + p.rec.namespace_ + "/" + p.rec.name + ")");
-    record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "Pulling",
-                 "Pulling image \"" + spec.image + "\"");
+                           spec.image_pull_policy + ", for pod " + pod.namespace_ + "/" + pod.name + ")");
+    host_.record_image_event(pod, "Normal", "Pulling", "Pulling image \"" + spec.image + "\"");
     const std::string image = spec.image;
-    runtime_->pull_image(image, [this, image](Status result) { on_image_pulled(image, result); });
+    runtime_.pull_image(image, [this, image](Status result) { on_image_pulled(image, result); });
 }
 
-void Agent::on_image_pulled(const std::string& image, const Status& result) {
-    if (stopping_) return;
-    ImagePull& pull = image_pulls_[image];
+void Images::on_image_pulled(const std::string& image, const Status& result) {
+    if (closed_) return;
+    ImagePull& pull = pulls_[image];
     pull.running = false;
     const auto waiters = std::move(pull.waiters);
     pull.waiters.clear();
@@ -344,51 +375,41 @@ void Agent::on_image_pulled(const std::string& image, const Status& result) {
     }
     bool touched = false;
     std::set<std::string> noted;  // one event per DaemonSet
-    for (const auto& [uid, index] : waiters) {
-        auto pit = pods_.find(uid);
-        if (pit == pods_.end() || index >= pit->second.containers.size()) continue;
-        LivePod& p = pit->second;
-        LiveContainer& lc = p.containers[index];
-        ContainerStatus& cs = p.status(index);
-        const Container* spec = container_spec(p, index);
-        const bool first_of_ds = noted.insert(p.rec.namespace_ + "/" + p.rec.daemonset).second;
+    for (const ImageWaiter& w : waiters) {
+        const Host::Waiting c = host_.waiting_for_image(w, image);
+        if (!c.pod) continue;
+        const PodRecord& p = *c.pod;
+        const bool first_of_ds = noted.insert(p.namespace_ + "/" + p.daemonset).second;
         // Recorded even for a container that another path (the reconcile's
         // advance_pod) started once the image was in the store.
         if (result.ok() && first_of_ds)
-            record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "Pulled",
-                         "Successfully pulled image \"" + image + "\" in " + std::to_string(took) + "ms");
-        if (!lc.id.empty() || !spec || spec->image != image || p.rec.deleting) continue;
+            host_.record_image_event(
+                p, "Normal", "Pulled",
+                "Successfully pulled image \"" + image + "\" in " + std::to_string(took) + "ms");
+        if (!c.spec || !c.status) continue;
         touched = true;
-        if (result.ok()) {
-            lc.image_pulled = true;
-        } else if (spec->image_pull_policy == "Always" && may_run_local_image(result.error().code) &&
-                   runtime_->has_image(image)) {
-            // A deliberate deviation from kubelet, which fails the start: an
-            // offline board runs the image it has, as it runs static pods.
-            warn_offline_once(image, pull.error, pull.warned_offline);
-            lc.image_pulled = true;
-        } else {
+        if (!result.ok() && !(c.spec->image_pull_policy == "Always" &&
+                              may_run_local_image(result.error().code) && runtime_.has_image(image))) {
             if (first_of_ds) {
-                record_event(p.rec.namespace_, p.rec.daemonset, "Warning", "Failed",
-                             "Failed to pull image \"" + image + "\": " + pull.error);
-                record_event(p.rec.namespace_, p.rec.daemonset, "Normal", "BackOff",
-                             "Back-off pulling image \"" + image + "\"");
+                host_.record_image_event(p, "Warning", "Failed",
+                                         "Failed to pull image \"" + image + "\": " + pull.error);
+                host_.record_image_event(p, "Normal", "BackOff", "Back-off pulling image \"" + image + "\"");
             }
+            ContainerStatus& cs = *c.status;
             const bool again = is_image_wait(cs.reason);
             cs.state = ContainerState::Waiting;
             cs.reason = image_wait_reason(false, again);
             cs.message = pull.error;
-            schedule_restart(uid, index, delay);
-            save_pod(p);
+            host_.retry_image_after(w, delay, true);
             continue;
         }
-        close_restart_timer(lc.restart_timer);
-        lc.backoff = {};
-        start_container(uid, index);
-        refresh_readiness(p);
-        save_pod(p);
+        // A deliberate deviation from kubelet, which fails the start: an
+        // offline board runs the image it has, as it runs static pods.
+        if (!result.ok()) warn_offline_once(image, pull.error, pull.warned_offline);
+        pulled_.insert(w);
+        host_.start_pulled(w);
     }
-    if (touched) schedule_reconcile();
+    if (touched) host_.pulls_changed();
 }
 
 }  // namespace daemonlet::agent

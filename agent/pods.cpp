@@ -356,19 +356,19 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
             "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " + cs.message);
         return;
     }
-    if (!image_ready_to_start(uid, index, *spec)) return;
+    if (!images_->ready_to_start({uid, index}, p.rec, *spec, cs)) return;
     auto id = runtime_->start(launch);
     // An archive whose image GC removed it comes back (image_gc.cpp),
     // whether a pull is tried too or not.
     if (!id.ok() && id.error().code == "image_not_found" && !is_image_wait(cs.reason))
-        reimport_collected(spec->image);
+        images_->image_missing(spec->image);
     if (!id.ok() && id.error().code == "image_not_found" && spec->image_pull_policy != "Never" &&
         runtime_->can_pull()) {
         // IfNotPresent, and absent. Logged once per wait, as below.
         if (!is_image_wait(cs.reason))
             log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
                                    id.error().message + "; pulling it from its registry");
-        request_image_pull(uid, index, *spec);
+        images_->request_pull({uid, index}, p.rec, *spec, cs);
         return;
     }
     if (!id.ok() && id.error().code == "image_not_found") {
@@ -544,9 +544,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
     pods_.erase(pit);
     runtime_->pod_removed(uid);
     schedule_reconcile();
-    // Its image may be unused now (a rolling update's old one): image GC
-    // need not wait for its period (image_gc.cpp).
-    run_image_gc("a pod stopped");
+    images_->pod_removed(uid);  // its images may be unused now (image GC)
 }
 
 }  // namespace daemonlet::agent
