@@ -172,7 +172,9 @@ bool Agent::advance_pod(const std::string& uid) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || pit->second.rec.deleting) return false;
     LivePod& p = pit->second;
-    auto idle = [&](std::size_t i) { return p.containers[i].id.empty() && !p.containers[i].restart_timer; };
+    auto idle = [&](std::size_t i) {
+        return p.containers[i].id.empty() && !p.containers[i].restart_timer && !p.containers[i].starting;
+    };
     const std::size_t n_init = p.rec.init_containers.size();
     // Initialized once the app containers have started: init containers
     // are not run again, and a sidecar's restart no longer holds anything.
@@ -343,6 +345,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     const Desired* d = desired_for(p.rec);
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
+    if (lc.starting || !lc.id.empty()) return;  // one instance at a time
     const Container* spec = container_spec(p, index);
     if (!spec) {
         cs.state = ContainerState::Waiting;
@@ -350,13 +353,15 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         cs.message = "waiting for the pod's replacement";
         return;
     }
-    const PodSpec& pod_spec = d->ds().spec.template_.spec;
     platform::ContainerLaunch launch;
     launch.pod_uid = p.rec.uid;
     launch.pod_name = p.rec.name;
     launch.pod_namespace = p.rec.namespace_;
     launch.container_name = spec->name;
-    launch.working_dir = spec->working_dir;
+    // The pod's spec, shared with the DaemonSet in force for as long as the
+    // start needs it (it may run on after a rollout replaced the DaemonSet).
+    launch.pod_spec = std::shared_ptr<const PodSpec>(d->object, &d->ds().spec.template_.spec);
+    const PodSpec& pod_spec = *launch.pod_spec;
     launch.grace_seconds = pod_spec.termination_grace_period_seconds.value_or(30);
     launch.log_max_bytes = config_.container_log_max_size;
     launch.log_max_files = config_.container_log_max_files;
@@ -372,15 +377,13 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     };
     // kubelet's ExpandContainerCommandAndArgs
     // (pkg/kubelet/container/helpers.go): $(VAR) in command and args, before
-    // an image runtime merges them with the image's Entrypoint and Cmd.
-    Container expanded = *spec;
-    for (auto& a : expanded.command) a = expand_vars(a, lookup);
-    for (auto& a : expanded.args) a = expand_vars(a, lookup);
-    launch.argv = expanded.command;
-    launch.argv.insert(launch.argv.end(), expanded.args.begin(), expanded.args.end());
-
-    launch.pod_spec = &pod_spec;
-    launch.container = &expanded;
+    // an image runtime merges them with the image's Entrypoint and Cmd. The
+    // one description of what runs: the exec runtime runs its command +
+    // args, an image runtime builds the container from it.
+    auto expanded = std::make_shared<Container>(*spec);
+    for (auto& a : expanded->command) a = expand_vars(a, lookup);
+    for (auto& a : expanded->args) a = expand_vars(a, lookup);
+    launch.container = expanded;
 
     // An image runtime has the image's entrypoint; the exec runtime has none.
     if (spec->command.empty() && std::string_view(runtime_->name()) == "exec") {
@@ -394,30 +397,97 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     if (!image_ready_to_start(uid, index, *spec)) return;
-    auto id = runtime_->start(launch);
+    // Off the loop, behind the pod's earlier operations and within the
+    // bound on parallel ones. Until it reports, the container shows as it
+    // was (Waiting, ContainerCreating for a new pod, as kubelet's).
+    lc.starting = true;
+    runtime_ops_.submit(uid, [this, uid, index, launch = std::move(launch)](
+                                 platform::OperationQueue::Finished finished) mutable {
+        auto now = pods_.find(uid);
+        if (now == pods_.end()) return finished();
+        if (now->second.rec.deleting || stopping_) {
+            // Removed, or the agent stops, before its turn: never started.
+            now->second.containers[index].starting = false;
+            finished();
+            if (!stopping_) finish_pod_if_stopped(uid);
+            return;
+        }
+        std::shared_ptr<const Container> what = launch.container;
+        runtime_->start_async(std::move(launch), [this, uid, index, what, finished](Result<std::string> id) {
+            on_started(uid, index, *what, std::move(id));
+            finished();
+            if (stopping_) close_runtime_when_idle();
+        });
+    });
+}
+
+// A start's outcome, on the loop: the container runs (and is watched), or
+// it waits, as the error says, to be started again.
+void Agent::on_started(const std::string& uid, std::size_t index, const Container& spec,
+                       Result<std::string> id) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) {
+        // Cannot be: a pod waits for its starts before it goes.
+        if (id.ok()) runtime_->stop_async(id.value(), [](Status) {});
+        return;
+    }
+    LivePod& p = pit->second;
+    ContainerStatus& cs = p.status(index);
+    LiveContainer& lc = p.containers[index];
+    lc.starting = false;
+    if (id.ok()) {
+        lc.runtime_down_ms = 0;
+        lc.id = id.value();
+        lc.started_mono_ms = platform::monotonic_ms();
+        by_id_[lc.id] = {uid, index};
+        cs.runtime_id = lc.id;
+        cs.state = ContainerState::Running;
+        cs.reason.clear();
+        cs.message.clear();
+        cs.started_at_ms = platform::wall_clock_ms();
+        // A pod removed meanwhile: the stop queued behind this start stops
+        // it; an agent that stops records it for the next one to adopt.
+        if (!p.rec.deleting && !stopping_) start_probes(uid, index);
+        refresh_readiness(p);
+        save_pod(p);
+        schedule_reconcile();
+        return;
+    }
+    if (p.rec.deleting || stopping_) {
+        if (!stopping_) finish_pod_if_stopped(uid);
+        return;
+    }
+    start_failed(p, index, spec, id.error());
+    refresh_readiness(p);
+    save_pod(p);
+    schedule_reconcile();
+}
+
+void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error) {
+    const std::string& uid = p.rec.uid;
+    ContainerStatus& cs = p.status(index);
+    LiveContainer& lc = p.containers[index];
     // An archive whose image GC removed it comes back (image_gc.cpp),
     // whether a pull is tried too or not.
-    if (!id.ok() && id.error().code == "image_not_found" && !is_image_wait(cs.reason))
-        reimport_collected(spec->image);
-    if (!id.ok() && id.error().code == "image_not_found" && spec->image_pull_policy != "Never" &&
-        runtime_->can_pull()) {
+    if (error.code == "image_not_found" && !is_image_wait(cs.reason)) reimport_collected(spec.image);
+    if (error.code == "image_not_found" && spec.image_pull_policy != "Never" && runtime_->can_pull()) {
         // IfNotPresent, and absent. Logged once per wait, as below.
         if (!is_image_wait(cs.reason))
             log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
-                                   id.error().message + "; pulling it from its registry");
-        request_image_pull(uid, index, *spec);
+                                   error.message + "; pulling it from its registry");
+        request_image_pull(uid, index, spec);
         return;
     }
-    if (!id.ok() && id.error().code == "image_not_found") {
+    if (error.code == "image_not_found") {
         // kubelet's images.ErrImagePull, then ImagePullBackOff while it
         // backs off; ErrImageNeverPull for imagePullPolicy Never
         // (pkg/kubelet/images/image_manager.go EnsureImageExists). Here the
         // runtime cannot pull, or the policy is Never: it waits for an import.
-        const bool never = spec->image_pull_policy == "Never";
+        const bool never = spec.image_pull_policy == "Never";
         const bool again = is_image_wait(cs.reason);
         cs.state = ContainerState::Waiting;
         cs.reason = never ? "ErrImageNeverPull" : again ? "ImagePullBackOff" : "ErrImagePull";
-        cs.message = id.error().message + "; import it into " + image_import_dir_of(config_);
+        cs.message = error.message + "; import it into " + image_import_dir_of(config_);
         const std::int64_t delay =
             next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000});
         if (!again)  // once per wait, not per retry
@@ -426,12 +496,12 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         schedule_restart(uid, index, delay);
         return;
     }
-    if (!id.ok() && id.error().code == "unavailable") {
+    if (error.code == "unavailable") {
         // The runtime is down, not the container: no crash-loop backoff, a
         // retry within 5 s of the runtime's return (next_runtime_down_delay).
         cs.state = ContainerState::Waiting;
         cs.reason = "RunContainerError";
-        cs.message = id.error().message;
+        cs.message = error.message;
         if (lc.runtime_down_ms == 0)  // once per outage, not per retry
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
                                 " did not start: " + cs.message + "; retrying until the runtime answers");
@@ -440,26 +510,34 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     lc.runtime_down_ms = 0;
-    if (!id.ok()) {
-        cs.state = ContainerState::Waiting;
-        cs.reason = "RunContainerError";
-        cs.message = id.error().message;
-        log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
-                            " did not start: " + cs.message + "; retrying with back-off");
-        schedule_restart(
-            uid, index,
-            next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000}));
-        return;
-    }
-    lc.id = id.value();
-    lc.started_mono_ms = platform::monotonic_ms();
-    by_id_[lc.id] = {uid, index};
-    cs.runtime_id = lc.id;
-    cs.state = ContainerState::Running;
-    cs.reason.clear();
-    cs.message.clear();
-    cs.started_at_ms = platform::wall_clock_ms();
-    start_probes(uid, index);
+    cs.state = ContainerState::Waiting;
+    cs.reason = "RunContainerError";
+    cs.message = error.message;
+    log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
+                        " did not start: " + cs.message + "; retrying with back-off");
+    schedule_restart(
+        uid, index,
+        next_restart_delay(lc.backoff, 0, {config_.backoff_initial_ms, config_.backoff_max_ms, 600'000}));
+}
+
+void Agent::stop_container(const std::string& uid, std::size_t index, const std::string& expected,
+                           const std::string& why) {
+    runtime_ops_.submit(uid, [this, uid, index, expected, why](platform::OperationQueue::Finished finished) {
+        auto pit = pods_.find(uid);
+        if (pit == pods_.end() || index >= pit->second.containers.size()) return finished();
+        const std::string id = pit->second.containers[index].id;
+        // Gone already, or restarted since (a liveness kill that came late).
+        if (id.empty() || (!expected.empty() && id != expected) || stopping_) return finished();
+        runtime_->stop_async(id, [this, why, finished](Status s) {
+            if (!s.ok()) log(Level::Warning, why + ": " + s.error().message);
+            finished();
+            if (stopping_) close_runtime_when_idle();
+        });
+    });
+}
+
+void Agent::close_runtime_when_idle() {
+    if (runtime_ && runtime_ops_.running() == 0) runtime_->close();
 }
 
 void Agent::schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms) {
@@ -495,11 +573,25 @@ void Agent::on_container_exit(const std::string& id) {
     by_id_.erase(bit);
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
+    LiveContainer& lc = pit->second.containers[index];
+    stop_probes(lc);
+    // How it ended, asked off the loop (a CRI ContainerStatus); until then
+    // the container keeps its id, so nothing starts it again.
+    lc.exiting = true;
+    runtime_->inspect_async(id, [this, uid = uid, index = index, id](Result<platform::ContainerInfo> info) {
+        on_exit_inspected(uid, index, id, info);
+    });
+}
+
+void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
+                              const Result<platform::ContainerInfo>& info) {
+    if (stopping_) return;
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || pit->second.containers[index].id != id) return;
     LivePod& p = pit->second;
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
-    stop_probes(lc);
-    auto info = runtime_->inspect(id);
+    lc.exiting = false;
     cs.state = ContainerState::Terminated;
     cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
     cs.reason = info.ok() ? info.value().reason : "Error";
@@ -509,7 +601,9 @@ void Agent::on_container_exit(const std::string& id) {
     cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
     cs.termination_started_at_ms = cs.started_at_ms;
     lc.id.clear();
-    if (auto r = runtime_->remove(id); !r.ok()) log(Level::Warning, r.error().message);
+    runtime_->remove_async(id, [](Status r) {
+        if (!r.ok()) log(Level::Warning, r.error().message);
+    });
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
 
     if (p.rec.deleting) {
@@ -562,10 +656,8 @@ void Agent::remove_pod(const std::string& uid, const std::string& reason) {
         auto& lc = p.containers[i];
         close_restart_timer(lc.restart_timer);
         stop_probes(lc);
-        if (!lc.id.empty()) {
-            if (auto s = runtime_->stop(lc.id); !s.ok())
-                log(Level::Warning, "pod " + p.rec.name + ": " + s.error().message);
-        }
+        // One whose start is in flight is stopped once it has started.
+        if (!lc.id.empty() || lc.starting) stop_container(uid, i, lc.id, "pod " + p.rec.name);
     }
     refresh_readiness(p);
     save_pod(p);
@@ -576,7 +668,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
     for (const auto& lc : pit->second.containers)
-        if (!lc.id.empty()) return;  // still running: its exit brings us back here
+        if (!lc.id.empty() || lc.starting) return;  // its exit (or start) brings us back here
     log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
     for (auto& lc : pit->second.containers) {
