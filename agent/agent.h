@@ -218,7 +218,9 @@ class Agent {
     RolloutStatus rollout_status_of(const Desired& d, const Decision& decision) const;
 
     // pods.cpp: the reconcile loop and the pods' lifecycle
-    void schedule_reconcile();
+    // On this turn, or (next_turn) only after the loop has polled: libuv runs
+    // a 0 ms timer started in a timer callback again in the same pass.
+    void schedule_reconcile(bool next_turn = false);
     void reconcile();
     void adopt();
     void create_pod(const PodToCreate& c);

@@ -46,6 +46,8 @@ std::string seconds(std::int64_t ms) {
     return s;
 }
 
+constexpr std::size_t kCreatesPerTurn = 8;
+
 // What a restart timer fires for, named by value: the pod may be gone by then.
 struct RestartTarget {
     Agent* agent;
@@ -108,7 +110,7 @@ std::vector<std::pair<std::string, std::string>> Agent::container_env(const Live
     return out;
 }
 
-void Agent::schedule_reconcile() {
+void Agent::schedule_reconcile(bool next_turn) {
     // Coalesces a burst of triggers into one pass on the next loop turn.
     if (stopping_ || reconcile_pending_ || !reconcile_timer_) return;
     reconcile_pending_ = true;
@@ -119,7 +121,7 @@ void Agent::schedule_reconcile() {
             self->reconcile_pending_ = false;
             self->reconcile();
         },
-        0, 0);
+        next_turn ? 1 : 0, 0);
 }
 
 void Agent::reconcile() {
@@ -150,11 +152,19 @@ void Agent::reconcile() {
     const std::int64_t now = platform::monotonic_ms();
     ReconcilePlan plan = plan_reconcile(want, seen, now);
     for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
-    for (const auto& c : plan.create) create_pod(c);
+    // A few creations per loop turn, the rest planned again on the next
+    // one (scheduled below): each costs store writes, and 50 DaemonSets
+    // dropped in at once must not hold the loop (its watchdog pings, the
+    // control socket) for all of them.
+    std::size_t created = 0;
+    for (const auto& c : plan.create) {
+        if (created++ == kCreatesPerTurn) break;
+        create_pod(c);
+    }
     // What was just done changes what is observed (a new pod is running and
     // ready): plan again until nothing is left to do. The planner creates
     // nothing twice, so this converges.
-    if (!plan.create.empty() || !plan.remove.empty()) schedule_reconcile();
+    if (!plan.create.empty() || !plan.remove.empty()) schedule_reconcile(created > kCreatesPerTurn);
     if (plan.wake_at_mono_ms && wake_timer_) {
         auto delay = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *plan.wake_at_mono_ms - now));
         uv_timer_start(
@@ -457,10 +467,11 @@ void Agent::on_started(const std::string& uid, std::size_t index, const Containe
         if (!stopping_) finish_pod_if_stopped(uid);
         return;
     }
+    // No reconcile here: one would start it again at once (a container
+    // waiting for its image's pull is idle), and again, in a tight loop.
     start_failed(p, index, spec, id.error());
     refresh_readiness(p);
     save_pod(p);
-    schedule_reconcile();
 }
 
 void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error) {
