@@ -134,9 +134,6 @@ class Agent {
         // runtime is making it): the container shows as it was (Waiting,
         // ContainerCreating for a new pod) and nothing else starts it.
         bool starting = false;
-        // Its exit is being inspected (off the loop): what it ended with
-        // comes, then the restart.
-        bool exiting = false;
         std::int64_t started_mono_ms = 0;
         BackoffState backoff;
         std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered

@@ -588,7 +588,6 @@ void Agent::on_container_exit(const std::string& id) {
     stop_probes(lc);
     // How it ended, asked off the loop (a CRI ContainerStatus); until then
     // the container keeps its id, so nothing starts it again.
-    lc.exiting = true;
     runtime_->inspect_async(id, [this, uid = uid, index = index, id](Result<platform::ContainerInfo> info) {
         on_exit_inspected(uid, index, id, info);
     });
@@ -602,7 +601,6 @@ void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const s
     LivePod& p = pit->second;
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
-    lc.exiting = false;
     cs.state = ContainerState::Terminated;
     cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
     cs.reason = info.ok() ? info.value().reason : "Error";

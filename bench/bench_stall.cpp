@@ -20,6 +20,7 @@
 // runc needs root, runc and the busybox test image
 // (tests/data/make_busybox_image.sh), imported from the import directory.
 // It prints a Markdown table.
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -218,11 +219,24 @@ void Bench::reboot() {
 
 void Bench::cleanup() {
     if (w_.root.empty()) return;
-    if (agent_.running()) {
+    if (agent_.running() && obs_) {
+        // The agent removes its pods (runc: bundles unmounted, runc's state
+        // deleted) before it stops.
         for (int i = 0; i < o_.pods; ++i) fs::remove(manifest_path(i));
-        if (obs_) obs_->wait_until(60 * kSecond, [&] { return live_shims(w_.state).empty(); });
+        if (obs_->wait_until(60 * kSecond, [&] { return obs_->status().rfind("0 DaemonSets, 0/0", 0) == 0; }))
+            agent_.stop(SIGTERM, *obs_);
     }
-    kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_stall");
+    kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, true, "bench_stall");
+    // What a killed agent left mounted (runc root filesystems), then the rest.
+    std::ifstream mounts("/proc/mounts");
+    std::vector<std::string> left;
+    for (std::string dev, at, rest; mounts >> dev >> at && std::getline(mounts, rest);)
+        if (at.rfind(w_.root + "/", 0) == 0) left.push_back(at);
+    for (auto it = left.rbegin(); it != left.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
+    if (!o_.keep) {
+        std::error_code ec;
+        fs::remove_all(w_.root, ec);
+    }
     w_.root.clear();
 }
 
