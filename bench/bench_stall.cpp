@@ -1,8 +1,8 @@
 // bench_stall: how long the agent's loop is held at once (issue 12 §2, "a
 // loop that never blocks"), measured on the real daemonlet.
 //
-//   bench_stall [--daemonlet PATH] [--runtime exec|runc] [--pods N]
-//               [--watchdog-ms N] [--work-parent DIR] [--keep]
+//   bench_stall [--daemonlet PATH] [--runtime exec|runc|cri] [--endpoint unix:///SOCK]
+//               [--pods N] [--watchdog-ms N] [--work-parent DIR] [--keep]
 //
 // The agent runs with WATCHDOG_USEC = 2 x --watchdog-ms, so that its loop
 // pings WATCHDOG=1 every --watchdog-ms on NOTIFY_SOCKET, where the bench
@@ -18,7 +18,9 @@
 // again (each restarts: its shim is gone), and the largest ping gap.
 //
 // runc needs root, runc and the busybox test image
-// (tests/data/make_busybox_image.sh), imported from the import directory.
+// (tests/data/make_busybox_image.sh), imported from the import directory;
+// cri a containerd with busybox:latest and the pause image imported:
+// bench/bench_stall_cri.sh starts one as tests/agent/test_cri.sh does.
 // It prints a Markdown table.
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -47,6 +49,7 @@ struct Options {
     std::string daemonlet = DAEMONLET_PATH;
     std::string make_image = MAKE_IMAGE_PATH;
     std::string runtime = "exec";
+    std::string endpoint;  // cri: a containerd started by bench_stall_cri.sh, its images imported
     int pods = 50;
     int watchdog_ms = 20;
     std::string work_parent = "/tmp";
@@ -92,9 +95,12 @@ std::string Bench::manifest(int i) const {
                        "}}\n    spec:\n      terminationGracePeriodSeconds: 2\n";
     const std::string env =
         "          env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n";
-    if (o_.runtime == "runc")
-        return head + "      hostPID: true\n      volumes: [{name: marks, hostPath: {path: " + w_.marks +
-               "}}]\n      containers:\n        - name: main\n          image: busybox\n"
+    if (o_.runtime == "runc" || o_.runtime == "cri")
+        return head + (o_.runtime == "cri" ? "      hostNetwork: true\n" : "") +
+               "      hostPID: true\n      volumes: [{name: marks, hostPath: {path: " + w_.marks +
+               "}}]\n      containers:\n        - name: main\n          image: " +
+               (o_.runtime == "cri" ? "busybox:latest" : "busybox") +
+               "\n"
                "          imagePullPolicy: Never\n          volumeMounts: [{name: marks, mountPath: "
                "/marks}]\n"
                "          command: [/bin/sh, -c, 'trap \"exit 0\" TERM; echo $$$$ > /marks/$(POD_NAME); "
@@ -130,6 +136,8 @@ void Bench::setup() {
         if (std::system(cmd.c_str()) != 0)
             throw Failure("cannot build the busybox image: " + w_.root + "/image.log");
         config << "runtime: {type: runc, imageImportDir: " << import << "}\n";
+    } else if (o_.runtime == "cri") {
+        config << "runtime: {type: cri, endpoint: \"" << o_.endpoint << "\"}\n";
     }
     config.close();
     obs_ = std::make_unique<Observer>(w_.marks, w_.notify_socket);
@@ -226,17 +234,14 @@ void Bench::cleanup() {
         if (obs_->wait_until(60 * kSecond, [&] { return obs_->status().rfind("0 DaemonSets, 0/0", 0) == 0; }))
             agent_.stop(SIGTERM, *obs_);
     }
-    kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, true, "bench_stall");
-    // What a killed agent left mounted (runc root filesystems), then the rest.
+    // What a killed agent left mounted (runc root filesystems) goes first,
+    // detached, so that the work directory can go.
     std::ifstream mounts("/proc/mounts");
     std::vector<std::string> left;
     for (std::string dev, at, rest; mounts >> dev >> at && std::getline(mounts, rest);)
         if (at.rfind(w_.root + "/", 0) == 0) left.push_back(at);
     for (auto it = left.rbegin(); it != left.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
-    if (!o_.keep) {
-        std::error_code ec;
-        fs::remove_all(w_.root, ec);
-    }
+    kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_stall");
     w_.root.clear();
 }
 
@@ -253,19 +258,23 @@ void Bench::print_table() const {
 }
 
 const char* const kUsage =
-    "usage: bench_stall [--daemonlet PATH] [--runtime exec|runc] [--pods N] [--watchdog-ms N]\n"
-    "                   [--work-parent DIR] [--keep]\n";
+    "usage: bench_stall [--daemonlet PATH] [--runtime exec|runc|cri] [--endpoint unix:///SOCK] [--pods N]\n"
+    "                   [--watchdog-ms N] [--work-parent DIR] [--keep]\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
     Options o;
-    const Flags flags{
-        {{"--daemonlet", &o.daemonlet}, {"--runtime", &o.runtime}, {"--work-parent", &o.work_parent}},
-        {{"--pods", &o.pods}, {"--watchdog-ms", &o.watchdog_ms}},
-        {{"--keep", &o.keep}}};
+    const Flags flags{{{"--daemonlet", &o.daemonlet},
+                       {"--runtime", &o.runtime},
+                       {"--endpoint", &o.endpoint},
+                       {"--work-parent", &o.work_parent}},
+                      {{"--pods", &o.pods}, {"--watchdog-ms", &o.watchdog_ms}},
+                      {{"--keep", &o.keep}}};
     if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;
-    if (o.pods < 1 || o.pods > 200 || o.watchdog_ms < 1 || (o.runtime != "exec" && o.runtime != "runc")) {
+    if (o.pods < 1 || o.pods > 200 || o.watchdog_ms < 1 ||
+        (o.runtime != "exec" && o.runtime != "runc" && o.runtime != "cri") ||
+        (o.runtime == "cri" && o.endpoint.empty())) {
         std::fputs(kUsage, stderr);
         return 2;
     }
