@@ -134,6 +134,10 @@ class Agent {
         // runtime is making it): the container shows as it was (Waiting,
         // ContainerCreating for a new pod) and nothing else starts it.
         bool starting = false;
+        // A start was asked for again while one was in flight (its image
+        // arrived, its pull landed): if the one in flight fails, another
+        // goes at once rather than after its back-off.
+        bool start_again = false;
         std::int64_t started_mono_ms = 0;
         BackoffState backoff;
         std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "agent/agent.h"
 #include "agent/pod_labels.h"
@@ -355,7 +356,11 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     const Desired* d = desired_for(p.rec);
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
-    if (lc.starting || !lc.id.empty()) return;  // one instance at a time
+    if (lc.starting) {
+        lc.start_again = true;  // on_started sees to it
+        return;
+    }
+    if (!lc.id.empty()) return;  // one instance at a time
     const Container* spec = container_spec(p, index);
     if (!spec) {
         cs.state = ContainerState::Waiting;
@@ -445,6 +450,7 @@ void Agent::on_started(const std::string& uid, std::size_t index, const Containe
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
     lc.starting = false;
+    const bool again = std::exchange(lc.start_again, false);
     if (id.ok()) {
         lc.runtime_down_ms = 0;
         lc.id = id.value();
@@ -470,6 +476,12 @@ void Agent::on_started(const std::string& uid, std::size_t index, const Containe
     // No reconcile here: one would start it again at once (a container
     // waiting for its image's pull is idle), and again, in a tight loop.
     start_failed(p, index, spec, id.error());
+    if (again) {
+        // What asked again (an import, a pull) came after this start
+        // looked: the image may be there now.
+        close_restart_timer(lc.restart_timer);
+        start_container(uid, index);
+    }
     refresh_readiness(p);
     save_pod(p);
 }

@@ -192,17 +192,18 @@ class Runtime {
     virtual void close() {}
 
   protected:
-    // Calls `fn` on the loop attached, on a later turn: how the defaults
-    // above, and runtimes whose work is done at once, keep `done` out of
-    // the call that asked for it.
+    // Calls `fn` on the loop attached once the caller has returned to it:
+    // how the defaults above, and runtimes whose work is done at once, keep
+    // `done` out of the call that asked for it.
     void post(std::function<void()> fn);
 
   private:
     uv_loop_s* loop_for_done_ = nullptr;
 };
 
-// Calls `fn` on `loop` on a later turn (a one-shot timer of 0 ms, closed
-// once it fired). Call it on the loop's thread.
+// Calls `fn` on `loop` from a one-shot timer of 0 ms (closed once it
+// fired): after the current callback has returned, in this timer pass or
+// the next. Call it on the loop's thread.
 void post_to_loop(uv_loop_s* loop, std::function<void()> fn);
 
 }  // namespace daemonlet::platform
