@@ -177,7 +177,7 @@ void Agent::adopt() {
     std::map<std::string, std::vector<platform::ContainerInfo>> orphans;  // by pod uid
     for (const auto& [id, info] : by_id) {
         if (!info.running) {
-            (void)runtime_->remove(id);
+            runtime_->remove_async(id, [](Status) {});
             continue;
         }
         orphans[info.pod_uid].push_back(info);
@@ -188,7 +188,9 @@ void Agent::adopt() {
             for (const auto& info : found) {
                 log(Level::Warning, "container " + info.id + " of pod " + info.pod_uid +
                                         " is not in the store and carries no pod labels; stopping it");
-                (void)runtime_->stop(info.id);
+                runtime_->stop_async(info.id, [id = info.id](Status s) {
+                    if (!s.ok()) log(Level::Warning, "container " + id + ": " + s.error().message);
+                });
             }
             continue;
         }

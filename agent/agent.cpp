@@ -117,6 +117,8 @@ Status Agent::init() {
     }
     if (!rt.ok()) return rt.error();
     runtime_ = std::move(rt).value();
+    runtime_->attach_loop(&loop_);
+    runtime_ops_.set_limit(config_.max_parallel_operations);
     runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
     images_ = std::make_unique<Images>(&loop_, config_, *store_, *runtime_, clock_,
                                        static_cast<Images::Host&>(*this), find_helper("daemonlet-image"));
@@ -237,6 +239,7 @@ void Agent::reload_config() {
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;
     config_ = std::move(next);
+    runtime_ops_.set_limit(config_.max_parallel_operations);
     log(Level::Notice, "SIGHUP: configuration reloaded; re-evaluating every DaemonSet");
     if (api_changed || (config_.api_server.enabled && !cluster_)) {
         // A new link, with the credentials read again; the cache keeps what
@@ -289,7 +292,10 @@ void Agent::shutdown() {
             stop_probes(c);
         }
     if (prober_) prober_->close();
-    if (runtime_) runtime_->close();
+    // Starts not begun are dropped; those in flight finish, and are saved,
+    // before the runtime closes (pods.cpp close_runtime_when_idle).
+    runtime_ops_.drop_queued();
+    close_runtime_when_idle();
     if (notifier_) notifier_->close();
 }
 

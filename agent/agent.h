@@ -41,6 +41,7 @@
 #include "platform/dir_watch.h"
 #include "platform/line_server.h"
 #include "platform/notify.h"
+#include "platform/operation_queue.h"
 #include "platform/prober.h"
 #include "platform/runtime.h"
 #include "store/store.h"
@@ -103,6 +104,14 @@ class Agent : private Images::Host {
     };
     struct LiveContainer {
         std::string id;  // runtime id while it has one
+        // A start is asked for and has not reported yet (queued, or the
+        // runtime is making it): the container shows as it was (Waiting,
+        // ContainerCreating for a new pod) and nothing else starts it.
+        bool starting = false;
+        // A start was asked for again while one was in flight (its image
+        // arrived, its pull landed): if the one in flight fails, another
+        // goes at once rather than after its back-off.
+        bool start_again = false;
         std::int64_t started_mono_ms = 0;
         BackoffState backoff;
         std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered
@@ -170,12 +179,27 @@ class Agent : private Images::Host {
     RolloutStatus rollout_status_of(const Desired& d, const Decision& decision) const;
 
     // pods.cpp: the reconcile loop and the pods' lifecycle
-    void schedule_reconcile();
+    // On this turn, or (next_turn) only after the loop has polled: libuv runs
+    // a 0 ms timer started in a timer callback again in the same pass.
+    void schedule_reconcile(bool next_turn = false);
     void reconcile();
     void adopt();
     void create_pod(const PodToCreate& c);
     void remove_pod(const std::string& uid, const std::string& reason);
+    // Asks for the container's start, queued behind the pod's earlier
+    // runtime operations (runtime_ops_); on_started takes the outcome.
     void start_container(const std::string& uid, std::size_t index);
+    void on_started(const std::string& uid, std::size_t index, const Container& spec, Result<std::string> id);
+    void start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error);
+    // Stops the container, after any start of its pod still in flight;
+    // `expected` (non-empty): only if that instance still runs.
+    void stop_container(const std::string& uid, std::size_t index, const std::string& expected,
+                        const std::string& why);
+    void on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
+                           const Result<platform::ContainerInfo>& info);
+    // Shutdown: the runtime is closed once no start is in flight, so that
+    // every container started is in the store for the next agent.
+    void close_runtime_when_idle();
     void start_waiting_containers();
     void on_container_exit(const std::string& id);
     void schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms);
@@ -223,6 +247,9 @@ class Agent : private Images::Host {
     Node node_;
     std::unique_ptr<store::Store> store_;
     std::unique_ptr<platform::Runtime> runtime_;
+    // Starts and stops, at most runtime.maxParallelOperations at once, one
+    // pod's in order (pods.cpp).
+    platform::OperationQueue runtime_ops_{4};
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
     std::unique_ptr<platform::Prober> prober_;

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "agent/agent.h"
 #include "agent/pod_labels.h"
@@ -47,6 +48,8 @@ std::string seconds(std::int64_t ms) {
     std::string s = std::to_string(ms / 1000) + "." + std::to_string((ms % 1000) / 100);
     return s;
 }
+
+constexpr std::size_t kCreatesPerTurn = 8;
 
 // What a restart timer fires for, named by value: the pod may be gone by then.
 struct RestartTarget {
@@ -110,7 +113,7 @@ std::vector<std::pair<std::string, std::string>> Agent::container_env(const Live
     return out;
 }
 
-void Agent::schedule_reconcile() {
+void Agent::schedule_reconcile(bool next_turn) {
     // Coalesces a burst of triggers into one pass on the next loop turn.
     if (stopping_ || reconcile_pending_ || !reconcile_timer_) return;
     reconcile_pending_ = true;
@@ -121,7 +124,7 @@ void Agent::schedule_reconcile() {
             self->reconcile_pending_ = false;
             self->reconcile();
         },
-        0, 0);
+        next_turn ? 1 : 0, 0);
 }
 
 void Agent::reconcile() {
@@ -152,11 +155,19 @@ void Agent::reconcile() {
     const std::int64_t now = clock_.monotonic_ms();
     ReconcilePlan plan = plan_reconcile(want, seen, now);
     for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
-    for (const auto& c : plan.create) create_pod(c);
+    // A few creations per loop turn, the rest planned again on the next
+    // one (scheduled below): each costs store writes, and 50 DaemonSets
+    // dropped in at once must not hold the loop (its watchdog pings, the
+    // control socket) for all of them.
+    std::size_t created = 0;
+    for (const auto& c : plan.create) {
+        if (created++ == kCreatesPerTurn) break;
+        create_pod(c);
+    }
     // What was just done changes what is observed (a new pod is running and
     // ready): plan again until nothing is left to do. The planner creates
     // nothing twice, so this converges.
-    if (!plan.create.empty() || !plan.remove.empty()) schedule_reconcile();
+    if (!plan.create.empty() || !plan.remove.empty()) schedule_reconcile(created > kCreatesPerTurn);
     if (plan.wake_at_mono_ms && wake_timer_) {
         auto delay = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *plan.wake_at_mono_ms - now));
         uv_timer_start(
@@ -178,7 +189,7 @@ bool Agent::advance_pod(const std::string& uid) {
     std::size_t from = 0;
     for (;;) {
         std::vector<bool> idle;
-        for (const auto& lc : p.containers) idle.push_back(lc.id.empty() && !lc.restart_timer);
+        for (const auto& lc : p.containers) idle.push_back(lc.id.empty() && !lc.restart_timer && !lc.starting);
         const PodStartStep step = next_start_step(p.rec, idle, from);
         for (std::size_t i : step.start) start_container(uid, i);
         changed = changed || !step.start.empty();
@@ -306,6 +317,11 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     const Desired* d = desired_for(p.rec);
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
+    if (lc.starting) {
+        lc.start_again = true;  // on_started sees to it
+        return;
+    }
+    if (!lc.id.empty()) return;  // one instance at a time
     const Container* spec = container_spec(p, index);
     if (!spec) {
         cs.state = ContainerState::Waiting;
@@ -313,13 +329,15 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         cs.message = "waiting for the pod's replacement";
         return;
     }
-    const PodSpec& pod_spec = d->ds().spec.template_.spec;
     platform::ContainerLaunch launch;
     launch.pod_uid = p.rec.uid;
     launch.pod_name = p.rec.name;
     launch.pod_namespace = p.rec.namespace_;
     launch.container_name = spec->name;
-    launch.working_dir = spec->working_dir;
+    // The pod's spec, shared with the DaemonSet in force for as long as the
+    // start needs it (it may run on after a rollout replaced the DaemonSet).
+    launch.pod_spec = std::shared_ptr<const PodSpec>(d->object, &d->ds().spec.template_.spec);
+    const PodSpec& pod_spec = *launch.pod_spec;
     launch.grace_seconds = pod_spec.termination_grace_period_seconds.value_or(30);
     launch.log_max_bytes = config_.container_log_max_size;
     launch.log_max_files = config_.container_log_max_files;
@@ -335,15 +353,13 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     };
     // kubelet's ExpandContainerCommandAndArgs
     // (pkg/kubelet/container/helpers.go): $(VAR) in command and args, before
-    // an image runtime merges them with the image's Entrypoint and Cmd.
-    Container expanded = *spec;
-    for (auto& a : expanded.command) a = expand_vars(a, lookup);
-    for (auto& a : expanded.args) a = expand_vars(a, lookup);
-    launch.argv = expanded.command;
-    launch.argv.insert(launch.argv.end(), expanded.args.begin(), expanded.args.end());
-
-    launch.pod_spec = &pod_spec;
-    launch.container = &expanded;
+    // an image runtime merges them with the image's Entrypoint and Cmd. The
+    // one description of what runs: the exec runtime runs its command +
+    // args, an image runtime builds the container from it.
+    auto expanded = std::make_shared<Container>(*spec);
+    for (auto& a : expanded->command) a = expand_vars(a, lookup);
+    for (auto& a : expanded->args) a = expand_vars(a, lookup);
+    launch.container = expanded;
 
     // An image runtime has the image's entrypoint; the exec runtime has none.
     if (spec->command.empty() && std::string_view(runtime_->name()) == "exec") {
@@ -357,30 +373,105 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     if (!images_->ready_to_start({uid, index}, p.rec, *spec, cs)) return;
-    auto id = runtime_->start(launch);
+    // Off the loop, behind the pod's earlier operations and within the
+    // bound on parallel ones. Until it reports, the container shows as it
+    // was (Waiting, ContainerCreating for a new pod, as kubelet's).
+    lc.starting = true;
+    runtime_ops_.submit(uid, [this, uid, index, launch = std::move(launch)](
+                                 platform::OperationQueue::Finished finished) mutable {
+        auto now = pods_.find(uid);
+        if (now == pods_.end()) return finished();
+        if (now->second.rec.deleting || stopping_) {
+            // Removed, or the agent stops, before its turn: never started.
+            now->second.containers[index].starting = false;
+            finished();
+            if (!stopping_) finish_pod_if_stopped(uid);
+            return;
+        }
+        std::shared_ptr<const Container> what = launch.container;
+        runtime_->start_async(std::move(launch), [this, uid, index, what, finished](Result<std::string> id) {
+            on_started(uid, index, *what, std::move(id));
+            finished();
+            if (stopping_) close_runtime_when_idle();
+        });
+    });
+}
+
+// A start's outcome, on the loop: the container runs (and is watched), or
+// it waits, as the error says, to be started again.
+void Agent::on_started(const std::string& uid, std::size_t index, const Container& spec,
+                       Result<std::string> id) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) {
+        // Cannot be: a pod waits for its starts before it goes.
+        if (id.ok()) runtime_->stop_async(id.value(), [](Status) {});
+        return;
+    }
+    LivePod& p = pit->second;
+    ContainerStatus& cs = p.status(index);
+    LiveContainer& lc = p.containers[index];
+    lc.starting = false;
+    const bool again = std::exchange(lc.start_again, false);
+    if (id.ok()) {
+        lc.runtime_down_ms = 0;
+        lc.id = id.value();
+        lc.started_mono_ms = clock_.monotonic_ms();
+        by_id_[lc.id] = {uid, index};
+        cs.runtime_id = lc.id;
+        cs.state = ContainerState::Running;
+        cs.reason.clear();
+        cs.message.clear();
+        cs.started_at_ms = clock_.wall_ms();
+        // A pod removed meanwhile: the stop queued behind this start stops
+        // it; an agent that stops records it for the next one to adopt.
+        if (!p.rec.deleting && !stopping_) start_probes(uid, index);
+        refresh_readiness(p);
+        save_pod(p);
+        schedule_reconcile();
+        return;
+    }
+    if (p.rec.deleting || stopping_) {
+        if (!stopping_) finish_pod_if_stopped(uid);
+        return;
+    }
+    // No reconcile here: one would start it again at once (a container
+    // waiting for its image's pull is idle), and again, in a tight loop.
+    start_failed(p, index, spec, id.error());
+    if (again) {
+        // What asked again (an import, a pull) came after this start
+        // looked: the image may be there now.
+        close_restart_timer(lc.restart_timer);
+        start_container(uid, index);
+    }
+    refresh_readiness(p);
+    save_pod(p);
+}
+
+void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error) {
+    const std::string& uid = p.rec.uid;
+    ContainerStatus& cs = p.status(index);
+    LiveContainer& lc = p.containers[index];
     // An archive whose image GC removed it comes back (image_gc.cpp),
     // whether a pull is tried too or not.
-    if (!id.ok() && id.error().code == "image_not_found" && !is_image_wait(cs.reason))
-        images_->image_missing(spec->image);
-    if (!id.ok() && id.error().code == "image_not_found" && spec->image_pull_policy != "Never" &&
-        runtime_->can_pull()) {
+    if (error.code == "image_not_found" && !is_image_wait(cs.reason)) images_->image_missing(spec.image);
+    if (error.code == "image_not_found" && spec.image_pull_policy != "Never" && runtime_->can_pull()) {
         // IfNotPresent, and absent. Logged once per wait, as below.
         if (!is_image_wait(cs.reason))
             log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
-                                   id.error().message + "; pulling it from its registry");
-        images_->request_pull({uid, index}, p.rec, *spec, cs);
+                                   error.message + "; pulling it from its registry");
+        images_->request_pull({uid, index}, p.rec, spec, cs);
         return;
     }
-    if (!id.ok() && id.error().code == "image_not_found") {
+    if (error.code == "image_not_found") {
         // kubelet's images.ErrImagePull, then ImagePullBackOff while it
         // backs off; ErrImageNeverPull for imagePullPolicy Never
         // (pkg/kubelet/images/image_manager.go EnsureImageExists). Here the
         // runtime cannot pull, or the policy is Never: it waits for an import.
-        const bool never = spec->image_pull_policy == "Never";
+        const bool never = spec.image_pull_policy == "Never";
         const bool again = is_image_wait(cs.reason);
         cs.state = ContainerState::Waiting;
         cs.reason = image_wait_reason(never, again);
-        cs.message = id.error().message + "; import it into " + image_import_dir_of(config_);
+        cs.message = error.message + "; import it into " + image_import_dir_of(config_);
         const std::int64_t delay = next_restart_delay(lc.backoff, 0, crash_loop_policy(config_));
         if (!again)  // once per wait, not per retry
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
@@ -388,12 +479,12 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         schedule_restart(uid, index, delay);
         return;
     }
-    if (!id.ok() && id.error().code == "unavailable") {
+    if (error.code == "unavailable") {
         // The runtime is down, not the container: no crash-loop backoff, a
         // retry within 5 s of the runtime's return (next_runtime_down_delay).
         cs.state = ContainerState::Waiting;
         cs.reason = "RunContainerError";
-        cs.message = id.error().message;
+        cs.message = error.message;
         if (lc.runtime_down_ms == 0)  // once per outage, not per retry
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
                                 " did not start: " + cs.message + "; retrying until the runtime answers");
@@ -402,24 +493,32 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
         return;
     }
     lc.runtime_down_ms = 0;
-    if (!id.ok()) {
-        cs.state = ContainerState::Waiting;
-        cs.reason = "RunContainerError";
-        cs.message = id.error().message;
-        log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
-                            " did not start: " + cs.message + "; retrying with back-off");
-        schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
-        return;
-    }
-    lc.id = id.value();
-    lc.started_mono_ms = clock_.monotonic_ms();
-    by_id_[lc.id] = {uid, index};
-    cs.runtime_id = lc.id;
-    cs.state = ContainerState::Running;
-    cs.reason.clear();
-    cs.message.clear();
-    cs.started_at_ms = clock_.wall_ms();
-    start_probes(uid, index);
+    cs.state = ContainerState::Waiting;
+    cs.reason = "RunContainerError";
+    cs.message = error.message;
+    log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
+                        " did not start: " + cs.message + "; retrying with back-off");
+    schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
+}
+
+void Agent::stop_container(const std::string& uid, std::size_t index, const std::string& expected,
+                           const std::string& why) {
+    runtime_ops_.submit(uid, [this, uid, index, expected, why](platform::OperationQueue::Finished finished) {
+        auto pit = pods_.find(uid);
+        if (pit == pods_.end() || index >= pit->second.containers.size()) return finished();
+        const std::string id = pit->second.containers[index].id;
+        // Gone already, or restarted since (a liveness kill that came late).
+        if (id.empty() || (!expected.empty() && id != expected) || stopping_) return finished();
+        runtime_->stop_async(id, [this, why, finished](Status s) {
+            if (!s.ok()) log(Level::Warning, why + ": " + s.error().message);
+            finished();
+            if (stopping_) close_runtime_when_idle();
+        });
+    });
+}
+
+void Agent::close_runtime_when_idle() {
+    if (runtime_ && runtime_ops_.running() == 0) runtime_->close();
 }
 
 void Agent::schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms) {
@@ -455,11 +554,23 @@ void Agent::on_container_exit(const std::string& id) {
     by_id_.erase(bit);
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
+    LiveContainer& lc = pit->second.containers[index];
+    stop_probes(lc);
+    // How it ended, asked off the loop (a CRI ContainerStatus); until then
+    // the container keeps its id, so nothing starts it again.
+    runtime_->inspect_async(id, [this, uid = uid, index = index, id](Result<platform::ContainerInfo> info) {
+        on_exit_inspected(uid, index, id, info);
+    });
+}
+
+void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
+                              const Result<platform::ContainerInfo>& info) {
+    if (stopping_) return;
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || pit->second.containers[index].id != id) return;
     LivePod& p = pit->second;
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
-    stop_probes(lc);
-    auto info = runtime_->inspect(id);
     cs.state = ContainerState::Terminated;
     cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
     cs.reason = info.ok() ? info.value().reason : "Error";
@@ -469,7 +580,9 @@ void Agent::on_container_exit(const std::string& id) {
     cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
     cs.termination_started_at_ms = cs.started_at_ms;
     lc.id.clear();
-    if (auto r = runtime_->remove(id); !r.ok()) log(Level::Warning, r.error().message);
+    runtime_->remove_async(id, [](Status r) {
+        if (!r.ok()) log(Level::Warning, r.error().message);
+    });
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
 
     const ExitAction action = container_exit_action(p.rec, index);
@@ -520,10 +633,8 @@ void Agent::remove_pod(const std::string& uid, const std::string& reason) {
         auto& lc = p.containers[i];
         close_restart_timer(lc.restart_timer);
         stop_probes(lc);
-        if (!lc.id.empty()) {
-            if (auto s = runtime_->stop(lc.id); !s.ok())
-                log(Level::Warning, "pod " + p.rec.name + ": " + s.error().message);
-        }
+        // One whose start is in flight is stopped once it has started.
+        if (!lc.id.empty() || lc.starting) stop_container(uid, i, lc.id, "pod " + p.rec.name);
     }
     refresh_readiness(p);
     save_pod(p);
@@ -534,7 +645,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
     for (const auto& lc : pit->second.containers)
-        if (!lc.id.empty()) return;  // still running: its exit brings us back here
+        if (!lc.id.empty() || lc.starting) return;  // its exit (or start) brings us back here
     log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
     for (auto& lc : pit->second.containers) {

@@ -249,8 +249,7 @@ void Agent::on_probe_result(const std::string& uid, std::size_t index, std::size
         log(Level::Warning,
             "pod " + pod_name + " container " + cs.name + " failed " + what + " probe, will be restarted",
             {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
-        if (auto s = runtime_->stop(lc.id); !s.ok())
-            log(Level::Warning, "pod " + pod_name + ": " + s.error().message);
+        stop_container(uid, index, lc.id, "pod " + pod_name);
     }
     if (rec.result_changed) {
         refresh_readiness(p);

@@ -116,6 +116,7 @@ void Observer::read_notify() {
         if (n < 0) return;
         ++notify_count_;
         std::string msg(buf, static_cast<std::size_t>(n));
+        if (msg == "WATCHDOG=1") pings_.push_back(mono_ns());
         if (!ready_at_ && (msg.rfind("READY=1", 0) == 0 || msg.find("\nREADY=1") != std::string::npos))
             ready_at_ = mono_ns();
         auto at = msg.find("STATUS=");
@@ -201,6 +202,8 @@ void AgentProcess::start(const std::string& daemonlet, const std::string& config
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     std::vector<std::string> args = {daemonlet, "run", "--config", config};
     std::vector<std::string> envs = {"NOTIFY_SOCKET=" + notify_socket, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+    // A watchdog as systemd's WatchdogSec gives it (bench_stall).
+    if (const char* w = std::getenv("WATCHDOG_USEC")) envs.push_back(std::string("WATCHDOG_USEC=") + w);
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

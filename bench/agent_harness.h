@@ -78,6 +78,10 @@ class Observer {
     std::optional<Ns> ready_at() const { return ready_at_; }
     void forget_ready() { ready_at_.reset(); }
     std::size_t notify_messages() const { return notify_count_; }
+    // When each WATCHDOG=1 arrived (monotonic), since forget_pings(): with
+    // a short WATCHDOG_USEC, the largest gap is the agent's longest stall.
+    const std::vector<Ns>& pings() const { return pings_; }
+    void forget_pings() { pings_.clear(); }
     // The last STATUS= text ("50 DaemonSets, 50/50 pods running").
     const std::string& status() const { return status_; }
 
@@ -92,6 +96,7 @@ class Observer {
     std::map<std::string, Mark> latest_;
     std::optional<Ns> ready_at_;
     std::size_t notify_count_ = 0;
+    std::vector<Ns> pings_;
     std::string status_;
 };
 

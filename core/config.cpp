@@ -316,9 +316,10 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                         "snapshotter: NAME}");
                 continue;
             }
-            r.unknown_keys(v, "runtime.",
-                           {"type", "imageImportDir", "runcPath", "rootfs", "registryAuthFile",
-                            "registryCertsDir", "insecureRegistries", "endpoint", "snapshotter", "imageGC"});
+            r.unknown_keys(
+                v, "runtime.",
+                {"type", "imageImportDir", "runcPath", "rootfs", "registryAuthFile", "registryCertsDir",
+                 "insecureRegistries", "endpoint", "snapshotter", "imageGC", "maxParallelOperations"});
             if (v.contains("type") && r.string(v["type"], "runtime.type", c.runtime_type) &&
                 c.runtime_type != "exec" && c.runtime_type != "runc" && c.runtime_type != "cri")
                 r.error("runtime.type", "Unsupported value: " + render_string(c.runtime_type) +
@@ -346,6 +347,14 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             if (!c.registry_certs_dir.empty()) c.registry_certs_dir = resolve(base_dir, c.registry_certs_dir);
             if (v.contains("insecureRegistries")) parse_insecure_registries(r, v["insecureRegistries"], c);
             if (v.contains("imageGC")) parse_image_gc(r, v["imageGC"], c.image_gc);
+            if (v.contains("maxParallelOperations")) {
+                const Json& m = v["maxParallelOperations"];
+                if (!m.is_number_integer() || m.get<std::int64_t>() < 1 || m.get<std::int64_t>() > 64)
+                    r.error("runtime.maxParallelOperations",
+                            "expected an integer from 1 to 64 (got " + m.dump() + ")");
+                else
+                    c.max_parallel_operations = m.get<std::uint32_t>();
+            }
         } else if (k == "fileCheckFrequency") {
             r.duration(v, k, c.file_check_frequency_ms);
         } else if (k == "crashLoopBackoff") {

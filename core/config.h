@@ -11,6 +11,8 @@
 //   manifestDir: /etc/daemonlet/manifests
 //   stateDir: /var/lib/daemonlet
 //   runtime: {type: exec}           # or, for containers from images:
+//                                  # every type: maxParallelOperations: 4
+//                                  # (starts and stops of different pods at once)
 //   runtime: {type: runc, imageImportDir: /var/lib/daemonlet/import, runcPath: runc,
 //             rootfs: auto,        # auto | overlay | copy
 //             registryAuthFile: /etc/daemonlet/registry-auth.json,  # default: anonymous pulls
@@ -111,6 +113,11 @@ struct AgentConfig {
     // overlayfs, the CRI plugin's default too. Another one still works: the
     // CRI plugin unpacks the image at the first container's creation.
     std::string cri_snapshotter;
+    // runtime.maxParallelOperations: how many container starts and stops of
+    // different pods run at once (each off the loop); one pod's run one at a
+    // time, in order. kubelet has one pod worker per pod, unbounded; a board
+    // bounds them so that a boot with many pods does not fork them all at once.
+    std::uint32_t max_parallel_operations = 4;
     std::int64_t file_check_frequency_ms = 20'000;
     std::int64_t backoff_initial_ms = 10'000;
     std::int64_t backoff_max_ms = 300'000;

@@ -26,6 +26,10 @@ constexpr int kCreateDeadlineMs = 10000;
 constexpr int kPullDeadlineMs = 30 * 60 * 1000;  // an image of GiBs on a slow link
 constexpr int kSandboxStopDeadlineMs = 60000;
 constexpr std::size_t kWorkers = 4;
+// The threads that run the agent's start, inspect and remove calls: as many
+// as the agent's default runtime.maxParallelOperations, apart from those of
+// pulls (minutes each) and relists.
+constexpr std::size_t kCallWorkers = 4;
 // kubelet labels.go newContainerAnnotations.
 constexpr char kGraceAnnotation[] = "io.kubernetes.pod.terminationGracePeriod";
 constexpr char kRestartCountAnnotation[] = "io.kubernetes.container.restartCount";
@@ -84,7 +88,11 @@ struct GrpcLibrary {
 class CriRuntime final : public Runtime {
   public:
     CriRuntime(uv_loop_t* loop, CriRuntimeOptions opts, std::unique_ptr<CriClient> client)
-        : opts_(std::move(opts)), client_(std::move(client)), jobs_(loop, kWorkers) {
+        : opts_(std::move(opts)),
+          client_(std::move(client)),
+          jobs_(loop, kWorkers),
+          calls_(loop, kCallWorkers) {
+        attach_loop(loop);
         relist_timer_ = new uv_timer_t;
         uv_timer_init(loop, relist_timer_);
         relist_timer_->data = this;
@@ -99,8 +107,11 @@ class CriRuntime final : public Runtime {
         exit_handler_ = std::move(handler);
     }
     Result<std::string> start(const ContainerLaunch& launch) override;
+    void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) override;
     Status stop(const std::string& id) override;
     Result<ContainerInfo> inspect(const std::string& id) override;
+    void inspect_async(const std::string& id, std::function<void(Result<ContainerInfo>)> done) override;
+    void remove_async(const std::string& id, std::function<void(Status)> done) override;
     Result<std::vector<ContainerInfo>> adopt_all() override;
     Status remove(const std::string& id) override;
     void pod_removed(const std::string& pod_uid) override;
@@ -120,9 +131,22 @@ class CriRuntime final : public Runtime {
         std::uint64_t since = 0;  // the relist generation it was added in
         std::int64_t grace_seconds = 30;
     };
-    Result<std::string> ensure_sandbox(const CriSandboxConfig& base, CriSandboxConfig& used);
+    struct Started {
+        std::string id;
+        std::string sandbox_id;
+    };
+    // What start() checks on the loop, before any call.
+    Status check(const ContainerLaunch& launch) const;
+    // Every gRPC call of a start: touches only the client and the file
+    // system, so it runs on a worker thread as well as on the loop.
+    Result<Started> run_start(const ContainerLaunch& launch) const;
+    void started(const Started& s, std::int64_t grace_seconds) {
+        watch(s.id, grace_seconds);
+        sandbox_of_[s.id] = s.sandbox_id;
+    }
+    Result<std::string> ensure_sandbox(const CriSandboxConfig& base, CriSandboxConfig& used) const;
     Result<std::string> create(const std::string& sandbox_id, const CriContainerConfig& config,
-                               const CriLabels& annotations, const CriSandboxConfig& sandbox);
+                               const CriLabels& annotations, const CriSandboxConfig& sandbox) const;
     void watch(const std::string& id, std::int64_t grace_seconds) {
         watched_[id] = Watched{generation_, grace_seconds};
     }
@@ -140,6 +164,7 @@ class CriRuntime final : public Runtime {
     CriRuntimeOptions opts_;
     std::unique_ptr<CriClient> client_;
     LoopJobs jobs_;
+    LoopJobs calls_;
     uv_timer_t* relist_timer_ = nullptr;
     std::function<void(const std::string&)> exit_handler_;
     std::map<std::string, Watched> watched_;
@@ -155,7 +180,7 @@ class CriRuntime final : public Runtime {
     bool closed_ = false;
 };
 
-Result<std::string> CriRuntime::ensure_sandbox(const CriSandboxConfig& base, CriSandboxConfig& used) {
+Result<std::string> CriRuntime::ensure_sandbox(const CriSandboxConfig& base, CriSandboxConfig& used) const {
     used = base;
     auto found = client_->list_sandboxes(
         {{std::string(kCriPodUidLabel), base.uid}, {std::string(kCriManagedLabel), "true"}},
@@ -182,7 +207,7 @@ Result<std::string> CriRuntime::ensure_sandbox(const CriSandboxConfig& base, Cri
 }
 
 Result<std::string> CriRuntime::create(const std::string& sandbox_id, const CriContainerConfig& config,
-                                       const CriLabels& annotations, const CriSandboxConfig& sandbox) {
+                                       const CriLabels& annotations, const CriSandboxConfig& sandbox) const {
     auto id = client_->create_container(sandbox_id, config, annotations, sandbox, kCreateDeadlineMs);
     if (id || !contains(id.error().message, "reserved")) return id;
     // The name <container>_<pod>_<namespace>_<uid>_<attempt> is taken by an
@@ -198,13 +223,47 @@ Result<std::string> CriRuntime::create(const std::string& sandbox_id, const CriC
     return client_->create_container(sandbox_id, config, annotations, sandbox, kCreateDeadlineMs);
 }
 
-Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
+Status CriRuntime::check(const ContainerLaunch& launch) const {
     if (closed_) return Error{"closed", "cri runtime: closed"};
     if (!launch.container || !launch.pod_spec)
         return Error{"invalid",
                      "cri runtime: container " + launch.container_name + " started without its spec"};
     for (const auto* s : {&launch.pod_uid, &launch.pod_name, &launch.pod_namespace, &launch.container_name})
         if (!is_component(*s)) return Error{"invalid", "cri runtime: \"" + *s + "\" cannot name a directory"};
+    return Ok{};
+}
+
+Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
+    if (auto s = check(launch); !s) return s.error();
+    auto r = run_start(launch);
+    if (!r) return r.error();
+    started(r.value(), launch.grace_seconds);
+    return r.value().id;
+}
+
+// The calls of start() on a worker thread (calls_): a RunPodSandbox of up
+// to kRunSandboxDeadlineMs, a containerd that answers late or not at all,
+// hold that thread and the pod's start, not the loop.
+void CriRuntime::start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) {
+    if (auto s = check(launch); !s) {
+        post([done = std::move(done), e = s.error()] { done(e); });
+        return;
+    }
+    auto shared = std::make_shared<const ContainerLaunch>(std::move(launch));
+    calls_.post([this, shared, done = std::move(done)]() -> LoopJobs::Continuation {
+        auto r = run_start(*shared);
+        return [this, shared, done, r = std::move(r)]() {
+            if (!r) {
+                done(r.error());
+                return;
+            }
+            started(r.value(), shared->grace_seconds);
+            done(r.value().id);
+        };
+    });
+}
+
+Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch) const {
     const Container& c = *launch.container;
 
     auto present = client_->has_image(c.image, kShortDeadlineMs);
@@ -221,7 +280,7 @@ Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
     }
 
     CriPodInput pod;
-    pod.spec = launch.pod_spec;
+    pod.spec = launch.pod_spec.get();
     pod.name = launch.pod_name;
     pod.namespace_ = launch.pod_namespace;
     pod.uid = launch.pod_uid;
@@ -232,12 +291,10 @@ Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
     in.container = &c;
     in.restart_count = launch.restart_count;
     in.env = launch.env;
-    // The agent gives command + args, expanded, as one argv: split them
-    // again by the spec's counts, so that the image's entrypoint is kept
-    // when only args are given.
-    const std::size_t n_command = std::min(c.command.size(), launch.argv.size());
-    in.command.assign(launch.argv.begin(), launch.argv.begin() + static_cast<std::ptrdiff_t>(n_command));
-    in.args.assign(launch.argv.begin() + static_cast<std::ptrdiff_t>(n_command), launch.argv.end());
+    // Expanded by the agent; the image's entrypoint is kept when only args
+    // are given (cri_container_config).
+    in.command = c.command;
+    in.args = c.args;
     for (const auto& v : launch.pod_spec->volumes) {
         if (v.source == Volume::Source::HostPath) {
             in.volume_host_paths[v.name] = v.host_path;
@@ -265,9 +322,7 @@ Result<std::string> CriRuntime::start(const ContainerLaunch& launch) {
         (void)client_->remove_container(id.value(), kCreateDeadlineMs);
         return s.error();
     }
-    watch(id.value(), launch.grace_seconds);
-    sandbox_of_[id.value()] = sandbox_id.value();
-    return id;
+    return Started{id.value(), sandbox_id.value()};
 }
 
 Status CriRuntime::stop(const std::string& id) {
@@ -319,6 +374,32 @@ Result<ContainerInfo> CriRuntime::inspect(const std::string& id) {
     auto st = client_->container_status(id, kShortDeadlineMs);
     if (!st) return st.error();
     return info_of(st.value());
+}
+
+void CriRuntime::inspect_async(const std::string& id, std::function<void(Result<ContainerInfo>)> done) {
+    CriClient* client = client_.get();
+    calls_.post([this, client, id, done = std::move(done)]() -> LoopJobs::Continuation {
+        auto st = client->container_status(id, kShortDeadlineMs);
+        return [this, done, st = std::move(st)]() {
+            if (!st) {
+                done(st.error());
+                return;
+            }
+            done(info_of(st.value()));
+        };
+    });
+}
+
+void CriRuntime::remove_async(const std::string& id, std::function<void(Status)> done) {
+    watched_.erase(id);
+    sandbox_of_.erase(id);
+    networks_.erase(id);
+    CriClient* client = client_.get();
+    calls_.post([client, id, done = std::move(done)]() -> LoopJobs::Continuation {
+        auto s = client->remove_container(id, kCreateDeadlineMs);
+        if (!s && s.error().code == "not_found") s = Ok{};
+        return [done, s = std::move(s)]() { done(s); };
+    });
 }
 
 Result<std::vector<ContainerInfo>> CriRuntime::adopt_all() {
@@ -464,6 +545,7 @@ void CriRuntime::close() {
     }
     client_->cancel_all();
     jobs_.close();
+    calls_.close();
     pulls_.clear();
 }
 

@@ -8,11 +8,15 @@
 // rebuilds their records from their labels.
 //
 // Which calls block the loop, and for how long:
-//   start()      synchronous: ImageStatus, ListPodSandbox, RunPodSandbox
-//                (the pod's first container: up to kRunSandboxDeadlineMs),
+//   start_async(), inspect_async(), remove_async()   the agent's: worker
+//                threads (kCallWorkers); `done` on the loop. A start's
+//                calls: ImageStatus, ListPodSandbox, RunPodSandbox (the
+//                pod's first container: up to kRunSandboxDeadlineMs),
 //                CreateContainer, StartContainer, each with its deadline.
-//                Its contract needs it: the id once the process started.
-//   inspect(), remove(), has_image()   synchronous, a few seconds at most.
+//   start()      the same calls, synchronously (tests).
+//   inspect(), remove(), has_image(), pod_network()   synchronous, a few
+//                seconds at most (has_image: imagePullPolicy Always;
+//                pod_network: once per container, then kept).
 //   adopt_all()  synchronous, waits up to kAdoptDeadlineMs for the runtime.
 //   stop()       a worker thread: StopContainer(timeout = grace period)
 //                blocks for up to the grace period.

@@ -80,7 +80,9 @@ Result<std::unique_ptr<Runtime>> make_exec_runtime(uv_loop_s* loop, std::string 
 ExecRuntime::ExecRuntime(uv_loop_s* loop, std::string state_dir, std::string shim_path)
     : loop_(loop),
       state_dir_(absolute(state_dir)),
-      shim_path_(shim_path.find('/') != std::string::npos ? absolute(shim_path) : shim_path) {}
+      shim_path_(shim_path.find('/') != std::string::npos ? absolute(shim_path) : shim_path) {
+    attach_loop(loop);
+}
 
 ExecRuntime::~ExecRuntime() { close(); }
 
@@ -90,13 +92,20 @@ void ExecRuntime::set_exit_handler(std::function<void(const std::string& id)> ha
 
 void ExecRuntime::close() {
     closed_ = true;
+    // Starts in flight are left to their shims: the container runs on, and
+    // the next agent adopts it from the state directory.
+    for (auto& [id, st] : starting_) {
+        st.wait->close();
+        ::close(st.pidfd);
+    }
+    starting_.clear();
     for (auto& [id, w] : watches_) w->close();
     watches_.clear();
     for (auto* c : children_) c->close();
     children_.clear();
 }
 
-Result<ExecRuntime::Spawned> ExecRuntime::spawn_shim(const std::string& id, const std::string& dir) {
+Result<ExecRuntime::Spawned> ExecRuntime::spawn_shim(const std::string& dir) {
     std::string shim_log_path = dir + "/" + shim::kShimLogFile;
     Fd shim_log(::open(shim_log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
     if (shim_log.get() < 0) return errno_error(shim_log_path);
@@ -144,10 +153,21 @@ Result<ExecRuntime::Spawned> ExecRuntime::spawn_shim(const std::string& id, cons
         abandon(dir, spawned.pid);
         return e;
     }
-    int got = wait_ready(ready_r.get(), std::chrono::steady_clock::now() + start_timeout_);
+    spawned.pidfd = pidfd.release();
+    spawned.ready_fd = ready_r.release();
+    return spawned;
+}
+
+Result<std::string> ExecRuntime::finish_start(const std::string& id, const std::string& dir,
+                                              const Spawned& spawned, int got) {
+    Fd pidfd(spawned.pidfd);
     if (got == shim::kReadyRunning || got == shim::kReadyExited) {
-        spawned.pidfd = pidfd.release();
-        return spawned;
+        if (closed_) return Error{"closed", "exec runtime: closed while container " + id + " started"};
+        if (auto s = watch(id, pidfd.release()); !s) {
+            abandon(dir, spawned.pid);
+            return s.error();
+        }
+        return id;
     }
     abandon(dir, spawned.pid);
     std::string why = got < 0 ? "did not report within " + std::to_string(start_timeout_.count()) + " ms"
@@ -190,8 +210,20 @@ void ExecRuntime::on_shim_exit(const std::string& id) {
     if (handler) handler(id);
 }
 
-Result<std::string> ExecRuntime::start(const ContainerLaunch& launch) {
+// The process to run: the launch's argv, or the container's command + args.
+ContainerLaunch ExecRuntime::resolved(const ContainerLaunch& launch) {
+    ContainerLaunch out = launch;
+    if (out.argv.empty() && launch.container) {
+        out.argv = launch.container->command;
+        out.argv.insert(out.argv.end(), launch.container->args.begin(), launch.container->args.end());
+    }
+    if (out.working_dir.empty() && launch.container) out.working_dir = launch.container->working_dir;
+    return out;
+}
+
+Result<ExecRuntime::Prepared> ExecRuntime::prepare(const ContainerLaunch& given) {
     if (closed_) return Error{"closed", "exec runtime: start() after close()"};
+    const ContainerLaunch launch = resolved(given);
     if (auto s = exec::validate_launch(launch); !s) return s.error();
     if (!launch.id.empty() && !exec::is_container_id(launch.id))
         return Error{"invalid", "\"" + launch.id + "\" is not a container id"};
@@ -200,7 +232,7 @@ Result<std::string> ExecRuntime::start(const ContainerLaunch& launch) {
     std::string log = exec::log_path(state_dir_, launch);
     if (auto s = make_dirs(exec::containers_dir(state_dir_), 0700); !s) return s.error();
     if (::mkdir(dir.c_str(), 0700) != 0) return errno_error(dir);
-    auto fail = [&dir](const Error& e) -> Result<std::string> {
+    auto fail = [&dir](const Error& e) -> Result<Prepared> {
         std::error_code ec;
         fs::remove_all(dir, ec);
         return e;
@@ -208,13 +240,44 @@ Result<std::string> ExecRuntime::start(const ContainerLaunch& launch) {
     if (auto s = make_dirs(fs::path(log).parent_path().string(), 0755); !s) return fail(s.error());
     auto config = exec::write_file_atomic(dir + "/" + shim::kConfigFile, exec::config_json(launch, log));
     if (!config) return fail(config.error());
-    auto spawned = spawn_shim(id, dir);
+    auto spawned = spawn_shim(dir);
     if (!spawned) return fail(spawned.error());
-    if (auto s = watch(id, spawned.value().pidfd); !s) {
-        abandon(dir, spawned.value().pid);
-        return s.error();
+    return Prepared{id, dir, spawned.value()};
+}
+
+Result<std::string> ExecRuntime::start(const ContainerLaunch& launch) {
+    auto prepared = prepare(launch);
+    if (!prepared) return prepared.error();
+    const Prepared& p = prepared.value();
+    int got = wait_ready(p.spawned.ready_fd, std::chrono::steady_clock::now() + start_timeout_);
+    ::close(p.spawned.ready_fd);
+    return finish_start(p.id, p.dir, p.spawned, got);
+}
+
+// As start(), but the shim's readiness byte is waited for on the loop (a
+// uv_poll on the pipe and a timer for start_timeout): the fork and exec
+// are all that happens in the call.
+void ExecRuntime::start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) {
+    auto prepared = prepare(launch);
+    if (!prepared) {
+        post([done = std::move(done), e = prepared.error()] { done(e); });
+        return;
     }
-    return id;
+    Prepared p = prepared.value();
+    auto* wait =
+        exec::ReadyWait::start(static_cast<uv_loop_t*>(loop_), p.spawned.ready_fd,
+                               static_cast<std::uint64_t>(start_timeout_.count()), [this, p, done](int got) {
+                                   starting_.erase(p.id);
+                                   done(finish_start(p.id, p.dir, p.spawned, got));
+                               });
+    if (wait == nullptr) {
+        Error e = errno_error("waiting for the daemonlet-shim of container " + p.id);
+        ::close(p.spawned.pidfd);
+        abandon(p.dir, p.spawned.pid);
+        post([done = std::move(done), e] { done(e); });
+        return;
+    }
+    starting_[p.id] = Starting{wait, p.spawned.pidfd};
 }
 
 Status ExecRuntime::stop(const std::string& id) {

@@ -31,6 +31,7 @@ namespace daemonlet::platform {
 namespace exec {
 class ShimWatch;
 class ShimChild;
+class ReadyWait;
 }  // namespace exec
 
 class ExecRuntime final : public Runtime {
@@ -50,6 +51,10 @@ class ExecRuntime final : public Runtime {
     // is an exit with a StartError reason, reported through the exit handler
     // like any other. Blocks the loop for that long (a fork and an exec).
     Result<std::string> start(const ContainerLaunch& launch) override;
+    // The same, without blocking: the fork and exec happen in the call, the
+    // shim's report is waited for on the loop. After close(), a start in
+    // flight never calls back; its shim and container run on.
+    void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) override;
     // SIGTERM to the shim, which passes it on to the container's process
     // group and sends SIGKILL after the grace period. A container that has
     // already exited is not an error. An unwatched running one is watched
@@ -71,10 +76,27 @@ class ExecRuntime final : public Runtime {
 
   private:
     struct Spawned {
-        int pidfd;
-        pid_t pid;
+        int pidfd = -1;
+        pid_t pid = 0;
+        int ready_fd = -1;  // the readiness pipe's read end
     };
-    Result<Spawned> spawn_shim(const std::string& id, const std::string& dir);
+    struct Prepared {
+        std::string id;
+        std::string dir;
+        Spawned spawned;
+    };
+    struct Starting {
+        exec::ReadyWait* wait;
+        int pidfd;
+    };
+    static ContainerLaunch resolved(const ContainerLaunch& launch);
+    // Everything up to the shim spawned: validation, config.json, uv_spawn.
+    Result<Prepared> prepare(const ContainerLaunch& launch);
+    Result<Spawned> spawn_shim(const std::string& dir);
+    // Once the shim reported (`got`: its byte, 0 at EOF, -1 on timeout):
+    // watched, or undone. Takes the pidfd.
+    Result<std::string> finish_start(const std::string& id, const std::string& dir, const Spawned& spawned,
+                                     int got);
     // Undoes a start that failed after the shim was spawned: kills the shim
     // and any container it started, deletes the state.
     void abandon(const std::string& dir, pid_t shim_pid);
@@ -88,6 +110,7 @@ class ExecRuntime final : public Runtime {
     std::function<void(const std::string&)> on_exit_;
     std::map<std::string, exec::ShimWatch*> watches_;  // running containers, by id
     std::set<exec::ShimChild*> children_;              // shims spawned and not yet reaped
+    std::map<std::string, Starting> starting_;         // starts waiting for their shim's report
     bool closed_ = false;
 };
 

@@ -90,4 +90,54 @@ void ShimChild::close() {
 
 void ShimChild::on_closed(uv_handle_t* handle) { delete static_cast<ShimChild*>(handle->data); }
 
+ReadyWait* ReadyWait::start(uv_loop_t* loop, int fd, std::uint64_t timeout_ms,
+                            std::function<void(int)> on_done) {
+    auto* w = new ReadyWait;
+    w->fd_ = fd;
+    w->on_done_ = std::move(on_done);
+    w->poll_.data = w;
+    w->timer_.data = w;
+    int r = uv_poll_init(loop, &w->poll_, fd);
+    if (r != 0) {
+        ::close(fd);
+        delete w;
+        errno = -r;
+        return nullptr;
+    }
+    uv_timer_init(loop, &w->timer_);
+    w->open_handles_ = 2;
+    uv_poll_start(&w->poll_, UV_READABLE, [](uv_poll_t* p, int status, int) {
+        auto* self = static_cast<ReadyWait*>(p->data);
+        char c = 0;
+        ssize_t n = status < 0 ? 0 : ::read(self->fd_, &c, 1);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;  // polled again
+        self->finish(n == 1 ? c : 0);
+    });
+    uv_timer_start(
+        &w->timer_, [](uv_timer_t* t) { static_cast<ReadyWait*>(t->data)->finish(-1); }, timeout_ms, 0);
+    return w;
+}
+
+void ReadyWait::finish(int got) {
+    auto cb = std::move(on_done_);
+    on_done_ = nullptr;
+    close();
+    if (cb) cb(got);
+}
+
+void ReadyWait::close() {
+    if (closing_) return;
+    closing_ = true;
+    on_done_ = nullptr;
+    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), on_closed);
+    uv_close(reinterpret_cast<uv_handle_t*>(&timer_), on_closed);
+}
+
+void ReadyWait::on_closed(uv_handle_t* handle) {
+    auto* w = static_cast<ReadyWait*>(handle->data);
+    if (--w->open_handles_ > 0) return;
+    ::close(w->fd_);  // only now: libuv must not poll a closed fd
+    delete w;
+}
+
 }  // namespace daemonlet::platform::exec

@@ -67,4 +67,34 @@ class ShimChild {
     std::function<void(ShimChild*)> on_exit_;
 };
 
+// Waits, on the loop, for a spawned shim's readiness byte on `fd` (the
+// pipe's read end), at most `timeout_ms`: on_done runs once with the byte,
+// 0 at EOF (the shim died first) or -1 on timeout, unless close() comes
+// first. How a start waits for its shim without blocking the loop.
+class ReadyWait {
+  public:
+    // Takes ownership of `fd` (closed on failure too). Returns nullptr with
+    // errno set when libuv refuses the fd.
+    static ReadyWait* start(uv_loop_t* loop, int fd, std::uint64_t timeout_ms,
+                            std::function<void(int)> on_done);
+
+    ReadyWait(const ReadyWait&) = delete;
+    ReadyWait& operator=(const ReadyWait&) = delete;
+
+    void close();
+
+  private:
+    ReadyWait() = default;
+    ~ReadyWait() = default;
+    void finish(int got);
+    static void on_closed(uv_handle_t* handle);
+
+    uv_poll_t poll_{};
+    uv_timer_t timer_{};
+    int fd_ = -1;
+    int open_handles_ = 0;
+    bool closing_ = false;
+    std::function<void(int)> on_done_;
+};
+
 }  // namespace daemonlet::platform::exec

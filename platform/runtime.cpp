@@ -37,4 +37,16 @@ void Runtime::start_async(ContainerLaunch launch, std::function<void(Result<std:
     post([done = std::move(done), r = start(launch)]() mutable { done(std::move(r)); });
 }
 
+void Runtime::stop_async(const std::string& id, std::function<void(Status)> done) {
+    post([done = std::move(done), s = stop(id)]() mutable { done(std::move(s)); });
+}
+
+void Runtime::remove_async(const std::string& id, std::function<void(Status)> done) {
+    post([done = std::move(done), s = remove(id)]() mutable { done(std::move(s)); });
+}
+
+void Runtime::inspect_async(const std::string& id, std::function<void(Result<ContainerInfo>)> done) {
+    post([done = std::move(done), r = inspect(id)]() mutable { done(std::move(r)); });
+}
+
 }  // namespace daemonlet::platform

@@ -5,12 +5,15 @@
 //
 // Contract, as libuv's: a call either fails synchronously and never calls
 // back, or succeeds and the exit handler is called exactly once when that
-// container's shim reports the container's exit.
+// container's shim reports the container's exit. The *_async calls are how
+// the agent uses a runtime: whatever waits on a child process, a socket or
+// gRPC runs off the loop, and `done` comes back on it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -31,9 +34,15 @@ struct ContainerLaunch {
     std::string pod_name;
     std::string pod_namespace;
     std::string container_name;
-    std::vector<std::string> argv;  // command + args; the exec runtime needs a command
-    std::vector<std::pair<std::string, std::string>> env;
+    // The process the exec runtime runs under its shim. Empty: the
+    // container's own, `container`'s command + args and workingDir (what
+    // the agent gives); an image runtime that runs a tool of its own under
+    // the shim (runc's `runc run`) sets them.
+    std::vector<std::string> argv;
     std::string working_dir;
+    // The environment, $(VAR) and the downward API resolved (what the
+    // container's env entries say, as values).
+    std::vector<std::pair<std::string, std::string>> env;
     std::int64_t grace_seconds = 30;                 // SIGTERM, then SIGKILL after this
     std::uint64_t log_max_bytes = 10 * 1024 * 1024;  // kubelet's containerLogMaxSize
     std::uint32_t log_max_files = 5;                 // kubelet's containerLogMaxFiles
@@ -45,11 +54,14 @@ struct ContainerLaunch {
     // The pod's annotations (its template's): the CRI runtime's sandbox has
     // them, as the kubelet's does.
     std::map<std::string, std::string> annotations;
-    // What an image runtime (runc) builds the container from: the pod's
-    // spec and its container, valid for the duration of start(). The exec
-    // runtime uses neither.
-    const PodSpec* pod_spec = nullptr;
-    const Container* container = nullptr;
+    // The one description of what runs: the pod's spec and the container,
+    // its command and args with $(VAR) expanded (kubelet's
+    // ExpandContainerCommandAndArgs). Shared, so that a start that runs off
+    // the loop has them for as long as it needs. An image runtime builds
+    // the container from them; the exec runtime runs the container's
+    // command + args (argv above, when empty).
+    std::shared_ptr<const PodSpec> pod_spec;
+    std::shared_ptr<const Container> container;
 };
 
 struct ContainerInfo {
@@ -104,6 +116,9 @@ class Runtime {
     // loop, never from inside start_async(), with the container id once its process exists,
     // or the error. Default: runs start() and posts done to the loop.
     virtual void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done);
+    virtual void stop_async(const std::string& id, std::function<void(Status)> done);
+    virtual void remove_async(const std::string& id, std::function<void(Status)> done);
+    virtual void inspect_async(const std::string& id, std::function<void(Result<ContainerInfo>)> done);
 
     // The loop the *_async defaults call `done` on. A runtime made with the
     // loop attaches it itself; attaching it again is harmless.
@@ -171,21 +186,24 @@ class Runtime {
 
     // Closes every libuv handle the runtime holds (watches on running shims)
     // without touching the containers: the agent is stopping, the shims stay.
-    // The loop can then finish and uv_loop_close() succeed.
+    // The loop can then finish and uv_loop_close() succeed. An asynchronous
+    // call still in flight may then never call back: the agent waits for
+    // its starts to finish before it closes the runtime.
     virtual void close() {}
 
   protected:
-    // Calls `fn` on the loop attached, on a later turn: how the defaults
-    // above, and runtimes whose work is done at once, keep `done` out of
-    // the call that asked for it.
+    // Calls `fn` on the loop attached once the caller has returned to it:
+    // how the defaults above, and runtimes whose work is done at once, keep
+    // `done` out of the call that asked for it.
     void post(std::function<void()> fn);
 
   private:
     uv_loop_s* loop_for_done_ = nullptr;
 };
 
-// Calls `fn` on `loop` on a later turn (a one-shot timer of 0 ms, closed
-// once it fired). Call it on the loop's thread.
+// Calls `fn` on `loop` from a one-shot timer of 0 ms (closed once it
+// fired): after the current callback has returned, in this timer pass or
+// the next. Call it on the loop's thread.
 void post_to_loop(uv_loop_s* loop, std::function<void()> fn);
 
 }  // namespace daemonlet::platform

@@ -91,7 +91,7 @@ class PodsHost final : public Images::Host {
         platform::ContainerLaunch launch;
         launch.pod_uid = uid;
         launch.container_name = "app";
-        launch.container = &p.spec;
+        launch.container = std::make_shared<const Container>(p.spec);
         auto id = rt_.start(launch);
         if (!id.ok() && id.error().code == "image_not_found" && p.spec.image_pull_policy != "Never" &&
             rt_.can_pull()) {

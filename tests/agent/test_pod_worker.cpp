@@ -385,7 +385,7 @@ TEST(PodWorker, FakeRuntimeKeepsTheRuntimeContract) {
     platform::ContainerLaunch launch;
     Container c;
     c.image = "nginx:1";
-    launch.container = &c;
+    launch.container = std::make_shared<const Container>(c);
     auto missing = rt.start(launch);
     CHECK_FALSE(missing.ok());
     STRCMP_EQUAL("image_not_found", missing.error().code.c_str());

@@ -104,6 +104,19 @@ TEST(Config, RegistrySettingsErrorsNameTheField) {
     CHECK_TRUE(has(l, "c.yaml: runtime.insecureRegistries: expected a list"));
 }
 
+TEST(Config, MaxParallelOperationsDefaultsToFourAndIsBounded) {
+    auto d = parse_agent_config("runtime: {type: exec}\n", "c.yaml", "/");
+    CHECK_EQUAL(4u, d.config.max_parallel_operations);
+    auto r = parse_agent_config("runtime: {type: cri, maxParallelOperations: 8}\n", "c.yaml", "/");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    CHECK_EQUAL(8u, r.config.max_parallel_operations);
+    for (const char* bad : {"0", "65", "two", "1.5"}) {
+        auto b =
+            parse_agent_config(std::string("runtime: {maxParallelOperations: ") + bad + "}\n", "c.yaml", "/");
+        CHECK_TEXT(has(b, "c.yaml: runtime.maxParallelOperations: expected an integer from 1 to 64"), bad);
+    }
+}
+
 TEST(Config, RuncRuntimeErrorsNameTheKey) {
     auto r = parse_agent_config("runtime: {type: runc, imageImportDir: \"\", runcPath: 3, pull: yes}\n",
                                 "c.yaml", "/");

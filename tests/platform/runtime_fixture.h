@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -68,6 +69,45 @@ class Child {
     uv_process_t* process_ = nullptr;
     pid_t pid_ = 0;
     bool exited_ = false;
+};
+
+// The largest gap between the callbacks of a 10 ms repeating timer while
+// `pending()` holds: how long the loop was held at once.
+class LoopTicks {
+  public:
+    explicit LoopTicks(uv_loop_t* loop) : timer_(new uv_timer_t) {
+        uv_timer_init(loop, timer_);
+        timer_->data = this;
+        last_ = std::chrono::steady_clock::now();
+        uv_timer_start(
+            timer_,
+            [](uv_timer_t* t) {
+                auto* self = static_cast<LoopTicks*>(t->data);
+                auto now = std::chrono::steady_clock::now();
+                self->max_gap_ = std::max(self->max_gap_, now - self->last_);
+                self->last_ = now;
+                ++self->ticks_;
+            },
+            10, 10);
+    }
+    ~LoopTicks() {
+        uv_close(reinterpret_cast<uv_handle_t*>(timer_),
+                 [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+    }
+    std::int64_t max_gap_ms() const {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(max_gap_).count();
+    }
+    int ticks() const { return ticks_; }
+    // Stops counting (what is pending has reported).
+    void stop() { uv_timer_stop(timer_); }
+    LoopTicks(const LoopTicks&) = delete;
+    LoopTicks& operator=(const LoopTicks&) = delete;
+
+  private:
+    uv_timer_t* timer_;  // freed in its close callback
+    std::chrono::steady_clock::time_point last_;
+    std::chrono::steady_clock::duration max_gap_{};
+    int ticks_ = 0;
 };
 
 // A loop, a state directory and a runtime, torn down in order: leftover

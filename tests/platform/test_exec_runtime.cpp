@@ -3,8 +3,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -262,4 +264,76 @@ TEST(ExecRuntime, MakeExecRuntimeChecksTheShimAndMakesTheStateDirectory) {
     CHECK(all.ok());
     LONGS_EQUAL(0, all.value().size());
     rt.value()->close();
+}
+
+TEST(ExecRuntime, StartAsyncReportsOnTheLoopNeverFromInsideTheCall) {
+    bool returned = false, called_inside = false;
+    std::optional<Result<std::string>> got;
+    f.runtime->start_async(launch({"/bin/sh", "-c", "exit 0"}), [&](Result<std::string> id) {
+        called_inside = !returned;
+        got = std::move(id);
+    });
+    returned = true;
+    CHECK(f.run_until([&] { return got.has_value(); }));
+    CHECK_FALSE(called_inside);
+    CHECK_TRUE_TEXT(got->ok(), got->ok() ? "" : got->error().message.c_str());
+    f.wait_exit(got->value());
+    // An invalid launch reports its error on the loop too.
+    std::optional<Result<std::string>> bad;
+    returned = false;
+    f.runtime->start_async(launch({}), [&](Result<std::string> id) {
+        called_inside = !returned;
+        bad = std::move(id);
+    });
+    returned = true;
+    CHECK(f.run_until([&] { return bad.has_value(); }));
+    CHECK_FALSE(called_inside);
+    STRCMP_EQUAL("invalid", bad->error().code.c_str());
+}
+
+TEST(ExecRuntime, AShimThatNeverReportsHoldsItsStartNotTheLoop) {
+    // A "shim" that keeps the readiness pipe open and never writes to it:
+    // start() would block the loop for the whole start timeout.
+    std::string hung = f.dir + "/hung-shim";
+    write_text(hung, "#!/bin/sh\nexec sleep 60\n");
+    ::chmod(hung.c_str(), 0755);
+    platform::ExecRuntime rt(&f.loop, f.dir, hung);
+    rt.set_start_timeout(std::chrono::milliseconds(1500));
+    std::optional<Result<std::string>> got;
+    LoopTicks ticks(&f.loop);
+    auto before = std::chrono::steady_clock::now();
+    rt.start_async(launch({"/bin/true"}), [&](Result<std::string> id) { got = std::move(id); });
+    auto call_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - before)
+            .count();
+    CHECK_TEXT(call_ms < 500, ("start_async took " + std::to_string(call_ms) + " ms").c_str());
+    CHECK(f.run_until([&] { return got.has_value(); }));
+    // The loop went on meanwhile, and the start failed at its timeout.
+    CHECK_TEXT(ticks.max_gap_ms() < 500,
+               ("the loop stalled " + std::to_string(ticks.max_gap_ms()) + " ms").c_str());
+    CHECK(ticks.ticks() > 20);
+    CHECK_FALSE(got->ok());
+    STRCMP_CONTAINS("did not report within 1500 ms", got->error().message.c_str());
+    // Nothing is left of it.
+    auto all = rt.adopt_all();
+    CHECK(all.ok());
+    LONGS_EQUAL(0, all.value().size());
+    rt.close();
+}
+
+TEST(ExecRuntime, CloseWhileAStartWaitsNeverCallsBack) {
+    std::string hung = f.dir + "/hung-shim";
+    write_text(hung, "#!/bin/sh\necho $$ > " + f.dir + "/hung.pid\nexec sleep 60\n");
+    ::chmod(hung.c_str(), 0755);
+    auto rt = std::make_unique<platform::ExecRuntime>(&f.loop, f.dir, hung);
+    bool called = false;
+    rt->start_async(launch({"/bin/true"}), [&](Result<std::string>) { called = true; });
+    CHECK(f.run_until([&] { return !read_text(f.dir + "/hung.pid").empty(); }));
+    rt->close();
+    uv_run(&f.loop, UV_RUN_NOWAIT);
+    rt.reset();
+    CHECK_FALSE(called);
+    // Its "shim" runs on, as a real one would: it goes here.
+    ::kill(static_cast<pid_t>(std::stol(read_text(f.dir + "/hung.pid"))), SIGKILL);
+    std::filesystem::remove_all(f.dir + "/containers");
 }

@@ -1,0 +1,297 @@
+// bench_stall: how long the agent's loop is held at once (issue 12 §2, "a
+// loop that never blocks"), measured on the real daemonlet.
+//
+//   bench_stall [--daemonlet PATH] [--runtime exec|runc|cri] [--endpoint unix:///SOCK]
+//               [--pods N] [--watchdog-ms N] [--work-parent DIR] [--keep]
+//
+// The agent runs with WATCHDOG_USEC = 2 x --watchdog-ms, so that its loop
+// pings WATCHDOG=1 every --watchdog-ms on NOTIFY_SOCKET, where the bench
+// timestamps each one: the largest gap between two pings, less the period,
+// is the longest the loop was held. Every container writes its mark (its
+// pid, bench_agent's harness) when it runs.
+//
+// Phases: (1) N DaemonSets written at once into the directory of a running
+// agent: the largest ping gap until every pod runs, and the time to the
+// last container; the agent's VmRSS then. (2) a "reboot": the agent, every
+// shim and container killed, the state directory kept; the agent started
+// again: time to its first ping, to READY, and to every container running
+// again (each restarts: its shim is gone), and the largest ping gap.
+//
+// runc needs root, runc and the busybox test image
+// (tests/data/make_busybox_image.sh), imported from the import directory;
+// cri a containerd with busybox:latest and the pause image imported:
+// bench/bench_stall_cri.sh starts one as tests/agent/test_cri.sh does.
+// It prints a Markdown table.
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/agent_harness.h"
+
+using namespace daemonlet::bench;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr Ns kSecond = 1'000'000'000;
+
+struct Options {
+    std::string daemonlet = DAEMONLET_PATH;
+    std::string make_image = MAKE_IMAGE_PATH;
+    std::string runtime = "exec";
+    std::string endpoint;  // cri: a containerd started by bench_stall_cri.sh, its images imported
+    int pods = 50;
+    int watchdog_ms = 20;
+    std::string work_parent = "/tmp";
+    bool keep = false;
+};
+
+class Bench {
+  public:
+    explicit Bench(Options o) : o_(std::move(o)) {}
+    Bench(const Bench&) = delete;
+    Bench& operator=(const Bench&) = delete;
+    ~Bench() { cleanup(); }
+
+    void run();
+    void print_table() const;
+
+  private:
+    std::string manifest(int i) const;
+    std::string manifest_path(int i) const { return w_.manifests + "/" + ds_name(i) + ".yaml"; }
+    bool all_running() const {
+        const std::string n = std::to_string(o_.pods);
+        return obs_->status() == n + " DaemonSets, " + n + "/" + n + " pods running";
+    }
+    // The largest gap between pings from `from` on, less the period.
+    double stall_ms(Ns from) const;
+    void setup();
+    void cold_start();
+    void reboot();
+    void cleanup();
+
+    Options o_;
+    WorkDir w_;
+    std::unique_ptr<Observer> obs_;
+    AgentProcess agent_;
+    std::vector<Row> rows_;
+};
+
+std::string Bench::manifest(int i) const {
+    const std::string n = ds_name(i);
+    std::string head = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: " + n +
+                       ", namespace: bench}\nspec:\n  selector: {matchLabels: {app: " + n +
+                       "}}\n  template:\n    metadata: {labels: {app: " + n +
+                       "}}\n    spec:\n      terminationGracePeriodSeconds: 2\n";
+    const std::string env =
+        "          env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n";
+    if (o_.runtime == "runc" || o_.runtime == "cri")
+        return head + (o_.runtime == "cri" ? "      hostNetwork: true\n" : "") +
+               "      hostPID: true\n      volumes: [{name: marks, hostPath: {path: " + w_.marks +
+               "}}]\n      containers:\n        - name: main\n          image: " +
+               (o_.runtime == "cri" ? "busybox:latest" : "busybox") +
+               "\n"
+               "          imagePullPolicy: Never\n          volumeMounts: [{name: marks, mountPath: "
+               "/marks}]\n"
+               "          command: [/bin/sh, -c, 'trap \"exit 0\" TERM; echo $$$$ > /marks/$(POD_NAME); "
+               "while :; do sleep 1 & wait $$!; done']\n" +
+               env;
+    return head +
+           "      containers:\n        - name: main\n          image: none\n          command: [/bin/sh, -c, "
+           "'echo $$$$ > " +
+           w_.marks + "/$(POD_NAME); exec /bin/sleep infinity']\n" + env;
+}
+
+double Bench::stall_ms(Ns from) const {
+    Ns last = from, gap = 0;
+    for (Ns at : obs_->pings()) {
+        if (at < from) continue;
+        gap = std::max(gap, at - last);
+        last = at;
+    }
+    gap = std::max(gap, mono_ns() - last);
+    return std::max(0.0, ms(gap) - o_.watchdog_ms);
+}
+
+void Bench::setup() {
+    w_ = make_work_dir(o_.work_parent, "daemonlet-bench-stall");
+    std::ofstream config(w_.config);
+    config << "nodeName: bench-node\nmanifestDir: " << w_.manifests << "\nstateDir: " << w_.state
+           << "\nfileCheckFrequency: 20s\n";
+    if (o_.runtime == "runc") {
+        const std::string import = w_.root + "/import";
+        fs::create_directories(import);
+        const std::string cmd =
+            o_.make_image + " " + import + "/busybox.tar > " + w_.root + "/image.log 2>&1";
+        if (std::system(cmd.c_str()) != 0)
+            throw Failure("cannot build the busybox image: " + w_.root + "/image.log");
+        config << "runtime: {type: runc, imageImportDir: " << import << "}\n";
+    } else if (o_.runtime == "cri") {
+        config << "runtime: {type: cri, endpoint: \"" << o_.endpoint << "\"}\n";
+    }
+    config.close();
+    obs_ = std::make_unique<Observer>(w_.marks, w_.notify_socket);
+    // sd_watchdog_enabled: WATCHDOG_USEC without WATCHDOG_PID is for whoever reads it.
+    ::setenv("WATCHDOG_USEC", std::to_string(o_.watchdog_ms * 2000).c_str(), 1);
+    ::unsetenv("WATCHDOG_PID");
+}
+
+void Bench::cold_start() {
+    std::fprintf(stderr, "bench_stall: %d DaemonSets into a running agent (%s)\n", o_.pods,
+                 o_.runtime.c_str());
+    agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log);
+    obs_->expect("READY=1", 60 * kSecond, [&] { return obs_->ready_at().has_value(); });
+    if (o_.runtime == "runc")  // the image imported before the pods come
+        obs_->expect("a quiet agent", 10 * kSecond, [&] { return obs_->pings().size() > 20; });
+    obs_->forget_pings();
+    const Ns t0 = mono_ns();
+    for (int i = 0; i < o_.pods; ++i) write_then_rename(manifest_path(i), manifest(i));
+    obs_->expect("every container running", 180 * kSecond,
+                 [&] { return obs_->latest().size() == static_cast<std::size_t>(o_.pods); });
+    Ns last = 0;
+    for (const auto& [ds, m] : obs_->latest()) last = std::max(last, m.at);
+    obs_->expect("the agent reports every pod running", 60 * kSecond, [&] { return all_running(); });
+    const std::string n = std::to_string(o_.pods);
+    rows_.push_back({n + " DaemonSets written at once -> longest loop stall until all run",
+                     {},
+                     "",
+                     "<= 50 ms",
+                     fmt(stall_ms(t0), "ms")});
+    rows_.push_back({n + " DaemonSets written at once -> all " + n + " containers running",
+                     {},
+                     "",
+                     "",
+                     fmt(ms(last - t0), "ms")});
+    rows_.push_back({"agent VmRSS with " + n + " pods",
+                     {},
+                     "",
+                     "",
+                     fmt(static_cast<double>(proc_figures(agent_.pid()).vm_rss_kib) / 1024.0, "MiB")});
+}
+
+void Bench::reboot() {
+    std::fprintf(stderr, "bench_stall: reboot with %d cached pods\n", o_.pods);
+    agent_.stop(SIGKILL, *obs_);
+    for (auto [pid, start] : live_shims(w_.state)) ::kill(pid, SIGKILL);
+    std::vector<std::pair<pid_t, std::uint64_t>> gone;
+    for (const auto& [ds, m] : obs_->latest()) {
+        if (same_process(m.pid, m.start_time)) ::kill(m.pid, SIGKILL);
+        gone.emplace_back(m.pid, m.start_time);
+    }
+    obs_->wait_exits(gone, "the containers killed");
+    if (o_.runtime == "runc") {
+        // What a reboot leaves of runc's state: nothing running.
+        const std::string root = w_.state + "/runtime/runc";
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(root, ec))
+            std::system(("runc --root " + root + " delete --force " + e.path().filename().string() +
+                         " >/dev/null 2>&1")
+                            .c_str());
+    }
+    obs_->forget_ready();
+    obs_->forget_pings();
+    const std::size_t marks_before = obs_->marks().size();
+    const Ns t0 = mono_ns();
+    agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log);
+    obs_->expect("every container running again", 180 * kSecond,
+                 [&] { return obs_->marks().size() >= marks_before + static_cast<std::size_t>(o_.pods); });
+    Ns last = 0;
+    for (std::size_t i = marks_before; i < obs_->marks().size(); ++i)
+        last = std::max(last, obs_->marks()[i].at);
+    obs_->expect("READY=1", 60 * kSecond, [&] { return obs_->ready_at().has_value(); });
+    obs_->expect("the agent reports every pod running", 60 * kSecond, [&] { return all_running(); });
+    const std::string n = std::to_string(o_.pods);
+    const Ns first = obs_->pings().empty() ? mono_ns() : obs_->pings().front();
+    rows_.push_back(
+        {"boot with " + n + " cached pods -> first watchdog ping", {}, "", "", fmt(ms(first - t0), "ms")});
+    rows_.push_back(
+        {"boot with " + n + " cached pods -> READY=1", {}, "", "", fmt(ms(*obs_->ready_at() - t0), "ms")});
+    rows_.push_back({"boot with " + n + " cached pods -> all " + n + " containers running",
+                     {},
+                     "",
+                     "<= 2 s (runc)",
+                     fmt(ms(last - t0), "ms")});
+    rows_.push_back(
+        {"boot -> longest loop stall after the first ping", {}, "", "<= 50 ms", fmt(stall_ms(first), "ms")});
+}
+
+void Bench::cleanup() {
+    if (w_.root.empty()) return;
+    if (agent_.running() && obs_) {
+        // The agent removes its pods (runc: bundles unmounted, runc's state
+        // deleted) before it stops.
+        for (int i = 0; i < o_.pods; ++i) fs::remove(manifest_path(i));
+        if (obs_->wait_until(60 * kSecond, [&] { return obs_->status().rfind("0 DaemonSets, 0/0", 0) == 0; }))
+            agent_.stop(SIGTERM, *obs_);
+    }
+    // What a killed agent left mounted (runc root filesystems) goes first,
+    // detached, so that the work directory can go.
+    std::ifstream mounts("/proc/mounts");
+    std::vector<std::string> left;
+    for (std::string dev, at, rest; mounts >> dev >> at && std::getline(mounts, rest);)
+        if (at.rfind(w_.root + "/", 0) == 0) left.push_back(at);
+    for (auto it = left.rbegin(); it != left.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
+    kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_stall");
+    w_.root.clear();
+}
+
+void Bench::run() {
+    setup();
+    cold_start();
+    reboot();
+}
+
+void Bench::print_table() const {
+    std::printf("bench_stall: runtime %s, %d pods, watchdog ping every %d ms\n", o_.runtime.c_str(), o_.pods,
+                o_.watchdog_ms);
+    daemonlet::bench::print_table(rows_);
+}
+
+const char* const kUsage =
+    "usage: bench_stall [--daemonlet PATH] [--runtime exec|runc|cri] [--endpoint unix:///SOCK] [--pods N]\n"
+    "                   [--watchdog-ms N] [--work-parent DIR] [--keep]\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    const Flags flags{{{"--daemonlet", &o.daemonlet},
+                       {"--runtime", &o.runtime},
+                       {"--endpoint", &o.endpoint},
+                       {"--work-parent", &o.work_parent}},
+                      {{"--pods", &o.pods}, {"--watchdog-ms", &o.watchdog_ms}},
+                      {{"--keep", &o.keep}}};
+    if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;
+    if (o.pods < 1 || o.pods > 200 || o.watchdog_ms < 1 ||
+        (o.runtime != "exec" && o.runtime != "runc" && o.runtime != "cri") ||
+        (o.runtime == "cri" && o.endpoint.empty())) {
+        std::fputs(kUsage, stderr);
+        return 2;
+    }
+    if (o.runtime == "runc" && (::geteuid() != 0 || std::system("command -v runc >/dev/null") != 0)) {
+        std::fputs("bench_stall: --runtime runc needs root and runc\n", stderr);
+        return 2;
+    }
+    Bench bench(o);
+    try {
+        bench.run();
+    } catch (const std::exception& f) {
+        bench.print_table();
+        std::fprintf(stderr,
+                     "bench_stall: FAILED: %s (--keep keeps the work directory and the agent's log)\n",
+                     f.what());
+        return 1;
+    }
+    bench.print_table();
+    return 0;
+}
