@@ -14,6 +14,7 @@
 #include "platform/cri_runtime.h"
 #include "platform/exec_runtime.h"
 #include "platform/file.h"
+#include "platform/host_network.h"
 #include "platform/log.h"
 #include "platform/runc_runtime.h"
 #include "platform/system_info.h"
@@ -142,7 +143,9 @@ Status Agent::init() {
     rebuild_timer_->data = this;
 
     // Before the pods: a hostNetwork pod's podIP is the node's.
-    start_node_ips();
+    node_ips_ = std::make_unique<NodeAddresses>(
+        *store_, [] { return platform::read_host_network(); }, [this] { on_node_ips_changed(); });
+    node_ips_->start(&loop_, config_.node_ips);
     // The cached pods first: adopt what runs, then read the manifests and
     // start what is missing, all before READY.
     adopt();
@@ -258,7 +261,7 @@ void Agent::reload_config() {
         if (!dir_changed) rebuild_desired();
     }
     refresh_node();
-    refresh_node_ips();
+    node_ips_->refresh(config_.node_ips);
     if (dir_changed) {
         // The old directory's files are not in the new one: its rescan
         // removes them, from the store too.
@@ -270,6 +273,14 @@ void Agent::reload_config() {
         rescan_manifests();
     }
     schedule_reconcile();
+}
+
+void Agent::on_node_ips_changed() {
+    for (auto& [uid, p] : pods_) {
+        const auto before = p.rec.pod_ips;
+        refresh_pod_ips(p);
+        if (p.rec.pod_ips != before) save_pod(p);
+    }
 }
 
 void Agent::shutdown() {
@@ -289,7 +300,7 @@ void Agent::shutdown() {
     close_and_free(wake_timer_);
     close_and_free(rebuild_timer_);
     close_and_free(image_gc_timer_);
-    close_and_free(node_ips_timer_);
+    if (node_ips_) node_ips_->close();
     for (auto& [uid, pod] : pods_)
         for (auto& c : pod.containers) {
             close_restart_timer(c.restart_timer);

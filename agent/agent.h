@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "agent/cluster_link.h"
+#include "agent/node_ips.h"
 #include "agent/sources.h"
 #include "core/config.h"
 #include "core/image_gc.h"
@@ -257,10 +258,8 @@ class Agent {
     void on_image_removed(const std::string& digest, const platform::ProbeResult& r);
     void finish_image_gc();
 
-    // node_ips.cpp: the node's IPs (nodeIP, else the interfaces), for
-    // status.hostIP and hostNetwork pods' podIP; re-checked every minute
-    void start_node_ips();
-    void refresh_node_ips();
+    // hostNetwork pods' IPs follow the node's (node_ips_ changed).
+    void on_node_ips_changed();
 
     // probes.cpp: kubelet's prober for running containers
     const Container* probed_spec(const LivePod& pod, std::size_t index);
@@ -300,10 +299,9 @@ class Agent {
     std::vector<GcImage> image_gc_victims_;         // what this collection still removes, in order
     std::map<std::string, std::int64_t> image_last_used_;  // normalised image -> wall s last seen in use
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
-    std::vector<std::string> node_ips_;               // the primary first; none on a board with only lo
-    bool node_ips_known_ = false;                     // found once (and logged)
-    bool node_ips_read_failed_ = false;               // getifaddrs failed (logged once)
-    uv_timer_t* node_ips_timer_ = nullptr;            // the minute's re-check; freed in its close callback
+    // The node's IPs (nodeIP, else the interfaces), for status.hostIP and
+    // hostNetwork pods' podIP; re-checked every minute (node_ips.h).
+    std::unique_ptr<NodeAddresses> node_ips_;
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;

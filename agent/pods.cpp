@@ -249,7 +249,7 @@ void Agent::refresh_pod_ips(LivePod& p) {
         if (lc.id.empty()) continue;
         auto net = runtime_->pod_network(lc.id);
         if (!net) return;  // the runtime cannot say now: what is known stays
-        p.rec.pod_ips = pod_status_ips(net.value().host_network, net.value().ips, node_ips_).pod_ips;
+        p.rec.pod_ips = pod_status_ips(net.value().host_network, net.value().ips, node_ips_->ips()).pod_ips;
         return;
     }
 }
