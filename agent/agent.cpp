@@ -120,7 +120,10 @@ Status Agent::init() {
     if (!rt.ok()) return rt.error();
     runtime_ = std::move(rt).value();
     runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
-    prober_ = std::make_unique<platform::Prober>(&loop_);
+    probes_ = std::make_unique<Probes>(
+        *runtime_, make_loop_prober(&loop_), make_loop_ticker(&loop_), clock_,
+        [this](const std::string& uid, std::size_t) { on_probe_result_changed(uid); },
+        [this](const std::string& uid, std::size_t index) { on_probe_failed(uid, index); });
 
     notifier_ = std::make_unique<platform::Notifier>(&loop_);
     notifier_->start();
@@ -302,11 +305,8 @@ void Agent::shutdown() {
     close_and_free(image_gc_timer_);
     if (node_ips_) node_ips_->close();
     for (auto& [uid, pod] : pods_)
-        for (auto& c : pod.containers) {
-            close_restart_timer(c.restart_timer);
-            stop_probes(c);
-        }
-    if (prober_) prober_->close();
+        for (auto& c : pod.containers) close_restart_timer(c.restart_timer);
+    if (probes_) probes_->close();
     if (image_jobs_) image_jobs_->close();  // an import in progress is killed; the next one cleans up
     import_queue_.clear();
     if (runtime_) runtime_->close();

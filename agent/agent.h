@@ -6,7 +6,7 @@
 //        --> merged (core merge_sources) --> desired DaemonSets, store (desired.cpp)
 //        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
 //   runtime exit --> container restart with crash-loop backoff
-//   probe timers (probes.cpp) --> started/ready --> availability, rollouts;
+//   probe timers (Probes, prober_manager.h) --> started/ready --> availability, rollouts;
 //     liveness/startup failure --> runtime stop --> the exit path above
 //   init containers (and sidecars) before app containers (pods.cpp advance_pod)
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
@@ -25,6 +25,7 @@
 
 #include "agent/cluster_link.h"
 #include "agent/node_ips.h"
+#include "agent/prober_manager.h"
 #include "agent/sources.h"
 #include "core/config.h"
 #include "core/image_gc.h"
@@ -77,17 +78,6 @@ std::string find_helper(const std::string& name);
 // Closes a container's restart timer (pods.cpp).
 void close_restart_timer(uv_timer_t*& t);
 
-// One probe of a running container (probes.cpp): kubelet's worker state,
-// its period timer and the run in flight.
-struct LiveProbe {
-    ProbeWorker worker;
-    platform::ProbeAction action;  // resolved when the container started
-    std::string action_error;      // why it could not be resolved (a named port the container lacks)
-    uv_timer_t* timer = nullptr;   // every periodSeconds; freed in its close callback
-    std::optional<platform::Prober::Id> running;
-    bool failing = false;  // the last outcome was a failure (log once per transition)
-};
-
 class Agent {
   public:
     // Time is read from `clock` only (a test passes a fake one).
@@ -119,8 +109,6 @@ class Agent {
         BackoffState backoff;
         std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered
         uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
-        bool probes_started = false;          // probes set up for the current instance (maybe none)
-        std::vector<LiveProbe> probes;
         // imagePullPolicy Always: this start's pull is done (or, offline, the
         // local image stands in); the next start_container starts it.
         bool image_pulled = false;
@@ -261,14 +249,13 @@ class Agent {
     // hostNetwork pods' IPs follow the node's (node_ips_ changed).
     void on_node_ips_changed();
 
-    // probes.cpp: kubelet's prober for running containers
+    // probes.cpp: what the Probes component (prober_manager.h) probes, and
+    // what its results do
     const Container* probed_spec(const LivePod& pod, std::size_t index);
     void start_probes(const std::string& uid, std::size_t index);
-    void stop_probes(LiveContainer& lc);
     void ensure_probes();
-    void on_probe_tick(const std::string& uid, std::size_t index, std::size_t probe);
-    void on_probe_result(const std::string& uid, std::size_t index, std::size_t probe,
-                         platform::ProbeResult r);
+    void on_probe_failed(const std::string& uid, std::size_t index);
+    void on_probe_result_changed(const std::string& uid);
 
     AgentConfig config_;
     std::string config_path_;
@@ -279,7 +266,7 @@ class Agent {
     std::unique_ptr<platform::Runtime> runtime_;
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
-    std::unique_ptr<platform::Prober> prober_;
+    std::unique_ptr<Probes> probes_;  // kubelet's prober manager: the running containers' probes
     // runc and cri runtimes: daemonlet-image runs through its own Prober (a
     // command to completion on the loop, with a deadline, killed on close).
     std::unique_ptr<platform::Prober> image_jobs_;

@@ -217,17 +217,10 @@ void Agent::refresh_readiness(LivePod& p) {
     // not taken as ready.
     auto probe_status = [&](std::size_t i) {
         ContainerStatus& c = p.status(i);
-        const LiveContainer& lc = p.containers[i];
         const bool running = c.state == ContainerState::Running && !p.rec.deleting;
-        const ProbeWorker* startup = nullptr;
-        const ProbeWorker* readiness = nullptr;
-        for (const auto& lp : lc.probes) {
-            if (lp.worker.kind == ProbeKind::Startup) startup = &lp.worker;
-            if (lp.worker.kind == ProbeKind::Readiness) readiness = &lp.worker;
-        }
-        ContainerProbeStatus st = probe_container_status(running, startup, readiness);
-        c.started = st.started && lc.probes_started;
-        c.ready = st.ready && lc.probes_started;
+        const ContainerProbeStatus st = probes_->status(p.rec.uid, i, running);
+        c.started = st.started;
+        c.ready = st.ready;
     };
     // Sidecars count for the pod's readiness (1.29+
     // GenerateContainersReadyCondition); regular init containers are not probed.
@@ -458,7 +451,7 @@ void Agent::on_container_exit(const std::string& id) {
     LivePod& p = pit->second;
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
-    stop_probes(lc);
+    probes_->remove(uid, index);
     auto info = runtime_->inspect(id);
     cs.state = ContainerState::Terminated;
     cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
@@ -519,7 +512,7 @@ void Agent::remove_pod(const std::string& uid, const std::string& reason) {
     for (std::size_t i = 0; i < p.containers.size(); ++i) {
         auto& lc = p.containers[i];
         close_restart_timer(lc.restart_timer);
-        stop_probes(lc);
+        probes_->remove(uid, i);
         if (!lc.id.empty()) {
             if (auto s = runtime_->stop(lc.id); !s.ok())
                 log(Level::Warning, "pod " + p.rec.name + ": " + s.error().message);
@@ -537,10 +530,8 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
         if (!lc.id.empty()) return;  // still running: its exit brings us back here
     log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
-    for (auto& lc : pit->second.containers) {
-        close_restart_timer(lc.restart_timer);
-        stop_probes(lc);
-    }
+    for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
+    probes_->remove_pod(uid);
     pods_.erase(pit);
     runtime_->pod_removed(uid);
     schedule_reconcile();
