@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "agent/cluster_link.h"
+#include "agent/control_server.h"
 #include "agent/node_ips.h"
 #include "agent/prober_manager.h"
 #include "agent/sources.h"
@@ -177,10 +178,9 @@ class Agent {
     void record_backoff(const PodRecord& pod, const std::string& container);
     void record_placement(const Desired& d, const Decision& decision);
 
-    // control.cpp: the control socket (delete, rollout undo and status)
+    // control.cpp: what the control socket's requests do (ControlServer,
+    // control_server.h: delete, rollout undo and status)
     void start_control();
-    void on_control(platform::LineJsonServer::ClientId client, const Json& req);
-    void on_control_gone(platform::LineJsonServer::ClientId client);
     void after_reconcile();
     RolloutStatus rollout_status_of(const Desired& d, const Decision& decision) const;
 
@@ -306,13 +306,7 @@ class Agent {
     std::map<std::string, LivePod> pods_;                               // by uid
     std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 
-    std::unique_ptr<platform::LineJsonServer> control_;
-    std::map<std::string, std::vector<platform::LineJsonServer::ClientId>> delete_waiters_;  // by pod uid
-    struct StatusWatcher {
-        std::string key;  // "namespace/name"
-        std::string last_message;
-    };
-    std::map<platform::LineJsonServer::ClientId, StatusWatcher> watchers_;
+    std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers
     std::map<std::string, std::string> placement_noted_;  // DaemonSet key -> the decision last recorded
     std::map<std::string, std::string> rolled_out_;       // DaemonSet key -> the hash whose rollout completed
 };
