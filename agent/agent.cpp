@@ -14,6 +14,7 @@
 #include "platform/cri_runtime.h"
 #include "platform/exec_runtime.h"
 #include "platform/file.h"
+#include "platform/host_network.h"
 #include "platform/log.h"
 #include "platform/runc_runtime.h"
 #include "platform/system_info.h"
@@ -124,7 +125,10 @@ Status Agent::init() {
                                        static_cast<Images::Host&>(*this), find_helper("daemonlet-image"));
     // runc and cri: the import directory feeds the runtime's image store.
     if (config_.runtime_type == "runc" || config_.runtime_type == "cri") images_->open();
-    prober_ = std::make_unique<platform::Prober>(&loop_);
+    probes_ = std::make_unique<Probes>(
+        *runtime_, make_loop_prober(&loop_), make_loop_ticker(&loop_), clock_,
+        [this](const std::string& uid, std::size_t) { on_probe_result_changed(uid); },
+        [this](const std::string& uid, std::size_t index) { on_probe_failed(uid, index); });
 
     notifier_ = std::make_unique<platform::Notifier>(&loop_);
     notifier_->start();
@@ -147,7 +151,9 @@ Status Agent::init() {
     rebuild_timer_->data = this;
 
     // Before the pods: a hostNetwork pod's podIP is the node's.
-    start_node_ips();
+    node_ips_ = std::make_unique<NodeAddresses>(
+        *store_, [] { return platform::read_host_network(); }, [this] { on_node_ips_changed(); });
+    node_ips_->start(&loop_, config_.node_ips);
     // The cached pods first: adopt what runs, then read the manifests and
     // start what is missing, all before READY.
     adopt();
@@ -255,7 +261,7 @@ void Agent::reload_config() {
         if (!dir_changed) rebuild_desired();
     }
     refresh_node();
-    refresh_node_ips();
+    node_ips_->refresh(config_.node_ips);
     if (dir_changed) {
         // The old directory's files are not in the new one: its rescan
         // removes them, from the store too.
@@ -267,6 +273,14 @@ void Agent::reload_config() {
         rescan_manifests();
     }
     schedule_reconcile();
+}
+
+void Agent::on_node_ips_changed() {
+    for (auto& [uid, p] : pods_) {
+        const auto before = p.rec.pod_ips;
+        refresh_pod_ips(p);
+        if (p.rec.pod_ips != before) save_pod(p);
+    }
 }
 
 void Agent::shutdown() {
@@ -285,13 +299,10 @@ void Agent::shutdown() {
     close_and_free(reconcile_timer_);
     close_and_free(wake_timer_);
     close_and_free(rebuild_timer_);
-    close_and_free(node_ips_timer_);
+    if (node_ips_) node_ips_->close();
     for (auto& [uid, pod] : pods_)
-        for (auto& c : pod.containers) {
-            close_restart_timer(c.restart_timer);
-            stop_probes(c);
-        }
-    if (prober_) prober_->close();
+        for (auto& c : pod.containers) close_restart_timer(c.restart_timer);
+    if (probes_) probes_->close();
     // Starts not begun are dropped; those in flight finish, and are saved,
     // before the runtime closes (pods.cpp close_runtime_when_idle).
     runtime_ops_.drop_queued();

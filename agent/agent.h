@@ -6,7 +6,7 @@
 //        --> merged (core merge_sources) --> desired DaemonSets, store (desired.cpp)
 //        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
 //   runtime exit --> container restart with crash-loop backoff
-//   probe timers (probes.cpp) --> started/ready --> availability, rollouts;
+//   probe timers (Probes, prober_manager.h) --> started/ready --> availability, rollouts;
 //     liveness/startup failure --> runtime stop --> the exit path above
 //   init containers (and sidecars) before app containers (pods.cpp advance_pod)
 //   images (images.h, one Images): imports, pulls and their back-off, image GC;
@@ -27,6 +27,9 @@
 
 #include "agent/cluster_link.h"
 #include "agent/images.h"
+#include "agent/control_server.h"
+#include "agent/node_ips.h"
+#include "agent/prober_manager.h"
 #include "agent/sources.h"
 #include "core/config.h"
 #include "core/image_gc.h"
@@ -65,17 +68,6 @@ std::string find_helper(const std::string& name);
 
 // Closes a container's restart timer (pods.cpp).
 void close_restart_timer(uv_timer_t*& t);
-
-// One probe of a running container (probes.cpp): kubelet's worker state,
-// its period timer and the run in flight.
-struct LiveProbe {
-    ProbeWorker worker;
-    platform::ProbeAction action;  // resolved when the container started
-    std::string action_error;      // why it could not be resolved (a named port the container lacks)
-    uv_timer_t* timer = nullptr;   // every periodSeconds; freed in its close callback
-    std::optional<platform::Prober::Id> running;
-    bool failing = false;  // the last outcome was a failure (log once per transition)
-};
 
 class Agent : private Images::Host {
   public:
@@ -116,8 +108,6 @@ class Agent : private Images::Host {
         BackoffState backoff;
         std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered
         uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
-        bool probes_started = false;          // probes set up for the current instance (maybe none)
-        std::vector<LiveProbe> probes;
     };
     struct LivePod {
         PodRecord rec;
@@ -171,10 +161,9 @@ class Agent : private Images::Host {
     void record_backoff(const PodRecord& pod, const std::string& container);
     void record_placement(const Desired& d, const Decision& decision);
 
-    // control.cpp: the control socket (delete, rollout undo and status)
+    // control.cpp: what the control socket's requests do (ControlServer,
+    // control_server.h: delete, rollout undo and status)
     void start_control();
-    void on_control(platform::LineJsonServer::ClientId client, const Json& req);
-    void on_control_gone(platform::LineJsonServer::ClientId client);
     void after_reconcile();
     RolloutStatus rollout_status_of(const Desired& d, const Decision& decision) const;
 
@@ -226,19 +215,16 @@ class Agent : private Images::Host {
                             const std::string& message) override;
     std::set<std::string> images_in_use() override;
 
-    // node_ips.cpp: the node's IPs (nodeIP, else the interfaces), for
-    // status.hostIP and hostNetwork pods' podIP; re-checked every minute
-    void start_node_ips();
-    void refresh_node_ips();
+    // hostNetwork pods' IPs follow the node's (node_ips_ changed).
+    void on_node_ips_changed();
 
-    // probes.cpp: kubelet's prober for running containers
+    // probes.cpp: what the Probes component (prober_manager.h) probes, and
+    // what its results do
     const Container* probed_spec(const LivePod& pod, std::size_t index);
     void start_probes(const std::string& uid, std::size_t index);
-    void stop_probes(LiveContainer& lc);
     void ensure_probes();
-    void on_probe_tick(const std::string& uid, std::size_t index, std::size_t probe);
-    void on_probe_result(const std::string& uid, std::size_t index, std::size_t probe,
-                         platform::ProbeResult r);
+    void on_probe_failed(const std::string& uid, std::size_t index);
+    void on_probe_result_changed(const std::string& uid);
 
     AgentConfig config_;
     std::string config_path_;
@@ -252,14 +238,13 @@ class Agent : private Images::Host {
     platform::OperationQueue runtime_ops_{4};
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
-    std::unique_ptr<platform::Prober> prober_;
+    std::unique_ptr<Probes> probes_;  // kubelet's prober manager: the running containers' probes
     // Imports, pulls, their back-off and image GC (images.h).
     std::unique_ptr<Images> images_;
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
-    std::vector<std::string> node_ips_;               // the primary first; none on a board with only lo
-    bool node_ips_known_ = false;                     // found once (and logged)
-    bool node_ips_read_failed_ = false;               // getifaddrs failed (logged once)
-    uv_timer_t* node_ips_timer_ = nullptr;            // the minute's re-check; freed in its close callback
+    // The node's IPs (nodeIP, else the interfaces), for status.hostIP and
+    // hostNetwork pods' podIP; re-checked every minute (node_ips.h).
+    std::unique_ptr<NodeAddresses> node_ips_;
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;
@@ -277,13 +262,7 @@ class Agent : private Images::Host {
     std::map<std::string, LivePod> pods_;                               // by uid
     std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 
-    std::unique_ptr<platform::LineJsonServer> control_;
-    std::map<std::string, std::vector<platform::LineJsonServer::ClientId>> delete_waiters_;  // by pod uid
-    struct StatusWatcher {
-        std::string key;  // "namespace/name"
-        std::string last_message;
-    };
-    std::map<platform::LineJsonServer::ClientId, StatusWatcher> watchers_;
+    std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers
     std::map<std::string, std::string> placement_noted_;  // DaemonSet key -> the decision last recorded
     std::map<std::string, std::string> rolled_out_;       // DaemonSet key -> the hash whose rollout completed
 };

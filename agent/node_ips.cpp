@@ -5,8 +5,7 @@
 // (kubelet_pods.go generateAPIPodStatus).
 #include "agent/node_ips.h"
 
-#include "agent/agent.h"
-#include "platform/host_network.h"
+#include "core/json.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -35,33 +34,50 @@ std::string joined(const std::vector<std::string>& ips) {
 
 }  // namespace
 
-void Agent::start_node_ips() {
-    refresh_node_ips();
-    node_ips_timer_ = new uv_timer_t;
-    uv_timer_init(&loop_, node_ips_timer_);
-    node_ips_timer_->data = this;
+NodeAddresses::NodeAddresses(store::Store& store, ReadHost read_host, Changed changed)
+    : store_(store), read_host_(std::move(read_host)), changed_(std::move(changed)) {}
+
+NodeAddresses::~NodeAddresses() { close(); }
+
+void NodeAddresses::start(uv_loop_t* loop, std::vector<std::string> configured) {
+    refresh(std::move(configured));
+    timer_ = new uv_timer_t;
+    uv_timer_init(loop, timer_);
+    timer_->data = this;
     uv_timer_start(
-        node_ips_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->refresh_node_ips(); },
-        kNodeIpsPeriodMs, kNodeIpsPeriodMs);
+        timer_, [](uv_timer_t* t) { static_cast<NodeAddresses*>(t->data)->check(); }, kNodeIpsPeriodMs,
+        kNodeIpsPeriodMs);
 }
 
-void Agent::refresh_node_ips() {
-    std::vector<std::string> ips = config_.node_ips;
+void NodeAddresses::close() {
+    if (!timer_) return;
+    uv_close(reinterpret_cast<uv_handle_t*>(timer_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+    timer_ = nullptr;
+}
+
+void NodeAddresses::refresh(std::vector<std::string> configured) {
+    configured_ = std::move(configured);
+    check();
+}
+
+void NodeAddresses::check() {
+    std::vector<std::string> ips = configured_;
     const bool configured = !ips.empty();
     if (!configured) {
-        auto host = platform::read_host_network();
+        auto host = read_host_();
         if (!host.ok()) {
             // Keep what is known; said once until it works again.
-            if (!node_ips_read_failed_)
+            if (!read_failed_)
                 log(Level::Warning, "node IP: " + host.error().message + "; keeping " +
-                                        (node_ips_.empty() ? std::string("none") : joined(node_ips_)));
-            node_ips_read_failed_ = true;
+                                        (ips_.empty() ? std::string("none") : joined(ips_)));
+            read_failed_ = true;
             return;
         }
-        node_ips_read_failed_ = false;
+        read_failed_ = false;
         ips = node_host_ips({}, host.value());
     }
-    if (ips == node_ips_ && node_ips_known_) return;
+    if (ips == ips_ && known_) return;
     if (ips.empty())
         log(Level::Warning,
             "node IP: no interface has a global address (nor a default route); pods report "
@@ -70,18 +86,13 @@ void Agent::refresh_node_ips() {
         log(Level::Notice,
             "node IP: " + joined(ips) +
                 (configured ? " (nodeIP)" : " (the default route's interface; nodeIP sets it)"));
-    node_ips_ = std::move(ips);
-    node_ips_known_ = true;
+    ips_ = std::move(ips);
+    known_ = true;
     Json arr = Json::array();
-    for (const auto& ip : node_ips_) arr.push_back(ip);
-    if (auto w = store_->put_meta(kNodeIpsMeta, arr.dump()); !w.ok())
+    for (const auto& ip : ips_) arr.push_back(ip);
+    if (auto w = store_.put_meta(kNodeIpsMeta, arr.dump()); !w.ok())
         log(Level::Err, "store: " + w.error().message);
-    // hostNetwork pods' IPs are the node's.
-    for (auto& [uid, p] : pods_) {
-        const auto before = p.rec.pod_ips;
-        refresh_pod_ips(p);
-        if (p.rec.pod_ips != before) save_pod(p);
-    }
+    if (changed_) changed_();
 }
 
 }  // namespace daemonlet::agent

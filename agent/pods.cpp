@@ -228,17 +228,10 @@ void Agent::refresh_readiness(LivePod& p) {
     // not taken as ready.
     auto probe_status = [&](std::size_t i) {
         ContainerStatus& c = p.status(i);
-        const LiveContainer& lc = p.containers[i];
         const bool running = c.state == ContainerState::Running && !p.rec.deleting;
-        const ProbeWorker* startup = nullptr;
-        const ProbeWorker* readiness = nullptr;
-        for (const auto& lp : lc.probes) {
-            if (lp.worker.kind == ProbeKind::Startup) startup = &lp.worker;
-            if (lp.worker.kind == ProbeKind::Readiness) readiness = &lp.worker;
-        }
-        ContainerProbeStatus st = probe_container_status(running, startup, readiness);
-        c.started = st.started && lc.probes_started;
-        c.ready = st.ready && lc.probes_started;
+        const ContainerProbeStatus st = probes_->status(p.rec.uid, i, running);
+        c.started = st.started;
+        c.ready = st.ready;
     };
     // Sidecars count for the pod's readiness (1.29+
     // GenerateContainersReadyCondition); regular init containers are not probed.
@@ -260,7 +253,7 @@ void Agent::refresh_pod_ips(LivePod& p) {
         if (lc.id.empty()) continue;
         auto net = runtime_->pod_network(lc.id);
         if (!net) return;  // the runtime cannot say now: what is known stays
-        p.rec.pod_ips = pod_status_ips(net.value().host_network, net.value().ips, node_ips_).pod_ips;
+        p.rec.pod_ips = pod_status_ips(net.value().host_network, net.value().ips, node_ips_->ips()).pod_ips;
         return;
     }
 }
@@ -554,8 +547,7 @@ void Agent::on_container_exit(const std::string& id) {
     by_id_.erase(bit);
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
-    LiveContainer& lc = pit->second.containers[index];
-    stop_probes(lc);
+    probes_->remove(uid, index);
     // How it ended, asked off the loop (a CRI ContainerStatus); until then
     // the container keeps its id, so nothing starts it again.
     runtime_->inspect_async(id, [this, uid = uid, index = index, id](Result<platform::ContainerInfo> info) {
@@ -632,7 +624,7 @@ void Agent::remove_pod(const std::string& uid, const std::string& reason) {
     for (std::size_t i = 0; i < p.containers.size(); ++i) {
         auto& lc = p.containers[i];
         close_restart_timer(lc.restart_timer);
-        stop_probes(lc);
+        probes_->remove(uid, i);
         // One whose start is in flight is stopped once it has started.
         if (!lc.id.empty() || lc.starting) stop_container(uid, i, lc.id, "pod " + p.rec.name);
     }
@@ -648,10 +640,8 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
         if (!lc.id.empty() || lc.starting) return;  // its exit (or start) brings us back here
     log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
-    for (auto& lc : pit->second.containers) {
-        close_restart_timer(lc.restart_timer);
-        stop_probes(lc);
-    }
+    for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
+    probes_->remove_pod(uid);
     pods_.erase(pit);
     runtime_->pod_removed(uid);
     schedule_reconcile();
