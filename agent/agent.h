@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "agent/cluster_link.h"
-#include "agent/images.h"
 #include "agent/control_server.h"
+#include "agent/images.h"
 #include "agent/node_ips.h"
 #include "agent/prober_manager.h"
 #include "agent/sources.h"

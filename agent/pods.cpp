@@ -189,7 +189,8 @@ bool Agent::advance_pod(const std::string& uid) {
     std::size_t from = 0;
     for (;;) {
         std::vector<bool> idle;
-        for (const auto& lc : p.containers) idle.push_back(lc.id.empty() && !lc.restart_timer && !lc.starting);
+        for (const auto& lc : p.containers)
+            idle.push_back(lc.id.empty() && !lc.restart_timer && !lc.starting);
         const PodStartStep step = next_start_step(p.rec, idle, from);
         for (std::size_t i : step.start) start_container(uid, i);
         changed = changed || !step.start.empty();
