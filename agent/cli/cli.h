@@ -26,10 +26,6 @@ int cmd_delete(const std::vector<std::string>& args);
 int cmd_rollout(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
 
-// Reads and validates the agent's configuration file; the node name
-// defaults to the host name (cmd_run.cpp).
-Result<AgentConfig> load_config(const std::string& path);
-
 // Reads a manifest file (size-limited) and loads its objects; a read error
 // becomes a ManifestError naming the file.
 LoadedManifest load_file(const std::string& path);

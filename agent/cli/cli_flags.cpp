@@ -1,10 +1,11 @@
-#include "agent/cli_flags.h"
+#include "agent/cli/cli_flags.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "agent/cli.h"
+#include "agent/cli/cli.h"
+#include "agent/daemon/config_file.h"
 
 namespace daemonlet::agent {
 

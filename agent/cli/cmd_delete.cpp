@@ -5,9 +5,9 @@
 // containers have stopped (the agent answers then).
 #include <cstdio>
 
-#include "agent/cli.h"
-#include "agent/cli_flags.h"
-#include "agent/operator_view.h"
+#include "agent/cli/cli.h"
+#include "agent/cli/cli_flags.h"
+#include "agent/cli/operator_view.h"
 
 namespace daemonlet::agent {
 namespace {

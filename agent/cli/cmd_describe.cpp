@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "agent/cli.h"
-#include "agent/cli_flags.h"
-#include "agent/operator_view.h"
+#include "agent/cli/cli.h"
+#include "agent/cli/cli_flags.h"
+#include "agent/cli/operator_view.h"
 #include "core/source_merge.h"
 #include "platform/system_info.h"
 

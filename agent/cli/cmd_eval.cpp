@@ -1,7 +1,7 @@
 // daemonlet eval --node NODE_FILE --daemonset DS_FILE: the decision, as JSON.
 #include <cstdio>
 
-#include "agent/cli.h"
+#include "agent/cli/cli.h"
 #include "core/decision.h"
 #include "core/template_hash.h"
 

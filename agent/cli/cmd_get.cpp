@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <map>
 
-#include "agent/cli.h"
-#include "agent/cli_flags.h"
-#include "agent/node_ips.h"
-#include "agent/operator_view.h"
+#include "agent/cli/cli.h"
+#include "agent/cli/cli_flags.h"
+#include "agent/cli/operator_view.h"
+#include "agent/daemon/node_ips.h"
 #include "platform/system_info.h"
 #include "store/store.h"
 

@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/cli.h"
-#include "agent/cli_flags.h"
+#include "agent/cli/cli.h"
+#include "agent/cli/cli_flags.h"
 
 namespace daemonlet::agent {
 namespace {

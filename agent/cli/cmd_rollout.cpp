@@ -5,15 +5,15 @@
 //   daemonSetHistoryViewer (REVISION CHANGE-CAUSE; --revision=N prints
 //   that revision's template).
 // - undo asks the running agent: kubectl's DaemonSetRollbacker
-//   (agent/rollback.cpp).
+//   (agent/daemon/rollback.cpp).
 // - status asks the running agent, which pushes every change while
 //   --watch (no polling); with the agent stopped it reads the store once.
 #include <algorithm>
 #include <cstdio>
 
-#include "agent/cli.h"
-#include "agent/cli_flags.h"
-#include "agent/operator_view.h"
+#include "agent/cli/cli.h"
+#include "agent/cli/cli_flags.h"
+#include "agent/cli/operator_view.h"
 #include "core/json.h"
 #include "platform/system_info.h"
 

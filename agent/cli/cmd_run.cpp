@@ -6,9 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "agent/agent.h"
-#include "agent/cli.h"
-#include "agent/cli_flags.h"
+#include "agent/cli/cli.h"
+#include "agent/cli/cli_flags.h"
+#include "agent/daemon/agent.h"
+#include "agent/daemon/config_file.h"
 #include "core/config.h"
 #include "platform/file.h"
 #include "platform/log.h"
@@ -30,24 +31,6 @@ const char* const kHelp =
     "  --log-level LEVEL  error, warning, notice, info (default) or debug\n";
 
 }  // namespace
-
-Result<AgentConfig> load_config(const std::string& path) {
-    auto text = platform::read_file(path, 1024 * 1024);
-    if (!text.ok()) return text.error();
-    // Relative paths in the file are relative to the file's directory, made
-    // absolute here: the shims run with another working directory.
-    std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
-    char resolved[PATH_MAX];
-    std::string base = ::realpath(dir.empty() ? "/" : dir.c_str(), resolved) ? std::string(resolved) : dir;
-    ConfigResult r = parse_agent_config(text.value(), path, base);
-    if (!r.errors.empty()) {
-        std::string msg;
-        for (const auto& e : r.errors) msg += (msg.empty() ? "" : "\n") + e;
-        return Error{"invalid", msg};
-    }
-    if (r.config.node_name.empty()) r.config.node_name = platform::host_name();
-    return r.config;
-}
 
 int cmd_run(const std::vector<std::string>& args) {
     if (wants_help(args)) {

@@ -3,9 +3,9 @@
 // disconnected, since when and why, the watches, the Lease, the queued Events).
 #include <cstdio>
 
-#include "agent/cli.h"
-#include "agent/cli_flags.h"
-#include "agent/operator_view.h"
+#include "agent/cli/cli.h"
+#include "agent/cli/cli_flags.h"
+#include "agent/cli/operator_view.h"
 
 namespace daemonlet::agent {
 namespace {

@@ -1,7 +1,7 @@
 // daemonlet validate FILE...: every document checked, every error printed.
 #include <cstdio>
 
-#include "agent/cli.h"
+#include "agent/cli/cli.h"
 
 namespace daemonlet::agent {
 namespace {

@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "agent/cli.h"
+#include "agent/cli/cli.h"
 #include "platform/platform_info.h"
 #include "store/sqlite_info.h"
 

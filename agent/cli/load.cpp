@@ -1,4 +1,4 @@
-#include "agent/cli.h"
+#include "agent/cli/cli.h"
 #include "platform/file.h"
 
 namespace daemonlet::agent {

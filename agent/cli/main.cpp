@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli.h"
+#include "agent/cli/cli.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "agent/operator_view.h"
+#include "agent/cli/operator_view.h"
 
 #include <algorithm>
 #include <cstdio>

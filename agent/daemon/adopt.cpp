@@ -7,8 +7,8 @@
 #include <map>
 #include <optional>
 
-#include "agent/agent.h"
-#include "agent/pod_labels.h"
+#include "agent/daemon/agent.h"
+#include "agent/daemon/pod_labels.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 

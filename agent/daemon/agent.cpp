@@ -1,6 +1,6 @@
 // The agent's lifecycle: start-up, signals, configuration reload, shutdown.
-#include "agent/agent.h"
-#include "agent/cli.h"
+#include "agent/daemon/agent.h"
+#include "agent/daemon/config_file.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,12 +11,12 @@
 #include <cstring>
 
 #include "core/local_node.h"
-#include "platform/cri_runtime.h"
-#include "platform/exec_runtime.h"
+#include "platform/cri/cri_runtime.h"
+#include "platform/exec/exec_runtime.h"
 #include "platform/file.h"
 #include "platform/host_network.h"
 #include "platform/log.h"
-#include "platform/runc_runtime.h"
+#include "platform/runc/runc_runtime.h"
 #include "platform/system_info.h"
 
 namespace daemonlet::agent {

@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "agent/cluster_link.h"
-#include "agent/control_server.h"
-#include "agent/images.h"
-#include "agent/node_ips.h"
-#include "agent/prober_manager.h"
-#include "agent/sources.h"
+#include "agent/daemon/cluster_link.h"
+#include "agent/daemon/control_server.h"
+#include "agent/daemon/images.h"
+#include "agent/daemon/node_ips.h"
+#include "agent/daemon/prober_manager.h"
+#include "agent/daemon/sources.h"
 #include "core/config.h"
 #include "core/image_gc.h"
 #include "core/manifest.h"
@@ -45,7 +45,7 @@
 #include "platform/line_server.h"
 #include "platform/notify.h"
 #include "platform/operation_queue.h"
-#include "platform/prober.h"
+#include "platform/probe/prober.h"
 #include "platform/runtime.h"
 #include "store/store.h"
 

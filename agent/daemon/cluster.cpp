@@ -14,7 +14,7 @@
 //   DaemonSet at once.
 #include <algorithm>
 
-#include "agent/agent.h"
+#include "agent/daemon/agent.h"
 #include "core/decode.h"
 #include "core/local_node.h"
 #include "platform/log.h"

@@ -1,11 +1,11 @@
 // The API server link: reflectors, Lease, Events on the loop (cluster_link.h).
-#include "agent/cluster_link.h"
+#include "agent/daemon/cluster_link.h"
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "core/strings.h"
-#include "platform/credentials.h"
+#include "platform/http/credentials.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 

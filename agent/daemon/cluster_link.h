@@ -15,7 +15,7 @@
 // Credentials: the kubeconfig's (or the service account's) token, token
 // file (re-read every minute, as client-go does, so rotation works), client
 // certificate and key, CA: files read with their permissions checked
-// (platform/credentials.h). Neither tokens nor keys reach a log.
+// (platform/http/credentials.h). Neither tokens nor keys reach a log.
 #pragma once
 
 #include <uv.h>
@@ -34,7 +34,7 @@
 #include "core/kubeconfig.h"
 #include "core/reflector.h"
 #include "platform/clock.h"
-#include "platform/http_client.h"
+#include "platform/http/http_client.h"
 
 namespace daemonlet::agent {
 

@@ -3,7 +3,7 @@
 // statuses after each reconcile.
 #include <csignal>
 
-#include "agent/agent.h"
+#include "agent/daemon/agent.h"
 #include "core/decision.h"
 #include "platform/log.h"
 

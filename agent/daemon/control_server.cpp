@@ -1,5 +1,5 @@
 // The ControlServer component (control_server.h).
-#include "agent/control_server.h"
+#include "agent/daemon/control_server.h"
 
 namespace daemonlet::agent {
 

@@ -8,7 +8,7 @@
 // running would be.
 #include <algorithm>
 
-#include "agent/agent.h"
+#include "agent/daemon/agent.h"
 #include "core/revision_history.h"
 #include "core/template_hash.h"
 #include "platform/log.h"

@@ -7,7 +7,7 @@
 // Flash wears out: an event identical to the DaemonSet's newest one (same
 // reason and message) is not written again, so a decision that keeps saying
 // no, or a crash loop, is one event until something else happens.
-#include "agent/agent.h"
+#include "agent/daemon/agent.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 

@@ -25,7 +25,7 @@
 
 #include <algorithm>
 
-#include "agent/images.h"
+#include "agent/daemon/images.h"
 #include "core/decision.h"
 #include "core/image_gc.h"
 #include "core/image_reference.h"

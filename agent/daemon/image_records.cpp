@@ -22,7 +22,7 @@
 // (reimport_collected).
 #include <algorithm>
 
-#include "agent/images.h"
+#include "agent/daemon/images.h"
 #include "core/image_reference.h"
 #include "core/json.h"
 #include "platform/log.h"

@@ -1,7 +1,7 @@
 // The agent's side of Images (images.h): the pods' containers that wait for
 // an image, started again when an import or a pull brings it, and what
 // image GC must keep. Images owns the images; this only reaches the pods.
-#include "agent/agent.h"
+#include "agent/daemon/agent.h"
 #include "core/decision.h"
 #include "core/image_wait.h"
 

@@ -7,7 +7,7 @@
 // (ErrImagePull, ErrImageNeverPull) are started again at once rather than
 // at the end of their back-off. With runtime.type cri the same directory
 // feeds containerd: daemonlet-image verifies each archive, then imports it
-// with ctr into the CRI plugin's namespace (platform/containerd_images.h);
+// with ctr into the CRI plugin's namespace (platform/image/containerd_images.h);
 // everything else here is the same.
 #include <sys/stat.h>
 
@@ -16,12 +16,12 @@
 #include <cstring>
 #include <filesystem>
 
-#include "agent/images.h"
+#include "agent/daemon/images.h"
 #include "core/image_wait.h"
 #include "core/json.h"
 #include "core/pod_lifecycle.h"
+#include "platform/image/overlay_mount.h"
 #include "platform/log.h"
-#include "platform/overlay_mount.h"
 #include "platform/system_info.h"
 
 namespace daemonlet::agent {

@@ -32,7 +32,7 @@
 #include "core/pod.h"
 #include "platform/clock.h"
 #include "platform/dir_watch.h"
-#include "platform/prober.h"
+#include "platform/probe/prober.h"
 #include "platform/runtime.h"
 #include "store/store.h"
 

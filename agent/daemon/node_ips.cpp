@@ -3,7 +3,7 @@
 // start, on SIGHUP and every minute. They give every pod its
 // status.hostIP / hostIPs and a hostNetwork pod its status.podIP / podIPs
 // (kubelet_pods.go generateAPIPodStatus).
-#include "agent/node_ips.h"
+#include "agent/daemon/node_ips.h"
 
 #include "core/json.h"
 #include "platform/log.h"

@@ -1,7 +1,7 @@
 // The labels every container is started with (platform::ContainerLaunch::
 // labels, kept by the runtime as CRI labels are): with the pod's uid, name
 // and namespace, enough to rebuild the pod's record when the database is
-// lost (agent/adopt.cpp).
+// lost (agent/daemon/adopt.cpp).
 #pragma once
 
 #include <map>

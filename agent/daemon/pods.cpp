@@ -1,7 +1,7 @@
 // The reconcile loop and the pods' lifecycle: creating pods and their
 // containers through the runtime, stopping them, restarting exited
 // containers with crash-loop backoff (restartPolicy Always). Adopting what
-// already runs when the agent starts is agent/adopt.cpp.
+// already runs when the agent starts is agent/daemon/adopt.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -9,8 +9,8 @@
 #include <random>
 #include <utility>
 
-#include "agent/agent.h"
-#include "agent/pod_labels.h"
+#include "agent/daemon/agent.h"
+#include "agent/daemon/pod_labels.h"
 #include "core/decision.h"
 #include "core/expand.h"
 #include "core/image_wait.h"

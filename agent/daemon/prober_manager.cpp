@@ -1,6 +1,6 @@
 // The Probes component (prober_manager.h): kubelet's prober manager and its
 // workers (prober/worker.go doProbe) on the agent's loop.
-#include "agent/prober_manager.h"
+#include "agent/daemon/prober_manager.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // The Probes component: kubelet's prober manager (pkg/kubelet/prober
 // prober_manager.go). One worker per (container, probe kind), each with its
 // period and its run in flight; the result logic is core's (core/probe.h),
-// the actions platform's (platform/prober.h). The agent adds a container's
+// the actions platform's (platform/probe/prober.h). The agent adds a container's
 // probes when it starts, removes them when it stops, and hears back when a
 // container's started/ready changes or when a liveness or startup probe
 // failed (it then stops the container; the exit path restarts it).
@@ -25,7 +25,7 @@
 #include "core/probe.h"
 #include "core/result.h"
 #include "platform/clock.h"
-#include "platform/prober.h"
+#include "platform/probe/prober.h"
 #include "platform/runtime.h"
 
 namespace daemonlet::agent {

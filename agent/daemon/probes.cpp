@@ -5,7 +5,7 @@
 // rolling updates; a liveness or startup failure stops the container, and
 // the exit path restarts it with restart_count + 1 and crash-loop back-off,
 // as kubelet.
-#include "agent/agent.h"
+#include "agent/daemon/agent.h"
 #include "core/decode.h"
 #include "platform/log.h"
 

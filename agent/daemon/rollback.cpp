@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "agent/agent.h"
+#include "agent/daemon/agent.h"
 #include "core/decode.h"
 #include "core/template_hash.h"
 #include "platform/log.h"

@@ -9,7 +9,7 @@
 // through load_manifest, the same decoding, defaulting and validation as a
 // manifest file's. Deletions come only from a complete list or a DELETED
 // event (core/reflector.h): a failed, refused or cut-off list removes nothing.
-#include "agent/sources.h"
+#include "agent/daemon/sources.h"
 
 #include "core/manifest.h"
 #include "core/template_hash.h"

@@ -1,4 +1,4 @@
-#include "platform/cri_client.h"
+#include "platform/cri/cri_client.h"
 
 #include <grpcpp/grpcpp.h>
 

@@ -1,4 +1,4 @@
-#include "platform/cri_jobs.h"
+#include "platform/cri/cri_jobs.h"
 
 #include <uv.h>
 

@@ -1,9 +1,9 @@
-// make_cri_runtime: loads daemonlet-cri.so (platform/cri_runtime.h says
+// make_cri_runtime: loads daemonlet-cri.so (platform/cri/cri_runtime.h says
 // why the CRI runtime is a module) and asks it for the runtime. Without
 // DAEMONLET_CRI there is no module: runtime.type cri is refused, saying so.
 #include <dlfcn.h>
 
-#include "platform/cri_runtime.h"
+#include "platform/cri/cri_runtime.h"
 
 namespace daemonlet::platform {
 

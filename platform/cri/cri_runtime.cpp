@@ -1,4 +1,4 @@
-#include "platform/cri_runtime.h"
+#include "platform/cri/cri_runtime.h"
 
 #include <grpc/grpc.h>
 #include <uv.h>
@@ -13,8 +13,8 @@
 
 #include "core/cri_config.h"
 #include "core/pod_network.h"
-#include "platform/cri_client.h"
-#include "platform/cri_jobs.h"
+#include "platform/cri/cri_client.h"
+#include "platform/cri/cri_jobs.h"
 
 namespace daemonlet::platform {
 namespace {
@@ -570,7 +570,7 @@ static Result<std::unique_ptr<Runtime>> make_runtime(uv_loop_s* loop, CriRuntime
 
 }  // namespace daemonlet::platform
 
-// The module's one export (platform/cri_loader.cpp looks it up).
+// The module's one export (platform/cri/cri_loader.cpp looks it up).
 extern "C" __attribute__((visibility("default"))) daemonlet::platform::CriRuntimeFactory
 daemonlet_cri_factory() {
     return &daemonlet::platform::make_runtime;

@@ -1,6 +1,6 @@
 // The CRI runtime (runtime.type cri): containers run by a CRI runtime,
 // containerd's CRI plugin, through its runtime.v1 gRPC API
-// (platform/cri_client.h), one pod sandbox per pod as the kubelet does
+// (platform/cri/cri_client.h), one pod sandbox per pod as the kubelet does
 // (kuberuntime_sandbox.go, kuberuntime_container.go; the configs are
 // core/cri_config.h's). containerd's shims, not daemonlet-shim, watch the
 // containers, so an agent restart, kill -9 included, restarts nothing:

@@ -1,4 +1,4 @@
-#include "platform/exec_runtime.h"
+#include "platform/exec/exec_runtime.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,12 +13,12 @@
 #include <filesystem>
 #include <system_error>
 
-#include "platform/exec_runtime_watch.h"
+#include "platform/exec/exec_runtime_watch.h"
+#include "platform/exec/shim_state.h"
 #include "platform/fd.h"
 #include "platform/file.h"
 #include "platform/proc_stat.h"
-#include "platform/shim_protocol.h"
-#include "platform/shim_state.h"
+#include "platform/shim/shim_protocol.h"
 
 namespace daemonlet::platform {
 namespace {

@@ -1,4 +1,4 @@
-#include "platform/exec_runtime_watch.h"
+#include "platform/exec/exec_runtime_watch.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

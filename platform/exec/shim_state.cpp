@@ -1,4 +1,4 @@
-#include "platform/shim_state.h"
+#include "platform/exec/shim_state.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 #include "core/io_error.h"
 #include "platform/file.h"
 #include "platform/proc_stat.h"
-#include "platform/shim_protocol.h"
+#include "platform/shim/shim_protocol.h"
 
 namespace daemonlet::platform::exec {
 namespace {

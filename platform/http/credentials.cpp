@@ -1,4 +1,4 @@
-#include "platform/credentials.h"
+#include "platform/http/credentials.h"
 
 #include <dlfcn.h>
 #include <openssl/evp.h>

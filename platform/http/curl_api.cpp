@@ -1,4 +1,4 @@
-#include "platform/curl_api.h"
+#include "platform/http/curl_api.h"
 
 #include <dlfcn.h>
 

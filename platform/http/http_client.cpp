@@ -4,10 +4,10 @@
 // libuv tells curl when a socket is ready or the timer fires
 // (curl_multi_socket_action); finished transfers are read from
 // curl_multi_info_read and called back.
-#include "platform/http_client.h"
+#include "platform/http/http_client.h"
 
 #include "core/strings.h"
-#include "platform/curl_api.h"
+#include "platform/http/curl_api.h"
 #include "platform/netns.h"
 
 #include <algorithm>

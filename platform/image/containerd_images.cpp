@@ -1,4 +1,4 @@
-#include "platform/containerd_images.h"
+#include "platform/image/containerd_images.h"
 
 #include <algorithm>
 #include <map>

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "platform/image_store.h"
+#include "platform/image/image_store.h"
 
 namespace daemonlet::platform {
 

@@ -21,9 +21,9 @@
 #include "core/io_error.h"
 #include "platform/fd.h"
 #include "platform/file.h"
-#include "platform/image_index.h"
-#include "platform/image_store.h"
-#include "platform/overlay_mount.h"
+#include "platform/image/image_index.h"
+#include "platform/image/image_store.h"
+#include "platform/image/overlay_mount.h"
 
 namespace daemonlet::platform {
 

@@ -1,4 +1,4 @@
-#include "platform/image_index.h"
+#include "platform/image/image_index.h"
 
 #include <fcntl.h>
 #include <unistd.h>

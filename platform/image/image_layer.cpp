@@ -1,4 +1,4 @@
-#include "platform/image_layer.h"
+#include "platform/image/image_layer.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -22,7 +22,7 @@
 
 #include "core/io_error.h"
 #include "platform/fd.h"
-#include "platform/sha256.h"
+#include "platform/image/sha256.h"
 
 namespace daemonlet::platform {
 

@@ -1,6 +1,6 @@
 // Layers of an image: unpacking a layer tarball into its own directory, and
 // applying unpacked layers in order onto a root filesystem with the OCI
-// whiteouts (image-spec layer.md). Used by platform/image_store.cpp.
+// whiteouts (image-spec layer.md). Used by platform/image/image_store.cpp.
 #pragma once
 
 #include <string>

@@ -36,12 +36,12 @@
 //   daemonlet-image list --store DIR --containerd ADDRESS [--ctr PATH]
 //       runtime.type cri: each archive verified (DIR only stages it), then
 //       imported into containerd's k8s.io namespace with ctr
-//       (platform/containerd_images.h); list prints containerd's images.
+//       (platform/image/containerd_images.h); list prints containerd's images.
 //       When containerd does not answer the message is
 //       "daemonlet-image: unavailable: <reason>"
 //   daemonlet-image pull --store DIR [--auth-file FILE] [--certs-dir DIR]
 //                        [--insecure HOST[,HOST...]] REF
-//       pulls REF from its registry (platform/image_pull.h) and imports it;
+//       pulls REF from its registry (platform/image/image_pull.h) and imports it;
 //       the same JSON line as import. On failure the message is
 //       "daemonlet-image: <code>: <reason>", code one of unauthorized,
 //       not_found, unreachable, certificate, invalid, pull_failed
@@ -63,11 +63,11 @@
 #include "core/json.h"
 #include "core/local_node.h"
 #include "core/oci_image.h"
-#include "platform/containerd_images.h"
 #include "platform/fd.h"
 #include "platform/file.h"
-#include "platform/image_pull.h"
-#include "platform/image_store.h"
+#include "platform/image/containerd_images.h"
+#include "platform/image/image_pull.h"
+#include "platform/image/image_store.h"
 #include "platform/system_info.h"
 
 namespace {
@@ -79,7 +79,7 @@ using daemonlet::platform::ImportedImage;
 constexpr int kFailed = 1;
 constexpr int kNotFound = 2;
 constexpr int kUsage = 64;
-// The agent's own deadline for an import (agent/images.cpp).
+// The agent's own deadline for an import (agent/daemon/images.cpp).
 constexpr int kImportDeadlineMs = 30 * 60 * 1000;
 
 const char* const kUsageText =

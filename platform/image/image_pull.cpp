@@ -1,4 +1,4 @@
-#include "platform/image_pull.h"
+#include "platform/image/image_pull.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -16,7 +16,7 @@
 #include "core/json.h"
 #include "core/registry_auth.h"
 #include "platform/fd.h"
-#include "platform/sha256.h"
+#include "platform/image/sha256.h"
 
 namespace daemonlet::platform {
 

@@ -15,8 +15,8 @@
 
 #include "core/oci_image.h"
 #include "core/result.h"
-#include "platform/image_store.h"
-#include "platform/registry_client.h"
+#include "platform/image/image_store.h"
+#include "platform/image/registry_client.h"
 
 namespace daemonlet::platform {
 

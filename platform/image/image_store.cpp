@@ -1,4 +1,4 @@
-#include "platform/image_store.h"
+#include "platform/image/image_store.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -23,10 +23,10 @@
 #include "core/io_error.h"
 #include "platform/fd.h"
 #include "platform/file.h"
-#include "platform/image_index.h"
-#include "platform/image_layer.h"
-#include "platform/overlay_mount.h"
-#include "platform/sha256.h"
+#include "platform/image/image_index.h"
+#include "platform/image/image_layer.h"
+#include "platform/image/overlay_mount.h"
+#include "platform/image/sha256.h"
 
 namespace daemonlet::platform {
 

@@ -12,7 +12,7 @@
 //   <root>/tmp/                        staging of imports in progress
 //
 // Built as its own static library (image_store) that links libarchive, used
-// by the daemonlet-image executable only (platform/image_main.cpp), never
+// by the daemonlet-image executable only (platform/image/image_main.cpp), never
 // by the agent. Not thread-safe; one process imports into a root at a time
 // (Mode).
 #pragma once

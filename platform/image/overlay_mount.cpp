@@ -1,4 +1,4 @@
-#include "platform/overlay_mount.h"
+#include "platform/image/overlay_mount.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include "core/oci_image.h"
 #include "platform/fd.h"
 #include "platform/file.h"
-#include "platform/image_index.h"
+#include "platform/image/image_index.h"
 
 // Linux 5.8's statx attribute; older headers lack the name.
 #ifndef STATX_ATTR_MOUNT_ROOT

@@ -1,4 +1,4 @@
-#include "platform/registry_client.h"
+#include "platform/image/registry_client.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "core/registry_auth.h"
-#include "platform/credentials.h"
 #include "platform/fd.h"
-#include "platform/sha256.h"
+#include "platform/http/credentials.h"
+#include "platform/image/sha256.h"
 
 namespace daemonlet::platform {
 

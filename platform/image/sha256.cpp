@@ -1,4 +1,4 @@
-#include "platform/sha256.h"
+#include "platform/image/sha256.h"
 
 #include <dlfcn.h>
 #include <openssl/evp.h>

@@ -1,5 +1,5 @@
 // SHA-256 for verifying image blobs, from OpenSSL's libcrypto loaded on
-// first use (as platform/credentials.cpp does for base64), so that linking
+// first use (as platform/http/credentials.cpp does for base64), so that linking
 // the image store costs a process nothing until it hashes.
 #pragma once
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "platform/prober_op.h"
-#include "platform/shim_protocol.h"
+#include "platform/probe/prober_op.h"
+#include "platform/shim/shim_protocol.h"
 
 namespace daemonlet::platform {
 

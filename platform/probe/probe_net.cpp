@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "platform/netns.h"
-#include "platform/prober_op.h"
+#include "platform/probe/prober_op.h"
 
 namespace daemonlet::platform {
 

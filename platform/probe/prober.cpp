@@ -1,12 +1,12 @@
 // The Prober: runs, cancels and closes probe operations, and resolves a
-// probe's action against its container; see platform/prober.h. The actions
+// probe's action against its container; see platform/probe/prober.h. The actions
 // themselves are in probe_exec.cpp and probe_net.cpp.
-#include "platform/prober.h"
+#include "platform/probe/prober.h"
 
 #include <cerrno>
 #include <cstdlib>
 
-#include "platform/prober_op.h"
+#include "platform/probe/prober_op.h"
 
 namespace daemonlet::platform {
 

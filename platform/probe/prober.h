@@ -34,7 +34,7 @@
 
 #include "core/probe.h"
 #include "core/result.h"
-#include "platform/http_client.h"
+#include "platform/http/http_client.h"
 
 namespace daemonlet::platform {
 

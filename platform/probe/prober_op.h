@@ -1,4 +1,4 @@
-// What the probe actions share (platform/prober.cpp, probe_exec.cpp,
+// What the probe actions share (platform/probe/prober.cpp, probe_exec.cpp,
 // probe_net.cpp); internal to platform. An operation owns its libuv handles
 // and deletes itself once the last one is closed; its owner (the Prober)
 // only knows it while its callback is still due.
@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "platform/prober.h"
+#include "platform/probe/prober.h"
 
 namespace daemonlet::platform {
 

@@ -1,5 +1,5 @@
 // Drives the runc binary: see runc.h.
-#include "platform/runc.h"
+#include "platform/runc/runc.h"
 
 #include <unistd.h>
 

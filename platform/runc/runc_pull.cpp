@@ -10,7 +10,7 @@
 #include "core/image_reference.h"
 #include "core/json.h"
 #include "platform/run_command.h"
-#include "platform/runc_runtime.h"
+#include "platform/runc/runc_runtime.h"
 
 namespace daemonlet::platform {
 

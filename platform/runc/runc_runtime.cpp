@@ -1,4 +1,4 @@
-#include "platform/runc_runtime.h"
+#include "platform/runc/runc_runtime.h"
 
 #include <unistd.h>
 
@@ -13,12 +13,12 @@
 #include "core/oci_image.h"
 #include "core/oci_spec.h"
 #include "core/strings.h"
-#include "platform/exec_runtime.h"
+#include "platform/exec/exec_runtime.h"
+#include "platform/exec/shim_state.h"
 #include "platform/file.h"
-#include "platform/overlay_mount.h"
+#include "platform/image/overlay_mount.h"
 #include "platform/run_command.h"
-#include "platform/shim_protocol.h"
-#include "platform/shim_state.h"
+#include "platform/shim/shim_protocol.h"
 
 namespace daemonlet::platform {
 namespace {

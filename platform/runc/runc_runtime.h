@@ -20,7 +20,7 @@
 // share one id. On remove(): `runc delete --force` (nothing deletes runc's
 // stopped container and its cgroup before this; a container whose shim
 // was killed goes with it), then the rootfs unmounted, then the bundle
-// (never through a mount: platform/overlay_mount.h), then the shim's
+// (never through a mount: platform/image/overlay_mount.h), then the shim's
 // state. The overlay mounts are in the host's mount namespace: an agent
 // restart keeps the running containers' (the unit sets no PrivateMounts);
 // a reboot takes them, and the containers, which are started again with
@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "core/result.h"
-#include "platform/prober.h"
-#include "platform/runc.h"
+#include "platform/probe/prober.h"
+#include "platform/runc/runc.h"
 #include "platform/runtime.h"
 
 struct uv_loop_s;

@@ -1,4 +1,4 @@
-#include "platform/shim_command.h"
+#include "platform/shim/shim_command.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "platform/shim_protocol.h"
+#include "platform/shim/shim_protocol.h"
 
 namespace daemonlet::shim {
 namespace {

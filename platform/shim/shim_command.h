@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-#include "platform/shim_text.h"
+#include "platform/shim/shim_text.h"
 
 namespace daemonlet::shim {
 

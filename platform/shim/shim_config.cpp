@@ -1,9 +1,9 @@
-#include "platform/shim_config.h"
+#include "platform/shim/shim_config.h"
 
 #include <cstdlib>
 #include <cstring>
 
-#include "platform/shim_protocol.h"
+#include "platform/shim/shim_protocol.h"
 
 namespace daemonlet::shim {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "platform/shim_text.h"
+#include "platform/shim/shim_text.h"
 
 namespace daemonlet::shim {
 

@@ -1,4 +1,4 @@
-#include "platform/shim_log.h"
+#include "platform/shim/shim_log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstdio>  // rename, renameat: no stdio streams are used
 #include <cstring>
 
-#include "platform/shim_text.h"
+#include "platform/shim/shim_text.h"
 
 namespace daemonlet::shim {
 namespace {

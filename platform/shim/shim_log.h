@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "platform/shim_protocol.h"
+#include "platform/shim/shim_protocol.h"
 
 namespace daemonlet::shim {
 

@@ -21,10 +21,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "platform/shim_config.h"
-#include "platform/shim_monitor.h"
-#include "platform/shim_protocol.h"
-#include "platform/shim_text.h"
+#include "platform/shim/shim_config.h"
+#include "platform/shim/shim_monitor.h"
+#include "platform/shim/shim_protocol.h"
+#include "platform/shim/shim_text.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "platform/shim_monitor.h"
+#include "platform/shim/shim_monitor.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,11 +12,11 @@
 #include <initializer_list>
 
 #include "platform/proc_stat.h"
-#include "platform/shim_command.h"
-#include "platform/shim_log.h"
-#include "platform/shim_protocol.h"
-#include "platform/shim_runc.h"
-#include "platform/shim_text.h"
+#include "platform/shim/shim_command.h"
+#include "platform/shim/shim_log.h"
+#include "platform/shim/shim_protocol.h"
+#include "platform/shim/shim_runc.h"
+#include "platform/shim/shim_text.h"
 
 namespace daemonlet::shim {
 namespace {

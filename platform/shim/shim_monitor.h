@@ -7,7 +7,7 @@
 // exit too (127, 126 or 128 and a "StartError: ..." reason), never a hang.
 #pragma once
 
-#include "platform/shim_config.h"
+#include "platform/shim/shim_config.h"
 
 namespace daemonlet::shim {
 

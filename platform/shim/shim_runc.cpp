@@ -1,4 +1,4 @@
-#include "platform/shim_runc.h"
+#include "platform/shim/shim_runc.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "platform/shim_protocol.h"
+#include "platform/shim/shim_protocol.h"
 
 extern char** environ;
 

@@ -17,7 +17,7 @@
 
 #include <sys/types.h>
 
-#include "platform/shim_text.h"
+#include "platform/shim/shim_text.h"
 
 namespace daemonlet::shim {
 

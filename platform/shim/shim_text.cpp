@@ -1,4 +1,4 @@
-#include "platform/shim_text.h"
+#include "platform/shim/shim_text.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// The ControlServer component (agent/control_server.h) on a real socket and
+// The ControlServer component (agent/daemon/control_server.h) on a real socket and
 // a real libuv loop, driven by the CLI's own client (LineJsonClient), the
 // agent's side faked by its Handlers. Pins what `daemonlet delete pod
 // --wait` and `daemonlet rollout status --watch` see: kubectl's wait for
@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/control_server.h"
+#include "agent/daemon/control_server.h"
 #include "tests/store/store_fixture.h"
 
 // CppUTest last: its leak-detection macros redefine new.

@@ -1,4 +1,4 @@
-// The real Images component (agent/images.h) over the fake runtime and the
+// The real Images component (agent/daemon/images.h) over the fake runtime and the
 // fake clock: registry pulls, kubelet's per-image back-off
 // (pkg/kubelet/images/image_manager.go EnsureImageExists, imageBackOff
 // NewBackOff(10 s, 300 s) in pkg/kubelet/kubelet.go), pulls shared by the
@@ -12,7 +12,7 @@
 // opens it with a shell script in daemonlet-image's place and runs the real
 // loop until a predicate holds, within a deadline: imports are child
 // processes, whose time is real. The host below stands in for the agent's pods:
-// a container whose start is asked starts as agent/pods.cpp starts it
+// a container whose start is asked starts as agent/daemon/pods.cpp starts it
 // (Images::ready_to_start, then the runtime), and a retry is a due time the
 // test's clock reaches, as test_pod_worker.cpp does.
 #include <uv.h>
@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/images.h"
+#include "agent/daemon/images.h"
 #include "core/image_wait.h"
-#include "tests/agent/fake_clock.h"
-#include "tests/agent/fake_runtime.h"
+#include "tests/agent/daemon/fake_clock.h"
+#include "tests/agent/daemon/fake_runtime.h"
 
 // CppUTest last: its leak-detection macros redefine new.
 #include <CppUTest/TestHarness.h>

@@ -1,4 +1,4 @@
-// NodeAddresses (agent/node_ips.h): the real component over a real store
+// NodeAddresses (agent/daemon/node_ips.h): the real component over a real store
 // file, its interface reader faked. Pins what the kubelet's
 // nodestatus.NodeAddress does with them: nodeIP wins over the interfaces,
 // a change is published (and stored) once, an unreadable interface list
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/node_ips.h"
+#include "agent/daemon/node_ips.h"
 #include "tests/store/store_fixture.h"
 
 // CppUTest last: its leak-detection macros redefine new.

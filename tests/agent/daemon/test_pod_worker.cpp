@@ -1,10 +1,10 @@
 // The pod lifecycle's pure decisions (core/pod_lifecycle.h, image_wait.h,
-// reconcile.h's back-offs) driven as agent/pods.cpp drives them, over the
+// reconcile.h's back-offs) driven as agent/daemon/pods.cpp drives them, over the
 // fake runtime and the fake clock: crash-loop back-off figures, init and
 // sidecar ordering, a runtime that fails or never answers, image back-off.
 // Milliseconds of CPU for what takes the real agent hours.
 //
-// PodWorker below is the sequence of agent/pods.cpp (advance_pod,
+// PodWorker below is the sequence of agent/daemon/pods.cpp (advance_pod,
 // start_container's error paths, on_container_exit, the restart timers) in
 // a few lines, without libuv: a timer is a due time the test's clock
 // reaches. It holds no decision of its own: every branch is a core call.
@@ -17,8 +17,8 @@
 #include "core/image_wait.h"
 #include "core/pod_lifecycle.h"
 #include "core/reconcile.h"
-#include "tests/agent/fake_clock.h"
-#include "tests/agent/fake_runtime.h"
+#include "tests/agent/daemon/fake_clock.h"
+#include "tests/agent/daemon/fake_runtime.h"
 
 // CppUTest last: its leak-detection macros redefine new.
 #include <CppUTest/TestHarness.h>

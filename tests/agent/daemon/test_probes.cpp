@@ -1,4 +1,4 @@
-// The Probes component (agent/prober_manager.h), the real class over a fake
+// The Probes component (agent/daemon/prober_manager.h), the real class over a fake
 // prober, a fake ticker (the test fires the period timers), the fake
 // runtime and the fake clock. Pins kubelet's prober worker
 // (prober/worker.go doProbe, prober_manager.go UpdatePodStatus) as the agent
@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent/prober_manager.h"
-#include "tests/agent/fake_clock.h"
-#include "tests/agent/fake_runtime.h"
+#include "agent/daemon/prober_manager.h"
+#include "tests/agent/daemon/fake_clock.h"
+#include "tests/agent/daemon/fake_runtime.h"
 
 // CppUTest last: its leak-detection macros redefine new.
 #include <CppUTest/TestHarness.h>

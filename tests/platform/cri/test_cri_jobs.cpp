@@ -1,4 +1,4 @@
-// LoopJobs (platform/cri_jobs.h): the CRI runtime's blocking calls on
+// LoopJobs (platform/cri/cri_jobs.h): the CRI runtime's blocking calls on
 // worker threads, their continuations on the loop. A real libuv loop and
 // real threads; the loop runs until the test's predicate holds or its
 // deadline passes (a uv timer), never a sleep.
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "platform/cri_jobs.h"
+#include "platform/cri/cri_jobs.h"
 
 #include <CppUTest/TestHarness.h>
 

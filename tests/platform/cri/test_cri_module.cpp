@@ -1,4 +1,4 @@
-// make_cri_runtime (platform/cri_loader.cpp) with the real daemonlet-cri.so
+// make_cri_runtime (platform/cri/cri_loader.cpp) with the real daemonlet-cri.so
 // of this build: the module loads with its gRPC, protobuf and abseil
 // libraries resolved, its factory runs, and what it refuses it refuses with
 // a clear error. No CRI runtime is started: these run natively and, in the
@@ -19,8 +19,8 @@
 #include <optional>
 #include <string>
 
-#include "platform/cri_runtime.h"
-#include "runtime_fixture.h"
+#include "platform/cri/cri_runtime.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 // After TestHarness.h, which they need.

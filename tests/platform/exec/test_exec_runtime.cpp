@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "platform/proc_stat.h"
-#include "runtime_fixture.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

@@ -1,4 +1,4 @@
-#include "http_responder.h"
+#include "tests/platform/http/http_responder.h"
 
 #include <algorithm>
 #include <cstring>

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "platform/credentials.h"
+#include "platform/http/credentials.h"
 
 #include <CppUTest/TestHarness.h>
 

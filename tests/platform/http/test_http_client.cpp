@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "http_responder.h"
-#include "platform/http_client.h"
-#include "runtime_fixture.h"
+#include "platform/http/http_client.h"
+#include "tests/platform/http/http_responder.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

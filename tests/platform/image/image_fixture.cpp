@@ -1,4 +1,4 @@
-#include "image_fixture.h"
+#include "tests/platform/image/image_fixture.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "platform/sha256.h"
+#include "platform/image/sha256.h"
 
 // CppUTest last: its leak-detection macros redefine new.
 #include <CppUTest/TestHarness.h>

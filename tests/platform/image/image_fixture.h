@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/image_store.h"
+#include "platform/image/image_store.h"
 
 namespace daemonlet::test {
 

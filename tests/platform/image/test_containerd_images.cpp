@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/containerd_images.h"
+#include "platform/image/containerd_images.h"
 
 #include <CppUTest/TestHarness.h>
 

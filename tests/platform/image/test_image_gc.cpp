@@ -12,9 +12,9 @@
 #include <set>
 #include <string>
 
-#include "image_fixture.h"
-#include "platform/image_store.h"
-#include "platform/overlay_mount.h"
+#include "platform/image/image_store.h"
+#include "platform/image/overlay_mount.h"
+#include "tests/platform/image/image_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 // After TestHarness.h, which declares what it needs.

@@ -14,8 +14,8 @@
 #include <sstream>
 #include <string>
 
-#include "image_fixture.h"
-#include "platform/image_store.h"
+#include "platform/image/image_store.h"
+#include "tests/platform/image/image_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

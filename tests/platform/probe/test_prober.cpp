@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "http_responder.h"
-#include "platform/prober.h"
-#include "runtime_fixture.h"
+#include "platform/probe/prober.h"
+#include "tests/platform/http/http_responder.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

@@ -30,9 +30,9 @@
 #include "core/local_node.h"
 #include "core/oci_spec.h"
 #include "core/quantity.h"
-#include "platform/image_store.h"
+#include "platform/image/image_store.h"
 #include "platform/run_command.h"
-#include "platform/runc.h"
+#include "platform/runc/runc.h"
 
 #include <CppUTest/TestHarness.h>
 

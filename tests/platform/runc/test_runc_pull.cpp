@@ -1,4 +1,4 @@
-// RuncRuntime's registry pulls (platform/runc_pull.cpp) against a stand-in
+// RuncRuntime's registry pulls (platform/runc/runc_pull.cpp) against a stand-in
 // daemonlet-image (a real /bin/sh script, run through the real Prober on a
 // real loop): one process per image however many callers wait for it, each
 // caller called back once from the loop, never from inside pull_image();
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "platform/exec_runtime.h"
-#include "platform/runc_runtime.h"
-#include "runtime_fixture.h"
+#include "platform/exec/exec_runtime.h"
+#include "platform/runc/runc_runtime.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "core/model.h"
-#include "platform/exec_runtime.h"
+#include "platform/exec/exec_runtime.h"
+#include "platform/exec/shim_state.h"
 #include "platform/proc_stat.h"
-#include "platform/runc_runtime.h"
-#include "platform/shim_protocol.h"
-#include "platform/shim_state.h"
-#include "runtime_fixture.h"
+#include "platform/runc/runc_runtime.h"
+#include "platform/shim/shim_protocol.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

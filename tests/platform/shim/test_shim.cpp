@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "platform/shim_protocol.h"
-#include "runtime_fixture.h"
+#include "platform/shim/shim_protocol.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <string>
 
+#include "platform/exec/shim_state.h"
 #include "platform/proc_stat.h"
-#include "platform/shim_protocol.h"
-#include "platform/shim_state.h"
-#include "runtime_fixture.h"
+#include "platform/shim/shim_protocol.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "platform/shim_protocol.h"
-#include "runtime_fixture.h"
+#include "platform/shim/shim_protocol.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 
