@@ -53,7 +53,7 @@
 #include <vector>
 
 #include "bench/agent_harness.h"
-#include "platform/overlay_mount.h"
+#include "platform/image/overlay_mount.h"
 #include "platform/proc_stat.h"
 
 using namespace daemonlet::bench;

@@ -2,7 +2,7 @@
 // container, as plain values: the pod sandbox's config and a container's
 // config (k8s.io/cri-api runtime.v1 PodSandboxConfig and ContainerConfig),
 // built from the pod's spec the way the kubelet's kuberuntime builds them.
-// Pure: platform/cri_runtime.cpp copies these into the protobuf messages.
+// Pure: platform/cri/cri_runtime.cpp copies these into the protobuf messages.
 //
 // The rules, each from upstream (kubernetes pkg/kubelet/kuberuntime):
 //   sandbox metadata   name, namespace, uid of the pod, attempt

@@ -3,7 +3,7 @@
 // registry pulls, as kubelet's image manager (pkg/kubelet/images
 // image_manager.go EnsureImageExists) and its imageBackOff
 // (pkg/kubelet/kubelet.go NewBackOff(10 s, 300 s)). The agent
-// (agent/images.cpp, agent/pods.cpp) runs the pulls and the timers.
+// (agent/daemon/images.cpp, agent/daemon/pods.cpp) runs the pulls and the timers.
 //
 //   absent, policy Never                    -> ErrImageNeverPull (waits for an import)
 //   absent, no pull possible, first time    -> ErrImagePull

@@ -3,7 +3,7 @@
 // validated (opencontainers/image-spec: descriptor.md, image-index.md,
 // manifest.md, config.md, layer.md; Docker's image manifest v2 schema 2 and
 // manifest list, which the spec names as compatible). Pure: the image store
-// (platform/image_store.h) reads the bytes and verifies digests against them.
+// (platform/image/image_store.h) reads the bytes and verifies digests against them.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // at a time, sidecars kept running beside the rest, then the app
 // containers), what an exit leads to, the crash-loop back-off's waiting
 // status, and the pod's phase and readiness from its containers. The agent
-// (agent/pods.cpp) measures, calls the runtime and carries these out; every
+// (agent/daemon/pods.cpp) measures, calls the runtime and carries these out; every
 // input here is a plain value and `now` is passed in.
 #pragma once
 

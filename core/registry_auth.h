@@ -3,7 +3,7 @@
 // manifest media types a pull accepts, the WWW-Authenticate challenges a
 // registry answers 401 with, the bearer token request they ask for, and
 // the credentials a Docker config.json-style file holds for a registry.
-// The HTTP exchange itself is platform/registry_client.cpp's.
+// The HTTP exchange itself is platform/image/registry_client.cpp's.
 #pragma once
 
 #include <map>

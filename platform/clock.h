@@ -1,5 +1,5 @@
 // The clock the agent reads, behind a narrow interface so that a test can
-// drive time (tests/agent/fake_clock.h). Two clocks, as core/pod.h says:
+// drive time (tests/agent/daemon/fake_clock.h). Two clocks, as core/pod.h says:
 // monotonic for durations that drive decisions (crash-loop back-off,
 // minReadySeconds, probe periods), wall for timestamps people and the
 // Kubernetes-shaped output read.

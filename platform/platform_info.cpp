@@ -1,6 +1,6 @@
 #include "platform/platform_info.h"
 
-#include "platform/curl_api.h"
+#include "platform/http/curl_api.h"
 
 #include <systemd/sd-daemon.h>
 #include <uv.h>

@@ -123,13 +123,15 @@ step_setup() {
 }
 
 step_format() {
-    local files=() f
+    local files=() f dir globs=()
+    # Every folder at any depth (platform/shim/, agent/cli/, tests/platform/image/...).
+    for dir in core store platform agent tests bench fuzz; do
+        globs+=(":(glob)$dir/**/*.h" ":(glob)$dir/**/*.cpp")
+    done
     while IFS= read -r -d '' f; do
         # A tracked file deleted in the working tree is not ours to check.
         [[ -f $f ]] && files+=("$f")
-    done < <(git ls-files -z -- 'core/*.h' 'core/*.cpp' 'store/*.h' 'store/*.cpp' \
-        'platform/*.h' 'platform/*.cpp' 'agent/*.h' 'agent/*.cpp' \
-        'tests/*.h' 'tests/*.cpp' 'bench/*.h' 'bench/*.cpp' 'fuzz/*.h' 'fuzz/*.cpp')
+    done < <(git ls-files -z -- "${globs[@]}")
     echo "clang-format: checking ${#files[@]} tracked files ($(clang-format --version))"
     if clang-format --dry-run --Werror "${files[@]}" 2>/dev/null; then
         echo "clang-format: all formatted"

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The layering rule, checked on the sources: core/ includes no libuv, SQLite
-# or systemd headers; store/ and platform/ never include each other; nothing
-# includes agent/ but agent/. (CMake's PRIVATE links stop the linking; this
-# stops a header-only include from slipping through.)
+# The layering rule, checked on the sources (every folder at any depth):
+# core/ includes no libuv, SQLite or systemd headers; store/ and platform/
+# never include each other; nothing includes agent/ but agent/ (and the
+# tests of its components); nothing outside agent/cli/ includes the verbs;
+# the shim and the CRI module include no other platform folder. (CMake's
+# PRIVATE links stop the linking; this stops a header-only include from
+# slipping through.)
 set -uo pipefail
 root=${1:?usage: layering.sh REPO_ROOT}
 cd "$root"
 failed=0 passed=0
-rule() {  # rule NAME DIR PATTERN
-    local hits
-    hits=$(grep -rnE --include='*.h' --include='*.cpp' "$3" "$2" || true)
+rule() {  # rule NAME "DIR..." PATTERN
+    local hits dirs
+    read -ra dirs <<<"$2"
+    hits=$(grep -rnE --include='*.h' --include='*.cpp' "$3" "${dirs[@]}" || true)
     if [[ -n $hits ]]; then
         echo "FAIL: $1"
         echo "$hits" | sed 's/^/  /'
@@ -22,6 +26,13 @@ rule "core includes no I/O library headers" core '#include\s*[<"](uv\.h|sqlite3\
 rule "core includes no other layer" core '#include\s*"(store|platform|agent)/'
 rule "store does not include platform or agent" store '#include\s*"(platform|agent)/'
 rule "platform does not include store or agent" platform '#include\s*"(store|agent)/'
+rule "bench and fuzz do not include agent" "bench fuzz" '#include\s*"agent/'
+rule "nothing outside agent/cli includes agent/cli" "core store platform agent/daemon tests bench fuzz" \
+    '#include\s*"agent/cli/'
+rule "the shim includes no other platform folder" platform/shim \
+    '#include\s*"(store|agent|platform/(exec|runc|cri|image|probe|http)/)'
+rule "the CRI module includes no other platform folder" platform/cri \
+    '#include\s*"(store|agent|platform/(shim|exec|runc|image|probe|http)/)'
 rule "core reads no clock" core '(std::chrono::(system|steady)_clock|[^_]time\(|gettimeofday|clock_gettime)'
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

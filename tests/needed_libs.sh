@@ -20,7 +20,7 @@ for lib in libarchive libxml2 libicu; do
         bash -c "! grep -q '^$lib' <<<\"\$0\"" "$agent_needs"
 done
 # Nor gRPC, protobuf, abseil: the CRI runtime is a module loaded for
-# runtime.type cri only (about 8 MiB of VmRSS, platform/cri_runtime.h).
+# runtime.type cri only (about 8 MiB of VmRSS, platform/cri/cri_runtime.h).
 for lib in libgrpc libprotobuf libabsl; do
     check "the agent needs no $lib: $(echo "$agent_needs" | grep "$lib" | tr '\n' ' ')" \
         bash -c "! grep -q '^$lib' <<<\"\$0\"" "$agent_needs"

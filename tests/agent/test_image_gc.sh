@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Image GC for the runc runtime's store (core/image_gc.h, agent/image_gc.cpp)
+# Image GC for the runc runtime's store (core/image_gc.h, agent/daemon/image_gc.cpp)
 # on a real small file system: stateDir is a tmpfs of 48 MiB mounted by this
 # script, with runtime.imageGC's thresholds set so that GC runs (high 1 %,
 # low 0 %, minimumAgeSeconds 0). kubelet's rules (image_gc_manager.go):

@@ -24,7 +24,7 @@ tool=$(dirname "$dl")/../platform/daemonlet-image
 
 store=$work/store
 # A layer of this run's own: `remove` keeps a layer that any overlay on the
-# machine has as a lower (by its digest; platform/image_gc.cpp), and other
+# machine has as a lower (by its digest; platform/image/image_gc.cpp), and other
 # tests (runc, runc_overlay) mount busybox's shared layer meanwhile.
 LAYER_TAG=$work "$here/../data/make_busybox_image.sh" "$work/busybox.tar" >/dev/null ||
     { echo "FAIL: cannot build the image"; exit 1; }

@@ -1,4 +1,4 @@
-#include "runtime_fixture.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "platform/exec/shim_state.h"
 #include "platform/proc_stat.h"
-#include "platform/shim_state.h"
 
 #include <CppUTest/TestHarness.h>
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/exec_runtime.h"
+#include "platform/exec/exec_runtime.h"
 #include "platform/runtime.h"
 
 namespace daemonlet::testing {

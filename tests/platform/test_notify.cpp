@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "platform/notify.h"
-#include "runtime_fixture.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 

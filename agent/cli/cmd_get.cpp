@@ -1,0 +1,265 @@
+// daemonlet get ds|pods: what runs on this node, in kubectl's columns, or as
+// Kubernetes-shaped JSON lists. Reads the store read-only, so it works while
+// the agent runs and while it is stopped.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "agent/cli/cli.h"
+#include "agent/cli/cli_flags.h"
+#include "agent/cli/operator_view.h"
+#include "agent/daemon/node_ips.h"
+#include "platform/system_info.h"
+#include "store/store.h"
+
+namespace daemonlet::agent {
+namespace {
+
+const char* const kHelp =
+    "Usage: daemonlet get ds|pods [-n NAMESPACE | -A] [-o json] [--config FILE]\n"
+    "\n"
+    "Lists this node's DaemonSets (NAMESPACE NAME DESIRED CURRENT READY UP-TO-DATE\n"
+    "AVAILABLE NODE SELECTOR AGE) or pods (NAMESPACE NAME READY STATUS RESTARTS AGE).\n"
+    "-o json prints an apps/v1 DaemonSetList or a v1 PodList.\n"
+    "\n"
+    "  -o, --output json     Kubernetes-shaped JSON\n";
+
+std::string rfc3339(std::int64_t ms) {
+    if (ms <= 0) return {};
+    time_t t = static_cast<time_t>(ms / 1000);
+    struct tm tm {};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// The Ready condition: every app container and every sidecar ready.
+bool pod_ready(const PodRecord& p) {
+    if (p.containers.empty() || p.deleting) return false;
+    auto ready = [](const ContainerStatus& c) { return c.ready; };
+    return std::all_of(p.containers.begin(), p.containers.end(), ready) &&
+           std::all_of(p.init_containers.begin(), p.init_containers.end(),
+                       [](const ContainerStatus& c) { return !c.sidecar || c.ready; });
+}
+
+Json pod_json(const PodRecord& p, const std::string& node, const std::string& runtime,
+              const std::vector<std::string>& node_ips) {
+    Json pod = Json::object();
+    pod["apiVersion"] = "v1";
+    pod["kind"] = "Pod";
+    pod["metadata"] = {{"name", p.name},
+                       {"namespace", p.namespace_},
+                       {"uid", p.uid},
+                       {"creationTimestamp", rfc3339(p.created_at_ms)},
+                       {"labels", {{"controller-revision-hash", p.revision_hash}}},
+                       {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"},
+                                                         {"kind", "DaemonSet"},
+                                                         {"name", p.daemonset},
+                                                         {"controller", true},
+                                                         {"blockOwnerDeletion", true}}})}};
+    pod["spec"] = {{"nodeName", node}};
+    std::int64_t latest_ready_change = 0;
+    auto status_json = [&](const ContainerStatus& c) {
+        Json st = Json::object();
+        st["name"] = c.name;
+        st["ready"] = c.ready;
+        st["started"] = c.started;
+        st["restartCount"] = c.restart_count;
+        if (!c.runtime_id.empty()) st["containerID"] = runtime + "://" + c.runtime_id;
+        Json state = Json::object();
+        if (c.state == ContainerState::Running) {
+            state["running"] = {{"startedAt", rfc3339(c.started_at_ms)}};
+        } else if (c.state == ContainerState::Terminated) {
+            state["terminated"] = {{"exitCode", c.exit_code},
+                                   {"reason", c.reason},
+                                   {"startedAt", rfc3339(c.started_at_ms)},
+                                   {"finishedAt", rfc3339(c.finished_at_ms)}};
+        } else {
+            Json w = {{"reason", c.reason}};
+            if (!c.message.empty()) w["message"] = c.message;
+            state["waiting"] = w;
+        }
+        st["state"] = state;
+        // kubelet's lastState: the previous instance's termination, once
+        // the container waits to restart or runs again (a terminated one's
+        // own is in state).
+        Json last = Json::object();
+        if (c.state != ContainerState::Terminated && !c.termination_reason.empty())
+            last["terminated"] = {{"exitCode", c.exit_code},
+                                  {"reason", c.termination_reason},
+                                  {"startedAt", rfc3339(c.termination_started_at_ms)},
+                                  {"finishedAt", rfc3339(c.finished_at_ms)}};
+        st["lastState"] = last;
+        latest_ready_change = std::max(latest_ready_change, c.started_at_ms);
+        return st;
+    };
+    Json statuses = Json::array();
+    for (const auto& c : p.containers) statuses.push_back(status_json(c));
+    Json init_statuses = Json::array();
+    for (const auto& c : p.init_containers) init_statuses.push_back(status_json(c));
+    bool ready = pod_ready(p);
+    pod["status"] = {{"phase", to_string(p.phase)},
+                     {"conditions", Json::array({{{"type", "Ready"},
+                                                  {"status", ready ? "True" : "False"},
+                                                  {"lastTransitionTime", rfc3339(latest_ready_change)}}})},
+                     {"containerStatuses", statuses}};
+    if (!p.init_containers.empty()) pod["status"]["initContainerStatuses"] = init_statuses;
+    // kubelet's generateAPIPodStatus: hostIP is the node's primary IP,
+    // hostIPs the node's (at most a dual-stack pair), on every pod.
+    if (!node_ips.empty()) {
+        pod["status"]["hostIP"] = node_ips.front();
+        Json ips = Json::array();
+        for (std::size_t i = 0; i < node_ips.size() && i < 2; ++i) ips.push_back({{"ip", node_ips[i]}});
+        pod["status"]["hostIPs"] = ips;
+    }
+    // kubelet's convertStatusToAPIStatus: podIP is podIPs[0].
+    if (!p.pod_ips.empty()) {
+        pod["status"]["podIP"] = p.pod_ips.front();
+        Json ips = Json::array();
+        for (const auto& ip : p.pod_ips) ips.push_back({{"ip", ip}});
+        pod["status"]["podIPs"] = ips;
+    }
+    return pod;
+}
+
+}  // namespace
+
+int cmd_get(const std::vector<std::string>& args) {
+    if (wants_help(args) || args.empty()) {
+        std::fputs(kHelp, args.empty() ? stderr : stdout);
+        std::fputs(kOperatorFlagsHelp, args.empty() ? stderr : stdout);
+        return args.empty() ? kExitUsage : kExitOk;
+    }
+    std::string what = args[0];
+    if (what == "daemonsets" || what == "daemonset" || what == "ds")
+        what = "ds";
+    else if (what == "pods" || what == "pod" || what == "po")
+        what = "pods";
+    else {
+        std::fprintf(stderr, "daemonlet get: unknown resource \"%s\" (ds or pods)\n", what.c_str());
+        return kExitUsage;
+    }
+    OperatorFlags flags;
+    std::string output;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        if (flags.consume(args, i) || flag_value(args, i, "-o", output) ||
+            flag_value(args, i, "--output", output))
+            continue;
+        std::fprintf(stderr, "daemonlet get: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
+        return kExitUsage;
+    }
+    if (!output.empty() && output != "json") {
+        std::fprintf(stderr, "daemonlet get: unsupported output \"%s\" (json)\n", output.c_str());
+        return kExitUsage;
+    }
+    const bool all = flags.all_namespaces;
+    const std::string& ns = flags.ns;
+    auto cfg = load_operator_config(flags);
+    if (!cfg.ok()) {
+        std::fprintf(stderr, "daemonlet get: %s\n", cfg.error().message.c_str());
+        return kExitUsage;
+    }
+    const std::string db = cfg.value().state_dir + "/daemonlet.db";
+    auto st = store::Store::open_readonly(db);
+    if (!st.ok()) {
+        std::fprintf(stderr, "daemonlet get: %s\n", st.error().message.c_str());
+        return 1;
+    }
+    auto& store = *st.value();
+    auto pods = store.list_pods();
+    if (!pods.ok()) {
+        std::fprintf(stderr, "daemonlet get: %s\n", pods.error().message.c_str());
+        return 1;
+    }
+    auto in_scope = [&](const std::string& n) { return flags.in_scope(n); };
+    const std::int64_t now = platform::wall_clock_ms();
+    const std::string node_name = cfg.value().node_name;
+
+    if (what == "pods") {
+        std::vector<PodRecord> list;
+        for (const auto& p : pods.value())
+            if (in_scope(p.namespace_)) list.push_back(p);
+        std::sort(list.begin(), list.end(), [](const PodRecord& a, const PodRecord& b) {
+            return std::tie(a.namespace_, a.name) < std::tie(b.namespace_, b.name);
+        });
+        if (output == "json") {
+            Json items = Json::array();
+            const std::vector<std::string> node_ips = stored_node_ips(store);
+            for (const auto& p : list)
+                items.push_back(pod_json(p, node_name, cfg.value().runtime_type, node_ips));
+            Json out = {
+                {"apiVersion", "v1"}, {"kind", "PodList"}, {"metadata", Json::object()}, {"items", items}};
+            std::printf("%s\n", out.dump(4).c_str());
+            return kExitOk;
+        }
+        std::vector<std::vector<std::string>> rows{
+            {"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}};
+        for (const auto& p : list) {
+            const PodColumns cols = pod_columns(p);
+            rows.push_back({p.namespace_, p.name,
+                            std::to_string(cols.ready) + "/" + std::to_string(cols.total), cols.status,
+                            std::to_string(cols.restarts), short_age(p.created_at_ms, now)});
+        }
+        if (rows.size() == 1) {
+            std::fprintf(stderr, "No resources found%s.\n", all ? "" : (" in " + ns + " namespace").c_str());
+            return kExitOk;
+        }
+        print_columns(rows, "", 3);
+        return kExitOk;
+    }
+
+    auto sets = store.list_daemonsets();
+    if (!sets.ok()) {
+        std::fprintf(stderr, "daemonlet get: %s\n", sets.error().message.c_str());
+        return 1;
+    }
+    Json items = Json::array();
+    std::vector<std::vector<std::string>> rows{{"NAMESPACE", "NAME", "DESIRED", "CURRENT", "READY",
+                                                "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"}};
+    for (const auto& s : sets.value()) {
+        if (!in_scope(s.namespace_)) continue;
+        // The counts are the DaemonSet controller's for this one node (core/rollout_status.h).
+        auto view = view_daemonset(store, cfg.value(), s.namespace_, s.name, now);
+        if (!view.ok() || !view.value()) continue;
+        const DaemonSetView& v = *view.value();
+        const DaemonSetNodeStatus& counts = v.status;
+        std::string selector;
+        for (const auto& [k, val] : v.ds.spec.template_.spec.node_selector)
+            selector += (selector.empty() ? "" : ",") + k + "=" + val;
+        auto revs = store.list_revisions(s.namespace_, s.name);
+        std::int64_t created = s.updated_at_ms;
+        if (revs.ok())
+            for (const auto& r : revs.value()) created = std::min(created, r.created_at_ms);
+        rows.push_back({s.namespace_, s.name, std::to_string(counts.desired), std::to_string(counts.current),
+                        std::to_string(counts.ready), std::to_string(counts.updated),
+                        std::to_string(counts.available), selector.empty() ? "<none>" : selector,
+                        short_age(created, now)});
+        Json obj = v.ds.object;
+        obj["status"] = {{"currentNumberScheduled", counts.current},
+                         {"numberMisscheduled", counts.misscheduled},
+                         {"desiredNumberScheduled", counts.desired},
+                         {"numberReady", counts.ready},
+                         {"updatedNumberScheduled", counts.updated},
+                         {"numberAvailable", counts.available},
+                         {"numberUnavailable", std::max(0, counts.desired - counts.available)},
+                         {"observedGeneration", s.generation}};
+        items.push_back(obj);
+    }
+    if (output == "json") {
+        Json out = {{"apiVersion", "apps/v1"},
+                    {"kind", "DaemonSetList"},
+                    {"metadata", Json::object()},
+                    {"items", items}};
+        std::printf("%s\n", out.dump(4).c_str());
+        return kExitOk;
+    }
+    if (rows.size() == 1) {
+        std::fprintf(stderr, "No resources found%s.\n", all ? "" : (" in " + ns + " namespace").c_str());
+        return kExitOk;
+    }
+    print_columns(rows, "", 3);
+    return kExitOk;
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,230 @@
+// Adoption: what the agent finds running when it starts. The pods in the
+// store are matched with the runtime's containers; containers no pod record
+// knows (the database was lost) rebuild their pods from the labels every
+// container is started with (pod_labels), so nothing restarts.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "agent/daemon/agent.h"
+#include "agent/daemon/pod_labels.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+// Labels kept with every container (platform::ContainerLaunch::labels): with
+// the pod's uid, name and namespace the runtime keeps anyway, enough to
+// rebuild the pod's record when the database is lost.
+constexpr char kLabelDaemonSet[] = "daemonlet.io/daemonset";
+constexpr char kLabelRevisionHash[] = "controller-revision-hash";
+constexpr char kLabelRevision[] = "daemonlet.io/revision";
+constexpr char kLabelCreatedAt[] = "daemonlet.io/created-at";
+constexpr char kLabelContainers[] = "daemonlet.io/containers";
+constexpr char kLabelInitContainers[] = "daemonlet.io/init-containers";  // "name" or "name:sidecar"
+
+}  // namespace
+
+std::map<std::string, std::string> pod_labels(const PodRecord& rec) {
+    std::string names, init;
+    for (const auto& c : rec.containers) names += (names.empty() ? "" : ",") + c.name;
+    for (const auto& c : rec.init_containers)
+        init += (init.empty() ? "" : ",") + c.name + (c.sidecar ? ":sidecar" : "");
+    return {{kLabelDaemonSet, rec.daemonset},
+            {kLabelRevisionHash, rec.revision_hash},
+            {kLabelRevision, std::to_string(rec.revision)},
+            {kLabelCreatedAt, std::to_string(rec.created_at_ms)},
+            {kLabelContainers, names},
+            {kLabelInitContainers, init}};
+}
+
+namespace {
+
+std::vector<std::string> split_names(const std::string& s) {
+    std::vector<std::string> out;
+    for (std::size_t pos = 0; pos <= s.size();) {
+        std::size_t comma = std::min(s.find(',', pos), s.size());
+        if (comma > pos) out.push_back(s.substr(pos, comma - pos));
+        pos = comma + 1;
+    }
+    return out;
+}
+
+std::int64_t to_int(const std::string& s) {
+    std::int64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9' || v > (INT64_MAX - 9) / 10) return 0;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+// The record of a pod whose containers run but which the store does not
+// know (the database was lost and rebuilt): from the labels its containers
+// were started with. Empty when they carry no labels (or disagree).
+std::optional<PodRecord> rebuild_record(const std::vector<platform::ContainerInfo>& found) {
+    const auto& first = found.front();
+    auto label = [&](const char* k) {
+        auto it = first.labels.find(k);
+        return it == first.labels.end() ? std::string() : it->second;
+    };
+    PodRecord rec;
+    rec.uid = first.pod_uid;
+    rec.name = first.pod_name;
+    rec.namespace_ = first.pod_namespace;
+    rec.daemonset = label(kLabelDaemonSet);
+    rec.revision_hash = label(kLabelRevisionHash);
+    rec.revision = to_int(label(kLabelRevision));
+    rec.created_at_ms = to_int(label(kLabelCreatedAt));
+    if (rec.name.empty() || rec.namespace_.empty() || rec.daemonset.empty() || rec.revision_hash.empty())
+        return std::nullopt;
+    for (const auto& name : split_names(label(kLabelContainers))) {
+        ContainerStatus cs;
+        cs.name = name;
+        cs.reason = "ContainerCreating";
+        rec.containers.push_back(std::move(cs));
+    }
+    // The app containers run, so the init containers have all completed;
+    // sidecars run on beside them (or start again if they are gone).
+    for (const auto& entry : split_names(label(kLabelInitContainers))) {
+        ContainerStatus cs;
+        cs.sidecar = entry.size() > 8 && entry.compare(entry.size() - 8, 8, ":sidecar") == 0;
+        cs.name = cs.sidecar ? entry.substr(0, entry.size() - 8) : entry;
+        if (!cs.sidecar) {
+            cs.state = ContainerState::Terminated;
+            cs.reason = "Completed";
+        }
+        rec.init_containers.push_back(std::move(cs));
+    }
+    for (const auto& info : found) {
+        if (info.labels != first.labels) return std::nullopt;
+        auto named = [&](const ContainerStatus& c) { return c.name == info.container_name; };
+        auto it = std::find_if(rec.containers.begin(), rec.containers.end(), named);
+        if (it == rec.containers.end()) {
+            it = std::find_if(rec.init_containers.begin(), rec.init_containers.end(), named);
+            if (it == rec.init_containers.end() || !it->sidecar) return std::nullopt;
+        }
+        it->runtime_id = info.id;
+        it->state = ContainerState::Running;
+        it->reason.clear();
+        it->started_at_ms = info.started_at_ms;
+        it->started = true;
+    }
+    // Only a sidecar found: the pod was still initializing; its other init
+    // containers run again.
+    bool app_running =
+        std::any_of(rec.containers.begin(), rec.containers.end(),
+                    [](const ContainerStatus& c) { return c.state == ContainerState::Running; });
+    if (!app_running)
+        for (auto& c : rec.init_containers)
+            if (!c.sidecar) {
+                c.state = ContainerState::Waiting;
+                c.reason = "PodInitializing";
+            }
+    return rec;
+}
+
+}  // namespace
+
+// On start: the pods in the store, matched with the containers the runtime
+// still has. Running containers are adopted as they are (zero restarts);
+// exited ones are handled as exits now.
+void Agent::adopt() {
+    auto infos = runtime_->adopt_all();
+    if (!infos.ok()) {
+        log(Level::Err, "runtime: " + infos.error().message);
+        return;
+    }
+    std::map<std::string, platform::ContainerInfo> by_id;
+    for (auto& i : infos.value()) by_id[i.id] = i;
+    auto stored = store_->list_pods();
+    if (!stored.ok()) {
+        log(Level::Err, "store: " + stored.error().message);
+        return;
+    }
+    std::vector<std::string> exited;
+    for (auto& rec : stored.value()) {
+        LivePod p;
+        p.rec = rec;
+        p.containers.resize(rec.init_containers.size() + rec.containers.size());
+        for (std::size_t i = 0; i < p.containers.size(); ++i) {
+            auto& cs = p.status(i);
+            auto it = cs.runtime_id.empty() ? by_id.end() : by_id.find(cs.runtime_id);
+            if (it == by_id.end()) {
+                if (cs.state == ContainerState::Running) {
+                    cs.state = ContainerState::Waiting;
+                    cs.reason = "ContainerCreating";
+                }
+                continue;
+            }
+            p.containers[i].id = cs.runtime_id;
+            p.containers[i].started_mono_ms = clock_.monotonic_ms();
+            by_id_[cs.runtime_id] = {rec.uid, i};
+            if (!it->second.running) exited.push_back(cs.runtime_id);
+            by_id.erase(it);
+        }
+        pods_.emplace(rec.uid, std::move(p));
+    }
+    // Containers no pod record knows: the database was lost and rebuilt.
+    // Their labels rebuild the pods, which are adopted like the others (zero
+    // restarts); the DaemonSets then decide, as for any pod, whether they
+    // stay. Exited ones and unlabelled ones (no way to know their pod) go.
+    std::map<std::string, std::vector<platform::ContainerInfo>> orphans;  // by pod uid
+    for (const auto& [id, info] : by_id) {
+        if (!info.running) {
+            runtime_->remove_async(id, [](Status) {});
+            continue;
+        }
+        orphans[info.pod_uid].push_back(info);
+    }
+    for (const auto& [uid, found] : orphans) {
+        auto rec = uid.empty() ? std::nullopt : rebuild_record(found);
+        if (!rec) {
+            for (const auto& info : found) {
+                log(Level::Warning, "container " + info.id + " of pod " + info.pod_uid +
+                                        " is not in the store and carries no pod labels; stopping it");
+                runtime_->stop_async(info.id, [id = info.id](Status s) {
+                    if (!s.ok()) log(Level::Warning, "container " + id + ": " + s.error().message);
+                });
+            }
+            continue;
+        }
+        rec->phase = PodPhase::Running;
+        LivePod p;
+        p.rec = *rec;
+        p.containers.resize(rec->init_containers.size() + rec->containers.size());
+        for (std::size_t i = 0; i < p.containers.size(); ++i) {
+            const std::string& id = p.status(i).runtime_id;
+            if (id.empty()) continue;
+            p.containers[i].id = id;
+            p.containers[i].started_mono_ms = clock_.monotonic_ms();
+            by_id_[id] = {uid, i};
+        }
+        log(Level::Warning,
+            "pod " + rec->namespace_ + "/" + rec->name + " (DaemonSet " + rec->daemonset +
+                ") was not in the store: rebuilt from its running containers and adopted",
+            {{"DAEMONLET_POD", rec->namespace_ + "/" + rec->name}});
+        refresh_readiness(p);
+        save_pod(p);
+        pods_.emplace(uid, std::move(p));
+    }
+    std::size_t adopted = by_id_.size() - exited.size();
+    for (const auto& id : exited) on_container_exit(id);
+    // Pods that were stopping when the agent went away finish now; containers
+    // without a process are started by the first reconcile, once the
+    // DaemonSets are known.
+    std::vector<std::string> stopping;
+    for (const auto& [uid, p] : pods_)
+        if (p.rec.deleting) stopping.push_back(uid);
+    for (const auto& uid : stopping) finish_pod_if_stopped(uid);
+    if (!pods_.empty() || adopted)
+        log(Level::Notice, "adopted " + std::to_string(adopted) + " running containers of " +
+                               std::to_string(pods_.size()) + " pods");
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,313 @@
+// The agent's lifecycle: start-up, signals, configuration reload, shutdown.
+#include "agent/daemon/agent.h"
+#include "agent/daemon/config_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "core/local_node.h"
+#include "platform/cri/cri_runtime.h"
+#include "platform/exec/exec_runtime.h"
+#include "platform/file.h"
+#include "platform/host_network.h"
+#include "platform/log.h"
+#include "platform/runc/runc_runtime.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+// The shim and daemonlet-image live next to the daemonlet binary (build
+// tree) or in ../libexec/daemonlet (installed).
+std::string find_helper(const std::string& name) {
+    char buf[4096];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return name;
+    std::string exe(buf, static_cast<std::size_t>(n));
+    std::string dir = exe.substr(0, exe.rfind('/'));
+    for (const std::string& candidate :
+         {dir + "/" + name, dir + "/../platform/" + name, dir + "/../libexec/daemonlet/" + name})
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    return name;
+}
+
+namespace {
+
+template <class H>
+void close_and_free(H*& h) {
+    if (!h) return;
+    uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* p) { delete reinterpret_cast<H*>(p); });
+    h = nullptr;
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config, std::string config_path, const platform::Clock& clock)
+    : config_(std::move(config)), config_path_(std::move(config_path)), clock_(clock) {
+    uv_loop_init(&loop_);
+}
+
+Agent::~Agent() {
+    // Handles are closed in shutdown(); a loop that still has some is a bug
+    // we want to hear about rather than hide.
+    if (uv_loop_close(&loop_) != 0) log(Level::Warning, "event loop closed with handles still open");
+}
+
+Status Agent::init() {
+    if (auto s = platform::make_dirs(config_.state_dir, 0700); !s.ok()) return s;
+    // First: a second agent on the same stateDir must stop before it touches
+    // the store or the containers. Requests are served once the loop runs.
+    start_control();
+    if (auto s = control_->start(); !s.ok()) {
+        if (s.error().code == "busy") return s.error();
+        log(Level::Err, s.error().message + "; delete and rollout undo will not reach this agent");
+    }
+
+    store::OpenReport report;
+    const std::string db = config_.state_dir + "/daemonlet.db";
+    auto st = store::Store::open(db, clock_.wall_ms(), &report);
+    if (!st.ok()) return st.error();
+    store_ = std::move(st).value();
+    if (report.recovered)
+        log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
+                            "; rebuilding from the manifest directory and the running containers");
+
+    // Each source's state as last kept: the manifest files' last good
+    // versions (a broken one's stays in force) and the cluster's DaemonSets
+    // and Node, so that an offline boot runs them like the manifests'.
+    sources_ =
+        std::make_unique<Sources>(*store_, clock_, [this](const DaemonSet& api, const std::string& msg) {
+            send_cluster_event(api.metadata.namespace_, api.metadata.name, "Warning",
+                               "LocalManifestOverrides", msg);
+        });
+    sources_->load(config_.api_server);
+    load_cluster_node();
+    refresh_node();
+    // The link exists (its Events queue with it) before the first reconcile,
+    // so the pods an offline boot starts are reported once it connects.
+    start_cluster(false);
+
+    Result<std::unique_ptr<platform::Runtime>> rt = Error{"invalid", "runtime.type " + config_.runtime_type};
+    if (config_.runtime_type == "runc") {
+        platform::ImageTool images;
+        images.binary = find_helper("daemonlet-image");
+        images.store = config_.state_dir + "/images";
+        auto overlay = choose_rootfs(config_, images.store, config_.state_dir + "/runtime");
+        if (!overlay.ok()) return overlay.error();
+        images.overlay = overlay.value();
+        images.pull_options = registry_pull_options(config_);
+        rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime",
+                                         find_helper("daemonlet-shim"), std::move(images), config_.runc_path);
+    } else if (config_.runtime_type == "cri") {
+        // Archives in runtime.imageImportDir go to containerd (images.cpp).
+        platform::CriRuntimeOptions cri;
+        cri.endpoint = config_.cri_endpoint;
+        cri.runtime_dir = config_.state_dir + "/runtime";
+        cri.module = find_helper(platform::kCriModule);
+        rt = platform::make_cri_runtime(&loop_, std::move(cri));
+    } else {
+        rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",
+                                         find_helper("daemonlet-shim"));
+    }
+    if (!rt.ok()) return rt.error();
+    runtime_ = std::move(rt).value();
+    runtime_->attach_loop(&loop_);
+    runtime_ops_.set_limit(config_.max_parallel_operations);
+    runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
+    images_ = std::make_unique<Images>(&loop_, config_, *store_, *runtime_, clock_,
+                                       static_cast<Images::Host&>(*this), find_helper("daemonlet-image"));
+    // runc and cri: the import directory feeds the runtime's image store.
+    if (config_.runtime_type == "runc" || config_.runtime_type == "cri") images_->open();
+    probes_ = std::make_unique<Probes>(
+        *runtime_, make_loop_prober(&loop_), make_loop_ticker(&loop_), clock_,
+        [this](const std::string& uid, std::size_t) { on_probe_result_changed(uid); },
+        [this](const std::string& uid, std::size_t index) { on_probe_failed(uid, index); });
+
+    notifier_ = std::make_unique<platform::Notifier>(&loop_);
+    notifier_->start();
+
+    for (int signum : {SIGHUP, SIGTERM, SIGINT}) {
+        auto* h = new uv_signal_t;
+        uv_signal_init(&loop_, h);
+        h->data = this;
+        uv_signal_start(h, on_signal, signum);
+        signals_.push_back(h);
+    }
+    reconcile_timer_ = new uv_timer_t;
+    uv_timer_init(&loop_, reconcile_timer_);
+    reconcile_timer_->data = this;
+    wake_timer_ = new uv_timer_t;
+    uv_timer_init(&loop_, wake_timer_);
+    wake_timer_->data = this;
+    rebuild_timer_ = new uv_timer_t;
+    uv_timer_init(&loop_, rebuild_timer_);
+    rebuild_timer_->data = this;
+
+    // Before the pods: a hostNetwork pod's podIP is the node's.
+    node_ips_ = std::make_unique<NodeAddresses>(
+        *store_, [] { return platform::read_host_network(); }, [this] { on_node_ips_changed(); });
+    node_ips_->start(&loop_, config_.node_ips);
+    // The cached pods first: adopt what runs, then read the manifests and
+    // start what is missing, all before READY.
+    adopt();
+    // Always rebuilt once: with no file changed since the last run, the
+    // store still loses what went while the agent was down.
+    (void)sources_->rescan(config_.manifest_dir);
+    rebuild_desired();
+    reconcile();
+    // Only then the API server: READY never waits for the network.
+    if (cluster_) cluster_->start();
+
+    watch_ = std::make_unique<platform::DirWatch>(
+        &loop_, config_.manifest_dir, 30, config_.file_check_frequency_ms, [this] { rescan_manifests(); });
+    watch_->start();
+    images_->start();
+    return Ok{};
+}
+
+int Agent::run() {
+    if (auto s = init(); !s.ok()) {
+        log(Level::Err, "cannot start: " + s.error().message);
+        shutdown();
+        uv_run(&loop_, UV_RUN_DEFAULT);
+        return 1;
+    }
+    log(Level::Notice, "daemonlet running on node " + node_.metadata.name + ": " +
+                           std::to_string(desired_.size()) + " DaemonSets, " + std::to_string(pods_.size()) +
+                           " pods");
+    update_status();
+    notifier_->ready(notifier_status_);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    return 0;
+}
+
+void Agent::update_status() {
+    std::size_t running = 0;
+    for (const auto& [uid, p] : pods_)
+        if (p.rec.phase == PodPhase::Running) ++running;
+    notifier_status_ = std::to_string(desired_.size()) + " DaemonSets, " + std::to_string(running) + "/" +
+                       std::to_string(pods_.size()) + " pods running";
+    if (cluster_)
+        notifier_status_ += std::string(", API server ") + to_string(cluster_->state());
+    else if (config_.api_server.enabled)
+        notifier_status_ += ", API server not reachable (configuration error)";
+    if (notifier_) notifier_->status(notifier_status_);
+    after_reconcile();
+}
+
+void Agent::on_signal(uv_signal_t* h, int signum) {
+    auto* self = static_cast<Agent*>(h->data);
+    if (signum == SIGHUP) {
+        self->reload_config();
+        return;
+    }
+    log(Level::Notice, std::string("received ") + (signum == SIGTERM ? "SIGTERM" : "SIGINT") +
+                           ": stopping; pods keep running and the next agent adopts them");
+    self->shutdown();
+}
+
+void Agent::reload_config() {
+    auto loaded = load_config(config_path_);
+    if (!loaded.ok()) {
+        log(Level::Err, loaded.error().message);
+        log(Level::Err, "SIGHUP: invalid configuration; keeping the current one");
+        return;
+    }
+    AgentConfig next = std::move(loaded).value();
+    if (next.state_dir != config_.state_dir || next.runtime_type != config_.runtime_type ||
+        next.image_import_dir != config_.image_import_dir || next.runc_path != config_.runc_path ||
+        next.runtime_rootfs != config_.runtime_rootfs ||
+        next.registry_auth_file != config_.registry_auth_file ||
+        next.registry_certs_dir != config_.registry_certs_dir ||
+        next.insecure_registries != config_.insecure_registries ||
+        next.cri_endpoint != config_.cri_endpoint || next.cri_snapshotter != config_.cri_snapshotter)
+        log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
+                                config_.state_dir + " and runtime " + config_.runtime_type);
+    next.state_dir = config_.state_dir;
+    next.runtime_type = config_.runtime_type;
+    next.image_import_dir = config_.image_import_dir;
+    next.runc_path = config_.runc_path;
+    next.runtime_rootfs = config_.runtime_rootfs;
+    // The runtime was made with them (its pulls' daemonlet-image arguments).
+    next.registry_auth_file = config_.registry_auth_file;
+    next.registry_certs_dir = config_.registry_certs_dir;
+    next.insecure_registries = config_.insecure_registries;
+    next.cri_endpoint = config_.cri_endpoint;
+    next.cri_snapshotter = config_.cri_snapshotter;
+    bool dir_changed = next.manifest_dir != config_.manifest_dir ||
+                       next.file_check_frequency_ms != config_.file_check_frequency_ms;
+    const bool api_changed = next.api_server != config_.api_server;
+    config_ = std::move(next);
+    runtime_ops_.set_limit(config_.max_parallel_operations);
+    log(Level::Notice, "SIGHUP: configuration reloaded; re-evaluating every DaemonSet");
+    if (api_changed || (config_.api_server.enabled && !cluster_)) {
+        // A new link, with the credentials read again; the cache keeps what
+        // the new scope still follows until its first complete list.
+        if (cluster_) {
+            save_cluster_events();
+            cluster_->close();
+        }
+        cluster_.reset();
+        sources_->keep_followed(config_.api_server);
+        if (!config_.api_server.node_from_cluster) cluster_node_.reset();
+        start_cluster(true);
+        if (!dir_changed) rebuild_desired();
+    }
+    refresh_node();
+    node_ips_->refresh(config_.node_ips);
+    if (dir_changed) {
+        // The old directory's files are not in the new one: its rescan
+        // removes them, from the store too.
+        watch_->close();
+        watch_ = std::make_unique<platform::DirWatch>(&loop_, config_.manifest_dir, 30,
+                                                      config_.file_check_frequency_ms,
+                                                      [this] { rescan_manifests(); });
+        watch_->start();
+        rescan_manifests();
+    }
+    schedule_reconcile();
+}
+
+void Agent::on_node_ips_changed() {
+    for (auto& [uid, p] : pods_) {
+        const auto before = p.rec.pod_ips;
+        refresh_pod_ips(p);
+        if (p.rec.pod_ips != before) save_pod(p);
+    }
+}
+
+void Agent::shutdown() {
+    if (stopping_) return;
+    stopping_ = true;
+    if (notifier_) notifier_->stopping();
+    if (watch_) watch_->close();
+    if (images_) images_->close();
+    if (cluster_) {
+        save_cluster_events();
+        cluster_->close();
+    }
+    if (control_) control_->close();  // removes the socket: clients see the agent is not running
+    for (auto*& h : signals_) close_and_free(h);
+    signals_.clear();
+    close_and_free(reconcile_timer_);
+    close_and_free(wake_timer_);
+    close_and_free(rebuild_timer_);
+    if (node_ips_) node_ips_->close();
+    for (auto& [uid, pod] : pods_)
+        for (auto& c : pod.containers) close_restart_timer(c.restart_timer);
+    if (probes_) probes_->close();
+    // Starts not begun are dropped; those in flight finish, and are saved,
+    // before the runtime closes (pods.cpp close_runtime_when_idle).
+    runtime_ops_.drop_queued();
+    close_runtime_when_idle();
+    if (notifier_) notifier_->close();
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,270 @@
+// `daemonlet run`: the agent. One libuv loop, no threads. Wiring only: the
+// decisions are core's (node_should_run_daemon_pod, plan_reconcile,
+// next_restart_delay), persistence is store's, processes are the runtime's.
+//
+//   manifest dir --DirWatch--> Sources (sources.h) <-- API server (cluster.cpp)
+//        --> merged (core merge_sources) --> desired DaemonSets, store (desired.cpp)
+//        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
+//   runtime exit --> container restart with crash-loop backoff
+//   probe timers (Probes, prober_manager.h) --> started/ready --> availability, rollouts;
+//     liveness/startup failure --> runtime stop --> the exit path above
+//   init containers (and sidecars) before app containers (pods.cpp advance_pod)
+//   images (images.h, one Images): imports, pulls and their back-off, image GC;
+//     it starts the containers waiting for an image through Images::Host
+//   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/daemon/cluster_link.h"
+#include "agent/daemon/control_server.h"
+#include "agent/daemon/images.h"
+#include "agent/daemon/node_ips.h"
+#include "agent/daemon/prober_manager.h"
+#include "agent/daemon/sources.h"
+#include "core/config.h"
+#include "core/image_gc.h"
+#include "core/manifest.h"
+#include "core/model.h"
+#include "core/pod.h"
+#include "core/probe.h"
+#include "core/reconcile.h"
+#include "core/rollout_status.h"
+#include "core/source_merge.h"
+#include "platform/clock.h"
+#include "platform/dir_watch.h"
+#include "platform/line_server.h"
+#include "platform/notify.h"
+#include "platform/operation_queue.h"
+#include "platform/probe/prober.h"
+#include "platform/runtime.h"
+#include "store/store.h"
+
+namespace daemonlet::agent {
+
+// Closes a timer whose data is a heap-allocated Target (what it fires for),
+// freeing both in the close callback, as libuv requires.
+template <class Target>
+void close_targeted_timer(uv_timer_t*& t) {
+    if (!t) return;
+    uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) {
+        delete static_cast<Target*>(h->data);
+        delete reinterpret_cast<uv_timer_t*>(h);
+    });
+    t = nullptr;
+}
+
+// daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
+std::string find_helper(const std::string& name);
+
+// Closes a container's restart timer (pods.cpp).
+void close_restart_timer(uv_timer_t*& t);
+
+class Agent : private Images::Host {
+  public:
+    // Time is read from `clock` only (a test passes a fake one).
+    Agent(AgentConfig config, std::string config_path,
+          const platform::Clock& clock = platform::system_clock());
+    Agent(const Agent&) = delete;
+    Agent& operator=(const Agent&) = delete;
+    ~Agent() override;
+
+    // Runs until SIGTERM or SIGINT. Returns the process exit status.
+    int run();
+
+  private:
+    // A DaemonSet in force.
+    struct Desired {
+        std::shared_ptr<const DaemonSet> object;  // the file's (shared with files_) or a rollback's
+        std::shared_ptr<const DaemonSet> from;    // the source's (file or API server), before any rollback
+        const DaemonSet& ds() const { return *object; }
+        DaemonSetSource source;
+        bool from_api() const { return source.from_api(); }
+        std::string hash;
+        std::int64_t revision = 0;
+        std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
+        bool rolled_back = false;  // a rollback's template is in force, not the file's
+    };
+    struct LiveContainer {
+        std::string id;  // runtime id while it has one
+        // A start is asked for and has not reported yet (queued, or the
+        // runtime is making it): the container shows as it was (Waiting,
+        // ContainerCreating for a new pod) and nothing else starts it.
+        bool starting = false;
+        // A start was asked for again while one was in flight (its image
+        // arrived, its pull landed): if the one in flight fails, another
+        // goes at once rather than after its back-off.
+        bool start_again = false;
+        std::int64_t started_mono_ms = 0;
+        BackoffState backoff;
+        std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered
+        uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
+    };
+    struct LivePod {
+        PodRecord rec;
+        // Init containers first, then app containers: index i is status(i).
+        std::vector<LiveContainer> containers;
+        std::optional<std::int64_t> ready_since_mono_ms;
+        bool deleted_by_user = false;
+
+        bool is_init(std::size_t i) const { return i < rec.init_containers.size(); }
+        ContainerStatus& status(std::size_t i) {
+            return is_init(i) ? rec.init_containers[i] : rec.containers[i - rec.init_containers.size()];
+        }
+    };
+
+    // agent.cpp: lifecycle
+    Status init();
+    void shutdown();
+    void reload_config();
+    void update_status();
+    static void on_signal(uv_signal_t* h, int signum);
+
+    // desired.cpp: the sources (sources.h) merged to the desired state
+    void rescan_manifests();
+    void rebuild_desired();
+    void
+    schedule_rebuild();  // a rebuild once this loop turn's changes are in (many watch events, one rebuild)
+    Status record_revision(Desired& d);
+
+    // cluster.cpp: the API server's link (its DaemonSets go to sources_),
+    // the node from the cluster, connectivity, the Lease and the Events
+    // (cluster_link.h)
+    void load_cluster_node();
+    void start_cluster(bool start_now);
+    void save_cluster_events();
+    void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
+    void on_api_node(ReflectorChanges&& changes);
+    void on_link(LinkState state);
+    void refresh_node();
+    void send_cluster_event(const std::string& ns, const std::string& daemonset, const char* type,
+                            const char* reason, const std::string& message);
+    Json status_json() const;
+
+    // rollback.cpp: rollout undo over a manifest file's template
+    void apply_rollback(Desired& d);
+    Result<std::string> undo(const std::string& ns, const std::string& name, std::int64_t to_revision);
+
+    // events.cpp: events for describe, recorded in the store
+    void record_event(const std::string& ns, const std::string& daemonset, const char* type,
+                      const char* reason, const std::string& message);
+    void record_pod_removed(const PodRecord& pod, const std::string& reason);
+    void record_backoff(const PodRecord& pod, const std::string& container);
+    void record_placement(const Desired& d, const Decision& decision);
+
+    // control.cpp: what the control socket's requests do (ControlServer,
+    // control_server.h: delete, rollout undo and status)
+    void start_control();
+    void after_reconcile();
+    RolloutStatus rollout_status_of(const Desired& d, const Decision& decision) const;
+
+    // pods.cpp: the reconcile loop and the pods' lifecycle
+    // On this turn, or (next_turn) only after the loop has polled: libuv runs
+    // a 0 ms timer started in a timer callback again in the same pass.
+    void schedule_reconcile(bool next_turn = false);
+    void reconcile();
+    void adopt();
+    void create_pod(const PodToCreate& c);
+    void remove_pod(const std::string& uid, const std::string& reason);
+    // Asks for the container's start, queued behind the pod's earlier
+    // runtime operations (runtime_ops_); on_started takes the outcome.
+    void start_container(const std::string& uid, std::size_t index);
+    void on_started(const std::string& uid, std::size_t index, const Container& spec, Result<std::string> id);
+    void start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error);
+    // Stops the container, after any start of its pod still in flight;
+    // `expected` (non-empty): only if that instance still runs.
+    void stop_container(const std::string& uid, std::size_t index, const std::string& expected,
+                        const std::string& why);
+    void on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
+                           const Result<platform::ContainerInfo>& info);
+    // Shutdown: the runtime is closed once no start is in flight, so that
+    // every container started is in the store for the next agent.
+    void close_runtime_when_idle();
+    void start_waiting_containers();
+    void on_container_exit(const std::string& id);
+    void schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms);
+    void finish_pod_if_stopped(const std::string& uid);
+    void save_pod(const LivePod& pod);
+    void refresh_readiness(LivePod& pod);
+    void refresh_pod_ips(LivePod& pod);
+    bool advance_pod(const std::string& uid);
+    const Desired* desired_for(const PodRecord& rec) const;
+    const Container* container_spec(const LivePod& pod, std::size_t index) const;
+    static const Container* find_container(const PodSpec& spec, const LivePod& pod, std::size_t index);
+    std::vector<std::pair<std::string, std::string>> container_env(const LivePod& pod,
+                                                                   const Container& spec) const;
+
+    // image_waits.cpp: the images (images.h) and the containers waiting
+    // for theirs
+    void retry_image_waits();
+    void images_arrived() override;
+    Waiting waiting_for_image(const ImageWaiter& w, const std::string& image) override;
+    void start_pulled(const ImageWaiter& w) override;
+    void retry_image_after(const ImageWaiter& w, std::int64_t delay_ms, bool save) override;
+    void pulls_changed() override;
+    void record_image_event(const PodRecord& pod, const char* type, const char* reason,
+                            const std::string& message) override;
+    std::set<std::string> images_in_use() override;
+
+    // hostNetwork pods' IPs follow the node's (node_ips_ changed).
+    void on_node_ips_changed();
+
+    // probes.cpp: what the Probes component (prober_manager.h) probes, and
+    // what its results do
+    const Container* probed_spec(const LivePod& pod, std::size_t index);
+    void start_probes(const std::string& uid, std::size_t index);
+    void ensure_probes();
+    void on_probe_failed(const std::string& uid, std::size_t index);
+    void on_probe_result_changed(const std::string& uid);
+
+    AgentConfig config_;
+    std::string config_path_;
+    const platform::Clock& clock_;
+    uv_loop_t loop_{};
+    Node node_;
+    std::unique_ptr<store::Store> store_;
+    std::unique_ptr<platform::Runtime> runtime_;
+    // Starts and stops, at most runtime.maxParallelOperations at once, one
+    // pod's in order (pods.cpp).
+    platform::OperationQueue runtime_ops_{4};
+    std::unique_ptr<platform::Notifier> notifier_;
+    std::unique_ptr<platform::DirWatch> watch_;
+    std::unique_ptr<Probes> probes_;  // kubelet's prober manager: the running containers' probes
+    // Imports, pulls, their back-off and image GC (images.h).
+    std::unique_ptr<Images> images_;
+    std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
+    // The node's IPs (nodeIP, else the interfaces), for status.hostIP and
+    // hostNetwork pods' podIP; re-checked every minute (node_ips.h).
+    std::unique_ptr<NodeAddresses> node_ips_;
+    std::vector<uv_signal_t*> signals_;
+    uv_timer_t* reconcile_timer_ = nullptr;
+    uv_timer_t* wake_timer_ = nullptr;
+    uv_timer_t* rebuild_timer_ = nullptr;
+    bool reconcile_pending_ = false;
+    bool stopping_ = false;
+    std::string notifier_status_;
+
+    std::unique_ptr<Sources> sources_;        // the manifest directory and the API server, merged
+    std::map<std::string, Desired> desired_;  // by "namespace/name"
+    bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
+    std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
+    std::unique_ptr<ClusterLink> cluster_;
+    std::string cluster_error_;                                         // why the link could not start
+    std::map<std::string, LivePod> pods_;                               // by uid
+    std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
+
+    std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers
+    std::map<std::string, std::string> placement_noted_;  // DaemonSet key -> the decision last recorded
+    std::map<std::string, std::string> rolled_out_;       // DaemonSet key -> the hash whose rollout completed
+};
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,218 @@
+// The Kubernetes API server as the second source of DaemonSets, and the
+// board's autonomy when it is unreachable.
+//
+// - What the cluster sends (ClusterLink's reflectors) goes to Sources
+//   (sources.h), which tells real changes from status and bookkeeping and
+//   merges it with the manifest files (a file of the same namespace/name
+//   wins).
+// - Everything received is in the store (source "api"): a board that boots
+//   with no network runs its cached DaemonSets before READY and without
+//   waiting for the API server. No resourceVersion is kept: each start
+//   lists first, as client-go's reflector does.
+// - nodeFromCluster: the Node object's labels, taints and unschedulable over
+//   the configuration (core merge_cluster_node); a change re-evaluates every
+//   DaemonSet at once.
+#include <algorithm>
+
+#include "agent/daemon/agent.h"
+#include "core/decode.h"
+#include "core/local_node.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+constexpr const char* kNodeMeta = "api.node";      // the Node's labels, taints and unschedulable
+constexpr const char* kEventsMeta = "api.events";  // Events not sent when the agent stopped
+
+// The Node fields the agent uses, as stored for an offline boot.
+Json node_subset(const Json& node) {
+    Json out = Json::object();
+    out["apiVersion"] = "v1";
+    out["kind"] = "Node";
+    out["metadata"] = {{"name", meta_string(node, "name")}};
+    if (node.contains("metadata") && node["metadata"].contains("labels"))
+        out["metadata"]["labels"] = node["metadata"]["labels"];
+    if (node.contains("spec") && node["spec"].is_object()) {
+        Json spec = Json::object();
+        for (const char* k : {"taints", "unschedulable"})
+            if (node["spec"].contains(k)) spec[k] = node["spec"][k];
+        out["spec"] = spec;
+    }
+    return out;
+}
+
+}  // namespace
+
+// At start-up: the cluster's Node as last received, so that an offline
+// boot places pods as the connected agent did (its DaemonSets are
+// Sources::load's).
+void Agent::load_cluster_node() {
+    if (!config_.api_server.enabled || !config_.api_server.node_from_cluster) return;
+    auto node = store_->get_meta(kNodeMeta);
+    if (node.ok() && node.value() && !node.value()->empty()) {
+        Json j = Json::parse(*node.value(), nullptr, false);
+        if (j.is_object()) cluster_node_ = std::move(j);
+    }
+}
+
+void Agent::start_cluster(bool start_now) {
+    if (!config_.api_server.enabled || stopping_) return;
+    ClusterHooks hooks;
+    hooks.daemonsets = [this](const std::string& scope, ReflectorChanges&& ch) {
+        on_api_daemonsets(scope, std::move(ch));
+    };
+    hooks.node = [this](ReflectorChanges&& ch) { on_api_node(std::move(ch)); };
+    hooks.link = [this](LinkState s) { on_link(s); };
+    auto link =
+        ClusterLink::create(&loop_, config_.api_server, node_.metadata.name, std::move(hooks), clock_);
+    if (!link.ok()) {
+        // The cached DaemonSets keep running; SIGHUP after fixing it retries.
+        cluster_error_ = link.error().message;
+        log(Level::Err,
+            "API server: " + cluster_error_ + "; running from the cache and the manifest directory");
+        update_status();
+        return;
+    }
+    cluster_error_.clear();
+    cluster_ = std::move(link).value();
+    // Events queued when the agent last stopped (an offline reboot): sent
+    // with their original times once connected.
+    auto saved = store_->get_meta(kEventsMeta);
+    if (saved.ok() && saved.value() && !saved.value()->empty()) {
+        Json arr = Json::parse(*saved.value(), nullptr, false);
+        if (arr.is_array())
+            for (const Json& e : arr) {
+                if (!e.is_object()) continue;
+                cluster_->add_event(ClusterEvent{e.value("namespace", ""), e.value("kind", ""),
+                                                 e.value("name", ""), e.value("uid", ""), e.value("type", ""),
+                                                 e.value("reason", ""), e.value("message", ""),
+                                                 e.value("first", std::int64_t{0}),
+                                                 e.value("last", std::int64_t{0}), e.value("count", 1)});
+            }
+        if (auto w = store_->put_meta(kEventsMeta, ""); !w.ok())
+            log(Level::Warning, "store: " + w.error().message);
+    }
+    if (start_now) cluster_->start();
+}
+
+// At a stop: the Events the cluster has not had yet, for the next start.
+void Agent::save_cluster_events() {
+    if (!cluster_ || cluster_->queued_events().empty()) return;
+    Json arr = Json::array();
+    for (const auto& ev : cluster_->queued_events())
+        arr.push_back({{"namespace", ev.namespace_},
+                       {"kind", ev.kind},
+                       {"name", ev.name},
+                       {"uid", ev.uid},
+                       {"type", ev.type},
+                       {"reason", ev.reason},
+                       {"message", ev.message},
+                       {"first", ev.first_ms},
+                       {"last", ev.last_ms},
+                       {"count", ev.count}});
+    if (auto w = store_->put_meta(kEventsMeta, arr.dump()); !w.ok())
+        log(Level::Warning, "store: queued events not kept: " + w.error().message);
+}
+
+// The resourceVersion is not kept: a new agent lists before it watches, as
+// client-go's reflector does (a list is what tells what went while it was
+// down), and the cache in the store runs the DaemonSets until then.
+void Agent::on_api_daemonsets(const std::string& scope, ReflectorChanges&& ch) {
+    if (stopping_) return;
+    if (sources_->apply_api(scope, std::move(ch))) schedule_rebuild();
+}
+
+void Agent::on_api_node(ReflectorChanges&& ch) {
+    if (stopping_) return;
+    std::optional<Json> next = cluster_node_;
+    if (ch.replace || !ch.deleted.empty()) next.reset();
+    for (const Json& o : ch.objects)
+        if (meta_string(o, "name") == node_.metadata.name) next = node_subset(o);
+    if (next == cluster_node_) return;
+    if (!next && cluster_node_)
+        log(Level::Notice, "API server: the Node " + node_.metadata.name +
+                               " is gone from the cluster; the configuration alone describes the board");
+    cluster_node_ = std::move(next);
+    if (auto w = store_->put_meta(kNodeMeta, cluster_node_ ? cluster_node_->dump() : std::string()); !w.ok())
+        log(Level::Warning, "store: " + w.error().message);
+    refresh_node();
+}
+
+// The node as the configuration and (nodeFromCluster) the cluster describe
+// it; a change re-evaluates every DaemonSet.
+void Agent::refresh_node() {
+    const std::string arch = goarch_from_machine(platform::machine());
+    Node next = make_local_node(config_.node_name, config_.node_labels, config_.node_taints,
+                                config_.node_unschedulable, "linux", arch);
+    if (config_.api_server.node_from_cluster && cluster_node_) {
+        Node cluster;
+        FieldErrors errs = decode_node(*cluster_node_, cluster);
+        if (errs.empty())
+            next = merge_cluster_node(config_.node_name, config_.node_labels, config_.node_taints,
+                                      config_.node_unschedulable, cluster, "linux", arch);
+        else
+            for (const auto& e : errs)
+                log(Level::Err, "API server Node " + config_.node_name + ": " + e.to_string() +
+                                    "; using the configuration's labels and taints");
+    }
+    const bool same = next.metadata.labels == node_.metadata.labels && next.taints == node_.taints &&
+                      next.unschedulable == node_.unschedulable && !node_.metadata.name.empty();
+    node_ = std::move(next);
+    if (same) return;
+    store::StoredNode sn{node_.metadata.labels, node_.taints, node_.unschedulable};
+    if (auto w = store_->put_node(sn); !w.ok()) log(Level::Warning, w.error().message);
+    if (reconcile_timer_) {
+        log(Level::Notice,
+            "node " + node_.metadata.name + ": labels or taints changed; re-evaluating every DaemonSet");
+        schedule_reconcile();
+    }
+}
+
+void Agent::on_link(LinkState) { update_status(); }
+
+// Events go to the cluster for the DaemonSets it has (a file's own
+// DaemonSet is not the cluster's business).
+void Agent::send_cluster_event(const std::string& ns, const std::string& daemonset, const char* type,
+                               const char* reason, const std::string& message) {
+    if (!cluster_) return;
+    auto it = sources_->api().find(ns + "/" + daemonset);
+    if (it == sources_->api().end()) return;
+    const std::int64_t now = clock_.wall_ms();
+    cluster_->add_event(
+        ClusterEvent{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1});
+}
+
+Json Agent::status_json() const {
+    std::size_t running = 0, from_files = 0, from_api = 0;
+    for (const auto& [uid, p] : pods_)
+        if (p.rec.phase == PodPhase::Running) ++running;
+    for (const auto& [key, d] : desired_) (d.from_api() ? from_api : from_files)++;
+    Json api;
+    if (cluster_)
+        api = cluster_->status();
+    else if (config_.api_server.enabled)
+        api = Json{{"state", "error"}, {"lastError", cluster_error_}};
+    else
+        api = Json{{"state", "not configured"}};
+    std::size_t shadowed = 0;
+    for (const auto& [key, a] : sources_->api())
+        if (auto d = desired_.find(key); d != desired_.end() && !d->second.from_api()) ++shadowed;
+    api["cached"] = sources_->api().size();
+    return Json{{"node", node_.metadata.name},
+                {"daemonSets",
+                 {{"total", desired_.size()},
+                  {"fromFiles", from_files},
+                  {"fromCluster", from_api},
+                  {"overriddenByFiles", shadowed}}},
+                {"pods", {{"total", pods_.size()}, {"running", running}}},
+                {"manifests", sources_->status()},
+                {"apiServer", api}};
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,139 @@
+// The agent's link to the Kubernetes API server: the reflectors that follow
+// the cluster's DaemonSets (one per followed namespace, or one for all) and,
+// with nodeFromCluster, the board's own Node object; the heartbeat Lease;
+// the Events queue. Everything runs on the agent's libuv loop through
+// platform::HttpClient (libcurl multi socket); the decisions (what to
+// request next, back-off, what changed, connected or not) are core's
+// Reflector and Connectivity.
+//
+//   Reflector.begin --> HttpClient GET (list page | streamed watch)
+//     --> WatchDecoder --> Reflector.on_* --> hooks.daemonsets / hooks.node
+//   every 10 s: Lease GET/POST/PUT; then queued Events, oldest first
+//   health (all reflectors synced and not failing, Lease renewed)
+//     --> Connectivity (hysteresis) --> hooks.link on a change
+//
+// Credentials: the kubeconfig's (or the service account's) token, token
+// file (re-read every minute, as client-go does, so rotation works), client
+// certificate and key, CA: files read with their permissions checked
+// (platform/http/credentials.h). Neither tokens nor keys reach a log.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cluster_report.h"
+#include "core/config.h"
+#include "core/connectivity.h"
+#include "core/kubeconfig.h"
+#include "core/reflector.h"
+#include "platform/clock.h"
+#include "platform/http/http_client.h"
+
+namespace daemonlet::agent {
+
+struct ClusterHooks {
+    // A DaemonSet reflector's changes; `scope` is the namespace it follows
+    // ("" for all), which bounds what a replace removes.
+    std::function<void(const std::string& scope, ReflectorChanges&&)> daemonsets;
+    // The Node reflector's changes (nodeFromCluster).
+    std::function<void(ReflectorChanges&&)> node;
+    std::function<void(LinkState)> link;
+};
+
+class ClusterLink {
+  public:
+    // Resolves the endpoint (kubeconfig or in-cluster) and reads the
+    // credentials; an error names the file and the reason.
+    // Time is read from `clock` only.
+    static Result<std::unique_ptr<ClusterLink>> create(
+        uv_loop_t* loop, const ApiServerConfig& config, const std::string& node_name, ClusterHooks hooks,
+        const platform::Clock& clock = platform::system_clock());
+    ClusterLink(const ClusterLink&) = delete;
+    ClusterLink& operator=(const ClusterLink&) = delete;
+    ~ClusterLink();
+
+    void start();
+    void close();  // cancels every request and closes the handles; idempotent
+
+    // Queues an Event for the cluster; sent (in order) while connected.
+    void add_event(ClusterEvent ev);
+    // What is still queued (to keep across an agent restart).
+    const std::deque<ClusterEvent>& queued_events() const { return events_.items(); }
+
+    LinkState state() const { return link_.state(); }
+    // For `daemonlet status` and the STATUS= line.
+    Json status() const;
+    const std::string& server() const { return endpoint_.server; }
+
+  private:
+    struct Follower {
+        Follower(std::string s, bool n, ListWatchTarget t)
+            : scope(std::move(s)), node(n), reflector(std::move(t)) {}
+        std::string scope;  // namespace, "" for all; "node" reflector: unused
+        bool node = false;
+        Reflector reflector;
+        uv_timer_t* timer = nullptr;
+        std::optional<platform::HttpClient::RequestId> inflight;
+        WatchDecoder decoder;
+        std::string error_body;  // a failed watch's body (bounded)
+        std::string stream_error;
+        std::string last_error;
+        std::int64_t events = 0;
+    };
+
+    ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string node_name, ClusterHooks hooks,
+                const platform::Clock& clock);
+    Status init();
+    platform::HttpRequest base_request(const std::string& method, const std::string& target);
+    void step(Follower& f);
+    void schedule(Follower& f, std::int64_t delay_ms);
+    void on_list(Follower& f, Result<platform::HttpResponse> r);
+    bool on_watch_data(Follower& f, long status, std::string_view data);
+    void on_watch_done(Follower& f, Result<platform::HttpResponse> r);
+    void failed(Follower& f, int status, bool refused, std::int64_t retry_after_ms, const std::string& why);
+    void renew_lease();
+    void on_lease(const std::string& method, Result<platform::HttpResponse> r);
+    void send_events();
+    void report_health();
+    void announce();
+    void arm_link_timer();
+    std::string bearer_token();
+    double jitter();
+    std::int64_t now_ms() const;
+
+    uv_loop_t* loop_;
+    const platform::Clock& clock_;
+    ApiServerConfig config_;
+    std::string node_name_;
+    ClusterHooks hooks_;
+    ApiEndpoint endpoint_;
+    platform::HttpTls tls_;
+    std::string token_;  // inline, or the token file's last contents
+    std::int64_t token_read_ms_ = -1;
+    std::unique_ptr<platform::HttpClient> http_;
+    std::vector<std::unique_ptr<Follower>> followers_;
+    Connectivity link_;
+    uv_timer_t* link_timer_ = nullptr;
+    uv_timer_t* lease_timer_ = nullptr;
+    std::optional<platform::HttpClient::RequestId> lease_inflight_;
+    std::string lease_resource_version_;  // of the Lease as last read or written; "" read it first
+    bool lease_ok_ = false;
+    std::string lease_error_;
+    std::int64_t lease_renewed_wall_ms_ = 0;
+    EventQueue events_;
+    std::optional<platform::HttpClient::RequestId> event_inflight_;
+    std::uint64_t events_sent_ = 0;
+    std::uint64_t requests_ = 0;
+    std::uint64_t bytes_in_ = 0;
+    std::mt19937 rng_;
+    bool closed_ = false;
+};
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,652 @@
+// The reconcile loop and the pods' lifecycle: creating pods and their
+// containers through the runtime, stopping them, restarting exited
+// containers with crash-loop backoff (restartPolicy Always). Adopting what
+// already runs when the agent starts is agent/daemon/adopt.cpp.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <utility>
+
+#include "agent/daemon/agent.h"
+#include "agent/daemon/pod_labels.h"
+#include "core/decision.h"
+#include "core/expand.h"
+#include "core/image_wait.h"
+#include "core/pod_lifecycle.h"
+#include "core/pod_network.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+std::string random_chars(std::size_t n, std::string_view alphabet) {
+    static std::mt19937_64 rng{std::random_device{}()};
+    std::string s(n, ' ');
+    std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+    for (auto& c : s) c = alphabet[pick(rng)];
+    return s;
+}
+
+// A v4-shaped UUID for pod uids.
+std::string new_uid() {
+    std::string h = random_chars(32, "0123456789abcdef");
+    h[12] = '4';
+    return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
+           h.substr(20);
+}
+
+// "0.3", "12", "300": seconds for people, with a decimal below ten.
+std::string seconds(std::int64_t ms) {
+    if (ms >= 10'000) return std::to_string(ms / 1000);
+    std::string s = std::to_string(ms / 1000) + "." + std::to_string((ms % 1000) / 100);
+    return s;
+}
+
+constexpr std::size_t kCreatesPerTurn = 8;
+
+// What a restart timer fires for, named by value: the pod may be gone by then.
+struct RestartTarget {
+    Agent* agent;
+    std::string uid;
+    std::size_t index;
+};
+
+}  // namespace
+
+// Closes a restart timer; its target goes with it in the close callback.
+void close_restart_timer(uv_timer_t*& t) { close_targeted_timer<RestartTarget>(t); }
+
+const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
+    auto it = desired_.find(rec.namespace_ + "/" + rec.daemonset);
+    return it == desired_.end() ? nullptr : &it->second;
+}
+
+// The template of the pod's own revision: while its DaemonSet rolls, an old
+// pod restarts (and probes) as what it was, not as the new template.
+const Container* Agent::container_spec(const LivePod& p, std::size_t index) const {
+    const Desired* d = desired_for(p.rec);
+    if (!d || d->hash != p.rec.revision_hash) return nullptr;
+    return find_container(d->ds().spec.template_.spec, p, index);
+}
+
+// The container of `spec` that is the pod's container `index` (by name).
+const Container* Agent::find_container(const PodSpec& spec, const LivePod& p, std::size_t index) {
+    const bool init = p.is_init(index);
+    const std::string& name = init ? p.rec.init_containers[index].name
+                                   : p.rec.containers[index - p.rec.init_containers.size()].name;
+    for (const auto& c : init ? spec.init_containers : spec.containers)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+// The environment: values with $(VAR) expanded against the earlier entries,
+// and the downward API fields the exec runtime can know.
+std::vector<std::pair<std::string, std::string>> Agent::container_env(const LivePod& p,
+                                                                      const Container& spec) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::map<std::string, std::string> env;
+    auto lookup = [&](const std::string& n) -> std::optional<std::string> {
+        auto e = env.find(n);
+        if (e == env.end()) return std::nullopt;
+        return e->second;
+    };
+    for (const auto& e : spec.env) {
+        std::string v = expand_vars(e.value, lookup);
+        if (e.value_from && e.value_from->field_ref) {
+            const std::string& f = e.value_from->field_ref->field_path;
+            v = f == "metadata.name"        ? p.rec.name
+                : f == "metadata.namespace" ? p.rec.namespace_
+                : f == "metadata.uid"       ? p.rec.uid
+                : f == "spec.nodeName"      ? node_.metadata.name
+                                            : std::string();
+        }
+        env[e.name] = v;
+        out.emplace_back(e.name, v);
+    }
+    return out;
+}
+
+void Agent::schedule_reconcile(bool next_turn) {
+    // Coalesces a burst of triggers into one pass on the next loop turn.
+    if (stopping_ || reconcile_pending_ || !reconcile_timer_) return;
+    reconcile_pending_ = true;
+    uv_timer_start(
+        reconcile_timer_,
+        [](uv_timer_t* t) {
+            auto* self = static_cast<Agent*>(t->data);
+            self->reconcile_pending_ = false;
+            self->reconcile();
+        },
+        next_turn ? 1 : 0, 0);
+}
+
+void Agent::reconcile() {
+    if (stopping_) return;
+    std::vector<DesiredDaemonSet> want;
+    want.reserve(desired_.size());
+    for (const auto& [key, d] : desired_) {
+        DesiredDaemonSet w;
+        w.ds = &d.ds();
+        w.hash = d.hash;
+        w.revision = d.revision;
+        w.decision = node_should_run_daemon_pod(node_, d.ds());
+        want.push_back(std::move(w));
+    }
+    std::vector<ObservedPod> seen;
+    seen.reserve(pods_.size());
+    for (auto& [uid, p] : pods_) {
+        refresh_readiness(p);
+        ObservedPod o;
+        o.pod = p.rec;
+        o.terminating = p.rec.deleting;
+        o.ready = p.ready_since_mono_ms.has_value();
+        o.ready_since_mono_ms = p.ready_since_mono_ms;
+        o.deleted_by_user = p.deleted_by_user;
+        seen.push_back(std::move(o));
+    }
+    start_waiting_containers();
+    const std::int64_t now = clock_.monotonic_ms();
+    ReconcilePlan plan = plan_reconcile(want, seen, now);
+    for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
+    // A few creations per loop turn, the rest planned again on the next
+    // one (scheduled below): each costs store writes, and 50 DaemonSets
+    // dropped in at once must not hold the loop (its watchdog pings, the
+    // control socket) for all of them.
+    std::size_t created = 0;
+    for (const auto& c : plan.create) {
+        if (created++ == kCreatesPerTurn) break;
+        create_pod(c);
+    }
+    // What was just done changes what is observed (a new pod is running and
+    // ready): plan again until nothing is left to do. The planner creates
+    // nothing twice, so this converges.
+    if (!plan.create.empty() || !plan.remove.empty()) schedule_reconcile(created > kCreatesPerTurn);
+    if (plan.wake_at_mono_ms && wake_timer_) {
+        auto delay = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *plan.wake_at_mono_ms - now));
+        uv_timer_start(
+            wake_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->schedule_reconcile(); }, delay, 0);
+    }
+    update_status();
+}
+
+// Starts what should run now and has neither a process nor a pending
+// restart: the first init container that has not completed, or, once all
+// have, the app containers (kubelet's computePodActions: init containers
+// one at a time, in order, each to exit 0 before the next). Returns whether
+// anything started.
+bool Agent::advance_pod(const std::string& uid) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || pit->second.rec.deleting) return false;
+    LivePod& p = pit->second;
+    bool changed = false;
+    std::size_t from = 0;
+    for (;;) {
+        std::vector<bool> idle;
+        for (const auto& lc : p.containers)
+            idle.push_back(lc.id.empty() && !lc.restart_timer && !lc.starting);
+        const PodStartStep step = next_start_step(p.rec, idle, from);
+        for (std::size_t i : step.start) start_container(uid, i);
+        changed = changed || !step.start.empty();
+        if (!step.then_check_sidecar) return changed;
+        // A sidecar just started: the next init container waits for its
+        // startup probe, which its refreshed status says.
+        refresh_readiness(p);
+        if (!sidecar_lets_next_start(p.status(*step.then_check_sidecar), pod_initialized(p.rec)))
+            return changed;
+        from = *step.then_check_sidecar + 1;
+    }
+}
+
+// Containers with neither a process nor a pending restart: those of pods
+// adopted from the store whose process is gone, and those that waited for
+// their DaemonSet to be known.
+void Agent::start_waiting_containers() {
+    std::vector<std::string> uids;
+    for (const auto& [uid, p] : pods_) uids.push_back(uid);
+    for (const auto& uid : uids) {
+        if (!advance_pod(uid)) continue;
+        refresh_readiness(pods_[uid]);
+        save_pod(pods_[uid]);
+    }
+    ensure_probes();
+}
+
+// kubelet's UpdatePodStatus: an init container is ready once it exited 0;
+// an app container is started and ready as its startup and readiness probes
+// say (core/probe.h); the pod is ready when every app container is, which
+// starts the minReadySeconds clock (monotonic) for availability.
+void Agent::refresh_readiness(LivePod& p) {
+    refresh_pod_ips(p);
+    // started and ready as the probes say; until its probes are set up (the
+    // template not known yet after a restart of the agent), a container is
+    // not taken as ready.
+    auto probe_status = [&](std::size_t i) {
+        ContainerStatus& c = p.status(i);
+        const bool running = c.state == ContainerState::Running && !p.rec.deleting;
+        const ContainerProbeStatus st = probes_->status(p.rec.uid, i, running);
+        c.started = st.started;
+        c.ready = st.ready;
+    };
+    // Sidecars count for the pod's readiness (1.29+
+    // GenerateContainersReadyCondition); regular init containers are not probed.
+    for (std::size_t i = 0; i < p.containers.size(); ++i)
+        if (!p.is_init(i) || p.status(i).sidecar) probe_status(i);
+    const bool ready = update_pod_conditions(p.rec);
+    p.ready_since_mono_ms = ready_since(ready, p.ready_since_mono_ms, clock_.monotonic_ms());
+}
+
+// status.podIPs from the runtime's sandbox (every container of a pod is in
+// the same one): set once a container runs, kept while none does, changed
+// when a new sandbox brings a new address. The runtime keeps each
+// container's answer, so this costs one PodSandboxStatus per container. A
+// pod in the node's network (hostNetwork, every exec runtime pod) has the
+// node's IPs (node_ips.cpp); a runc pod without hostNetwork, alone in a
+// network namespace with only loopback, has none.
+void Agent::refresh_pod_ips(LivePod& p) {
+    for (const auto& lc : p.containers) {
+        if (lc.id.empty()) continue;
+        auto net = runtime_->pod_network(lc.id);
+        if (!net) return;  // the runtime cannot say now: what is known stays
+        p.rec.pod_ips = pod_status_ips(net.value().host_network, net.value().ips, node_ips_->ips()).pod_ips;
+        return;
+    }
+}
+
+void Agent::save_pod(const LivePod& p) {
+    if (auto w = store_->put_pod(p.rec); !w.ok()) log(Level::Err, "store: " + w.error().message);
+}
+
+void Agent::create_pod(const PodToCreate& c) {
+    auto it = desired_.find(c.namespace_ + "/" + c.daemonset);
+    if (it == desired_.end()) return;
+    const DaemonSet& ds = it->second.ds();
+    LivePod p;
+    p.rec.uid = new_uid();
+    p.rec.name = c.daemonset + "-" + random_chars(5, "bcdfghjklmnpqrstvwxz2456789");
+    p.rec.namespace_ = c.namespace_;
+    p.rec.daemonset = c.daemonset;
+    p.rec.revision_hash = c.hash;
+    p.rec.revision = c.revision;
+    p.rec.created_at_ms = clock_.wall_ms();
+    const bool has_init = !ds.spec.template_.spec.init_containers.empty();
+    for (const auto& spec : ds.spec.template_.spec.init_containers) {
+        ContainerStatus cs;
+        cs.name = spec.name;
+        cs.reason = "PodInitializing";
+        cs.sidecar = spec.restart_policy == "Always";
+        p.rec.init_containers.push_back(std::move(cs));
+        p.containers.emplace_back();
+    }
+    for (const auto& spec : ds.spec.template_.spec.containers) {
+        ContainerStatus cs;
+        cs.name = spec.name;
+        cs.reason = has_init ? "PodInitializing" : "ContainerCreating";
+        p.rec.containers.push_back(std::move(cs));
+        p.containers.emplace_back();
+    }
+    const std::string uid = p.rec.uid;
+    log(Level::Notice,
+        "pod " + c.namespace_ + "/" + p.rec.name + " created for DaemonSet " + c.daemonset + " revision " +
+            std::to_string(c.revision),
+        {{"DAEMONLET_POD", c.namespace_ + "/" + p.rec.name}});
+    record_event(c.namespace_, c.daemonset, "Normal", "SuccessfulCreate", "Created pod: " + p.rec.name);
+    pods_.emplace(uid, std::move(p));
+    advance_pod(uid);
+    ensure_probes();
+    refresh_readiness(pods_[uid]);
+    save_pod(pods_[uid]);
+}
+
+void Agent::start_container(const std::string& uid, std::size_t index) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || pit->second.rec.deleting || stopping_) return;
+    LivePod& p = pit->second;
+    const Desired* d = desired_for(p.rec);
+    ContainerStatus& cs = p.status(index);
+    LiveContainer& lc = p.containers[index];
+    if (lc.starting) {
+        lc.start_again = true;  // on_started sees to it
+        return;
+    }
+    if (!lc.id.empty()) return;  // one instance at a time
+    const Container* spec = container_spec(p, index);
+    if (!spec) {
+        cs.state = ContainerState::Waiting;
+        cs.reason = "ContainerCreating";
+        cs.message = "waiting for the pod's replacement";
+        return;
+    }
+    platform::ContainerLaunch launch;
+    launch.pod_uid = p.rec.uid;
+    launch.pod_name = p.rec.name;
+    launch.pod_namespace = p.rec.namespace_;
+    launch.container_name = spec->name;
+    // The pod's spec, shared with the DaemonSet in force for as long as the
+    // start needs it (it may run on after a rollout replaced the DaemonSet).
+    launch.pod_spec = std::shared_ptr<const PodSpec>(d->object, &d->ds().spec.template_.spec);
+    const PodSpec& pod_spec = *launch.pod_spec;
+    launch.grace_seconds = pod_spec.termination_grace_period_seconds.value_or(30);
+    launch.log_max_bytes = config_.container_log_max_size;
+    launch.log_max_files = config_.container_log_max_files;
+    launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
+    launch.labels = pod_labels(p.rec);
+    launch.annotations = d->ds().spec.template_.metadata.annotations;
+    launch.env = container_env(p, *spec);
+    std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
+    auto lookup = [&](const std::string& n) -> std::optional<std::string> {
+        auto e = env.find(n);
+        if (e == env.end()) return std::nullopt;
+        return e->second;
+    };
+    // kubelet's ExpandContainerCommandAndArgs
+    // (pkg/kubelet/container/helpers.go): $(VAR) in command and args, before
+    // an image runtime merges them with the image's Entrypoint and Cmd. The
+    // one description of what runs: the exec runtime runs its command +
+    // args, an image runtime builds the container from it.
+    auto expanded = std::make_shared<Container>(*spec);
+    for (auto& a : expanded->command) a = expand_vars(a, lookup);
+    for (auto& a : expanded->args) a = expand_vars(a, lookup);
+    launch.container = expanded;
+
+    // An image runtime has the image's entrypoint; the exec runtime has none.
+    if (spec->command.empty() && std::string_view(runtime_->name()) == "exec") {
+        cs.state = ContainerState::Waiting;
+        cs.reason = "CreateContainerConfigError";
+        cs.message =
+            "the exec runtime runs spec.containers[].command directly on the host and has no image "
+            "entrypoint: set command";
+        log(Level::Err,
+            "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " + cs.message);
+        return;
+    }
+    if (!images_->ready_to_start({uid, index}, p.rec, *spec, cs)) return;
+    // Off the loop, behind the pod's earlier operations and within the
+    // bound on parallel ones. Until it reports, the container shows as it
+    // was (Waiting, ContainerCreating for a new pod, as kubelet's).
+    lc.starting = true;
+    runtime_ops_.submit(uid, [this, uid, index, launch = std::move(launch)](
+                                 platform::OperationQueue::Finished finished) mutable {
+        auto now = pods_.find(uid);
+        if (now == pods_.end()) return finished();
+        if (now->second.rec.deleting || stopping_) {
+            // Removed, or the agent stops, before its turn: never started.
+            now->second.containers[index].starting = false;
+            finished();
+            if (!stopping_) finish_pod_if_stopped(uid);
+            return;
+        }
+        std::shared_ptr<const Container> what = launch.container;
+        runtime_->start_async(std::move(launch), [this, uid, index, what, finished](Result<std::string> id) {
+            on_started(uid, index, *what, std::move(id));
+            finished();
+            if (stopping_) close_runtime_when_idle();
+        });
+    });
+}
+
+// A start's outcome, on the loop: the container runs (and is watched), or
+// it waits, as the error says, to be started again.
+void Agent::on_started(const std::string& uid, std::size_t index, const Container& spec,
+                       Result<std::string> id) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) {
+        // Cannot be: a pod waits for its starts before it goes.
+        if (id.ok()) runtime_->stop_async(id.value(), [](Status) {});
+        return;
+    }
+    LivePod& p = pit->second;
+    ContainerStatus& cs = p.status(index);
+    LiveContainer& lc = p.containers[index];
+    lc.starting = false;
+    const bool again = std::exchange(lc.start_again, false);
+    if (id.ok()) {
+        lc.runtime_down_ms = 0;
+        lc.id = id.value();
+        lc.started_mono_ms = clock_.monotonic_ms();
+        by_id_[lc.id] = {uid, index};
+        cs.runtime_id = lc.id;
+        cs.state = ContainerState::Running;
+        cs.reason.clear();
+        cs.message.clear();
+        cs.started_at_ms = clock_.wall_ms();
+        // A pod removed meanwhile: the stop queued behind this start stops
+        // it; an agent that stops records it for the next one to adopt.
+        if (!p.rec.deleting && !stopping_) start_probes(uid, index);
+        refresh_readiness(p);
+        save_pod(p);
+        schedule_reconcile();
+        return;
+    }
+    if (p.rec.deleting || stopping_) {
+        if (!stopping_) finish_pod_if_stopped(uid);
+        return;
+    }
+    // No reconcile here: one would start it again at once (a container
+    // waiting for its image's pull is idle), and again, in a tight loop.
+    start_failed(p, index, spec, id.error());
+    if (again) {
+        // What asked again (an import, a pull) came after this start
+        // looked: the image may be there now.
+        close_restart_timer(lc.restart_timer);
+        start_container(uid, index);
+    }
+    refresh_readiness(p);
+    save_pod(p);
+}
+
+void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error) {
+    const std::string& uid = p.rec.uid;
+    ContainerStatus& cs = p.status(index);
+    LiveContainer& lc = p.containers[index];
+    // An archive whose image GC removed it comes back (image_gc.cpp),
+    // whether a pull is tried too or not.
+    if (error.code == "image_not_found" && !is_image_wait(cs.reason)) images_->image_missing(spec.image);
+    if (error.code == "image_not_found" && spec.image_pull_policy != "Never" && runtime_->can_pull()) {
+        // IfNotPresent, and absent. Logged once per wait, as below.
+        if (!is_image_wait(cs.reason))
+            log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
+                                   error.message + "; pulling it from its registry");
+        images_->request_pull({uid, index}, p.rec, spec, cs);
+        return;
+    }
+    if (error.code == "image_not_found") {
+        // kubelet's images.ErrImagePull, then ImagePullBackOff while it
+        // backs off; ErrImageNeverPull for imagePullPolicy Never
+        // (pkg/kubelet/images/image_manager.go EnsureImageExists). Here the
+        // runtime cannot pull, or the policy is Never: it waits for an import.
+        const bool never = spec.image_pull_policy == "Never";
+        const bool again = is_image_wait(cs.reason);
+        cs.state = ContainerState::Waiting;
+        cs.reason = image_wait_reason(never, again);
+        cs.message = error.message + "; import it into " + image_import_dir_of(config_);
+        const std::int64_t delay = next_restart_delay(lc.backoff, 0, crash_loop_policy(config_));
+        if (!again)  // once per wait, not per retry
+            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
+                                cs.message + "; retrying with back-off and when an image is imported");
+        schedule_restart(uid, index, delay);
+        return;
+    }
+    if (error.code == "unavailable") {
+        // The runtime is down, not the container: no crash-loop backoff, a
+        // retry within 5 s of the runtime's return (next_runtime_down_delay).
+        cs.state = ContainerState::Waiting;
+        cs.reason = "RunContainerError";
+        cs.message = error.message;
+        if (lc.runtime_down_ms == 0)  // once per outage, not per retry
+            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
+                                " did not start: " + cs.message + "; retrying until the runtime answers");
+        lc.runtime_down_ms = next_runtime_down_delay(lc.runtime_down_ms);
+        schedule_restart(uid, index, lc.runtime_down_ms);
+        return;
+    }
+    lc.runtime_down_ms = 0;
+    cs.state = ContainerState::Waiting;
+    cs.reason = "RunContainerError";
+    cs.message = error.message;
+    log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
+                        " did not start: " + cs.message + "; retrying with back-off");
+    schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
+}
+
+void Agent::stop_container(const std::string& uid, std::size_t index, const std::string& expected,
+                           const std::string& why) {
+    runtime_ops_.submit(uid, [this, uid, index, expected, why](platform::OperationQueue::Finished finished) {
+        auto pit = pods_.find(uid);
+        if (pit == pods_.end() || index >= pit->second.containers.size()) return finished();
+        const std::string id = pit->second.containers[index].id;
+        // Gone already, or restarted since (a liveness kill that came late).
+        if (id.empty() || (!expected.empty() && id != expected) || stopping_) return finished();
+        runtime_->stop_async(id, [this, why, finished](Status s) {
+            if (!s.ok()) log(Level::Warning, why + ": " + s.error().message);
+            finished();
+            if (stopping_) close_runtime_when_idle();
+        });
+    });
+}
+
+void Agent::close_runtime_when_idle() {
+    if (runtime_ && runtime_ops_.running() == 0) runtime_->close();
+}
+
+void Agent::schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms) {
+    LiveContainer& lc = pods_[uid].containers[index];
+    if (!lc.restart_timer) {
+        lc.restart_timer = new uv_timer_t;
+        uv_timer_init(&loop_, lc.restart_timer);
+        lc.restart_timer->data = nullptr;
+    }
+    delete static_cast<RestartTarget*>(lc.restart_timer->data);
+    lc.restart_timer->data = new RestartTarget{this, uid, index};
+    uv_timer_start(
+        lc.restart_timer,
+        [](uv_timer_t* t) {
+            auto* target = static_cast<RestartTarget*>(t->data);
+            Agent* self = target->agent;
+            std::string u = target->uid;
+            std::size_t i = target->index;
+            auto pit = self->pods_.find(u);
+            if (pit == self->pods_.end()) return;
+            self->start_container(u, i);
+            self->refresh_readiness(pit->second);
+            self->save_pod(pit->second);
+            self->schedule_reconcile();
+        },
+        static_cast<std::uint64_t>(delay_ms), 0);
+}
+
+void Agent::on_container_exit(const std::string& id) {
+    auto bit = by_id_.find(id);
+    if (bit == by_id_.end()) return;
+    auto [uid, index] = bit->second;
+    by_id_.erase(bit);
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) return;
+    probes_->remove(uid, index);
+    // How it ended, asked off the loop (a CRI ContainerStatus); until then
+    // the container keeps its id, so nothing starts it again.
+    runtime_->inspect_async(id, [this, uid = uid, index = index, id](Result<platform::ContainerInfo> info) {
+        on_exit_inspected(uid, index, id, info);
+    });
+}
+
+void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
+                              const Result<platform::ContainerInfo>& info) {
+    if (stopping_) return;
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || pit->second.containers[index].id != id) return;
+    LivePod& p = pit->second;
+    ContainerStatus& cs = p.status(index);
+    LiveContainer& lc = p.containers[index];
+    cs.state = ContainerState::Terminated;
+    cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
+    cs.reason = info.ok() ? info.value().reason : "Error";
+    cs.finished_at_ms =
+        info.ok() && info.value().finished_at_ms ? info.value().finished_at_ms : clock_.wall_ms();
+    cs.ready = false;
+    cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
+    cs.termination_started_at_ms = cs.started_at_ms;
+    lc.id.clear();
+    runtime_->remove_async(id, [](Status r) {
+        if (!r.ok()) log(Level::Warning, r.error().message);
+    });
+    const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
+
+    const ExitAction action = container_exit_action(p.rec, index);
+    if (action == ExitAction::FinishPod) {
+        finish_pod_if_stopped(uid);
+        return;
+    }
+    if (action == ExitAction::InitCompleted) {
+        // Done: the next init container, or the app containers, start now.
+        log(Level::Info, "pod " + pod_name + " init container " + cs.name + " completed",
+            {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
+        lc.backoff = {};
+        advance_pod(uid);
+        refresh_readiness(p);
+        save_pod(p);
+        schedule_reconcile();
+        return;
+    }
+    // restartPolicy Always (the only one a DaemonSet allows): restart, after
+    // the crash-loop back-off.
+    const std::int64_t ran_for = clock_.monotonic_ms() - lc.started_mono_ms;
+    const std::int64_t delay = next_restart_delay(lc.backoff, ran_for, crash_loop_policy(config_));
+    cs.restart_count += 1;
+    log(Level::Warning,
+        "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) + " (" +
+            cs.reason + ") after " + seconds(ran_for) + " s; restarting in " + seconds(delay) + " s",
+        {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
+    if (delay > 0) {
+        set_crash_loop_waiting(cs, delay);
+        record_backoff(p.rec, cs.name);
+    }
+    schedule_restart(uid, index, delay);
+    refresh_readiness(p);
+    save_pod(p);
+    schedule_reconcile();
+}
+
+void Agent::remove_pod(const std::string& uid, const std::string& reason) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) return;
+    LivePod& p = pit->second;
+    if (p.rec.deleting) return;
+    log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " stopping: " + reason,
+        {{"DAEMONLET_POD", p.rec.namespace_ + "/" + p.rec.name}});
+    p.rec.deleting = true;
+    record_pod_removed(p.rec, reason);
+    for (std::size_t i = 0; i < p.containers.size(); ++i) {
+        auto& lc = p.containers[i];
+        close_restart_timer(lc.restart_timer);
+        probes_->remove(uid, i);
+        // One whose start is in flight is stopped once it has started.
+        if (!lc.id.empty() || lc.starting) stop_container(uid, i, lc.id, "pod " + p.rec.name);
+    }
+    refresh_readiness(p);
+    save_pod(p);
+    finish_pod_if_stopped(uid);
+}
+
+void Agent::finish_pod_if_stopped(const std::string& uid) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) return;
+    for (const auto& lc : pit->second.containers)
+        if (!lc.id.empty() || lc.starting) return;  // its exit (or start) brings us back here
+    log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
+    if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
+    for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
+    probes_->remove_pod(uid);
+    pods_.erase(pit);
+    runtime_->pod_removed(uid);
+    schedule_reconcile();
+    images_->pod_removed(uid);  // its images may be unused now (image GC)
+}
+
+}  // namespace daemonlet::agent

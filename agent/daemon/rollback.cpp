@@ -1,0 +1,128 @@
+// rollout undo for DaemonSets defined by manifest files.
+//
+// Upstream, kubectl's DaemonSetRollbacker patches the DaemonSet's template
+// with a ControllerRevision's, and the controller then renumbers that
+// revision to max+1 (dedupCurHistories / constructHistory). Here the file is
+// the DaemonSet's source, so an undo cannot edit it: the store keeps the
+// restored template as a rollback, together with the hash of the file's
+// DaemonSet it was made against. While the file's DaemonSet stays that one,
+// the rollback's template is in force, across agent restarts; when the file
+// changes, the file wins again (logged, and an event). Undoing to the file's
+// own template removes the rollback.
+#include <algorithm>
+#include <cstdio>
+
+#include "agent/daemon/agent.h"
+#include "core/decode.h"
+#include "core/template_hash.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+std::string hex(std::uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+Error revision_not_found(std::int64_t r) {
+    return Error{"invalid", "unable to find specified revision " + std::to_string(r) + " in history"};
+}
+
+}  // namespace
+
+// Called for each DaemonSet as read from its file, before it is stored.
+void Agent::apply_rollback(Desired& d) {
+    const auto& md = d.ds().metadata;
+    const std::string key = md.namespace_ + "/" + md.name;
+    d.file_hash = hex(fnv1a64(d.ds().object.dump()));
+    d.rolled_back = false;
+    auto rb = store_->get_rollback(md.namespace_, md.name);
+    if (!rb.ok()) {
+        log(Level::Err, "store: " + rb.error().message + "; using the file's template");
+        return;
+    }
+    if (!rb.value()) return;
+    const store::StoredRollback& r = *rb.value();
+    auto drop = [&](const std::string& why) {
+        log(Level::Notice, "DaemonSet " + key + ": " + why);
+        if (auto w = store_->delete_rollback(md.namespace_, md.name); !w.ok())
+            log(Level::Err, "store: " + w.error().message);
+    };
+    if (r.file_hash != d.file_hash) {
+        drop(d.source.describe() + " changed since the rollback to template " + r.revision_hash +
+             ": the file's template is in force again");
+        record_event(md.namespace_, md.name, "Normal", "RollbackSuperseded",
+                     "Manifest " + d.source.describe() + " changed: its template replaces the rollback to " +
+                         r.revision_hash);
+        return;
+    }
+    Json obj = d.ds().object;
+    obj["spec"]["template"] = Json::parse(r.template_json, nullptr, false);
+    DaemonSet restored;
+    if (obj["spec"]["template"].is_discarded() || !decode_daemonset(obj, restored).empty()) {
+        drop("the rollback's stored template does not decode; using the file's");
+        return;
+    }
+    d.object = std::make_shared<const DaemonSet>(std::move(restored));
+    d.hash = template_hash(d.ds().object["spec"]["template"], d.ds().status.collision_count);
+    d.rolled_back = true;
+}
+
+// kubectl's DaemonSetRollbacker.Rollback: returns "rolled back" or
+// "skipped rollback (...)" (kubectl prints it after daemonset.apps/NAME).
+Result<std::string> Agent::undo(const std::string& ns, const std::string& name, std::int64_t to_revision) {
+    const std::string key = ns + "/" + name;
+    auto it = desired_.find(key);
+    if (it == desired_.end()) return Error{"NotFound", "daemonsets.apps \"" + name + "\" not found"};
+    if (to_revision < 0) return revision_not_found(to_revision);
+    auto revs = store_->list_revisions(ns, name);
+    if (!revs.ok()) return revs.error();
+    auto history = std::move(revs).value();
+    std::sort(history.begin(), history.end(),
+              [](const RevisionRecord& a, const RevisionRecord& b) { return a.revision < b.revision; });
+    if (to_revision == 0 && history.size() <= 1) return Error{"invalid", "no last revision to roll back to"};
+    const RevisionRecord* to = nullptr;
+    if (to_revision == 0) {
+        to = &history[history.size() - 2];  // findHistory: the second largest
+    } else {
+        for (const auto& h : history)
+            if (h.revision == to_revision) to = &h;
+    }
+    if (!to) return revision_not_found(to_revision);
+    Desired& d = it->second;
+    if (to->hash == d.hash)
+        return "skipped rollback (current template already matches revision " + std::to_string(to_revision) +
+               ")";
+
+    // The file's own template: undoing to it is removing the rollback.
+    std::string file_template_hash;
+    if (auto ds = sources_->file_daemonset(d.source.path, ns, name))
+        file_template_hash = template_hash(ds->object["spec"]["template"], ds->status.collision_count);
+    const std::int64_t restored = to->revision;
+    const std::string restored_hash = to->hash;
+    if (restored_hash == file_template_hash) {
+        if (auto w = store_->delete_rollback(ns, name); !w.ok()) return w.error();
+    } else {
+        store::StoredRollback rb{ns, name, d.file_hash, restored_hash, to->template_json, clock_.wall_ms()};
+        if (auto w = store_->put_rollback(rb); !w.ok()) return w.error();
+    }
+    const std::string held = restored_hash == file_template_hash
+                                 ? "the manifest file's own template"
+                                 : "in force until " + d.source.describe() + " changes";
+    log(Level::Notice, "DaemonSet " + key + ": rolled back to revision " + std::to_string(restored) + " (" +
+                           restored_hash + "), " + held);
+    record_event(ns, name, "Normal", "RollbackDone",
+                 "Rolled back to revision " + std::to_string(restored) + " (" + restored_hash + "), " + held);
+    d.from.reset();  // the rollback changed what applies: rebuild this one
+    rebuild_desired();
+    return std::string("rolled back");
+}
+
+}  // namespace daemonlet::agent

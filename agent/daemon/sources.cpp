@@ -1,0 +1,310 @@
+// The sources of DaemonSets (sources.h): the manifest directory's files and
+// the API server, merged by core's merge_sources.
+//
+// A file that no longer reads, parses or validates keeps its last good
+// version in force (its errors are logged once per version); a removed file
+// removes its DaemonSets. What the API server sends is compared ignoring
+// status and bookkeeping (resourceVersion, managedFields), so that a status
+// update or a relist after a reconnect changes nothing; a real change goes
+// through load_manifest, the same decoding, defaulting and validation as a
+// manifest file's. Deletions come only from a complete list or a DELETED
+// event (core/reflector.h): a failed, refused or cut-off list removes nothing.
+#include "agent/daemon/sources.h"
+
+#include "core/manifest.h"
+#include "core/template_hash.h"
+#include "platform/dir_watch.h"
+#include "platform/file.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+// What is compared and stored of a cluster object: not its status, which
+// the upstream controller rewrites, nor the server's bookkeeping. The keys
+// are sorted: a list item gets its apiVersion and kind appended by the
+// reflector while a watch event has them first, and Json (ordered_json)
+// compares key order, so the same object would otherwise read as changed
+// at every relist and be written to the store again.
+std::string normalized(const Json& o) {
+    Json n = o;
+    n.erase("status");
+    if (n.contains("metadata") && n["metadata"].is_object()) {
+        n["metadata"].erase("managedFields");
+        n["metadata"].erase("resourceVersion");
+    }
+    return nlohmann::json(n).dump();
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+    return out;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        out.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string meta_string(const Json& o, const char* key) {
+    if (!o.contains("metadata") || !o["metadata"].is_object()) return {};
+    const Json& m = o["metadata"];
+    return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string();
+}
+
+Sources::Sources(store::Store& store, const platform::Clock& clock, ApiOverridden api_overridden)
+    : store_(store), clock_(clock), api_overridden_(std::move(api_overridden)) {}
+
+std::vector<std::shared_ptr<const DaemonSet>> Sources::daemonsets_of(LoadedManifest&& m,
+                                                                     const std::string& path) {
+    std::vector<std::shared_ptr<const DaemonSet>> out;
+    for (auto& o : m.objects) {
+        if (auto* ds = std::get_if<DaemonSet>(&o.object))
+            out.push_back(std::make_shared<const DaemonSet>(std::move(*ds)));
+        else
+            log(Level::Warning, path + ": " + o.where +
+                                    ": a Node in the manifest directory is ignored; "
+                                    "the node comes from the configuration");
+    }
+    return out;
+}
+
+void Sources::load(const ApiServerConfig& api) {
+    auto files = store_.list_manifest_files();
+    if (!files.ok()) log(Level::Err, "store: " + files.error().message);
+    for (const auto& row : files.ok() ? files.value() : std::vector<store::StoredManifestFile>{}) {
+        FileState& fs = files_[row.path];
+        if (!row.good_content.empty()) {
+            LoadedManifest m = load_manifest(row.good_content, row.path, ManifestLimits{});
+            if (m.errors.empty()) {
+                fs.good = daemonsets_of(std::move(m), row.path);
+                fs.good_text = row.good_content;
+            } else {
+                log(Level::Warning, row.path + ": its stored last good version no longer loads; dropped");
+            }
+        }
+        fs.content_hash = fnv1a64(fs.good_text);
+        if (row.broken) fs.errors = split_lines(row.error);
+        if (row.broken && fs.errors.empty()) fs.errors = {row.path + ": broken"};
+    }
+
+    if (!api.enabled) return;
+    auto rows = store_.list_daemonsets();
+    if (!rows.ok()) {
+        log(Level::Err, "store: " + rows.error().message);
+        return;
+    }
+    for (const auto& row : rows.value()) {
+        auto source = DaemonSetSource::parse(row.source);
+        if (!source || !source->from_api() || !api.follows(row.namespace_)) continue;
+        const std::string key = row.namespace_ + "/" + row.name;
+        LoadedManifest m = load_manifest(row.object_json, "cached DaemonSet " + key);
+        for (auto& o : m.objects)
+            if (auto* ds = std::get_if<DaemonSet>(&o.object)) {
+                const std::string uid = ds->metadata.uid;
+                api_[key] = ApiObject{std::make_shared<const DaemonSet>(std::move(*ds)), {}, uid};
+            }
+        for (const auto& e : m.errors) log(Level::Err, e.to_string());
+    }
+    if (!api_.empty())
+        log(Level::Info, std::to_string(api_.size()) + " DaemonSets from the API server's cache");
+}
+
+void Sources::save(const std::string& path, const FileState& fs) {
+    store::StoredManifestFile row{path, fs.good_text, !fs.errors.empty(), joined(fs.errors),
+                                  clock_.wall_ms()};
+    if (auto w = store_.put_manifest_file(row); !w.ok()) log(Level::Err, "store: " + w.error().message);
+}
+
+void Sources::forget(const std::string& path) {
+    if (auto w = store_.delete_manifest_file(path); !w.ok()) log(Level::Err, "store: " + w.error().message);
+}
+
+bool Sources::rescan(const std::string& dir) {
+    std::string list_error;
+    auto entries = platform::list_manifest_files(dir, &list_error);
+    if (!list_error.empty() && files_.empty()) {
+        // Logged once per state: an absent directory is normal on a fresh board.
+        if (list_error_ != list_error) log(Level::Warning, "manifest directory: " + list_error);
+        list_error_ = list_error;
+    }
+    bool changed = false;
+    std::set<std::string> seen;
+    for (const auto& e : entries) {
+        seen.insert(e.path);
+        FileState& fs = files_[e.path];
+        if (fs.mtime_ns == e.mtime_ns && fs.size == e.size) continue;
+        fs.mtime_ns = e.mtime_ns;
+        fs.size = e.size;
+        ManifestLimits limits;
+        auto data = platform::read_file(e.path, limits.max_bytes);
+        if (!data.ok()) {
+            fs.errors = {data.error().message};
+            log(Level::Err,
+                data.error().message + (fs.good.empty() ? "" : "; keeping its last good version"));
+            save(e.path, fs);
+            continue;
+        }
+        std::uint64_t h = fnv1a64(data.value());
+        if (h == fs.content_hash && fs.errors.empty()) continue;  // touched, not changed
+        fs.content_hash = h;
+        LoadedManifest m = load_manifest(data.value(), e.path, limits);
+        for (const auto& w : m.warnings) log(Level::Warning, w);
+        if (!m.errors.empty()) {
+            fs.errors.clear();
+            for (const auto& err : m.errors) {
+                fs.errors.push_back(err.to_string());
+                log(Level::Err, err.to_string(), {{"DAEMONLET_FILE", e.path}});
+            }
+            if (!fs.good.empty())
+                log(Level::Warning, e.path + ": keeping its last good version in force until it is fixed");
+            save(e.path, fs);
+            continue;
+        }
+        const bool was_broken = !fs.errors.empty();
+        fs.errors.clear();
+        if (!fs.good_text.empty() && fs.good_text == data.value()) {
+            // Fixed back to the version in force: nothing else changes.
+            if (was_broken) log(Level::Notice, e.path + ": loads again; it is the version in force");
+            save(e.path, fs);
+            continue;
+        }
+        fs.good = daemonsets_of(std::move(m), e.path);
+        fs.good_text = data.value();
+        save(e.path, fs);
+        changed = true;
+    }
+    for (auto it = files_.begin(); it != files_.end();) {
+        if (!seen.count(it->first)) {
+            log(Level::Notice, it->first + ": removed; its DaemonSets go");
+            forget(it->first);
+            it = files_.erase(it);
+            changed = true;
+        } else {
+            ++it;
+        }
+    }
+    return changed;
+}
+
+bool Sources::apply_api(const std::string& scope, ReflectorChanges&& ch) {
+    bool changed = false;
+    std::set<std::string> present;
+    for (const Json& o : ch.objects) {
+        const std::string ns = meta_string(o, "namespace"), name = meta_string(o, "name");
+        const std::string key = ns + "/" + name;
+        present.insert(key);
+        std::string text = normalized(o);
+        auto it = api_.find(key);
+        if (it != api_.end() && it->second.normalized == text) continue;  // status or bookkeeping only
+        LoadedManifest m = load_manifest(text, "API server DaemonSet " + key);
+        const DaemonSet* ds = nullptr;
+        for (auto& mo : m.objects) ds = std::get_if<DaemonSet>(&mo.object);
+        if (!m.errors.empty() || !ds) {
+            for (const auto& e : m.errors) log(Level::Err, e.to_string());
+            if (it != api_.end()) {
+                log(Level::Warning,
+                    "API server DaemonSet " + key + ": keeping its last good version in force");
+                it->second.normalized = text;  // reported once per version
+            }
+            continue;
+        }
+        if (it != api_.end() && it->second.object->object == ds->object) {
+            it->second.normalized = text;  // the same object (the cache's, after a boot)
+            continue;
+        }
+        log(Level::Info,
+            std::string("API server: DaemonSet ") + key + (it == api_.end() ? " added" : " changed"));
+        api_[key] = ApiObject{std::make_shared<const DaemonSet>(*ds), text, ds->metadata.uid};
+        changed = true;
+    }
+    auto drop = [&](const std::string& key, const char* why) {
+        if (api_.erase(key) == 0) return;
+        log(Level::Notice, "API server: DaemonSet " + key + " " + why);
+        changed = true;
+    };
+    if (ch.replace) {
+        // A complete list: what it does not have is gone from the cluster.
+        std::vector<std::string> gone;
+        for (const auto& [key, a] : api_)
+            if ((scope.empty() || a.object->metadata.namespace_ == scope) && !present.count(key))
+                gone.push_back(key);
+        for (const auto& key : gone) drop(key, "is no longer in the cluster (a complete list)");
+    }
+    for (const Json& o : ch.deleted)
+        drop(meta_string(o, "namespace") + "/" + meta_string(o, "name"), "deleted");
+    return changed;
+}
+
+void Sources::keep_followed(const ApiServerConfig& api) {
+    if (!api.enabled) api_.clear();
+    std::erase_if(api_, [&](const auto& kv) { return !api.follows(kv.second.object->metadata.namespace_); });
+}
+
+std::map<std::string, SourcedDaemonSet> Sources::merge(const std::string& node_name) {
+    std::vector<SourceCandidate> candidates;
+    std::vector<std::shared_ptr<const DaemonSet>> objects;
+    for (const auto& [path, fs] : files_)
+        for (const auto& ds : fs.good) {
+            candidates.push_back(
+                {ds->metadata.namespace_ + "/" + ds->metadata.name, DaemonSetSource::file(path)});
+            objects.push_back(ds);
+        }
+    for (const auto& [key, a] : api_) {
+        candidates.push_back({key, DaemonSetSource::api_server()});
+        objects.push_back(a.object);
+    }
+    SourceMerge merged = merge_sources(candidates);
+    for (const SourceConflict& c : merged.conflicts) {
+        if (!c.loser.from_api()) {
+            if (reported_conflicts_.insert(c.key + "|" + c.winner.path + "|" + c.loser.path).second)
+                log(Level::Warning, "DaemonSet " + c.key + " is defined in both " + c.winner.describe() +
+                                        " and " + c.loser.describe() + "; using " + c.winner.describe() +
+                                        " (its path sorts first)");
+            continue;
+        }
+        if (!reported_conflicts_.insert(c.key + "|api|" + c.winner.path).second) continue;
+        const std::string msg = "DaemonSet " + c.key + " is also defined by the manifest file " +
+                                c.winner.describe() + " on node " + node_name + "; the local file wins";
+        log(Level::Warning, msg);
+        if (api_overridden_) api_overridden_(*api_.at(c.key).object, msg);
+    }
+    std::map<std::string, SourcedDaemonSet> out;
+    for (const auto& [key, i] : merged.winners)
+        out.emplace(key, SourcedDaemonSet{objects[i], candidates[i].source});
+    return out;
+}
+
+std::shared_ptr<const DaemonSet> Sources::file_daemonset(const std::string& path, const std::string& ns,
+                                                         const std::string& name) const {
+    auto f = files_.find(path);
+    if (f == files_.end()) return nullptr;
+    for (const auto& ds : f->second.good)
+        if (ds->metadata.namespace_ == ns && ds->metadata.name == name) return ds;
+    return nullptr;
+}
+
+Json Sources::status() const {
+    Json broken = Json::array();
+    for (const auto& [path, fs] : files_)
+        if (!fs.errors.empty())
+            broken.push_back({{"path", path}, {"errors", fs.errors}, {"lastGoodInForce", !fs.good.empty()}});
+    return Json{{"files", files_.size()}, {"broken", broken}};
+}
+
+}  // namespace daemonlet::agent

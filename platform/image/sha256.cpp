@@ -1,0 +1,89 @@
+#include "platform/image/sha256.h"
+
+#include <dlfcn.h>
+#include <openssl/evp.h>
+
+namespace daemonlet::platform {
+
+namespace {
+
+// The functions' types come from OpenSSL's header, so a changed prototype
+// fails the build, not the board.
+struct Evp {
+    decltype(&EVP_MD_CTX_new) ctx_new;
+    decltype(&EVP_MD_CTX_free) ctx_free;
+    decltype(&EVP_sha256) sha256;
+    decltype(&EVP_DigestInit_ex) init;
+    decltype(&EVP_DigestUpdate) update;
+    decltype(&EVP_DigestFinal_ex) final;
+};
+
+Result<Evp> load_evp() {
+    const char* library = "libcrypto.so.3";
+    void* h = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return Error{"unavailable", std::string("sha256: ") + library + " not available: " + ::dlerror() +
+                                        " (install libssl3)"};
+    Evp e{};
+    auto sym = [&](const char* name) { return ::dlsym(h, name); };
+    void* p[6] = {sym("EVP_MD_CTX_new"),    sym("EVP_MD_CTX_free"),  sym("EVP_sha256"),
+                  sym("EVP_DigestInit_ex"), sym("EVP_DigestUpdate"), sym("EVP_DigestFinal_ex")};
+    for (void* f : p)
+        if (!f) {
+            ::dlclose(h);
+            return Error{"unavailable",
+                         std::string("sha256: ") + library + " lacks the EVP digest functions"};
+        }
+    e.ctx_new = reinterpret_cast<decltype(e.ctx_new)>(p[0]);
+    e.ctx_free = reinterpret_cast<decltype(e.ctx_free)>(p[1]);
+    e.sha256 = reinterpret_cast<decltype(e.sha256)>(p[2]);
+    e.init = reinterpret_cast<decltype(e.init)>(p[3]);
+    e.update = reinterpret_cast<decltype(e.update)>(p[4]);
+    e.final = reinterpret_cast<decltype(e.final)>(p[5]);
+    return e;
+}
+
+// Once per process: a failure is remembered, not retried.
+const Result<Evp>& evp() {
+    static const Result<Evp> lib = load_evp();
+    return lib;
+}
+
+}  // namespace
+
+struct Sha256::Ctx {
+    EVP_MD_CTX* ctx = nullptr;
+    ~Ctx() {
+        if (ctx) evp().value().ctx_free(ctx);
+    }
+};
+
+Result<Sha256> Sha256::create() {
+    const auto& lib = evp();
+    if (!lib.ok()) return lib.error();
+    auto ctx = std::make_shared<Ctx>();
+    ctx->ctx = lib.value().ctx_new();
+    // Allocation failure or a broken libcrypto: a broken invariant.
+    if (!ctx->ctx || lib.value().init(ctx->ctx, lib.value().sha256(), nullptr) != 1)
+        return Error{"unavailable", "sha256: libcrypto could not start a digest"};
+    return Sha256(std::move(ctx));
+}
+
+void Sha256::update(const void* data, std::size_t size) {
+    if (size > 0) evp().value().update(ctx_->ctx, data, size);
+}
+
+std::string Sha256::finish() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    evp().value().final(ctx_->ctx, md, &len);
+    static const char kHex[] = "0123456789abcdef";
+    std::string out = "sha256:";
+    for (unsigned int i = 0; i < len; ++i) {
+        out += kHex[md[i] >> 4];
+        out += kHex[md[i] & 15];
+    }
+    return out;
+}
+
+}  // namespace daemonlet::platform

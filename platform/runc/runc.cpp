@@ -1,0 +1,106 @@
+// Drives the runc binary: see runc.h.
+#include "platform/runc/runc.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/cgroup_oom.h"
+#include "core/oci_spec.h"
+#include "core/strings.h"
+#include "platform/fd.h"
+#include "platform/file.h"
+
+namespace daemonlet::platform {
+namespace {
+
+// runc's answers are a state document or a line of error; more is cut.
+constexpr std::size_t kMaxOutputBytes = 1 << 20;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace
+
+Result<std::uint64_t> container_oom_kills(const std::string& runc_root, const std::string& id) {
+    const std::string state_path = runc_root + "/" + id + "/state.json";
+    auto state = read_file(state_path, kMaxOutputBytes);
+    if (!state) return state.error();
+    const Json st = Json::parse(state.value(), nullptr, false);
+    const Json paths = st.is_object() ? st.value("cgroup_paths", Json::object()) : Json::object();
+    std::string counters;
+    if (paths.is_object() && paths.contains("memory") && paths["memory"].is_string())
+        counters = paths["memory"].get<std::string>() + "/memory.oom_control";
+    else if (paths.is_object() && paths.contains("") && paths[""].is_string())
+        counters = paths[""].get<std::string>() + "/memory.events";
+    else
+        return Error{"runtime", state_path + ": cgroup_paths names no memory cgroup"};
+    auto text = read_file(counters, 4096);
+    if (!text) return text.error();
+    auto kills = oom_kill_count(text.value());
+    if (!kills) return Error{"unsupported", counters + ": no oom_kill counter (Linux 4.13 or later has it)"};
+    return *kills;
+}
+
+Result<std::vector<std::string>> current_capabilities() {
+    auto status = read_file("/proc/self/status", kMaxOutputBytes);
+    if (!status) return status.error();
+    const std::string& t = status.value();
+    const auto at = t.find("\nCapEff:");
+    if (at == std::string::npos) return Error{"io", "/proc/self/status: no CapEff line"};
+    const std::uint64_t mask = std::strtoull(t.c_str() + at + 8, nullptr, 16);
+    std::vector<std::string> names;
+    const auto all = all_capabilities();
+    for (std::size_t bit = 0; bit < all.size() && bit < 64; ++bit)
+        if (mask & (std::uint64_t{1} << bit)) names.push_back(all[bit]);
+    return names;
+}
+
+Status Runc::write_bundle(const std::string& bundle, const Json& spec) {
+    std::error_code ec;
+    std::filesystem::create_directories(bundle, ec);
+    if (ec) return Error{"io", bundle + ": cannot create the bundle directory: " + ec.message()};
+    const std::string path = bundle + "/config.json";
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::trunc);
+        f << spec.dump(2) << '\n';
+        f.close();
+        if (!f) return Error{"io", tmp + ": cannot write: " + errno_text(errno)};
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+        return Error{"io", path + ": cannot rename " + tmp + " into place: " + errno_text(errno)};
+    return Ok{};
+}
+
+std::vector<std::string> Runc::global_args() const {
+    std::vector<std::string> args = {options_.binary, "--root", options_.root};
+    if (options_.systemd_cgroup) args.emplace_back("--systemd-cgroup");
+    return args;
+}
+
+Result<Runc::Output> Runc::execute(const std::vector<std::string>& args) const {
+    auto r = run_command(args, kRuncDeadlineMs);
+    if (!r && r.error().code == "not_found")
+        return Error{"not_found", r.error().message + " (apt-get install runc)"};
+    return r;
+}
+
+Status Runc::remove(const std::string& id) const {
+    auto args = global_args();
+    args.insert(args.end(), {"delete", "--force", id});
+    auto r = execute(args);
+    if (!r) return r.error();
+    if (r.value().exit_code != 0) {
+        const std::string err = trim(r.value().err);
+        if (err.find("container does not exist") != std::string::npos) return Ok{};
+        return Error{"runtime", "runc delete " + id + ": " + err};
+    }
+    return Ok{};
+}
+
+}  // namespace daemonlet::platform

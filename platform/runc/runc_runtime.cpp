@@ -1,0 +1,305 @@
+#include "platform/runc/runc_runtime.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include "core/cgroup_oom.h"
+#include "core/json.h"
+#include "core/oci_image.h"
+#include "core/oci_spec.h"
+#include "core/strings.h"
+#include "platform/exec/exec_runtime.h"
+#include "platform/exec/shim_state.h"
+#include "platform/file.h"
+#include "platform/image/overlay_mount.h"
+#include "platform/run_command.h"
+#include "platform/shim/shim_protocol.h"
+
+namespace daemonlet::platform {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `name` as execvp would find it; absolute, for the shim's argv[0].
+Result<std::string> find_executable(const std::string& name) {
+    auto check = [](const std::string& p) -> Result<std::string> {
+        std::error_code ec;
+        std::string abs = fs::absolute(p, ec).lexically_normal().string();
+        if (::access(abs.c_str(), X_OK) != 0 || fs::is_directory(abs, ec))
+            return Error{"not_found", "runtime.runcPath: " + p + ": not an executable file"};
+        return abs;
+    };
+    if (name.find('/') != std::string::npos) return check(name);
+    const char* path = std::getenv("PATH");
+    std::string dirs = path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    std::size_t start = 0;
+    while (start <= dirs.size()) {
+        std::size_t end = dirs.find(':', start);
+        if (end == std::string::npos) end = dirs.size();
+        std::string dir = dirs.substr(start, end - start);
+        if (!dir.empty() && check(dir + "/" + name)) return check(dir + "/" + name);
+        start = end + 1;
+    }
+    return Error{"not_found", "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
+}
+
+// The rootfs assembled in <bundle>/rootfs (which must not exist), and the
+// image's config: an overlay mounted here when the image store has every
+// layer's overlay form, else `daemonlet-image prepare`, which makes them,
+// or copies.
+Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& reference,
+                                   const std::string& bundle) {
+    if (tool.overlay) {
+        auto config = mount_stored_image(tool.store, reference, bundle + "/rootfs", bundle + "/overlay");
+        if (config) return parse_image_config(config.value(), reference + ": its config");
+        if (config.error().code != "fallback") return config.error();
+    }
+    std::vector<std::string> argv = {tool.binary, "prepare", "--store",  tool.store,
+                                     "--ref",     reference, "--rootfs", bundle + "/rootfs"};
+    if (tool.overlay) argv.insert(argv.end(), {"--overlay", bundle + "/overlay"});
+    auto r = run_command(argv, kImagePrepareDeadlineMs);
+    if (!r) return r.error();
+    if (r.value().exit_code == kImageToolNotFound)
+        return Error{"image_not_found", "image \"" + reference + "\" is not in the image store"};
+    if (r.value().exit_code != 0) {
+        std::string why = trim(r.value().err);
+        if (why.empty()) why = "exit status " + std::to_string(r.value().exit_code);
+        return Error{"image", tool.binary + " prepare " + reference + ": " + why};
+    }
+    return parse_image_config(r.value().out, tool.binary + " prepare " + reference + ": its output");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
+                                                   std::string shim_path, ImageTool images,
+                                                   const std::string& runc) {
+    auto binary = find_executable(runc);
+    if (!binary) return binary.error();
+    if (::access(images.binary.c_str(), X_OK) != 0)
+        return Error{"not_found", images.binary +
+                                      ": not an executable file (daemonlet-image is installed with "
+                                      "the agent in libexec/daemonlet)"};
+    auto caps = current_capabilities();
+    if (!caps) return caps.error();
+    std::error_code ec;
+    runtime_dir = fs::absolute(runtime_dir, ec).lexically_normal().string();
+    while (runtime_dir.size() > 1 && runtime_dir.back() == '/') runtime_dir.pop_back();
+    auto exec = make_exec_runtime(loop, runtime_dir, std::move(shim_path));
+    if (!exec) return exec.error();
+    exec.value()->attach_loop(loop);
+    auto runtime =
+        std::make_unique<RuncRuntime>(std::move(exec).value(), std::move(images), std::move(runtime_dir),
+                                      std::move(binary).value(), std::move(caps).value());
+    runtime->enable_pulls(loop);
+    runtime->attach_loop(loop);
+    return std::unique_ptr<Runtime>(std::move(runtime));
+}
+
+RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::string runtime_dir,
+                         std::string runc_binary, std::vector<std::string> capabilities)
+    : exec_(std::move(exec)),
+      images_(std::move(images)),
+      runtime_dir_(std::move(runtime_dir)),
+      runc_binary_(std::move(runc_binary)),
+      capabilities_(std::move(capabilities)),
+      runc_(RuncOptions{runc_binary_, runc_root(), false}) {}
+
+Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::string& id,
+                                   const std::string& bundle) {
+    const Container& c = *launch.container;
+    if (auto s = make_dirs(bundle); !s) return s;
+    auto image = prepare_rootfs(images_, c.image, bundle);
+    if (!image) return image.error();
+
+    OciSpecInput in;
+    in.container = &c;
+    in.image = std::move(image).value();
+    in.host_network = launch.pod_spec->host_network;
+    in.host_pid = launch.pod_spec->host_pid;
+    in.host_ipc = launch.pod_spec->host_ipc;
+    in.env = launch.env;
+    in.rootfs = "rootfs";
+    in.hostname = launch.pod_name;
+    in.cgroups_path = "/daemonlet/" + id;
+    in.current_capabilities = capabilities_;
+    for (const auto& v : launch.pod_spec->volumes) {
+        if (v.source == Volume::Source::HostPath) {
+            in.volume_host_paths[v.name] = v.host_path;
+        } else if (v.source == Volume::Source::EmptyDir) {
+            // Per pod, not per container: it outlives the container's restarts.
+            std::string dir = runtime_dir_ + "/pods/" + launch.pod_uid + "/volumes/" + v.name;
+            if (auto s = make_dirs(dir); !s) return s;
+            in.volume_host_paths[v.name] = dir;
+        }
+    }
+    auto spec = build_oci_spec(in);
+    if (!spec) return spec.error();
+    return Runc::write_bundle(bundle, spec.value());
+}
+
+Status RuncRuntime::delete_bundle(const std::string& bundle) {
+    // A copy is no mount: nothing to do. An overlay's lower directories are
+    // the image store's layers, which a plain rm -rf would delete through it.
+    if (auto s = unmount_if_mounted(bundle + "/rootfs"); !s) return s;
+    return remove_tree_on_one_fs(bundle);
+}
+
+void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool runc_may_know) {
+    if (runc_may_know) (void)runc_.remove(id);
+    // A bundle that cannot go yet (its rootfs busy) is a leftover that the
+    // next adopt_all tries again.
+    (void)delete_bundle(bundle);
+}
+
+Result<ContainerLaunch> RuncRuntime::prepare_start(const ContainerLaunch& launch) {
+    if (!launch.container || !launch.pod_spec)
+        return Error{"invalid",
+                     "runc runtime: container " + launch.container_name + " started without its spec"};
+    const std::string id = exec::new_container_id();
+    const std::string bundle = bundle_dir(id);
+    ContainerLaunch shim = launch;
+    shim.id = id;
+    // The shim runs `runc create` and `runc start` (shim_runc.h). runc
+    // leaves the stopped container, and its cgroup with the OOM-kill
+    // counter that inspect() reads, to remove()'s `runc delete`.
+    shim.argv = {shim::kRuncMarker, runc_binary_, runc_root(), bundle, id};
+    shim.env.clear();  // the container's is in config.json; runc needs none
+    shim.working_dir.clear();
+    shim.pod_spec = nullptr;
+    shim.container = nullptr;
+    // Before any path is made of the pod's uid (its emptyDirs).
+    if (auto s = exec::validate_launch(shim); !s) return s.error();
+    if (auto s = prepare_bundle(launch, id, bundle); !s) {
+        discard(id, bundle, false);
+        return Error{s.error().code, s.error().code == "image_not_found"
+                                         ? s.error().message
+                                         : "preparing the bundle " + bundle + ": " + s.error().message};
+    }
+    return shim;
+}
+
+Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
+    auto shim = prepare_start(launch);
+    if (!shim) return shim.error();
+    const std::string id = shim.value().id;
+    auto started = exec_->start(shim.value());
+    if (!started) discard(id, bundle_dir(id), true);
+    return started;
+}
+
+void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) {
+    auto shim = prepare_start(launch);
+    if (!shim) {
+        post([done = std::move(done), e = shim.error()] { done(e); });
+        return;
+    }
+    const std::string id = shim.value().id;
+    exec_->start_async(std::move(shim).value(),
+                       [this, id, done = std::move(done)](Result<std::string> started) {
+                           if (!started) discard(id, bundle_dir(id), true);
+                           done(std::move(started));
+                       });
+}
+
+void RuncRuntime::add_oom_reason(ContainerInfo& info) const {
+    if (info.running || !info.exit_code || *info.exit_code == 0) return;
+    // No counter (the cgroup gone with a runc that was killed, an old
+    // kernel): the shim's reason stands.
+    auto kills = container_oom_kills(runc_root(), info.id);
+    if (kills && ended_by_oom_kill(*info.exit_code, kills.value())) info.reason = kOomKilledReason;
+}
+
+Result<ContainerInfo> RuncRuntime::inspect(const std::string& id) {
+    auto info = exec_->inspect(id);
+    if (info) add_oom_reason(info.value());
+    return info;
+}
+
+Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
+    auto adopted = exec_->adopt_all();
+    if (!adopted) return adopted;
+    for (auto& info : adopted.value()) add_oom_reason(info);
+    std::set<std::string> known;
+    for (const auto& info : adopted.value()) known.insert(info.id);
+    std::vector<std::string> leftovers;
+    std::error_code ec;
+    for (fs::directory_iterator it(runtime_dir_ + "/bundles", ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+        std::string id = it->path().filename().string();
+        if (exec::is_container_id(id) && known.count(id) == 0) leftovers.push_back(id);
+    }
+    for (const auto& id : leftovers) discard(id, bundle_dir(id), true);
+    return adopted;
+}
+
+void RuncRuntime::pod_removed(const std::string& pod_uid) {
+    // A uid is the agent's (validated at start); never a path of its own.
+    if (pod_uid.empty() || pod_uid.find('/') != std::string::npos || pod_uid == "." || pod_uid == "..")
+        return;
+    std::error_code ec;
+    fs::remove_all(runtime_dir_ + "/pods/" + pod_uid, ec);
+}
+
+std::optional<std::vector<std::string>> RuncRuntime::exec_in(const std::string& id,
+                                                             const std::vector<std::string>& command) const {
+    std::vector<std::string> argv = {runc_binary_, "--root", runc_root(), "exec", id};
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+}
+
+Result<bool> RuncRuntime::own_network(const std::string& id) const {
+    if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
+    if (auto it = own_network_.find(id); it != own_network_.end()) return it->second;
+    auto config = read_file(bundle_dir(id) + "/config.json", 1024 * 1024);
+    if (!config) return Error{"io", "container " + id + ": " + config.error().message};
+    const Json spec = Json::parse(config.value(), nullptr, false);
+    bool own = false;
+    if (spec.is_object() && spec.contains("linux") && spec["linux"].is_object())
+        for (const auto& ns : spec["linux"].value("namespaces", Json::array()))
+            if (ns.is_object() && ns.value("type", "") == "network" && ns.value("path", "").empty())
+                own = true;
+    own_network_[id] = own;
+    return own;
+}
+
+Result<PodNetwork> RuncRuntime::pod_network(const std::string& id) const {
+    auto own = own_network(id);
+    if (!own) return own.error();
+    PodNetwork net;
+    net.host_network = !own.value();
+    return net;
+}
+
+Result<std::string> RuncRuntime::probe_netns(const std::string& id) const {
+    auto own_ns = own_network(id);
+    if (!own_ns) return own_ns.error();
+    const bool own = own_ns.value();
+    // libcontainer's State (runc --root R state ID reads the same file).
+    auto state = read_file(runc_root() + "/" + id + "/state.json", 1024 * 1024);
+    const Json st = state ? Json::parse(state.value(), nullptr, false) : Json();
+    const int pid =
+        st.is_object() && st["init_process_pid"].is_number_integer() ? st.value("init_process_pid", 0) : 0;
+    if (pid <= 0) return Error{"not_running", "container " + id + " has no process yet"};
+    return own ? "/proc/" + std::to_string(pid) + "/ns/net" : std::string();
+}
+
+Status RuncRuntime::remove(const std::string& id) {
+    if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
+    auto info = exec_->inspect(id);
+    if (info && info.value().running)
+        return Error{"running", "container " + id + " is running: stop it first"};
+    // runc's container may outlive runc itself (runc was SIGKILLed after
+    // the grace period): delete --force kills it and removes its cgroup.
+    if (auto s = runc_.remove(id); !s) return s;
+    if (auto s = delete_bundle(bundle_dir(id)); !s) return s;
+    own_network_.erase(id);
+    return exec_->remove(id);
+}
+
+}  // namespace daemonlet::platform

@@ -1,0 +1,175 @@
+// The runc runtime: a container from an image, made and started by the
+// daemonlet-shim with `runc create` and `runc start` (shim_runc.h), as
+// conmon and containerd's runc shim do, in place of the exec runtime's
+// command. No runc process stays: the shim is the container's subreaper
+// and the holder of its stdio, so its logs, exit status, graceful stop and
+// re-adoption after an agent restart work as they do for the exec runtime,
+// which this wraps; the pid it records is the container's init, and a
+// start returns once that process exists.
+//
+// What it adds, per start: the image's layers from the local image store
+// mounted as an overlay on <runtime>/bundles/<id>/rootfs (upper and work
+// directories in <id>/overlay; ImageTool::overlay) by the agent itself
+// when the store has every layer's overlay form (overlay_mount.h
+// mount_stored_image), else by `daemonlet-image prepare`, which makes
+// them, or copies the layers there; either gives the image's config (not
+// in the store: error "image_not_found", the agent's ErrImagePull);
+// config.json is written by core's build_oci_spec (hostPath volumes; an
+// emptyDir is <runtime>/pods/<pod uid>/volumes/<name>; cgroupsPath
+// /daemonlet/<id>). The runc container, the bundle and the shim's state
+// share one id. On remove(): `runc delete --force` (nothing deletes runc's
+// stopped container and its cgroup before this; a container whose shim
+// was killed goes with it), then the rootfs unmounted, then the bundle
+// (never through a mount: platform/image/overlay_mount.h), then the shim's
+// state. The overlay mounts are in the host's mount namespace: an agent
+// restart keeps the running containers' (the unit sets no PrivateMounts);
+// a reboot takes them, and the containers, which are started again with
+// new bundles.
+//
+// The image store's library is daemonlet-image's, never linked here: it
+// links libarchive and its dependencies, which the agent would otherwise
+// map in every process, runc or not (docs/figures.md, "Memory of the libraries"). The agent reads
+// only images.json and the manifest and config blobs.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "platform/probe/prober.h"
+#include "platform/runc/runc.h"
+#include "platform/runtime.h"
+
+struct uv_loop_s;
+
+namespace daemonlet::platform {
+
+// The daemonlet-image executable and the image store it manages.
+struct ImageTool {
+    std::string binary;  // absolute path
+    std::string store;   // stateDir/images
+    // Root filesystems as overlay mounts (the agent probed that the node can:
+    // overlay_mount.h use_overlay), else copies.
+    bool overlay = false;
+    // Given to `daemonlet-image pull` after --store: --auth-file,
+    // --certs-dir, --insecure (the agent's runtime.registry* keys).
+    std::vector<std::string> pull_options;
+};
+
+// A registry pull of a large image on a slow link may take long; one that
+// takes longer than this is killed (and retried with back-off).
+inline constexpr int kImagePullDeadlineMs = 30 * 60 * 1000;
+
+// `daemonlet-image prepare` (the fallback) mounts or copies a rootfs and
+// blocks the agent's loop while it does (docs/figures.md, "Root filesystems": milliseconds for
+// busybox). One that takes longer is killed
+// and the start fails: well within the unit's WatchdogSec=30s, whose ping
+// the loop owes every 15 s.
+inline constexpr int kImagePrepareDeadlineMs = 10000;
+// daemonlet-image's exit status for an image that is not in the store.
+inline constexpr int kImageToolNotFound = 2;
+
+class RuncRuntime final : public Runtime {
+  public:
+    // `exec` runs the shims; `images` says where daemonlet-image and its
+    // store are; `runtime_dir` is the exec runtime's state directory
+    // (absolute); `runc_binary` an absolute path.
+    RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::string runtime_dir,
+                std::string runc_binary, std::vector<std::string> capabilities);
+
+    const char* name() const override { return "runc"; }
+    void set_exit_handler(std::function<void(const std::string& id)> handler) override {
+        exec_->set_exit_handler(std::move(handler));
+    }
+    // Needs launch.pod_spec and launch.container. Blocks the loop for the
+    // rootfs copy and runc's start.
+    Result<std::string> start(const ContainerLaunch& launch) override;
+    // As start(), the shim's report awaited through the exec runtime's
+    // start_async: the bundle is prepared in the call (an overlay mount,
+    // a millisecond), then `done` comes once the shim has run `runc
+    // create` and `runc start` and the container's init exists, or with
+    // the error (the bundle and any runc container deleted).
+    void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) override;
+    Status stop(const std::string& id) override { return exec_->stop(id); }
+    // The exec runtime's, and for a container that exited non-zero after
+    // the OOM killer killed in its memory cgroup, reason OOMKilled
+    // (core/cgroup_oom.h): runc's stopped container, its cgroup and the
+    // counter stay until remove().
+    Result<ContainerInfo> inspect(const std::string& id) override;
+    // The exec runtime's (exited ones' reasons as inspect's), then the leftovers of starts an agent crash cut
+    // short (a bundle, maybe a runc container, without the shim's state)
+    // are deleted: no container record will ever remove them.
+    Result<std::vector<ContainerInfo>> adopt_all() override;
+    Status remove(const std::string& id) override;
+    // Deletes <runtime>/pods/<uid> (its emptyDirs).
+    void pod_removed(const std::string& pod_uid) override;
+    // `runc exec ID command...`: the container's env and cwd from its config.json.
+    std::optional<std::vector<std::string>> exec_in(const std::string& id,
+                                                    const std::vector<std::string>& command) const override;
+    // /proc/<init pid>/ns/net (runc's state.json), "" when config.json
+    // shares the host's network; an error until runc has made the
+    // container's init.
+    Result<std::string> probe_netns(const std::string& id) const override;
+    // host_network as config.json says: a container without hostNetwork is
+    // alone in a network namespace with only loopback (no CNI here), so it
+    // has no IP; a hostNetwork one has the node's (the agent's).
+    Result<PodNetwork> pod_network(const std::string& id) const override;
+    void close() override {
+        close_pulls();
+        exec_->close();
+    }
+
+    // Registry pulls (runc_pull.cpp): `daemonlet-image pull` run on the loop
+    // through a Prober, one per image at a time, shared by every caller
+    // waiting for that image. Enabled by make_runc_runtime.
+    void enable_pulls(uv_loop_s* loop);
+    bool can_pull() const override { return pulls_ != nullptr; }
+    void pull_image(const std::string& image, std::function<void(Status)> done) override;
+    // `daemonlet-image list`, the reference normalised (blocks the loop for
+    // a few milliseconds).
+    bool has_image(const std::string& image) const override;
+
+    std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
+    std::string runc_root() const { return runtime_dir_ + "/runc"; }
+
+  private:
+    // What start() and start_async() share: the id, the bundle prepared,
+    // and the launch of the shim that makes the container from it.
+    Result<ContainerLaunch> prepare_start(const ContainerLaunch& launch);
+    Status prepare_bundle(const ContainerLaunch& launch, const std::string& id, const std::string& bundle);
+    // The rootfs unmounted, then the bundle deleted.
+    Status delete_bundle(const std::string& bundle);
+    // Sets info.reason to OOMKilled when the container's exit was the OOM killer's.
+    void add_oom_reason(ContainerInfo& info) const;
+    // Undoes a start: runc's container (when runc may have made one), the bundle.
+    void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
+    // Whether config.json gives the container a network namespace of its
+    // own; remembered per id (until remove) since config.json never changes.
+    Result<bool> own_network(const std::string& id) const;
+    mutable std::map<std::string, bool> own_network_;
+
+    std::unique_ptr<Runtime> exec_;
+    ImageTool images_;
+    std::string runtime_dir_;
+    std::string runc_binary_;
+    std::vector<std::string> capabilities_;
+    Runc runc_;
+
+    void close_pulls();
+    void on_pulled(const std::string& image, Status result);
+    uv_loop_s* loop_ = nullptr;
+    std::unique_ptr<Prober> pulls_;
+    std::map<std::string, std::vector<std::function<void(Status)>>> pulling_;  // image -> waiting callers
+};
+
+// The agent's way to make one: the exec runtime under
+// `runtime_dir`, `runc` found (on PATH unless it holds a '/') and
+// executable, the agent's capabilities read. Errors say which.
+Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
+                                                   std::string shim_path, ImageTool images,
+                                                   const std::string& runc);
+
+}  // namespace daemonlet::platform

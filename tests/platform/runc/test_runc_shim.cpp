@@ -1,0 +1,229 @@
+// RuncRuntime's start through the real daemonlet-shim in runc mode
+// (shim_runc.h), with a stand-in runc (a /bin/sh script) and a stand-in
+// daemonlet-image, so that it runs without root: the shim runs `runc
+// create` (which leaves the "container", a sleep, behind as conmon's runc
+// does) and `runc start`, becomes that process's parent (subreaper), and
+// reports the start only after `runc start` returned; no runc process
+// stays. The exit code is runc run's (128+N for signal N, reason Error),
+// the container's output is its CRI log, and a create that runc refuses
+// is a StartError with runc's message. start_async calls back on the loop.
+#include <sys/stat.h>
+#include <uv.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/model.h"
+#include "platform/exec/exec_runtime.h"
+#include "platform/exec/shim_state.h"
+#include "platform/proc_stat.h"
+#include "platform/runc/runc_runtime.h"
+#include "platform/shim/shim_protocol.h"
+#include "tests/platform/runtime_fixture.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+using namespace daemonlet::platform;
+using daemonlet::testing::read_text;
+using daemonlet::testing::run_until;
+
+namespace {
+
+// `daemonlet-image prepare` printing an image config without layers.
+std::string fake_image_tool(const std::string& dir) {
+    const std::string path = dir + "/daemonlet-image";
+    std::ofstream(path) << "#!/bin/sh\n"
+                           "echo '{\"architecture\":\"amd64\",\"os\":\"linux\","
+                           "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]},\"config\":{}}'\n";
+    ::chmod(path.c_str(), 0755);
+    return path;
+}
+
+// runc as the shim calls it: --root R --log L --log-format json VERB ...
+// `create --pid-file P --bundle B ID` leaves a process behind (the
+// container: it says hello, then sleeps) and records its pid; the
+// bundle's "refuse" file makes it fail as runc does, its "hang" file
+// makes it hang (its pid in <dir>/hang.pid). `start` notes in
+// <dir>/started that it ran, after a pause: the start must wait for it.
+std::string fake_runc(const std::string& dir) {
+    const std::string path = dir + "/runc";
+    std::ofstream(path)
+        << "#!/bin/sh\n"
+           "verb=$7\n"
+           "echo \"$verb\" >> '"
+        << dir
+        << "/calls'\n"
+           "case $verb in\n"
+           "  create)\n"
+           "    [ -e \"${11}/refuse\" ] && { echo 'runc create failed: exec: no such file' >&2;"
+           " exit 1; }\n"
+           "    [ -e \"${11}/hang\" ] && { echo $$ > '"
+        << dir
+        << "/hang.pid'; exec sleep 1000; }\n"
+           "    (echo hello; exec sleep 1000) &\n"
+           "    echo $! > \"$9\" ;;\n"
+           "  start) sleep 0.2; echo yes > '"
+        << dir
+        << "/started' ;;\n"
+           "esac\n";
+    ::chmod(path.c_str(), 0755);
+    return path;
+}
+
+// ContainerLaunch's pod_spec and container, raw pointers or shared ones.
+template <class P, class T>
+void point(P& to, const std::shared_ptr<T>& what) {
+    if constexpr (std::is_pointer_v<P>)
+        to = what.get();
+    else
+        to = what;
+}
+
+// Whether `pid` is a live process (not gone, not a zombie).
+bool alive(pid_t pid) {
+    const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+    const auto paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+pid_t parent_of(pid_t pid) {
+    proc::ProcStat st;
+    return proc::read_stat(pid, &st) == 0 ? st.ppid : 0;
+}
+
+}  // namespace
+
+TEST_GROUP(RuncShim) {
+    uv_loop_t loop{};
+    std::string dir;
+    std::unique_ptr<RuncRuntime> runtime;
+    std::vector<std::string> exited;
+    std::shared_ptr<PodSpec> pod = std::make_shared<PodSpec>();
+    std::shared_ptr<Container> container = std::make_shared<Container>();
+
+    void setup() override {
+        uv_loop_init(&loop);
+        char tmpl[] = "/tmp/daemonlet-runc-shim-XXXXXX";
+        dir = ::mkdtemp(tmpl);
+        auto exec = make_exec_runtime(&loop, dir + "/runtime", DAEMONLET_SHIM_PATH);
+        CHECK_TEXT(exec.ok(), exec.ok() ? "" : exec.error().message.c_str());
+        exec.value()->attach_loop(&loop);
+        runtime = std::make_unique<RuncRuntime>(std::move(exec).value(),
+                                                ImageTool{fake_image_tool(dir), dir + "/images", false, {}},
+                                                dir + "/runtime", fake_runc(dir), std::vector<std::string>{});
+        runtime->attach_loop(&loop);
+        runtime->set_exit_handler([this](const std::string& id) { exited.push_back(id); });
+        container->name = "c";
+        container->image = "busybox";
+        container->command = {"sh"};
+        pod->containers = {*container};
+    }
+    void teardown() override {
+        runtime->close();
+        uv_run(&loop, UV_RUN_DEFAULT);
+        runtime.reset();
+        LONGS_EQUAL(0, uv_loop_close(&loop));
+        std::system(("rm -rf '" + dir + "'").c_str());
+    }
+    ContainerLaunch launch() {
+        ContainerLaunch l = testing::launch({});
+        point(l.pod_spec, pod);
+        point(l.container, container);
+        return l;
+    }
+    // start_async, run to its callback: the id, or "" with the test failed.
+    std::string start() {
+        int calls = 0;
+        Result<std::string> got = Error{"unset", ""};
+        runtime->start_async(launch(), [&](Result<std::string> r) {
+            ++calls;
+            got = std::move(r);
+        });
+        LONGS_EQUAL_TEXT(0, calls, "called back inside start_async()");
+        CHECK_TRUE(run_until(&loop, [&] { return calls > 0; }));
+        LONGS_EQUAL(1, calls);
+        CHECK_TEXT(got.ok(), got.ok() ? "" : got.error().message.c_str());
+        return got.value();
+    }
+    ContainerInfo wait_exit(const std::string& id) {
+        CHECK_TRUE(run_until(&loop, [&] { return !exited.empty() && exited.back() == id; }));
+        auto info = runtime->inspect(id);
+        CHECK_TEXT(info.ok(), info.ok() ? "" : info.error().message.c_str());
+        return info.value();
+    }
+};
+
+TEST(RuncShim, TheStartIsReportedOnceRuncStartHasRunAndTheShimParentsTheContainer) {
+    const std::string id = start();
+    // runc start had returned: the container had been told to run.
+    STRCMP_EQUAL("yes\n", read_text(dir + "/started").c_str());
+    STRCMP_EQUAL("create\nstart\n", read_text(dir + "/calls").c_str());
+    auto info = runtime->inspect(id);
+    CHECK_TRUE(info.ok() && info.value().running);
+    // The pid reported is the container's process (the one runc's pid file
+    // names), and the shim is its parent: runc create has exited and no
+    // runc process stays.
+    const pid_t pid = info.value().pid;
+    const std::string bundle = runtime->bundle_dir(id);
+    LONGS_EQUAL(std::atoi(read_text(bundle + "/container.pid").c_str()), pid);
+    auto record = exec::read_record(dir + "/runtime", id);
+    CHECK_TRUE(record.ok());
+    LONGS_EQUAL(record.value().shim_pid, parent_of(pid));
+    CHECK_TRUE(run_until(
+        &loop, [&] { return testing::read_text(info.value().log_path).find("hello") != std::string::npos; }));
+    CHECK_TEXT(read_text(info.value().log_path).find(" stdout F hello\n") != std::string::npos,
+               read_text(info.value().log_path).c_str());
+
+    // A stop: SIGTERM to the container's process; its exit as runc run
+    // reported one (128 + SIGTERM, Error).
+    CHECK_TRUE(runtime->stop(id).ok());
+    ContainerInfo end = wait_exit(id);
+    LONGS_EQUAL(128 + SIGTERM, end.exit_code.value_or(-1));
+    STRCMP_EQUAL("Error", end.reason.c_str());
+}
+
+TEST(RuncShim, ACreateRuncRefusesIsAStartErrorWithRuncsMessage) {
+    // The stand-in runc refuses a bundle holding "refuse": the prepare
+    // (after it printed the config) leaves one in each.
+    std::ofstream(dir + "/daemonlet-image", std::ios::app)
+        << "for a; do case $a in */rootfs) touch \"${a%/rootfs}/refuse\";; esac; done\n";
+    const std::string id = start();
+    ContainerInfo end = wait_exit(id);
+    LONGS_EQUAL(shim::kExitStartError, end.exit_code.value_or(-1));
+    STRCMP_EQUAL("StartError: runc create: runc create failed: exec: no such file", end.reason.c_str());
+    STRCMP_EQUAL("create\n", read_text(dir + "/calls").c_str());
+}
+
+TEST(RuncShim, ARuncThatHangsDiesWithTheShimTheAgentGaveUpOn) {
+    // The prepare leaves a "hang" file in each bundle; the start waits 300 ms.
+    std::ofstream(dir + "/daemonlet-image", std::ios::app)
+        << "for a; do case $a in */rootfs) touch \"${a%/rootfs}/hang\";; esac; done\n";
+    auto exec = make_exec_runtime(&loop, dir + "/runtime", DAEMONLET_SHIM_PATH);
+    CHECK_TRUE(exec.ok());
+    dynamic_cast<ExecRuntime&>(*exec.value()).set_start_timeout(std::chrono::milliseconds(300));
+    exec.value()->attach_loop(&loop);
+    runtime->close();
+    runtime = std::make_unique<RuncRuntime>(std::move(exec).value(),
+                                            ImageTool{dir + "/daemonlet-image", dir + "/images", false, {}},
+                                            dir + "/runtime", dir + "/runc", std::vector<std::string>{});
+    runtime->attach_loop(&loop);
+    int calls = 0;
+    Result<std::string> got = std::string();
+    runtime->start_async(launch(), [&](Result<std::string> r) {
+        ++calls;
+        got = std::move(r);
+    });
+    CHECK_TRUE(run_until(&loop, [&] { return calls > 0; }));
+    CHECK_FALSE(got.ok());
+    STRCMP_EQUAL("shim", got.error().code.c_str());
+    // runc create, which the shim was waiting for, went with the shim.
+    const pid_t hung = std::atoi(read_text(dir + "/hang.pid").c_str());
+    CHECK_TRUE(hung > 0);
+    CHECK_TRUE(run_until(&loop, [&] { return !alive(hung); }));
+}
