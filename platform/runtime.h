@@ -192,6 +192,8 @@ class Runtime {
     virtual void close() {}
 
   protected:
+    // The loop attached (attach_loop), or none.
+    uv_loop_s* attached_loop() const { return loop_for_done_; }
     // Calls `fn` on the loop attached once the caller has returned to it:
     // how the defaults above, and runtimes whose work is done at once, keep
     // `done` out of the call that asked for it.

@@ -1,5 +1,7 @@
 #include "platform/runc/runc_runtime.h"
 
+#include <uv.h>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -300,6 +302,55 @@ Status RuncRuntime::remove(const std::string& id) {
     if (auto s = delete_bundle(bundle_dir(id)); !s) return s;
     own_network_.erase(id);
     return exec_->remove(id);
+}
+
+void RuncRuntime::remove_async(const std::string& id, std::function<void(Status)> done) {
+    uv_loop_t* loop = attached_loop();
+    if (!loop || !exec::is_container_id(id)) return Runtime::remove_async(id, std::move(done));
+    if (auto info = exec_->inspect(id); info && info.value().running) {
+        post([done = std::move(done), id]() {
+            done(Error{"running", "container " + id + " is running: stop it first"});
+        });
+        return;
+    }
+    // What runs on the pool touches no member: runc's options, the paths.
+    struct Removal {
+        uv_work_t req{};
+        Runc runc;
+        std::string id;
+        std::string bundle;
+        Status result = Ok{};
+        RuncRuntime* self;
+        std::shared_ptr<bool> alive;
+        std::function<void(Status)> done;
+    };
+    auto* r = new Removal{{}, runc_, id, bundle_dir(id), Ok{}, this, alive_, std::move(done)};
+    r->req.data = r;
+    const int rc = uv_queue_work(
+        loop, &r->req,
+        [](uv_work_t* req) {
+            auto* w = static_cast<Removal*>(req->data);
+            // runc's container may outlive runc itself (runc was SIGKILLed
+            // after the grace period): delete --force kills it and removes
+            // its cgroup.
+            w->result = w->runc.remove(w->id);
+            if (w->result.ok()) w->result = delete_bundle(w->bundle);
+        },
+        [](uv_work_t* req, int status) {
+            std::unique_ptr<Removal> w(static_cast<Removal*>(req->data));
+            if (status != 0) w->result = Error{"canceled", "removing container " + w->id + ": canceled"};
+            if (w->result.ok() && *w->alive) {
+                w->self->own_network_.erase(w->id);
+                w->result = w->self->exec_->remove(w->id);
+            }
+            w->done(std::move(w->result));
+        });
+    if (rc != 0) {
+        std::unique_ptr<Removal> w(r);
+        post([done = std::move(w->done), id, rc]() {
+            done(Error{"runtime", "removing container " + id + ": " + uv_strerror(rc)});
+        });
+    }
 }
 
 }  // namespace daemonlet::platform
