@@ -112,11 +112,14 @@ RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::s
       capabilities_(std::move(capabilities)),
       runc_(RuncOptions{runc_binary_, runc_root(), false}) {}
 
-Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::string& id,
-                                   const std::string& bundle) {
+namespace {
+
+Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
+                   const std::vector<std::string>& capabilities, const ContainerLaunch& launch,
+                   const std::string& id, const std::string& bundle) {
     const Container& c = *launch.container;
     if (auto s = make_dirs(bundle); !s) return s;
-    auto image = prepare_rootfs(images_, c.image, bundle);
+    auto image = prepare_rootfs(images, c.image, bundle);
     if (!image) return image.error();
 
     OciSpecInput in;
@@ -129,13 +132,13 @@ Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::str
     in.rootfs = "rootfs";
     in.hostname = launch.pod_name;
     in.cgroups_path = "/daemonlet/" + id;
-    in.current_capabilities = capabilities_;
+    in.current_capabilities = capabilities;
     for (const auto& v : launch.pod_spec->volumes) {
         if (v.source == Volume::Source::HostPath) {
             in.volume_host_paths[v.name] = v.host_path;
         } else if (v.source == Volume::Source::EmptyDir) {
             // Per pod, not per container: it outlives the container's restarts.
-            std::string dir = runtime_dir_ + "/pods/" + launch.pod_uid + "/volumes/" + v.name;
+            std::string dir = runtime_dir + "/pods/" + launch.pod_uid + "/volumes/" + v.name;
             if (auto s = make_dirs(dir); !s) return s;
             in.volume_host_paths[v.name] = dir;
         }
@@ -143,6 +146,18 @@ Status RuncRuntime::prepare_bundle(const ContainerLaunch& launch, const std::str
     auto spec = build_oci_spec(in);
     if (!spec) return spec.error();
     return Runc::write_bundle(bundle, spec.value());
+}
+
+}  // namespace
+
+Status RuncRuntime::prepare_bundle(const BundleJob& job) {
+    auto s = make_bundle(job.images, job.runtime_dir, job.capabilities, job.launch, job.id, job.bundle);
+    if (s) return s;
+    // No runc container yet: the bundle is all there is to undo.
+    (void)delete_bundle(job.bundle);
+    return Error{s.error().code, s.error().code == "image_not_found"
+                                     ? s.error().message
+                                     : "preparing the bundle " + job.bundle + ": " + s.error().message};
 }
 
 Status RuncRuntime::delete_bundle(const std::string& bundle) {
@@ -159,7 +174,7 @@ void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool
     (void)delete_bundle(bundle);
 }
 
-Result<ContainerLaunch> RuncRuntime::prepare_start(const ContainerLaunch& launch) {
+Result<ContainerLaunch> RuncRuntime::shim_launch(const ContainerLaunch& launch) const {
     if (!launch.container || !launch.pod_spec)
         return Error{"invalid",
                      "runc runtime: container " + launch.container_name + " started without its spec"};
@@ -177,18 +192,18 @@ Result<ContainerLaunch> RuncRuntime::prepare_start(const ContainerLaunch& launch
     shim.container = nullptr;
     // Before any path is made of the pod's uid (its emptyDirs).
     if (auto s = exec::validate_launch(shim); !s) return s.error();
-    if (auto s = prepare_bundle(launch, id, bundle); !s) {
-        discard(id, bundle, false);
-        return Error{s.error().code, s.error().code == "image_not_found"
-                                         ? s.error().message
-                                         : "preparing the bundle " + bundle + ": " + s.error().message};
-    }
     return shim;
 }
 
+RuncRuntime::BundleJob RuncRuntime::bundle_job(const ContainerLaunch& launch,
+                                               const ContainerLaunch& shim) const {
+    return BundleJob{images_, runtime_dir_, capabilities_, launch, shim.id, bundle_dir(shim.id)};
+}
+
 Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
-    auto shim = prepare_start(launch);
+    auto shim = shim_launch(launch);
     if (!shim) return shim.error();
+    if (auto s = prepare_bundle(bundle_job(launch, shim.value())); !s) return s.error();
     const std::string id = shim.value().id;
     auto started = exec_->start(shim.value());
     if (!started) discard(id, bundle_dir(id), true);
@@ -196,17 +211,57 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
 }
 
 void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) {
-    auto shim = prepare_start(launch);
+    uv_loop_t* loop = attached_loop();
+    if (!loop) return Runtime::start_async(std::move(launch), std::move(done));
+    auto shim = shim_launch(launch);
     if (!shim) {
         post([done = std::move(done), e = shim.error()] { done(e); });
         return;
     }
-    const std::string id = shim.value().id;
-    exec_->start_async(std::move(shim).value(),
-                       [this, id, done = std::move(done)](Result<std::string> started) {
-                           if (!started) discard(id, bundle_dir(id), true);
-                           done(std::move(started));
-                       });
+    // The pool's thread sees only the job (copies, and the launch's spec
+    // shared read-only); the shim is started back on the loop.
+    struct Start {
+        uv_work_t req{};
+        BundleJob job;
+        ContainerLaunch shim;
+        Status result = Ok{};
+        RuncRuntime* self;
+        std::shared_ptr<bool> alive;
+        std::function<void(Result<std::string>)> done;
+    };
+    auto* r = new Start{
+        {}, bundle_job(launch, shim.value()), std::move(shim).value(), Ok{}, this, alive_, std::move(done)};
+    r->req.data = r;
+    const int rc = uv_queue_work(
+        loop, &r->req,
+        [](uv_work_t* req) {
+            auto* w = static_cast<Start*>(req->data);
+            w->result = prepare_bundle(w->job);
+        },
+        [](uv_work_t* req, int status) {
+            std::unique_ptr<Start> w(static_cast<Start*>(req->data));
+            const std::string id = w->job.id;
+            if (status != 0) return w->done(Error{"canceled", "starting container " + id + ": canceled"});
+            if (!w->result.ok()) return w->done(w->result.error());
+            if (!*w->alive) {
+                // The runtime went while the bundle was made: nobody will start it.
+                (void)delete_bundle(w->job.bundle);
+                return w->done(Error{"canceled", "starting container " + id + ": canceled"});
+            }
+            RuncRuntime* self = w->self;
+            self->exec_->start_async(
+                std::move(w->shim),
+                [self, id, alive = w->alive, done = std::move(w->done)](Result<std::string> started) {
+                    if (!started && *alive) self->discard(id, self->bundle_dir(id), true);
+                    done(std::move(started));
+                });
+        });
+    if (rc != 0) {
+        std::unique_ptr<Start> w(r);
+        post([done = std::move(w->done), id = w->job.id, rc]() {
+            done(Error{"runtime", "starting container " + id + ": " + uv_strerror(rc)});
+        });
+    }
 }
 
 void RuncRuntime::add_oom_reason(ContainerInfo& info) const {

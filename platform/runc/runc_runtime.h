@@ -87,11 +87,14 @@ class RuncRuntime final : public Runtime {
     // Needs launch.pod_spec and launch.container. Blocks the loop for the
     // rootfs copy and runc's start.
     Result<std::string> start(const ContainerLaunch& launch) override;
-    // As start(), the shim's report awaited through the exec runtime's
-    // start_async: the bundle is prepared in the call (an overlay mount,
-    // a millisecond), then `done` comes once the shim has run `runc
-    // create` and `runc start` and the container's init exists, or with
-    // the error (the bundle and any runc container deleted).
+    // As start(), off the loop: the bundle is prepared on libuv's thread
+    // pool (its directories, the rootfs's overlay mount or `daemonlet-image
+    // prepare`, config.json: a millisecond to tens of them each, which 50
+    // starts at a boot added up to 70 ms and more on the loop), then back on
+    // the loop the shim is started through the exec runtime's start_async;
+    // `done` comes once the shim has run `runc create` and `runc start` and
+    // the container's init exists, or with the error (the bundle and any
+    // runc container deleted).
     void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) override;
     Status stop(const std::string& id) override { return exec_->stop(id); }
     // The exec runtime's, and for a container that exited non-zero after
@@ -142,10 +145,24 @@ class RuncRuntime final : public Runtime {
     std::string runc_root() const { return runtime_dir_ + "/runc"; }
 
   private:
-    // What start() and start_async() share: the id, the bundle prepared,
-    // and the launch of the shim that makes the container from it.
-    Result<ContainerLaunch> prepare_start(const ContainerLaunch& launch);
-    Status prepare_bundle(const ContainerLaunch& launch, const std::string& id, const std::string& bundle);
+    // What start() and start_async() share, on the loop: the launch
+    // checked, a new id, and the launch of the shim that makes the container
+    // from its bundle.
+    Result<ContainerLaunch> shim_launch(const ContainerLaunch& launch) const;
+    // What the bundle's preparation needs, copied: it runs on the thread
+    // pool for start_async, and touches no member.
+    struct BundleJob {
+        ImageTool images;
+        std::string runtime_dir;
+        std::vector<std::string> capabilities;
+        ContainerLaunch launch;  // the container's, with its spec
+        std::string id;
+        std::string bundle;
+    };
+    BundleJob bundle_job(const ContainerLaunch& launch, const ContainerLaunch& shim) const;
+    // The bundle prepared, or deleted again and the error said with the
+    // bundle's path (image_not_found as it is). Thread-safe.
+    static Status prepare_bundle(const BundleJob& job);
     // The rootfs unmounted, then the bundle deleted.
     static Status delete_bundle(const std::string& bundle);
     // Sets info.reason to OOMKilled when the container's exit was the OOM killer's.
@@ -156,8 +173,8 @@ class RuncRuntime final : public Runtime {
     // own; remembered per id (until remove) since config.json never changes.
     Result<bool> own_network(const std::string& id) const;
     mutable std::map<std::string, bool> own_network_;
-    // False once destroyed: a remove_async whose work ends later does not
-    // touch it.
+    // False once destroyed: a remove_async or start_async whose work ends
+    // later does not touch it.
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
     std::unique_ptr<Runtime> exec_;

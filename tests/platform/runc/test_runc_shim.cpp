@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -137,8 +138,9 @@ TEST_GROUP(RuncShim) {
         point(l.container, container);
         return l;
     }
-    // start_async, run to its callback: the id, or "" with the test failed.
-    std::string start() {
+    // start_async, run to its one callback (`meanwhile` done once the call
+    // returned, before the loop runs): what it reported.
+    Result<std::string> start_result(const std::function<void()>& meanwhile = {}) {
         int calls = 0;
         Result<std::string> got = Error{"unset", ""};
         runtime->start_async(launch(), [&](Result<std::string> r) {
@@ -146,8 +148,14 @@ TEST_GROUP(RuncShim) {
             got = std::move(r);
         });
         LONGS_EQUAL_TEXT(0, calls, "called back inside start_async()");
+        if (meanwhile) meanwhile();
         CHECK_TRUE(run_until(&loop, [&] { return calls > 0; }));
         LONGS_EQUAL(1, calls);
+        return got;
+    }
+    // start_result's id, or "" with the test failed.
+    std::string start(const std::function<void()>& meanwhile = {}) {
+        auto got = start_result(meanwhile);
         CHECK_TEXT(got.ok(), got.ok() ? "" : got.error().message.c_str());
         return got.value();
     }
@@ -226,4 +234,27 @@ TEST(RuncShim, ARuncThatHangsDiesWithTheShimTheAgentGaveUpOn) {
     const pid_t hung = std::atoi(read_text(dir + "/hang.pid").c_str());
     CHECK_TRUE(hung > 0);
     CHECK_TRUE(run_until(&loop, [&] { return !alive(hung); }));
+}
+
+TEST(RuncShim, StartAsyncReturnsBeforeTheBundleIsPreparedOffTheLoop) {
+    // The prepare waits (up to 5 s) for a gate that the test opens only
+    // after start_async returned: a prepare on the loop would hold the call
+    // that long, then fail.
+    std::ofstream(dir + "/daemonlet-image", std::ios::app)
+        << "i=0; while [ ! -e '" << dir << "/gate' ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n"
+        << "[ -e '" << dir << "/gate' ] || exit 1\n";
+    const std::string id = start([&] { std::ofstream(dir + "/gate") << "open\n"; });
+    CHECK_TRUE(std::ifstream(runtime->bundle_dir(id) + "/config.json").good());
+    CHECK_TRUE(runtime->stop(id).ok());
+    wait_exit(id);
+}
+
+TEST(RuncShim, AnImageNotInTheStoreIsCalledBackOnTheLoopWithTheBundleGone) {
+    std::ofstream(dir + "/daemonlet-image") << "#!/bin/sh\nexit 2\n";
+    auto got = start_result();
+    CHECK_FALSE(got.ok());
+    STRCMP_EQUAL("image_not_found", got.error().code.c_str());
+    STRCMP_EQUAL("image \"busybox\" is not in the image store", got.error().message.c_str());
+    std::error_code ec;
+    CHECK_TRUE(std::filesystem::is_empty(dir + "/runtime/bundles", ec) || ec);
 }
