@@ -416,20 +416,29 @@ void Bench::changes() {
 
 void Bench::teardown() {
     for (int i = 0; i < o_.pods; ++i) fs::remove(manifest_path(i));
-    obs_->expect("every pod gone", 60 * kSecond, [&] { return live_shims(w_.state).empty(); });
+    // Until the agent says it has no pod left: the shims go before their
+    // containers' removes (runc delete, the rootfs unmounted) are done, and
+    // an agent stopped then drops the queued ones, leaving mounts and runc's
+    // stopped containers behind.
+    obs_->expect("every pod gone", 60 * kSecond,
+                 [&] { return obs_->status().rfind("0 DaemonSets, 0/0", 0) == 0; });
     agent_.stop(SIGTERM, *obs_);
 }
 
 void Bench::cleanup() {
     if (w_.root.empty()) return;
-    // After a failure: runc's containers too (a SIGKILLed `runc run` leaves
-    // its container running).
+    // After a failure, or what the agent left: runc's containers (a
+    // SIGKILLed `runc run` leaves its container running), then the root
+    // filesystems still mounted, detached, so that the work directory can go.
     const std::string root = w_.state + "/runtime/runc";
     std::error_code ec;
-    if (agent_.running() || !live_shims(w_.state).empty())
-        for (const auto& e : fs::directory_iterator(root, ec))
-            run_process({"runc", "--root", root, "delete", "--force", e.path().filename().string()},
-                        "/dev/null");
+    for (const auto& e : fs::directory_iterator(root, ec))
+        run_process({"runc", "--root", root, "delete", "--force", e.path().filename().string()}, "/dev/null");
+    std::ifstream mounts("/proc/mounts");
+    std::vector<std::string> left;
+    for (std::string dev, at, rest; mounts >> dev >> at && std::getline(mounts, rest);)
+        if (at.rfind(w_.root + "/", 0) == 0) left.push_back(at);
+    for (auto it = left.rbegin(); it != left.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
     kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_runc");
     w_.root.clear();
 }
