@@ -64,10 +64,11 @@ struct ImageTool {
 inline constexpr int kImagePullDeadlineMs = 30 * 60 * 1000;
 
 // `daemonlet-image prepare` (the fallback) mounts or copies a rootfs and
-// blocks the agent's loop while it does (docs/figures.md, "Root filesystems": milliseconds for
-// busybox). One that takes longer is killed
-// and the start fails: well within the unit's WatchdogSec=30s, whose ping
-// the loop owes every 15 s.
+// blocks a thread of libuv's pool while it does (start_async; start() blocks
+// the loop) (docs/figures.md, "Root filesystems": milliseconds for
+// busybox). One that takes longer is killed and the start fails; a pool
+// thread held that long delays other pool work (removes), never the
+// watchdog ping.
 inline constexpr int kImagePrepareDeadlineMs = 10000;
 // daemonlet-image's exit status for an image that is not in the store.
 inline constexpr int kImageToolNotFound = 2;
