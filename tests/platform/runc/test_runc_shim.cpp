@@ -140,7 +140,7 @@ TEST_GROUP(RuncShim) {
     // start_async, run to its callback: the id, or "" with the test failed.
     std::string start() {
         int calls = 0;
-        Result<std::string> got = Error{"unset", ""};
+        Result<std::string> got = Error{ErrorCode::Invalid, "unset"};
         runtime->start_async(launch(), [&](Result<std::string> r) {
             ++calls;
             got = std::move(r);
@@ -221,7 +221,7 @@ TEST(RuncShim, ARuncThatHangsDiesWithTheShimTheAgentGaveUpOn) {
     });
     CHECK_TRUE(run_until(&loop, [&] { return calls > 0; }));
     CHECK_FALSE(got.ok());
-    STRCMP_EQUAL("shim", got.error().code.c_str());
+    STRCMP_EQUAL("shim", got.error().code_name());
     // runc create, which the shim was waiting for, went with the shim.
     const pid_t hung = std::atoi(read_text(dir + "/hang.pid").c_str());
     CHECK_TRUE(hung > 0);
