@@ -20,7 +20,7 @@ std::string image_import_dir_of(const AgentConfig& c) {
 
 Result<std::int64_t> parse_duration_ms(std::string_view s) {
     const std::string original(s);
-    auto bad = [&] { return Error{"invalid", "invalid duration " + render_string(original)}; };
+    auto bad = [&] { return Error{ErrorCode::Invalid, "invalid duration " + render_string(original)}; };
     if (s.empty()) return bad();
     if (s == "0") return std::int64_t{0};
     bool negative = false;
@@ -55,8 +55,9 @@ Result<std::int64_t> parse_duration_ms(std::string_view s) {
         else if (unit == "h")
             scale = 3600e3;
         else
-            return Error{"invalid", "invalid duration " + render_string(original) + ": unknown unit " +
-                                        render_string(std::string(unit)) + " (use ms, s, m or h)"};
+            return Error{ErrorCode::Invalid, "invalid duration " + render_string(original) +
+                                                 ": unknown unit " + render_string(std::string(unit)) +
+                                                 " (use ms, s, m or h)"};
         total_ms += v * scale;
     }
     if (total_ms > 9e15) return bad();

@@ -6,7 +6,7 @@ namespace daemonlet {
 namespace {
 
 Error invalid(const Container& c, const std::string& field, const std::string& why) {
-    return Error{"invalid", "container " + c.name + ": " + field + ": " + why};
+    return Error{ErrorCode::Invalid, "container " + c.name + ": " + field + ": " + why};
 }
 
 bool privileged(const Container& c) {

@@ -7,20 +7,21 @@ namespace daemonlet {
 Status validate_image_gc_policy(const ImageGcPolicy& p) {
     auto percent = [](int v, const char* field) -> Status {
         if (v < 0 || v > 100)
-            return Error{"invalid", std::string("runtime.imageGC.") + field + ": Invalid value: " +
-                                        std::to_string(v) + ": must be in range [0-100]"};
+            return Error{ErrorCode::Invalid, std::string("runtime.imageGC.") + field + ": Invalid value: " +
+                                                 std::to_string(v) + ": must be in range [0-100]"};
         return Ok{};
     };
     if (auto s = percent(p.high_threshold_percent, "highThresholdPercent"); !s) return s;
     if (auto s = percent(p.low_threshold_percent, "lowThresholdPercent"); !s) return s;
     if (p.low_threshold_percent > p.high_threshold_percent)
-        return Error{"invalid", "runtime.imageGC.lowThresholdPercent: Invalid value: " +
-                                    std::to_string(p.low_threshold_percent) +
-                                    ": can not be higher than highThresholdPercent (" +
-                                    std::to_string(p.high_threshold_percent) + ")"};
+        return Error{ErrorCode::Invalid, "runtime.imageGC.lowThresholdPercent: Invalid value: " +
+                                             std::to_string(p.low_threshold_percent) +
+                                             ": can not be higher than highThresholdPercent (" +
+                                             std::to_string(p.high_threshold_percent) + ")"};
     if (p.minimum_age_s < 0)
-        return Error{"invalid", "runtime.imageGC.minimumAgeSeconds: Invalid value: " +
-                                    std::to_string(p.minimum_age_s) + ": must be greater than or equal to 0"};
+        return Error{ErrorCode::Invalid,
+                     "runtime.imageGC.minimumAgeSeconds: Invalid value: " + std::to_string(p.minimum_age_s) +
+                         ": must be greater than or equal to 0"};
     return Ok{};
 }
 

@@ -128,7 +128,7 @@ bool has_upper(std::string_view s) {
 }
 
 Error invalid(std::string_view text, const std::string& reason) {
-    return Error{"invalid", "image reference \"" + std::string(text) + "\": " + reason};
+    return Error{ErrorCode::Invalid, "image reference \"" + std::string(text) + "\": " + reason};
 }
 
 }  // namespace

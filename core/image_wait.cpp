@@ -24,6 +24,6 @@ ImagePullStep image_pull_step(bool pull_running, std::int64_t retry_at_mono_ms, 
     return now_mono_ms < retry_at_mono_ms ? ImagePullStep::BackOff : ImagePullStep::Pull;
 }
 
-bool may_run_local_image(const std::string& pull_error_code) { return pull_error_code == "unreachable"; }
+bool may_run_local_image(ErrorCode pull_error_code) { return pull_error_code == ErrorCode::Unreachable; }
 
 }  // namespace daemonlet

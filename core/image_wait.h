@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/error_code.h"
 #include "core/reconcile.h"
 
 namespace daemonlet {
@@ -50,6 +51,6 @@ ImagePullStep image_pull_step(bool pull_running, std::int64_t retry_at_mono_ms, 
 // there (the caller asks the runtime after this says yes). Only for a
 // registry found unreachable: a deliberate deviation from kubelet, which
 // fails the start, as an offline board runs its static pods.
-bool may_run_local_image(const std::string& pull_error_code);
+bool may_run_local_image(ErrorCode pull_error_code);
 
 }  // namespace daemonlet

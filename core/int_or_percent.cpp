@@ -17,8 +17,12 @@ namespace {
 // ParseUint stops at the overflow.
 Result<std::int64_t> atoi(std::string_view s) {
     const std::string quoted = render_string(s);
-    auto syntax = [&] { return Error{"invalid", "strconv.Atoi: parsing " + quoted + ": invalid syntax"}; };
-    auto range = [&] { return Error{"invalid", "strconv.Atoi: parsing " + quoted + ": value out of range"}; };
+    auto syntax = [&] {
+        return Error{ErrorCode::Invalid, "strconv.Atoi: parsing " + quoted + ": invalid syntax"};
+    };
+    auto range = [&] {
+        return Error{ErrorCode::Invalid, "strconv.Atoi: parsing " + quoted + ": value out of range"};
+    };
     std::string_view digits = s;
     bool neg = false;
     if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) {
@@ -62,18 +66,19 @@ bool is_rolling_update(const DaemonSet& ds) {
 
 Result<std::int64_t> scaled_value_from_int_or_percent(const std::optional<IntOrString>& value,
                                                       std::int64_t total, bool round_up) {
-    if (!value) return Error{"invalid", "nil value for IntOrString"};
+    if (!value) return Error{ErrorCode::Invalid, "nil value for IntOrString"};
     if (value->type == IntOrString::Type::Int) return value->int_val;
     // getIntOrPercentValueSafely: a string must be a percentage.
     std::string_view s = value->str_val;
     if (s.empty() || s.back() != '%') {
-        return Error{"invalid", "invalid value for IntOrString: invalid type: string is not a percentage"};
+        return Error{ErrorCode::Invalid,
+                     "invalid value for IntOrString: invalid type: string is not a percentage"};
     }
     s.remove_suffix(1);
     auto v = atoi(s);
     if (!v) {
-        return Error{"invalid", "invalid value for IntOrString: invalid value " +
-                                    render_string(value->str_val) + ": " + v.error().message};
+        return Error{ErrorCode::Invalid, "invalid value for IntOrString: invalid value " +
+                                             render_string(value->str_val) + ": " + v.error().message};
     }
     return scale_percent(v.value(), total, round_up);
 }
@@ -96,9 +101,9 @@ Result<RollingUpdateBudget> rolling_update_budget(const DaemonSet& ds,
                                                   std::int64_t desired_number_scheduled) {
     auto unavailable = unavailable_count(ds, desired_number_scheduled);
     if (!unavailable)
-        return Error{"invalid", "invalid value for MaxUnavailable: " + unavailable.error().message};
+        return Error{ErrorCode::Invalid, "invalid value for MaxUnavailable: " + unavailable.error().message};
     auto surge = surge_count(ds, desired_number_scheduled);
-    if (!surge) return Error{"invalid", "invalid value for MaxSurge: " + surge.error().message};
+    if (!surge) return Error{ErrorCode::Invalid, "invalid value for MaxSurge: " + surge.error().message};
     RollingUpdateBudget out{surge.value(), unavailable.value()};
     // An impossible configuration (the apiserver returned 0 for both) obeys
     // the default of one unavailable pod, so the update can progress.

@@ -45,7 +45,7 @@ class Fields {
     }
     Status status() const {
         if (error_.empty()) return Ok{};
-        return Error{"invalid", error_};
+        return Error{ErrorCode::Invalid, error_};
     }
 
   private:
@@ -65,7 +65,7 @@ Result<Named> find_named(const Json& doc, const std::string& file, const char* l
                          const std::string& name) {
     auto it = doc.find(list);
     if (it == doc.end() || !it->is_array())
-        return Error{"invalid",
+        return Error{ErrorCode::Invalid,
                      file + ": " + list + ": expected a list with an entry named " + render_string(name)};
     for (std::size_t i = 0; i < it->size(); ++i) {
         const Json& e = (*it)[i];
@@ -75,10 +75,10 @@ Result<Named> find_named(const Json& doc, const std::string& file, const char* l
         std::string path = std::string(list) + "[" + std::to_string(i) + "]." + inner;
         auto v = e.find(inner);
         if (v == e.end() || !v->is_object())
-            return Error{"invalid", file + ": " + path + ": expected a mapping"};
+            return Error{ErrorCode::Invalid, file + ": " + path + ": expected a mapping"};
         return Named{&*v, path};
     }
-    return Error{"invalid", file + ": " + list + ": no entry named " + render_string(name)};
+    return Error{ErrorCode::Invalid, file + ": " + list + ": no entry named " + render_string(name)};
 }
 
 Status read_cluster(Fields& f, const std::string& base, ApiEndpoint& e) {
@@ -152,21 +152,21 @@ Result<ApiEndpoint> parse_kubeconfig(std::string_view text, const std::string& f
     auto docs = parse_documents(text, file, limits);
     if (!docs.ok()) return docs.error();
     if (docs.value().size() != 1 || !docs.value().front().value.is_object())
-        return Error{"invalid", file + ": expected one kubeconfig document (kind: Config)"};
+        return Error{ErrorCode::Invalid, file + ": expected one kubeconfig document (kind: Config)"};
     const Json& doc = docs.value().front().value;
     Fields top(file, "", doc);
     std::string kind;
     top.str("kind", kind);
     if (!top.status().ok()) return top.status().error();
     if (!kind.empty() && kind != "Config")
-        return Error{"invalid", file + ": kind: " + render_string(kind) + ": expected Config"};
+        return Error{ErrorCode::Invalid, file + ": kind: " + render_string(kind) + ": expected Config"};
 
     ApiEndpoint e;
     e.context = context;
     if (e.context.empty()) top.str("current-context", e.context);
     if (!top.status().ok()) return top.status().error();
     if (e.context.empty())
-        return Error{"invalid", file + ": current-context: not set, and no context was chosen"};
+        return Error{ErrorCode::Invalid, file + ": current-context: not set, and no context was chosen"};
     auto ctx = find_named(doc, file, "contexts", "context", e.context);
     if (!ctx.ok()) return ctx.error();
     Fields cf(file, ctx.value().path, *ctx.value().value);
@@ -193,7 +193,7 @@ Result<ApiEndpoint> parse_kubeconfig(std::string_view text, const std::string& f
 Result<ApiEndpoint> in_cluster_endpoint(const std::string& host, const std::string& port,
                                         const std::string& service_account_dir) {
     if (host.empty() || port.empty())
-        return Error{"invalid",
+        return Error{ErrorCode::Invalid,
                      "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and "
                      "KUBERNETES_SERVICE_PORT must be defined"};
     ApiEndpoint e;

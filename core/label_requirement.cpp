@@ -161,7 +161,7 @@ Result<LabelRequirement> make_requirement(const std::string& key, SelectorOp op,
         }
     }
 
-    if (!errs.empty()) return Error{"invalid", aggregate(errs)};
+    if (!errs.empty()) return Error{ErrorCode::Invalid, aggregate(errs)};
     return LabelRequirement{key, op, values};
 }
 
@@ -198,7 +198,9 @@ Result<LabelSelectorExpr> label_selector_as_selector(const std::optional<LabelSe
     }
     for (const auto& expr : sel->match_expressions) {
         const auto op = label_selector_op(expr.op);
-        if (!op) return Error{"invalid", render_string(expr.op) + " is not a valid label selector operator"};
+        if (!op)
+            return Error{ErrorCode::Invalid,
+                         render_string(expr.op) + " is not a valid label selector operator"};
         auto r = make_requirement(expr.key, *op, expr.values, FieldPath());
         if (!r) return r.error();
         out.requirements.push_back(std::move(r).value());

@@ -153,7 +153,7 @@ ParsedDocuments parse_documents_partial(std::string_view data, const std::string
 Result<std::vector<Document>> parse_documents(std::string_view data, const std::string& file,
                                               const ManifestLimits& limits) {
     ParsedDocuments p = parse_documents_partial(data, file, limits);
-    if (!p.errors.empty()) return Error{"parse", p.errors.front().to_string()};
+    if (!p.errors.empty()) return Error{ErrorCode::Parse, p.errors.front().to_string()};
     return std::move(p.docs);
 }
 

@@ -113,7 +113,7 @@ std::vector<std::string> parse_ipv6_default_routes(std::string_view proc_net_ipv
 }
 
 Result<std::vector<std::string>> parse_node_ip(std::string_view value) {
-    auto bad = [](const std::string& reason) { return Error{"invalid", reason}; };
+    auto bad = [](const std::string& reason) { return Error{ErrorCode::Invalid, reason}; };
     std::vector<std::string> out;
     std::vector<int> families;
     std::size_t start = 0;

@@ -65,7 +65,7 @@ struct HostNetworkState {
 std::vector<std::string> parse_ipv4_default_routes(std::string_view proc_net_route);
 std::vector<std::string> parse_ipv6_default_routes(std::string_view proc_net_ipv6_route);
 
-// nodeIP: the IPs in canonical form, or Error{"invalid", reason}.
+// nodeIP: the IPs in canonical form, or Error{ErrorCode::Invalid, reason}.
 Result<std::vector<std::string>> parse_node_ip(std::string_view value);
 
 // ChooseHostInterface: one IP, or none.

@@ -13,7 +13,7 @@ using Json = nlohmann::json;
 constexpr int kMaxJsonDepth = 32;
 
 Error bad(const std::string& what, const std::string& field, const std::string& reason) {
-    return Error{"invalid", what + ": " + (field.empty() ? "" : field + ": ") + reason};
+    return Error{ErrorCode::Invalid, what + ": " + (field.empty() ? "" : field + ": ") + reason};
 }
 
 // Parses a bounded JSON document without exceptions escaping.
@@ -162,10 +162,11 @@ Result<LayerCompression> layer_compression(std::string_view m) {
     if (m == media_type::kOciLayerGzip || m == media_type::kDockerLayerGzip) return LayerCompression::kGzip;
     if (m == media_type::kOciLayerZstd) return LayerCompression::kZstd;
     if (m.find("nondistributable") != std::string_view::npos || m.find("foreign") != std::string_view::npos)
-        return Error{"unsupported", "layer media type " + std::string(m) +
-                                        ": non-distributable layers are fetched from elsewhere; this store "
-                                        "imports only layers carried by the archive"};
-    return Error{"unsupported",
+        return Error{ErrorCode::Unsupported,
+                     "layer media type " + std::string(m) +
+                         ": non-distributable layers are fetched from elsewhere; this store "
+                         "imports only layers carried by the archive"};
+    return Error{ErrorCode::Unsupported,
                  "layer media type " + std::string(m) + " is not a layer type this store unpacks"};
 }
 
@@ -354,9 +355,10 @@ Result<Descriptor> select_platform(const ImageIndex& index, const Platform& want
         if (!d.platform) continue;
         has += (has.empty() ? "" : ", ") + platform_string(*d.platform);
     }
-    return Error{"not_found", what + ": no manifest for " +
-                                  platform_string(Platform{want.os, want.architecture, want_variant}) +
-                                  " (the index has " + (has.empty() ? "no platforms" : has) + ")"};
+    return Error{ErrorCode::NotFound,
+                 what + ": no manifest for " +
+                     platform_string(Platform{want.os, want.architecture, want_variant}) +
+                     " (the index has " + (has.empty() ? "no platforms" : has) + ")"};
 }
 
 }  // namespace daemonlet

@@ -11,7 +11,7 @@ namespace daemonlet {
 namespace {
 
 Error invalid(const Container& c, const std::string& field, const std::string& reason) {
-    return Error{"invalid", "container \"" + c.name + "\": " + field + ": " + reason};
+    return Error{ErrorCode::Invalid, "container \"" + c.name + "\": " + field + ": " + reason};
 }
 
 // containerd oci/spec.go replaceOrAppendEnvValues: an entry whose name is

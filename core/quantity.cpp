@@ -17,7 +17,7 @@ constexpr u64 kSat = static_cast<u64>(kMax);
 
 Error format_error() {
     return Error{
-        "invalid",
+        ErrorCode::Invalid,
         "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"};
 }
 
@@ -95,7 +95,8 @@ Result<Quantity> parse_quantity(std::string_view s) {
     } else if (suffix.size() == 2 && suffix[1] == 'i') {
         const std::string_view bins = "KMGTPE";
         auto pos = bins.find(suffix[0]);
-        if (pos == std::string_view::npos) return Error{"invalid", "unable to parse quantity's suffix"};
+        if (pos == std::string_view::npos)
+            return Error{ErrorCode::Invalid, "unable to parse quantity's suffix"};
         exp1024 = static_cast<int>(pos) + 1;
     } else if (suffix[0] == 'e' || suffix[0] == 'E') {
         std::string_view e = suffix.substr(1);
@@ -104,10 +105,10 @@ Result<Quantity> parse_quantity(std::string_view s) {
             eneg = e[0] == '-';
             e.remove_prefix(1);
         }
-        if (e.empty() || e.size() > 4) return Error{"invalid", "unable to parse quantity's suffix"};
+        if (e.empty() || e.size() > 4) return Error{ErrorCode::Invalid, "unable to parse quantity's suffix"};
         int v = 0;
         for (char c : e) {
-            if (c < '0' || c > '9') return Error{"invalid", "unable to parse quantity's suffix"};
+            if (c < '0' || c > '9') return Error{ErrorCode::Invalid, "unable to parse quantity's suffix"};
             v = v * 10 + (c - '0');
         }
         exp10 = eneg ? -v : v;
@@ -117,7 +118,7 @@ Result<Quantity> parse_quantity(std::string_view s) {
         for (char c : suffix)
             if (std::string_view("eEinumkKMGTP+-0123456789").find(c) == std::string_view::npos)
                 return format_error();
-        return Error{"invalid", "unable to parse quantity's suffix"};
+        return Error{ErrorCode::Invalid, "unable to parse quantity's suffix"};
     }
 
     // milli = mant * 10^(exp10 + 3 - frac) * 1024^exp1024, rounded up.

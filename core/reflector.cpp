@@ -14,13 +14,13 @@ std::string string_at(const Json& obj, const char* a, const char* b) {
 }
 
 Result<WatchEvent> to_event(const Json& line) {
-    if (!line.is_object()) return Error{"invalid", "watch event: expected an object"};
+    if (!line.is_object()) return Error{ErrorCode::Invalid, "watch event: expected an object"};
     auto type = line.find("type");
     auto object = line.find("object");
     if (type == line.end() || !type->is_string())
-        return Error{"invalid", "watch event: type: expected a string"};
+        return Error{ErrorCode::Invalid, "watch event: type: expected a string"};
     if (object == line.end() || !object->is_object())
-        return Error{"invalid", "watch event: object: expected an object"};
+        return Error{ErrorCode::Invalid, "watch event: object: expected an object"};
     const std::string t = type->get<std::string>();
     WatchEvent ev;
     if (t == "ADDED")
@@ -34,7 +34,7 @@ Result<WatchEvent> to_event(const Json& line) {
     else if (t == "ERROR")
         ev.type = WatchEventType::Error;
     else
-        return Error{"invalid", "watch event: type: unknown \"" + t.substr(0, 64) + "\""};
+        return Error{ErrorCode::Invalid, "watch event: type: unknown \"" + t.substr(0, 64) + "\""};
     ev.object = *object;
     return ev;
 }
@@ -47,7 +47,8 @@ Result<std::vector<WatchEvent>> WatchDecoder::feed(std::string_view data) {
         auto nl = data.find('\n');
         std::string_view part = data.substr(0, nl);
         if (buf_.size() + part.size() > max_line_)
-            return Error{"too_large", "watch event: longer than " + std::to_string(max_line_) + " bytes"};
+            return Error{ErrorCode::TooLarge,
+                         "watch event: longer than " + std::to_string(max_line_) + " bytes"};
         buf_.append(part);
         if (nl == std::string_view::npos) break;
         data.remove_prefix(nl + 1);
@@ -55,7 +56,7 @@ Result<std::vector<WatchEvent>> WatchDecoder::feed(std::string_view data) {
         buf_.clear();
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (j.is_discarded()) return Error{"invalid", "watch event: not JSON"};
+        if (j.is_discarded()) return Error{ErrorCode::Invalid, "watch event: not JSON"};
         auto ev = to_event(j);
         if (!ev.ok()) return ev.error();
         out.push_back(std::move(ev).value());
@@ -111,15 +112,15 @@ ReflectorRequest Reflector::begin(std::int64_t now_ms, double jitter) {
 }
 
 Result<ReflectorChanges> Reflector::on_list_page(const Json& list) {
-    if (!list.is_object()) return Error{"invalid", "list: expected an object"};
+    if (!list.is_object()) return Error{ErrorCode::Invalid, "list: expected an object"};
     auto items = list.find("items");
     if (items == list.end() || !(items->is_array() || items->is_null()))
-        return Error{"invalid", "list: items: expected a list"};
+        return Error{ErrorCode::Invalid, "list: items: expected a list"};
     const std::string rv = string_at(list, "metadata", "resourceVersion");
-    if (rv.empty()) return Error{"invalid", "list: metadata.resourceVersion: missing"};
+    if (rv.empty()) return Error{ErrorCode::Invalid, "list: metadata.resourceVersion: missing"};
     if (items->is_array()) {
         for (const auto& item : *items) {
-            if (!item.is_object()) return Error{"invalid", "list: items: expected objects"};
+            if (!item.is_object()) return Error{ErrorCode::Invalid, "list: items: expected objects"};
             Json o = item;
             if (!target_.api_version.empty() && !o.contains("apiVersion"))
                 o["apiVersion"] = target_.api_version;

@@ -151,10 +151,10 @@ std::vector<AuthChallenge> parse_www_authenticate(std::string_view header) {
 Result<std::string> bearer_token_url(const AuthChallenge& challenge, const std::string& scope) {
     auto realm = challenge.params.find("realm");
     if (realm == challenge.params.end() || realm->second.empty())
-        return Error{"invalid", "the registry's Bearer challenge has no realm"};
+        return Error{ErrorCode::Invalid, "the registry's Bearer challenge has no realm"};
     const std::string& r = realm->second;
     if (r.rfind("https://", 0) != 0 && r.rfind("http://", 0) != 0)
-        return Error{"invalid", "the registry's Bearer realm \"" + r + "\" is not an http(s) URL"};
+        return Error{ErrorCode::Invalid, "the registry's Bearer realm \"" + r + "\" is not an http(s) URL"};
     std::string url = r + (r.find('?') == std::string::npos ? "?" : "&");
     bool first = true;
     if (auto service = challenge.params.find("service"); service != challenge.params.end()) {
@@ -167,11 +167,12 @@ Result<std::string> bearer_token_url(const AuthChallenge& challenge, const std::
 
 Result<std::string> parse_token_response(std::string_view json) {
     Json j = Json::parse(json, nullptr, false);
-    if (!j.is_object()) return Error{"invalid", "the token server's answer is not a JSON object"};
+    if (!j.is_object()) return Error{ErrorCode::Invalid, "the token server's answer is not a JSON object"};
     for (const char* key : {"token", "access_token"})
         if (j.contains(key) && j[key].is_string() && !j[key].get<std::string>().empty())
             return j[key].get<std::string>();
-    return Error{"invalid", "the token server's answer has no token (neither token nor access_token)"};
+    return Error{ErrorCode::Invalid,
+                 "the token server's answer has no token (neither token nor access_token)"};
 }
 
 std::string pull_scope(const std::string& repository_path) {
@@ -182,9 +183,10 @@ Result<std::optional<RegistryAuthEntry>> find_registry_auth(std::string_view con
                                                             const std::string& host,
                                                             const std::string& what) {
     Json j = Json::parse(config_json, nullptr, false);
-    if (!j.is_object()) return Error{"invalid", what + ": not a JSON object"};
+    if (!j.is_object()) return Error{ErrorCode::Invalid, what + ": not a JSON object"};
     if (!j.contains("auths")) return std::optional<RegistryAuthEntry>{};
-    if (!j["auths"].is_object()) return Error{"invalid", what + ": auths: expected an object of registries"};
+    if (!j["auths"].is_object())
+        return Error{ErrorCode::Invalid, what + ": auths: expected an object of registries"};
     const std::string want = lowered(host);
     // An exact key wins over a wildcard one.
     std::optional<RegistryAuthEntry> found;
@@ -194,16 +196,17 @@ Result<std::optional<RegistryAuthEntry>> find_registry_auth(std::string_view con
         if (!hosts_match(h, want)) continue;
         const std::string field = what + ": auths[" + it.key() + "]";
         const Json& v = it.value();
-        if (!v.is_object()) return Error{"invalid", field + ": expected an object"};
+        if (!v.is_object()) return Error{ErrorCode::Invalid, field + ": expected an object"};
         RegistryAuthEntry e{it.key(), "", "", ""};
         for (auto [name, target] : {std::pair{"auth", &e.auth}, std::pair{"username", &e.username},
                                     std::pair{"password", &e.password}}) {
             if (!v.contains(name)) continue;
-            if (!v[name].is_string()) return Error{"invalid", field + "." + name + ": expected a string"};
+            if (!v[name].is_string())
+                return Error{ErrorCode::Invalid, field + "." + name + ": expected a string"};
             *target = v[name].get<std::string>();
         }
         if (e.auth.empty() && e.username.empty())
-            return Error{"invalid", field + ": neither auth nor username is set"};
+            return Error{ErrorCode::Invalid, field + ": neither auth nor username is set"};
         const bool is_exact = h.find('*') == std::string::npos;
         if (!found || (is_exact && !exact)) {
             found = std::move(e);
@@ -216,7 +219,7 @@ Result<std::optional<RegistryAuthEntry>> find_registry_auth(std::string_view con
 Result<std::pair<std::string, std::string>> split_basic_auth(std::string_view decoded) {
     auto colon = decoded.find(':');
     if (colon == std::string_view::npos)
-        return Error{"invalid", "auth: the decoded value is not \"username:password\""};
+        return Error{ErrorCode::Invalid, "auth: the decoded value is not \"username:password\""};
     return std::pair{std::string(decoded.substr(0, colon)), std::string(decoded.substr(colon + 1))};
 }
 

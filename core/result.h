@@ -8,11 +8,16 @@
 #include <utility>
 #include <variant>
 
+#include "core/error_code.h"
+
 namespace daemonlet {
 
 struct Error {
-    std::string code;     // short machine-readable class, e.g. "parse", "invalid", "io"
+    ErrorCode code;       // machine-readable class (core/error_code.h)
     std::string message;  // full sentence(s) with context
+
+    // The code's string, as printed and as read back (to_string(code)).
+    const char* code_name() const { return to_string(code); }
 };
 
 template <class T>

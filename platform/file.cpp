@@ -16,10 +16,10 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
     if (fd.get() < 0) return io_error(path, {});
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return io_error(path, {});
-    if (!S_ISREG(st.st_mode)) return Error{"io", path + ": not a regular file"};
+    if (!S_ISREG(st.st_mode)) return Error{ErrorCode::Io, path + ": not a regular file"};
     if (static_cast<std::size_t>(st.st_size) > max_bytes)
-        return Error{"io", path + ": file is " + std::to_string(st.st_size) + " bytes, over the limit of " +
-                               std::to_string(max_bytes) + " bytes"};
+        return Error{ErrorCode::Io, path + ": file is " + std::to_string(st.st_size) +
+                                        " bytes, over the limit of " + std::to_string(max_bytes) + " bytes"};
     std::string data;
     data.resize(static_cast<std::size_t>(st.st_size));
     std::size_t got = 0;
@@ -38,7 +38,8 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
         got += static_cast<std::size_t>(n);
     }
     if (got > max_bytes)
-        return Error{"io", path + ": file is over the limit of " + std::to_string(max_bytes) + " bytes"};
+        return Error{ErrorCode::Io,
+                     path + ": file is over the limit of " + std::to_string(max_bytes) + " bytes"};
     data.resize(got);
     return data;
 }

@@ -16,7 +16,8 @@ namespace daemonlet::platform {
 Result<HostNetworkState> read_host_network(const std::string& proc_net) {
     HostNetworkState host;
     ifaddrs* list = nullptr;
-    if (::getifaddrs(&list) != 0) return Error{"io", std::string("getifaddrs: ") + std::strerror(errno)};
+    if (::getifaddrs(&list) != 0)
+        return Error{ErrorCode::Io, std::string("getifaddrs: ") + std::strerror(errno)};
     std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> guard(list, ::freeifaddrs);
     // One entry per (interface, address), plus an AF_PACKET one per
     // interface: grouped by name, in the kernel's order.

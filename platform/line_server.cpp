@@ -33,8 +33,8 @@ struct WriteReq {
 Status socket_path_fits(const std::string& path) {
     sockaddr_un addr{};
     if (path.size() >= sizeof addr.sun_path)
-        return Error{"invalid", path + ": the control socket's path is longer than " +
-                                    std::to_string(sizeof addr.sun_path - 1) + " bytes"};
+        return Error{ErrorCode::Invalid, path + ": the control socket's path is longer than " +
+                                             std::to_string(sizeof addr.sun_path - 1) + " bytes"};
     return Ok{};
 }
 
@@ -77,17 +77,18 @@ Status LineJsonServer::start() {
     struct stat st {};
     if (::lstat(path_.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
-            return Error{"invalid", path_ + ": exists and is not a socket; not replacing it"};
+            return Error{ErrorCode::Invalid, path_ + ": exists and is not a socket; not replacing it"};
         int fd = connect_unix(path_);
         if (fd >= 0) {
             ::close(fd);
-            return Error{"busy", path_ +
-                                     ": another daemonlet is serving this socket (is a second agent running "
-                                     "with the same stateDir?)"};
+            return Error{ErrorCode::Busy,
+                         path_ +
+                             ": another daemonlet is serving this socket (is a second agent running "
+                             "with the same stateDir?)"};
         }
         // Nobody accepts: a socket left by an agent that did not stop cleanly.
         if (::unlink(path_.c_str()) != 0 && errno != ENOENT)
-            return Error{"io", path_ + ": cannot remove the stale socket: " + std::strerror(errno)};
+            return Error{ErrorCode::Io, path_ + ": cannot remove the stale socket: " + std::strerror(errno)};
     }
     listener_ = new uv_pipe_t;
     uv_pipe_init(loop_, listener_, 0);
@@ -102,7 +103,7 @@ Status LineJsonServer::start() {
     if (rc != 0) {
         std::string why = uv_strerror(rc);
         close();
-        return Error{"io", path_ + ": cannot serve the control socket: " + why};
+        return Error{ErrorCode::Io, path_ + ": cannot serve the control socket: " + why};
     }
     return Ok{};
 }
@@ -258,9 +259,10 @@ Status LineJsonClient::connect(const std::string& path) {
     path_ = path;
     fd_ = connect_unix(path);
     if (fd_ >= 0) return Ok{};
-    if (errno == ENOENT) return Error{"not_running", "no " + path};
-    if (errno == ECONNREFUSED) return Error{"not_running", path + " refuses connections (a stale socket)"};
-    return Error{"io", path + ": cannot connect: " + std::strerror(errno)};
+    if (errno == ENOENT) return Error{ErrorCode::NotRunning, "no " + path};
+    if (errno == ECONNREFUSED)
+        return Error{ErrorCode::NotRunning, path + " refuses connections (a stale socket)"};
+    return Error{ErrorCode::Io, path + ": cannot connect: " + std::strerror(errno)};
 }
 
 Status LineJsonClient::send(const Json& request) {
@@ -269,7 +271,7 @@ Status LineJsonClient::send(const Json& request) {
     while (off < line.size()) {
         ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return Error{"io", path_ + ": cannot send the request: " + std::strerror(errno)};
+        if (n < 0) return Error{ErrorCode::Io, path_ + ": cannot send the request: " + std::strerror(errno)};
         off += static_cast<std::size_t>(n);
     }
     return Ok{};
@@ -281,7 +283,8 @@ Result<Json> LineJsonClient::receive(std::int64_t timeout_ms) {
         if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
             Json v = Json::parse(buffer_.substr(0, nl), nullptr, false);
             buffer_.erase(0, nl + 1);
-            if (v.is_discarded()) return Error{"io", path_ + ": the agent sent a line that is not JSON"};
+            if (v.is_discarded())
+                return Error{ErrorCode::Io, path_ + ": the agent sent a line that is not JSON"};
             return v;
         }
         int wait = -1;
@@ -290,17 +293,17 @@ Result<Json> LineJsonClient::receive(std::int64_t timeout_ms) {
         pollfd p{fd_, POLLIN, 0};
         int rc = ::poll(&p, 1, wait);
         if (rc < 0 && errno == EINTR) continue;
-        if (rc < 0) return Error{"io", path_ + ": poll: " + std::strerror(errno)};
+        if (rc < 0) return Error{ErrorCode::Io, path_ + ": poll: " + std::strerror(errno)};
         if (rc == 0) {
             if (deadline >= 0 && monotonic_ms() >= deadline)
-                return Error{"timeout", "timed out waiting for the agent"};
+                return Error{ErrorCode::Timeout, "timed out waiting for the agent"};
             continue;
         }
         char buf[4096];
         ssize_t n = ::read(fd_, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return Error{"io", path_ + ": read: " + std::strerror(errno)};
-        if (n == 0) return Error{"closed", "the agent closed the connection"};
+        if (n < 0) return Error{ErrorCode::Io, path_ + ": read: " + std::strerror(errno)};
+        if (n == 0) return Error{ErrorCode::Closed, "the agent closed the connection"};
         buffer_.append(buf, static_cast<std::size_t>(n));
     }
 }

@@ -13,7 +13,7 @@ namespace daemonlet::platform {
 
 Result<int> socket_in_netns(const std::string& netns, int domain, int type, int protocol) {
     const int ns = ::open(netns.c_str(), O_RDONLY | O_CLOEXEC);
-    if (ns < 0) return Error{"io", "network namespace " + netns + ": " + std::strerror(errno)};
+    if (ns < 0) return Error{ErrorCode::Io, "network namespace " + netns + ": " + std::strerror(errno)};
     int fd = -1;
     int err = 0;
     const char* step = "setns";
@@ -27,7 +27,8 @@ Result<int> socket_in_netns(const std::string& netns, int domain, int type, int 
         if (fd < 0) err = errno;
     }).join();
     ::close(ns);
-    if (fd < 0) return Error{"io", "network namespace " + netns + ": " + step + ": " + std::strerror(err)};
+    if (fd < 0)
+        return Error{ErrorCode::Io, "network namespace " + netns + ": " + step + ": " + std::strerror(err)};
     return fd;
 }
 

@@ -29,10 +29,12 @@ std::string errno_text(int err) { return std::strerror(err); }
 Result<CommandOutput> run_command(const std::vector<std::string>& args, int deadline_ms, int stdout_fd,
                                   int stderr_fd) {
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-    if (stdout_fd < 0 && ::pipe2(out_pipe, O_CLOEXEC) != 0) return Error{"io", "pipe: " + errno_text(errno)};
+    if (stdout_fd < 0 && ::pipe2(out_pipe, O_CLOEXEC) != 0)
+        return Error{ErrorCode::Io, "pipe: " + errno_text(errno)};
     Fd out_r(out_pipe[0]);
     std::optional<Fd> out_w(std::in_place, out_pipe[1]);
-    if (stderr_fd < 0 && ::pipe2(err_pipe, O_CLOEXEC) != 0) return Error{"io", "pipe: " + errno_text(errno)};
+    if (stderr_fd < 0 && ::pipe2(err_pipe, O_CLOEXEC) != 0)
+        return Error{ErrorCode::Io, "pipe: " + errno_text(errno)};
     Fd err_r(err_pipe[0]);
     std::optional<Fd> err_w(std::in_place, err_pipe[1]);
 
@@ -47,7 +49,7 @@ Result<CommandOutput> run_command(const std::vector<std::string>& args, int dead
     pid_t pid = 0;
     const int rc = ::posix_spawnp(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return Error{"not_found", args[0] + ": cannot run: " + errno_text(rc)};
+    if (rc != 0) return Error{ErrorCode::NotFound, args[0] + ": cannot run: " + errno_text(rc)};
     // Only the child writes now: close our copies so EOF comes when it exits.
     out_w.reset();
     err_w.reset();
@@ -94,7 +96,7 @@ Result<CommandOutput> run_command(const std::vector<std::string>& args, int dead
     if (timed_out) {
         std::string command;
         for (const auto& a : args) command += (command.empty() ? "" : " ") + a;
-        return Error{"timeout",
+        return Error{ErrorCode::Timeout,
                      command + ": no answer within " + std::to_string(deadline_ms / 1000) + " s; killed"};
     }
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -162,7 +162,8 @@ class Runtime {
     // Pulls of the same image at once may share one fetch. Called only when
     // can_pull(); the default, for runtimes that cannot, fails at once.
     virtual void pull_image(const std::string& image, std::function<void(Status)> done) {
-        done(Error{"unsupported", "the " + std::string(name()) + " runtime cannot pull \"" + image + "\""});
+        done(Error{ErrorCode::Unsupported,
+                   "the " + std::string(name()) + " runtime cannot pull \"" + image + "\""});
     }
     // Whether `image` is in the runtime's store now (imagePullPolicy
     // IfNotPresent pulls only when it is not; Always pulls at every start

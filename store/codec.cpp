@@ -12,7 +12,7 @@ namespace {
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 Error corrupt(std::string_view column, const std::string& why) {
-    return Error{"corrupt", std::string(column) + ": " + why};
+    return Error{ErrorCode::Corrupt, std::string(column) + ": " + why};
 }
 
 Result<Json> parse(std::string_view column, std::string_view text, Json::value_t want) {

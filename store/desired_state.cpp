@@ -124,7 +124,7 @@ Result<std::vector<StoredManifestFile>> SqliteStore::list_manifest_files() {
 // (revisionHistoryLimit: "the number of old history to retain").
 Result<int> SqliteStore::prune_revisions(const std::string& ns, const std::string& ds, int keep,
                                          const std::vector<std::int64_t>& in_use) {
-    if (keep < 0) return Error{"invalid", path_ + ": prune_revisions: keep must not be negative"};
+    if (keep < 0) return Error{ErrorCode::Invalid, path_ + ": prune_revisions: keep must not be negative"};
     auto doomed = [&]() -> Result<std::vector<std::int64_t>> {
         auto revs = list_revisions(ns, ds);
         if (!revs) return revs.error();

@@ -45,10 +45,14 @@ Result<std::vector<PodRecord>> SqliteStore::list_pods() {
         p.deleting = q.int64(8) != 0;
         auto containers = codec::decode_containers(q.text(9), &p.init_containers);
         auto ips = codec::decode_strings("pod_ips_json", q.text(10));
-        if (!phase) return fail("list_pods", Error{"corrupt", "pod " + p.uid + ": " + phase.error().message});
+        if (!phase)
+            return fail("list_pods",
+                        Error{ErrorCode::Corrupt, "pod " + p.uid + ": " + phase.error().message});
         if (!containers)
-            return fail("list_pods", Error{"corrupt", "pod " + p.uid + ": " + containers.error().message});
-        if (!ips) return fail("list_pods", Error{"corrupt", "pod " + p.uid + ": " + ips.error().message});
+            return fail("list_pods",
+                        Error{ErrorCode::Corrupt, "pod " + p.uid + ": " + containers.error().message});
+        if (!ips)
+            return fail("list_pods", Error{ErrorCode::Corrupt, "pod " + p.uid + ": " + ips.error().message});
         p.phase = phase.value();
         p.pod_ips = std::move(ips).value();
         p.containers = std::move(containers).value();

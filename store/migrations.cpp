@@ -22,7 +22,7 @@ static_assert(numbered_from_one(), "migrations are numbered 1, 2, 3, ... in orde
 Result<int> user_version(sqlite3* db) {
     auto rows = sqlite::query_column(db, sql::kUserVersion);
     if (!rows) return rows.error();
-    if (rows.value().size() != 1) return Error{"sqlite", "PRAGMA user_version returned no value"};
+    if (rows.value().size() != 1) return Error{ErrorCode::Sqlite, "PRAGMA user_version returned no value"};
     return static_cast<int>(std::strtol(rows.value().front().c_str(), nullptr, 10));
 }
 
@@ -30,10 +30,10 @@ Status migrate(sqlite3* db) {
     auto before = user_version(db);
     if (!before) return before.error();
     auto too_new = [](int v) {
-        return Error{"schema", "the database has schema version " + std::to_string(v) +
-                                   ", newer than this daemonlet knows (" +
-                                   std::to_string(sql::kSchemaVersion) +
-                                   "); refusing to change it (was daemonlet downgraded?)"};
+        return Error{ErrorCode::Schema, "the database has schema version " + std::to_string(v) +
+                                            ", newer than this daemonlet knows (" +
+                                            std::to_string(sql::kSchemaVersion) +
+                                            "); refusing to change it (was daemonlet downgraded?)"};
     };
     if (before.value() > sql::kSchemaVersion) return too_new(before.value());
     if (before.value() == sql::kSchemaVersion) return Ok{};

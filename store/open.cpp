@@ -21,7 +21,7 @@ constexpr int kBusyTimeoutMs = 5000;
 constexpr mode_t kMode = 0600;  // the node's state is root's business
 
 // A file the recovery must move aside, with the reason.
-Error unusable(const std::string& why) { return Error{"corrupt", why}; }
+Error unusable(const std::string& why) { return Error{ErrorCode::Corrupt, why}; }
 
 bool exists(const std::string& path) {
     struct stat st {};
@@ -124,9 +124,9 @@ Status set_up(sqlite3* db) {
     auto mode = sqlite::query_column(db, sql::kJournalModeWal);
     if (!mode) return mode.error();
     if (mode.value().size() != 1 || mode.value().front() != "wal")
-        return Error{"sqlite", "cannot switch to WAL (journal_mode is " +
-                                   (mode.value().empty() ? std::string("unknown") : mode.value().front()) +
-                                   ")"};
+        return Error{ErrorCode::Sqlite,
+                     "cannot switch to WAL (journal_mode is " +
+                         (mode.value().empty() ? std::string("unknown") : mode.value().front()) + ")"};
     if (auto st = sqlite::exec(db, sql::kConfigure); !st) return st;
     if (auto st = migrate(db); !st) return st;
     sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
@@ -153,7 +153,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, std::int64_t
     OpenReport& rep = report ? *report : ignored;
     rep = OpenReport{};
     auto first = open_once(path, rep);
-    if (first.ok() || first.error().code != "corrupt") return first;
+    if (first.ok() || first.error().code != ErrorCode::Corrupt) return first;
 
     // open_once has closed the connection (it is gone with the Result):
     // only now may the files be renamed.
@@ -175,10 +175,10 @@ Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
     auto version = user_version(db.value().get());
     if (!version) return in_context(version.error());
     if (version.value() != sql::kSchemaVersion)
-        return in_context(
-            Error{"schema", "the database has schema version " + std::to_string(version.value()) +
-                                ", this daemonlet reads version " + std::to_string(sql::kSchemaVersion) +
-                                " (the agent creates and migrates it)"});
+        return in_context(Error{ErrorCode::Schema,
+                                "the database has schema version " + std::to_string(version.value()) +
+                                    ", this daemonlet reads version " + std::to_string(sql::kSchemaVersion) +
+                                    " (the agent creates and migrates it)"});
     auto store = SqliteStore::create(path, std::move(db).value());
     if (!store) return store.error();
     return std::unique_ptr<Store>(std::move(store).value());

@@ -38,7 +38,9 @@ bool inject_fault() {
     return true;
 }
 
-Error injected_error() { return Error{"sqlite", "disk I/O error (injected by store::testing::fail_after)"}; }
+Error injected_error() {
+    return Error{ErrorCode::Sqlite, "disk I/O error (injected by store::testing::fail_after)"};
+}
 
 void DbClose::operator()(sqlite3* db) const {
     // sqlite3_close fails only while statements are open: the store's
@@ -53,10 +55,10 @@ void DbClose::operator()(sqlite3* db) const {
 Error sqlite_error(int rc, std::string message) {
     switch (rc & 0xff) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED: return Error{"busy", std::move(message)};
+    case SQLITE_LOCKED: return Error{ErrorCode::Busy, std::move(message)};
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return Error{"corrupt", std::move(message)};
-    default: return Error{"sqlite", std::move(message)};
+    case SQLITE_NOTADB: return Error{ErrorCode::Corrupt, std::move(message)};
+    default: return Error{ErrorCode::Sqlite, std::move(message)};
     }
 }
 

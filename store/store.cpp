@@ -81,7 +81,7 @@ Error SqliteStore::fail(const char* op, const Error& e) const {
 Status SqliteStore::check_transaction(const char* op) const {
     if (in_transaction_ && sqlite3_get_autocommit(db_.get()))
         return Error{
-            "sqlite",
+            ErrorCode::Sqlite,
             path_ + ": " + op + ": the transaction was rolled back after an earlier error; start a new one"};
     return Ok{};
 }
@@ -169,7 +169,8 @@ class SqliteTransaction final : public Store::Transaction {
         }
     }
     Status commit() override {
-        if (done_) return Error{"invalid", store_->path_ + ": commit: the transaction is already finished"};
+        if (done_)
+            return Error{ErrorCode::Invalid, store_->path_ + ": commit: the transaction is already finished"};
         if (auto st = store_->check_transaction("commit"); !st) return st;
         if (auto st = store_->run(store_->s_.commit); !st) return store_->fail("commit", st.error());
         done_ = true;
@@ -183,7 +184,7 @@ class SqliteTransaction final : public Store::Transaction {
 };
 
 Result<std::unique_ptr<Store::Transaction>> SqliteStore::begin() {
-    if (in_transaction_) return Error{"invalid", path_ + ": begin: a transaction is already open"};
+    if (in_transaction_) return Error{ErrorCode::Invalid, path_ + ": begin: a transaction is already open"};
     if (auto st = run(s_.begin); !st) return fail("begin", st.error());
     in_transaction_ = true;
     return std::unique_ptr<Transaction>(new SqliteTransaction(this));

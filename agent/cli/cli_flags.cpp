@@ -35,8 +35,9 @@ Result<std::string> find_config(const std::string& explicit_path) {
     const char* env = std::getenv(kConfigEnv);
     if (env && *env) return std::string(env);
     if (::access(kDefaultConfigPath, F_OK) == 0) return std::string(kDefaultConfigPath);
-    return Error{"not_found", std::string("no configuration file: tried --config (not given), $") +
-                                  kConfigEnv + " (not set) and " + kDefaultConfigPath + " (does not exist)"};
+    return Error{ErrorCode::NotFound, std::string("no configuration file: tried --config (not given), $") +
+                                          kConfigEnv + " (not set) and " + kDefaultConfigPath +
+                                          " (does not exist)"};
 }
 
 Result<AgentConfig> load_operator_config(const OperatorFlags& flags) {
@@ -51,8 +52,8 @@ Result<AgentConfig> load_operator_config(const OperatorFlags& flags) {
 
 Result<std::int64_t> parse_timeout_ms(const std::string& flag, const std::string& value) {
     auto d = parse_duration_ms(value);
-    if (!d.ok()) return Error{"invalid", flag + ": " + d.error().message};
-    if (d.value() < 0) return Error{"invalid", flag + ": must not be negative"};
+    if (!d.ok()) return Error{ErrorCode::Invalid, flag + ": " + d.error().message};
+    if (d.value() < 0) return Error{ErrorCode::Invalid, flag + ": must not be negative"};
     return d.value();
 }
 
@@ -62,7 +63,7 @@ Result<bool> parse_bool_flag(const std::string& flag, const std::string& value) 
         if (value == t) return true;
     for (const char* f : {"0", "f", "F", "FALSE", "false", "False"})
         if (value == f) return false;
-    return Error{"invalid", flag + ": invalid boolean \"" + value + "\" (true or false)"};
+    return Error{ErrorCode::Invalid, flag + ": invalid boolean \"" + value + "\" (true or false)"};
 }
 
 }  // namespace daemonlet::agent

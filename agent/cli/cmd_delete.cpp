@@ -119,7 +119,7 @@ int cmd_delete(const std::vector<std::string>& args) {
         if (!wait.value()) continue;
         auto gone = client.value()->receive(timeout.value() == 0 ? -1 : timeout.value());
         if (!gone.ok() || !gone.value().value("gone", false)) {
-            if (!gone.ok() && gone.error().code == "timeout")
+            if (!gone.ok() && gone.error().code == ErrorCode::Timeout)
                 std::fprintf(stderr, "error: timed out waiting for the condition on pods/%s\n", name.c_str());
             else
                 std::fprintf(stderr, "error: waiting for pods/%s: %s\n", name.c_str(),

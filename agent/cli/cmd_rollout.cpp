@@ -117,7 +117,7 @@ int status(const AgentConfig& cfg, const std::string& ns, const std::string& nam
            std::int64_t timeout_ms) {
     auto client = connect_agent(cfg);
     if (!client.ok()) {
-        if (client.error().code != "not_running") {
+        if (client.error().code != ErrorCode::NotRunning) {
             std::fprintf(stderr, "error: %s\n", client.error().message.c_str());
             return 1;
         }
@@ -148,7 +148,7 @@ int status(const AgentConfig& cfg, const std::string& ns, const std::string& nam
     for (bool first = true;; first = false) {
         auto a = client.value()->receive(first ? std::max<std::int64_t>(wait, kAnswerTimeoutMs) : wait);
         if (!a.ok()) {
-            if (a.error().code == "timeout")
+            if (a.error().code == ErrorCode::Timeout)
                 std::fprintf(stderr, "error: timed out waiting for the condition\n");
             else
                 std::fprintf(stderr, "error: %s\n", a.error().message.c_str());
@@ -225,7 +225,7 @@ int cmd_rollout(const std::vector<std::string>& args) {
             if (used == text.size()) return static_cast<std::int64_t>(v);
         } catch (...) {
         }
-        return Error{"invalid", std::string(flag) + ": invalid number \"" + text + "\""};
+        return Error{ErrorCode::Invalid, std::string(flag) + ": invalid number \"" + text + "\""};
     };
     auto revision = number("--revision", revision_text);
     auto to = number("--to-revision", to_text);

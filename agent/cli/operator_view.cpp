@@ -13,8 +13,8 @@ Result<std::unique_ptr<platform::LineJsonClient>> connect_agent(const AgentConfi
     auto client = std::make_unique<platform::LineJsonClient>();
     auto c = client->connect(control_socket_path(cfg));
     if (!c.ok()) {
-        if (c.error().code == "not_running")
-            return Error{"not_running", "the agent is not running (" + c.error().message + ")"};
+        if (c.error().code == ErrorCode::NotRunning)
+            return Error{ErrorCode::NotRunning, "the agent is not running (" + c.error().message + ")"};
         return c.error();
     }
     return client;
@@ -39,7 +39,7 @@ Result<std::optional<DaemonSetView>> view_daemonset(store::Store& store, const A
     v.row = *row.value();
     Json obj = Json::parse(v.row.object_json, nullptr, false);
     if (obj.is_discarded() || !decode_daemonset(obj, v.ds).empty())
-        return Error{"corrupt", "the stored DaemonSet " + ns + "/" + name + " does not decode"};
+        return Error{ErrorCode::Corrupt, "the stored DaemonSet " + ns + "/" + name + " does not decode"};
     auto node = store.get_node();
     if (!node.ok()) return node.error();
     v.node.metadata.name = cfg.node_name;

@@ -66,7 +66,7 @@ Status Agent::init() {
     // the store or the containers. Requests are served once the loop runs.
     start_control();
     if (auto s = control_->start(); !s.ok()) {
-        if (s.error().code == "busy") return s.error();
+        if (s.error().code == ErrorCode::Busy) return s.error();
         log(Level::Err, s.error().message + "; delete and rollout undo will not reach this agent");
     }
 
@@ -94,7 +94,8 @@ Status Agent::init() {
     // so the pods an offline boot starts are reported once it connects.
     start_cluster(false);
 
-    Result<std::unique_ptr<platform::Runtime>> rt = Error{"invalid", "runtime.type " + config_.runtime_type};
+    Result<std::unique_ptr<platform::Runtime>> rt =
+        Error{ErrorCode::Invalid, "runtime.type " + config_.runtime_type};
     if (config_.runtime_type == "runc") {
         platform::ImageTool images;
         images.binary = find_helper("daemonlet-image");

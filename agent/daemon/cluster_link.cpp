@@ -67,7 +67,7 @@ Result<std::string> credential(const std::string& path, bool secret) {
 Result<std::string> pem(const std::string& file, const std::string& data, bool secret, const char* what) {
     if (!data.empty()) {
         auto d = platform::base64_decode(data);
-        if (!d.ok()) return Error{"invalid", std::string(what) + "-data: " + d.error().message};
+        if (!d.ok()) return Error{ErrorCode::Invalid, std::string(what) + "-data: " + d.error().message};
         return std::move(d).value();
     }
     if (file.empty()) return std::string();
@@ -115,9 +115,9 @@ Status ClusterLink::init() {
     const std::string where =
         config_.in_cluster ? std::string("in-cluster configuration") : config_.kubeconfig;
     if (!endpoint_.username.empty() || !endpoint_.password.empty())
-        return Error{"invalid", where +
-                                    ": username/password: basic authentication was removed from "
-                                    "kube-apiserver in 1.19; use a token or a client certificate"};
+        return Error{ErrorCode::Invalid, where +
+                                             ": username/password: basic authentication was removed from "
+                                             "kube-apiserver in 1.19; use a token or a client certificate"};
     if (!endpoint_.tls_server_name.empty())
         log(Level::Warning, where +
                                 ": tls-server-name is not supported; the server's certificate is "
@@ -132,12 +132,13 @@ Status ClusterLink::init() {
         pem(endpoint_.client_certificate, endpoint_.client_certificate_data, false, "client-certificate");
     auto key = pem(endpoint_.client_key, endpoint_.client_key_data, true, "client-key");
     for (auto* r : {&ca, &cert, &key})
-        if (!r->ok()) return Error{"invalid", where + ": " + r->error().message};
+        if (!r->ok()) return Error{ErrorCode::Invalid, where + ": " + r->error().message};
     tls_.ca_pem = std::move(ca).value();
     tls_.cert_pem = std::move(cert).value();
     tls_.key_pem = std::move(key).value();
     if (tls_.cert_pem.empty() != tls_.key_pem.empty())
-        return Error{"invalid", where + ": a client certificate needs its key, and a key its certificate"};
+        return Error{ErrorCode::Invalid,
+                     where + ": a client certificate needs its key, and a key its certificate"};
     token_ = endpoint_.token;
     if (!endpoint_.token_file.empty()) {
         auto t = credential(endpoint_.token_file, true);
@@ -235,7 +236,7 @@ void ClusterLink::step(Follower& f) {
     if (req.kind == ReflectorRequest::Kind::Wait) return schedule(f, req.at_ms - now_ms());
     platform::HttpRequest r = base_request("GET", req.target);
     Follower* fp = &f;
-    Result<platform::HttpClient::RequestId> id = Error{"http", ""};
+    Result<platform::HttpClient::RequestId> id = Error{ErrorCode::Http, ""};
     if (req.kind == ReflectorRequest::Kind::List) {
         r.timeout_ms = config_.request_timeout_ms;
         r.max_body_bytes = kMaxListBytes;
@@ -278,7 +279,7 @@ void ClusterLink::schedule(Follower& f, std::int64_t delay_ms) {
 }
 
 void ClusterLink::on_list(Follower& f, Result<platform::HttpResponse> r) {
-    if (!r.ok()) return failed(f, 0, r.error().code == "refused", 0, "list: " + r.error().message);
+    if (!r.ok()) return failed(f, 0, r.error().code == ErrorCode::Refused, 0, "list: " + r.error().message);
     const platform::HttpResponse& resp = r.value();
     bytes_in_ += resp.body.size();
     if (resp.status != 200)
@@ -340,12 +341,12 @@ bool ClusterLink::on_watch_data(Follower& f, long status, std::string_view data)
 
 void ClusterLink::on_watch_done(Follower& f, Result<platform::HttpResponse> r) {
     if (!r.ok()) {
-        if (r.error().code == "stopped" && f.stream_error == "relist") {
+        if (r.error().code == ErrorCode::Stopped && f.stream_error == "relist") {
             report_health();
-        } else if (r.error().code == "stopped") {
+        } else if (r.error().code == ErrorCode::Stopped) {
             return failed(f, 0, false, 0, "watch: " + f.stream_error);
         } else {
-            return failed(f, 0, r.error().code == "refused", 0, "watch: " + r.error().message);
+            return failed(f, 0, r.error().code == ErrorCode::Refused, 0, "watch: " + r.error().message);
         }
     } else if (r.value().status != 200) {
         return failed(f, static_cast<int>(r.value().status), false, retry_after_ms(r.value()),

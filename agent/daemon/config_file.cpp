@@ -21,7 +21,7 @@ Result<AgentConfig> load_config(const std::string& path) {
     if (!r.errors.empty()) {
         std::string msg;
         for (const auto& e : r.errors) msg += (msg.empty() ? "" : "\n") + e;
-        return Error{"invalid", msg};
+        return Error{ErrorCode::Invalid, msg};
     }
     if (r.config.node_name.empty()) r.config.node_name = platform::host_name();
     return r.config;

@@ -58,8 +58,8 @@ void ControlServer::on_request(ClientId client, const Json& req) {
         if (req.contains("to_revision") && req["to_revision"].is_number_integer())
             to = req["to_revision"].get<std::int64_t>();
         auto r = handlers_.undo(ns, name, to);
-        return answer(
-            client, r.ok() ? Json{{"result", r.value()}} : error_response(r.error().code, r.error().message));
+        return answer(client, r.ok() ? Json{{"result", r.value()}}
+                                     : error_response(r.error().code_name(), r.error().message));
     }
     if (op == "rollout_status") {
         const auto st = handlers_.rollout_status(ns, name);

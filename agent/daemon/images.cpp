@@ -146,7 +146,7 @@ bool Images::pulling(const std::string& image) const {
 
 Result<bool> choose_rootfs(const AgentConfig& config_, const std::string& store_dir,
                            const std::string& runtime_dir) {
-    Status probe = Error{"unavailable", "not probed"};
+    Status probe = Error{ErrorCode::Unavailable, "not probed"};
     if (config_.runtime_rootfs != "copy") {
         std::error_code ec;
         for (const std::string& d : {store_dir, runtime_dir}) fs::create_directories(d, ec);
@@ -308,7 +308,8 @@ bool Images::ready_to_start(const ImageWaiter& w, const PodRecord& pod, const Co
     if (it != pulls_.end() &&
         image_pull_step(it->second.running, it->second.retry_at_mono_ms, clock_.monotonic_ms()) ==
             ImagePullStep::BackOff &&
-        may_run_local_image(it->second.error_code) && runtime_.has_image(spec.image)) {
+        it->second.error_code && may_run_local_image(*it->second.error_code) &&
+        runtime_.has_image(spec.image)) {
         warn_offline_once(spec.image, it->second.error, it->second.warned_offline);
         return true;
     }
@@ -370,8 +371,8 @@ void Images::on_image_pulled(const std::string& image, const Status& result) {
         pull.retry_at_mono_ms = now + delay;
         pull.error = result.error().message;
         pull.error_code = result.error().code;
-        log(Level::Err, "image " + image + ": pull failed (" + result.error().code + "): " + pull.error +
-                            "; retrying in " + std::to_string(delay) + " ms");
+        log(Level::Err, "image " + image + ": pull failed (" + result.error().code_name() +
+                            "): " + pull.error + "; retrying in " + std::to_string(delay) + " ms");
     }
     bool touched = false;
     std::set<std::string> noted;  // one event per DaemonSet

@@ -148,11 +148,11 @@ class Images {
     struct ImagePull {
         bool running = false;
         std::int64_t started_mono_ms = 0;
-        std::int64_t backoff_ms = 0;        // the wait after the last failure; 0: none failed
-        std::int64_t retry_at_mono_ms = 0;  // no pull before this after a failure
-        std::string error;                  // the last failure's message
-        std::string error_code;             // and its code ("unreachable", ...)
-        bool warned_offline = false;        // the local image ran instead (logged once)
+        std::int64_t backoff_ms = 0;          // the wait after the last failure; 0: none failed
+        std::int64_t retry_at_mono_ms = 0;    // no pull before this after a failure
+        std::string error;                    // the last failure's message
+        std::optional<ErrorCode> error_code;  // and its code (Unreachable, ...)
+        bool warned_offline = false;          // the local image ran instead (logged once)
         std::set<ImageWaiter> waiters;
     };
 

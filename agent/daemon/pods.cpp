@@ -447,8 +447,9 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
     LiveContainer& lc = p.containers[index];
     // An archive whose image GC removed it comes back (image_gc.cpp),
     // whether a pull is tried too or not.
-    if (error.code == "image_not_found" && !is_image_wait(cs.reason)) images_->image_missing(spec.image);
-    if (error.code == "image_not_found" && spec.image_pull_policy != "Never" && runtime_->can_pull()) {
+    if (error.code == ErrorCode::ImageNotFound && !is_image_wait(cs.reason))
+        images_->image_missing(spec.image);
+    if (error.code == ErrorCode::ImageNotFound && spec.image_pull_policy != "Never" && runtime_->can_pull()) {
         // IfNotPresent, and absent. Logged once per wait, as below.
         if (!is_image_wait(cs.reason))
             log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
@@ -456,7 +457,7 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         images_->request_pull({uid, index}, p.rec, spec, cs);
         return;
     }
-    if (error.code == "image_not_found") {
+    if (error.code == ErrorCode::ImageNotFound) {
         // kubelet's images.ErrImagePull, then ImagePullBackOff while it
         // backs off; ErrImageNeverPull for imagePullPolicy Never
         // (pkg/kubelet/images/image_manager.go EnsureImageExists). Here the
@@ -473,7 +474,7 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         schedule_restart(uid, index, delay);
         return;
     }
-    if (error.code == "unavailable") {
+    if (error.code == ErrorCode::Unavailable) {
         // The runtime is down, not the container: no crash-loop backoff, a
         // retry within 5 s of the runtime's return (next_runtime_down_delay).
         cs.state = ContainerState::Waiting;

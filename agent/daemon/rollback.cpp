@@ -32,7 +32,8 @@ std::string hex(std::uint64_t v) {
 }
 
 Error revision_not_found(std::int64_t r) {
-    return Error{"invalid", "unable to find specified revision " + std::to_string(r) + " in history"};
+    return Error{ErrorCode::Invalid,
+                 "unable to find specified revision " + std::to_string(r) + " in history"};
 }
 
 }  // namespace
@@ -80,14 +81,16 @@ void Agent::apply_rollback(Desired& d) {
 Result<std::string> Agent::undo(const std::string& ns, const std::string& name, std::int64_t to_revision) {
     const std::string key = ns + "/" + name;
     auto it = desired_.find(key);
-    if (it == desired_.end()) return Error{"NotFound", "daemonsets.apps \"" + name + "\" not found"};
+    if (it == desired_.end())
+        return Error{ErrorCode::K8sNotFound, "daemonsets.apps \"" + name + "\" not found"};
     if (to_revision < 0) return revision_not_found(to_revision);
     auto revs = store_->list_revisions(ns, name);
     if (!revs.ok()) return revs.error();
     auto history = std::move(revs).value();
     std::sort(history.begin(), history.end(),
               [](const RevisionRecord& a, const RevisionRecord& b) { return a.revision < b.revision; });
-    if (to_revision == 0 && history.size() <= 1) return Error{"invalid", "no last revision to roll back to"};
+    if (to_revision == 0 && history.size() <= 1)
+        return Error{ErrorCode::Invalid, "no last revision to roll back to"};
     const RevisionRecord* to = nullptr;
     if (to_revision == 0) {
         to = &history[history.size() - 2];  // findHistory: the second largest

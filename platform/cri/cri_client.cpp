@@ -313,7 +313,7 @@ class GrpcCriClient final : public CriClient {
         {
             std::lock_guard<std::mutex> lock(mu_);
             if (cancelled_)
-                return Error{"unavailable", std::string("CRI ") + rpc + ": the agent is stopping"};
+                return Error{ErrorCode::Unavailable, std::string("CRI ") + rpc + ": the agent is stopping"};
             in_flight_.insert(&ctx);
         }
         grpc::Status s = f(&ctx);
@@ -327,9 +327,10 @@ class GrpcCriClient final : public CriClient {
         case grpc::StatusCode::UNAVAILABLE:
         case grpc::StatusCode::DEADLINE_EXCEEDED:
         case grpc::StatusCode::CANCELLED:
-            return Error{"unavailable", where + "the runtime is not reachable: " + s.error_message()};
-        case grpc::StatusCode::NOT_FOUND: return Error{"not_found", where + s.error_message()};
-        default: return Error{"cri", where + s.error_message()};
+            return Error{ErrorCode::Unavailable,
+                         where + "the runtime is not reachable: " + s.error_message()};
+        case grpc::StatusCode::NOT_FOUND: return Error{ErrorCode::NotFound, where + s.error_message()};
+        default: return Error{ErrorCode::Cri, where + s.error_message()};
         }
     }
 

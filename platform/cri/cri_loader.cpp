@@ -13,19 +13,20 @@ Result<std::unique_ptr<Runtime>> make_cri_runtime(uv_loop_s* loop, CriRuntimeOpt
     void* h = ::dlopen(options.module.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char* why = ::dlerror();
-        return Error{"not_found", "runtime.type cri: cannot load " + options.module + ": " +
-                                      (why ? why : "unknown error") +
-                                      " (it is installed with the agent in libexec/daemonlet)"};
+        return Error{ErrorCode::NotFound, "runtime.type cri: cannot load " + options.module + ": " +
+                                              (why ? why : "unknown error") +
+                                              " (it is installed with the agent in libexec/daemonlet)"};
     }
     using Export = CriRuntimeFactory (*)();
     auto* factory = reinterpret_cast<Export>(::dlsym(h, "daemonlet_cri_factory"));
     if (!factory)
-        return Error{"invalid", "runtime.type cri: " + options.module + " exports no daemonlet_cri_factory"};
+        return Error{ErrorCode::Invalid,
+                     "runtime.type cri: " + options.module + " exports no daemonlet_cri_factory"};
     return factory()(loop, std::move(options));
 #else
     (void)loop;
     (void)options;
-    return Error{"unsupported",
+    return Error{ErrorCode::Unsupported,
                  "runtime.type cri: this daemonlet was built without CRI support (cmake -DDAEMONLET_CRI=ON, "
                  "with libgrpc++-dev and libprotobuf-dev); use runtime.type runc or exec"};
 #endif

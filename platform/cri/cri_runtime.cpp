@@ -62,15 +62,15 @@ Error pull_error(const std::string& image, const Error& e) {
     std::string lower = e.message;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return std::tolower(c); });
-    std::string code = "pull_failed";
-    if (e.code == "unavailable" || contains(lower, "dial tcp") || contains(lower, "no such host") ||
+    ErrorCode code = ErrorCode::PullFailed;
+    if (e.code == ErrorCode::Unavailable || contains(lower, "dial tcp") || contains(lower, "no such host") ||
         contains(lower, "connection refused") || contains(lower, "i/o timeout"))
-        code = "unreachable";
+        code = ErrorCode::Unreachable;
     else if (contains(lower, "401") || contains(lower, "403") || contains(lower, "unauthorized") ||
              contains(lower, "authorization failed"))
-        code = "unauthorized";
+        code = ErrorCode::Unauthorized;
     else if (contains(lower, "not found"))
-        code = "not_found";
+        code = ErrorCode::NotFound;
     return Error{code, "pulling image \"" + image + "\": " + e.message};
 }
 
@@ -202,7 +202,7 @@ Result<std::string> CriRuntime::ensure_sandbox(const CriSandboxConfig& base, Cri
     used.attempt = next_attempt;
     std::error_code ec;
     fs::create_directories(used.log_directory, ec);
-    if (ec) return Error{"io", used.log_directory + ": " + ec.message()};
+    if (ec) return Error{ErrorCode::Io, used.log_directory + ": " + ec.message()};
     return client_->run_sandbox(used, kRunSandboxDeadlineMs);
 }
 
@@ -224,12 +224,13 @@ Result<std::string> CriRuntime::create(const std::string& sandbox_id, const CriC
 }
 
 Status CriRuntime::check(const ContainerLaunch& launch) const {
-    if (closed_) return Error{"closed", "cri runtime: closed"};
+    if (closed_) return Error{ErrorCode::Closed, "cri runtime: closed"};
     if (!launch.container || !launch.pod_spec)
-        return Error{"invalid",
+        return Error{ErrorCode::Invalid,
                      "cri runtime: container " + launch.container_name + " started without its spec"};
     for (const auto* s : {&launch.pod_uid, &launch.pod_name, &launch.pod_namespace, &launch.container_name})
-        if (!is_component(*s)) return Error{"invalid", "cri runtime: \"" + *s + "\" cannot name a directory"};
+        if (!is_component(*s))
+            return Error{ErrorCode::Invalid, "cri runtime: \"" + *s + "\" cannot name a directory"};
     return Ok{};
 }
 
@@ -270,12 +271,12 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
     if (!present) return present.error();
     if (!present.value()) {
         if (c.image_pull_policy == "Never")
-            return Error{"image_not_found", "image \"" + c.image +
-                                                "\" is not present in the CRI runtime at " +
-                                                client_->endpoint() + " and imagePullPolicy is Never"};
+            return Error{ErrorCode::ImageNotFound, "image \"" + c.image +
+                                                       "\" is not present in the CRI runtime at " +
+                                                       client_->endpoint() + " and imagePullPolicy is Never"};
         // The agent pulls it (pull_image) as imagePullPolicy says, and
         // starts the container again once the pull lands.
-        return Error{"image_not_found",
+        return Error{ErrorCode::ImageNotFound,
                      "image \"" + c.image + "\" is not present in the CRI runtime at " + client_->endpoint()};
     }
 
@@ -303,7 +304,7 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
             std::string dir = pod_dir(launch.pod_uid) + "/volumes/" + v.name;
             std::error_code ec;
             fs::create_directories(dir, ec);
-            if (ec) return Error{"io", dir + ": " + ec.message()};
+            if (ec) return Error{ErrorCode::Io, dir + ": " + ec.message()};
             in.volume_host_paths[v.name] = dir;
         }
     }
@@ -326,7 +327,7 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
 }
 
 Status CriRuntime::stop(const std::string& id) {
-    if (closed_) return Error{"closed", "cri runtime: closed"};
+    if (closed_) return Error{ErrorCode::Closed, "cri runtime: closed"};
     auto w = watched_.find(id);
     const std::int64_t grace = w == watched_.end() ? 30 : w->second.grace_seconds;
     CriClient* client = client_.get();
@@ -397,7 +398,7 @@ void CriRuntime::remove_async(const std::string& id, std::function<void(Status)>
     CriClient* client = client_.get();
     calls_.post([client, id, done = std::move(done)]() -> LoopJobs::Continuation {
         auto s = client->remove_container(id, kCreateDeadlineMs);
-        if (!s && s.error().code == "not_found") s = Ok{};
+        if (!s && s.error().code == ErrorCode::NotFound) s = Ok{};
         return [done, s = std::move(s)]() { done(s); };
     });
 }
@@ -428,7 +429,7 @@ Status CriRuntime::remove(const std::string& id) {
     sandbox_of_.erase(id);
     networks_.erase(id);
     auto s = client_->remove_container(id, kCreateDeadlineMs);
-    if (!s && s.error().code == "not_found") return Ok{};
+    if (!s && s.error().code == ErrorCode::NotFound) return Ok{};
     return s;
 }
 
@@ -480,7 +481,7 @@ Result<PodNetwork> CriRuntime::pod_network(const std::string& id) const {
     if (auto it = networks_.find(id); it != networks_.end()) return it->second;
     auto sb = sandbox_of_.find(id);
     if (sb == sandbox_of_.end() || sb->second.empty())
-        return Error{"not_found", "cri runtime: container " + id + " has no known pod sandbox"};
+        return Error{ErrorCode::NotFound, "cri runtime: container " + id + " has no known pod sandbox"};
     auto st = client_->sandbox_status(sb->second, kShortDeadlineMs);
     if (!st) return st.error();
     PodNetwork net;
@@ -555,14 +556,14 @@ static Result<std::unique_ptr<Runtime>> make_runtime(uv_loop_s* loop, CriRuntime
     constexpr std::string_view scheme = "unix://";
     if (options.endpoint.rfind(scheme, 0) != 0 || options.endpoint.size() <= scheme.size() ||
         options.endpoint[scheme.size()] != '/')
-        return Error{"invalid", "runtime.endpoint: \"" + options.endpoint +
-                                    "\": expected unix:///<absolute path of the CRI socket>"};
+        return Error{ErrorCode::Invalid, "runtime.endpoint: \"" + options.endpoint +
+                                             "\": expected unix:///<absolute path of the CRI socket>"};
     std::error_code ec;
     options.runtime_dir = fs::absolute(options.runtime_dir, ec).lexically_normal().string();
     while (options.runtime_dir.size() > 1 && options.runtime_dir.back() == '/')
         options.runtime_dir.pop_back();
     fs::create_directories(options.runtime_dir + "/logs", ec);
-    if (ec) return Error{"io", options.runtime_dir + "/logs: " + ec.message()};
+    if (ec) return Error{ErrorCode::Io, options.runtime_dir + "/logs: " + ec.message()};
     auto client = make_cri_client(options.endpoint);
     if (!client) return client.error();
     return std::unique_ptr<Runtime>(new CriRuntime(loop, std::move(options), std::move(client).value()));

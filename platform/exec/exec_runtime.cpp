@@ -26,7 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using exec::ShimRecord;
 
-Error errno_error(const std::string& what) { return Error{"io", what + ": " + std::strerror(errno)}; }
+Error errno_error(const std::string& what) {
+    return Error{ErrorCode::Io, what + ": " + std::strerror(errno)};
+}
 
 // The shim runs in "/", and config.json names the log by its full path.
 std::string absolute(const std::string& path) {
@@ -139,7 +141,8 @@ Result<ExecRuntime::Spawned> ExecRuntime::spawn_shim(const std::string& dir) {
     int err = 0;
     auto* child = exec::ShimChild::spawn(
         static_cast<uv_loop_t*>(loop_), opts, [this](exec::ShimChild* c) { children_.erase(c); }, &err);
-    if (child == nullptr) return Error{"spawn", "cannot run " + shim_path_ + ": " + uv_strerror(err)};
+    if (child == nullptr)
+        return Error{ErrorCode::Spawn, "cannot run " + shim_path_ + ": " + uv_strerror(err)};
     children_.insert(child);
     Spawned spawned{-1, child->pid()};
     // Only the shim holds these now: its end of the pipe reaching EOF means it died.
@@ -162,7 +165,8 @@ Result<std::string> ExecRuntime::finish_start(const std::string& id, const std::
                                               const Spawned& spawned, int got) {
     Fd pidfd(spawned.pidfd);
     if (got == shim::kReadyRunning || got == shim::kReadyExited) {
-        if (closed_) return Error{"closed", "exec runtime: closed while container " + id + " started"};
+        if (closed_)
+            return Error{ErrorCode::Closed, "exec runtime: closed while container " + id + " started"};
         if (auto s = watch(id, pidfd.release()); !s) {
             abandon(dir, spawned.pid);
             return s.error();
@@ -172,7 +176,7 @@ Result<std::string> ExecRuntime::finish_start(const std::string& id, const std::
     abandon(dir, spawned.pid);
     std::string why = got < 0 ? "did not report within " + std::to_string(start_timeout_.count()) + " ms"
                               : "exited before reporting";
-    return Error{"shim", "daemonlet-shim for container " + id + " " + why + shim_log_excerpt(dir)};
+    return Error{ErrorCode::Shim, "daemonlet-shim for container " + id + " " + why + shim_log_excerpt(dir)};
 }
 
 void ExecRuntime::abandon(const std::string& dir, pid_t shim_pid) {
@@ -222,11 +226,11 @@ ContainerLaunch ExecRuntime::resolved(const ContainerLaunch& launch) {
 }
 
 Result<ExecRuntime::Prepared> ExecRuntime::prepare(const ContainerLaunch& given) {
-    if (closed_) return Error{"closed", "exec runtime: start() after close()"};
+    if (closed_) return Error{ErrorCode::Closed, "exec runtime: start() after close()"};
     const ContainerLaunch launch = resolved(given);
     if (auto s = exec::validate_launch(launch); !s) return s.error();
     if (!launch.id.empty() && !exec::is_container_id(launch.id))
-        return Error{"invalid", "\"" + launch.id + "\" is not a container id"};
+        return Error{ErrorCode::Invalid, "\"" + launch.id + "\" is not a container id"};
     std::string id = launch.id.empty() ? exec::new_container_id() : launch.id;
     std::string dir = exec::container_dir(state_dir_, id);
     std::string log = exec::log_path(state_dir_, launch);
@@ -281,11 +285,11 @@ void ExecRuntime::start_async(ContainerLaunch launch, std::function<void(Result<
 }
 
 Status ExecRuntime::stop(const std::string& id) {
-    if (!exec::is_container_id(id)) return Error{"not_found", "no container \"" + id + "\""};
+    if (!exec::is_container_id(id)) return Error{ErrorCode::NotFound, "no container \"" + id + "\""};
     if (auto it = watches_.find(id); it != watches_.end()) {
         int err = it->second->send_signal(SIGTERM);
         if (err != 0 && err != ESRCH)
-            return Error{"io",
+            return Error{ErrorCode::Io,
                          "signalling the daemonlet-shim of container " + id + ": " + std::strerror(err)};
         return Ok{};
     }
@@ -293,7 +297,7 @@ Status ExecRuntime::stop(const std::string& id) {
     if (!record) return record.error();
     const ShimRecord& r = record.value();
     if (r.has_exit) return Ok{};
-    if (closed_) return Error{"closed", "exec runtime: stop() after close()"};
+    if (closed_) return Error{ErrorCode::Closed, "exec runtime: stop() after close()"};
     int pidfd = r.has_state ? exec::open_verified_pidfd(r.shim_pid, r.shim_start_time) : -1;
     if (pidfd < 0) {
         // Its shim is gone: nothing left to stop.
@@ -305,7 +309,7 @@ Status ExecRuntime::stop(const std::string& id) {
 }
 
 Result<ContainerInfo> ExecRuntime::inspect(const std::string& id) {
-    if (!exec::is_container_id(id)) return Error{"not_found", "no container \"" + id + "\""};
+    if (!exec::is_container_id(id)) return Error{ErrorCode::NotFound, "no container \"" + id + "\""};
     auto record = exec::read_record(state_dir_, id);
     if (!record) return record.error();
     const ShimRecord& r = record.value();
@@ -315,7 +319,7 @@ Result<ContainerInfo> ExecRuntime::inspect(const std::string& id) {
 }
 
 Result<std::vector<ContainerInfo>> ExecRuntime::adopt_all() {
-    if (closed_) return Error{"closed", "exec runtime: adopt_all() after close()"};
+    if (closed_) return Error{ErrorCode::Closed, "exec runtime: adopt_all() after close()"};
     std::vector<std::string> ids;
     std::error_code ec;
     std::string dir = exec::containers_dir(state_dir_);
@@ -325,14 +329,14 @@ Result<std::vector<ContainerInfo>> ExecRuntime::adopt_all() {
         std::string name = it->path().filename().string();
         if (exec::is_container_id(name)) ids.push_back(name);
     }
-    if (ec) return Error{"io", dir + ": " + ec.message()};
+    if (ec) return Error{ErrorCode::Io, dir + ": " + ec.message()};
     std::sort(ids.begin(), ids.end());
 
     std::vector<ContainerInfo> out;
     for (const auto& id : ids) {
         auto record = exec::read_record(state_dir_, id);
         if (!record) {
-            if (record.error().code == "not_found") continue;  // removed meanwhile
+            if (record.error().code == ErrorCode::NotFound) continue;  // removed meanwhile
             ContainerInfo info;
             info.id = id;
             info.exit_code = 137;
@@ -362,20 +366,21 @@ Result<std::vector<ContainerInfo>> ExecRuntime::adopt_all() {
 }
 
 Status ExecRuntime::remove(const std::string& id) {
-    if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
-    if (watches_.count(id) != 0) return Error{"running", "container " + id + " is running: stop it first"};
+    if (!exec::is_container_id(id)) return Error{ErrorCode::Invalid, "\"" + id + "\" is not a container id"};
+    if (watches_.count(id) != 0)
+        return Error{ErrorCode::Running, "container " + id + " is running: stop it first"};
     auto record = exec::read_record(state_dir_, id);
-    if (!record && record.error().code == "not_found") return Ok{};
+    if (!record && record.error().code == ErrorCode::NotFound) return Ok{};
     if (record) {
         const ShimRecord& r = record.value();
         if (!r.has_exit && r.has_state && proc::is_same_process(r.shim_pid, r.shim_start_time))
-            return Error{"running", "container " + id + " is running: stop it first"};
+            return Error{ErrorCode::Running, "container " + id + " is running: stop it first"};
     }
     // A corrupt record goes too: that is how it is cleaned up.
     std::error_code ec;
     std::string dir = exec::container_dir(state_dir_, id);
     fs::remove_all(dir, ec);
-    if (ec) return Error{"io", dir + ": " + ec.message()};
+    if (ec) return Error{ErrorCode::Io, dir + ": " + ec.message()};
     return Ok{};
 }
 

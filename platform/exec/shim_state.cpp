@@ -25,7 +25,7 @@ constexpr std::size_t kMaxStateBytes = 64 * 1024;
 constexpr std::size_t kMaxNameLength = 253;
 
 Error corrupt(const std::string& path, const std::string& what) {
-    return Error{"corrupt", path + ": " + what};
+    return Error{ErrorCode::Corrupt, path + ": " + what};
 }
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
@@ -34,8 +34,9 @@ bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 Status check_component(const char* field, const std::string& value) {
     if (value.empty() || value == "." || value == ".." || value.size() > kMaxNameLength ||
         value.find('/') != std::string::npos || has_nul(value))
-        return Error{"invalid", std::string(field) + " \"" + value +
-                                    "\": must be 1 to 253 bytes, not \".\" or \"..\", without '/' or NUL"};
+        return Error{ErrorCode::Invalid,
+                     std::string(field) + " \"" + value +
+                         "\": must be 1 to 253 bytes, not \".\" or \"..\", without '/' or NUL"};
     return Ok{};
 }
 
@@ -53,7 +54,8 @@ std::string string_field(const json& doc, const char* key) {
 
 // Reads and parses a JSON object; "not_found" when the file does not exist.
 Result<json> read_json(const std::string& path, std::size_t max_bytes) {
-    if (::access(path.c_str(), F_OK) != 0) return Error{"not_found", path + ": " + std::strerror(errno)};
+    if (::access(path.c_str(), F_OK) != 0)
+        return Error{ErrorCode::NotFound, path + ": " + std::strerror(errno)};
     auto text = read_file(path, max_bytes);
     if (!text) return text.error();
     json doc = json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
@@ -114,27 +116,29 @@ Status validate_launch(const ContainerLaunch& launch) {
         if (auto s = check_component(field, *value); !s) return s;
     }
     if (launch.argv.empty() || launch.argv[0].empty())
-        return Error{"invalid",
+        return Error{ErrorCode::Invalid,
                      "container " + launch.container_name +
                          ": the exec runtime needs a command (command or args with an executable)"};
     for (const auto& arg : launch.argv)
         if (has_nul(arg))
-            return Error{"invalid", "container " + launch.container_name + ": an argument holds NUL"};
+            return Error{ErrorCode::Invalid,
+                         "container " + launch.container_name + ": an argument holds NUL"};
     for (const auto& [name, value] : launch.env)
         if (name.empty() || name.find('=') != std::string::npos || has_nul(name) || has_nul(value))
-            return Error{"invalid", "container " + launch.container_name + ": env name \"" + name +
-                                        "\" must be non-empty, without '=' or NUL"};
+            return Error{ErrorCode::Invalid, "container " + launch.container_name + ": env name \"" + name +
+                                                 "\" must be non-empty, without '=' or NUL"};
     if (!launch.working_dir.empty() && (launch.working_dir[0] != '/' || has_nul(launch.working_dir)))
-        return Error{"invalid", "container " + launch.container_name + ": workingDir \"" +
-                                    launch.working_dir + "\" must be an absolute path"};
+        return Error{ErrorCode::Invalid, "container " + launch.container_name + ": workingDir \"" +
+                                             launch.working_dir + "\" must be an absolute path"};
     std::size_t size = launch.working_dir.size();
     for (const auto& arg : launch.argv) size += arg.size() + 8;
     for (const auto& [name, value] : launch.env) size += name.size() + value.size() + 8;
     for (const auto& [name, value] : launch.labels) size += name.size() + value.size() + 8;
     if (size > shim::kMaxConfigBytes / 2)
-        return Error{"invalid", "container " + launch.container_name + ": command, args and env take " +
-                                    std::to_string(size) + " bytes, over the limit of " +
-                                    std::to_string(shim::kMaxConfigBytes / 2)};
+        return Error{ErrorCode::Invalid, "container " + launch.container_name +
+                                             ": command, args and env take " + std::to_string(size) +
+                                             " bytes, over the limit of " +
+                                             std::to_string(shim::kMaxConfigBytes / 2)};
     return Ok{};
 }
 
@@ -170,8 +174,8 @@ Result<ShimRecord> read_record(const std::string& state_dir, const std::string& 
     r.id = id;
     auto config = read_json(dir + "/" + shim::kConfigFile, shim::kMaxConfigBytes);
     if (!config) {
-        if (config.error().code == "not_found" && ::access(dir.c_str(), F_OK) != 0)
-            return Error{"not_found", "no container " + id + " in " + containers_dir(state_dir)};
+        if (config.error().code == ErrorCode::NotFound && ::access(dir.c_str(), F_OK) != 0)
+            return Error{ErrorCode::NotFound, "no container " + id + " in " + containers_dir(state_dir)};
         return config.error();
     }
     r.pod_uid = string_field(config.value(), shim::kPodUid);
@@ -201,7 +205,7 @@ Result<ShimRecord> read_record(const std::string& state_dir, const std::string& 
         r.pid = static_cast<pid_t>(pid.value());
         r.pid_start_time = static_cast<std::uint64_t>(pid_start.value());
         r.started_at_ms = started.value();
-    } else if (state.error().code != "not_found") {
+    } else if (state.error().code != ErrorCode::NotFound) {
         return state.error();
     }
 
@@ -216,7 +220,7 @@ Result<ShimRecord> read_record(const std::string& state_dir, const std::string& 
         r.exit_code = static_cast<int>(code.value());
         r.finished_at_ms = finished.value();
         r.reason = string_field(exit.value(), shim::kReason);
-    } else if (exit.error().code != "not_found") {
+    } else if (exit.error().code != ErrorCode::NotFound) {
         return exit.error();
     }
     return r;

@@ -15,16 +15,16 @@ namespace daemonlet::platform {
 
 Result<Credential> read_credential(const std::string& path, bool secret) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return Error{"io", path + ": " + std::strerror(errno)};
-    if (!S_ISREG(st.st_mode)) return Error{"invalid", path + ": not a regular file"};
+    if (::stat(path.c_str(), &st) != 0) return Error{ErrorCode::Io, path + ": " + std::strerror(errno)};
+    if (!S_ISREG(st.st_mode)) return Error{ErrorCode::Invalid, path + ": not a regular file"};
     char mode[8];
     std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
     if (st.st_mode & (S_IWGRP | S_IWOTH))
-        return Error{"permissions",
+        return Error{ErrorCode::Permissions,
                      path + ": writable by group or others (mode " + mode + "): refusing it; chmod go-w it"};
     if (st.st_uid != 0 && st.st_uid != ::geteuid())
-        return Error{"permissions", path + ": owned by uid " + std::to_string(st.st_uid) +
-                                        ", neither root nor the agent's user: refusing it"};
+        return Error{ErrorCode::Permissions, path + ": owned by uid " + std::to_string(st.st_uid) +
+                                                 ", neither root nor the agent's user: refusing it"};
     auto data = read_file(path, 1024 * 1024);
     if (!data.ok()) return data.error();
     Credential c{std::move(data).value(), {}};
@@ -50,12 +50,12 @@ struct Decoder {
 Result<Decoder> load_decoder(const char* library) {
     void* h = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (!h)
-        return Error{"unavailable", std::string("base64: ") + library + " not available: " + ::dlerror() +
-                                        " (install libssl3)"};
+        return Error{ErrorCode::Unavailable, std::string("base64: ") + library +
+                                                 " not available: " + ::dlerror() + " (install libssl3)"};
     void* p = ::dlsym(h, "EVP_DecodeBlock");
     if (!p) {
         ::dlclose(h);
-        return Error{"unavailable",
+        return Error{ErrorCode::Unavailable,
                      std::string("base64: ") + library + " not available: it has no EVP_DecodeBlock"};
     }
     return Decoder{reinterpret_cast<decltype(&EVP_DecodeBlock)>(p)};
@@ -74,14 +74,15 @@ Result<std::string> base64_decode(std::string_view in) {
     clean.reserve(in.size());
     for (char ch : in)
         if (ch != '\n' && ch != '\r' && ch != ' ' && ch != '\t') clean += ch;
-    if (clean.size() % 4 != 0) return Error{"invalid", "not base64: its length is not a multiple of 4"};
+    if (clean.size() % 4 != 0)
+        return Error{ErrorCode::Invalid, "not base64: its length is not a multiple of 4"};
     const auto& lib = decoder();
     if (!lib.ok()) return lib.error();
     std::string out(clean.size() / 4 * 3, '\0');
     int n = lib.value().decode_block(reinterpret_cast<unsigned char*>(out.data()),
                                      reinterpret_cast<const unsigned char*>(clean.data()),
                                      static_cast<int>(clean.size()));
-    if (n < 0) return Error{"invalid", "not base64"};
+    if (n < 0) return Error{ErrorCode::Invalid, "not base64"};
     // EVP_DecodeBlock counts padding as data: take it off.
     std::size_t pad = 0;
     if (!clean.empty() && clean.back() == '=') ++pad;

@@ -50,7 +50,7 @@ Result<const CurlApi*> curl_api() {
         }
         if (!ok) api.easy_init = nullptr;
     });
-    if (!api.easy_init) return Error{"unavailable", error};
+    if (!api.easy_init) return Error{ErrorCode::Unavailable, error};
     return &api;
 }
 

@@ -69,7 +69,7 @@ struct HttpClient::Impl {
         if (!api.ok()) return api.error();
         curl = api.value();
         multi = curl->multi_init();
-        if (!multi) return Error{"http", "curl_multi_init failed"};
+        if (!multi) return Error{ErrorCode::Http, "curl_multi_init failed"};
         timer = new uv_timer_t;
         uv_timer_init(loop, timer);
         timer->data = this;
@@ -142,18 +142,19 @@ struct HttpClient::Impl {
             Transfer* t = nullptr;
             curl->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
             const CURLcode code = msg->data.result;
-            Result<HttpResponse> out = Error{"http", ""};
+            Result<HttpResponse> out = Error{ErrorCode::Http, ""};
             if (t->stopped) {
-                out = Error{"stopped", "stopped by the receiver"};
+                out = Error{ErrorCode::Stopped, "stopped by the receiver"};
             } else if (t->overflow) {
-                out = Error{"http", "response body larger than " + std::to_string(t->max_body) + " bytes"};
+                out = Error{ErrorCode::Http,
+                            "response body larger than " + std::to_string(t->max_body) + " bytes"};
             } else if (code != CURLE_OK) {
                 std::string why = !t->netns_error.empty() ? t->netns_error
                                   : t->error[0]           ? t->error
                                                           : curl->easy_strerror(code);
-                out = Error{code == CURLE_OPERATION_TIMEDOUT ? "timeout"
-                            : code == CURLE_COULDNT_CONNECT  ? "refused"
-                                                             : "http",
+                out = Error{code == CURLE_OPERATION_TIMEDOUT ? ErrorCode::Timeout
+                            : code == CURLE_COULDNT_CONNECT  ? ErrorCode::Refused
+                                                             : ErrorCode::Http,
                             why};
             } else {
                 curl->easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->resp.status);
@@ -232,9 +233,9 @@ HttpClient::~HttpClient() { close(); }
 
 Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callback cb) {
     Impl& m = *impl_;
-    if (m.closed) return Error{"closed", "HTTP client is closed"};
+    if (m.closed) return Error{ErrorCode::Closed, "HTTP client is closed"};
     if (req.url.rfind("http://", 0) != 0 && req.url.rfind("https://", 0) != 0)
-        return Error{"invalid", "URL " + req.url + ": only http:// and https:// are supported"};
+        return Error{ErrorCode::Invalid, "URL " + req.url + ": only http:// and https:// are supported"};
     if (auto s = m.start(); !s.ok()) return s.error();
     auto t = std::make_unique<Impl::Transfer>();
     t->id = m.next_id++;
@@ -244,7 +245,7 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
     t->body_in = req.body;
     t->on_data = req.on_data;
     CURL* e = curl->easy_init();
-    if (!e) return Error{"http", "curl_easy_init failed"};
+    if (!e) return Error{ErrorCode::Http, "curl_easy_init failed"};
     t->easy = e;
     curl->easy_setopt(e, CURLOPT_URL, req.url.c_str());
     curl->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -311,7 +312,7 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
         std::string why = curl->multi_strerror(mc);
         raw->cb = nullptr;
         m.remove(id);
-        return Error{"http", "cannot start request to " + req.url + ": " + why};
+        return Error{ErrorCode::Http, "cannot start request to " + req.url + ": " + why};
     }
     return id;
 }

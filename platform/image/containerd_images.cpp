@@ -42,16 +42,16 @@ Result<std::vector<CtrImage>> parse_ctr_images(const std::string& output) {
         fields >> type >> digest;
         if (!header) {
             if (ref != "REF" || type != "TYPE" || digest != "DIGEST")
-                return Error{"invalid", "ctr images ls: unexpected header \"" + trim(line) +
-                                            "\" (expected REF TYPE DIGEST ...)"};
+                return Error{ErrorCode::Invalid, "ctr images ls: unexpected header \"" + trim(line) +
+                                                     "\" (expected REF TYPE DIGEST ...)"};
             header = true;
             continue;
         }
         if (digest.rfind("sha256:", 0) != 0)
-            return Error{"invalid", "ctr images ls: no digest in the row \"" + trim(line) + "\""};
+            return Error{ErrorCode::Invalid, "ctr images ls: no digest in the row \"" + trim(line) + "\""};
         out.push_back({ref, digest});
     }
-    if (!header && !output.empty()) return Error{"invalid", "ctr images ls: no header"};
+    if (!header && !output.empty()) return Error{ErrorCode::Invalid, "ctr images ls: no header"};
     return out;
 }
 
@@ -59,12 +59,12 @@ Error ctr_error(const std::string& what, int exit_code, const std::string& stder
     std::string why = trim(stderr_text);
     if (why.empty()) why = "exit status " + std::to_string(exit_code);
     const bool down = why.find("failed to dial") != std::string::npos;
-    return Error{down ? "unavailable" : "ctr_failed", what + ": " + why};
+    return Error{down ? ErrorCode::Unavailable : ErrorCode::CtrFailed, what + ": " + why};
 }
 
 Result<std::vector<CtrImage>> list_containerd_images(const CtrOptions& o) {
     auto r = run_command(ctr_command(o, {"images", "ls"}), kShortCtrDeadlineMs);
-    if (!r) return Error{"ctr_failed", "ctr images ls: " + r.error().message};
+    if (!r) return Error{ErrorCode::CtrFailed, "ctr images ls: " + r.error().message};
     if (r.value().exit_code != 0) return ctr_error("ctr images ls", r.value().exit_code, r.value().err);
     return parse_ctr_images(r.value().out);
 }
@@ -74,7 +74,7 @@ Result<std::vector<CtrImage>> import_into_containerd(const CtrOptions& o, const 
                                                      int deadline_ms) {
     if (std::none_of(verified.begin(), verified.end(),
                      [](const ImportedImage& i) { return !i.name.empty(); }))
-        return Error{"invalid",
+        return Error{ErrorCode::Invalid,
                      archive +
                          ": no image in it has a name (an OCI layout's io.containerd.image.name "
                          "or full org.opencontainers.image.ref.name annotation, a docker-archive's "
@@ -84,7 +84,7 @@ Result<std::vector<CtrImage>> import_into_containerd(const CtrOptions& o, const 
     if (!o.snapshotter.empty()) args.insert(args.end(), {"--snapshotter", o.snapshotter});
     args.push_back(archive);
     auto r = run_command(ctr_command(o, args), deadline_ms);
-    if (!r) return Error{"ctr_failed", archive + ": ctr images import: " + r.error().message};
+    if (!r) return Error{ErrorCode::CtrFailed, archive + ": ctr images import: " + r.error().message};
     if (r.value().exit_code != 0)
         return ctr_error(archive + ": ctr images import", r.value().exit_code, r.value().err);
     auto listed = list_containerd_images(o);
@@ -100,7 +100,7 @@ Result<std::vector<CtrImage>> import_into_containerd(const CtrOptions& o, const 
             // normalised one.
             auto t = run_command(ctr_command(o, {"images", "tag", "--force", image.archive_name, image.name}),
                                  kShortCtrDeadlineMs);
-            if (!t) return Error{"ctr_failed", archive + ": ctr images tag: " + t.error().message};
+            if (!t) return Error{ErrorCode::CtrFailed, archive + ": ctr images tag: " + t.error().message};
             if (t.value().exit_code != 0)
                 return ctr_error(archive + ": ctr images tag " + image.archive_name + " " + image.name,
                                  t.value().exit_code, t.value().err);
@@ -108,8 +108,9 @@ Result<std::vector<CtrImage>> import_into_containerd(const CtrOptions& o, const 
         }
         auto it = digest_of.find(image.name);
         if (it == digest_of.end())
-            return Error{"ctr_failed", archive + ": ctr images import left no image named " + image.name +
-                                           " in containerd's " + kCriNamespace + " namespace"};
+            return Error{ErrorCode::CtrFailed, archive + ": ctr images import left no image named " +
+                                                   image.name + " in containerd's " + kCriNamespace +
+                                                   " namespace"};
         out.push_back({image.name, it->second});
     }
     return out;

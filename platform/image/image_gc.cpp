@@ -44,7 +44,7 @@ std::string hex_of(const std::string& digest) { return digest.substr(digest.find
 // many is safe, deleting one under a mount is not.
 Result<std::set<std::string>> mounted_lowers() {
     auto text = read_file("/proc/self/mountinfo", kMaxMountinfoBytes);
-    if (!text.ok()) return Error{"io", "/proc/self/mountinfo: " + text.error().message};
+    if (!text.ok()) return Error{ErrorCode::Io, "/proc/self/mountinfo: " + text.error().message};
     std::set<std::string> out;
     std::size_t start = 0;
     const std::string& s = text.value();
@@ -133,7 +133,7 @@ Result<Collection> ImageStore::collect_garbage() {
     Collection out;
     std::set<std::pair<dev_t, ino_t>> seen;
     auto spend = [&]() -> Status {
-        if (deletion_budget_ == 0) return Error{"interrupted", "the removal was interrupted (test)"};
+        if (deletion_budget_ == 0) return Error{ErrorCode::Interrupted, "the removal was interrupted (test)"};
         if (deletion_budget_ > 0) --deletion_budget_;
         return Ok{};
     };
@@ -215,7 +215,7 @@ Result<Collection> ImageStore::remove_images(const std::vector<std::string>& ref
         bool found = false;
         for (std::size_t i = 0; i < drop.size(); ++i)
             if (key.value().matches(index.value()[i])) drop[i] = found = true;
-        if (!found) return Error{"not_found", "image " + reference + " is not in the store " + root_};
+        if (!found) return Error{ErrorCode::NotFound, "image " + reference + " is not in the store " + root_};
     }
     return drop_entries(index.value(), drop);
 }

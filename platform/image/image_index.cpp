@@ -24,7 +24,7 @@ Result<IndexKey> IndexKey::of(const std::string& reference) {
     IndexKey key;
     if (reference.rfind("sha256:", 0) == 0) {
         if (!is_sha256_digest(reference))
-            return Error{"invalid", "image reference \"" + reference + "\": invalid digest format"};
+            return Error{ErrorCode::Invalid, "image reference \"" + reference + "\": invalid digest format"};
         key.digest = reference;
         return key;
     }
@@ -57,11 +57,11 @@ Result<std::vector<IndexEntry>> read_index(const std::string& path) {
     if (!bytes.ok()) return bytes.error();
     Json j = Json::parse(bytes.value(), nullptr, false);
     if (!j.is_object() || !j.contains("images") || !j["images"].is_array())
-        return Error{"invalid", path + ": not an image index (no images array)"};
+        return Error{ErrorCode::Invalid, path + ": not an image index (no images array)"};
     for (const Json& e : j["images"]) {
         if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("digest") ||
             !e["digest"].is_string() || !is_sha256_digest(e["digest"].get<std::string>()))
-            return Error{"invalid", path + ": an entry is not {name, digest}: " + e.dump()};
+            return Error{ErrorCode::Invalid, path + ": an entry is not {name, digest}: " + e.dump()};
         // "imported" is optional (older indexes lack it); a wrong type reads as 0.
         std::int64_t imported = 0;
         if (auto it = e.find("imported"); it != e.end() && it->is_number_integer())

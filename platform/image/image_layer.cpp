@@ -45,7 +45,7 @@ using ReadArchive = std::unique_ptr<archive, ReadFree>;
 using WriteArchive = std::unique_ptr<archive, WriteFree>;
 
 Error layer_error(const std::string& what, const std::string& member, const std::string& reason) {
-    return Error{"invalid", what + (member.empty() ? "" : ": " + member) + ": " + reason};
+    return Error{ErrorCode::Invalid, what + (member.empty() ? "" : ": " + member) + ": " + reason};
 }
 
 std::string archive_reason(archive* a) {
@@ -133,7 +133,7 @@ namespace {
 // directory): "." and empty components dropped, ".." taken off the
 // components before it when `dotdot` allows it.
 Result<std::string> normalise(const std::string& path, bool dotdot) {
-    if (!path.empty() && path.front() == '/') return Error{"invalid", "absolute path"};
+    if (!path.empty() && path.front() == '/') return Error{ErrorCode::Invalid, "absolute path"};
     std::vector<std::string> parts;
     std::size_t i = 0;
     while (i <= path.size()) {
@@ -141,8 +141,8 @@ Result<std::string> normalise(const std::string& path, bool dotdot) {
         if (slash == std::string::npos) slash = path.size();
         std::string part = path.substr(i, slash - i);
         if (part == "..") {
-            if (!dotdot) return Error{"invalid", "\"..\" in the path"};
-            if (parts.empty()) return Error{"invalid", "leads out of the root"};
+            if (!dotdot) return Error{ErrorCode::Invalid, "\"..\" in the path"};
+            if (parts.empty()) return Error{ErrorCode::Invalid, "leads out of the root"};
             parts.pop_back();
         } else if (!part.empty() && part != ".") {
             parts.push_back(std::move(part));
@@ -159,7 +159,7 @@ Result<std::string> normalise(const std::string& path, bool dotdot) {
 Result<std::string> clean_member_name(const std::string& name) { return normalise(name, false); }
 
 Result<std::string> resolve_member_link(const std::string& dir, const std::string& target) {
-    if (!target.empty() && target.front() == '/') return Error{"invalid", "absolute link target"};
+    if (!target.empty() && target.front() == '/') return Error{ErrorCode::Invalid, "absolute link target"};
     return normalise(dir.empty() ? target : dir + "/" + target, true);
 }
 
@@ -168,11 +168,11 @@ Status unpack_layer(const std::string& blob, LayerCompression compression, const
     // An uncompressed layer's digest, already verified, is its diff_id.
     if (compression != LayerCompression::kNone)
         if (auto st = verify_diff_id(blob, diff_id, what); !st.ok()) return st;
-    if (::mkdir(dir.c_str(), 0755) != 0) return Error{"io", dir + ": " + std::strerror(errno)};
+    if (::mkdir(dir.c_str(), 0755) != 0) return Error{ErrorCode::Io, dir + ": " + std::strerror(errno)};
     // libarchive's symlink check walks the whole path: give it one without links.
     std::error_code ec;
     std::string root = std::filesystem::canonical(dir, ec).string();
-    if (ec) return Error{"io", dir + ": " + ec.message()};
+    if (ec) return Error{ErrorCode::Io, dir + ": " + ec.message()};
 
     auto opened = open_read(blob, false, what);
     if (!opened.ok()) return opened.error();
@@ -240,7 +240,7 @@ constexpr std::string_view kOpaque = ".wh..wh..opq";
 Status remove_path(const std::string& path) {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);  // never follows symlinks
-    if (ec) return Error{"io", path + ": cannot remove: " + ec.message()};
+    if (ec) return Error{ErrorCode::Io, path + ": cannot remove: " + ec.message()};
     return Ok{};
 }
 
@@ -306,7 +306,7 @@ struct Applier {
                 std::error_code ec;
                 std::vector<std::string> lower;
                 for (const auto& e : std::filesystem::directory_iterator(dst, ec)) lower.push_back(e.path());
-                if (ec) return Error{"io", dst + ": " + ec.message()};
+                if (ec) return Error{ErrorCode::Io, dst + ": " + ec.message()};
                 for (const std::string& path : lower)
                     if (auto st = remove_path(path); !st.ok()) return st;
             }
@@ -360,7 +360,7 @@ Status Applier::apply_entry(const std::string& src, const std::string& dst) {
     } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
         if (::mknod(dst.c_str(), st.st_mode, st.st_rdev) != 0) return io_error(dst, "mknod");
     } else {
-        return Error{"invalid", src + ": a socket or unknown file type in a layer"};
+        return Error{ErrorCode::Invalid, src + ": a socket or unknown file type in a layer"};
     }
     return set_meta(dst, st);
 }

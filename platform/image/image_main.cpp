@@ -72,6 +72,7 @@
 
 namespace {
 
+using daemonlet::ErrorCode;
 using daemonlet::Json;
 using daemonlet::platform::ImageStore;
 using daemonlet::platform::ImportedImage;
@@ -138,11 +139,11 @@ std::int64_t blob_bytes(const ImportedImage& image) {
 daemonlet::Status lock_store(const std::string& root, std::optional<daemonlet::platform::Fd>& lock) {
     std::error_code ec;
     std::filesystem::create_directories(root, ec);
-    if (ec) return daemonlet::Error{"pull_failed", "image store " + root + ": " + ec.message()};
+    if (ec) return daemonlet::Error{ErrorCode::PullFailed, "image store " + root + ": " + ec.message()};
     const std::string lock_path = root + "/import.lock";
     lock.emplace(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (lock->get() < 0 || ::flock(lock->get(), LOCK_EX) != 0)
-        return daemonlet::Error{"pull_failed", lock_path + ": cannot lock: " + std::strerror(errno)};
+        return daemonlet::Error{ErrorCode::PullFailed, lock_path + ": cannot lock: " + std::strerror(errno)};
     return daemonlet::Ok{};
 }
 
@@ -160,7 +161,7 @@ int import_files(ImageStore& store, const std::vector<std::string>& files, bool 
 // The agent tells containerd being down (tried again later) from a bad
 // archive (tried again when the file changes) by the code.
 int fail_ctr(const daemonlet::Error& e) {
-    return fail(e.code == "unavailable" ? "unavailable: " + e.message : e.message);
+    return fail(e.code == ErrorCode::Unavailable ? "unavailable: " + e.message : e.message);
 }
 
 // An archive goes to containerd only once our checks passed: a damaged one
@@ -206,7 +207,7 @@ int list(const ImageStore& store) {
 
 int print_collection(const daemonlet::Result<daemonlet::platform::Collection>& done) {
     if (!done) {
-        if (done.error().code == "not_found") {
+        if (done.error().code == ErrorCode::NotFound) {
             std::cerr << "daemonlet-image: " << done.error().message << "\n";
             return kNotFound;
         }
@@ -225,7 +226,8 @@ daemonlet::Status assemble(const ImageStore& store, const ImportedImage& image, 
                            const std::string& overlay_dir) {
     if (overlay_dir.empty()) return store.assemble_rootfs(image, rootfs);
     auto mounted = store.mount_rootfs(image, rootfs, overlay_dir);
-    if (mounted || (mounted.error().code != "too_long" && mounted.error().code != "no_layer")) return mounted;
+    if (mounted || (mounted.error().code != ErrorCode::TooLong && mounted.error().code != ErrorCode::NoLayer))
+        return mounted;
     std::cerr << "daemonlet-image: " << mounted.error().message << ": copying the layers instead\n";
     return store.assemble_rootfs(image, rootfs);
 }
@@ -234,7 +236,7 @@ int prepare(const ImageStore& store, const std::string& reference, const std::st
             const std::string& overlay_dir) {
     auto image = store.find(reference);
     if (!image) {
-        if (image.error().code == "not_found") {
+        if (image.error().code == ErrorCode::NotFound) {
             std::cerr << "daemonlet-image: image \"" << reference << "\" is not in the image store "
                       << store.root() << "\n";
             return kNotFound;
@@ -271,14 +273,16 @@ int pull(const std::string& root, const daemonlet::Platform& platform, const std
         if (!locked) return locked.error();
         auto store = ImageStore::open(root, platform, ImageStore::Mode::kImport);
         if (!store)
-            return daemonlet::Error{"pull_failed", "image store " + root + ": " + store.error().message};
+            return daemonlet::Error{ErrorCode::PullFailed,
+                                    "image store " + root + ": " + store.error().message};
         return store.value().import_archive(archive);
     };
     std::vector<std::string> warnings;
     auto pulled = daemonlet::platform::pull_image(root, platform, reference, registry, commit, warnings);
     for (const auto& w : warnings) std::cerr << "daemonlet-image: warning: " << w << "\n";
     if (!pulled) {
-        std::cerr << "daemonlet-image: " << pulled.error().code << ": " << pulled.error().message << "\n";
+        std::cerr << "daemonlet-image: " << pulled.error().code_name() << ": " << pulled.error().message
+                  << "\n";
         return kFailed;
     }
     for (const auto& image : pulled.value()) std::cout << image_line(image).dump() << "\n";

@@ -61,11 +61,11 @@ Result<std::string> sha256_of(const std::string& text) {
 
 Status write_text(const std::string& path, const std::string& text) {
     Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) return Error{"pull_failed", path + ": create: " + std::strerror(errno)};
+    if (fd.get() < 0) return Error{ErrorCode::PullFailed, path + ": create: " + std::strerror(errno)};
     for (std::size_t done = 0; done < text.size();) {
         ssize_t w = ::write(fd.get(), text.data() + done, text.size() - done);
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return Error{"pull_failed", path + ": write: " + std::strerror(errno)};
+        if (w < 0) return Error{ErrorCode::PullFailed, path + ": write: " + std::strerror(errno)};
         done += static_cast<std::size_t>(w);
     }
     return Ok{};
@@ -77,32 +77,32 @@ Status write_layout_archive(const std::string& layout, const std::vector<std::st
     std::unique_ptr<archive, int (*)(archive*)> a(archive_write_new(), archive_write_free);
     archive_write_set_format_pax_restricted(a.get());
     if (archive_write_open_filename(a.get(), out.c_str()) != ARCHIVE_OK)
-        return Error{"pull_failed", out + ": " + archive_error_string(a.get())};
+        return Error{ErrorCode::PullFailed, out + ": " + archive_error_string(a.get())};
     std::vector<char> buf(256 * 1024);
     for (const std::string& m : members) {
         const std::string path = layout + "/" + m;
         Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
         struct stat st {};
         if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0)
-            return Error{"pull_failed", path + ": " + std::strerror(errno)};
+            return Error{ErrorCode::PullFailed, path + ": " + std::strerror(errno)};
         std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(), archive_entry_free);
         archive_entry_set_pathname(e.get(), m.c_str());
         archive_entry_set_filetype(e.get(), AE_IFREG);
         archive_entry_set_perm(e.get(), 0644);
         archive_entry_set_size(e.get(), st.st_size);
         if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK)
-            return Error{"pull_failed", out + ": " + archive_error_string(a.get())};
+            return Error{ErrorCode::PullFailed, out + ": " + archive_error_string(a.get())};
         while (true) {
             ssize_t n = ::read(fd.get(), buf.data(), buf.size());
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0) return Error{"pull_failed", path + ": read: " + std::strerror(errno)};
+            if (n < 0) return Error{ErrorCode::PullFailed, path + ": read: " + std::strerror(errno)};
             if (n == 0) break;
             if (archive_write_data(a.get(), buf.data(), static_cast<std::size_t>(n)) != n)
-                return Error{"pull_failed", out + ": " + archive_error_string(a.get())};
+                return Error{ErrorCode::PullFailed, out + ": " + archive_error_string(a.get())};
         }
     }
     if (archive_write_close(a.get()) != ARCHIVE_OK)
-        return Error{"pull_failed", out + ": " + archive_error_string(a.get())};
+        return Error{ErrorCode::PullFailed, out + ": " + archive_error_string(a.get())};
     return Ok{};
 }
 
@@ -113,7 +113,7 @@ struct Puller {
     std::vector<std::string> members;
 
     Error invalid(const std::string& reason) const {
-        return Error{"invalid", what + ": registry " + client.host() + ": " + reason};
+        return Error{ErrorCode::Invalid, what + ": registry " + client.host() + ": " + reason};
     }
 
     // A JSON document (manifest or index) by tag or digest, checked against
@@ -173,7 +173,7 @@ Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, con
                                               const std::string& reference, const RegistryOptions& options,
                                               const CommitPull& commit, std::vector<std::string>& warnings) {
     auto ref = normalize_image_reference(reference);
-    if (!ref) return Error{"invalid", "image \"" + reference + "\": " + ref.error().message};
+    if (!ref) return Error{ErrorCode::Invalid, "image \"" + reference + "\": " + ref.error().message};
     const std::string what = "image " + ref.value().str();
     auto client = RegistryClient::open(ref.value().domain, ref.value().path, options);
     if (!client) return Error{client.error().code, what + ": " + client.error().message};
@@ -182,30 +182,30 @@ Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, con
     const std::string pulls = store_root + "/pulls";
     std::error_code ec;
     std::filesystem::create_directories(pulls, ec);
-    if (ec) return Error{"pull_failed", pulls + ": " + ec.message()};
+    if (ec) return Error{ErrorCode::PullFailed, pulls + ": " + ec.message()};
     remove_dead_pulls(pulls);
     StagingDir staging{pulls + "/pull-XXXXXX"};
     if (!::mkdtemp(staging.path.data())) {
         std::string failed = staging.path;
         staging.path.clear();
-        return Error{"pull_failed", failed + ": mkdtemp: " + std::strerror(errno)};
+        return Error{ErrorCode::PullFailed, failed + ": mkdtemp: " + std::strerror(errno)};
     }
     // Held while this pull lives: a later pull sees it is not dead.
     Fd alive(::open((staging.path + "/alive.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (alive.get() < 0 || ::flock(alive.get(), LOCK_EX | LOCK_NB) != 0)
-        return Error{"pull_failed", staging.path + "/alive.lock: " + std::strerror(errno)};
+        return Error{ErrorCode::PullFailed, staging.path + "/alive.lock: " + std::strerror(errno)};
     Puller p{client.value(), what, staging.path + "/layout", {}};
     std::filesystem::create_directories(p.layout + "/blobs/sha256", ec);
-    if (ec) return Error{"pull_failed", p.layout + ": " + ec.message()};
+    if (ec) return Error{ErrorCode::PullFailed, p.layout + ": " + ec.message()};
 
     auto top = p.document(ref.value().digest.empty() ? ref.value().tag : ref.value().digest, nullptr);
     if (!top) return top.error();
     auto [body, desc] = std::move(top).value();
     if (is_index_media_type(desc.media_type)) {
         auto index = parse_image_index(body, what + ": its index");
-        if (!index) return Error{"invalid", index.error().message};
+        if (!index) return Error{ErrorCode::Invalid, index.error().message};
         auto chosen = select_platform(index.value(), platform, what + ": its index");
-        if (!chosen) return Error{"not_found", chosen.error().message};
+        if (!chosen) return Error{ErrorCode::NotFound, chosen.error().message};
         auto m = p.document(chosen.value().digest, &chosen.value());
         if (!m) return m.error();
         body = std::move(m.value().first);
@@ -213,7 +213,7 @@ Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, con
         desc.media_type = chosen.value().media_type;
     }
     auto manifest = parse_image_manifest(body, what + ": its manifest", desc.media_type);
-    if (!manifest) return Error{"invalid", manifest.error().message};
+    if (!manifest) return Error{ErrorCode::Invalid, manifest.error().message};
     if (auto s = write_text(p.layout + "/blobs/sha256/" + hex_of(desc.digest), body); !s) return s.error();
     p.members.push_back("blobs/sha256/" + hex_of(desc.digest));
     if (auto s = p.blob(manifest.value().config); !s) return s.error();
@@ -239,7 +239,7 @@ Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, con
     // while the import stages its own.
     std::filesystem::remove_all(p.layout, ec);
     auto imported = commit(archive);
-    if (!imported) return Error{"invalid", what + ": " + imported.error().message};
+    if (!imported) return Error{ErrorCode::Invalid, what + ": " + imported.error().message};
     return imported;
 }
 

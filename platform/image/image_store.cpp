@@ -74,7 +74,7 @@ struct Staged {
         return nullptr;
     }
     Error error(const std::string& member, const std::string& reason) const {
-        return Error{"invalid", archive + ": " + member + ": " + reason};
+        return Error{ErrorCode::Invalid, archive + ": " + member + ": " + reason};
     }
 };
 
@@ -110,16 +110,17 @@ Result<Staged> stage_archive(const std::string& path, const std::string& stage_d
     archive_read_support_filter_all(a.get());
     archive_read_support_format_tar(a.get());
     if (archive_read_open_filename(a.get(), path.c_str(), 64 * 1024) != ARCHIVE_OK)
-        return Error{"io", path + ": cannot read: " + archive_error_string(a.get())};
+        return Error{ErrorCode::Io, path + ": cannot read: " + archive_error_string(a.get())};
     archive_entry* entry = nullptr;
     std::size_t count = 0;
     while (true) {
         int r = archive_read_next_header(a.get(), &entry);
         if (r == ARCHIVE_EOF) break;
         if (r < ARCHIVE_WARN)
-            return Error{"invalid", path + ": not a tar archive: " + archive_error_string(a.get())};
+            return Error{ErrorCode::Invalid, path + ": not a tar archive: " + archive_error_string(a.get())};
         if (++count > kMaxArchiveMembers)
-            return Error{"invalid", path + ": more than " + std::to_string(kMaxArchiveMembers) + " members"};
+            return Error{ErrorCode::Invalid,
+                         path + ": more than " + std::to_string(kMaxArchiveMembers) + " members"};
         const char* raw = archive_entry_pathname(entry);
         std::string member = raw ? raw : "";
         auto name = clean_member_name(member);
@@ -376,9 +377,10 @@ bool exists(const std::string& path) {
 Status empty_dir(const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) return Error{"io", dir + ": " + ec.message()};
+    if (ec) return Error{ErrorCode::Io, dir + ": " + ec.message()};
     if (!std::filesystem::is_empty(dir, ec) || ec)
-        return Error{"invalid", dir + ": not empty: a root filesystem is assembled into an empty directory"};
+        return Error{ErrorCode::Invalid,
+                     dir + ": not empty: a root filesystem is assembled into an empty directory"};
     return Ok{};
 }
 
@@ -388,7 +390,7 @@ Result<ImageStore> ImageStore::open(std::string root, Platform platform, Mode mo
     std::error_code ec;
     for (const char* sub : {"/blobs/sha256", "/layers/sha256", "/tmp"}) {
         std::filesystem::create_directories(root + sub, ec);
-        if (ec) return Error{"io", root + sub + ": " + ec.message()};
+        if (ec) return Error{ErrorCode::Io, root + sub + ": " + ec.message()};
     }
     // An import interrupted by a crash left only its staging directory. A
     // reader leaves it: it may be an import in progress.
@@ -427,9 +429,10 @@ Status prepare_import(const std::string& path, const std::string& stage, const P
     } else if (s.find("manifest.json")) {
         if (auto st = plan_docker(s, stage, plan); !st.ok()) return st.error();
     } else {
-        return Error{"invalid", path +
-                                    ": neither an OCI image layout (oci-layout and index.json) nor a "
-                                    "docker-archive (manifest.json)"};
+        return Error{ErrorCode::Invalid,
+                     path +
+                         ": neither an OCI image layout (oci-layout and index.json) nor a "
+                         "docker-archive (manifest.json)"};
     }
     // Unpack the layers the store does not have yet, still in staging.
     for (const Plan::Layer& l : plan.layers) {
@@ -554,7 +557,7 @@ Result<ImportedImage> ImageStore::find(const std::string& reference) const {
             if (image.ok()) image.value().imported = e.imported;
             return image;
         }
-    return Error{"not_found", "image " + reference + " is not in the store " + root_};
+    return Error{ErrorCode::NotFound, "image " + reference + " is not in the store " + root_};
 }
 
 Result<std::vector<ImportedImage>> ImageStore::list() const {
@@ -574,7 +577,8 @@ Status ImageStore::assemble_rootfs(const ImportedImage& image, const std::string
     if (auto st = empty_dir(target_dir); !st.ok()) return st;
     for (const std::string& diff_id : image.config.diff_ids) {
         std::string dir = layer_path(diff_id);
-        if (!exists(dir)) return Error{"not_found", dir + ": the layer " + diff_id + " is not in the store"};
+        if (!exists(dir))
+            return Error{ErrorCode::NotFound, dir + ": the layer " + diff_id + " is not in the store"};
         if (auto st = apply_layer(dir, target_dir); !st.ok()) return st;
     }
     return Ok{};
@@ -588,16 +592,18 @@ Status ImageStore::mount_rootfs(const ImportedImage& image, const std::string& t
     std::set<std::string> seen;
     for (auto it = image.config.diff_ids.rbegin(); it != image.config.diff_ids.rend(); ++it) {
         if (!exists(layer_path(*it)))
-            return Error{"not_found", layer_path(*it) + ": the layer " + *it + " is not in the store"};
+            return Error{ErrorCode::NotFound,
+                         layer_path(*it) + ": the layer " + *it + " is not in the store"};
         if (seen.insert(*it).second) lowers.push_back(*it);
     }
     if (lowers.empty())
-        return Error{"no_layer", "image " + image.manifest_digest + " has no layer for an overlay's lower"};
+        return Error{ErrorCode::NoLayer,
+                     "image " + image.manifest_digest + " has no layer for an overlay's lower"};
     const std::string base = root_ + "/overlay/sha256", staging = root_ + "/overlay/tmp";
     for (const char* sub : {"/overlay/sha256", "/overlay/tmp"}) {
         std::error_code ec;
         std::filesystem::create_directories(root_ + sub, ec);
-        if (ec) return Error{"io", root_ + sub + ": " + ec.message()};
+        if (ec) return Error{ErrorCode::Io, root_ + sub + ": " + ec.message()};
     }
     bool missing = false;
     for (const std::string& d : lowers) missing = missing || !exists(overlay_layer_path(d));

@@ -53,7 +53,7 @@ Status probe_uncached(const std::string& lower_parent, const std::string& upper_
     // request_module("fs-overlay") in mount(2)), as on Debian's stock
     // kernel. The list only explains a failed trial mount.
     if (::geteuid() != 0)
-        return Error{"unavailable", "not running as root (an overlay mount needs CAP_SYS_ADMIN)"};
+        return Error{ErrorCode::Unavailable, "not running as root (an overlay mount needs CAP_SYS_ADMIN)"};
     const std::string lower = lower_parent + "/.overlay-probe", box = upper_parent + "/.overlay-probe";
     // What a probe cut short by a crash left.
     auto clean = [&]() -> Status {
@@ -74,14 +74,15 @@ Status probe_uncached(const std::string& lower_parent, const std::string& upper_
             mount_overlay(lower_parent, {".overlay-probe"}, box + "/upper", box + "/work", box + "/merged");
     struct stat st {};
     if (result && ::lstat((box + "/merged/probe").c_str(), &st) != 0)
-        result =
-            Error{"unavailable", box + "/merged: the trial overlay does not show its lower directory's file"};
+        result = Error{ErrorCode::Unavailable,
+                       box + "/merged: the trial overlay does not show its lower directory's file"};
     if (auto s = clean(); !s && result) result = s;
     if (!result && !has_overlay_in_kernel())
-        return Error{"unavailable",
+        return Error{ErrorCode::Unavailable,
                      "the kernel has no overlay file system (/proc/filesystems, after a trial mount: " +
                          result.error().message + ")"};
-    if (!result) return Error{"unavailable", "a trial overlay mount failed: " + result.error().message};
+    if (!result)
+        return Error{ErrorCode::Unavailable, "a trial overlay mount failed: " + result.error().message};
     return result;
 }
 
@@ -96,31 +97,33 @@ Status probe_overlay(const std::string& lower_parent, const std::string& upper_p
 Result<bool> use_overlay(const std::string& setting, const Status& probe) {
     if (setting == "copy") return false;
     if (setting == "overlay" && !probe)
-        return Error{"unavailable",
+        return Error{ErrorCode::Unavailable,
                      "runtime.rootfs: overlay: this node cannot mount one: " + probe.error().message};
     if (setting == "overlay" || setting == "auto") return probe.ok();
-    return Error{"invalid", "runtime.rootfs: Unsupported value: \"" + setting + "\""};
+    return Error{ErrorCode::Invalid, "runtime.rootfs: Unsupported value: \"" + setting + "\""};
 }
 
 Status mount_overlay(const std::string& lower_base, const std::vector<std::string>& lowers,
                      const std::string& upper, const std::string& work, const std::string& target) {
-    if (lowers.empty()) return Error{"invalid", target + ": an overlay needs at least one lower directory"};
+    if (lowers.empty())
+        return Error{ErrorCode::Invalid, target + ": an overlay needs at least one lower directory"};
     for (const std::string* p : {&upper, &work, &target})
-        if (p->empty() || p->front() != '/') return Error{"invalid", *p + ": not an absolute path"};
+        if (p->empty() || p->front() != '/') return Error{ErrorCode::Invalid, *p + ": not an absolute path"};
     std::string options = "lowerdir=";
     for (std::size_t i = 0; i < lowers.size(); ++i) options += (i ? ":" : "") + lowers[i];
     options += ",upperdir=" + upper + ",workdir=" + work;
     for (const std::string* p : {&upper, &work})
         if (p->find_first_of(",:\\") != std::string::npos)
-            return Error{"invalid", *p + ": holds ',', ':' or '\\', which overlay's mount options cannot"};
+            return Error{ErrorCode::Invalid,
+                         *p + ": holds ',', ':' or '\\', which overlay's mount options cannot"};
     for (const std::string& l : lowers)
         if (l.empty() || l.find_first_of(",:\\") != std::string::npos)
-            return Error{"invalid", lower_base + "/" + l + ": not a plain directory name"};
+            return Error{ErrorCode::Invalid, lower_base + "/" + l + ": not a plain directory name"};
     if (options.size() >= kMaxMountOptionBytes)
-        return Error{"too_long", target + ": the overlay's options for " + std::to_string(lowers.size()) +
-                                     " layers are " + std::to_string(options.size()) +
-                                     " bytes, more than a page (" + std::to_string(kMaxMountOptionBytes) +
-                                     ")"};
+        return Error{ErrorCode::TooLong, target + ": the overlay's options for " +
+                                             std::to_string(lowers.size()) + " layers are " +
+                                             std::to_string(options.size()) + " bytes, more than a page (" +
+                                             std::to_string(kMaxMountOptionBytes) + ")"};
     Fd cwd(::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (cwd.get() < 0) return io_error(".", "open");
     if (::chdir(lower_base.c_str()) != 0) return io_error(lower_base, "chdir");
@@ -167,7 +170,7 @@ Status remove_entry(const std::string& path, dev_t dev) {
         return Ok{};
     }
     if (st.st_dev != dev || is_mount_point(path))
-        return Error{"busy", path + ": a mount point: not deleted, nor anything under it"};
+        return Error{ErrorCode::Busy, path + ": a mount point: not deleted, nor anything under it"};
     std::vector<std::string> names;
     {
         std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(path.c_str()), ::closedir);
@@ -189,7 +192,7 @@ Status remove_tree_on_one_fs(const std::string& path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Status{Ok{}} : io_error(path, "lstat");
     if (S_ISDIR(st.st_mode) && is_mount_point(path))
-        return Error{"busy", path + ": a mount point: not deleted, nor anything under it"};
+        return Error{ErrorCode::Busy, path + ": a mount point: not deleted, nor anything under it"};
     return remove_entry(path, st.st_dev);
 }
 
@@ -204,7 +207,7 @@ Result<std::string> mount_stored_image(const std::string& store, const std::stri
     for (const IndexEntry& e : index.value())
         if (entry == nullptr && key.value().matches(e)) entry = &e;
     if (entry == nullptr)
-        return Error{"image_not_found", "image \"" + reference + "\" is not in the image store"};
+        return Error{ErrorCode::ImageNotFound, "image \"" + reference + "\" is not in the image store"};
     const std::string manifest_file = store + "/blobs/sha256/" + hex(entry->digest);
     auto manifest_text = read_file(manifest_file, kMaxImageJsonBytes);
     if (!manifest_text) return manifest_text.error();
@@ -224,18 +227,19 @@ Result<std::string> mount_stored_image(const std::string& store, const std::stri
         if (!seen.insert(*it).second) continue;
         struct stat st {};
         if (::stat((base + "/" + hex(*it)).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-            return Error{"fallback", "layer " + *it + " has no overlay form yet"};
+            return Error{ErrorCode::Fallback, "layer " + *it + " has no overlay form yet"};
         lowers.push_back(hex(*it));
     }
-    if (lowers.empty()) return Error{"fallback", "image " + entry->digest + " has no layer"};
+    if (lowers.empty()) return Error{ErrorCode::Fallback, "image " + entry->digest + " has no layer"};
     std::string over = overlay_dir;
     while (over.size() > 1 && over.back() == '/') over.pop_back();
     for (const std::string& d : {rootfs, over, over + "/upper", over + "/work"})
         if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) return io_error(d, "mkdir");
     auto mounted = mount_overlay(base, lowers, over + "/upper", over + "/work", rootfs);
     if (!mounted)
-        return mounted.error().code == "too_long" ? Error{"fallback", mounted.error().message}
-                                                  : mounted.error();
+        return mounted.error().code == ErrorCode::TooLong
+                   ? Error{ErrorCode::Fallback, mounted.error().message}
+                   : mounted.error();
     return std::move(config_text).value();
 }
 

@@ -115,7 +115,7 @@ struct RegistryClient::Sink {
 Result<RegistryClient> RegistryClient::open(const std::string& domain, const std::string& repository,
                                             const RegistryOptions& options) {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return Error{"pull_failed", "libcurl cannot be initialised"};
+        return Error{ErrorCode::PullFailed, "libcurl cannot be initialised"};
     RegistryClient c;
     c.domain_ = domain;
     c.host_ = registry_api_host(domain);
@@ -137,19 +137,20 @@ Result<RegistryClient> RegistryClient::open(const std::string& domain, const std
     }
     if (!options.auth_file.empty()) {
         auto file = read_credential(options.auth_file, true);
-        if (!file) return Error{"invalid", "runtime.registryAuthFile: " + file.error().message};
+        if (!file) return Error{ErrorCode::Invalid, "runtime.registryAuthFile: " + file.error().message};
         if (!file.value().warning.empty()) c.warnings_.push_back(file.value().warning);
         auto entry = find_registry_auth(file.value().data, domain, options.auth_file);
-        if (!entry) return Error{"invalid", entry.error().message};
+        if (!entry) return Error{ErrorCode::Invalid, entry.error().message};
         if (entry.value()) {
             const RegistryAuthEntry& e = *entry.value();
             if (!e.auth.empty()) {
                 auto decoded = base64_decode(e.auth);
                 if (!decoded)
-                    return Error{"invalid", options.auth_file + ": auths[" + e.key + "].auth: not base64"};
+                    return Error{ErrorCode::Invalid,
+                                 options.auth_file + ": auths[" + e.key + "].auth: not base64"};
                 auto pair = split_basic_auth(decoded.value());
                 if (!pair)
-                    return Error{"invalid",
+                    return Error{ErrorCode::Invalid,
                                  options.auth_file + ": auths[" + e.key + "]." + pair.error().message};
                 c.credentials_ = pair.value();
             } else {
@@ -163,7 +164,7 @@ Result<RegistryClient> RegistryClient::open(const std::string& domain, const std
 Result<RegistryResponse> RegistryClient::attempt(const std::string& url, const std::string& accept,
                                                  Sink& sink, bool with_auth, std::string* challenge) {
     std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-    if (!curl) return Error{"pull_failed", "libcurl: cannot make a handle"};
+    if (!curl) return Error{ErrorCode::PullFailed, "libcurl: cannot make a handle"};
     CURL* h = curl.get();
     sink.curl = h;
     sink.reset();
@@ -205,10 +206,10 @@ Result<RegistryResponse> RegistryClient::attempt(const std::string& url, const s
     CURLcode rc = curl_easy_perform(h);
     const std::string where = "registry " + host_;
     if (sink.too_big)
-        return Error{"invalid", where + ": " + url.substr(url.find("/v2/")) + ": larger than " +
-                                    std::to_string(sink.max_bytes) + " bytes"};
+        return Error{ErrorCode::Invalid, where + ": " + url.substr(url.find("/v2/")) + ": larger than " +
+                                             std::to_string(sink.max_bytes) + " bytes"};
     if (sink.write_errno)
-        return Error{"pull_failed",
+        return Error{ErrorCode::PullFailed,
                      where + ": cannot write what it sent: " + std::strerror(sink.write_errno)};
     if (rc != CURLE_OK) {
         std::string why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
@@ -216,7 +217,8 @@ Result<RegistryResponse> RegistryClient::attempt(const std::string& url, const s
         case CURLE_PEER_FAILED_VERIFICATION:
         case CURLE_SSL_CACERT_BADFILE:
         case CURLE_SSL_CERTPROBLEM:
-        case CURLE_SSL_CONNECT_ERROR: return Error{"certificate", where + ": TLS certificate: " + why};
+        case CURLE_SSL_CONNECT_ERROR:
+            return Error{ErrorCode::Certificate, where + ": TLS certificate: " + why};
         case CURLE_COULDNT_RESOLVE_HOST:
         case CURLE_COULDNT_RESOLVE_PROXY:
         case CURLE_COULDNT_CONNECT:
@@ -224,8 +226,8 @@ Result<RegistryResponse> RegistryClient::attempt(const std::string& url, const s
         case CURLE_SEND_ERROR:
         case CURLE_RECV_ERROR:
         case CURLE_GOT_NOTHING:
-        case CURLE_PARTIAL_FILE: return Error{"unreachable", where + " is unreachable: " + why};
-        default: return Error{"pull_failed", where + ": " + why};
+        case CURLE_PARTIAL_FILE: return Error{ErrorCode::Unreachable, where + " is unreachable: " + why};
+        default: return Error{ErrorCode::PullFailed, where + ": " + why};
         }
     }
     RegistryResponse r;
@@ -243,14 +245,14 @@ Status RegistryClient::authenticate(const std::string& challenge_header) {
         if (c.scheme == "basic") {
             if (!credentials_)
                 return Error{
-                    "unauthorized",
+                    ErrorCode::Unauthorized,
                     where + " asks for credentials (Basic) and the auth file has none for " + domain_};
             basic_ = true;
             return Ok{};
         }
         if (c.scheme == "bearer") {
             auto url = bearer_token_url(c, pull_scope(repository_));
-            if (!url) return Error{"unauthorized", where + ": " + url.error().message};
+            if (!url) return Error{ErrorCode::Unauthorized, where + ": " + url.error().message};
             // The token server may ask for the credentials itself (Basic).
             std::string body;
             Sink sink;
@@ -262,20 +264,20 @@ Status RegistryClient::authenticate(const std::string& challenge_header) {
             basic_ = false;
             if (!r) return r.error();
             if (r.value().status == 401 || r.value().status == 403)
-                return Error{"unauthorized",
+                return Error{ErrorCode::Unauthorized,
                              where + ": the token server refused " +
                                  (credentials_ ? std::string("the credentials") : "an anonymous pull") +
                                  " (HTTP " + std::to_string(r.value().status) + ")"};
             if (r.value().status != 200)
-                return Error{"pull_failed",
+                return Error{ErrorCode::PullFailed,
                              where + ": the token server answered HTTP " + std::to_string(r.value().status)};
             auto token = parse_token_response(body);
-            if (!token) return Error{"invalid", where + ": " + token.error().message};
+            if (!token) return Error{ErrorCode::Invalid, where + ": " + token.error().message};
             bearer_ = token.value();
             return Ok{};
         }
     }
-    return Error{"unauthorized", where + " answered 401 with no Basic or Bearer challenge"};
+    return Error{ErrorCode::Unauthorized, where + " answered 401 with no Basic or Bearer challenge"};
 }
 
 Result<RegistryResponse> RegistryClient::get(const std::string& path, const std::string& accept, Sink& sink) {
@@ -291,13 +293,13 @@ Result<RegistryResponse> RegistryClient::get(const std::string& path, const std:
     const long status = r.value().status;
     const std::string what = "registry " + host_ + ": " + repository_ + "/" + path;
     if (status == 401 || status == 403)
-        return Error{"unauthorized", what + ": unauthorized (HTTP " + std::to_string(status) + ")" +
-                                         (credentials_ ? ": the credentials were refused" : "")};
-    if (status == 404) return Error{"not_found", what + ": not found (HTTP 404)"};
+        return Error{ErrorCode::Unauthorized, what + ": unauthorized (HTTP " + std::to_string(status) + ")" +
+                                                  (credentials_ ? ": the credentials were refused" : "")};
+    if (status == 404) return Error{ErrorCode::NotFound, what + ": not found (HTTP 404)"};
     if (status == 502 || status == 503 || status == 504)
-        return Error{"unreachable",
+        return Error{ErrorCode::Unreachable,
                      what + ": the registry is unavailable (HTTP " + std::to_string(status) + ")"};
-    if (status != 200) return Error{"pull_failed", what + ": HTTP " + std::to_string(status)};
+    if (status != 200) return Error{ErrorCode::PullFailed, what + ": HTTP " + std::to_string(status)};
     return r;
 }
 
@@ -312,7 +314,7 @@ Result<RegistryResponse> RegistryClient::get_to_string(const std::string& path, 
 Result<RegistryResponse> RegistryClient::get_to_file(const std::string& path, const std::string& file,
                                                      std::int64_t max_bytes, std::string& sha256) {
     Fd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) return Error{"pull_failed", file + ": create: " + std::strerror(errno)};
+    if (fd.get() < 0) return Error{ErrorCode::PullFailed, file + ": create: " + std::strerror(errno)};
     Sink sink;
     sink.fd = fd.get();
     sink.max_bytes = max_bytes;

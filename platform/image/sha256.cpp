@@ -22,8 +22,8 @@ Result<Evp> load_evp() {
     const char* library = "libcrypto.so.3";
     void* h = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (!h)
-        return Error{"unavailable", std::string("sha256: ") + library + " not available: " + ::dlerror() +
-                                        " (install libssl3)"};
+        return Error{ErrorCode::Unavailable, std::string("sha256: ") + library +
+                                                 " not available: " + ::dlerror() + " (install libssl3)"};
     Evp e{};
     auto sym = [&](const char* name) { return ::dlsym(h, name); };
     void* p[6] = {sym("EVP_MD_CTX_new"),    sym("EVP_MD_CTX_free"),  sym("EVP_sha256"),
@@ -31,7 +31,7 @@ Result<Evp> load_evp() {
     for (void* f : p)
         if (!f) {
             ::dlclose(h);
-            return Error{"unavailable",
+            return Error{ErrorCode::Unavailable,
                          std::string("sha256: ") + library + " lacks the EVP digest functions"};
         }
     e.ctx_new = reinterpret_cast<decltype(e.ctx_new)>(p[0]);
@@ -65,7 +65,7 @@ Result<Sha256> Sha256::create() {
     ctx->ctx = lib.value().ctx_new();
     // Allocation failure or a broken libcrypto: a broken invariant.
     if (!ctx->ctx || lib.value().init(ctx->ctx, lib.value().sha256(), nullptr) != 1)
-        return Error{"unavailable", "sha256: libcrypto could not start a digest"};
+        return Error{ErrorCode::Unavailable, "sha256: libcrypto could not start a digest"};
     return Sha256(std::move(ctx));
 }
 

@@ -94,7 +94,7 @@ Result<Prober::Id> Prober::run_exec(Id id, const ProbeAction& a, Callback cb) {
     uv_file fds[2] = {-1, -1};
     if (int prc = uv_pipe(fds, 0, 0); prc != 0) {
         delete op;
-        return Error{"io", "exec probe: pipe: " + uv_text(prc)};
+        return Error{ErrorCode::Io, "exec probe: pipe: " + uv_text(prc)};
     }
     uv_pipe_init(loop_, &op->out, 0);
     op->out.data = op;

@@ -26,11 +26,13 @@ Result<int> resolve_port(const IntOrString& p, const Container& c) {
             errno = 0;
             long v = std::strtol(p.str_val.c_str(), &end, 10);
             if (p.str_val.empty() || *end != '\0' || errno != 0)
-                return Error{"invalid", "couldn't find port: " + p.str_val + " in container " + c.name};
+                return Error{ErrorCode::Invalid,
+                             "couldn't find port: " + p.str_val + " in container " + c.name};
             port = v;
         }
     }
-    if (port <= 0 || port >= 65536) return Error{"invalid", "invalid port number: " + std::to_string(port)};
+    if (port <= 0 || port >= 65536)
+        return Error{ErrorCode::Invalid, "invalid port number: " + std::to_string(port)};
     return static_cast<int>(port);
 }
 
@@ -46,7 +48,7 @@ Result<ProbeAction> resolve_probe_action(const Handler& h, const Container& c,
         a.command = h.exec->command;
         a.env = env;
         a.working_dir = c.working_dir;
-        if (a.command.empty()) return Error{"invalid", "exec probe without a command"};
+        if (a.command.empty()) return Error{ErrorCode::Invalid, "exec probe without a command"};
         return a;
     }
     if (h.tcp_socket) {
@@ -68,7 +70,7 @@ Result<ProbeAction> resolve_probe_action(const Handler& h, const Container& c,
         for (const auto& hd : h.http_get->http_headers) a.headers.emplace_back(hd.name, hd.value);
         return a;
     }
-    return Error{"unsupported", "grpc probes are not supported by the exec runtime"};
+    return Error{ErrorCode::Unsupported, "grpc probes are not supported by the exec runtime"};
 }
 
 Prober::Prober(uv_loop_t* loop) : loop_(loop), http_(loop), deferred_timer_(new uv_timer_t) {
@@ -105,10 +107,10 @@ void Prober::finish(Id id, ProbeResult r) {
 }
 
 Result<Prober::Id> Prober::run(const ProbeAction& action, Callback cb) {
-    if (closed_) return Error{"closed", "prober is closed"};
+    if (closed_) return Error{ErrorCode::Closed, "prober is closed"};
     const Id id = next_++;
     in_run_ = true;
-    Result<Id> r = Error{"invalid", "unknown probe type"};
+    Result<Id> r = Error{ErrorCode::Invalid, "unknown probe type"};
     switch (action.type) {
     case ProbeAction::Type::Exec: r = run_exec(id, action, std::move(cb)); break;
     case ProbeAction::Type::TcpSocket: r = run_tcp(id, action, std::move(cb)); break;

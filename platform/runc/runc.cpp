@@ -38,11 +38,12 @@ Result<std::uint64_t> container_oom_kills(const std::string& runc_root, const st
     else if (paths.is_object() && paths.contains("") && paths[""].is_string())
         counters = paths[""].get<std::string>() + "/memory.events";
     else
-        return Error{"runtime", state_path + ": cgroup_paths names no memory cgroup"};
+        return Error{ErrorCode::Runtime, state_path + ": cgroup_paths names no memory cgroup"};
     auto text = read_file(counters, 4096);
     if (!text) return text.error();
     auto kills = oom_kill_count(text.value());
-    if (!kills) return Error{"unsupported", counters + ": no oom_kill counter (Linux 4.13 or later has it)"};
+    if (!kills)
+        return Error{ErrorCode::Unsupported, counters + ": no oom_kill counter (Linux 4.13 or later has it)"};
     return *kills;
 }
 
@@ -51,7 +52,7 @@ Result<std::vector<std::string>> current_capabilities() {
     if (!status) return status.error();
     const std::string& t = status.value();
     const auto at = t.find("\nCapEff:");
-    if (at == std::string::npos) return Error{"io", "/proc/self/status: no CapEff line"};
+    if (at == std::string::npos) return Error{ErrorCode::Io, "/proc/self/status: no CapEff line"};
     const std::uint64_t mask = std::strtoull(t.c_str() + at + 8, nullptr, 16);
     std::vector<std::string> names;
     const auto all = all_capabilities();
@@ -63,17 +64,17 @@ Result<std::vector<std::string>> current_capabilities() {
 Status Runc::write_bundle(const std::string& bundle, const Json& spec) {
     std::error_code ec;
     std::filesystem::create_directories(bundle, ec);
-    if (ec) return Error{"io", bundle + ": cannot create the bundle directory: " + ec.message()};
+    if (ec) return Error{ErrorCode::Io, bundle + ": cannot create the bundle directory: " + ec.message()};
     const std::string path = bundle + "/config.json";
     const std::string tmp = path + ".tmp";
     {
         std::ofstream f(tmp, std::ios::trunc);
         f << spec.dump(2) << '\n';
         f.close();
-        if (!f) return Error{"io", tmp + ": cannot write: " + errno_text(errno)};
+        if (!f) return Error{ErrorCode::Io, tmp + ": cannot write: " + errno_text(errno)};
     }
     if (::rename(tmp.c_str(), path.c_str()) != 0)
-        return Error{"io", path + ": cannot rename " + tmp + " into place: " + errno_text(errno)};
+        return Error{ErrorCode::Io, path + ": cannot rename " + tmp + " into place: " + errno_text(errno)};
     return Ok{};
 }
 
@@ -85,8 +86,8 @@ std::vector<std::string> Runc::global_args() const {
 
 Result<Runc::Output> Runc::execute(const std::vector<std::string>& args) const {
     auto r = run_command(args, kRuncDeadlineMs);
-    if (!r && r.error().code == "not_found")
-        return Error{"not_found", r.error().message + " (apt-get install runc)"};
+    if (!r && r.error().code == ErrorCode::NotFound)
+        return Error{ErrorCode::NotFound, r.error().message + " (apt-get install runc)"};
     return r;
 }
 
@@ -98,7 +99,7 @@ Status Runc::remove(const std::string& id) const {
     if (r.value().exit_code != 0) {
         const std::string err = trim(r.value().err);
         if (err.find("container does not exist") != std::string::npos) return Ok{};
-        return Error{"runtime", "runc delete " + id + ": " + err};
+        return Error{ErrorCode::Runtime, "runc delete " + id + ": " + err};
     }
     return Ok{};
 }

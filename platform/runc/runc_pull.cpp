@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <string_view>
 
 #include "core/image_reference.h"
@@ -21,8 +22,8 @@ namespace {
 // problem is a pull_failed whose message says "TLS certificate".
 Status pull_status(const ProbeResult& r, const std::string& image) {
     if (r.outcome == ProbeOutcome::Success) return Ok{};
-    constexpr std::string_view kCodes[] = {"unauthorized", "not_found", "unreachable",
-                                           "certificate",  "invalid",   "pull_failed"};
+    constexpr ErrorCode kCodes[] = {ErrorCode::Unauthorized, ErrorCode::NotFound, ErrorCode::Unreachable,
+                                    ErrorCode::Certificate,  ErrorCode::Invalid,  ErrorCode::PullFailed};
     const std::string prefix = "daemonlet-image: ";
     std::size_t start = 0;
     while (start < r.output.size()) {
@@ -33,16 +34,15 @@ Status pull_status(const ProbeResult& r, const std::string& image) {
         if (line.rfind(prefix, 0) != 0) continue;
         line.erase(0, prefix.size());
         auto colon = line.find(": ");
-        if (colon == std::string::npos ||
-            std::find(std::begin(kCodes), std::end(kCodes), line.substr(0, colon)) == std::end(kCodes))
-            continue;
-        std::string code = line.substr(0, colon);
-        if (code == "certificate") code = "pull_failed";
-        return Error{code, line.substr(colon + 2)};
+        if (colon == std::string::npos) continue;
+        std::optional<ErrorCode> code = error_code_from_string(std::string_view(line).substr(0, colon));
+        if (!code || std::find(std::begin(kCodes), std::end(kCodes), *code) == std::end(kCodes)) continue;
+        if (*code == ErrorCode::Certificate) code = ErrorCode::PullFailed;
+        return Error{*code, line.substr(colon + 2)};
     }
     std::string why = r.output;
     while (!why.empty() && why.back() == '\n') why.pop_back();
-    return Error{"pull_failed",
+    return Error{ErrorCode::PullFailed,
                  "image " + image + ": daemonlet-image pull: " + (why.empty() ? "failed" : why)};
 }
 
@@ -90,8 +90,8 @@ void RuncRuntime::pull_image(const std::string& image, std::function<void(Status
     a.timeout_ms = kImagePullDeadlineMs;
     auto id = pulls_->run(a, [this, image](ProbeResult r) { on_pulled(image, pull_status(r, image)); });
     if (!id) {
-        Status failed = Error{
-            "pull_failed", "image " + image + ": cannot run " + images_.binary + ": " + id.error().message};
+        Status failed = Error{ErrorCode::PullFailed, "image " + image + ": cannot run " + images_.binary +
+                                                         ": " + id.error().message};
         defer(loop_, [this, image, failed] { on_pulled(image, failed); });
     }
 }

@@ -33,7 +33,7 @@ Result<std::string> find_executable(const std::string& name) {
         std::error_code ec;
         std::string abs = fs::absolute(p, ec).lexically_normal().string();
         if (::access(abs.c_str(), X_OK) != 0 || fs::is_directory(abs, ec))
-            return Error{"not_found", "runtime.runcPath: " + p + ": not an executable file"};
+            return Error{ErrorCode::NotFound, "runtime.runcPath: " + p + ": not an executable file"};
         return abs;
     };
     if (name.find('/') != std::string::npos) return check(name);
@@ -47,7 +47,8 @@ Result<std::string> find_executable(const std::string& name) {
         if (!dir.empty() && check(dir + "/" + name)) return check(dir + "/" + name);
         start = end + 1;
     }
-    return Error{"not_found", "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
+    return Error{ErrorCode::NotFound,
+                 "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
 }
 
 // The rootfs assembled in <bundle>/rootfs (which must not exist), and the
@@ -59,7 +60,7 @@ Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& ref
     if (tool.overlay) {
         auto config = mount_stored_image(tool.store, reference, bundle + "/rootfs", bundle + "/overlay");
         if (config) return parse_image_config(config.value(), reference + ": its config");
-        if (config.error().code != "fallback") return config.error();
+        if (config.error().code != ErrorCode::Fallback) return config.error();
     }
     std::vector<std::string> argv = {tool.binary, "prepare", "--store",  tool.store,
                                      "--ref",     reference, "--rootfs", bundle + "/rootfs"};
@@ -67,11 +68,11 @@ Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& ref
     auto r = run_command(argv, kImagePrepareDeadlineMs);
     if (!r) return r.error();
     if (r.value().exit_code == kImageToolNotFound)
-        return Error{"image_not_found", "image \"" + reference + "\" is not in the image store"};
+        return Error{ErrorCode::ImageNotFound, "image \"" + reference + "\" is not in the image store"};
     if (r.value().exit_code != 0) {
         std::string why = trim(r.value().err);
         if (why.empty()) why = "exit status " + std::to_string(r.value().exit_code);
-        return Error{"image", tool.binary + " prepare " + reference + ": " + why};
+        return Error{ErrorCode::Image, tool.binary + " prepare " + reference + ": " + why};
     }
     return parse_image_config(r.value().out, tool.binary + " prepare " + reference + ": its output");
 }
@@ -84,9 +85,9 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
     auto binary = find_executable(runc);
     if (!binary) return binary.error();
     if (::access(images.binary.c_str(), X_OK) != 0)
-        return Error{"not_found", images.binary +
-                                      ": not an executable file (daemonlet-image is installed with "
-                                      "the agent in libexec/daemonlet)"};
+        return Error{ErrorCode::NotFound, images.binary +
+                                              ": not an executable file (daemonlet-image is installed with "
+                                              "the agent in libexec/daemonlet)"};
     auto caps = current_capabilities();
     if (!caps) return caps.error();
     std::error_code ec;
@@ -155,7 +156,7 @@ Status RuncRuntime::prepare_bundle(const BundleJob& job) {
     if (s) return s;
     // No runc container yet: the bundle is all there is to undo.
     (void)delete_bundle(job.bundle);
-    return Error{s.error().code, s.error().code == "image_not_found"
+    return Error{s.error().code, s.error().code == ErrorCode::ImageNotFound
                                      ? s.error().message
                                      : "preparing the bundle " + job.bundle + ": " + s.error().message};
 }
@@ -176,7 +177,7 @@ void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool
 
 Result<ContainerLaunch> RuncRuntime::shim_launch(const ContainerLaunch& launch) const {
     if (!launch.container || !launch.pod_spec)
-        return Error{"invalid",
+        return Error{ErrorCode::Invalid,
                      "runc runtime: container " + launch.container_name + " started without its spec"};
     const std::string id = exec::new_container_id();
     const std::string bundle = bundle_dir(id);
@@ -241,12 +242,13 @@ void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<
         [](uv_work_t* req, int status) {
             std::unique_ptr<Start> w(static_cast<Start*>(req->data));
             const std::string id = w->job.id;
-            if (status != 0) return w->done(Error{"canceled", "starting container " + id + ": canceled"});
+            if (status != 0)
+                return w->done(Error{ErrorCode::Canceled, "starting container " + id + ": canceled"});
             if (!w->result.ok()) return w->done(w->result.error());
             if (!*w->alive) {
                 // The runtime went while the bundle was made: nobody will start it.
                 (void)delete_bundle(w->job.bundle);
-                return w->done(Error{"canceled", "starting container " + id + ": canceled"});
+                return w->done(Error{ErrorCode::Canceled, "starting container " + id + ": canceled"});
             }
             RuncRuntime* self = w->self;
             self->exec_->start_async(
@@ -259,7 +261,7 @@ void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<
     if (rc != 0) {
         std::unique_ptr<Start> w(r);
         post([done = std::move(w->done), id = w->job.id, rc]() {
-            done(Error{"runtime", "starting container " + id + ": " + uv_strerror(rc)});
+            done(Error{ErrorCode::Runtime, "starting container " + id + ": " + uv_strerror(rc)});
         });
     }
 }
@@ -311,10 +313,10 @@ std::optional<std::vector<std::string>> RuncRuntime::exec_in(const std::string& 
 }
 
 Result<bool> RuncRuntime::own_network(const std::string& id) const {
-    if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
+    if (!exec::is_container_id(id)) return Error{ErrorCode::Invalid, "\"" + id + "\" is not a container id"};
     if (auto it = own_network_.find(id); it != own_network_.end()) return it->second;
     auto config = read_file(bundle_dir(id) + "/config.json", 1024 * 1024);
-    if (!config) return Error{"io", "container " + id + ": " + config.error().message};
+    if (!config) return Error{ErrorCode::Io, "container " + id + ": " + config.error().message};
     const Json spec = Json::parse(config.value(), nullptr, false);
     bool own = false;
     if (spec.is_object() && spec.contains("linux") && spec["linux"].is_object())
@@ -342,15 +344,15 @@ Result<std::string> RuncRuntime::probe_netns(const std::string& id) const {
     const Json st = state ? Json::parse(state.value(), nullptr, false) : Json();
     const int pid =
         st.is_object() && st["init_process_pid"].is_number_integer() ? st.value("init_process_pid", 0) : 0;
-    if (pid <= 0) return Error{"not_running", "container " + id + " has no process yet"};
+    if (pid <= 0) return Error{ErrorCode::NotRunning, "container " + id + " has no process yet"};
     return own ? "/proc/" + std::to_string(pid) + "/ns/net" : std::string();
 }
 
 Status RuncRuntime::remove(const std::string& id) {
-    if (!exec::is_container_id(id)) return Error{"invalid", "\"" + id + "\" is not a container id"};
+    if (!exec::is_container_id(id)) return Error{ErrorCode::Invalid, "\"" + id + "\" is not a container id"};
     auto info = exec_->inspect(id);
     if (info && info.value().running)
-        return Error{"running", "container " + id + " is running: stop it first"};
+        return Error{ErrorCode::Running, "container " + id + " is running: stop it first"};
     // runc's container may outlive runc itself (runc was SIGKILLed after
     // the grace period): delete --force kills it and removes its cgroup.
     if (auto s = runc_.remove(id); !s) return s;
@@ -364,7 +366,7 @@ void RuncRuntime::remove_async(const std::string& id, std::function<void(Status)
     if (!loop || !exec::is_container_id(id)) return Runtime::remove_async(id, std::move(done));
     if (auto info = exec_->inspect(id); info && info.value().running) {
         post([done = std::move(done), id]() {
-            done(Error{"running", "container " + id + " is running: stop it first"});
+            done(Error{ErrorCode::Running, "container " + id + " is running: stop it first"});
         });
         return;
     }
@@ -393,7 +395,8 @@ void RuncRuntime::remove_async(const std::string& id, std::function<void(Status)
         },
         [](uv_work_t* req, int status) {
             std::unique_ptr<Removal> w(static_cast<Removal*>(req->data));
-            if (status != 0) w->result = Error{"canceled", "removing container " + w->id + ": canceled"};
+            if (status != 0)
+                w->result = Error{ErrorCode::Canceled, "removing container " + w->id + ": canceled"};
             if (w->result.ok() && *w->alive) {
                 w->self->own_network_.erase(w->id);
                 w->result = w->self->exec_->remove(w->id);
@@ -403,7 +406,7 @@ void RuncRuntime::remove_async(const std::string& id, std::function<void(Status)
     if (rc != 0) {
         std::unique_ptr<Removal> w(r);
         post([done = std::move(w->done), id, rc]() {
-            done(Error{"runtime", "removing container " + id + ": " + uv_strerror(rc)});
+            done(Error{ErrorCode::Runtime, "removing container " + id + ": " + uv_strerror(rc)});
         });
     }
 }

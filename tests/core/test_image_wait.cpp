@@ -98,7 +98,9 @@ TEST(ImageWait, PullStepBacksOffJoinsOrPulls) {
 }
 
 TEST(ImageWait, OnlyAnUnreachableRegistryLetsTheLocalImageRun) {
-    CHECK_TEXT(may_run_local_image("unreachable"), "daemonlet: offline board runs what it has");
-    CHECK_FALSE_TEXT(may_run_local_image("not_found"), "EnsureImageExists: a missing image fails the start");
-    CHECK_FALSE_TEXT(may_run_local_image("unauthorized"), "EnsureImageExists: refused credentials fail");
+    CHECK_TEXT(may_run_local_image(ErrorCode::Unreachable), "daemonlet: offline board runs what it has");
+    CHECK_FALSE_TEXT(may_run_local_image(ErrorCode::NotFound),
+                     "EnsureImageExists: a missing image fails the start");
+    CHECK_FALSE_TEXT(may_run_local_image(ErrorCode::Unauthorized),
+                     "EnsureImageExists: refused credentials fail");
 }

@@ -394,7 +394,7 @@ TEST(LabelRequirement, ConstructorMatchesUpstreamTable) {
             STRCMP_EQUAL_TEXT(row.key.c_str(), r.value().key.c_str(), row.name);
             CHECK_TEXT(row.values == r.value().values, row.name);
         } else {
-            STRCMP_EQUAL_TEXT("invalid", r.error().code.c_str(), row.name);
+            STRCMP_EQUAL_TEXT("invalid", r.error().code_name(), row.name);
         }
     }
 }

@@ -38,7 +38,7 @@ TEST(SharedHelpers, TrimRemovesAsciiWhitespaceAtBothEnds) {
 
 TEST(SharedHelpers, IoErrorNamesThePathTheOperationAndTheReason) {
     const Error e = io_error("/var/lib/daemonlet/state.db", "open: stat", ENOENT);
-    STRCMP_EQUAL("io", e.code.c_str());
+    STRCMP_EQUAL("io", e.code_name());
     STRCMP_EQUAL("/var/lib/daemonlet/state.db: open: stat: No such file or directory", e.message.c_str());
     STRCMP_EQUAL("/x: Permission denied", io_error("/x", {}, EACCES).message.c_str());
 }

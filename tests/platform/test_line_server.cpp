@@ -214,7 +214,7 @@ TEST(LineServer, AStaleSocketIsReplacedAndALiveServerIsNot) {
     LineJsonClient before;
     auto refused = before.connect(path);
     CHECK(!refused.ok());
-    STRCMP_EQUAL("not_running", refused.error().code.c_str());
+    STRCMP_EQUAL("not_running", refused.error().code_name());
 
     start();
     LineJsonClient c;
@@ -239,7 +239,7 @@ TEST(LineServer, CloseRemovesTheSocketAndClientsSeeNotRunning) {
     LineJsonClient c;
     auto r = c.connect(path);
     CHECK(!r.ok());
-    STRCMP_EQUAL("not_running", r.error().code.c_str());
+    STRCMP_EQUAL("not_running", r.error().code_name());
     CHECK(r.error().message.find("no " + path) != std::string::npos);
 }
 
@@ -265,5 +265,5 @@ TEST(LineServer, ReceiveTimesOut) {
     CHECK(c.send(Json{{"op", "hold"}}).ok());
     auto r = c.receive(50);
     CHECK(!r.ok());
-    STRCMP_EQUAL("timeout", r.error().code.c_str());
+    STRCMP_EQUAL("timeout", r.error().code_name());
 }

@@ -39,7 +39,7 @@ TEST(RunCommand, AKillingSignalIs128PlusItsNumber) {
 TEST(RunCommand, AMissingProgramIsNotFoundNamingIt) {
     auto r = run_command({"/nonexistent/daemonlet-image", "prepare"}, 10000);
     CHECK_FALSE(r.ok());
-    STRCMP_EQUAL("not_found", r.error().code.c_str());
+    STRCMP_EQUAL("not_found", r.error().code_name());
     CHECK_TRUE(r.error().message.find("/nonexistent/daemonlet-image") != std::string::npos);
 }
 
@@ -48,7 +48,7 @@ TEST(RunCommand, OnePastItsDeadlineIsKilledAndReportedAsATimeout) {
     auto r = run_command({"/bin/sh", "-c", "exec sleep 30"}, 200);
     const auto took = std::chrono::steady_clock::now() - start;
     CHECK_FALSE(r.ok());
-    STRCMP_EQUAL("timeout", r.error().code.c_str());
+    STRCMP_EQUAL("timeout", r.error().code_name());
     CHECK_TRUE(r.error().message.find("sleep 30") != std::string::npos);
     CHECK_TRUE(took < std::chrono::seconds(10));
 }

@@ -55,7 +55,7 @@ class TempDir {
 template <class T, class Fail>
 T must(Result<T>&& r, Fail&& fail) {
     if (!r.ok()) {
-        fail(r.error().code + ": " + r.error().message);
+        fail(std::string(r.error().code_name()) + ": " + r.error().message);
         std::abort();
     }
     return std::move(r).value();

@@ -227,7 +227,7 @@ TEST(StoreRoundTrip, ARowThatDoesNotDecodeIsAnErrorNamingThePod) {
     STRCMP_EQUAL("", raw.exec("UPDATE pods SET containers_json = '[{\"state\":\"Sleeping\"}]'").c_str());
     auto r = s->list_pods();
     CHECK_FALSE(r.ok());
-    STRCMP_EQUAL("corrupt", r.error().code.c_str());
+    STRCMP_EQUAL("corrupt", r.error().code_name());
     STRCMP_EQUAL(
         (path + ": list_pods: pod uid-1: containers_json: unknown container state \"Sleeping\"").c_str(),
         r.error().message.c_str());
@@ -367,7 +367,7 @@ TEST(StorePrune, NothingBeyondTheLimitDeletesNothing) {
 TEST(StorePrune, ANegativeLimitIsAnError) {
     auto r = s->prune_revisions("kube-system", "agent", -1, {});
     CHECK_FALSE(r.ok());
-    STRCMP_EQUAL("invalid", r.error().code.c_str());
+    STRCMP_EQUAL("invalid", r.error().code_name());
 }
 
 // ---------------------------------------------------------------------------
@@ -437,7 +437,7 @@ TEST(StoreTransaction, CommittingTwiceIsAnError) {
     CHECK_TRUE(tx->commit().ok());
     auto again = tx->commit();
     CHECK_FALSE(again.ok());
-    STRCMP_EQUAL("invalid", again.error().code.c_str());
+    STRCMP_EQUAL("invalid", again.error().code_name());
     STRCMP_EQUAL("v", MUST(s->get_meta("k"))->c_str());
 }
 

@@ -140,7 +140,7 @@ TEST(StoreFaults, AnyFailedStepOfOpeningLeavesNoHalfSchema) {
         }
         CHECK_FALSE(r.ok());
         // An I/O error is not corruption: nothing is moved aside.
-        STRCMP_EQUAL("sqlite", r.error().code.c_str());
+        STRCMP_EQUAL("sqlite", r.error().code_name());
         CHECK_FALSE(stamp(db + ".corrupt-" + std::to_string(kNow)).exists);
         {
             RawDb raw(db);

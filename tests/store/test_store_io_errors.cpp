@@ -119,7 +119,7 @@ TEST(StoreIoErrors, AnIoErrorAtOpenIsNotCorruption) {
             break;
         }
         if (r.ok()) continue;  // the failed write was not the store's to see (a checkpoint)
-        STRCMP_EQUAL("sqlite", r.error().code.c_str());
+        STRCMP_EQUAL("sqlite", r.error().code_name());
         CHECK_FALSE(report.recovered);
         CHECK_FALSE(stamp(db + ".corrupt-" + std::to_string(kNow)).exists);
         auto again = MUST(store::Store::open(db, kNow, nullptr));

@@ -191,7 +191,7 @@ TEST(StoreOpen, ADatabaseFromTheFutureIsRefusedAndLeftAlone) {
     store::OpenReport report;
     auto r = store::Store::open(path, kNow, &report);
     CHECK_FALSE(r.ok());
-    STRCMP_EQUAL("schema", r.error().code.c_str());
+    STRCMP_EQUAL("schema", r.error().code_name());
     CHECK_TEXT(has_prefix(r.error().message, path + ": open: "), r.error().message.c_str());
     CHECK_TEXT(contains(r.error().message, "schema version 99"), r.error().message.c_str());
     CHECK_FALSE(report.recovered);
@@ -362,13 +362,13 @@ TEST(StoreReadonly, NeitherMigratesNorRecovers) {
     }
     auto old = store::Store::open_readonly(path);
     CHECK_FALSE(old.ok());
-    STRCMP_EQUAL("schema", old.error().code.c_str());
+    STRCMP_EQUAL("schema", old.error().code_name());
     RawDb raw(path);
     LONGS_EQUAL(0, raw.scalar("PRAGMA user_version"));
 
     write_bytes(path, "not a database at all");
     auto bad = store::Store::open_readonly(path);
     CHECK_FALSE(bad.ok());
-    STRCMP_EQUAL("corrupt", bad.error().code.c_str());
+    STRCMP_EQUAL("corrupt", bad.error().code_name());
     STRCMP_EQUAL("not a database at all", read_bytes(path).c_str());
 }

@@ -39,7 +39,7 @@ class FakeRuntime final : public platform::Runtime {
         ++calls_["start"];
         if (auto e = take_failure("start")) return *e;
         if (missing_images_.count(image_of(launch)))
-            return Error{"image_not_found", "image \"" + image_of(launch) + "\" is not in the store"};
+            return Error{ErrorCode::ImageNotFound, "image \"" + image_of(launch) + "\" is not in the store"};
         const std::string id = launch.id.empty() ? "fake-" + std::to_string(++next_id_) : launch.id;
         platform::ContainerInfo info;
         info.id = id;
@@ -59,7 +59,7 @@ class FakeRuntime final : public platform::Runtime {
         ++calls_["stop"];
         if (auto e = take_failure("stop")) return *e;
         auto it = containers_.find(id);
-        if (it == containers_.end()) return Error{"not_found", "no container " + id};
+        if (it == containers_.end()) return Error{ErrorCode::NotFound, "no container " + id};
         stopped_.push_back(id);
         // A stop ends in an exit the test delivers (exit()), as a shim's
         // SIGTERM does: the grace period is the test's to play out.
@@ -70,7 +70,7 @@ class FakeRuntime final : public platform::Runtime {
         ++calls_["inspect"];
         if (auto e = take_failure("inspect")) return *e;
         auto it = containers_.find(id);
-        if (it == containers_.end()) return Error{"not_found", "no container " + id};
+        if (it == containers_.end()) return Error{ErrorCode::NotFound, "no container " + id};
         return it->second;
     }
 
@@ -85,7 +85,7 @@ class FakeRuntime final : public platform::Runtime {
     Status remove(const std::string& id) override {
         ++calls_["remove"];
         if (auto e = take_failure("remove")) return *e;
-        if (containers_.erase(id) == 0) return Error{"not_found", "no container " + id};
+        if (containers_.erase(id) == 0) return Error{ErrorCode::NotFound, "no container " + id};
         return Ok{};
     }
 

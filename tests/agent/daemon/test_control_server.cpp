@@ -42,7 +42,8 @@ TEST_GROUP(ControlServer) {
             return std::nullopt;
         };
         h.undo = [](const std::string&, const std::string&, std::int64_t to) -> Result<std::string> {
-            if (to == 9) return Error{"NotFound", "unable to find specified revision 9 in history"};
+            if (to == 9)
+                return Error{ErrorCode::K8sNotFound, "unable to find specified revision 9 in history"};
             return std::string("rolled back");
         };
         h.rollout_status = [this](const std::string& ns,
@@ -70,11 +71,11 @@ TEST_GROUP(ControlServer) {
     // The loop turns until the client reads a line or the connection ends;
     // a deadline of 5 s (the client's poll paces the turns).
     Result<Json> read() {
-        Result<Json> r = Error{"timeout", "nothing within 5 s"};
+        Result<Json> r = Error{ErrorCode::Timeout, "nothing within 5 s"};
         for (int i = 0; i < 5000; ++i) {
             uv_run(&loop, UV_RUN_NOWAIT);
             r = client.receive(1);
-            if (r.ok() || r.error().code != "timeout") break;
+            if (r.ok() || r.error().code != ErrorCode::Timeout) break;
         }
         return r;
     }
@@ -88,12 +89,12 @@ TEST_GROUP(ControlServer) {
         uv_run(&loop, UV_RUN_NOWAIT);
         auto r = client.receive(0);
         CHECK_FALSE(r.ok());
-        STRCMP_EQUAL("timeout", r.error().code.c_str());
+        STRCMP_EQUAL("timeout", r.error().code_name());
     }
     void closed() {
         auto r = read();
         CHECK_FALSE(r.ok());
-        STRCMP_EQUAL("closed", r.error().code.c_str());
+        STRCMP_EQUAL("closed", r.error().code_name());
     }
     void reconciled() {
         control->after_reconcile([this](const std::string& uid) { return pods.count(uid) > 0; }, statuses);

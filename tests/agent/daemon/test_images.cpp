@@ -93,7 +93,7 @@ class PodsHost final : public Images::Host {
         launch.container_name = "app";
         launch.container = std::make_shared<const Container>(p.spec);
         auto id = rt_.start(launch);
-        if (!id.ok() && id.error().code == "image_not_found" && p.spec.image_pull_policy != "Never" &&
+        if (!id.ok() && id.error().code == ErrorCode::ImageNotFound && p.spec.image_pull_policy != "Never" &&
             rt_.can_pull()) {
             images_->request_pull(w, p.rec, p.spec, cs);
             return;
@@ -155,8 +155,10 @@ class PodsHost final : public Images::Host {
     std::map<std::string, Pod> pods_;
 };
 
-Error unreachable() { return Error{"unreachable", "dial tcp 10.0.0.1:443: connect: network is unreachable"}; }
-Error denied() { return Error{"pull_failed", "manifest unknown"}; }
+Error unreachable() {
+    return Error{ErrorCode::Unreachable, "dial tcp 10.0.0.1:443: connect: network is unreachable"};
+}
+Error denied() { return Error{ErrorCode::PullFailed, "manifest unknown"}; }
 
 }  // namespace
 

@@ -63,7 +63,7 @@ TEST(NodeAddresses, TheDefaultRoutesInterfaceWithoutNodeIp) {
 
 // --node-ip given: it is the node's IP, the interfaces are not read.
 TEST(NodeAddresses, NodeIpWinsOverTheInterfaces) {
-    host = Error{"io", "getifaddrs: must not be read"};
+    host = Error{ErrorCode::Io, "getifaddrs: must not be read"};
     node->refresh({"10.0.0.5"});
     CHECK_EQUAL(1, changes);
     STRCMP_EQUAL("10.0.0.5", stored().c_str());
@@ -89,7 +89,7 @@ TEST(NodeAddresses, ANewLeaseIsPublished) {
 // getifaddrs failing keeps what is known rather than dropping hostIP.
 TEST(NodeAddresses, AnUnreadableInterfaceListKeepsTheKnownAddress) {
     node->refresh({});
-    host = Error{"io", "getifaddrs: Cannot allocate memory"};
+    host = Error{ErrorCode::Io, "getifaddrs: Cannot allocate memory"};
     node->refresh({});
     CHECK_EQUAL(1, changes);
     STRCMP_EQUAL("192.168.1.10", node->ips().front().c_str());

@@ -95,7 +95,7 @@ class PodWorker {
         launch.container_name = cs.name;
         launch.restart_count = static_cast<std::uint32_t>(cs.restart_count);
         auto id = rt_.start(launch);
-        if (!id.ok() && id.error().code == "unavailable") {
+        if (!id.ok() && id.error().code == ErrorCode::Unavailable) {
             cs.state = ContainerState::Waiting;
             cs.reason = "RunContainerError";
             lc.runtime_down_ms = next_runtime_down_delay(lc.runtime_down_ms);
@@ -283,7 +283,7 @@ TEST(PodWorker, RuntimeDownRetriesFrom100msTo5sWithoutTouchingTheCrashLoopBackOf
     // kubelet.go syncLoop: runtimeErrors, a wait from 100 ms doubling up to 5 s.
     FakeRuntime rt;
     FakeClock clock;
-    rt.fail_next("start", Error{"unavailable", "containerd: connection refused"}, 8);
+    rt.fail_next("start", Error{ErrorCode::Unavailable, "containerd: connection refused"}, 8);
     PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
     w.advance();
     for (int n = 0; n < 7; ++n) {
@@ -307,7 +307,7 @@ TEST(PodWorker, StopThatFailsLeavesThePodUntilTheExitArrives) {
     FakeClock clock;
     PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
     w.advance();
-    rt.fail_next("stop", Error{"unavailable", "containerd: connection refused"});
+    rt.fail_next("stop", Error{ErrorCode::Unavailable, "containerd: connection refused"});
     w.rec().deleting = true;
     CHECK_FALSE(rt.stop(w.id_of(0)).ok());
     CHECK(rt.stop(w.id_of(0)).ok());
@@ -342,18 +342,18 @@ TEST(PodWorker, ImagePullBackOffPerImageAndAPullThatNeverAnswers) {
     };
     CHECK(ask() == ImagePullStep::Pull);
     CHECK(ask() == ImagePullStep::Join);
-    rt.answer_pull(Error{"unreachable", "registry.example: connection refused"});
+    rt.answer_pull(Error{ErrorCode::Unreachable, "registry.example: connection refused"});
     LONGS_EQUAL(10 * kSec, backoff);
     STRCMP_EQUAL("ErrImagePull", image_wait_reason(false, false));
     clock.advance(10 * kSec - 1);
     CHECK(ask() == ImagePullStep::BackOff);
     clock.advance(1);
     CHECK(ask() == ImagePullStep::Pull);
-    rt.answer_pull(Error{"unreachable", "registry.example: connection refused"});
+    rt.answer_pull(Error{ErrorCode::Unreachable, "registry.example: connection refused"});
     LONGS_EQUAL(20 * kSec, backoff);
     STRCMP_EQUAL("ImagePullBackOff", image_wait_reason(false, true));
     // The offline rule: unreachable, and the image is in the store.
-    CHECK(may_run_local_image("unreachable") && rt.has_image("busybox:1.36"));
+    CHECK(may_run_local_image(ErrorCode::Unreachable) && rt.has_image("busybox:1.36"));
     // A registry that never answers: an hour later the pull is still
     // joined, never started twice.
     clock.advance(20 * kSec);
@@ -371,7 +371,7 @@ TEST(PodWorker, FakeRuntimeKeepsTheRuntimeContract) {
     FakeRuntime rt;
     int exits = 0;
     rt.set_exit_handler([&](const std::string&) { ++exits; });
-    rt.fail_next("start", Error{"runtime", "boom"});
+    rt.fail_next("start", Error{ErrorCode::Runtime, "boom"});
     CHECK_FALSE(rt.start({}).ok());
     auto id = rt.start({});
     CHECK(id.ok());
@@ -388,5 +388,5 @@ TEST(PodWorker, FakeRuntimeKeepsTheRuntimeContract) {
     launch.container = std::make_shared<const Container>(c);
     auto missing = rt.start(launch);
     CHECK_FALSE(missing.ok());
-    STRCMP_EQUAL("image_not_found", missing.error().code.c_str());
+    STRCMP_EQUAL("image_not_found", missing.error().code_name());
 }

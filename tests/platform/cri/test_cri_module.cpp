@@ -65,7 +65,7 @@ TEST(CriModule, AModuleThatCannotBeLoadedIsAnErrorNamingItsPath) {
     o.module = dir + "/no-such/daemonlet-cri.so";
     auto rt = make_cri_runtime(&loop, o);
     CHECK_FALSE(rt.ok());
-    STRCMP_EQUAL("not_found", rt.error().code.c_str());
+    STRCMP_EQUAL("not_found", rt.error().code_name());
     STRCMP_CONTAINS((dir + "/no-such/daemonlet-cri.so").c_str(), rt.error().message.c_str());
 }
 
@@ -74,7 +74,7 @@ TEST(CriModule, AModuleThatCannotBeLoadedIsAnErrorNamingItsPath) {
 TEST(CriModule, TheModuleRefusesAnEndpointThatIsNotAUnixSocketPath) {
     auto rt = make_cri_runtime(&loop, options("tcp://127.0.0.1:10010"));
     CHECK_FALSE(rt.ok());
-    STRCMP_EQUAL("invalid", rt.error().code.c_str());
+    STRCMP_EQUAL("invalid", rt.error().code_name());
     STRCMP_CONTAINS("runtime.endpoint: \"tcp://127.0.0.1:10010\"", rt.error().message.c_str());
 }
 
@@ -136,7 +136,7 @@ TEST(CriModule, AStartOnAnEndpointThatNeverAnswersDoesNotHoldTheLoop) {
     uv_run(&loop, UV_RUN_DEFAULT);  // the closes
     CHECK(got.has_value());
     CHECK_FALSE(got->ok());
-    const std::string why = got->error().code + ": " + got->error().message;
+    const std::string why = std::string(got->error().code_name()) + ": " + got->error().message;
     // gRPC gives up on a connection without its SETTINGS frame after
     // about half a second: a start on the loop would have held it that long.
     CHECK_TEXT(gap_ms < 250, ("the loop stalled " + std::to_string(gap_ms) + " ms").c_str());

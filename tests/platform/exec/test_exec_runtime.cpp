@@ -184,7 +184,7 @@ TEST(ExecRuntime, InvalidLaunchFailsWithoutCallingBack) {
     for (const auto& row : rows) {
         auto id = f.runtime->start(row.launch);
         CHECK_TEXT(!id.ok(), row.name);
-        STRCMP_EQUAL_TEXT("invalid", id.error().code.c_str(), row.name);
+        STRCMP_EQUAL_TEXT("invalid", id.error().code_name(), row.name);
     }
     // Nothing was started, so nothing can report: no state was left behind.
     auto all = f.runtime->adopt_all();
@@ -202,7 +202,7 @@ TEST(ExecRuntime, InspectRemoveAndTheirRefusals) {
     CHECK(!running.value().exit_code.has_value());
     STRCMP_EQUAL("uid-1", running.value().pod_uid.c_str());
     STRCMP_EQUAL("c", running.value().container_name.c_str());
-    STRCMP_EQUAL("running", f.runtime->remove(id).error().code.c_str());
+    STRCMP_EQUAL("running", f.runtime->remove(id).error().code_name());
     // The shell runs its echo before it is stopped: start() returns once the
     // process exists, not once it has done anything.
     const std::string log_path = running.value().log_path;
@@ -214,10 +214,10 @@ TEST(ExecRuntime, InspectRemoveAndTheirRefusals) {
     STRCMP_EQUAL("SIGTERM", info.reason.c_str());
 
     CHECK(f.runtime->remove(id).ok());
-    STRCMP_EQUAL("not_found", f.runtime->inspect(id).error().code.c_str());
+    STRCMP_EQUAL("not_found", f.runtime->inspect(id).error().code_name());
     CHECK(f.runtime->remove(id).ok());  // again: nothing to do
-    STRCMP_EQUAL("invalid", f.runtime->remove("../../etc").error().code.c_str());
-    STRCMP_EQUAL("not_found", f.runtime->stop("nope").error().code.c_str());
+    STRCMP_EQUAL("invalid", f.runtime->remove("../../etc").error().code_name());
+    STRCMP_EQUAL("not_found", f.runtime->stop("nope").error().code_name());
     // The log stays for `daemonlet logs`.
     STRCMP_CONTAINS("stdout F hi\n", log_summary(info.log_path).c_str());
 }
@@ -288,7 +288,7 @@ TEST(ExecRuntime, StartAsyncReportsOnTheLoopNeverFromInsideTheCall) {
     returned = true;
     CHECK(f.run_until([&] { return bad.has_value(); }));
     CHECK_FALSE(called_inside);
-    STRCMP_EQUAL("invalid", bad->error().code.c_str());
+    STRCMP_EQUAL("invalid", bad->error().code_name());
 }
 
 TEST(ExecRuntime, AShimThatNeverReportsHoldsItsStartNotTheLoop) {

@@ -86,7 +86,7 @@ TEST(Credentials, Base64LibraryMissingOrWrongIsAnErrorNamingIt) {
     CHECK(probe_base64_library("libcrypto.so.3").ok());
     auto absent = probe_base64_library("libdaemonlet-absent.so.9");
     CHECK_FALSE(absent.ok());
-    STRCMP_EQUAL("unavailable", absent.error().code.c_str());
+    STRCMP_EQUAL("unavailable", absent.error().code_name());
     CHECK_TEXT(absent.error().message.find("base64: libdaemonlet-absent.so.9 not available: ") == 0,
                absent.error().message.c_str());
     CHECK(absent.error().message.find("cannot open shared object file") != std::string::npos);

@@ -109,7 +109,7 @@ TEST(HttpClient, TimesOut) {
     r.timeout_ms = 200;
     Outcome o = get(r);
     CHECK(o.err.has_value());
-    STRCMP_EQUAL("timeout", o.err->code.c_str());
+    STRCMP_EQUAL("timeout", o.err->code_name());
 }
 
 TEST(HttpClient, ConnectionRefusedIsAnError) {
@@ -200,6 +200,6 @@ TEST(HttpClient, TheReceiverCanStopAStream) {
     };
     Outcome o = get(r);
     CHECK(o.err.has_value());
-    STRCMP_EQUAL("stopped", o.err->code.c_str());
+    STRCMP_EQUAL("stopped", o.err->code_name());
     CHECK(bytes > 0 && bytes < 64 * 1024 + 1);
 }

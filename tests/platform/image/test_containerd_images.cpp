@@ -88,7 +88,7 @@ TEST(ContainerdImages, CtrErrorsTellContainerdDownFromAFailure) {
     };
     for (const Row& row : rows) {
         Error e = ctr_error("a.tar: ctr images import", row.exit_code, row.err);
-        STRCMP_EQUAL_TEXT(row.code, e.code.c_str(), row.name);
+        STRCMP_EQUAL_TEXT(row.code, e.code_name(), row.name);
         CHECK_TEXT(e.message.find(row.message) != std::string::npos,
                    (std::string(row.name) + ": " + e.message).c_str());
         CHECK_TEXT(e.message.back() != '\n', row.name);

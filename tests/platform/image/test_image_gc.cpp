@@ -105,7 +105,7 @@ TEST(ImageGcStore, RemovingAnImageDeletesItsOwnFilesAndKeepsSharedLayers) {
     STRCMP_EQUAL("docker.io/library/app:1", removed.value().removed[0].name.c_str());
     CHECK(removed.value().removed[0].bytes > 0);
     CHECK(removed.value().bytes_freed >= removed.value().removed[0].bytes);
-    CHECK(store.find("app:1").error().code == "not_found");
+    CHECK(store.find("app:1").error().code == ErrorCode::NotFound);
     check_whole(store, store.find("app:2").value());
     check_only(store, {new_image});
 }
@@ -115,7 +115,7 @@ TEST(ImageGcStore, RemovingAnUnknownImageIsNotFoundAndRemovesNothing) {
     auto image = import(store, {layer_tar("a", "a")}, "a:1");
     auto removed = store.remove_images({"a:1", "b:1"});
     CHECK(!removed.ok());
-    STRCMP_EQUAL("not_found", removed.error().code.c_str());
+    STRCMP_EQUAL("not_found", removed.error().code_name());
     CHECK(removed.error().message.find("b:1") != std::string::npos);
     check_whole(store, store.find("a:1").value());
 }
@@ -174,14 +174,14 @@ TEST(ImageGcStore, AnInterruptedRemovalLeavesWholeImagesAndPruneFinishesIt) {
         store.set_deletion_budget(budget);
         auto removed = store.remove_images({"app:1"});
         std::string row = "budget " + std::to_string(budget);
-        CHECK_TEXT(store.find("app:1").error().code == "not_found", row.c_str());
+        CHECK_TEXT(store.find("app:1").error().code == ErrorCode::NotFound, row.c_str());
         check_whole(store, store.find("app:2").value());
         if (removed.ok()) {
             check_only(store, {kept});
             CHECK_TEXT(budget > 3, "a removal of 2 layers (and 2 forms) and 4 blobs cannot finish in 3");
             break;
         }
-        STRCMP_EQUAL_TEXT("interrupted", removed.error().code.c_str(), row.c_str());
+        STRCMP_EQUAL_TEXT("interrupted", removed.error().code_name(), row.c_str());
         // The next agent's prune, in a new process (a new store object).
         ImageStore later = open();
         auto pruned = later.prune({"app:2"});

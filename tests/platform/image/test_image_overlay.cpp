@@ -137,7 +137,7 @@ TEST(RootfsMode, TheSettingAndTheProbeChoose) {
          "runtime.rootfs: overlay: this node cannot mount one: no overlay here"},
     };
     for (const auto& row : rows) {
-        Status probe = row.probe_ok ? Status{Ok{}} : Status{Error{"unavailable", "no overlay here"}};
+        Status probe = row.probe_ok ? Status{Ok{}} : Status{Error{ErrorCode::Unavailable, "no overlay here"}};
         auto r = use_overlay(row.setting, probe);
         CHECK_EQUAL_TEXT(row.valid, r.ok(), row.name);
         if (row.valid)
@@ -334,7 +334,7 @@ TEST(ImageOverlay, ManyLayersFitAPageAndTooManyAreTooLong) {
     auto seventy = import(store, layers_of(70, "seventy"), "seventy:1");
     auto r = store.mount_rootfs(seventy, dir + "/bundles/b/rootfs", dir + "/bundles/b/overlay");
     CHECK(!r.ok());
-    STRCMP_EQUAL("too_long", r.error().code.c_str());
+    STRCMP_EQUAL("too_long", r.error().code_name());
     CHECK(!is_mount_point(dir + "/bundles/b/rootfs"));
     CHECK(store.assemble_rootfs(seventy, dir + "/bundles/b/rootfs").ok());
 }

@@ -219,7 +219,7 @@ TEST(ImageStore, FindsImagesByNameAndDigest) {
     CHECK(store.find(img.manifest_digest).ok());
     auto absent = store.find("demo");  // demo:latest
     CHECK(!absent.ok());
-    STRCMP_EQUAL("not_found", absent.error().code.c_str());
+    STRCMP_EQUAL("not_found", absent.error().code_name());
     CHECK(!store.find("Demo:1.0").ok());
     // A store opened again reads the same index.
     auto again = ImageStore::open(root, kAmd64);

@@ -353,7 +353,7 @@ TEST(RuncOomKills, NoContainerNoCgroupOrNoCounterIsAnErrorNamingTheFile) {
     write(dir + "/memory/daemonlet/old/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n");
     auto old = container_oom_kills(dir + "/runc", "old");
     CHECK_FALSE(old.ok());
-    STRCMP_EQUAL("unsupported", old.error().code.c_str());
+    STRCMP_EQUAL("unsupported", old.error().code_name());
 
     runc_state("nopaths", "{}");
     auto nopaths = container_oom_kills(dir + "/runc", "nopaths");

@@ -90,7 +90,7 @@ TEST_GROUP(RuncPull) {
 TEST(RuncPull, CallersOfTheSameImageShareOneProcessAndAreEachCalledBackOnce) {
     CHECK_TRUE(runtime->can_pull());
     int first = 0, second = 0, other = 0;
-    Status a = Ok{}, b = Error{"unset", ""};
+    Status a = Ok{}, b = Error{ErrorCode::Invalid, "unset"};
     runtime->pull_image("ok/img:1", [&](Status s) {
         ++first;
         a = s;
@@ -125,16 +125,17 @@ TEST(RuncPull, TheErrorLinesCodeIsTheStatusCode) {
     CHECK_TRUE(run_until(&loop, [&] { return got.size() == 2; }));
     for (const Status& s : got) {
         CHECK_FALSE(s.ok());
-        if (s.error().code == "unauthorized") {
+        if (s.error().code == ErrorCode::Unauthorized) {
             // The warning line before it is not taken for the error.
             STRCMP_EQUAL("image bad/img:1: registry r: refused", s.error().message.c_str());
         } else {
-            STRCMP_EQUAL("pull_failed", s.error().code.c_str());
+            STRCMP_EQUAL("pull_failed", s.error().code_name());
             CHECK_TEXT(s.error().message.find("odd/img:1") != std::string::npos, s.error().message.c_str());
             CHECK_TEXT(s.error().message.find("garbage") != std::string::npos, s.error().message.c_str());
         }
     }
-    CHECK_TRUE(got[0].error().code == "unauthorized" || got[1].error().code == "unauthorized");
+    CHECK_TRUE(got[0].error().code == ErrorCode::Unauthorized ||
+               got[1].error().code == ErrorCode::Unauthorized);
 }
 
 TEST(RuncPull, AFailedPullCanBeAskedForAgain) {

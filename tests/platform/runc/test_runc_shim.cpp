@@ -142,7 +142,7 @@ TEST_GROUP(RuncShim) {
     // returned, before the loop runs): what it reported.
     Result<std::string> start_result(const std::function<void()>& meanwhile = {}) {
         int calls = 0;
-        Result<std::string> got = Error{"unset", ""};
+        Result<std::string> got = Error{ErrorCode::Invalid, "unset"};
         runtime->start_async(launch(), [&](Result<std::string> r) {
             ++calls;
             got = std::move(r);
@@ -229,7 +229,7 @@ TEST(RuncShim, ARuncThatHangsDiesWithTheShimTheAgentGaveUpOn) {
     });
     CHECK_TRUE(run_until(&loop, [&] { return calls > 0; }));
     CHECK_FALSE(got.ok());
-    STRCMP_EQUAL("shim", got.error().code.c_str());
+    STRCMP_EQUAL("shim", got.error().code_name());
     // runc create, which the shim was waiting for, went with the shim.
     const pid_t hung = std::atoi(read_text(dir + "/hang.pid").c_str());
     CHECK_TRUE(hung > 0);
@@ -253,7 +253,7 @@ TEST(RuncShim, AnImageNotInTheStoreIsCalledBackOnTheLoopWithTheBundleGone) {
     std::ofstream(dir + "/daemonlet-image") << "#!/bin/sh\nexit 2\n";
     auto got = start_result();
     CHECK_FALSE(got.ok());
-    STRCMP_EQUAL("image_not_found", got.error().code.c_str());
+    STRCMP_EQUAL("image_not_found", got.error().code_name());
     STRCMP_EQUAL("image \"busybox\" is not in the image store", got.error().message.c_str());
     std::error_code ec;
     CHECK_TRUE(std::filesystem::is_empty(dir + "/runtime/bundles", ec) || ec);
