@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -347,6 +348,16 @@ WorkDir make_work_dir(const std::string& parent, const std::string& prefix) {
     std::fprintf(stderr, "%s: work directory %s\n", prefix.c_str(), w.root.c_str());
     return w;
 }
+
+void unmount_below(const std::string& root) {
+    std::ifstream mounts("/proc/mounts");
+    std::vector<std::string> left;
+    for (std::string dev, at, rest; mounts >> dev >> at && std::getline(mounts, rest);)
+        if (at.rfind(root + "/", 0) == 0) left.push_back(at);
+    for (auto it = left.rbegin(); it != left.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
+}
+
+bool no_pods_left(const std::string& status) { return status.rfind("0 DaemonSets, 0/0", 0) == 0; }
 
 void kill_all_and_clean(AgentProcess& agent, const std::string& state_dir, const Observer* obs,
                         const std::string& work, bool keep, const char* bench) {

@@ -175,6 +175,14 @@ struct WorkDir {
 // Creates PARENT/PREFIX.XXXXXX with marks/ and manifests/ in it.
 WorkDir make_work_dir(const std::string& parent, const std::string& prefix);
 
+// Unmounts, detached and innermost first, every mount below `root` (what a
+// killed agent left: runc root filesystems), so that the directory can go.
+void unmount_below(const std::string& root);
+
+// Whether the agent's STATUS says it runs no DaemonSet and no pod: every
+// pod's removal (runc: delete, rootfs unmounted) is done.
+bool no_pods_left(const std::string& status);
+
 // After a failure: SIGKILL to the agent, the live shims of `state_dir` and
 // the containers `obs` has seen (when it exists), and the work directory
 // removed unless `keep` (then `bench` says where it is).

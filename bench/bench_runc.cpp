@@ -420,8 +420,7 @@ void Bench::teardown() {
     // containers' removes (runc delete, the rootfs unmounted) are done, and
     // an agent stopped then drops the queued ones, leaving mounts and runc's
     // stopped containers behind.
-    obs_->expect("every pod gone", 60 * kSecond,
-                 [&] { return obs_->status().rfind("0 DaemonSets, 0/0", 0) == 0; });
+    obs_->expect("every pod gone", 60 * kSecond, [&] { return no_pods_left(obs_->status()); });
     agent_.stop(SIGTERM, *obs_);
 }
 
@@ -434,11 +433,7 @@ void Bench::cleanup() {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(root, ec))
         run_process({"runc", "--root", root, "delete", "--force", e.path().filename().string()}, "/dev/null");
-    std::ifstream mounts("/proc/mounts");
-    std::vector<std::string> left;
-    for (std::string dev, at, rest; mounts >> dev >> at && std::getline(mounts, rest);)
-        if (at.rfind(w_.root + "/", 0) == 0) left.push_back(at);
-    for (auto it = left.rbegin(); it != left.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
+    unmount_below(w_.root);
     kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_runc");
     w_.root.clear();
 }

@@ -231,16 +231,12 @@ void Bench::cleanup() {
         // The agent removes its pods (runc: bundles unmounted, runc's state
         // deleted) before it stops.
         for (int i = 0; i < o_.pods; ++i) fs::remove(manifest_path(i));
-        if (obs_->wait_until(60 * kSecond, [&] { return obs_->status().rfind("0 DaemonSets, 0/0", 0) == 0; }))
+        if (obs_->wait_until(60 * kSecond, [&] { return no_pods_left(obs_->status()); }))
             agent_.stop(SIGTERM, *obs_);
     }
     // What a killed agent left mounted (runc root filesystems) goes first,
     // detached, so that the work directory can go.
-    std::ifstream mounts("/proc/mounts");
-    std::vector<std::string> left;
-    for (std::string dev, at, rest; mounts >> dev >> at && std::getline(mounts, rest);)
-        if (at.rfind(w_.root + "/", 0) == 0) left.push_back(at);
-    for (auto it = left.rbegin(); it != left.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
+    unmount_below(w_.root);
     kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_stall");
     w_.root.clear();
 }
