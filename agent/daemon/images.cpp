@@ -374,6 +374,9 @@ void Images::on_image_pulled(const std::string& image, const Status& result) {
         log(Level::Err, "image " + image + ": pull failed (" + result.error().code_name() +
                             "): " + pull.error + "; retrying in " + std::to_string(delay) + " ms");
     }
+    // A pull that failed while an import brought the image (its waiters
+    // were held for the pull): the image is there, nothing to back off for.
+    const bool present_now = !result.ok() && runtime_.has_image(image);
     bool touched = false;
     std::set<std::string> noted;  // one event per DaemonSet
     for (const ImageWaiter& w : waiters) {
@@ -389,8 +392,8 @@ void Images::on_image_pulled(const std::string& image, const Status& result) {
                 "Successfully pulled image \"" + image + "\" in " + std::to_string(took) + "ms");
         if (!c.spec || !c.status) continue;
         touched = true;
-        if (!result.ok() && !(c.spec->image_pull_policy == "Always" &&
-                              may_run_local_image(result.error().code) && runtime_.has_image(image))) {
+        const bool always = c.spec->image_pull_policy == "Always";
+        if (!result.ok() && !(present_now && (!always || may_run_local_image(result.error().code)))) {
             if (first_of_ds) {
                 host_.record_image_event(p, "Warning", "Failed",
                                          "Failed to pull image \"" + image + "\": " + pull.error);
@@ -406,7 +409,7 @@ void Images::on_image_pulled(const std::string& image, const Status& result) {
         }
         // A deliberate deviation from kubelet, which fails the start: an
         // offline board runs the image it has, as it runs static pods.
-        if (!result.ok()) warn_offline_once(image, pull.error, pull.warned_offline);
+        if (!result.ok() && always) warn_offline_once(image, pull.error, pull.warned_offline);
         pulled_.insert(w);
         host_.start_pulled(w);
     }

@@ -325,6 +325,21 @@ TEST(Images, APullThatFailsThenSucceedsReleasesTheWaiters) {
     CHECK_FALSE(images->pulling("reg.example/app:1"));
 }
 
+// An import that lands while a pull of the same image runs: the pull then
+// fails (an offline board), but the image is in the store, so IfNotPresent
+// starts at once rather than backing off (found in agent.image_gc under
+// ASan: the container waited the whole back-off).
+TEST(Images, APullThatFailsAfterAnImportBroughtTheImageStartsTheWaiters) {
+    rt.set_image_missing("reg.example/app:1");
+    host->add("p1", "ds", "reg.example/app:1", "IfNotPresent");
+    host->start("p1");
+    CHECK_TRUE(images->pulling("reg.example/app:1"));
+    rt.set_image_missing("reg.example/app:1", false);  // the import landed
+    CHECK_TRUE(rt.answer_pull(unreachable()));
+    CHECK_TRUE(host->running("p1"));
+    LONGS_EQUAL(0, host->retries.size());
+}
+
 // A registry that never answers one image holds only the containers that
 // wait for it: another image's pull goes on and its container starts.
 TEST(Images, APullThatNeverAnswersKeepsOtherImagesGoing) {
