@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/json.h"
@@ -295,6 +296,58 @@ struct Node {
     bool unschedulable = false;
     std::vector<Taint> taints;
     Json object;  // the full v1 object as read
+};
+
+// v1 ConfigMap: data for pods (volumes, env). Values are bytes: `data` as
+// written, `binaryData` base64-decoded. A key is in at most one of the two
+// (validation.ValidateConfigMap).
+struct ConfigMap {
+    ObjectMeta metadata;
+    std::map<std::string, std::string> data;
+    std::map<std::string, std::string> binary_data;  // decoded bytes
+    bool immutable = false;
+    Json object;  // the full v1 object as read
+};
+
+// v1 Secret. `data` holds the decoded bytes, `stringData` merged over it as
+// the API server merges it on write. Values never reach a log or an error.
+struct Secret {
+    ObjectMeta metadata;
+    std::string type;  // defaulted to Opaque
+    std::map<std::string, std::string> data;
+    bool immutable = false;
+    Json object;  // the full v1 object as read, data redacted
+};
+
+// v1 Pod from a manifest file: a static pod (the kubelet's file source).
+struct Pod {
+    ObjectMeta metadata;
+    PodSpec spec;
+    Json object;  // the full v1 object, defaulted, unknown fields kept
+};
+
+// Any other object a published install file holds (Namespace,
+// ServiceAccount, RBAC, CRDs, Services, ...): checked for what every object
+// needs, and otherwise not used on a board.
+struct OtherObject {
+    std::string api_version;
+    std::string kind;
+    std::string name;
+    std::string namespace_;  // empty for cluster-scoped kinds
+};
+
+// The ConfigMaps and Secrets pods may reference, by namespace and name.
+struct ConfigObjects {
+    std::map<std::pair<std::string, std::string>, ConfigMap> config_maps;
+    std::map<std::pair<std::string, std::string>, Secret> secrets;
+    const ConfigMap* config_map(const std::string& ns, const std::string& name) const {
+        auto it = config_maps.find({ns, name});
+        return it == config_maps.end() ? nullptr : &it->second;
+    }
+    const Secret* secret(const std::string& ns, const std::string& name) const {
+        auto it = secrets.find({ns, name});
+        return it == secrets.end() ? nullptr : &it->second;
+    }
 };
 
 // Upstream constants (k8s.io/api/core/v1 well_known_taints.go, well_known_labels.go).
