@@ -45,6 +45,7 @@ host_packages=(
     qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf
     systemd  # systemd-analyze verify checks the unit file
     debootstrap systemd-container  # the systemd step boots a Debian 12 tree with systemd-nspawn
+    fakeroot lintian  # scripts/package.sh builds the .deb packages (dpkg-dev: build-essential); lintian checks them
     qemu-system-x86  # the cgroup2 step boots a Debian 12 VM (KVM) to check cgroup v2 limits
     # The test Kubernetes API server (tests/apiserver) and its certificates.
     libmicrohttpd-dev libgnutls28-dev openssl curl

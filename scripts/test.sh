@@ -10,7 +10,9 @@
 #   dev       configure, build, ctest: Debug, warnings are errors
 #   systemd   the dev build installed into a Debian 12 tree booted with
 #             systemd-nspawn, checked under a real systemd
-#             (tests/systemd/nspawn_boot.sh; SKIPPED where no container can run)
+#             (tests/systemd/nspawn_boot.sh), and its package installed,
+#             upgraded, removed and purged with dpkg there
+#             (tests/systemd/nspawn_package.sh); SKIPPED where no container can run
 #   cgroup2   the dev build with runtime runc in a Debian 12 VM on the unified
 #             cgroup hierarchy: the containers' cgroup v2 limits
 #             (tests/systemd/vm_cgroup2.sh; qemu with KVM where /dev/kvm can
@@ -19,6 +21,8 @@
 #   aarch64   cross build with the CRI module, ctest under qemu-aarch64
 #             (FAILS without sysroots/arm64-cri, after testing the rest)
 #   armhf     cross build, ctest under qemu-arm (skipped without sysroots/armhf)
+#   packages  the .deb packages of every architecture built above
+#             (scripts/package.sh), lintian, their installed size
 #   fuzz      clang build of the fuzz targets only, each run for a bounded
 #             time, two at once
 # Every step runs even if an earlier one failed (except setup), so that one
@@ -34,7 +38,7 @@ cd "$repo"
 
 jobs=2
 fuzz_seconds="${DAEMONLET_FUZZ_SECONDS:-30}"
-all_steps="setup format dev systemd cgroup2 asan aarch64 armhf fuzz"
+all_steps="setup format dev systemd cgroup2 asan aarch64 armhf packages fuzz"
 steps="${DAEMONLET_STEPS:-$all_steps}"
 
 summary=()
@@ -217,6 +221,52 @@ boot_step() {
     return "$rc"
 }
 
+# The unit under a real systemd (nspawn_boot.sh), then the package under
+# dpkg and systemd: install, upgrade, remove, purge (nspawn_package.sh).
+step_systemd() {
+    local tools=(debootstrap=debootstrap systemd-nspawn=systemd-container fakeroot=fakeroot)
+    local rc=0
+    boot_step tests/systemd/nspawn_boot.sh "${tools[@]}" || rc=$?
+    boot_step tests/systemd/nspawn_package.sh "${tools[@]}" || { r=$?; [[ $rc != 0 && $rc != 77 ]] || rc=$r; }
+    return "$rc"
+}
+
+# The Debian packages of every architecture built here (scripts/package.sh):
+# amd64 from the dev build (the systemd step installs it), arm64 and armhf
+# from the cross builds of the steps before. lintian checks them (its
+# overrides say why each is there); what they take on a minimal Debian 12
+# is printed, and the agent's package alone must stay within 6 MiB with its
+# dependencies (issue 16).
+step_packages() {
+    local args=(--arch amd64 --build-dir build/dev) arch dir
+    for arch in arm64:aarch64 armhf:armhf; do
+        dir="build/${arch#*:}"
+        if [[ -x $dir/agent/daemonlet ]]; then
+            args+=(--arch "${arch%%:*}" --build-dir "$dir")
+        else
+            echo "packages: no $dir/agent/daemonlet (its step failed or was skipped): no ${arch%%:*} packages"
+        fi
+    done
+    rm -rf build/packages
+    scripts/package.sh "${args[@]}" --out build/packages
+    echo "lintian $(lintian --version | awk '{ print $2 }') on $(find build/packages -maxdepth 1 -name '*.deb' | wc -l) packages"
+    lintian --fail-on error,warning --tag-display-limit 0 build/packages/*.deb
+    echo "lintian: clean"
+    local agent image alone with_runc kib
+    agent="$(find build/packages -maxdepth 1 -name 'daemonlet_*_arm64.deb')"
+    image="$(find build/packages -maxdepth 1 -name 'daemonlet-image_*_arm64.deb')"
+    [[ -n $agent && -n $image ]] || return 0
+    alone="$(scripts/package_size.sh arm64 "$agent")"
+    with_runc="$(scripts/package_size.sh arm64 "$agent" "$image" -- runc)"
+    echo "figures: installed on a minimal Debian 12, arm64: the agent alone (exec): $alone"
+    echo "figures: installed on a minimal Debian 12, arm64: with the runc runtime: $with_runc"
+    kib="${alone%% *}"
+    if ((kib > 6 * 1024)); then
+        echo "packages: FAILED: the agent's package takes $kib KiB with its dependencies, more than 6 MiB"
+        return 1
+    fi
+}
+
 # The CRI module is part of the arm64 build (issue 5): without its gRPC
 # tree (scripts/arm64-cri-sysroot.sh, which setup runs but lets fail, e.g.
 # offline) the rest is still built and tested, and then the step fails,
@@ -326,11 +376,12 @@ if [[ $failed != 0 ]]; then
 fi
 run_step format step_format
 run_step dev preset_cycle dev
-run_step systemd boot_step tests/systemd/nspawn_boot.sh debootstrap=debootstrap systemd-nspawn=systemd-container
+run_step systemd step_systemd
 run_step cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86
 run_step asan preset_cycle asan
 run_step aarch64 step_aarch64
 run_step armhf step_armhf
+run_step packages step_packages
 run_step fuzz step_fuzz
 print_summary
 exit "$failed"

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # What the boot tests share (sourced by nspawn_boot.sh and vm_cgroup2.sh): their
 # preconditions (a build, tools, root, or SKIPPED), a cached minimal Debian
-# tree made with debootstrap, and daemonlet installed into a tree as an
-# operator does (`cmake --install`).
+# tree made with debootstrap, daemonlet installed into a tree as an
+# operator does (`cmake --install`), and the tree booted with systemd-nspawn
+# (boot_tree, ct, poweroff_tree, stop_tree; they use checks.sh's checks).
 #
 # Environment: DAEMONLET_DEBIAN_MIRROR, debootstrap's mirror (default: the
 # Debian mirror in this machine's apt sources, else deb.debian.org).
@@ -170,4 +171,94 @@ remove_runs() {
     for old in "$1"/run.*; do
         [[ -d $old ]] && remove_run "$old"
     done
+}
+
+# boot_tree ROOT CONSOLE_LOG: boots ROOT with systemd-nspawn in the
+# background (sets nspawn, its PID); wait_booted then waits for its systemd.
+# Commands inside run with ct. stop_tree (from the caller's cleanup) powers
+# it off if it still runs.
+nspawn=
+init=
+nspawn_tmpfs=
+boot_tree() {
+    local root=$1 console=$2
+    # systemd-nspawn keeps per-machine state in /run/systemd/nspawn and, on
+    # exit, refuses to remove it from anything but a tmpfs ("Attempted to
+    # remove disk file system ..., and we can't allow that"). Where /run is
+    # not a tmpfs (PID 1 is not systemd, as on this project's CI machine) it
+    # gets one here.
+    if [[ $(stat -f -c %T /run/systemd/nspawn 2>/dev/null || stat -f -c %T /run) != tmpfs ]]; then
+        nspawn_tmpfs=mounted
+        [[ -d /run/systemd/nspawn ]] || nspawn_tmpfs=created
+        mkdir -p /run/systemd/nspawn
+        if ! mount -t tmpfs -o mode=0755 tmpfs /run/systemd/nspawn; then
+            [[ $nspawn_tmpfs == created ]] && rmdir /run/systemd/nspawn
+            nspawn_tmpfs=
+            echo "FAIL: cannot mount a tmpfs on /run/systemd/nspawn"
+            exit 1
+        fi
+    fi
+    systemd-nspawn --quiet --register=no --keep-unit --private-network --console=read-only \
+        --machine=daemonlet-boot -b -D "$root" >"$console" 2>&1 &
+    nspawn=$!
+}
+
+# Commands inside the container: its namespaces and root, a clean environment.
+ct() {
+    nsenter --target "$init" --all env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        SYSTEMD_COLORS=0 SYSTEMD_PAGER= SYSTEMD_LESS= "$@"
+}
+container_init() { # the container's PID 1, a child of systemd-nspawn
+    local p
+    p="$(pgrep -P "$nspawn" | head -1)"
+    [[ -n $p ]] && grep -qE '^NSpid:[[:space:]]+[0-9]+[[:space:]]+1$' "/proc/$p/status" && init=$p
+}
+booted() {
+    local s
+    s="$(ct systemctl is-system-running)"
+    [[ $s == running || $s == degraded ]]
+}
+# wait_booted CONSOLE_LOG: the container's init is up and its systemd has
+# finished booting (checks); prints the failed units of a degraded boot.
+wait_booted() {
+    if ! wait_for "systemd-nspawn starts the container's init" 30 container_init; then
+        cat "$1"
+        return 1
+    fi
+    wait_for "systemd in the container finishes booting" 120 booted || return 1
+    [[ $(ct systemctl is-system-running) == degraded ]] && ct systemctl --failed --no-pager
+    return 0
+}
+
+# poweroff_tree: SIGRTMIN+4 asks systemd to power off (systemd(1),
+# "Signals"); `systemctl poweroff` would first ask logind over D-Bus, which
+# the tree does not have. Checks that the container shuts down cleanly.
+poweroff_tree() {
+    kill -s SIGRTMIN+4 "$init"
+    local deadline=$((SECONDS + 60))
+    while kill -0 "$nspawn" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+    if kill -0 "$nspawn" 2>/dev/null; then
+        fail "the container powers off within 60s"
+    else
+        wait "$nspawn"
+        check "the container powers off cleanly" test $? = 0
+    fi
+}
+
+# stop_tree: for the caller's cleanup: powers off (else kills) a container
+# still running, and unmounts the tmpfs boot_tree mounted.
+stop_tree() {
+    if [[ -n $nspawn ]] && kill -0 "$nspawn" 2>/dev/null; then
+        [[ -n $init ]] && kill -s SIGRTMIN+4 "$init" 2>/dev/null
+        local deadline=$((SECONDS + 30))
+        while kill -0 "$nspawn" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+        if kill -0 "$nspawn" 2>/dev/null; then
+            echo "cleanup: the container did not power off within 30s, killing systemd-nspawn"
+            kill -KILL "$nspawn" 2>/dev/null
+        fi
+        wait "$nspawn" 2>/dev/null
+    fi
+    if [[ -n $nspawn_tmpfs ]]; then
+        umount /run/systemd/nspawn && [[ $nspawn_tmpfs == created ]] && rmdir /run/systemd/nspawn
+    fi
 }

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# daemonlet's Debian package under a real systemd and dpkg: a minimal Debian
+# 12 tree booted with systemd-nspawn (as nspawn_boot.sh), in which the
+# package made by scripts/package.sh from BUILD_DIR is installed, upgraded,
+# removed and purged with dpkg, its maintainer scripts run by dpkg against
+# the running systemd:
+#   - installing enables and starts the service with the default
+#     configuration (a conffile), and a DaemonSet dropped in runs;
+#   - upgrading (dpkg -i of a newer version) replaces the binaries and
+#     restarts the agent, and the pod keeps its process: zero restarts; an
+#     edited configuration is kept;
+#   - removing stops the agent and leaves the configuration and the pods'
+#     state (the pod keeps running, as after `systemctl stop`);
+#   - purging stops the pod and removes the state and the configuration.
+# Every wait is a predicate polled until a deadline.
+#
+# usage: tests/systemd/nspawn_package.sh [BUILD_DIR]
+#   BUILD_DIR  a configured amd64 build with daemonlet and daemonlet-shim built
+#              (default build/dev)
+# Environment: as nspawn_boot.sh (DAEMONLET_NSPAWN_CACHE, DAEMONLET_DEBIAN_MIRROR).
+# Prints "SKIPPED: reason" and exits 0 only when this machine cannot run a
+# container; any other problem is a failure.
+# The predicates are called indirectly, through wait_for and check.
+# shellcheck disable=SC2317
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=tests/systemd/debian_tree.sh
+source "$repo/tests/systemd/debian_tree.sh"
+need_build "${1:-$repo/build/dev}" agent/daemonlet platform/daemonlet-shim
+cache="${DAEMONLET_NSPAWN_CACHE:-$repo/build/nspawn-rootfs}"
+
+as_root "booting a container" "${BASH_SOURCE[0]}" "$build"
+if [[ $(awk '{ print $1, $2, $3 }' /proc/self/uid_map) != "0 0 4294967295" ]]; then
+    skip "root here is mapped in a user namespace, not the host's root"
+fi
+if ! unshare --mount --pid --uts --ipc --fork true 2>/dev/null; then
+    skip "this machine cannot create mount/PID/UTS/IPC namespaces"
+fi
+need_tools "scripts/setup.sh installs debootstrap, systemd-container and dpkg-dev" \
+    debootstrap systemd-nspawn nsenter systemctl mountpoint flock dpkg-deb dpkg-shlibdeps fakeroot
+# shellcheck source=tests/systemd/checks.sh
+source "$repo/tests/systemd/checks.sh"
+script_start=$SECONDS
+finish() {
+    echo "$passed passed, $failed failed (total $((SECONDS - script_start))s)"
+    [[ $failed -eq 0 ]]
+    exit
+}
+
+# The same tree as nspawn_boot.sh (the same package list: one cache).
+packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4)
+lock_cache "$cache"
+remove_runs "$cache"
+debian_tree "$cache" bookworm 2 "${packages[@]}"
+
+run="$(mktemp -d "$cache/run.XXXXXX")"
+cleanup() {
+    stop_tree
+    remove_run "$run"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+overlay_root "$run" "$tree"
+root="$run/root"
+
+# ---- Two versions of the package, from the same build. ----
+version="$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")"
+for v in "$version" "$version+upgrade1"; do
+    if ! "$repo/scripts/package.sh" --arch amd64 --build-dir "$build" --version "$v" --out "$run/packages/$v" \
+        >"$run/package.log" 2>&1; then
+        cat "$run/package.log"
+        echo "FAIL: scripts/package.sh --arch amd64 --build-dir $build --version $v"
+        exit 1
+    fi
+done
+mkdir -p "$root/var/cache/daemonlet-test"
+cp "$run/packages/$version/daemonlet_${version}_amd64.deb" "$root/var/cache/daemonlet-test/old.deb"
+cp "$run/packages/$version+upgrade1/daemonlet_${version}+upgrade1_amd64.deb" "$root/var/cache/daemonlet-test/new.deb"
+
+boot_tree "$root" "$run/console.log"
+prop() { ct systemctl show --property="$1" --value daemonlet.service; }
+is_running() { [[ $(prop ActiveState)/$(prop SubState) == active/running ]]; }
+journal() { ct journalctl --no-pager -u daemonlet.service "$@"; }
+diagnose() {
+    echo "---- systemctl status daemonlet (in the container)"
+    ct systemctl status --no-pager --lines=0 daemonlet.service
+    echo "---- journalctl -u daemonlet (last 40)"
+    journal -n 40
+    echo "---- dpkg (last 20)"
+    tail -n 20 "$run/dpkg.log"
+}
+dpkg_in() { ct dpkg --force-confold "$@" >>"$run/dpkg.log" 2>&1; }
+pkg_version() { ct dpkg-query -W -f '${Version} ${db:Status-Abbrev}' daemonlet 2>/dev/null; }
+marker="daemonlet-package-$$"
+pod_pid() { pgrep -f -- "$marker"; }
+pod_alive() { [[ -n $1 && $(pod_pid) == "$1" ]]; }
+pod_gone() { [[ -z $(pod_pid) ]]; }
+# The pod Running with RESTARTS N, by the installed CLI.
+pod_line() { ct daemonlet get pods -A | grep -E "^pkg +pkg-probe-[a-z0-9]+ +1/1 +Running +$1 "; }
+enabled() { [[ $(ct systemctl is-enabled daemonlet.service) == enabled ]]; }
+
+if ! wait_booted "$run/console.log"; then
+    finish
+fi
+
+# 1. Install: enabled and started, with the default configuration.
+check "dpkg -i installs the package" dpkg_in -i /var/cache/daemonlet-test/old.deb
+check "...version $version installed" test "$(pkg_version)" = "$version ii "
+check "...the service is enabled" enabled
+wait_for "...and active (running)" 60 is_running || diagnose
+check "...the configuration is a conffile" grep -q '^ /etc/daemonlet/config.yaml ' <<<"$(ct dpkg-query -W -f '${Conffiles}\n' daemonlet)"
+manifest_dir="$(sed -n -E 's/^manifestDir:[[:space:]]*([^[:space:]#]+).*/\1/p' "$root/etc/daemonlet/config.yaml")"
+state_dir="$(sed -n -E 's/^stateDir:[[:space:]]*([^[:space:]#]+).*/\1/p' "$root/etc/daemonlet/config.yaml")"
+cat >"$root$manifest_dir/pkg-probe.yaml" <<EOF
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: pkg-probe, namespace: pkg}
+spec:
+  selector: {matchLabels: {app: pkg-probe}}
+  template:
+    metadata: {labels: {app: pkg-probe}}
+    spec:
+      containers:
+        - name: main
+          image: none
+          command: ["/bin/sh", "-c", "while true; do sleep 1; done", "$marker"]
+EOF
+wait_for "a DaemonSet dropped into $manifest_dir runs" 60 pod_line 0 || diagnose
+pod="$(pod_pid)"
+check "...one process" test "$(wc -w <<<"$pod")" = 1
+main="$(prop MainPID)"
+
+# 2. Upgrade: the binaries replaced, the agent restarted, the pod kept.
+echo "# edited by the operator" >>"$root/etc/daemonlet/config.yaml"
+check "dpkg -i of $version+upgrade1 upgrades" dpkg_in -i /var/cache/daemonlet-test/new.deb
+check "...version $version+upgrade1 installed" test "$(pkg_version)" = "$version+upgrade1 ii "
+restarted_from() { is_running && [[ $(prop MainPID) != "$1" ]]; }
+wait_for "...the agent restarted: active (running), a new main process" 60 restarted_from "$main"
+check "...the edited configuration kept" grep -qx '# edited by the operator' "$root/etc/daemonlet/config.yaml"
+check "...the pod's process unchanged" pod_alive "$pod"
+wait_for "...adopted by the new agent with zero restarts" 30 pod_line 0 || diagnose
+
+# 3. Remove: the agent stops; the configuration, the state and the pod stay.
+check "dpkg -r removes the package" dpkg_in -r daemonlet
+check "...its status is rc (configuration kept)" test "$(pkg_version)" = "$version+upgrade1 rc "
+check "...the service is stopped" bash -c "[[ \$0 != active ]]" "$(prop ActiveState)"
+check "...the binary is gone" test ! -e "$root/usr/bin/daemonlet"
+check "...the configuration stays" test -f "$root/etc/daemonlet/config.yaml"
+check "...the state stays" test -f "$root$state_dir/daemonlet.db"
+check "...the pod keeps running" pod_alive "$pod"
+
+# 4. Purge: the pod stopped, the state and the configuration removed.
+check "dpkg -P purges the package" dpkg_in -P daemonlet
+check "...the pod is stopped" pod_gone
+check "...the state is removed" test ! -e "$root$state_dir"
+check "...the configuration is removed" test ! -e "$root/etc/daemonlet"
+check "...nothing of it in dpkg" bash -c "[[ -z \$0 ]]" "$(pkg_version)"
+
+((failed > 0)) && diagnose
+poweroff_tree
+finish
