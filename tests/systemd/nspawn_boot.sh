@@ -44,51 +44,7 @@ source "$repo/tests/systemd/debian_tree.sh"
 need_build "${1:-$repo/build/dev}" agent/daemonlet platform/daemonlet-shim
 cache="${DAEMONLET_NSPAWN_CACHE:-$repo/build/nspawn-rootfs}"
 
-as_root "booting a container" "${BASH_SOURCE[0]}" "$build"
-# Root in name only cannot boot a container either: root mapped from a user
-# in a user namespace (as systemd's running_in_userns() tells), root without
-# CAP_SYS_ADMIN (a default Docker container), or namespaces refused.
-if [[ $(awk '{ print $1, $2, $3 }' /proc/self/uid_map) != "0 0 4294967295" ]]; then
-    skip "root here is mapped in a user namespace (uid_map $(awk 'NR == 1 { print $1, $2, $3 }' /proc/self/uid_map)), not the host's root"
-fi
-cap_eff="$(awk '/^CapEff:/ { print $2 }' /proc/self/status)"
-if ((!((16#$cap_eff >> 21) & 1))); then
-    skip "root here lacks CAP_SYS_ADMIN (an unprivileged container?)"
-fi
-if ! unshare --mount --pid --uts --ipc --fork true 2>/dev/null; then
-    skip "this machine cannot create mount/PID/UTS/IPC namespaces"
-fi
-need_tools "scripts/setup.sh installs debootstrap and systemd-container" \
-    debootstrap systemd-nspawn nsenter systemctl mountpoint flock
-# shellcheck source=tests/systemd/checks.sh
-source "$repo/tests/systemd/checks.sh"
-finish() {
-    echo "$passed passed, $failed failed (total $((SECONDS - script_start))s)"
-    [[ $failed -eq 0 ]]
-    exit
-}
-script_start=$SECONDS
-
-# ---- The Debian tree, cached under a key of everything that makes it. ----
-# As few packages as the boot and the dynamically linked agent need: minbase
-# (no apt recommends), systemd as init, and daemonlet's libraries
-# (daemonlet-shim is static).
-# The libraries the installed daemonlet links (ldd agent/daemonlet).
-packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4)
-lock_cache "$cache"
-remove_runs "$cache"
-debian_tree "$cache" bookworm 2 "${packages[@]}"
-
-# ---- This run: an overlay on the cached tree, so the cache stays clean. ----
-run="$(mktemp -d "$cache/run.XXXXXX")"
-cleanup() {
-    stop_tree
-    remove_run "$run"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-overlay_root "$run" "$tree"
-root="$run/root"
+nspawn_run "${BASH_SOURCE[0]}"
 
 # ---- Install as an operator does. ----
 install_daemonlet "$root" "$build" "$run/install.log"

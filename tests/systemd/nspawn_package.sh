@@ -30,39 +30,8 @@ source "$repo/tests/systemd/debian_tree.sh"
 need_build "${1:-$repo/build/dev}" agent/daemonlet platform/daemonlet-shim
 cache="${DAEMONLET_NSPAWN_CACHE:-$repo/build/nspawn-rootfs}"
 
-as_root "booting a container" "${BASH_SOURCE[0]}" "$build"
-if [[ $(awk '{ print $1, $2, $3 }' /proc/self/uid_map) != "0 0 4294967295" ]]; then
-    skip "root here is mapped in a user namespace, not the host's root"
-fi
-if ! unshare --mount --pid --uts --ipc --fork true 2>/dev/null; then
-    skip "this machine cannot create mount/PID/UTS/IPC namespaces"
-fi
-need_tools "scripts/setup.sh installs debootstrap, systemd-container and dpkg-dev" \
-    debootstrap systemd-nspawn nsenter systemctl mountpoint flock dpkg-deb dpkg-shlibdeps fakeroot
-# shellcheck source=tests/systemd/checks.sh
-source "$repo/tests/systemd/checks.sh"
-script_start=$SECONDS
-finish() {
-    echo "$passed passed, $failed failed (total $((SECONDS - script_start))s)"
-    [[ $failed -eq 0 ]]
-    exit
-}
-
-# The same tree as nspawn_boot.sh (the same package list: one cache).
-packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4)
-lock_cache "$cache"
-remove_runs "$cache"
-debian_tree "$cache" bookworm 2 "${packages[@]}"
-
-run="$(mktemp -d "$cache/run.XXXXXX")"
-cleanup() {
-    stop_tree
-    remove_run "$run"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-overlay_root "$run" "$tree"
-root="$run/root"
+need_tools "scripts/setup.sh installs dpkg-dev and fakeroot" dpkg-deb dpkg-shlibdeps fakeroot
+nspawn_run "${BASH_SOURCE[0]}"
 
 # ---- Two versions of the package, from the same build. ----
 version="$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")"
