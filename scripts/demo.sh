@@ -13,10 +13,12 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
-DAEMONLET_SKIP_ARMHF=1 scripts/setup.sh
-cmake --preset release >/dev/null
-cmake --build --preset release --target daemonlet daemonlet-shim daemonlet-image fake_apiserver
-dl=build/release/agent/daemonlet
+# Only what the demo needs (the test command installs the test toolchain),
+# and its own build of the release preset, without the CRI module (gRPC).
+scripts/setup.sh --demo
+cmake --preset release -B build/demo -DDAEMONLET_CRI=OFF -DDAEMONLET_BENCH=OFF >/dev/null
+cmake --build build/demo -j2 --target daemonlet daemonlet-shim daemonlet-image fake_apiserver
+dl=build/demo/agent/daemonlet
 cfg=examples/agent/config.yaml
 
 section() { printf '\n== %s\n' "$*"; }
@@ -88,7 +90,7 @@ section "following a cluster: a test API server on loopback (TLS, bearer token)"
 cl=$(mktemp -d)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$cl/key.pem" \
     -out "$cl/ca.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -days 1 2>/dev/null
-build/release/tests/fake_apiserver --cert "$cl/ca.pem" --key "$cl/key.pem" --port-file "$cl/port" \
+build/demo/tests/fake_apiserver --cert "$cl/ca.pem" --key "$cl/key.pem" --port-file "$cl/port" \
     --token demo-token >/dev/null 2>&1 &
 fake=$!
 trap 'kill $agent $fake 2>/dev/null; stop_pods; rm -rf "$agent_log" "$cl"' EXIT

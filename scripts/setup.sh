@@ -15,13 +15,22 @@
 # there does not stop setup; the aarch64 step of scripts/test.sh then fails
 # saying that the CRI module was not built.
 #
+# usage: scripts/setup.sh [--demo]
+#   --demo  only what README's run command (scripts/demo.sh) needs: the host
+#           compiler, the agent's libraries, runc and busybox for its real
+#           container, and the test API server's libraries; no cross
+#           toolchains, emulators, clang, sysroots or boot tools.
 # Environment: DAEMONLET_SKIP_ARMHF=1 skips the armhf sysroot.
 set -euo pipefail
+demo=0
+[[ ${1:-} == --demo ]] && demo=1
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export DEBIAN_FRONTEND=noninteractive
 
-host_packages=(
+# What README's run command needs (scripts/demo.sh): the build, the agent's
+# libraries, a real container, and the test API server it follows.
+demo_packages=(
     build-essential cmake ninja-build pkg-config git
     libuv1-dev libsqlite3-dev libsystemd-dev libcpputest-dev nlohmann-json3-dev libyaml-dev
     libcurl4-openssl-dev  # httpGet probes, later the API server client
@@ -29,6 +38,12 @@ host_packages=(
     libarchive-dev  # the image store: image archives and layer tarballs (tar, gzip, zstd)
     busybox-static  # tests/data/make_busybox_image.sh builds the test image from it
     runc  # the OCI runtime of issue 5; tests/platform/runc/test_runc.cpp runs a real container with it
+    # The test Kubernetes API server (tests/apiserver) and its certificates.
+    libmicrohttpd-dev libgnutls28-dev openssl curl
+)
+# And what the test command needs besides.
+host_packages=(
+    "${demo_packages[@]}"
     # Registry pulls (tests/agent/test_registry.sh): a real registry on loopback
     # (TLS, htpasswd auth; htpasswd -B from apache2-utils), the test image
     # pushed with skopeo. Host tools only: the test skips under an emulator.
@@ -47,8 +62,6 @@ host_packages=(
     debootstrap systemd-container  # the systemd step boots a Debian 12 tree with systemd-nspawn
     fakeroot lintian  # scripts/package.sh builds the .deb packages (dpkg-dev: build-essential); lintian checks them
     qemu-system-x86  # the cgroup2 step boots a Debian 12 VM (KVM) to check cgroup v2 limits
-    # The test Kubernetes API server (tests/apiserver) and its certificates.
-    libmicrohttpd-dev libgnutls28-dev openssl curl
     # The cluster test: JSON from bash, and an HTTP/2 proxy in front of the test API server.
     jq nghttp2-proxy
 )
@@ -90,6 +103,18 @@ missing_packages() {
         fi
     done
 }
+
+if ((demo)); then
+    mapfile -t missing < <(missing_packages "${demo_packages[@]}")
+    if ((${#missing[@]} > 0)); then
+        echo "setup --demo: installing ${missing[*]}"
+        "${sudo[@]}" apt-get update
+        "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+    else
+        echo "setup --demo: all ${#demo_packages[@]} packages are installed"
+    fi
+    exit 0
+fi
 
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     echo "setup: adding arm64 to dpkg's architectures (multiarch target libraries)"
