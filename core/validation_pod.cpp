@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/names.h"
+#include "core/validation.h"
 #include "core/validation_internal.h"
 
 namespace daemonlet::validation {
@@ -179,3 +180,21 @@ void validate_pod_template_spec(const PodTemplateSpec& t, const Json& raw_spec, 
 }
 
 }  // namespace daemonlet::validation
+
+namespace daemonlet {
+
+// ValidatePodCreate for a static pod: ObjectMeta with NameIsDNSSubdomain,
+// the pod-specific annotations and ValidatePodSpec. The spec rules are the
+// template's (PodValidationOptions as for a DaemonSet's template): hostPort
+// is defaulted before, so ResourceIsPod changes nothing here.
+FieldErrors validate_pod(const Pod& pod, const Json& raw_spec) {
+    using namespace validation;
+    FieldErrors errs;
+    FieldPath meta("metadata");
+    validate_object_meta(pod.metadata, true, meta, errs);
+    validate_pod_specific_annotations(pod.metadata.annotations, pod.spec, meta.child("annotations"), errs);
+    validate_pod_spec(pod.spec, raw_spec, FieldPath("spec"), errs);
+    return errs;
+}
+
+}  // namespace daemonlet
