@@ -93,6 +93,9 @@ ParsedDocuments parse_json_stream(std::string_view data, const std::string& file
             // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> from "parse error".
             auto at = msg.find("] ");
             if (at != std::string::npos) msg = msg.substr(at + 2);
+            // "...; last read: '<text>'" quotes the document, which may be a
+            // Secret's value: the line and column are enough.
+            if (auto last = msg.find("; last read: "); last != std::string::npos) msg.erase(last);
             std::size_t first_line = line_of(data, pos);
             if (first_line > 1) msg += " (the document starts at line " + std::to_string(first_line) + ")";
             out.errors.push_back({file, number, "", std::move(msg)});

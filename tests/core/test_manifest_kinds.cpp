@@ -231,6 +231,22 @@ TEST(ManifestKinds, SecretValuesNeverAppearInErrors) {
         "    kubectl.kubernetes.io/last-applied-configuration: '{\"data\":{\"p\":\"" +
             std::string(kSecretValue64) + "\"}}'\nstringData: {p: " + kSecretValue + "}\n",
     };
+    // Parse errors too: a tagged scalar that does not decode, infinity, and
+    // JSON that stops parsing inside a value.
+    const std::vector<std::string> parse_errors = {
+        secret(std::string("stringData: {p: !!int ") + kSecretValue + "}\n"),
+        secret("stringData: {p: .inf}\n"),
+        std::string("{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"s\"}, "
+                    "\"stringData\": {\"p\": ") +
+            kSecretValue + "}}",
+    };
+    for (const auto& d : parse_errors) {
+        auto m = load_manifest(d, "f.yaml");
+        std::string errs = errors_of(m);
+        CHECK_TEXT(!errs.empty(), d.c_str());
+        CHECK_FALSE_TEXT(contains(errs, kSecretValue), errs.c_str());
+        CHECK_FALSE_TEXT(contains(errs, ".inf"), errs.c_str());
+    }
     for (const auto& d : docs) {
         auto m = load_manifest(d, "f.yaml");
         std::string errs = errors_of(m);
