@@ -325,6 +325,32 @@ TEST(ManifestKinds, OtherKindsAreCheckedForWhatEveryObjectNeeds) {
     STRCMP_EQUAL("ValidatingWebhookConfiguration hook", describe_object(m.objects.front()).c_str());
 }
 
+// Placeholders in a published DaemonSet: an error exactly where the API
+// server checks the field, none where it does not.
+TEST(ManifestKinds, TemplatePlaceholdersInADaemonSet) {
+    auto ds = [](const std::string& name, const std::string& spec_extra, const std::string& args) {
+        return "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: \"" + name +
+               "\", namespace: kube-system}\nspec:\n  selector: {matchLabels: {k8s-app: node-local-dns}}\n"
+               "  template:\n    metadata: {labels: {k8s-app: node-local-dns}}\n    spec:\n" +
+               spec_extra +
+               "      containers: [{name: node-cache, image: "
+               "registry.k8s.io/dns/k8s-dns-node-cache:1.22.28, " +
+               "args: " + args + "}]\n";
+    };
+    const Row rows[] = {
+        {"ValidatePodSpec: args are free text (nodelocaldns' -localip __PILLAR__LOCAL__DNS__)",
+         ds("node-local-dns", "", "[-localip, \"__PILLAR__LOCAL__DNS__,__PILLAR__DNS__SERVER__\"]"), ""},
+        {"ValidateObjectMeta: NameIsDNSSubdomain (<Replace me> as the name)", ds("<Replace me>", "", "[]"),
+         "metadata.name: Invalid value: \"<Replace me>\": a lowercase RFC 1123 subdomain"},
+        {"validatePodDNSConfig: IsValidIP (__PILLAR__DNS__SERVER__ as a nameserver)",
+         ds("node-local-dns", "      dnsConfig: {nameservers: [__PILLAR__DNS__SERVER__]}\n", "[]"),
+         "spec.template.spec.dnsConfig.nameservers[0]: Invalid value: \"__PILLAR__DNS__SERVER__\": must be a "
+         "valid "
+         "IP address"},
+    };
+    check_rows(rows, sizeof rows / sizeof rows[0]);
+}
+
 // A published install file: every document is taken, each as what it is;
 // one bad document leaves the others.
 TEST(ManifestKinds, APublishedInstallFileLoadsWhole) {
