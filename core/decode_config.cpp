@@ -31,15 +31,19 @@ std::string json_type(const Json& v) {
 
 const char* const kRedacted = "<secret contents redacted>";
 
-// A map of strings whose values may be secret: a wrong type is reported
-// without the value. `base64`: each value is decoded.
-void secret_map(FieldErrors& errs, const Json& obj, const FieldPath& root, const char* key, bool base64,
-                std::map<std::string, std::string>& out) {
+enum class Values { Shown, Secret };
+
+// A map of strings as Go decodes map[string]string or map[string][]byte
+// (`base64`): a null value is the empty string. A wrong type is reported
+// with the value unless the values are secret.
+void bytes_map(FieldErrors& errs, const Json& obj, const FieldPath& root, const char* key, bool base64,
+               Values values, std::map<std::string, std::string>& out) {
     const Json* v = Reader::member(obj, key);
     if (!v) return;
     FieldPath mp = root.child(key);
     if (!v->is_object()) {
-        errs.push_back(type_invalid(mp, "", "expected a map of strings, got " + json_type(*v)));
+        errs.push_back(type_invalid(mp, values == Values::Shown ? render_value(*v) : "",
+                                    "expected a map of strings, got " + json_type(*v)));
         return;
     }
     for (auto it = v->begin(); it != v->end(); ++it) {
@@ -49,7 +53,8 @@ void secret_map(FieldErrors& errs, const Json& obj, const FieldPath& root, const
             continue;
         }
         if (!it.value().is_string()) {
-            errs.push_back(type_invalid(kp, "", "expected a string, got " + json_type(it.value())));
+            errs.push_back(type_invalid(kp, values == Values::Shown ? render_value(it.value()) : "",
+                                        "expected a string, got " + json_type(it.value())));
             continue;
         }
         const std::string& text = it.value().get_ref<const std::string&>();
@@ -87,8 +92,8 @@ FieldErrors decode_config_map(const Json& obj, ConfigMap& out) {
     Reader r(errs);
     FieldPath root;
     if (!detail::decode_root(r, obj, out.metadata)) return errs;
-    r.string_map(obj, root, "data", out.data);
-    secret_map(errs, obj, root, "binaryData", true, out.binary_data);
+    bytes_map(errs, obj, root, "data", false, Values::Shown, out.data);
+    bytes_map(errs, obj, root, "binaryData", true, Values::Shown, out.binary_data);
     r.boolean(obj, root, "immutable", out.immutable);
     out.object = obj;
     return errs;
@@ -101,9 +106,9 @@ FieldErrors decode_secret(const Json& obj, Secret& out) {
     if (!detail::decode_root(r, obj, out.metadata)) return errs;
     // The last-applied annotation holds the values too: not in `metadata`.
     out.metadata.annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
-    secret_map(errs, obj, root, "data", true, out.data);
+    bytes_map(errs, obj, root, "data", true, Values::Secret, out.data);
     std::map<std::string, std::string> string_data;
-    secret_map(errs, obj, root, "stringData", false, string_data);
+    bytes_map(errs, obj, root, "stringData", false, Values::Secret, string_data);
     for (auto& [k, v] : string_data) out.data[k] = std::move(v);
     r.str(obj, root, "type", out.type);
     r.boolean(obj, root, "immutable", out.immutable);

@@ -133,6 +133,8 @@ TEST(ManifestKinds, ConfigMapRowsAsValidateConfigMap) {
          "binaryData[k]: Invalid value: illegal base64 data at input byte 0"},
         {"decoder: data is map[string]string", config_map("data: {k: 1}\n"),
          "data[k]: Invalid value: 1: expected a string, got an integer"},
+        {"decoder: a null value in map[string]string is \"\"",
+         config_map("data: {empty: }\nbinaryData: {none: }\n"), ""},
         {"ValidateObjectMeta: a namespace is a DNS label",
          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: A_B}\n",
          "metadata.namespace: Invalid value: \"A_B\": a lowercase RFC 1123 label"},
