@@ -62,7 +62,7 @@ reports_broken() {
 count_in_log() { grep -c -- "$1" "$agent_log"; }
 # The Secret's values as written (base64 and decoded) and its stringData.
 no_secret_in_logs() {
-    ! grep -E 'czNjcjN0LXZhbHVlLUlUU0VDUkVU|s3cr3t-value-ITSECRET|IT-STRINGDATA-SECRET' "$work"/agent.*.log
+    ! grep -E 'czNjcjN0LXZhbHVlLUlUU0VDUkVU|s3cr3t-value-ITSECRET|IT-STRINGDATA-SECRET|IT-BAD-SECRET' "$work"/agent.*.log
 }
 stop_agent() {
     kill "-$1" "$agent"
@@ -105,6 +105,16 @@ touch "$man/cni.yaml"
     fail "rollout status of the published file's DaemonSet"
 config_listed 4 >/dev/null && ok || fail "status no longer lists 4 keys after a touch"
 [[ $(count_in_log "not used on a board") == "$before" ]] && ok || fail "a rescan logged the other kinds again"
+
+# One bad document (a Secret whose data is not base64): the file is broken,
+# its last good version stays in force, the bad value is not logged.
+cp "$man/cni.yaml" "$work/cni.good"
+printf -- '---\napiVersion: v1\nkind: Secret\nmetadata: {name: bad, namespace: kube-flannel}\ndata: {k: "IT-BAD-SECRET-VALUE!"}\n' >>"$man/cni.yaml"
+wait_for "a bad Secret breaks the file, its last good version in force" 30 reports_broken
+wait_for "...the error names the key and the reason" 30 grepq 'data\[k\]: Invalid value: illegal base64 data at input byte 2' "$agent_log"
+config_listed 4 >/dev/null && ok || fail "the last good version's ConfigMap and Secret are no longer listed"
+cp "$work/cni.good" "$man/cni.yaml"
+wait_for "fixed back to its last good version" 30 bash -c "\"$dl\" status -o json --config \"$cfg\" | jq -e '.manifests.broken == []'"
 
 # kill -9; the file breaks while the agent is down: the ConfigMaps and
 # Secrets come from its stored last good version.
