@@ -209,6 +209,9 @@ FieldErrors validate_pod(const Pod& pod, const Json& raw_spec) {
     validate_object_meta(pod.metadata, true, meta, errs);
     validate_pod_specific_annotations(pod.metadata.annotations, pod.spec, meta.child("annotations"), errs);
     validate_pod_spec(pod.spec, raw_spec, FieldPath("spec"), errs);
+    const Json* ephemeral = member(raw_spec, "ephemeralContainers");
+    if (ephemeral && ephemeral->is_array() && !ephemeral->empty())
+        errs.push_back(forbidden(FieldPath("spec").child("ephemeralContainers"), "cannot be set on create"));
     return errs;
 }
 

@@ -267,6 +267,10 @@ TEST(ManifestKinds, PodRowsAsValidatePodCreate) {
          ""},
         {"ValidatePodSpec: containers required",
          "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {}\n", "spec.containers: Required value"},
+        {"ValidatePodCreate: no ephemeral containers on create",
+         "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers: [{name: c, image: x}]\n"
+         "  ephemeralContainers: [{name: d, image: x}]\n",
+         "spec.ephemeralContainers: Forbidden: cannot be set on create"},
         {"ValidateObjectMeta: NameIsDNSSubdomain",
          "apiVersion: v1\nkind: Pod\nmetadata: {name: Web}\nspec: {containers: [{name: c, image: x}]}\n",
          "metadata.name: Invalid value: \"Web\""},
