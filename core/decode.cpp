@@ -20,6 +20,12 @@ void decode_meta(Reader& r, const Json& v, const FieldPath& p, ObjectMeta& m) {
     r.str(v, p, "creationTimestamp", m.creation_timestamp);
 }
 
+bool decode_root(Reader& r, const Json& obj, ObjectMeta& m) {
+    if (!r.object(obj, FieldPath("<root>"))) return false;
+    if (const Json* meta = Reader::member(obj, "metadata")) decode_meta(r, *meta, FieldPath("metadata"), m);
+    return true;
+}
+
 namespace {
 
 void decode_requirement(Reader& r, const Json& v, const FieldPath& p, NodeSelectorRequirement& q) {
@@ -127,9 +133,7 @@ FieldErrors decode_daemonset(const Json& obj, DaemonSet& out) {
     FieldErrors errs;
     Reader r(errs);
     FieldPath root;
-    if (!r.object(obj, FieldPath("<root>"))) return errs;
-    if (const Json* m = Reader::member(obj, "metadata"))
-        detail::decode_meta(r, *m, root.child("metadata"), out.metadata);
+    if (!detail::decode_root(r, obj, out.metadata)) return errs;
     if (const Json* spec = Reader::member(obj, "spec")) {
         FieldPath sp = root.child("spec");
         if (r.object(*spec, sp)) {
@@ -156,9 +160,7 @@ FieldErrors decode_node(const Json& obj, Node& out) {
     FieldErrors errs;
     Reader r(errs);
     FieldPath root;
-    if (!r.object(obj, FieldPath("<root>"))) return errs;
-    if (const Json* m = Reader::member(obj, "metadata"))
-        detail::decode_meta(r, *m, root.child("metadata"), out.metadata);
+    if (!detail::decode_root(r, obj, out.metadata)) return errs;
     if (const Json* spec = Reader::member(obj, "spec")) {
         FieldPath sp = root.child("spec");
         if (r.object(*spec, sp)) {

@@ -13,5 +13,14 @@ namespace daemonlet {
 
 FieldErrors decode_daemonset(const Json& obj, DaemonSet& out);
 FieldErrors decode_node(const Json& obj, Node& out);
+// v1 ConfigMap: binaryData base64-decoded.
+FieldErrors decode_config_map(const Json& obj, ConfigMap& out);
+// v1 Secret: data base64-decoded, stringData merged over it; `object` kept
+// with every value redacted. No error carries a value.
+FieldErrors decode_secret(const Json& obj, Secret& out);
+// v1 Pod: metadata and spec, as a pod template's.
+FieldErrors decode_pod(const Json& obj, Pod& out);
+// Any other kind: apiVersion, kind, metadata.name and metadata.namespace.
+FieldErrors decode_other_object(const Json& obj, OtherObject& out);
 
 }  // namespace daemonlet

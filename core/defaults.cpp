@@ -178,10 +178,25 @@ void default_legacy_daemonset(Json& obj, const std::string& api_version) {
     set_default(*spec, "templateGeneration", 1);
 }
 
-void default_daemonset(Json& obj) {
+void default_namespace(Json& obj) {
     if (!obj.is_object()) return;
     if (Json* meta = child_object(obj, "metadata"))
         if (absent_or_empty_string(*meta, "namespace")) (*meta)["namespace"] = "default";
+}
+
+void default_secret(Json& obj) {
+    default_namespace(obj);
+    if (obj.is_object() && absent_or_empty_string(obj, "type")) obj["type"] = "Opaque";
+}
+
+void default_pod(Json& obj) {
+    default_namespace(obj);
+    if (Json* spec = existing_object(obj, "spec")) default_pod_spec(*spec);
+}
+
+void default_daemonset(Json& obj) {
+    if (!obj.is_object()) return;
+    default_namespace(obj);
     Json* spec = child_object(obj, "spec");
     if (!spec) return;
     // apps/v1 SetDefaults_DaemonSet.

@@ -21,6 +21,16 @@ void default_daemonset(Json& obj);
 // to the OnDelete strategy; apps/v1beta2 has apps/v1's defaults.
 void default_legacy_daemonset(Json& obj, const std::string& api_version);
 
+// metadata.namespace "default" when absent, as kubectl apply sends an object
+// of a namespaced kind without one.
+void default_namespace(Json& obj);
+
+// core/v1 SetDefaults_Secret: type Opaque; and the namespace.
+void default_secret(Json& obj);
+
+// A v1 Pod (a static pod from a file): the namespace and SetDefaults_PodSpec.
+void default_pod(Json& obj);
+
 // core/v1 SetDefaults_PodSpec and the container, probe, port, env and volume
 // defaults under it.
 void default_pod_spec(Json& spec);

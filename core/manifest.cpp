@@ -93,6 +93,9 @@ ParsedDocuments parse_json_stream(std::string_view data, const std::string& file
             // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> from "parse error".
             auto at = msg.find("] ");
             if (at != std::string::npos) msg = msg.substr(at + 2);
+            // "...; last read: '<text>'" quotes the document, which may be a
+            // Secret's value: the line and column are enough.
+            if (auto last = msg.find("; last read: "); last != std::string::npos) msg.erase(last);
             std::size_t first_line = line_of(data, pos);
             if (first_line > 1) msg += " (the document starts at line " + std::to_string(first_line) + ")";
             out.errors.push_back({file, number, "", std::move(msg)});
@@ -159,6 +162,27 @@ Result<std::vector<Document>> parse_documents(std::string_view data, const std::
 
 namespace {
 
+std::string named(const char* kind, const ObjectMeta& m) {
+    return std::string(kind) + " " + m.namespace_ + "/" + m.name;
+}
+
+struct Describe {
+    std::string operator()(const DaemonSet& x) const { return named("DaemonSet", x.metadata); }
+    std::string operator()(const Node& x) const { return "Node " + x.metadata.name; }
+    std::string operator()(const ConfigMap& x) const { return named("ConfigMap", x.metadata); }
+    std::string operator()(const Secret& x) const { return named("Secret", x.metadata); }
+    std::string operator()(const Pod& x) const { return named("Pod", x.metadata); }
+    std::string operator()(const OtherObject& x) const {
+        return x.kind + " " + (x.namespace_.empty() ? "" : x.namespace_ + "/") + x.name;
+    }
+};
+
+}  // namespace
+
+std::string describe_object(const ManifestObject& o) { return std::visit(Describe{}, o.object); }
+
+namespace {
+
 struct Loader {
     const std::string& file;
     LoadedManifest& out;
@@ -206,31 +230,52 @@ struct Loader {
                 obj["apiVersion"] = "apps/v1";
             }
             default_daemonset(obj);
-            DaemonSet ds;
-            FieldErrors errs = decode_daemonset(obj, ds);
-            if (errs.empty()) errs = validate_daemonset(ds);
-            if (!errs.empty()) {
-                field_errors(doc, prefix, errs);
-                return;
-            }
-            out.objects.push_back({doc, where, std::move(ds)});
+            return typed<DaemonSet>(doc, where, prefix, obj, decode_daemonset, validate_daemonset);
+        }
+        if (api == "v1" && kind == "Node")
+            return typed<Node>(doc, where, prefix, obj, decode_node, validate_node);
+        if (api == "v1" && kind == "ConfigMap") {
+            default_namespace(obj);
+            return typed<ConfigMap>(doc, where, prefix, obj, decode_config_map, validate_config_map);
+        }
+        if (api == "v1" && kind == "Secret") {
+            default_secret(obj);
+            return typed<Secret>(doc, where, prefix, obj, decode_secret, validate_secret);
+        }
+        if (api == "v1" && kind == "Pod") {
+            default_pod(obj);
+            static const Json kNull;
+            const Json& raw = obj.contains("spec") ? obj["spec"] : kNull;
+            return typed<Pod>(doc, where, prefix, obj, decode_pod,
+                              [&](const Pod& pod) { return validate_pod(pod, raw); });
+        }
+        // Any other kind: not used on a board, but still an object the API
+        // server would have to accept.
+        OtherObject other;
+        FieldErrors errs = decode_other_object(obj, other);
+        if (errs.empty()) errs = validate_other_object(other);
+        if (errs.empty() && is_cluster_scoped_kind(other.kind)) other.namespace_.clear();
+        keep(doc, where, prefix, errs, std::move(other));
+    }
+
+    // Decoded, then validated when it decoded: kept when both passed.
+    template <class T, class Decode, class Validate>
+    void typed(std::size_t doc, const std::string& where, const std::string& prefix, const Json& obj,
+               Decode decode, Validate validate) {
+        T object;
+        FieldErrors errs = decode(obj, object);
+        if (errs.empty()) errs = validate(object);
+        keep(doc, where, prefix, errs, std::move(object));
+    }
+
+    template <class T>
+    void keep(std::size_t doc, const std::string& where, const std::string& prefix, const FieldErrors& errs,
+              T&& object) {
+        if (!errs.empty()) {
+            field_errors(doc, prefix, errs);
             return;
         }
-        if (kind == "Node" && api == "v1") {
-            Node node;
-            FieldErrors errs = decode_node(obj, node);
-            if (errs.empty()) errs = validate_node(node);
-            if (!errs.empty()) {
-                field_errors(doc, prefix, errs);
-                return;
-            }
-            out.objects.push_back({doc, where, std::move(node)});
-            return;
-        }
-        error(doc, prefix, "kind",
-              "no matches for kind \"" + kind + "\" in version \"" + api +
-                  "\": daemonlet reads apps/v1 DaemonSet (and the legacy apps/v1beta2, extensions/v1beta1) "
-                  "and v1 Node");
+        out.objects.push_back({doc, where, std::forward<T>(object)});
     }
 
     void list(std::size_t doc, Json& obj) {

@@ -62,8 +62,12 @@ ParsedDocuments parse_documents_partial(std::string_view data, const std::string
 struct ManifestObject {
     std::size_t document = 0;  // 1-based
     std::string where;         // "document 2" or "document 2, items[3]"
-    std::variant<DaemonSet, Node> object;
+    std::variant<DaemonSet, Node, ConfigMap, Secret, Pod, OtherObject> object;
 };
+
+// "DaemonSet kube-system/x", "Namespace kube-flannel": the object's kind
+// and name, as validate prints it.
+std::string describe_object(const ManifestObject& o);
 
 struct LoadedManifest {
     std::vector<ManifestObject> objects;  // the objects that decoded and validated
@@ -75,6 +79,13 @@ struct LoadedManifest {
 // apps/v1, with a warning), defaults, decodes and validates every object in
 // a file. `kind: List` is expanded into its items. Objects with errors are
 // left out of `objects`; the others are unaffected.
+//
+// Every kind is taken, as `kubectl apply -f` takes a published install file:
+// apps/v1 DaemonSet and v1 Node as before; v1 ConfigMap and Secret
+// (ValidateConfigMap, ValidateSecret; a Secret's values never appear in an
+// error); v1 Pod (a static pod: the pod template's decoding and validation);
+// any other kind as an OtherObject, checked only for what every object
+// needs (validate_other_object).
 LoadedManifest load_manifest(std::string_view data, const std::string& file,
                              const ManifestLimits& limits = {});
 

@@ -5,6 +5,8 @@
 // rejected, with its messages.
 #pragma once
 
+#include <string>
+
 #include "core/field_error.h"
 #include "core/model.h"
 
@@ -12,5 +14,28 @@ namespace daemonlet {
 
 FieldErrors validate_daemonset(const DaemonSet& ds);
 FieldErrors validate_node(const Node& node);
+
+// ValidateConfigMap: a DNS-subdomain name, keys IsConfigMapKey, no key in
+// both data and binaryData, at most MaxSecretSize (1 MiB) of values.
+FieldErrors validate_config_map(const ConfigMap& cm);
+
+// ValidateSecret: a DNS-subdomain name, keys IsConfigMapKey, at most 1 MiB,
+// and the keys (or annotation) each built-in type requires. Values never
+// appear in an error ("<secret contents redacted>", as upstream).
+FieldErrors validate_secret(const Secret& s);
+
+// ValidatePodCreate's metadata and spec checks, for a static pod read from
+// a file. `raw_spec` is the spec as written (may be null).
+FieldErrors validate_pod(const Pod& pod, const Json& raw_spec);
+
+// What every object needs, for a kind daemonlet does not use: apiVersion,
+// kind, a name valid for that kind (the kind's registry name rule where
+// daemonlet knows it, else a DNS subdomain as for custom resources), and a
+// namespace that is a DNS label where one is written.
+FieldErrors validate_other_object(const OtherObject& o);
+
+// Kinds whose registry strategy is cluster-scoped: the API server drops a
+// namespace written on them (rest.BeforeCreate) instead of checking it.
+bool is_cluster_scoped_kind(const std::string& kind);
 
 }  // namespace daemonlet

@@ -5,10 +5,13 @@
 // strategy sets them on create: ResourceIsPod off, deletion cost checked).
 // Containers live in validation_container.cpp, volumes in
 // validation_volumes.cpp, affinity and tolerations in validation_scheduling.cpp.
+#include <arpa/inet.h>
+
 #include <limits>
 #include <string>
 
 #include "core/names.h"
+#include "core/validation.h"
 #include "core/validation_internal.h"
 
 namespace daemonlet::validation {
@@ -108,9 +111,9 @@ void validate_restart_policy(const std::string& v, const FieldPath& p, FieldErro
         errs.push_back(not_supported(p, render_string(v), {"Always", "OnFailure", "Never"}));
 }
 
-// validateDNSPolicy, and the part of validatePodDNSConfig that ties the two:
-// dnsPolicy None needs a dnsConfig with a nameserver. The rest of dnsConfig
-// (IP syntax, search list limits) is not checked here.
+// validateDNSPolicy, and the parts of validatePodDNSConfig that tie the two
+// (dnsPolicy None needs a dnsConfig with a nameserver) and check the
+// nameservers' IP syntax. The search list limits are not checked here.
 void validate_dns(const std::string& policy, const Json& raw_spec, const FieldPath& p, FieldErrors& errs) {
     FieldPath pp = p.child("dnsPolicy");
     if (policy.empty()) {
@@ -120,8 +123,21 @@ void validate_dns(const std::string& policy, const Json& raw_spec, const FieldPa
         errs.push_back(not_supported(pp, render_string(policy),
                                      {"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"}));
     }
-    if (policy != "None") return;
     const Json* config = member(raw_spec, "dnsConfig");
+    // validatePodDNSConfig: each nameserver an IP (IsValidIP), so a
+    // published file's `__PILLAR__DNS__SERVER__` gets the API server's error.
+    // inet_pton refuses the leading zeros ParseIPSloppy accepts ("010.0.0.1").
+    const Json* listed = config ? member(*config, "nameservers") : nullptr;
+    if (listed && listed->is_array())
+        for (std::size_t i = 0; i < listed->size(); ++i) {
+            if (!(*listed)[i].is_string()) continue;
+            const std::string ip = (*listed)[i].get<std::string>();
+            unsigned char buf[16];
+            if (inet_pton(AF_INET, ip.c_str(), buf) != 1 && inet_pton(AF_INET6, ip.c_str(), buf) != 1)
+                errs.push_back(invalid(p.child("dnsConfig").child("nameservers").index(i), render_string(ip),
+                                       "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"));
+        }
+    if (policy != "None") return;
     if (!config) {
         errs.push_back(required(p.child("dnsConfig"), "must provide `dnsConfig` when `dnsPolicy` is None"));
         return;
@@ -179,3 +195,24 @@ void validate_pod_template_spec(const PodTemplateSpec& t, const Json& raw_spec, 
 }
 
 }  // namespace daemonlet::validation
+
+namespace daemonlet {
+
+// ValidatePodCreate for a static pod: ObjectMeta with NameIsDNSSubdomain,
+// the pod-specific annotations and ValidatePodSpec. The spec rules are the
+// template's (PodValidationOptions as for a DaemonSet's template): hostPort
+// is defaulted before, so ResourceIsPod changes nothing here.
+FieldErrors validate_pod(const Pod& pod, const Json& raw_spec) {
+    using namespace validation;
+    FieldErrors errs;
+    FieldPath meta("metadata");
+    validate_object_meta(pod.metadata, true, meta, errs);
+    validate_pod_specific_annotations(pod.metadata.annotations, pod.spec, meta.child("annotations"), errs);
+    validate_pod_spec(pod.spec, raw_spec, FieldPath("spec"), errs);
+    const Json* ephemeral = member(raw_spec, "ephemeralContainers");
+    if (ephemeral && ephemeral->is_array() && !ephemeral->empty())
+        errs.push_back(forbidden(FieldPath("spec").child("ephemeralContainers"), "cannot be set on create"));
+    return errs;
+}
+
+}  // namespace daemonlet

@@ -288,7 +288,7 @@ class Builder {
                 r && ((tag == kTagInt && r->is_number_integer()) || (tag == kTagFloat && r->is_number()) ||
                       (tag == kTagBool && r->is_boolean()) || (tag == kTagNull && r->is_null()));
             if (!good) {
-                fail(doc_number_, path(), "cannot decode " + render(text) + " as !!" + want);
+                fail(doc_number_, path(), "cannot decode " + shown(text) + " as !!" + want);
                 return false;
             }
             v = std::move(*r);
@@ -296,7 +296,8 @@ class Builder {
             auto r = resolve_plain_scalar(text);
             if (!r) {
                 fail(doc_number_, path(),
-                     "unsupported value " + text + ": infinity and NaN cannot be represented in JSON");
+                     "unsupported value " + shown(text, false) +
+                         ": infinity and NaN cannot be represented in JSON");
                 return false;
             }
             v = std::move(*r);
@@ -311,6 +312,16 @@ class Builder {
 
     static std::string render(const std::string& s) {
         return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+
+    // A scalar for an error message: not under a `data` or `stringData`
+    // map, where a Secret keeps its values (the kind is not known while
+    // parsing, so a ConfigMap's are held back too).
+    std::string shown(const std::string& text, bool quoted = true) const {
+        const std::string p = "." + path() + ".";
+        if (p.find(".data.") != std::string::npos || p.find(".stringData.") != std::string::npos)
+            return "a value";
+        return quoted ? render(text) : text;
     }
 
     bool alias(const yaml_event_t& e) {

@@ -1,6 +1,8 @@
 // libFuzzer target: the whole manifest path (YAML/JSON parse, conversion,
 // defaults, decode, validation, decision and template hash) on arbitrary
-// bytes. Nothing may crash, hang, leak or read out of bounds.
+// bytes, every kind a published install file holds (ConfigMaps, Secrets with
+// base64 data, static Pods, any other kind). Nothing may crash, hang, leak
+// or read out of bounds.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -26,6 +28,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             (void)template_hash(ds->object["spec"]["template"]);
         }
     }
+    std::size_t bytes = 0;
+    for (const auto& o : m.objects) {
+        (void)describe_object(o);
+        if (const auto* s = std::get_if<Secret>(&o.object))
+            for (const auto& [k, v] : s->data) bytes += k.size() + v.size();
+        if (const auto* cm = std::get_if<ConfigMap>(&o.object))
+            for (const auto& [k, v] : cm->binary_data) bytes += k.size() + v.size();
+    }
+    (void)bytes;
     for (const auto& e : m.errors) (void)e.to_string();
     return 0;
 }

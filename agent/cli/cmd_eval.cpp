@@ -21,6 +21,10 @@ const char* const kHelp =
     "  --daemonset FILE   the DaemonSet manifest\n"
     "  --name NAME        which DaemonSet, when DS_FILE holds several (NAME or NAMESPACE/NAME)\n"
     "\n"
+    "Either file may hold objects of other kinds (a published install file's\n"
+    "Namespace, RBAC, ConfigMaps, ...): they are checked as validate checks them\n"
+    "and otherwise ignored.\n"
+    "\n"
     "Exit status: 0 with the decision; 2 when a file cannot be read or holds an\n"
     "invalid object (errors on stderr), or on usage errors.\n";
 

@@ -44,6 +44,11 @@ void print_human(const Json& s) {
                 errors.empty() ? "" : errors[0].get<std::string>().c_str());
         }
     }
+    if (s.contains("configObjects")) {
+        const Json& c = s["configObjects"];
+        std::printf("Config:       %zu ConfigMaps, %zu Secrets (from files)\n",
+                    c.value("configMaps", Json::array()).size(), c.value("secrets", Json::array()).size());
+    }
     const std::string state = str(api, "state");
     std::printf("API server:   %s", state.c_str());
     if (!str(api, "server").empty()) std::printf(" (%s)", str(api, "server").c_str());

@@ -160,8 +160,9 @@ Status Agent::init() {
     adopt();
     // Always rebuilt once: with no file changed since the last run, the
     // store still loses what went while the agent was down.
-    (void)sources_->rescan(config_.manifest_dir);
+    const bool config_changed = sources_->rescan(config_.manifest_dir).config_objects;
     rebuild_desired();
+    if (config_changed) on_config_objects_changed();
     reconcile();
     // Only then the API server: READY never waits for the network.
     if (cluster_) cluster_->start();

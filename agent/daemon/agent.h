@@ -136,6 +136,11 @@ class Agent : private Images::Host {
     schedule_rebuild();  // a rebuild once this loop turn's changes are in (many watch events, one rebuild)
     Status record_revision(Desired& d);
 
+    // config_objects.cpp: the files' ConfigMaps and Secrets
+    // (Sources::config_objects()) changed after a rescan: what uses them
+    // (volumes, env) reacts here.
+    void on_config_objects_changed();
+
     // cluster.cpp: the API server's link (its DaemonSets go to sources_),
     // the node from the cluster, connectivity, the Lease and the Events
     // (cluster_link.h)

@@ -212,6 +212,7 @@ Json Agent::status_json() const {
                   {"overriddenByFiles", shadowed}}},
                 {"pods", {{"total", pods_.size()}, {"running", running}}},
                 {"manifests", sources_->status()},
+                {"configObjects", sources_->config_status()},
                 {"apiServer", api}};
 }
 

@@ -21,7 +21,9 @@ using platform::log;
 
 void Agent::rescan_manifests() {
     if (stopping_) return;
-    if (sources_->rescan(config_.manifest_dir)) rebuild_desired();
+    Sources::Changes changes = sources_->rescan(config_.manifest_dir);
+    if (changes.daemonsets) rebuild_desired();
+    if (changes.config_objects) on_config_objects_changed();
 }
 
 void Agent::schedule_rebuild() {

@@ -11,6 +11,8 @@
 // event (core/reflector.h): a failed, refused or cut-off list removes nothing.
 #include "agent/daemon/sources.h"
 
+#include <algorithm>
+
 #include "core/manifest.h"
 #include "core/template_hash.h"
 #include "platform/dir_watch.h"
@@ -70,18 +72,97 @@ std::string meta_string(const Json& o, const char* key) {
 Sources::Sources(store::Store& store, const platform::Clock& clock, ApiOverridden api_overridden)
     : store_(store), clock_(clock), api_overridden_(std::move(api_overridden)) {}
 
-std::vector<std::shared_ptr<const DaemonSet>> Sources::daemonsets_of(LoadedManifest&& m,
-                                                                     const std::string& path) {
-    std::vector<std::shared_ptr<const DaemonSet>> out;
+void Sources::take_version(FileState& fs, LoadedManifest&& m, const std::string& path) {
+    fs.good.clear();
+    fs.config = ConfigObjects{};
+    std::string unused, static_pods;
+    std::size_t unused_count = 0;
     for (auto& o : m.objects) {
-        if (auto* ds = std::get_if<DaemonSet>(&o.object))
-            out.push_back(std::make_shared<const DaemonSet>(std::move(*ds)));
-        else
+        if (auto* ds = std::get_if<DaemonSet>(&o.object)) {
+            fs.good.push_back(std::make_shared<const DaemonSet>(std::move(*ds)));
+        } else if (auto* cm = std::get_if<ConfigMap>(&o.object)) {
+            // A later document of the same name replaces an earlier one, as
+            // `kubectl apply -f` leaves the last one in the cluster.
+            auto key = std::make_pair(cm->metadata.namespace_, cm->metadata.name);
+            fs.config.config_maps.insert_or_assign(key, std::move(*cm));
+        } else if (auto* secret = std::get_if<Secret>(&o.object)) {
+            auto key = std::make_pair(secret->metadata.namespace_, secret->metadata.name);
+            fs.config.secrets.insert_or_assign(key, std::move(*secret));
+        } else if (std::holds_alternative<Node>(o.object)) {
             log(Level::Warning, path + ": " + o.where +
                                     ": a Node in the manifest directory is ignored; "
                                     "the node comes from the configuration");
+        } else if (std::holds_alternative<Pod>(o.object)) {
+            static_pods += (static_pods.empty() ? "" : ", ") + describe_object(o);
+        } else {
+            ++unused_count;
+            unused += (unused.empty() ? "" : ", ") + describe_object(o);
+        }
     }
-    return out;
+    // Once per file version: at the start that loads it from the store, or
+    // when the file changed to it.
+    if (!unused.empty())
+        log(Level::Info, path + ": " + std::to_string(unused_count) +
+                             (unused_count == 1 ? " object" : " objects") +
+                             " not used on a board: " + unused);
+    if (!static_pods.empty())
+        log(Level::Notice,
+            path + ": static pods are not run yet (a later version runs them): " + static_pods);
+    if (!fs.config.config_maps.empty() || !fs.config.secrets.empty())
+        log(Level::Info, path + ": " + std::to_string(fs.config.config_maps.size()) + " ConfigMaps and " +
+                             std::to_string(fs.config.secrets.size()) + " Secrets for pods");
+}
+
+namespace {
+
+bool same_meta(const ObjectMeta& a, const ObjectMeta& b) {
+    return a.labels == b.labels && a.annotations == b.annotations && a.uid == b.uid;
+}
+
+bool same_config(const ConfigObjects& a, const ConfigObjects& b) {
+    auto same_cm = [](const auto& x, const auto& y) {
+        return x.first == y.first && x.second.data == y.second.data &&
+               x.second.binary_data == y.second.binary_data && x.second.immutable == y.second.immutable &&
+               same_meta(x.second.metadata, y.second.metadata);
+    };
+    auto same_secret = [](const auto& x, const auto& y) {
+        return x.first == y.first && x.second.data == y.second.data && x.second.type == y.second.type &&
+               x.second.immutable == y.second.immutable && same_meta(x.second.metadata, y.second.metadata);
+    };
+    return std::equal(a.config_maps.begin(), a.config_maps.end(), b.config_maps.begin(), b.config_maps.end(),
+                      same_cm) &&
+           std::equal(a.secrets.begin(), a.secrets.end(), b.secrets.begin(), b.secrets.end(), same_secret);
+}
+
+}  // namespace
+
+bool Sources::merge_config_objects() {
+    ConfigObjects merged;
+    std::map<std::pair<std::string, std::string>, std::string> from;
+    // files_ is ordered by path: the first file to define a name keeps it.
+    auto take = [&](const char* kind, const std::string& path, const auto& objects, auto& into) {
+        for (const auto& [key, object] : objects) {
+            auto where = std::make_pair(std::string(kind), key.first + "/" + key.second);
+            auto [it, fresh] = from.emplace(where, path);
+            if (fresh) {
+                into.emplace(key, object);
+                continue;
+            }
+            if (reported_conflicts_.insert(where.first + " " + where.second + "|" + it->second + "|" + path)
+                    .second)
+                log(Level::Warning, std::string(kind) + " " + where.second + " is defined in both " +
+                                        it->second + " and " + path + "; using " + it->second +
+                                        " (its path sorts first)");
+        }
+    };
+    for (const auto& [path, fs] : files_) {
+        take("ConfigMap", path, fs.config.config_maps, merged.config_maps);
+        take("Secret", path, fs.config.secrets, merged.secrets);
+    }
+    config_from_ = std::move(from);
+    if (same_config(merged, config_objects_)) return false;
+    config_objects_ = std::move(merged);
+    return true;
 }
 
 void Sources::load(const ApiServerConfig& api) {
@@ -92,7 +173,7 @@ void Sources::load(const ApiServerConfig& api) {
         if (!row.good_content.empty()) {
             LoadedManifest m = load_manifest(row.good_content, row.path, ManifestLimits{});
             if (m.errors.empty()) {
-                fs.good = daemonsets_of(std::move(m), row.path);
+                take_version(fs, std::move(m), row.path);
                 fs.good_text = row.good_content;
             } else {
                 log(Level::Warning, row.path + ": its stored last good version no longer loads; dropped");
@@ -102,6 +183,7 @@ void Sources::load(const ApiServerConfig& api) {
         if (row.broken) fs.errors = split_lines(row.error);
         if (row.broken && fs.errors.empty()) fs.errors = {row.path + ": broken"};
     }
+    (void)merge_config_objects();
 
     if (!api.enabled) return;
     auto rows = store_.list_daemonsets();
@@ -135,7 +217,7 @@ void Sources::forget(const std::string& path) {
     if (auto w = store_.delete_manifest_file(path); !w.ok()) log(Level::Err, "store: " + w.error().message);
 }
 
-bool Sources::rescan(const std::string& dir) {
+Sources::Changes Sources::rescan(const std::string& dir) {
     std::string list_error;
     auto entries = platform::list_manifest_files(dir, &list_error);
     if (!list_error.empty() && files_.empty()) {
@@ -184,7 +266,7 @@ bool Sources::rescan(const std::string& dir) {
             save(e.path, fs);
             continue;
         }
-        fs.good = daemonsets_of(std::move(m), e.path);
+        take_version(fs, std::move(m), e.path);
         fs.good_text = data.value();
         save(e.path, fs);
         changed = true;
@@ -199,7 +281,10 @@ bool Sources::rescan(const std::string& dir) {
             ++it;
         }
     }
-    return changed;
+    Changes out;
+    out.daemonsets = changed;
+    if (changed) out.config_objects = merge_config_objects();
+    return out;
 }
 
 bool Sources::apply_api(const std::string& scope, ReflectorChanges&& ch) {
@@ -305,6 +390,26 @@ Json Sources::status() const {
         if (!fs.errors.empty())
             broken.push_back({{"path", path}, {"errors", fs.errors}, {"lastGoodInForce", !fs.good.empty()}});
     return Json{{"files", files_.size()}, {"broken", broken}};
+}
+
+Json Sources::config_status() const {
+    auto file_of = [&](const char* kind, const std::pair<std::string, std::string>& key) {
+        auto it = config_from_.find({kind, key.first + "/" + key.second});
+        return it == config_from_.end() ? std::string() : it->second;
+    };
+    Json maps = Json::array(), secrets = Json::array();
+    for (const auto& [key, cm] : config_objects_.config_maps)
+        maps.push_back({{"namespace", key.first},
+                        {"name", key.second},
+                        {"keys", cm.data.size() + cm.binary_data.size()},
+                        {"file", file_of("ConfigMap", key)}});
+    for (const auto& [key, s] : config_objects_.secrets)
+        secrets.push_back({{"namespace", key.first},
+                           {"name", key.second},
+                           {"type", s.type},
+                           {"keys", s.data.size()},
+                           {"file", file_of("Secret", key)}});
+    return Json{{"configMaps", maps}, {"secrets", secrets}};
 }
 
 }  // namespace daemonlet::agent

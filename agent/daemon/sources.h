@@ -11,6 +11,12 @@
 //   start found it missing;
 // - the API server's DaemonSets as last received (the daemonsets table,
 //   source "api"): an offline boot runs them.
+//
+// The files' ConfigMaps and Secrets (data for pods) come from each file's
+// last good version, the one kept in the store: a restart or an offline
+// reboot offers the same ones before any file is read again. Other kinds
+// (Namespace, RBAC, CRDs, ...) are logged once per file version and not
+// used; v1 Pods (static pods) are logged once per version and not run yet.
 #pragma once
 
 #include <functional>
@@ -60,10 +66,18 @@ class Sources {
     // DaemonSets it last sent that `api` still follows.
     void load(const ApiServerConfig& api);
 
+    // What a rescan changed.
+    struct Changes {
+        bool daemonsets = false;      // a file went, or loaded anew
+        bool config_objects = false;  // the merged ConfigMaps and Secrets differ
+    };
     // Reads the manifest directory: each file again only when its size or
-    // mtime changed, acted on only when its content changed. True when the
-    // DaemonSets it offers changed (a file went, or loaded anew).
-    bool rescan(const std::string& dir);
+    // mtime changed, acted on only when its content changed.
+    Changes rescan(const std::string& dir);
+
+    // The files' ConfigMaps and Secrets, merged: the first file by path wins
+    // a namespace/name both define (said once per pairing).
+    const ConfigObjects& config_objects() const { return config_objects_; }
 
     // What the API server's reflector for `scope` sent. True when a
     // DaemonSet changed, came or went.
@@ -82,6 +96,9 @@ class Sources {
 
     // For `daemonlet status`: the files and the broken ones' errors.
     Json status() const;
+    // For `daemonlet status`: the ConfigMaps and Secrets by namespace/name,
+    // with their key counts and files (never a value).
+    Json config_status() const;
 
   private:
     struct FileState {
@@ -91,12 +108,16 @@ class Sources {
         // The last version that loaded without errors, shared with the
         // desired set: a parsed DaemonSet is about 8 KiB for a 600-byte file.
         std::vector<std::shared_ptr<const DaemonSet>> good;
+        ConfigObjects config;             // its ConfigMaps and Secrets
         std::string good_text;            // its text, as stored
         std::vector<std::string> errors;  // of the current version; empty when it is the good one
     };
-    // A version that loaded without errors: its DaemonSets (a Node is ignored, said once).
-    static std::vector<std::shared_ptr<const DaemonSet>> daemonsets_of(LoadedManifest&& m,
-                                                                       const std::string& path);
+    // Takes a version that loaded without errors: its DaemonSets and its
+    // ConfigMaps and Secrets; what is not used (a Node, other kinds, static
+    // pods) is said once, here.
+    static void take_version(FileState& fs, LoadedManifest&& m, const std::string& path);
+    // Merges the files' ConfigMaps and Secrets; true when they changed.
+    bool merge_config_objects();
     // Writes the file's state when it changed (compare-then-write).
     void save(const std::string& path, const FileState& fs);
     void forget(const std::string& path);
@@ -107,7 +128,10 @@ class Sources {
     std::map<std::string, FileState> files_;  // by path: the first file wins a conflict
     std::map<std::string, ApiObject> api_;    // by "namespace/name"
     std::set<std::string> reported_conflicts_;
-    std::string list_error_;  // the manifest directory's last listing error (logged once)
+    std::string list_error_;        // the manifest directory's last listing error (logged once)
+    ConfigObjects config_objects_;  // merged
+    std::map<std::pair<std::string, std::string>, std::string>
+        config_from_;  // "ConfigMap"/"Secret" + ns/name -> path
 };
 
 }  // namespace daemonlet::agent

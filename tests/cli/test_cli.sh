@@ -92,6 +92,46 @@ check "validate malformed YAML" 1 dl validate "$tmp/broken.yaml" && expect "line
 check "validate a missing file" 1 dl validate "$tmp/missing.yaml" && expect "names it" err 'missing.yaml: No such file'
 check "validate unknown option" 2 dl validate --frob && expect "names it" err 'unknown option "--frob"'
 
+# A published install file (issue 13 §1): every kind taken, each named as
+# what it is; the ones a board does not use are not errors.
+cni="$root/tests/data/manifests/cni-install.yaml"
+check "validate a published install file" 0 dl validate "$cni" &&
+    expect "the DaemonSet" out 'cni-install.yaml: document [0-9]+: DaemonSet kube-flannel/kube-flannel-ds: valid$' &&
+    expect "a ConfigMap is data for pods" out 'ConfigMap kube-flannel/kube-flannel-cfg: valid \(3 keys, data for pods\)' &&
+    expect "a Secret with its key count" out 'Secret kube-flannel/flannel-etcd: valid \(Opaque, 2 keys, data for pods\)' &&
+    expect "a Namespace is not used" out 'Namespace kube-flannel: valid \(not used on a board\)' &&
+    expect "an RBAC name with ':'" out 'ClusterRole system:aggregated-flannel-view: valid \(not used on a board\)' &&
+    expect "a CRD is not used" out 'CustomResourceDefinition networkpolicies.crd.example.org: valid \(not used on a board\)'
+if grep -Eq 'czNjcjN0|ITSECRET|IT-STRINGDATA' "$tmp/out" "$tmp/err"; then
+    echo "FAIL: validate printed a Secret value"; failed=$((failed + 1))
+else passed=$((passed + 1)); fi
+check "validate -o json a published install file" 0 dl validate -o json "$cni" &&
+    if jq -e '.valid == true and (.files | length) == 1 and (.files[0].errors == [])
+        and ([.files[0].objects[] | select(.usedOnBoard == false) | .kind] | sort
+             == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Namespace",
+                 "Service", "ServiceAccount"])
+        and ([.files[0].objects[] | select(.usedOnBoard) | .kind] | sort == ["ConfigMap", "DaemonSet", "Secret"])
+        and (.files[0].objects[] | select(.kind == "Secret") | .keys == 2 and .type == "Opaque")
+        and (.files[0].objects[] | select(.kind == "ServiceAccount") | .namespace == "kube-flannel" and .name == "flannel")
+        and (.files[0].objects[] | select(.kind == "Namespace") | .namespace == "")' "$tmp/out" >/dev/null; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL: validate -o json:"; cat "$tmp/out"; failed=$((failed + 1))
+    fi
+grepq_secret() { grep -Eq 'czNjcjN0|ITSECRET|IT-STRINGDATA' "$tmp/out" "$tmp/err"; }
+if grepq_secret; then echo "FAIL: validate -o json printed a Secret value"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+check "eval takes a published install file" 0 dl eval --node "$ex/node-edge-01.yaml" --daemonset "$cni" &&
+    expect "its DaemonSet" out '"daemonSet": "kube-flannel/kube-flannel-ds"'
+# One bad document: exit 1, the error in the JSON with its document, the
+# other objects still listed; the Secret's bad value is not shown.
+{ cat "$cni"; printf -- '---\napiVersion: v1\nkind: Secret\nmetadata: {name: bad, namespace: x}\ndata: {k: "IT-STRINGDATA-BAD!"}\n'; } >"$tmp/cni-bad.yaml"
+check "validate -o json with one bad Secret" 1 dl validate -o json "$tmp/cni-bad.yaml" &&
+    if jq -e '.valid == false and (.files[0].objects | length) == 10
+        and .files[0].errors == [{"document": 11, "field": "data[k]", "message": "Invalid value: illegal base64 data at input byte 2"}]' \
+        "$tmp/out" >/dev/null; then passed=$((passed + 1)); else echo "FAIL: validate -o json, one bad Secret:"; cat "$tmp/out"; failed=$((failed + 1)); fi
+if grepq_secret; then echo "FAIL: a bad Secret's value was printed"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+check "validate -o yaml is refused" 2 dl validate -o yaml "$cni" && expect "names it" err 'unsupported output "yaml"'
+
 # The operator commands: argument errors are caught before any agent or
 # store is needed (kubectl's messages where kubectl has one).
 for c in describe delete rollout get logs run; do

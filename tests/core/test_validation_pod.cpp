@@ -893,6 +893,19 @@ const DsRow kPodSpecRows[] = {
      {kSpec +
       "dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is "
       "None"}},
+    {"validatePodDNSConfig: IsValidIP (a published file's __PILLAR__ placeholder)",
+     [](DaemonSet& ds) {
+         set_raw_pod_spec(
+             ds, {{"dnsConfig", {{"nameservers", Json::array({"10.0.0.10", "__PILLAR__DNS__SERVER__"})}}}});
+     },
+     {kSpec +
+      "dnsConfig.nameservers[1]: Invalid value: \"__PILLAR__DNS__SERVER__\": must be a valid IP address, "
+      "(e.g. 10.9.8.7 or 2001:db8::ffff)"}},
+    {"validatePodDNSConfig success: IPv6 nameserver, any dnsPolicy",
+     [](DaemonSet& ds) {
+         set_raw_pod_spec(ds, {{"dnsConfig", {{"nameservers", Json::array({"fd00::a"})}}}});
+     },
+     {}},
     {"TestValidatePodSpec: bad nodeSelector key",
      [](DaemonSet& ds) {
          pod_spec(ds).node_selector = {{"bad key", "v"}};
