@@ -3,10 +3,11 @@
 // validateContainerResourceFieldSelector, the key selectors), from
 // pkg/apis/core/validation/validation.go and
 // pkg/api/pod (ConvertDownwardAPIFieldLabel), Kubernetes 1.25 to 1.30.
-#include <cctype>
 #include <string>
 
 #include "core/names.h"
+#include "core/pod_env.h"
+#include "core/strings.h"
 #include "core/validation_internal.h"
 
 namespace daemonlet::validation {
@@ -35,17 +36,6 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
     return false;
 }
 
-// fieldpath.SplitMaybeSubscriptedPath: "metadata.labels['key']".
-bool split_subscript(const std::string& fp, std::string& path, std::string& subscript) {
-    if (fp.size() < 2 || fp.compare(fp.size() - 2, 2, "']") != 0) return false;
-    std::string s = fp.substr(0, fp.size() - 2);
-    std::size_t open = s.find("['");
-    if (open == std::string::npos || open == 0) return false;
-    path = s.substr(0, open);
-    subscript = s.substr(open + 2);
-    return true;
-}
-
 // podshelper.ConvertDownwardAPIFieldLabel: "" and an error text, or the
 // internal field path.
 bool convert_field_label(const std::string& version, const std::string& label, std::string& out,
@@ -55,7 +45,7 @@ bool convert_field_label(const std::string& version, const std::string& label, s
         return false;
     }
     std::string path, subscript;
-    if (split_subscript(label, path, subscript)) {
+    if (split_subscripted_path(label, path, subscript)) {
         if (path == "metadata.annotations" || path == "metadata.labels") {
             out = label;
             return true;
@@ -92,10 +82,9 @@ void validate_object_field_selector(const ObjectFieldSelector& fs, const FieldPa
         return;
     }
     std::string path, subscript;
-    if (split_subscript(internal, path, subscript)) {
+    if (split_subscripted_path(internal, path, subscript)) {
         if (path == "metadata.annotations") {
-            std::string lower = subscript;
-            for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            std::string lower = to_lower(subscript);
             invalid_each(errs, p, render_string(lower), names::is_qualified_name(lower));
         } else if (path == "metadata.labels") {
             invalid_each(errs, p, render_string(subscript), names::is_qualified_name(subscript));
@@ -175,6 +164,37 @@ void validate_env(const std::vector<EnvVar>& env, const FieldPath& p, FieldError
             invalid_each(errs, ip.child("name"), render_string(env[i].name),
                          names::is_env_var_name(env[i].name));
         validate_env_value_from(env[i], ip.child("valueFrom"), errs);
+    }
+}
+
+// ValidateEnvFrom with validateConfigMapEnvSource / validateSecretEnvSource:
+// a valid prefix, exactly one source (the count errors name the list, as
+// upstream does), and a name that is a DNS subdomain (prefix allowed).
+void validate_env_from(const std::vector<EnvFromSource>& env_from, const FieldPath& p, FieldErrors& errs) {
+    for (std::size_t i = 0; i < env_from.size(); ++i) {
+        const EnvFromSource& ev = env_from[i];
+        FieldPath ip = p.index(i);
+        if (!ev.prefix.empty())
+            invalid_each(errs, ip.child("prefix"), render_string(ev.prefix),
+                         names::is_env_var_name(ev.prefix));
+        int sources = 0;
+        auto ref = [&](const std::optional<EnvFromRef>& r, const char* key) {
+            if (!r) return;
+            ++sources;
+            FieldPath np = ip.child(key).child("name");
+            if (r->name.empty())
+                errs.push_back(required(np));
+            else
+                invalid_each(errs, np, render_string(r->name), name_is_dns_subdomain(r->name, true));
+        };
+        ref(ev.config_map_ref, "configMapRef");
+        ref(ev.secret_ref, "secretRef");
+        if (sources == 0)
+            errs.push_back(
+                invalid(p, render_string(""), "must specify one of: `configMapRef` or `secretRef`"));
+        else if (sources > 1)
+            errs.push_back(
+                invalid(p, render_string(""), "may not have more than one field specified at a time"));
     }
 }
 

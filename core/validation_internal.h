@@ -101,6 +101,7 @@ void validate_init_containers(const PodSpec& spec, const std::set<std::string>& 
 // ValidateEnv (strict names: RelaxedEnvironmentVariableValidation is off
 // through 1.30).
 void validate_env(const std::vector<EnvVar>& env, const FieldPath& p, FieldErrors& errs);
+void validate_env_from(const std::vector<EnvFromSource>& env_from, const FieldPath& p, FieldErrors& errs);
 
 // ValidateResourceRequirements for a container.
 void validate_resource_requirements(const ResourceRequirements& r, const FieldPath& p, FieldErrors& errs);

@@ -68,6 +68,8 @@ std::vector<std::string> sources_of(const Volume& v) {
     case Volume::Source::EmptyDir: out.emplace_back("emptyDir"); break;
     case Volume::Source::ConfigMap: out.emplace_back("configMap"); break;
     case Volume::Source::Secret: out.emplace_back("secret"); break;
+    case Volume::Source::DownwardAPI: out.emplace_back("downwardAPI"); break;
+    case Volume::Source::Projected: out.emplace_back("projected"); break;
     case Volume::Source::Other: out.emplace_back("other"); break;
     }
     return out;

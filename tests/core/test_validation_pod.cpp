@@ -270,13 +270,13 @@ const DsRow kPortRows[] = {
 #define ENV(...) [](DaemonSet& ds) { first_container(ds).env = {__VA_ARGS__}; }
 
 EnvVar field_ref(const char* api_version, const char* path) {
-    return EnvVar{"abc", "", EnvVarSource{ObjectFieldSelector{api_version, path}, {}, {}, {}}};
+    return EnvVar{"abc", "", EnvVarSource{ObjectFieldSelector{api_version, path}, {}, {}, {}, {}, {}}};
 }
 EnvVar resource_ref(const char* resource, std::optional<Quantity> divisor) {
-    return EnvVar{"abc", "", EnvVarSource{{}, ResourceFieldSelector{"", resource, divisor}, {}, {}}};
+    return EnvVar{"abc", "", EnvVarSource{{}, ResourceFieldSelector{"", resource, divisor}, {}, {}, {}, {}}};
 }
-EnvVar config_map_ref(Json ref) { return EnvVar{"abc", "", EnvVarSource{{}, {}, std::move(ref), {}}}; }
-EnvVar secret_ref(Json ref) { return EnvVar{"abc", "", EnvVarSource{{}, {}, {}, std::move(ref)}}; }
+EnvVar config_map_ref(Json ref) { return EnvVar{"abc", "", EnvVarSource{{}, {}, std::move(ref), {}, {}, {}}}; }
+EnvVar secret_ref(Json ref) { return EnvVar{"abc", "", EnvVarSource{{}, {}, {}, std::move(ref), {}, {}}}; }
 
 const std::string kEnv0 = kC0 + "env[0].";
 const std::string kFieldPaths =
@@ -388,6 +388,39 @@ const DsRow kEnvRows[] = {
 };
 
 #undef ENV
+
+#define ENV_FROM(...) [](DaemonSet& ds) { first_container(ds).env_from = {__VA_ARGS__}; }
+
+EnvFromSource from_secret(const char* name, const char* prefix = "") {
+    return EnvFromSource{prefix, std::nullopt, EnvFromRef{name, std::nullopt}};
+}
+EnvFromSource from_config_map(const char* name, const char* prefix = "") {
+    return EnvFromSource{prefix, EnvFromRef{name, std::nullopt}, std::nullopt};
+}
+const std::string kEnvFrom = kC0 + "envFrom";
+
+const DsRow kEnvFromRows[] = {
+    {"TestValidateEnvFrom success: configMapRef and secretRef with prefixes",
+     ENV_FROM(from_config_map("abc"), from_config_map("abc", "pre_"), from_secret("abc", "a.b")),
+     {}},
+    {"TestValidateEnvFrom: zero-length name",
+     ENV_FROM(from_secret("")),
+     {kEnvFrom + "[0].secretRef.name: Required value"}},
+    {"TestValidateEnvFrom: invalid prefix",
+     ENV_FROM(from_secret("abc", "a!b")),
+     {kEnvFrom + "[0].prefix: Invalid value: \"a!b\": " + kEnvVarNameMsg}},
+    {"TestValidateEnvFrom: no refs",
+     ENV_FROM(EnvFromSource{}),
+     {kEnvFrom + ": Invalid value: \"\": must specify one of: `configMapRef` or `secretRef`"}},
+    {"TestValidateEnvFrom: multiple refs",
+     ENV_FROM(EnvFromSource{"", EnvFromRef{"abc", {}}, EnvFromRef{"abc", {}}}),
+     {kEnvFrom + ": Invalid value: \"\": may not have more than one field specified at a time"}},
+    {"TestValidateEnvFrom: invalid config ref name",
+     ENV_FROM(from_config_map("$%^&*#")),
+     {kEnvFrom + "[0].configMapRef.name: Invalid value: \"$%^&*#\": " + kDnsSubdomainMsg}},
+};
+
+#undef ENV_FROM
 
 // ---- probes and lifecycle ---------------------------------------------------
 
@@ -980,6 +1013,9 @@ TEST(PortValidation, PortsNamesProtocolsAndHostPorts) {
 TEST_GROUP(EnvValidation){};
 
 TEST(EnvValidation, NamesAndDownwardApiSources) { check(kEnvRows, sizeof(kEnvRows) / sizeof(kEnvRows[0])); }
+TEST(EnvValidation, EnvFromNamesOneSourceAndPrefix) {
+    check(kEnvFromRows, sizeof(kEnvFromRows) / sizeof(kEnvFromRows[0]));
+}
 
 TEST_GROUP(ProbeValidation){};
 
