@@ -71,6 +71,10 @@ class Sources {
     // After a configuration change: only what `api` still follows is kept.
     void keep_followed(const ApiServerConfig& api);
     const std::map<std::string, ApiObject>& api() const { return api_; }
+    // The ConfigMaps and Secrets pods may reference (issue 13 §2): filled
+    // from the manifest directory by the rescan (the `kinds` work); the
+    // Agent's on_config_objects_changed follows a change.
+    const ConfigObjects& config_objects() const { return config_objects_; }
 
     // The desired set by "namespace/name" (core merge_sources); each
     // conflict is logged once (and reported through api_overridden).
@@ -103,6 +107,7 @@ class Sources {
 
     store::Store& store_;
     const platform::Clock& clock_;
+    ConfigObjects config_objects_;
     ApiOverridden api_overridden_;
     std::map<std::string, FileState> files_;  // by path: the first file wins a conflict
     std::map<std::string, ApiObject> api_;    // by "namespace/name"

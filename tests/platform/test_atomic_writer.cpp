@@ -16,27 +16,17 @@
 
 #include "platform/atomic_writer.h"
 
+#include "tests/file_text.h"
+
 #include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
 using daemonlet::platform::atomic_write;
+using daemonlet::testing::mode_of;
+using daemonlet::testing::slurp;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "<missing>";
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-int mode_of(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return -1;
-    return static_cast<int>(st.st_mode & 07777);
-}
 
 // The timestamped dirs in `dir`: there is exactly one after a write.
 int data_dirs(const std::string& dir) {
