@@ -328,6 +328,11 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     auto expanded = std::make_shared<Container>(*spec);
     for (auto& a : expanded->command) a = expand_vars(a, lookup);
     for (auto& a : expanded->args) a = expand_vars(a, lookup);
+    // kubelet's makeMounts: a volume whose mounter says ReadOnly (configMap,
+    // secret, downwardAPI, projected) is mounted read-only whatever the
+    // mount asks.
+    for (auto& vm : expanded->volume_mounts)
+        if (launch.volume_host_paths.count(vm.name)) vm.read_only = true;
     launch.container = expanded;
 
     // An image runtime has the image's entrypoint; the exec runtime has none.
