@@ -17,6 +17,10 @@ const std::vector<std::string> kEnvFieldPaths = {
     "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
     "status.hostIP", "status.hostIPs",     "status.podIP", "status.podIPs",
 };
+// validVolumeDownwardAPIFieldPathExpressions.
+const std::vector<std::string> kVolumeFieldPaths = {
+    "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
+};
 const std::vector<std::string> kResourceFieldPaths = {
     "limits.cpu",   "limits.ephemeral-storage",   "limits.memory",
     "requests.cpu", "requests.ephemeral-storage", "requests.memory",
@@ -65,8 +69,12 @@ bool convert_field_label(const std::string& version, const std::string& label, s
     return true;
 }
 
-// validateObjectFieldSelector with the env var expressions.
-void validate_object_field_selector(const ObjectFieldSelector& fs, const FieldPath& p, FieldErrors& errs) {
+}  // namespace
+
+// validateObjectFieldSelector with the env var or the volume expressions.
+void validate_object_field_selector(const ObjectFieldSelector& fs, bool volume, const FieldPath& p,
+                                    FieldErrors& errs) {
+    const std::vector<std::string>& expressions = volume ? kVolumeFieldPaths : kEnvFieldPaths;
     if (fs.api_version.empty()) {
         errs.push_back(required(p.child("apiVersion")));
         return;
@@ -91,15 +99,17 @@ void validate_object_field_selector(const ObjectFieldSelector& fs, const FieldPa
         } else {
             errs.push_back(invalid(p, render_string(path), "does not support subscript"));
         }
-    } else if (!contains(kEnvFieldPaths, internal)) {
-        errs.push_back(not_supported(p.child("fieldPath"), render_string(internal), kEnvFieldPaths));
+    } else if (!contains(expressions, internal)) {
+        errs.push_back(not_supported(p.child("fieldPath"), render_string(internal), expressions));
     }
 }
 
-// validateContainerResourceFieldSelector, for env vars (containerName optional).
-void validate_resource_field_selector(const ResourceFieldSelector& fs, const FieldPath& p,
+// validateContainerResourceFieldSelector: a volume's must name its container.
+void validate_resource_field_selector(const ResourceFieldSelector& fs, bool volume, const FieldPath& p,
                                       FieldErrors& errs) {
-    if (fs.resource.empty()) {
+    if (volume && fs.container_name.empty()) {
+        errs.push_back(required(p.child("containerName")));
+    } else if (fs.resource.empty()) {
         errs.push_back(required(p.child("resource")));
     } else if (!contains(kResourceFieldPaths, fs.resource) &&
                fs.resource.rfind("requests.hugepages-", 0) != 0 &&
@@ -108,6 +118,8 @@ void validate_resource_field_selector(const ResourceFieldSelector& fs, const Fie
     }
     validate_container_resource_divisor(fs.resource, fs.divisor, p, errs);
 }
+
+namespace {
 
 // validateConfigMapKeySelector / validateSecretKeySelector (kept as written).
 void validate_key_selector(const Json& ref, const FieldPath& p, FieldErrors& errs) {
@@ -127,11 +139,11 @@ void validate_env_value_from(const EnvVar& ev, const FieldPath& p, FieldErrors& 
     int sources = 0;
     if (src.field_ref) {
         ++sources;
-        validate_object_field_selector(*src.field_ref, p.child("fieldRef"), errs);
+        validate_object_field_selector(*src.field_ref, false, p.child("fieldRef"), errs);
     }
     if (src.resource_field_ref) {
         ++sources;
-        validate_resource_field_selector(*src.resource_field_ref, p.child("resourceFieldRef"), errs);
+        validate_resource_field_selector(*src.resource_field_ref, false, p.child("resourceFieldRef"), errs);
     }
     if (!src.config_map_key_ref.is_null()) {
         ++sources;
