@@ -107,6 +107,15 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
 
 void Agent::on_config_objects_changed() {
     if (stopping_ || !config_volumes_) return;
+    // A pod adopted from the previous agent has had no start in this one:
+    // its volumes follow the objects from now on too.
+    for (auto& [uid, p] : pods_) {
+        if (p.rec.deleting || config_volumes_->knows(uid)) continue;
+        const Desired* d = desired_for(p.rec);
+        if (!d || d->hash != p.rec.revision_hash) continue;
+        auto spec = std::shared_ptr<const PodSpec>(d->object, &d->ds().spec.template_.spec);
+        (void)config_volumes_->prepare(pod_facts(p), spec);  // rewrite() below reports a failure
+    }
     for (const auto& problem : config_volumes_->rewrite(sources_->config_objects()))
         log(Level::Warning, "config volumes: " + problem + "; keeping its last content");
     // Containers waiting for a ConfigMap, Secret or key try again.

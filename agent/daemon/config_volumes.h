@@ -42,6 +42,9 @@ class ConfigVolumes {
     // The pod is gone: its volumes are unmounted and removed.
     Status forget(const std::string& uid);
 
+    // Whether prepare() has seen the pod (since this agent started).
+    bool knows(const std::string& uid) const { return pods_.count(uid) != 0; }
+
     std::string dir_of(const std::string& uid, const std::string& volume) const {
         return root_ + "/" + uid + "/" + volume;
     }

@@ -89,6 +89,8 @@ is 'secret "agent-creds" not found' message && ok || fail "waiting message: '$(m
 get_pods | grep -E "^it +cfg-[a-z0-9]+ +0/1 +CreateContainerConfigError " >/dev/null && ok ||
     fail "get pods: $(get_pods)"
 [[ ! -e $env_file ]] && ok || fail "the container ran without its Secret"
+"$dl" describe ds cfg -n it --config "$cfg" | grep -E 'Warning +Failed .*Error: secret "agent-creds" not found' >/dev/null &&
+    ok || fail "describe: no Failed event: $("$dl" describe ds cfg -n it --config "$cfg" | tail -5)"
 rm "$man/needs-secret.yaml"
 wait_for "cfg is removed" 20 no_pod it cfg
 

@@ -154,7 +154,9 @@ TEST(ConfigVolumes, ForgetRemovesThePodsVolumes) {
     ConfigVolumes volumes(root + "/pod-volumes");
     CHECK(volumes.prepare(facts(objects), spec()).ok());
     CHECK(fs::exists(root + "/pod-volumes/uid-1/config"));
+    CHECK(volumes.knows("uid-1"));
     CHECK(volumes.forget("uid-1").ok());
+    CHECK_FALSE(volumes.knows("uid-1"));
     CHECK_FALSE(fs::exists(root + "/pod-volumes/uid-1"));
     // Forgotten: a later change writes nothing for it.
     objects.config_maps[{"edge", "agent-config"}] = config_map("v2");
