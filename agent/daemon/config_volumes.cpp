@@ -69,4 +69,12 @@ Status ConfigVolumes::forget(const std::string& uid) {
     return Ok{};
 }
 
+void ConfigVolumes::sweep(const std::set<std::string>& live) {
+    std::error_code ec;
+    std::vector<std::string> gone;
+    for (const auto& e : std::filesystem::directory_iterator(root_, ec))
+        if (!live.count(e.path().filename().string())) gone.push_back(e.path().filename().string());
+    for (const auto& uid : gone) (void)forget(uid);
+}
+
 }  // namespace daemonlet::agent

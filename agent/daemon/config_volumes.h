@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ class ConfigVolumes {
 
     // The pod is gone: its volumes are unmounted and removed.
     Status forget(const std::string& uid);
+
+    // Removes the volumes of pods not in `live` (gone while no agent ran):
+    // at start, after adoption.
+    void sweep(const std::set<std::string>& live);
 
     // Whether prepare() has seen the pod (since this agent started).
     bool knows(const std::string& uid) const { return pods_.count(uid) != 0; }

@@ -69,9 +69,9 @@ TEST_GROUP(ConfigVolumes) {
     void teardown() override {
         // A secret volume is a tmpfs when the tests run as root.
         std::error_code ec;
-        if (fs::exists(root + "/pod-volumes/uid-1", ec))
-            for (const auto& e : fs::directory_iterator(root + "/pod-volumes/uid-1", ec))
-                (void)platform::remove_volume_dir(e.path().string());
+        for (const auto& pod : fs::directory_iterator(root + "/pod-volumes", ec))
+            for (const auto& v : fs::directory_iterator(pod.path(), ec))
+                (void)platform::remove_volume_dir(v.path().string());
         fs::remove_all(root, ec);
     }
     PodFacts facts(const ConfigObjects& objects) {
@@ -162,4 +162,22 @@ TEST(ConfigVolumes, ForgetRemovesThePodsVolumes) {
     objects.config_maps[{"edge", "agent-config"}] = config_map("v2");
     CHECK(volumes.rewrite(objects).empty());
     CHECK_FALSE(fs::exists(root + "/pod-volumes/uid-1"));
+}
+
+TEST(ConfigVolumes, SweepRemovesThePodsThatAreGone) {
+    ConfigObjects objects;
+    objects.config_maps[{"edge", "agent-config"}] = config_map("v1");
+    objects.secrets[{"edge", "agent-creds"}] = Secret{};
+    ConfigVolumes volumes(root + "/pod-volumes");
+    CHECK(volumes.prepare(facts(objects), spec()).ok());
+    PodFacts other = facts(objects);
+    other.uid = "uid-2";
+    CHECK(volumes.prepare(other, spec()).ok());
+    // A new agent: it knows neither, and uid-2 alone still runs.
+    ConfigVolumes next(root + "/pod-volumes");
+    next.sweep({"uid-2"});
+    CHECK_FALSE(fs::exists(root + "/pod-volumes/uid-1"));
+    CHECK(fs::exists(root + "/pod-volumes/uid-2/config/agent.conf"));
+    CHECK(next.forget("uid-2").ok());
+    CHECK_FALSE(fs::exists(root + "/pod-volumes/uid-2"));
 }
