@@ -114,7 +114,7 @@ metadata: {name: agent-config, namespace: it}
 data:
   agent.conf: "level=$1"
   LOG_LEVEL: "$1"
-  1bad: "skipped from envFrom"
+  1bad: "skipped from envFrom without a prefix"
 ---
 apiVersion: apps/v1
 kind: DaemonSet
@@ -135,7 +135,7 @@ spec:
             - {name: NOPE, valueFrom: {configMapKeyRef: {name: agent-config, key: absent, optional: true}}}
             - {name: MY_POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
             - {name: MY_APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
-          envFrom: [{prefix: CFG_, configMapRef: {name: agent-config}}]
+          envFrom: [{prefix: CFG_, configMapRef: {name: agent-config}}, {configMapRef: {name: agent-config}}]
           volumeMounts:
             - {name: config, mountPath: /etc/agent}
             - {name: creds, mountPath: /etc/creds}
@@ -165,12 +165,12 @@ EOF
 wait_for "the pod runs once its Secret exists" 20 pod_running it cfg
 wait_for "the container wrote its env" 10 test -s "$env_file"
 has_env() { grep -qx "$1" "$env_file"; }
-for want in "TOKEN=s3cr3t-t0ken" "LEVEL=info" "CFG_LOG_LEVEL=info" "CFG_agent.conf=level=info" "MY_APP=cfg"; do
+for want in "TOKEN=s3cr3t-t0ken" "LEVEL=info" "CFG_LOG_LEVEL=info" "CFG_agent.conf=level=info" "CFG_1bad=skipped from envFrom without a prefix" "LOG_LEVEL=info" "MY_APP=cfg"; do
     has_env "$want" && ok || fail "env: no $want in $(tr '\n' ' ' <"$env_file")"
 done
 grep -q "^MY_POD=cfg-" "$env_file" && ok || fail "env: MY_POD"
-! grep -q "^NOPE=\|^CFG_1bad=" "$env_file" && ok || fail "env: an optional missing key or an invalid name is set"
-grepq "Keys \[CFG_1bad\] from the EnvFrom configMap it/agent-config were skipped" "$work/agent.log" && ok ||
+! grep -q "^NOPE=\|^1bad=" "$env_file" && ok || fail "env: an optional missing key or an invalid name is set"
+grepq "Keys \[1bad\] from the EnvFrom configMap it/agent-config were skipped" "$work/agent.log" && ok ||
     fail "the skipped envFrom key is not reported"
 grepq "s3cr3t-t0ken" "$work/agent.log" && fail "the Secret's value is in the log" || ok
 
