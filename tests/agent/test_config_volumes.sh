@@ -128,7 +128,7 @@ spec:
       containers:
         - name: main
           image: none
-          command: ["/bin/sh", "-c", "env > $env_file.tmp && mv $env_file.tmp $env_file; trap 'exit 0' TERM; while true; do sleep 0.2; done", "it-marker-$$-cfg"]
+          command: ["/bin/sh", "-c", "cat /proc/\$\$\$\$/environ > $env_file.tmp && mv $env_file.tmp $env_file; trap 'exit 0' TERM; while true; do sleep 0.2; done", "it-marker-$$-cfg"]
           env:
             - {name: TOKEN, valueFrom: {secretKeyRef: {name: agent-creds, key: token}}}
             - {name: LEVEL, valueFrom: {configMapKeyRef: {name: agent-config, key: LOG_LEVEL}}}
@@ -164,12 +164,17 @@ stringData: {token: s3cr3t-t0ken}
 EOF
 wait_for "the pod runs once its Secret exists" 20 pod_running it cfg
 wait_for "the container wrote its env" 10 test -s "$env_file"
-has_env() { grep -qx "$1" "$env_file"; }
-for want in "TOKEN=s3cr3t-t0ken" "LEVEL=info" "CFG_LOG_LEVEL=info" "CFG_agent.conf=level=info" "CFG_1bad=skipped from envFrom without a prefix" "LOG_LEVEL=info" "MY_APP=cfg"; do
-    has_env "$want" && ok || fail "env: no $want in $(tr '\n' ' ' <"$env_file")"
+# The environment the shell was started with (/proc/PID/environ: sh itself
+# would drop names that are not shell identifiers, such as CFG_agent.conf;
+# "$$$$" is "$$" once the agent expands the command).
+env_lines() { tr '\0' '\n' <"$env_file"; }
+has_env() { env_lines | grep -qx "$1"; }
+for want in "TOKEN=s3cr3t-t0ken" "LEVEL=info" "CFG_LOG_LEVEL=info" "CFG_agent.conf=level=info" \
+    "CFG_1bad=skipped from envFrom without a prefix" "LOG_LEVEL=info" "agent.conf=level=info" "MY_APP=cfg"; do
+    has_env "$want" && ok || fail "env: no $want in $(env_lines | tr '\n' ' ')"
 done
-grep -q "^MY_POD=cfg-" "$env_file" && ok || fail "env: MY_POD"
-! grep -q "^NOPE=\|^1bad=" "$env_file" && ok || fail "env: an optional missing key or an invalid name is set"
+env_lines | grep -q "^MY_POD=cfg-" && ok || fail "env: MY_POD"
+! env_lines | grep -q "^NOPE=\|^1bad=" && ok || fail "env: an optional missing key or an invalid name is set"
 grepq "Keys \[1bad\] from the EnvFrom configMap it/agent-config were skipped" "$work/agent.log" && ok ||
     fail "the skipped envFrom key is not reported"
 grepq "s3cr3t-t0ken" "$work/agent.log" && fail "the Secret's value is in the log" || ok
