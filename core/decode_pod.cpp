@@ -45,6 +45,34 @@ void decode_probe(Reader& r, const Json& v, const FieldPath& p, Probe& pr) {
     r.i64(v, p, "terminationGracePeriodSeconds", pr.termination_grace_period_seconds);
 }
 
+void decode_object_field(Reader& r, const Json& f, const FieldPath& fp, ObjectFieldSelector& o) {
+    r.str(f, fp, "apiVersion", o.api_version);
+    r.str(f, fp, "fieldPath", o.field_path);
+}
+
+void decode_resource_field(Reader& r, const Json& f, const FieldPath& fp, ResourceFieldSelector& o) {
+    r.str(f, fp, "containerName", o.container_name);
+    r.str(f, fp, "resource", o.resource);
+    r.quantity(f, fp, "divisor", o.divisor);
+}
+
+void decode_key_selector(Reader& r, const Json& v, const FieldPath& p, KeySelector& k) {
+    r.str(v, p, "name", k.name);
+    r.str(v, p, "key", k.key);
+    r.boolean(v, p, "optional", k.optional);
+}
+
+void decode_env_from(Reader& r, const Json& v, const FieldPath& p, EnvFromSource& e) {
+    if (!r.object(v, p)) return;
+    r.str(v, p, "prefix", e.prefix);
+    auto ref = [&](const Json& s, const FieldPath& sp, EnvFromRef& out) {
+        r.str(s, sp, "name", out.name);
+        r.boolean(s, sp, "optional", out.optional);
+    };
+    r.nested(v, p, "configMapRef", e.config_map_ref, ref);
+    r.nested(v, p, "secretRef", e.secret_ref, ref);
+}
+
 void decode_env(Reader& r, const Json& v, const FieldPath& p, EnvVar& e) {
     if (!r.object(v, p)) return;
     r.str(v, p, "name", e.name);
@@ -52,15 +80,17 @@ void decode_env(Reader& r, const Json& v, const FieldPath& p, EnvVar& e) {
     r.nested(v, p, "valueFrom", e.value_from, [&](const Json& s, const FieldPath& sp, EnvVarSource& src) {
         r.nested(s, sp, "fieldRef", src.field_ref,
                  [&](const Json& f, const FieldPath& fp, ObjectFieldSelector& o) {
-                     r.str(f, fp, "apiVersion", o.api_version);
-                     r.str(f, fp, "fieldPath", o.field_path);
+                     decode_object_field(r, f, fp, o);
                  });
         r.nested(s, sp, "resourceFieldRef", src.resource_field_ref,
                  [&](const Json& f, const FieldPath& fp, ResourceFieldSelector& o) {
-                     r.str(f, fp, "containerName", o.container_name);
-                     r.str(f, fp, "resource", o.resource);
-                     r.quantity(f, fp, "divisor", o.divisor);
+                     decode_resource_field(r, f, fp, o);
                  });
+        auto key = [&](const Json& f, const FieldPath& fp, KeySelector& k) {
+            decode_key_selector(r, f, fp, k);
+        };
+        r.nested(s, sp, "configMapKeyRef", src.config_map_key, key);
+        r.nested(s, sp, "secretKeyRef", src.secret_key, key);
         if (const Json* c = Reader::member(s, "configMapKeyRef")) src.config_map_key_ref = *c;
         if (const Json* c = Reader::member(s, "secretKeyRef")) src.secret_key_ref = *c;
     });
@@ -92,6 +122,8 @@ void decode_container(Reader& r, const Json& v, const FieldPath& p, Container& c
     r.str(v, p, "workingDir", c.working_dir);
     r.list(v, p, "env", c.env,
            [&](const Json& e, const FieldPath& ep, EnvVar& ev) { decode_env(r, e, ep, ev); });
+    r.list(v, p, "envFrom", c.env_from,
+           [&](const Json& e, const FieldPath& ep, EnvFromSource& ef) { decode_env_from(r, e, ep, ef); });
     r.list(v, p, "ports", c.ports, [&](const Json& e, const FieldPath& ep, ContainerPort& port) {
         if (!r.object(e, ep)) return;
         r.str(e, ep, "name", port.name);
@@ -133,6 +165,70 @@ void decode_container(Reader& r, const Json& v, const FieldPath& p, Container& c
     r.str(v, p, "terminationMessagePolicy", c.termination_message_policy);
 }
 
+void decode_items(Reader& r, const Json& v, const FieldPath& p, std::vector<KeyToPath>& items) {
+    r.list(v, p, "items", items, [&](const Json& e, const FieldPath& ep, KeyToPath& k) {
+        if (!r.object(e, ep)) return;
+        r.str(e, ep, "key", k.key);
+        r.str(e, ep, "path", k.path);
+        r.i32(e, ep, "mode", k.mode);
+    });
+}
+
+void decode_downward_items(Reader& r, const Json& v, const FieldPath& p,
+                           std::vector<DownwardAPIVolumeFile>& items) {
+    r.list(v, p, "items", items, [&](const Json& e, const FieldPath& ep, DownwardAPIVolumeFile& f) {
+        if (!r.object(e, ep)) return;
+        r.str(e, ep, "path", f.path);
+        r.nested(e, ep, "fieldRef", f.field_ref,
+                 [&](const Json& x, const FieldPath& xp, ObjectFieldSelector& o) {
+                     decode_object_field(r, x, xp, o);
+                 });
+        r.nested(e, ep, "resourceFieldRef", f.resource_field_ref,
+                 [&](const Json& x, const FieldPath& xp, ResourceFieldSelector& o) {
+                     decode_resource_field(r, x, xp, o);
+                 });
+        r.i32(e, ep, "mode", f.mode);
+    });
+}
+
+void decode_key_projection(Reader& r, const Json& v, const FieldPath& p, const char* name_key,
+                           KeyProjection& k) {
+    r.str(v, p, name_key, k.name);
+    decode_items(r, v, p, k.items);
+    r.boolean(v, p, "optional", k.optional);
+}
+
+void decode_projection(Reader& r, const Json& v, const FieldPath& p, VolumeProjection& s) {
+    if (!r.object(v, p)) return;
+    r.nested(v, p, "configMap", s.config_map, [&](const Json& e, const FieldPath& ep, KeyProjection& k) {
+        decode_key_projection(r, e, ep, "name", k);
+    });
+    r.nested(v, p, "secret", s.secret, [&](const Json& e, const FieldPath& ep, KeyProjection& k) {
+        decode_key_projection(r, e, ep, "name", k);
+    });
+    r.nested(v, p, "downwardAPI", s.downward_api,
+             [&](const Json& e, const FieldPath& ep, std::vector<DownwardAPIVolumeFile>& items) {
+                 decode_downward_items(r, e, ep, items);
+             });
+    r.nested(v, p, "serviceAccountToken", s.service_account_token,
+             [&](const Json& e, const FieldPath& ep, ServiceAccountTokenProjection& t) {
+                 r.str(e, ep, "audience", t.audience);
+                 r.i64(e, ep, "expirationSeconds", t.expiration_seconds);
+                 r.str(e, ep, "path", t.path);
+             });
+}
+
+// A configMap or secret volume source: its name (under `name_key`), items,
+// optional and defaultMode.
+void decode_key_volume(Reader& r, const Json& v, const FieldPath& p, const char* name_key, std::string& name,
+                       Volume& vol) {
+    if (!r.object(v, p)) return;
+    r.str(v, p, name_key, name);
+    decode_items(r, v, p, vol.items);
+    r.boolean(v, p, "optional", vol.optional);
+    r.i32(v, p, "defaultMode", vol.default_mode);
+}
+
 void decode_volume(Reader& r, const Json& v, const FieldPath& p, Volume& vol) {
     if (!r.object(v, p)) return;
     vol.raw = v;
@@ -157,11 +253,28 @@ void decode_volume(Reader& r, const Json& v, const FieldPath& p, Volume& vol) {
     } else if (const Json* cm = Reader::member(v, "configMap")) {
         FieldPath cp = p.child("configMap");
         vol.source = Volume::Source::ConfigMap;
-        if (r.object(*cm, cp)) r.str(*cm, cp, "name", vol.config_map_name);
+        decode_key_volume(r, *cm, cp, "name", vol.config_map_name, vol);
     } else if (const Json* sec = Reader::member(v, "secret")) {
         FieldPath sp = p.child("secret");
         vol.source = Volume::Source::Secret;
-        if (r.object(*sec, sp)) r.str(*sec, sp, "secretName", vol.secret_name);
+        decode_key_volume(r, *sec, sp, "secretName", vol.secret_name, vol);
+    } else if (const Json* da = Reader::member(v, "downwardAPI")) {
+        FieldPath dp = p.child("downwardAPI");
+        vol.source = Volume::Source::DownwardAPI;
+        if (r.object(*da, dp)) {
+            decode_downward_items(r, *da, dp, vol.downward_api_items);
+            r.i32(*da, dp, "defaultMode", vol.default_mode);
+        }
+    } else if (const Json* pr = Reader::member(v, "projected")) {
+        FieldPath pp = p.child("projected");
+        vol.source = Volume::Source::Projected;
+        if (r.object(*pr, pp)) {
+            r.list(*pr, pp, "sources", vol.projections,
+                   [&](const Json& e, const FieldPath& ep, VolumeProjection& s) {
+                       decode_projection(r, e, ep, s);
+                   });
+            r.i32(*pr, pp, "defaultMode", vol.default_mode);
+        }
     } else if (sources > 0) {
         vol.source = Volume::Source::Other;
     }

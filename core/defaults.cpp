@@ -119,6 +119,27 @@ void default_volume(Json& v) {
     if (Json* hp = existing_object(v, "hostPath")) set_default(*hp, "type", "");
     if (Json* cm = existing_object(v, "configMap")) set_default(*cm, "defaultMode", 420);
     if (Json* s = existing_object(v, "secret")) set_default(*s, "defaultMode", 420);
+    // SetDefaults_DownwardAPIVolumeSource, SetDefaults_ProjectedVolumeSource,
+    // SetDefaults_ServiceAccountTokenProjection, and SetDefaults_ObjectFieldSelector
+    // on their files' fieldRefs.
+    auto default_files = [](Json& source) {
+        for_each_object(source, "items", [](Json& item) {
+            if (Json* ref = existing_object(item, "fieldRef"))
+                if (absent_or_empty_string(*ref, "apiVersion")) (*ref)["apiVersion"] = "v1";
+        });
+    };
+    if (Json* d = existing_object(v, "downwardAPI")) {
+        set_default(*d, "defaultMode", 420);
+        default_files(*d);
+    }
+    if (Json* p = existing_object(v, "projected")) {
+        set_default(*p, "defaultMode", 420);
+        for_each_object(*p, "sources", [&](Json& src) {
+            if (Json* d = existing_object(src, "downwardAPI")) default_files(*d);
+            if (Json* t = existing_object(src, "serviceAccountToken"))
+                set_default(*t, "expirationSeconds", 3600);
+        });
+    }
 }
 
 }  // namespace

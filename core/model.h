@@ -111,16 +111,36 @@ struct ResourceFieldSelector {
     std::string resource;
     std::optional<Quantity> divisor;
 };
+// ConfigMapKeySelector / SecretKeySelector.
+struct KeySelector {
+    std::string name;
+    std::string key;
+    std::optional<bool> optional;
+};
 struct EnvVarSource {
     std::optional<ObjectFieldSelector> field_ref;
     std::optional<ResourceFieldSelector> resource_field_ref;
-    Json config_map_key_ref;  // kept as written
-    Json secret_key_ref;      // kept as written
+    Json config_map_key_ref;                    // configMapKeyRef as written (validation)
+    Json secret_key_ref;                        // secretKeyRef as written (validation)
+    std::optional<KeySelector> config_map_key;  // configMapKeyRef, typed
+    std::optional<KeySelector> secret_key;      // secretKeyRef, typed
 };
 struct EnvVar {
     std::string name;
     std::string value;
     std::optional<EnvVarSource> value_from;
+};
+
+// ConfigMapEnvSource / SecretEnvSource.
+struct EnvFromRef {
+    std::string name;
+    std::optional<bool> optional;
+};
+// EnvFromSource: every key of a ConfigMap or Secret, each name prefixed.
+struct EnvFromSource {
+    std::string prefix;
+    std::optional<EnvFromRef> config_map_ref;
+    std::optional<EnvFromRef> secret_ref;
 };
 
 struct ContainerPort {
@@ -203,6 +223,7 @@ struct Container {
     std::vector<std::string> args;
     std::string working_dir;
     std::vector<EnvVar> env;
+    std::vector<EnvFromSource> env_from;
     std::vector<ContainerPort> ports;
     ResourceRequirements resources;
     std::vector<VolumeMount> volume_mounts;
@@ -216,8 +237,41 @@ struct Container {
     std::string restart_policy;  // init containers only: "Always" makes a sidecar (1.28+)
 };
 
+// KeyToPath: one key of a ConfigMap or Secret projected to a file.
+struct KeyToPath {
+    std::string key;
+    std::string path;
+    std::optional<std::int32_t> mode;
+};
+// DownwardAPIVolumeFile.
+struct DownwardAPIVolumeFile {
+    std::string path;
+    std::optional<ObjectFieldSelector> field_ref;
+    std::optional<ResourceFieldSelector> resource_field_ref;
+    std::optional<std::int32_t> mode;
+};
+// ConfigMapProjection / SecretProjection (and the volume sources' shared part).
+struct KeyProjection {
+    std::string name;
+    std::vector<KeyToPath> items;
+    std::optional<bool> optional;
+};
+struct ServiceAccountTokenProjection {
+    std::string audience;
+    std::optional<std::int64_t> expiration_seconds;
+    std::string path;
+};
+// VolumeProjection: one source of a projected volume (exactly one is set
+// when valid; clusterTrustBundle is kept only in the raw document).
+struct VolumeProjection {
+    std::optional<KeyProjection> config_map;
+    std::optional<KeyProjection> secret;
+    std::optional<std::vector<DownwardAPIVolumeFile>> downward_api;
+    std::optional<ServiceAccountTokenProjection> service_account_token;
+};
+
 struct Volume {
-    enum class Source { None, HostPath, EmptyDir, ConfigMap, Secret, Other };
+    enum class Source { None, HostPath, EmptyDir, ConfigMap, Secret, DownwardAPI, Projected, Other };
     std::string name;
     Source source = Source::None;
     std::string host_path;       // hostPath.path
@@ -226,7 +280,14 @@ struct Volume {
     std::optional<Quantity> empty_dir_size_limit;
     std::string config_map_name;  // configMap.name
     std::string secret_name;      // secret.secretName
-    Json raw;                     // the whole volume as written
+    // configMap / secret: items and optional (name as above); downwardAPI:
+    // downward_api_items; projected: projections. defaultMode for all four.
+    std::vector<KeyToPath> items;
+    std::optional<bool> optional;
+    std::vector<DownwardAPIVolumeFile> downward_api_items;
+    std::vector<VolumeProjection> projections;
+    std::optional<std::int32_t> default_mode;
+    Json raw;  // the whole volume as written
 };
 
 struct PodSpec {

@@ -9,4 +9,11 @@ std::string trim(std::string_view s) {
     return std::string(s.substr(first, s.find_last_not_of(kSpace) - first + 1));
 }
 
+std::string to_lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
 }  // namespace daemonlet

@@ -10,4 +10,8 @@ namespace daemonlet {
 // \v): a command's output, a header's value, a token file's content.
 std::string trim(std::string_view s);
 
+// `s` with ASCII letters lowered (Go's strings.ToLower on keys that
+// validation then checks as ASCII).
+std::string to_lower(std::string_view s);
+
 }  // namespace daemonlet

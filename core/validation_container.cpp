@@ -251,6 +251,7 @@ void validate_container_common(const Container& c, const std::set<std::string>& 
                                      {"File", "FallbackToLogsOnError"}));
     validate_container_ports(c.ports, p.child("ports"), errs);
     validate_env(c.env, p.child("env"), errs);
+    validate_env_from(c.env_from, p.child("envFrom"), errs);
     validate_volume_mounts(c, volumes, p.child("volumeMounts"), errs);
     const std::string& pull = c.image_pull_policy;
     if (pull.empty())

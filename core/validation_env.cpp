@@ -3,10 +3,11 @@
 // validateContainerResourceFieldSelector, the key selectors), from
 // pkg/apis/core/validation/validation.go and
 // pkg/api/pod (ConvertDownwardAPIFieldLabel), Kubernetes 1.25 to 1.30.
-#include <cctype>
 #include <string>
 
 #include "core/names.h"
+#include "core/pod_env.h"
+#include "core/strings.h"
 #include "core/validation_internal.h"
 
 namespace daemonlet::validation {
@@ -15,6 +16,10 @@ namespace {
 const std::vector<std::string> kEnvFieldPaths = {
     "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
     "status.hostIP", "status.hostIPs",     "status.podIP", "status.podIPs",
+};
+// validVolumeDownwardAPIFieldPathExpressions.
+const std::vector<std::string> kVolumeFieldPaths = {
+    "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
 };
 const std::vector<std::string> kResourceFieldPaths = {
     "limits.cpu",   "limits.ephemeral-storage",   "limits.memory",
@@ -35,17 +40,6 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
     return false;
 }
 
-// fieldpath.SplitMaybeSubscriptedPath: "metadata.labels['key']".
-bool split_subscript(const std::string& fp, std::string& path, std::string& subscript) {
-    if (fp.size() < 2 || fp.compare(fp.size() - 2, 2, "']") != 0) return false;
-    std::string s = fp.substr(0, fp.size() - 2);
-    std::size_t open = s.find("['");
-    if (open == std::string::npos || open == 0) return false;
-    path = s.substr(0, open);
-    subscript = s.substr(open + 2);
-    return true;
-}
-
 // podshelper.ConvertDownwardAPIFieldLabel: "" and an error text, or the
 // internal field path.
 bool convert_field_label(const std::string& version, const std::string& label, std::string& out,
@@ -55,7 +49,7 @@ bool convert_field_label(const std::string& version, const std::string& label, s
         return false;
     }
     std::string path, subscript;
-    if (split_subscript(label, path, subscript)) {
+    if (split_subscripted_path(label, path, subscript)) {
         if (path == "metadata.annotations" || path == "metadata.labels") {
             out = label;
             return true;
@@ -75,8 +69,12 @@ bool convert_field_label(const std::string& version, const std::string& label, s
     return true;
 }
 
-// validateObjectFieldSelector with the env var expressions.
-void validate_object_field_selector(const ObjectFieldSelector& fs, const FieldPath& p, FieldErrors& errs) {
+}  // namespace
+
+// validateObjectFieldSelector with the env var or the volume expressions.
+void validate_object_field_selector(const ObjectFieldSelector& fs, bool volume, const FieldPath& p,
+                                    FieldErrors& errs) {
+    const std::vector<std::string>& expressions = volume ? kVolumeFieldPaths : kEnvFieldPaths;
     if (fs.api_version.empty()) {
         errs.push_back(required(p.child("apiVersion")));
         return;
@@ -92,25 +90,26 @@ void validate_object_field_selector(const ObjectFieldSelector& fs, const FieldPa
         return;
     }
     std::string path, subscript;
-    if (split_subscript(internal, path, subscript)) {
+    if (split_subscripted_path(internal, path, subscript)) {
         if (path == "metadata.annotations") {
-            std::string lower = subscript;
-            for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            std::string lower = to_lower(subscript);
             invalid_each(errs, p, render_string(lower), names::is_qualified_name(lower));
         } else if (path == "metadata.labels") {
             invalid_each(errs, p, render_string(subscript), names::is_qualified_name(subscript));
         } else {
             errs.push_back(invalid(p, render_string(path), "does not support subscript"));
         }
-    } else if (!contains(kEnvFieldPaths, internal)) {
-        errs.push_back(not_supported(p.child("fieldPath"), render_string(internal), kEnvFieldPaths));
+    } else if (!contains(expressions, internal)) {
+        errs.push_back(not_supported(p.child("fieldPath"), render_string(internal), expressions));
     }
 }
 
-// validateContainerResourceFieldSelector, for env vars (containerName optional).
-void validate_resource_field_selector(const ResourceFieldSelector& fs, const FieldPath& p,
+// validateContainerResourceFieldSelector: a volume's must name its container.
+void validate_resource_field_selector(const ResourceFieldSelector& fs, bool volume, const FieldPath& p,
                                       FieldErrors& errs) {
-    if (fs.resource.empty()) {
+    if (volume && fs.container_name.empty()) {
+        errs.push_back(required(p.child("containerName")));
+    } else if (fs.resource.empty()) {
         errs.push_back(required(p.child("resource")));
     } else if (!contains(kResourceFieldPaths, fs.resource) &&
                fs.resource.rfind("requests.hugepages-", 0) != 0 &&
@@ -119,6 +118,8 @@ void validate_resource_field_selector(const ResourceFieldSelector& fs, const Fie
     }
     validate_container_resource_divisor(fs.resource, fs.divisor, p, errs);
 }
+
+namespace {
 
 // validateConfigMapKeySelector / validateSecretKeySelector (kept as written).
 void validate_key_selector(const Json& ref, const FieldPath& p, FieldErrors& errs) {
@@ -138,11 +139,11 @@ void validate_env_value_from(const EnvVar& ev, const FieldPath& p, FieldErrors& 
     int sources = 0;
     if (src.field_ref) {
         ++sources;
-        validate_object_field_selector(*src.field_ref, p.child("fieldRef"), errs);
+        validate_object_field_selector(*src.field_ref, false, p.child("fieldRef"), errs);
     }
     if (src.resource_field_ref) {
         ++sources;
-        validate_resource_field_selector(*src.resource_field_ref, p.child("resourceFieldRef"), errs);
+        validate_resource_field_selector(*src.resource_field_ref, false, p.child("resourceFieldRef"), errs);
     }
     if (!src.config_map_key_ref.is_null()) {
         ++sources;
@@ -175,6 +176,37 @@ void validate_env(const std::vector<EnvVar>& env, const FieldPath& p, FieldError
             invalid_each(errs, ip.child("name"), render_string(env[i].name),
                          names::is_env_var_name(env[i].name));
         validate_env_value_from(env[i], ip.child("valueFrom"), errs);
+    }
+}
+
+// ValidateEnvFrom with validateConfigMapEnvSource / validateSecretEnvSource:
+// a valid prefix, exactly one source (the count errors name the list, as
+// upstream does), and a name that is a DNS subdomain (prefix allowed).
+void validate_env_from(const std::vector<EnvFromSource>& env_from, const FieldPath& p, FieldErrors& errs) {
+    for (std::size_t i = 0; i < env_from.size(); ++i) {
+        const EnvFromSource& ev = env_from[i];
+        FieldPath ip = p.index(i);
+        if (!ev.prefix.empty())
+            invalid_each(errs, ip.child("prefix"), render_string(ev.prefix),
+                         names::is_env_var_name(ev.prefix));
+        int sources = 0;
+        auto ref = [&](const std::optional<EnvFromRef>& r, const char* key) {
+            if (!r) return;
+            ++sources;
+            FieldPath np = ip.child(key).child("name");
+            if (r->name.empty())
+                errs.push_back(required(np));
+            else
+                invalid_each(errs, np, render_string(r->name), name_is_dns_subdomain(r->name, true));
+        };
+        ref(ev.config_map_ref, "configMapRef");
+        ref(ev.secret_ref, "secretRef");
+        if (sources == 0)
+            errs.push_back(
+                invalid(p, render_string(""), "must specify one of: `configMapRef` or `secretRef`"));
+        else if (sources > 1)
+            errs.push_back(
+                invalid(p, render_string(""), "may not have more than one field specified at a time"));
     }
 }
 

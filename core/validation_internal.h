@@ -101,6 +101,13 @@ void validate_init_containers(const PodSpec& spec, const std::set<std::string>& 
 // ValidateEnv (strict names: RelaxedEnvironmentVariableValidation is off
 // through 1.30).
 void validate_env(const std::vector<EnvVar>& env, const FieldPath& p, FieldErrors& errs);
+// validateObjectFieldSelector / validateContainerResourceFieldSelector for
+// env (volume false) or a downwardAPI volume file (volume true).
+void validate_object_field_selector(const ObjectFieldSelector& fs, bool volume, const FieldPath& p,
+                                    FieldErrors& errs);
+void validate_resource_field_selector(const ResourceFieldSelector& fs, bool volume, const FieldPath& p,
+                                      FieldErrors& errs);
+void validate_env_from(const std::vector<EnvFromSource>& env_from, const FieldPath& p, FieldErrors& errs);
 
 // ValidateResourceRequirements for a container.
 void validate_resource_requirements(const ResourceRequirements& r, const FieldPath& p, FieldErrors& errs);

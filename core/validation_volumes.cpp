@@ -5,6 +5,7 @@
 // (hostPath, emptyDir, configMap, secret) are checked field by field; the
 // others (NFS, CSI, cloud disks, ...) are counted but not inspected, since
 // the typed model keeps them only as written.
+#include <set>
 #include <string>
 
 #include "core/validation_internal.h"
@@ -68,6 +69,8 @@ std::vector<std::string> sources_of(const Volume& v) {
     case Volume::Source::EmptyDir: out.emplace_back("emptyDir"); break;
     case Volume::Source::ConfigMap: out.emplace_back("configMap"); break;
     case Volume::Source::Secret: out.emplace_back("secret"); break;
+    case Volume::Source::DownwardAPI: out.emplace_back("downwardAPI"); break;
+    case Volume::Source::Projected: out.emplace_back("projected"); break;
     case Volume::Source::Other: out.emplace_back("other"); break;
     }
     return out;
@@ -94,6 +97,89 @@ void validate_items(const Json& source, const FieldPath& p, FieldErrors& errs) {
         if (path.empty()) errs.push_back(required(ip.child("path")));
         validate_local_non_reserved_path(path, ip.child("path"), errs);
         validate_file_mode(item, "mode", ip, errs);
+    }
+}
+
+// validateDownwardAPIVolumeFile. Upstream reports an item's errors under
+// the source's path, without the item's index; so do we.
+void validate_downward_file(const DownwardAPIVolumeFile& f, const FieldPath& p, FieldErrors& errs) {
+    if (f.path.empty()) errs.push_back(required(p.child("path")));
+    validate_local_non_reserved_path(f.path, p.child("path"), errs);
+    if (f.field_ref) {
+        validate_object_field_selector(*f.field_ref, true, p.child("fieldRef"), errs);
+        if (f.resource_field_ref)
+            errs.push_back(invalid(p, render_string("resource"),
+                                   "fieldRef and resourceFieldRef can not be specified simultaneously"));
+    } else if (f.resource_field_ref) {
+        validate_resource_field_selector(*f.resource_field_ref, true, p.child("resourceFieldRef"), errs);
+    } else {
+        errs.push_back(required(p, "one of fieldRef and resourceFieldRef is required"));
+    }
+    if (f.mode && (*f.mode < 0 || *f.mode > 0777))
+        errs.push_back(invalid(p.child("mode"), render_int(*f.mode), kFileModeMsg));
+}
+
+void validate_default_mode(const std::optional<std::int32_t>& mode, const FieldPath& p, FieldErrors& errs) {
+    if (mode && (*mode < 0 || *mode > 0777))
+        errs.push_back(invalid(p.child("defaultMode"), render_int(*mode), kFileModeMsg));
+}
+
+// validateKeyToPath on a typed item (a projection's).
+void validate_key_to_path(const KeyToPath& k, const FieldPath& ip, FieldErrors& errs) {
+    if (k.key.empty()) errs.push_back(required(ip.child("key")));
+    if (k.path.empty()) errs.push_back(required(ip.child("path")));
+    validate_local_non_reserved_path(k.path, ip.child("path"), errs);
+    if (k.mode && (*k.mode < 0 || *k.mode > 0777))
+        errs.push_back(invalid(ip.child("mode"), render_int(*k.mode), kFileModeMsg));
+}
+
+// validateProjectionSources: one source each, names, items, paths unique
+// across the sources, token expiry from 10 minutes to 2^32 seconds.
+void validate_projected(const Volume& v, const FieldPath& p, FieldErrors& errs) {
+    validate_default_mode(v.default_mode, p, errs);
+    std::set<std::string> all_paths;
+    auto unique_path = [&](const std::string& path, const std::string& shown) {
+        if (path.empty()) return;
+        if (!all_paths.insert(path).second)
+            errs.push_back(invalid(p, render_string(shown), "conflicting duplicate paths"));
+    };
+    for (std::size_t i = 0; i < v.projections.size(); ++i) {
+        const VolumeProjection& s = v.projections[i];
+        FieldPath sp = p.child("sources").index(i);
+        int sources = 0;
+        auto keys = [&](const std::optional<KeyProjection>& k, const char* key) {
+            if (!k) return;
+            ++sources;
+            FieldPath kp = sp.child(key);
+            if (k->name.empty()) errs.push_back(required(kp.child("name")));
+            for (std::size_t j = 0; j < k->items.size(); ++j) {
+                validate_key_to_path(k->items[j], kp.child("items").index(j), errs);
+                unique_path(k->items[j].path, k->name);
+            }
+        };
+        keys(s.secret, "secret");
+        keys(s.config_map, "configMap");
+        if (s.downward_api) {
+            ++sources;
+            for (const auto& f : *s.downward_api) {
+                validate_downward_file(f, sp.child("downwardAPI"), errs);
+                unique_path(f.path, f.path);
+            }
+        }
+        if (s.service_account_token) {
+            ++sources;
+            FieldPath tp = sp.child("serviceAccountToken");
+            // Defaulted to 3600 (SetDefaults_ServiceAccountTokenProjection).
+            std::int64_t exp = s.service_account_token->expiration_seconds.value_or(3600);
+            if (exp < 10 * 60)
+                errs.push_back(invalid(tp.child("expirationSeconds"), render_int(exp),
+                                       "may not specify a duration less than 10 minutes"));
+            if (exp > (std::int64_t{1} << 32))
+                errs.push_back(invalid(tp.child("expirationSeconds"), render_int(exp),
+                                       "may not specify a duration larger than 2^32 seconds"));
+            if (s.service_account_token->path.empty()) errs.push_back(required(p.child("path")));
+        }
+        if (sources > 1) errs.push_back(forbidden(sp, "may not specify more than 1 volume type"));
     }
 }
 
@@ -133,6 +219,12 @@ void validate_source(const Volume& v, const std::string& source, const FieldPath
         if (v.config_map_name.empty()) errs.push_back(required(cp.child("name")));
         validate_file_mode(doc, "defaultMode", cp, errs);
         validate_items(doc, cp, errs);
+    } else if (source == "downwardAPI") {
+        FieldPath dp = p.child("downwardAPI");
+        validate_default_mode(v.default_mode, dp, errs);
+        for (const auto& f : v.downward_api_items) validate_downward_file(f, dp, errs);
+    } else if (source == "projected") {
+        validate_projected(v, p.child("projected"), errs);
     }
 }
 

@@ -43,6 +43,11 @@ struct ContainerLaunch {
     // The environment, $(VAR) and the downward API resolved (what the
     // container's env entries say, as values).
     std::vector<std::pair<std::string, std::string>> env;
+    // Host directories the agent made for volumes it fills itself
+    // (configMap, secret, downwardAPI, projected: the atomic writer's
+    // target), by volume name; runc and CRI bind-mount them as they do
+    // hostPath and emptyDir volumes.
+    std::map<std::string, std::string> volume_host_paths;
     std::int64_t grace_seconds = 30;                 // SIGTERM, then SIGKILL after this
     std::uint64_t log_max_bytes = 10 * 1024 * 1024;  // kubelet's containerLogMaxSize
     std::uint32_t log_max_files = 5;                 // kubelet's containerLogMaxFiles

@@ -29,4 +29,14 @@ std::int64_t clock_ms(clockid_t id) {
 std::int64_t wall_clock_ms() { return clock_ms(CLOCK_REALTIME); }
 std::int64_t monotonic_ms() { return clock_ms(CLOCK_MONOTONIC); }
 
+std::int64_t online_cpus() {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+std::int64_t memory_bytes() {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
+}
+
 }  // namespace daemonlet::platform

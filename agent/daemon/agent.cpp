@@ -88,6 +88,7 @@ Status Agent::init() {
                                "LocalManifestOverrides", msg);
         });
     sources_->load(config_.api_server);
+    config_volumes_ = std::make_unique<ConfigVolumes>(config_.state_dir + "/pod-volumes");
     load_cluster_node();
     refresh_node();
     // The link exists (its Events queue with it) before the first reconcile,

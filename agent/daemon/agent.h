@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/daemon/cluster_link.h"
+#include "agent/daemon/config_volumes.h"
 #include "agent/daemon/control_server.h"
 #include "agent/daemon/images.h"
 #include "agent/daemon/node_ips.h"
@@ -36,6 +37,7 @@
 #include "core/manifest.h"
 #include "core/model.h"
 #include "core/pod.h"
+#include "core/pod_env.h"
 #include "core/probe.h"
 #include "core/reconcile.h"
 #include "core/rollout_status.h"
@@ -80,6 +82,11 @@ class Agent : private Images::Host {
 
     // Runs until SIGTERM or SIGINT. Returns the process exit status.
     int run();
+
+    // config_objects.cpp: the ConfigMaps or Secrets changed (Sources, after
+    // a rescan that changed them): running pods' config volumes are
+    // rewritten in place, and containers waiting for an object try again.
+    void on_config_objects_changed();
 
   private:
     // A DaemonSet in force.
@@ -136,10 +143,6 @@ class Agent : private Images::Host {
     schedule_rebuild();  // a rebuild once this loop turn's changes are in (many watch events, one rebuild)
     Status record_revision(Desired& d);
 
-    // config_objects.cpp: the files' ConfigMaps and Secrets
-    // (Sources::config_objects()) changed after a rescan: what uses them
-    // (volumes, env) reacts here.
-    void on_config_objects_changed();
 
     // cluster.cpp: the API server's link (its DaemonSets go to sources_),
     // the node from the cluster, connectivity, the Lease and the Events
@@ -205,8 +208,17 @@ class Agent : private Images::Host {
     const Desired* desired_for(const PodRecord& rec) const;
     const Container* container_spec(const LivePod& pod, std::size_t index) const;
     static const Container* find_container(const PodSpec& spec, const LivePod& pod, std::size_t index);
-    std::vector<std::pair<std::string, std::string>> container_env(const LivePod& pod,
-                                                                   const Container& spec) const;
+
+    // config_objects.cpp: what the kubelet resolves from ConfigMaps,
+    // Secrets and the downward API (core/pod_env.h, config_volumes.h)
+    PodFacts pod_facts(const LivePod& pod) const;
+    Result<std::vector<std::pair<std::string, std::string>>> container_env(const LivePod& pod,
+                                                                           const Container& spec) const;
+    // The container's env and its pod's config volumes into `launch`; false
+    // when an object or key is missing: the container then waits with
+    // CreateContainerConfigError and the kubelet's message.
+    bool resolve_config(LivePod& pod, std::size_t index, const Container& spec,
+                        platform::ContainerLaunch& launch);
 
     // image_waits.cpp: the images (images.h) and the containers waiting
     // for theirs
@@ -258,10 +270,11 @@ class Agent : private Images::Host {
     bool stopping_ = false;
     std::string notifier_status_;
 
-    std::unique_ptr<Sources> sources_;        // the manifest directory and the API server, merged
-    std::map<std::string, Desired> desired_;  // by "namespace/name"
-    bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
-    std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
+    std::unique_ptr<Sources> sources_;               // the manifest directory and the API server, merged
+    std::unique_ptr<ConfigVolumes> config_volumes_;  // configMap, secret, downwardAPI, projected volumes
+    std::map<std::string, Desired> desired_;         // by "namespace/name"
+    bool store_swept_ = false;                       // the store's DaemonSets no source offers are deleted
+    std::optional<Json> cluster_node_;               // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
     std::string cluster_error_;                                         // why the link could not start
     std::map<std::string, LivePod> pods_;                               // by uid

@@ -1,13 +1,125 @@
-// The files' ConfigMaps and Secrets (Sources::config_objects()) as pods use
-// them.
+// What a container gets from ConfigMaps, Secrets and the downward API
+// (issue 13 §2): its env (core/pod_env.h, the kubelet's
+// makeEnvironmentVariables) and its pod's configMap, secret, downwardAPI and
+// projected volumes (config_volumes.h). A missing object or key keeps the
+// container waiting with the kubelet's CreateContainerConfigError and
+// message until on_config_objects_changed brings it.
+#include <cstdint>
+#include <string>
+
 #include "agent/daemon/agent.h"
+#include "core/pod_network.h"
+#include "platform/log.h"
+#include "platform/system_info.h"
 
 namespace daemonlet::agent {
 
+using platform::Level;
+using platform::log;
+
+namespace {
+
+// The node's allocatable cpu or memory: the cluster's Node says, else the
+// machine (a board's whole CPU count and memory, what the kubelet reports
+// without reservations).
+std::optional<Quantity> allocatable(const Node& node, const char* name, std::int64_t machine_value) {
+    const Json& o = node.object;
+    if (o.is_object() && o.contains("status") && o["status"].is_object() &&
+        o["status"].contains("allocatable")) {
+        const Json& a = o["status"]["allocatable"];
+        if (a.is_object() && a.contains(name) && a[name].is_string())
+            if (auto q = parse_quantity(a[name].get<std::string>())) return q.value();
+    }
+    if (machine_value <= 0) return std::nullopt;
+    Quantity q;
+    q.text = std::to_string(machine_value);
+    q.milli = machine_value * 1000;
+    return q;
+}
+
+}  // namespace
+
+PodFacts Agent::pod_facts(const LivePod& p) const {
+    PodFacts f;
+    f.name = p.rec.name;
+    f.namespace_ = p.rec.namespace_;
+    f.uid = p.rec.uid;
+    f.node_name = node_.metadata.name;
+    f.host_ips = node_ips_->ips();
+    f.allocatable_cpu = allocatable(node_, "cpu", platform::online_cpus());
+    f.allocatable_memory = allocatable(node_, "memory", platform::memory_bytes());
+    f.objects = &sources_->config_objects();
+    if (const Desired* d = desired_for(p.rec)) {
+        const PodTemplateSpec& t = d->ds().spec.template_;
+        f.spec = &t.spec;
+        // The DaemonSet controller's pod labels: the template's and the revision's.
+        f.labels = t.metadata.labels;
+        f.labels["controller-revision-hash"] = p.rec.revision_hash;
+        f.annotations = t.metadata.annotations;
+        // The ServiceAccount admission plugin's default.
+        f.service_account_name =
+            t.spec.service_account_name.empty() ? "default" : t.spec.service_account_name;
+        // A pod in the node's network has the node's IPs before its first
+        // container runs; any other has what its sandbox reported.
+        f.pod_ips = p.rec.pod_ips;
+        if (f.pod_ips.empty() && t.spec.host_network) f.pod_ips = f.host_ips;
+    }
+    return f;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> Agent::container_env(const LivePod& p,
+                                                                              const Container& spec) const {
+    auto env = make_environment_variables(pod_facts(p), spec);
+    if (!env) return env.error();
+    return std::move(env.value().vars);
+}
+
+bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
+                           platform::ContainerLaunch& launch) {
+    ContainerStatus& cs = p.status(index);
+    const std::string pod = p.rec.namespace_ + "/" + p.rec.name;
+    auto wait = [&](const std::string& message) {
+        // kubelet's kuberuntime startContainer: generateContainerConfig
+        // failed; the container waits, and starts once its objects exist.
+        bool changed = cs.reason != "CreateContainerConfigError" || cs.message != message;
+        cs.state = ContainerState::Waiting;
+        cs.reason = "CreateContainerConfigError";
+        cs.message = message;
+        if (changed) {
+            log(Level::Warning, "pod " + pod + " container " + cs.name + ": " + message,
+                {{"DAEMONLET_POD", pod}});
+            record_event(p.rec.namespace_, p.rec.daemonset, "Warning", "Failed",
+                         "Error: " + message + " (pod " + p.rec.name + ")");
+        }
+        return false;
+    };
+    PodFacts facts = pod_facts(p);
+    auto env = make_environment_variables(facts, spec);
+    if (!env) return wait(env.error().message);
+    for (const auto& w : env.value().warnings)
+        log(Level::Warning, "pod " + pod + " container " + cs.name + ": " + w, {{"DAEMONLET_POD", pod}});
+    launch.env = std::move(env.value().vars);
+    auto volumes = config_volumes_->prepare(facts, launch.pod_spec);
+    if (!volumes) return wait(volumes.error().message);
+    launch.volume_host_paths = std::move(volumes.value());
+    return true;
+}
+
 void Agent::on_config_objects_changed() {
-    // volumes/env consumers react here: for now a reconcile, which reads
-    // sources_->config_objects() afresh.
-    schedule_reconcile();
+    if (stopping_ || !config_volumes_) return;
+    // A pod adopted from the previous agent has had no start in this one:
+    // its volumes follow the objects from now on too.
+    for (auto& [uid, p] : pods_) {
+        if (p.rec.deleting || config_volumes_->knows(uid)) continue;
+        const Desired* d = desired_for(p.rec);
+        if (!d || d->hash != p.rec.revision_hash) continue;
+        auto spec = std::shared_ptr<const PodSpec>(d->object, &d->ds().spec.template_.spec);
+        (void)config_volumes_->prepare(pod_facts(p), spec);  // rewrite() below reports a failure
+    }
+    for (const auto& problem : config_volumes_->rewrite(sources_->config_objects()))
+        log(Level::Warning, "config volumes: " + problem + "; keeping its last content");
+    // Containers waiting for a ConfigMap, Secret or key try again.
+    start_waiting_containers();
 }
 
 }  // namespace daemonlet::agent

@@ -88,31 +88,6 @@ const Container* Agent::find_container(const PodSpec& spec, const LivePod& p, st
 
 // The environment: values with $(VAR) expanded against the earlier entries,
 // and the downward API fields the exec runtime can know.
-std::vector<std::pair<std::string, std::string>> Agent::container_env(const LivePod& p,
-                                                                      const Container& spec) const {
-    std::vector<std::pair<std::string, std::string>> out;
-    std::map<std::string, std::string> env;
-    auto lookup = [&](const std::string& n) -> std::optional<std::string> {
-        auto e = env.find(n);
-        if (e == env.end()) return std::nullopt;
-        return e->second;
-    };
-    for (const auto& e : spec.env) {
-        std::string v = expand_vars(e.value, lookup);
-        if (e.value_from && e.value_from->field_ref) {
-            const std::string& f = e.value_from->field_ref->field_path;
-            v = f == "metadata.name"        ? p.rec.name
-                : f == "metadata.namespace" ? p.rec.namespace_
-                : f == "metadata.uid"       ? p.rec.uid
-                : f == "spec.nodeName"      ? node_.metadata.name
-                                            : std::string();
-        }
-        env[e.name] = v;
-        out.emplace_back(e.name, v);
-    }
-    return out;
-}
-
 void Agent::schedule_reconcile(bool next_turn) {
     // Coalesces a burst of triggers into one pass on the next loop turn.
     if (stopping_ || reconcile_pending_ || !reconcile_timer_) return;
@@ -338,7 +313,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
     launch.labels = pod_labels(p.rec);
     launch.annotations = d->ds().spec.template_.metadata.annotations;
-    launch.env = container_env(p, *spec);
+    if (!resolve_config(p, index, *spec, launch)) return;
     std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
     auto lookup = [&](const std::string& n) -> std::optional<std::string> {
         auto e = env.find(n);
@@ -353,6 +328,11 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     auto expanded = std::make_shared<Container>(*spec);
     for (auto& a : expanded->command) a = expand_vars(a, lookup);
     for (auto& a : expanded->args) a = expand_vars(a, lookup);
+    // kubelet's makeMounts: a volume whose mounter says ReadOnly (configMap,
+    // secret, downwardAPI, projected) is mounted read-only whatever the
+    // mount asks.
+    for (auto& vm : expanded->volume_mounts)
+        if (launch.volume_host_paths.count(vm.name)) vm.read_only = true;
     launch.container = expanded;
 
     // An image runtime has the image's entrypoint; the exec runtime has none.
@@ -644,6 +624,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
     for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
     probes_->remove_pod(uid);
+    if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
     pods_.erase(pit);
     runtime_->pod_removed(uid);
     schedule_reconcile();

@@ -296,6 +296,9 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
     // are given (cri_container_config).
     in.command = c.command;
     in.args = c.args;
+    // The agent's own volumes (config, secret, downward API) first; hostPath
+    // and emptyDir are the runtime's.
+    in.volume_host_paths = launch.volume_host_paths;
     for (const auto& v : launch.pod_spec->volumes) {
         if (v.source == Volume::Source::HostPath) {
             in.volume_host_paths[v.name] = v.host_path;

@@ -134,6 +134,9 @@ Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
     in.hostname = launch.pod_name;
     in.cgroups_path = "/daemonlet/" + id;
     in.current_capabilities = capabilities;
+    // The agent's own volumes (config, secret, downward API) first; hostPath
+    // and emptyDir are the runtime's.
+    in.volume_host_paths = launch.volume_host_paths;
     for (const auto& v : launch.pod_spec->volumes) {
         if (v.source == Volume::Source::HostPath) {
             in.volume_host_paths[v.name] = v.host_path;

@@ -33,6 +33,13 @@ require_runc() {
     [[ -x /bin/busybox ]] || { echo "SKIPPED: /bin/busybox is missing (apt-get install busybox-static)"; exit 0; }
     [[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
 }
+# The CRI runtime's scripts: exits (SKIPPED) where containerd cannot run,
+# else sets containerd_bin (before sourcing cri_lib.sh).
+require_containerd() {
+    [[ $(id -u) -eq 0 ]] || { echo "SKIPPED: containerd needs root"; exit 0; }
+    containerd_bin=$(command -v containerd) || { echo "SKIPPED: containerd is not installed (apt-get install containerd)"; exit 0; }
+    [[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
+}
 # The runc runtime's scripts set runc_bin, then `trap runc_cleanup EXIT`:
 # the shims go with cleanup, runc's containers need runc, their rootfs
 # mounts an unmount.

@@ -122,3 +122,24 @@ TEST(Defaults, LegacyExtensionsTakeSelectorFromTemplateAndOnDelete) {
     CHECK(ds["metadata"]["labels"]["a"] == "b");
     CHECK(ds["spec"]["updateStrategy"]["type"] == "OnDelete");
 }
+
+TEST(Defaults, DownwardApiAndProjectedVolumesGetModesApiVersionsAndTokenExpiry) {
+    // core/v1 defaults_test.go TestSetDefaultDownwardAPIVolumeSource,
+    // TestSetDefaultProjectedVolumeSource, SetDefaults_ObjectFieldSelector,
+    // SetDefaults_ServiceAccountTokenProjection.
+    Json ds = minimal_ds();
+    Json item = {{"path", "n"}, {"fieldRef", {{"fieldPath", "metadata.name"}}}};
+    ds["spec"]["template"]["spec"]["volumes"] =
+        Json::array({{{"name", "d"}, {"downwardAPI", {{"items", Json::array({item})}}}},
+                     {{"name", "p"},
+                      {"projected",
+                       {{"sources", Json::array({{{"downwardAPI", {{"items", Json::array({item})}}}},
+                                                 {{"serviceAccountToken", {{"path", "token"}}}}})}}}}});
+    default_daemonset(ds);
+    const Json& v = ds["spec"]["template"]["spec"]["volumes"];
+    CHECK(v[0]["downwardAPI"]["defaultMode"] == 420);
+    CHECK(v[0]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"] == "v1");
+    CHECK(v[1]["projected"]["defaultMode"] == 420);
+    CHECK(v[1]["projected"]["sources"][0]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"] == "v1");
+    CHECK(v[1]["projected"]["sources"][1]["serviceAccountToken"]["expirationSeconds"] == 3600);
+}

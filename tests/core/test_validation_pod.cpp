@@ -270,13 +270,15 @@ const DsRow kPortRows[] = {
 #define ENV(...) [](DaemonSet& ds) { first_container(ds).env = {__VA_ARGS__}; }
 
 EnvVar field_ref(const char* api_version, const char* path) {
-    return EnvVar{"abc", "", EnvVarSource{ObjectFieldSelector{api_version, path}, {}, {}, {}}};
+    return EnvVar{"abc", "", EnvVarSource{ObjectFieldSelector{api_version, path}, {}, {}, {}, {}, {}}};
 }
 EnvVar resource_ref(const char* resource, std::optional<Quantity> divisor) {
-    return EnvVar{"abc", "", EnvVarSource{{}, ResourceFieldSelector{"", resource, divisor}, {}, {}}};
+    return EnvVar{"abc", "", EnvVarSource{{}, ResourceFieldSelector{"", resource, divisor}, {}, {}, {}, {}}};
 }
-EnvVar config_map_ref(Json ref) { return EnvVar{"abc", "", EnvVarSource{{}, {}, std::move(ref), {}}}; }
-EnvVar secret_ref(Json ref) { return EnvVar{"abc", "", EnvVarSource{{}, {}, {}, std::move(ref)}}; }
+EnvVar config_map_ref(Json ref) {
+    return EnvVar{"abc", "", EnvVarSource{{}, {}, std::move(ref), {}, {}, {}}};
+}
+EnvVar secret_ref(Json ref) { return EnvVar{"abc", "", EnvVarSource{{}, {}, {}, std::move(ref), {}, {}}}; }
 
 const std::string kEnv0 = kC0 + "env[0].";
 const std::string kFieldPaths =
@@ -388,6 +390,39 @@ const DsRow kEnvRows[] = {
 };
 
 #undef ENV
+
+#define ENV_FROM(...) [](DaemonSet& ds) { first_container(ds).env_from = {__VA_ARGS__}; }
+
+EnvFromSource from_secret(const char* name, const char* prefix = "") {
+    return EnvFromSource{prefix, std::nullopt, EnvFromRef{name, std::nullopt}};
+}
+EnvFromSource from_config_map(const char* name, const char* prefix = "") {
+    return EnvFromSource{prefix, EnvFromRef{name, std::nullopt}, std::nullopt};
+}
+const std::string kEnvFrom = kC0 + "envFrom";
+
+const DsRow kEnvFromRows[] = {
+    {"TestValidateEnvFrom success: configMapRef and secretRef with prefixes",
+     ENV_FROM(from_config_map("abc"), from_config_map("abc", "pre_"), from_secret("abc", "a.b")),
+     {}},
+    {"TestValidateEnvFrom: zero-length name",
+     ENV_FROM(from_secret("")),
+     {kEnvFrom + "[0].secretRef.name: Required value"}},
+    {"TestValidateEnvFrom: invalid prefix",
+     ENV_FROM(from_secret("abc", "a!b")),
+     {kEnvFrom + "[0].prefix: Invalid value: \"a!b\": " + kEnvVarNameMsg}},
+    {"TestValidateEnvFrom: no refs",
+     ENV_FROM(EnvFromSource{}),
+     {kEnvFrom + ": Invalid value: \"\": must specify one of: `configMapRef` or `secretRef`"}},
+    {"TestValidateEnvFrom: multiple refs",
+     ENV_FROM(EnvFromSource{"", EnvFromRef{"abc", {}}, EnvFromRef{"abc", {}}}),
+     {kEnvFrom + ": Invalid value: \"\": may not have more than one field specified at a time"}},
+    {"TestValidateEnvFrom: invalid config ref name",
+     ENV_FROM(from_config_map("$%^&*#")),
+     {kEnvFrom + "[0].configMapRef.name: Invalid value: \"$%^&*#\": " + kDnsSubdomainMsg}},
+};
+
+#undef ENV_FROM
 
 // ---- probes and lifecycle ---------------------------------------------------
 
@@ -826,6 +861,74 @@ const DsRow kVolumeRows[] = {
      {kMounts +
       ".mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged "
       "containers"}},
+    {"TestValidateVolumes: downwardAPI success: fields, labels subscript, resource of a named container",
+     [](DaemonSet& ds) {
+         Volume v =
+             raw_volume(Volume::Source::DownwardAPI, {{"name", "vol"}, {"downwardAPI", Json::object()}});
+         v.downward_api_items = {
+             {"labels", ObjectFieldSelector{"v1", "metadata.labels"}, std::nullopt, 0400},
+             {"app", ObjectFieldSelector{"v1", "metadata.labels['app']"}, std::nullopt, std::nullopt},
+             {"cpu", std::nullopt, ResourceFieldSelector{"c", "limits.cpu", std::nullopt}, std::nullopt}};
+         add_volume(ds, v);
+     },
+     {}},
+    {"validateDownwardAPIVolumeFile: spec.nodeName is not a volume field, errors under the source's path",
+     [](DaemonSet& ds) {
+         Volume v =
+             raw_volume(Volume::Source::DownwardAPI, {{"name", "vol"}, {"downwardAPI", Json::object()}});
+         v.downward_api_items = {
+             {"n", ObjectFieldSelector{"v1", "spec.nodeName"}, std::nullopt, std::nullopt}};
+         add_volume(ds, v);
+     },
+     {kVol0 + "downwardAPI.fieldRef.fieldPath: Unsupported value: \"spec.nodeName\": supported values: "
+              "\"metadata.annotations\", \"metadata.labels\", \"metadata.name\", \"metadata.namespace\", "
+              "\"metadata.uid\""}},
+    {"validateContainerResourceFieldSelector(volume): containerName required",
+     [](DaemonSet& ds) {
+         Volume v =
+             raw_volume(Volume::Source::DownwardAPI, {{"name", "vol"}, {"downwardAPI", Json::object()}});
+         v.downward_api_items = {
+             {"cpu", std::nullopt, ResourceFieldSelector{"", "limits.cpu", std::nullopt}, {}}};
+         add_volume(ds, v);
+     },
+     {kVol0 + "downwardAPI.resourceFieldRef.containerName: Required value"}},
+    {"validateDownwardAPIVolumeFile: neither fieldRef nor resourceFieldRef, and a path with ..",
+     [](DaemonSet& ds) {
+         Volume v =
+             raw_volume(Volume::Source::DownwardAPI, {{"name", "vol"}, {"downwardAPI", Json::object()}});
+         v.downward_api_items = {{"../x", std::nullopt, std::nullopt, std::nullopt}};
+         add_volume(ds, v);
+     },
+     {kVol0 + "downwardAPI.path: Invalid value: \"../x\": must not contain '..'",
+      kVol0 + "downwardAPI: Required value: one of fieldRef and resourceFieldRef is required"}},
+    {"validateProjectionSources: conflicting duplicate paths, two types in one source, short token",
+     [](DaemonSet& ds) {
+         Volume v = raw_volume(Volume::Source::Projected, {{"name", "vol"}, {"projected", Json::object()}});
+         VolumeProjection cm, both, token;
+         cm.config_map = KeyProjection{"c", {{"k", "same", std::nullopt}}, std::nullopt};
+         both.secret = KeyProjection{"s", {{"k", "same", std::nullopt}}, std::nullopt};
+         both.config_map = KeyProjection{"c2", {}, std::nullopt};
+         token.service_account_token = ServiceAccountTokenProjection{"", 60, "token"};
+         v.projections = {cm, both, token};
+         add_volume(ds, v);
+     },
+     {kVol0 + "projected: Invalid value: \"s\": conflicting duplicate paths",
+      kVol0 + "projected.sources[1]: Forbidden: may not specify more than 1 volume type",
+      kVol0 +
+          "projected.sources[2].serviceAccountToken.expirationSeconds: Invalid value: 60: may not specify a "
+          "duration less than 10 minutes"}},
+    {"validateProjectedVolumeSource: defaultMode above 0777 and a secret projection without name",
+     [](DaemonSet& ds) {
+         Volume v = raw_volume(Volume::Source::Projected, {{"name", "vol"}, {"projected", Json::object()}});
+         VolumeProjection s;
+         s.secret = KeyProjection{"", {}, std::nullopt};
+         v.projections = {s};
+         v.default_mode = 01000;
+         add_volume(ds, v);
+     },
+     {kVol0 + "projected.defaultMode: Invalid value: 512: must be a number between 0 and 0777 (octal), both "
+              "inclusive",
+      kVol0 + "projected.sources[0].secret.name: Required value"}},
 };
 
 // ---- pod spec and template metadata -------------------------------------------
@@ -993,6 +1096,9 @@ TEST(PortValidation, PortsNamesProtocolsAndHostPorts) {
 TEST_GROUP(EnvValidation){};
 
 TEST(EnvValidation, NamesAndDownwardApiSources) { check(kEnvRows, sizeof(kEnvRows) / sizeof(kEnvRows[0])); }
+TEST(EnvValidation, EnvFromNamesOneSourceAndPrefix) {
+    check(kEnvFromRows, sizeof(kEnvFromRows) / sizeof(kEnvFromRows[0]));
+}
 
 TEST_GROUP(ProbeValidation){};
 

@@ -1,0 +1,52 @@
+// The files the kubelet writes into configMap, secret, downwardAPI and
+// projected volumes: configmap.MakePayload, secret.MakePayload,
+// downwardapi.CollectData and the projected plugin's collectData
+// (pkg/volume/{configmap,secret,downwardapi,projected}, Kubernetes 1.28 to
+// 1.30). The atomic writer (platform/fs/atomic_writer.h) puts a payload on
+// disk.
+//
+// Pure: the pod's facts and its namespace's ConfigMaps and Secrets come in
+// (core/pod_env.h PodFacts). An error carries the kubelet's message
+// (`configmap "x" not found`, `configmap references non-existent config key:
+// k`), never a Secret's value.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/model.h"
+#include "core/pod_env.h"
+#include "core/result.h"
+
+namespace daemonlet {
+
+// volumeutil.FileProjection.
+struct FileProjection {
+    std::string data;
+    std::int32_t mode = 0644;
+    bool operator==(const FileProjection&) const = default;
+};
+
+// Relative path (as the volume's items name it) -> file.
+using VolumePayload = std::map<std::string, FileProjection>;
+
+// The API server's default for defaultMode of all four sources
+// (SecretVolumeSourceDefaultMode and its siblings).
+inline constexpr std::int32_t kDefaultVolumeFileMode = 0644;
+
+// True for the sources whose content the agent writes: configMap, secret,
+// downwardAPI, projected.
+bool has_payload(const Volume& v);
+
+// True when the volume holds secret data (a secret volume, or a projected
+// one with a secret or serviceAccountToken source): it goes on tmpfs.
+bool holds_secrets(const Volume& v);
+
+// The volume's payload. A missing optional ConfigMap or Secret projects
+// nothing (an empty volume, as upstream); a missing non-optional one or a
+// missing item key without optional is an error. serviceAccountToken
+// sources project nothing here (the token is issue 13 §3).
+Result<VolumePayload> volume_payload(const Volume& v, const PodFacts& pod);
+
+}  // namespace daemonlet

@@ -1,0 +1,195 @@
+// atomic_write on a real directory: pkg/volume/util/atomic_writer_test.go
+// (TestWriteOnce, TestUpdate, TestMultipleUpdates, TestValidatePath) and a
+// reader running through a stream of updates.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "platform/atomic_writer.h"
+
+#include "tests/file_text.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+using daemonlet::platform::atomic_write;
+using daemonlet::testing::mode_of;
+using daemonlet::testing::slurp;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The timestamped dirs in `dir`: there is exactly one after a write.
+int data_dirs(const std::string& dir) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) {
+        std::string name = e.path().filename().string();
+        if (name.rfind("..", 0) == 0 && name != "..data" && !e.is_symlink()) ++n;
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST_GROUP(AtomicWriter) {
+    std::string dir;
+    void setup() override {
+        char templ[] = "/tmp/daemonlet-atomic-XXXXXX";
+        dir = ::mkdtemp(templ);
+    }
+    void teardown() override { fs::remove_all(dir); }
+    // Every payload path, as a reader sees it through the visible links.
+    void check_visible(const VolumePayload& p) {
+        for (const auto& [path, f] : p) {
+            std::string full = dir + "/" + path;
+            STRCMP_EQUAL_TEXT(f.data.c_str(), slurp(full).c_str(), path.c_str());
+            LONGS_EQUAL_TEXT(f.mode, mode_of(full), path.c_str());
+        }
+    }
+};
+
+TEST(AtomicWriter, WriteOnceMakesDataLinkTimestampDirAndVisibleLinks) {
+    VolumePayload p = {{"foo", {"foo", 0644}}, {"bar/zab.txt", {"zab", 0400}}, {"bar/deep/x", {"x", 0600}}};
+    ::umask(077);  // the modes are the payload's whatever the umask
+    auto r = atomic_write(dir, p);
+    ::umask(022);
+    CHECK_TRUE(r.ok());
+    CHECK_TRUE(r.value());
+    check_visible(p);
+    CHECK_TRUE(fs::is_symlink(dir + "/..data"));
+    STRCMP_EQUAL("..data/foo", fs::read_symlink(dir + "/foo").c_str());
+    STRCMP_EQUAL("..data/bar", fs::read_symlink(dir + "/bar").c_str());
+    std::string ts = fs::read_symlink(dir + "/..data").string();
+    CHECK_TRUE(ts.rfind("..", 0) == 0 && ts.size() > 22);
+    LONGS_EQUAL(0755, mode_of(dir + "/" + ts));
+    LONGS_EQUAL(1, data_dirs(dir));
+}
+
+TEST(AtomicWriter, UnchangedPayloadWritesNothing) {
+    VolumePayload p = {{"foo", {"foo", 0644}}};
+    CHECK_TRUE(atomic_write(dir, p).value());
+    std::string before = fs::read_symlink(dir + "/..data").string();
+    auto again = atomic_write(dir, p);
+    CHECK_TRUE(again.ok());
+    CHECK_FALSE(again.value());
+    STRCMP_EQUAL(before.c_str(), fs::read_symlink(dir + "/..data").c_str());
+    // A mode change alone is a change (upstream compares content only).
+    p["foo"].mode = 0600;
+    CHECK_TRUE(atomic_write(dir, p).value());
+    check_visible(p);
+}
+
+TEST(AtomicWriter, UpdateReplacesContentRemovesDroppedNamesAndTheOldDir) {
+    // TestUpdate: "update" and "remove" cases.
+    VolumePayload v1 = {
+        {"a", {"a1", 0644}}, {"b", {"b1", 0644}}, {"d/x", {"x1", 0644}}, {"d/y", {"y1", 0644}}};
+    CHECK_TRUE(atomic_write(dir, v1).value());
+    std::string old = fs::read_symlink(dir + "/..data").string();
+    VolumePayload v2 = {{"a", {"a2", 0644}}, {"d/x", {"x1", 0644}}, {"c", {"c2", 0444}}};
+    CHECK_TRUE(atomic_write(dir, v2).value());
+    check_visible(v2);
+    CHECK_FALSE(fs::exists(fs::symlink_status(dir + "/b")));
+    CHECK_FALSE(fs::exists(dir + "/d/y"));
+    CHECK_FALSE(fs::exists(dir + "/" + old));
+    LONGS_EQUAL(1, data_dirs(dir));
+    // Only a nested file dropped: still a write.
+    VolumePayload v3 = {{"a", {"a2", 0644}}, {"c", {"c2", 0444}}, {"d/z", {"z", 0644}}};
+    CHECK_TRUE(atomic_write(dir, v3).value());
+    check_visible(v3);
+    CHECK_FALSE(fs::exists(dir + "/d/x"));
+    // An empty payload (a missing optional object): no visible names left.
+    CHECK_TRUE(atomic_write(dir, {}).value());
+    for (const auto& e : fs::directory_iterator(dir))
+        CHECK_TEXT(e.path().filename().string().rfind("..", 0) == 0, e.path().c_str());
+}
+
+TEST(AtomicWriter, InvalidPathsAreRefusedBeforeAnyWrite) {
+    // TestValidatePath and TestWriteOnce's "invalid payload" rows.
+    for (const char* bad : {"/abs", "..dots", "a/../../b", "a/..", "../x"}) {
+        auto r = atomic_write(dir, {{bad, {"x", 0644}}});
+        CHECK_FALSE_TEXT(r.ok(), bad);
+        CHECK_TEXT(r.error().message.find(bad) != std::string::npos, r.error().message.c_str());
+    }
+    CHECK_FALSE(fs::exists(fs::symlink_status(dir + "/..data")));
+    CHECK_TRUE(atomic_write(dir, {{"a..b/c..", {"ok", 0644}}}).ok());
+}
+
+TEST(AtomicWriter, AReaderNeverSeesHalfAnUpdate) {
+    // Each version's files are long and carry the version; a reader going
+    // through the visible paths during 200 updates must only ever read
+    // whole files of some version, never a partial or mixed one. A read
+    // may find no file in one window that upstream has too: a reader that
+    // resolved ..data to the old dir just before the writer removed it
+    // (step 12); those are counted, not failed.
+    auto content = [](int v, char c) { return "v" + std::to_string(v) + ":" + std::string(64 * 1024, c); };
+    auto payload = [&](int v) {
+        return VolumePayload{{"conf", {content(v, 'c'), 0644}}, {"sub/key", {content(v, 'k'), 0600}}};
+    };
+    CHECK_TRUE(atomic_write(dir, payload(0)).value());
+    // The reader is another process (CppUTest's leak detector is not
+    // thread-safe): it reads until the parent closes `stop`, then reports
+    // "reads missing bad" on `result`.
+    int stop[2], result[2];
+    CHECK_EQUAL(0, ::pipe2(stop, O_CLOEXEC));
+    CHECK_EQUAL(0, ::pipe2(result, O_CLOEXEC));
+    pid_t reader = ::fork();
+    CHECK(reader >= 0);
+    if (reader == 0) {
+        ::close(stop[1]);
+        ::close(result[0]);
+        ::fcntl(stop[0], F_SETFL, O_NONBLOCK);
+        long reads = 0, missing = 0, bad = 0;
+        char c;
+        while (::read(stop[0], &c, 1) < 0 && errno == EAGAIN) {
+            for (const char* path : {"conf", "sub/key"}) {
+                std::string got = slurp(dir + "/" + path);
+                ++reads;
+                if (got == "<missing>") {
+                    ++missing;
+                    continue;
+                }
+                std::size_t colon = got.find(':');
+                char fill = std::string(path) == "conf" ? 'c' : 'k';
+                bool whole = colon != std::string::npos && got.size() == colon + 1 + 64 * 1024 &&
+                             got.find_first_not_of(fill, colon + 1) == std::string::npos;
+                if (!whole) ++bad;
+            }
+        }
+        std::string out = std::to_string(reads) + " " + std::to_string(missing) + " " + std::to_string(bad);
+        ssize_t n = ::write(result[1], out.data(), out.size());
+        ::_exit(n > 0 ? 0 : 1);
+    }
+    ::close(stop[0]);
+    ::close(result[1]);
+    int failed_writes = 0, stale = 0;
+    for (int v = 1; v <= 200; ++v) {
+        VolumePayload p = payload(v);
+        if (!atomic_write(dir, p).ok()) ++failed_writes;
+        // After each write every visible path resolves to the new content.
+        for (const auto& [path, f] : p)
+            if (slurp(dir + "/" + path) != f.data) ++stale;
+    }
+    ::close(stop[1]);
+    char buf[128] = {};
+    ssize_t n = ::read(result[0], buf, sizeof buf - 1);
+    ::close(result[0]);
+    int status = 0;
+    ::waitpid(reader, &status, 0);
+    CHECK(n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    long reads = 0, missing = 0, bad = 0;
+    std::sscanf(buf, "%ld %ld %ld", &reads, &missing, &bad);
+    LONGS_EQUAL(0, failed_writes);
+    LONGS_EQUAL(0, stale);
+    LONGS_EQUAL_TEXT(0, bad, "partial or mixed reads");
+    CHECK_TEXT(reads > missing, buf);
+    LONGS_EQUAL(1, data_dirs(dir));
+}
