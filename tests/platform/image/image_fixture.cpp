@@ -216,7 +216,7 @@ void write_multi_platform_archive(const std::string& path, const std::vector<Tes
                      {"size", inner.size()},
                      {"annotations", {{"org.opencontainers.image.ref.name", name}}}}}}};
     entries.push_back({TarEntry::kFile, blob_name(digest_of(inner)), inner, "", 0644});
-    entries.push_back({TarEntry::kFile, "index.json", index, "", 0644});
+    entries.push_back({TarEntry::kFile, "index.json", index.dump(), "", 0644});
     write_file(path, make_tar(entries));
 }
 
