@@ -10,7 +10,8 @@
 # reason in get -o json and describe, the agent and other pods untouched;
 # the registry back makes the pod run without an agent restart; Always with
 # the registry down runs the local image (our documented edge deviation).
-# A corrupted layer is refused on its digest, the store untouched. Prints
+# A corrupted layer is refused on its digest, the store untouched; without
+# libcurl4, a pull says to install it. Prints
 # the pull time of the busybox image from the loopback registry.
 # A third registry takes bearer tokens (a static token endpoint, below).
 # Needs root, runc, docker-registry, skopeo, htpasswd (apache2-utils),
