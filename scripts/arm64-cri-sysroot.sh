@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds sysroots/arm64-cri: what the aarch64 cross build needs for the CRI
 # module (daemonlet-cri.so) and is not installed through multiarch: gRPC,
-# protobuf and their closure (abseil, re2, c-ares, zlib1g-dev), unpacked
+# protobuf and their closure (abseil, re2, c-ares), unpacked
 # from Debian's :arm64 packages (scripts/deb-sysroot.sh does the work).
 #
 # Why not multiarch, as for the other arm64 libraries: libgrpc-dev:arm64

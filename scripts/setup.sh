@@ -36,6 +36,9 @@ demo_packages=(
     libcurl4-openssl-dev  # httpGet probes, later the API server client
     libssl-dev  # the prototype of libcrypto's base64 for kubeconfig -data fields (libcrypto.so.3 is loaded on first use)
     libarchive-dev  # the image store: image archives and layer tarballs (tar, gzip, zstd)
+    # libarchive.a is linked statically (platform/CMakeLists.txt): the
+    # libraries it calls, which libarchive-dev does not depend on.
+    libacl1-dev libzstd-dev liblz4-dev liblzma-dev libbz2-dev zlib1g-dev nettle-dev
     busybox-static  # tests/data/make_busybox_image.sh builds the test image from it
     runc  # the OCI runtime of issue 5; tests/platform/runc/test_runc.cpp runs a real container with it
     # The test Kubernetes API server (tests/apiserver) and its certificates.
@@ -78,6 +81,8 @@ host_packages=(
 arm64_packages=(
     libuv1-dev:arm64 libsqlite3-dev:arm64 libsystemd-dev:arm64 libcpputest-dev:arm64 libyaml-dev:arm64
     libcurl4-openssl-dev:arm64 libssl-dev:arm64 libarchive-dev:arm64
+    libacl1-dev:arm64 libzstd-dev:arm64 liblz4-dev:arm64 liblzma-dev:arm64 libbz2-dev:arm64 zlib1g-dev:arm64
+    nettle-dev:arm64
     libstdc++6:arm64
 )
 

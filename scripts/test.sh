@@ -265,6 +265,14 @@ step_packages() {
         echo "packages: FAILED: the agent's package takes $kib KiB with its dependencies, more than 6 MiB"
         return 1
     fi
+    # Depends only: daemonlet-image Recommends libcurl4, for registry pulls
+    # (it loads it then), which a board that only imports does not install.
+    kib="${with_runc%% *}"
+    if ((kib > 25 * 1024)); then
+        echo "packages: FAILED: daemonlet with the runc runtime takes $kib KiB with its dependencies" \
+            "(Depends, not Recommends), more than 25 MiB"
+        return 1
+    fi
 }
 
 # The CRI module is part of the arm64 build (issue 5): without its gRPC

@@ -29,6 +29,7 @@ Result<const CurlApi*> curl_api() {
         sym(api.global_init, "curl_global_init");
         sym(api.easy_init, "curl_easy_init");
         sym(api.easy_setopt, "curl_easy_setopt");
+        sym(api.easy_perform, "curl_easy_perform");
         sym(api.easy_getinfo, "curl_easy_getinfo");
         sym(api.easy_cleanup, "curl_easy_cleanup");
         sym(api.easy_strerror, "curl_easy_strerror");

@@ -22,6 +22,7 @@ struct CurlApi {
     CURLcode (*global_init)(long);
     CURL* (*easy_init)();
     CURLcode (*easy_setopt)(CURL*, CURLoption, ...);
+    CURLcode (*easy_perform)(CURL*);  // daemonlet-image's registry pulls (image/registry_client.cpp)
     CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...);
     void (*easy_cleanup)(CURL*);
     const char* (*easy_strerror)(CURLcode);

@@ -1,7 +1,7 @@
 // daemonlet-image: the local image store's command, run by the agent. Kept
-// out of the agent's process because the store links libarchive, which
-// brings libxml2, ICU, nettle, acl and bz2: mapped by every agent, runc or
-// not, they cost about 3 MiB of resident memory (docs/figures.md, "Memory of the libraries"). An
+// out of the agent's process because the store links libarchive (and loads
+// libcurl for pulls): mapped by every agent, runc or not, they cost about
+// 3 MiB of resident memory (docs/figures.md, "Memory of the libraries"). An
 // import also takes as long as the archive is large, which the agent's
 // event loop cannot wait for.
 //
@@ -268,14 +268,14 @@ int pull(const std::string& root, const daemonlet::Platform& platform, const std
         start = end + 1;
     }
     std::optional<daemonlet::platform::Fd> lock;
-    auto commit = [&](const std::string& archive) -> daemonlet::Result<std::vector<ImportedImage>> {
+    auto commit = [&](const std::string& layout) -> daemonlet::Result<std::vector<ImportedImage>> {
         auto locked = lock_store(root, lock);
         if (!locked) return locked.error();
         auto store = ImageStore::open(root, platform, ImageStore::Mode::kImport);
         if (!store)
             return daemonlet::Error{ErrorCode::PullFailed,
                                     "image store " + root + ": " + store.error().message};
-        return store.value().import_archive(archive);
+        return store.value().import_layout(layout);
     };
     std::vector<std::string> warnings;
     auto pulled = daemonlet::platform::pull_image(root, platform, reference, registry, commit, warnings);

@@ -1,7 +1,5 @@
 #include "platform/image/image_pull.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -71,46 +69,10 @@ Status write_text(const std::string& path, const std::string& text) {
     return Ok{};
 }
 
-// The staged layout's files, as an uncompressed tar for import_archive.
-Status write_layout_archive(const std::string& layout, const std::vector<std::string>& members,
-                            const std::string& out) {
-    std::unique_ptr<archive, int (*)(archive*)> a(archive_write_new(), archive_write_free);
-    archive_write_set_format_pax_restricted(a.get());
-    if (archive_write_open_filename(a.get(), out.c_str()) != ARCHIVE_OK)
-        return Error{ErrorCode::PullFailed, out + ": " + archive_error_string(a.get())};
-    std::vector<char> buf(256 * 1024);
-    for (const std::string& m : members) {
-        const std::string path = layout + "/" + m;
-        Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-        struct stat st {};
-        if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0)
-            return Error{ErrorCode::PullFailed, path + ": " + std::strerror(errno)};
-        std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(), archive_entry_free);
-        archive_entry_set_pathname(e.get(), m.c_str());
-        archive_entry_set_filetype(e.get(), AE_IFREG);
-        archive_entry_set_perm(e.get(), 0644);
-        archive_entry_set_size(e.get(), st.st_size);
-        if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK)
-            return Error{ErrorCode::PullFailed, out + ": " + archive_error_string(a.get())};
-        while (true) {
-            ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) return Error{ErrorCode::PullFailed, path + ": read: " + std::strerror(errno)};
-            if (n == 0) break;
-            if (archive_write_data(a.get(), buf.data(), static_cast<std::size_t>(n)) != n)
-                return Error{ErrorCode::PullFailed, out + ": " + archive_error_string(a.get())};
-        }
-    }
-    if (archive_write_close(a.get()) != ARCHIVE_OK)
-        return Error{ErrorCode::PullFailed, out + ": " + archive_error_string(a.get())};
-    return Ok{};
-}
-
 struct Puller {
     RegistryClient& client;
     std::string what;    // "image <ref>", for messages
     std::string layout;  // staging: oci-layout, index.json, blobs/sha256/
-    std::vector<std::string> members;
 
     Error invalid(const std::string& reason) const {
         return Error{ErrorCode::Invalid, what + ": registry " + client.host() + ": " + reason};
@@ -162,7 +124,6 @@ struct Puller {
                            " bytes, the manifest says " + std::to_string(d.size));
         if (got != d.digest)
             return invalid("blobs/" + d.digest + ": digest mismatch: the content's is " + got);
-        members.push_back(member);
         return Ok{};
     }
 };
@@ -194,7 +155,7 @@ Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, con
     Fd alive(::open((staging.path + "/alive.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (alive.get() < 0 || ::flock(alive.get(), LOCK_EX | LOCK_NB) != 0)
         return Error{ErrorCode::PullFailed, staging.path + "/alive.lock: " + std::strerror(errno)};
-    Puller p{client.value(), what, staging.path + "/layout", {}};
+    Puller p{client.value(), what, staging.path + "/layout"};
     std::filesystem::create_directories(p.layout + "/blobs/sha256", ec);
     if (ec) return Error{ErrorCode::PullFailed, p.layout + ": " + ec.message()};
 
@@ -215,7 +176,6 @@ Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, con
     auto manifest = parse_image_manifest(body, what + ": its manifest", desc.media_type);
     if (!manifest) return Error{ErrorCode::Invalid, manifest.error().message};
     if (auto s = write_text(p.layout + "/blobs/sha256/" + hex_of(desc.digest), body); !s) return s.error();
-    p.members.push_back("blobs/sha256/" + hex_of(desc.digest));
     if (auto s = p.blob(manifest.value().config); !s) return s.error();
     for (const Descriptor& layer : manifest.value().layers)
         if (auto s = p.blob(layer); !s) return s.error();
@@ -232,13 +192,7 @@ Result<std::vector<ImportedImage>> pull_image(const std::string& store_root, con
     if (auto s = write_text(p.layout + "/index.json", index.dump()); !s) return s.error();
     if (auto s = write_text(p.layout + "/oci-layout", R"({"imageLayoutVersion": "1.0.0"})"); !s)
         return s.error();
-    p.members.insert(p.members.begin(), {"oci-layout", "index.json"});
-    const std::string archive = staging.path + "/pull.tar";
-    if (auto s = write_layout_archive(p.layout, p.members, archive); !s) return s.error();
-    // The layout's blobs are in the archive now: only one copy on disk
-    // while the import stages its own.
-    std::filesystem::remove_all(p.layout, ec);
-    auto imported = commit(archive);
+    auto imported = commit(p.layout);
     if (!imported) return Error{ErrorCode::Invalid, what + ": " + imported.error().message};
     return imported;
 }

@@ -51,15 +51,17 @@ struct RemoveOnExit {
     }
 };
 
-struct Member {
-    std::string file;  // the staged copy
-    std::int64_t size = 0;
-    std::string digest;
-};
+}  // namespace
 
 // The archive's members, copied into the staging directory as they stream
-// by (an archive cannot be read twice cheaply, and blobs come in any order).
-struct Staged {
+// by (an archive cannot be read twice cheaply, and blobs come in any order);
+// or a layout directory's files, where they are.
+struct StagedImport {
+    struct Member {
+        std::string file;  // the staged copy
+        std::int64_t size = 0;
+        std::string digest;
+    };
     std::string archive;
     std::map<std::string, Member> files;
     std::map<std::string, std::string> links;  // member -> the member it links to
@@ -77,6 +79,11 @@ struct Staged {
         return Error{ErrorCode::Invalid, archive + ": " + member + ": " + reason};
     }
 };
+
+namespace {
+
+using Staged = StagedImport;
+using Member = StagedImport::Member;
 
 Status stage_member_data(archive* a, const std::string& file, Member& m, const Staged& s,
                          const std::string& name) {
@@ -148,6 +155,57 @@ Result<Staged> stage_archive(const std::string& path, const std::string& stage_d
             if (auto st = stage_member_data(a.get(), file, m, s, member); !st.ok()) return st.error();
             s.files[name.value()] = std::move(m);
         }
+    }
+    return s;
+}
+
+// Hashes the file at `path` as it is: a member of a layout directory.
+Status hash_member(const std::string& path, Member& m) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (fd.get() < 0) return io_error(path, "open");
+    auto hasher = Sha256::create();
+    if (!hasher.ok()) return hasher.error();
+    std::vector<char> buf(256 * 1024);
+    while (true) {
+        ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return io_error(path, "read");
+        if (n == 0) break;
+        hasher.value().update(buf.data(), static_cast<std::size_t>(n));
+        m.size += n;
+    }
+    m.file = path;
+    m.digest = hasher.value().finish();
+    return Ok{};
+}
+
+// The files of an OCI layout directory (a pull's staging), each a member
+// named by its path under `dir` with the checks stage_archive makes: a
+// bounded count, clean names, regular files only (a link or a device is
+// refused, as nothing a pull writes is one). The files are hashed where
+// they are, not copied: the import moves them into the store.
+Result<Staged> stage_directory(const std::string& dir) {
+    Staged s;
+    s.archive = dir;
+    std::error_code ec;
+    std::filesystem::recursive_directory_iterator it(dir, ec), end;
+    if (ec) return Error{ErrorCode::Io, dir + ": cannot read: " + ec.message()};
+    std::size_t count = 0;
+    for (; it != end; it.increment(ec)) {
+        if (ec) return Error{ErrorCode::Io, dir + ": cannot read: " + ec.message()};
+        if (++count > kMaxArchiveMembers)
+            return Error{ErrorCode::Invalid,
+                         dir + ": more than " + std::to_string(kMaxArchiveMembers) + " members"};
+        const std::string member = it->path().lexically_relative(dir).string();
+        auto name = clean_member_name(member);
+        if (!name.ok()) return s.error(member, name.error().message + ": refused");
+        auto status = it->symlink_status(ec);
+        if (ec) return Error{ErrorCode::Io, it->path().string() + ": " + ec.message()};
+        if (std::filesystem::is_directory(status)) continue;
+        if (!std::filesystem::is_regular_file(status)) return s.error(member, "not a regular file: refused");
+        Member m;
+        if (auto st = hash_member(it->path().string(), m); !st.ok()) return st.error();
+        s.files[name.value()] = std::move(m);
     }
     return s;
 }
@@ -414,16 +472,14 @@ std::string ImageStore::overlay_layer_path(const std::string& diff_id) const {
 
 namespace {
 
-// Stages the archive at `path` in `stage`, plans its images and unpacks
-// their layers there, every digest checked: what an import moves into the
-// store, or a verification throws away. Layers whose directory `have_layer`
-// finds are not unpacked again (their diff_id was checked when they were).
-Status prepare_import(const std::string& path, const std::string& stage, const Platform& platform,
+// Plans the images of the staged members `s` and unpacks their layers in
+// `stage`, every digest checked: what an import moves into the store, or a
+// verification throws away. Layers whose directory `have_layer` finds are
+// not unpacked again (their diff_id was checked when they were).
+Status prepare_import(const Staged& s, const std::string& stage, const Platform& platform,
                       const std::function<bool(const std::string&)>& have_layer, Plan& plan,
                       std::map<std::string, std::string>& unpacked) {
-    auto staged = stage_archive(path, stage);
-    if (!staged.ok()) return staged.error();
-    const Staged& s = staged.value();
+    const std::string& path = s.archive;
     if (s.find("oci-layout") && s.find("index.json")) {
         if (auto st = plan_oci(s, platform, plan); !st.ok()) return st.error();
     } else if (s.find("manifest.json")) {
@@ -453,9 +509,11 @@ Result<std::vector<ImportedImage>> ImageStore::verify_archive(const std::string&
     RemoveOnExit cleanup{stage};
     Plan plan;
     std::map<std::string, std::string> unpacked;
+    auto staged = stage_archive(path, stage);
+    if (!staged.ok()) return staged.error();
     // Every layer, even one the store has: the archive is checked, not the store.
     if (auto st = prepare_import(
-            path, stage, platform_, [](const std::string&) { return false; }, plan, unpacked);
+            staged.value(), stage, platform_, [](const std::string&) { return false; }, plan, unpacked);
         !st.ok())
         return st.error();
     std::vector<ImportedImage> out;
@@ -473,10 +531,26 @@ Result<std::vector<ImportedImage>> ImageStore::import_archive(const std::string&
     std::string stage = root_ + "/tmp/import-XXXXXX";
     if (!::mkdtemp(stage.data())) return io_error(root_ + "/tmp", "mkdtemp");
     RemoveOnExit cleanup{stage};
+    auto staged = stage_archive(path, stage);
+    if (!staged.ok()) return staged.error();
+    return import_staged(staged.value(), stage);
+}
+
+Result<std::vector<ImportedImage>> ImageStore::import_layout(const std::string& dir) {
+    std::string stage = root_ + "/tmp/import-XXXXXX";
+    if (!::mkdtemp(stage.data())) return io_error(root_ + "/tmp", "mkdtemp");
+    RemoveOnExit cleanup{stage};
+    auto staged = stage_directory(dir);
+    if (!staged.ok()) return staged.error();
+    return import_staged(staged.value(), stage);
+}
+
+Result<std::vector<ImportedImage>> ImageStore::import_staged(const StagedImport& staged,
+                                                             const std::string& stage) {
     Plan plan;
     std::map<std::string, std::string> unpacked;  // diff_id -> staged directory
     if (auto st = prepare_import(
-            path, stage, platform_, [this](const std::string& d) { return exists(layer_path(d)); }, plan,
+            staged, stage, platform_, [this](const std::string& d) { return exists(layer_path(d)); }, plan,
             unpacked);
         !st.ok())
         return st.error();

@@ -26,7 +26,8 @@
 
 namespace daemonlet::platform {
 
-struct IndexEntry;  // image_index.h
+struct IndexEntry;    // image_index.h
+struct StagedImport;  // image_store.cpp: the members of an archive or a layout, staged
 
 struct ImportedImage {
     std::string name;             // normalised reference ("docker.io/library/busybox:latest"); empty when
@@ -86,6 +87,13 @@ class ImageStore {
     // Errors name the archive, the member and the reason; on error nothing
     // of this archive is left in the store.
     Result<std::vector<ImportedImage>> import_archive(const std::string& path);
+
+    // import_archive for an OCI image layout already unpacked in the
+    // directory `dir` (a pull's staging, image_pull.cpp): the same checks on
+    // its files as on an archive's members (names, links and devices refused,
+    // every digest and size), without an archive written and read back. Its
+    // files are moved into the store: `dir` is spent.
+    Result<std::vector<ImportedImage>> import_layout(const std::string& dir);
 
     // Every check of import_archive on the archive at `path` (each layer
     // unpacked and its diff_id checked, whether or not the store has it),
@@ -155,6 +163,8 @@ class ImageStore {
     ImageStore(std::string root, Platform platform)
         : root_(std::move(root)), platform_(std::move(platform)) {}
     Result<ImportedImage> load(const std::string& name, const std::string& digest) const;
+    // What import_archive and import_layout share once the members are staged.
+    Result<std::vector<ImportedImage>> import_staged(const StagedImport& staged, const std::string& stage);
     Result<Collection> drop_entries(const std::vector<IndexEntry>& index, const std::vector<bool>& drop);
 
     std::string root_;

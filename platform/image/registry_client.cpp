@@ -1,6 +1,5 @@
 #include "platform/image/registry_client.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include "core/registry_auth.h"
 #include "platform/fd.h"
 #include "platform/http/credentials.h"
+#include "platform/http/curl_api.h"
 #include "platform/image/sha256.h"
 
 namespace daemonlet::platform {
@@ -26,11 +26,15 @@ constexpr long kMaxRedirects = 5;
 // Debian's hashed system CA directory, kept next to a registry's own CA.
 constexpr const char* kSystemCaPath = "/etc/ssl/certs";
 
+// libcurl, loaded by RegistryClient::open (curl_api.h), which fails when it
+// cannot be: every other call comes after a client was opened.
+const CurlApi& lib() { return *curl_api().value(); }
+
 struct CurlDeleter {
-    void operator()(CURL* c) const { curl_easy_cleanup(c); }
+    void operator()(CURL* c) const { lib().easy_cleanup(c); }
 };
 struct SlistDeleter {
-    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+    void operator()(curl_slist* l) const { lib().slist_free_all(l); }
 };
 
 bool file_exists(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
@@ -87,7 +91,7 @@ struct RegistryClient::Sink {
         auto* s = static_cast<Sink*>(user);
         const size_t len = size * n;
         long status = 0;
-        curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+        lib().easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
         if (status < 200 || status >= 300) return len;  // an error page: dropped
         if (s->written + static_cast<std::int64_t>(len) > s->max_bytes) {
             s->too_big = true;
@@ -114,8 +118,14 @@ struct RegistryClient::Sink {
 
 Result<RegistryClient> RegistryClient::open(const std::string& domain, const std::string& repository,
                                             const RegistryOptions& options) {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return Error{ErrorCode::PullFailed, "libcurl cannot be initialised"};
+    // Loaded, not linked: daemonlet-image's imports and root filesystems
+    // need no libcurl, and libcurl4 brings about 11 MiB of libraries
+    // (Kerberos, LDAP, SSH, OpenSSL) to a board (docs/dependencies.md).
+    if (auto api = curl_api(); !api) {
+        const std::string& why = api.error().message;
+        return Error{ErrorCode::PullFailed, "registry pulls need libcurl4: apt-get install libcurl4 (" +
+                                                why.substr(0, why.find(": install libcurl4")) + ")"};
+    }
     RegistryClient c;
     c.domain_ = domain;
     c.host_ = registry_api_host(domain);
@@ -163,47 +173,47 @@ Result<RegistryClient> RegistryClient::open(const std::string& domain, const std
 
 Result<RegistryResponse> RegistryClient::attempt(const std::string& url, const std::string& accept,
                                                  Sink& sink, bool with_auth, std::string* challenge) {
-    std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+    std::unique_ptr<CURL, CurlDeleter> curl(lib().easy_init());
     if (!curl) return Error{ErrorCode::PullFailed, "libcurl: cannot make a handle"};
     CURL* h = curl.get();
     sink.curl = h;
     sink.reset();
     Headers headers;
     std::unique_ptr<curl_slist, SlistDeleter> list;
-    auto add = [&](const std::string& line) { list.reset(curl_slist_append(list.release(), line.c_str())); };
+    auto add = [&](const std::string& line) { list.reset(lib().slist_append(list.release(), line.c_str())); };
     if (!accept.empty()) add("Accept: " + accept);
     if (with_auth && !bearer_.empty()) add("Authorization: Bearer " + bearer_);
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list.get());
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "daemonlet-image");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, kMaxRedirects);
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, kStallSeconds);
+    lib().easy_setopt(h, CURLOPT_URL, url.c_str());
+    lib().easy_setopt(h, CURLOPT_HTTPHEADER, list.get());
+    lib().easy_setopt(h, CURLOPT_USERAGENT, "daemonlet-image");
+    lib().easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    lib().easy_setopt(h, CURLOPT_MAXREDIRS, kMaxRedirects);
+    lib().easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    lib().easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    lib().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    lib().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
+    lib().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    lib().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, kStallSeconds);
     if (!ca_file_.empty()) {
-        curl_easy_setopt(h, CURLOPT_CAINFO, ca_file_.c_str());
-        curl_easy_setopt(h, CURLOPT_CAPATH, kSystemCaPath);
+        lib().easy_setopt(h, CURLOPT_CAINFO, ca_file_.c_str());
+        lib().easy_setopt(h, CURLOPT_CAPATH, kSystemCaPath);
     }
     if (!cert_file_.empty()) {
-        curl_easy_setopt(h, CURLOPT_SSLCERT, cert_file_.c_str());
-        curl_easy_setopt(h, CURLOPT_SSLKEY, key_file_.c_str());
+        lib().easy_setopt(h, CURLOPT_SSLCERT, cert_file_.c_str());
+        lib().easy_setopt(h, CURLOPT_SSLKEY, key_file_.c_str());
     }
     if (with_auth && basic_ && credentials_) {
-        curl_easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
-        curl_easy_setopt(h, CURLOPT_USERNAME, credentials_->first.c_str());
-        curl_easy_setopt(h, CURLOPT_PASSWORD, credentials_->second.c_str());
+        lib().easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+        lib().easy_setopt(h, CURLOPT_USERNAME, credentials_->first.c_str());
+        lib().easy_setopt(h, CURLOPT_PASSWORD, credentials_->second.c_str());
     }
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &headers);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, Sink::write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    lib().easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    lib().easy_setopt(h, CURLOPT_HEADERDATA, &headers);
+    lib().easy_setopt(h, CURLOPT_WRITEFUNCTION, Sink::write);
+    lib().easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     char errbuf[CURL_ERROR_SIZE] = {};
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    CURLcode rc = curl_easy_perform(h);
+    lib().easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    CURLcode rc = lib().easy_perform(h);
     const std::string where = "registry " + host_;
     if (sink.too_big)
         return Error{ErrorCode::Invalid, where + ": " + url.substr(url.find("/v2/")) + ": larger than " +
@@ -212,7 +222,7 @@ Result<RegistryResponse> RegistryClient::attempt(const std::string& url, const s
         return Error{ErrorCode::PullFailed,
                      where + ": cannot write what it sent: " + std::strerror(sink.write_errno)};
     if (rc != CURLE_OK) {
-        std::string why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+        std::string why = errbuf[0] ? errbuf : lib().easy_strerror(rc);
         switch (rc) {
         case CURLE_PEER_FAILED_VERIFICATION:
         case CURLE_SSL_CACERT_BADFILE:
@@ -231,7 +241,7 @@ Result<RegistryResponse> RegistryClient::attempt(const std::string& url, const s
         }
     }
     RegistryResponse r;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
+    lib().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
     r.content_type = headers.content_type;
     r.docker_content_digest = headers.docker_content_digest;
     if (challenge) *challenge = headers.www_authenticate;

@@ -10,7 +10,8 @@
 # reason in get -o json and describe, the agent and other pods untouched;
 # the registry back makes the pod run without an agent restart; Always with
 # the registry down runs the local image (our documented edge deviation).
-# A corrupted layer is refused on its digest, the store untouched. Prints
+# A corrupted layer is refused on its digest, the store untouched; without
+# libcurl4, a pull says to install it. Prints
 # the pull time of the busybox image from the loopback registry.
 # A third registry takes bearer tokens (a static token endpoint, below).
 # Needs root, runc, docker-registry, skopeo, htpasswd (apache2-utils),
@@ -174,6 +175,19 @@ echo "pull of the busybox image ($(stat -c %s "$work/busybox.tar") bytes as an a
 "$image_tool" pull --store "$work/fail-store" --auth-file "$work/auth.json" "$reg/edge/busybox:1" \
     >/dev/null 2>"$work/fail.err"
 grep -q "TLS certificate" "$work/fail.err" && ok || fail "no CA: $(cat "$work/fail.err")"
+# Without libcurl4 (daemonlet-image loads it for a pull only, so that a
+# board that only imports needs none: docs/dependencies.md), a pull says
+# what to install: libcurl.so.4 hidden in a mount namespace of its own.
+libcurl=$(ldconfig -p | sed -n 's/.*libcurl\.so\.4 (.*=> //p' | head -1)
+if [[ -n $libcurl ]]; then
+    unshare -m bash -c 'mount --bind /dev/null "$1" && exec "${@:2}"' _ "$libcurl" \
+        "$image_tool" pull --store "$work/fail-store" --auth-file "$work/auth.json" --certs-dir "$certs" \
+        "$reg/edge/busybox:1" >/dev/null 2>"$work/nocurl.err"
+    [[ $? -eq 1 ]] && grep -q 'registry pulls need libcurl4: apt-get install libcurl4' "$work/nocurl.err" && ok ||
+        fail "a pull without libcurl4: $(cat "$work/nocurl.err")"
+else
+    fail "ldconfig -p finds no libcurl.so.4"
+fi
 
 cat >"$cfg" <<EOF
 nodeName: it-node

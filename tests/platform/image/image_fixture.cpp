@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 
 #include <cassert>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -144,18 +145,27 @@ void rebuild_manifest(TestImage& img) {
     img.manifest_digest = digest_of(img.manifest);
 }
 
+namespace {
+
+// index.json of an OCI layout of `image` named `name`.
+std::string oci_index(const TestImage& image, const std::string& name) {
+    nlohmann::json index = {{"schemaVersion", 2},
+                            {"manifests",
+                             {{{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                               {"digest", image.manifest_digest},
+                               {"size", image.manifest.size()},
+                               {"annotations", {{"io.containerd.image.name", name}}}}}}};
+    return index.dump();
+}
+
+}  // namespace
+
 void write_oci_archive(const std::string& path, const TestImage& image, const std::string& name,
                        const std::vector<TarEntry>& extra) {
-    using nlohmann::json;
-    json index = {{"schemaVersion", 2},
-                  {"manifests",
-                   {{{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
-                     {"digest", image.manifest_digest},
-                     {"size", image.manifest.size()},
-                     {"annotations", {{"io.containerd.image.name", name}}}}}}};
+    const std::string index = oci_index(image, name);
     std::vector<TarEntry> entries = {
         {TarEntry::kFile, "oci-layout", R"({"imageLayoutVersion":"1.0.0"})", "", 0644},
-        {TarEntry::kFile, "index.json", index.dump(), "", 0644},
+        {TarEntry::kFile, "index.json", index, "", 0644},
         {TarEntry::kDir, "blobs", "", "", 0755},
         {TarEntry::kDir, "blobs/sha256", "", "", 0755},
         {TarEntry::kFile, blob_name(image.manifest_digest), image.manifest, "", 0644},
@@ -165,6 +175,15 @@ void write_oci_archive(const std::string& path, const TestImage& image, const st
         entries.push_back({TarEntry::kFile, blob_name(digest_of(layer)), layer, "", 0644});
     for (const TarEntry& e : extra) entries.push_back(e);
     write_file(path, make_tar(entries));
+}
+
+void write_oci_layout(const std::string& dir, const TestImage& image, const std::string& name) {
+    std::filesystem::create_directories(dir + "/blobs/sha256");
+    write_file(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+    write_file(dir + "/index.json", oci_index(image, name));
+    write_file(dir + "/" + blob_name(image.manifest_digest), image.manifest);
+    write_file(dir + "/" + blob_name(digest_of(image.config)), image.config);
+    for (const std::string& layer : image.layers) write_file(dir + "/" + blob_name(digest_of(layer)), layer);
 }
 
 void write_multi_platform_archive(const std::string& path, const std::vector<TestImage>& images,

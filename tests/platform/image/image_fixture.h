@@ -53,6 +53,10 @@ void rebuild_manifest(TestImage& image);
 void write_oci_archive(const std::string& path, const TestImage& image, const std::string& name,
                        const std::vector<TarEntry>& extra = {});
 
+// Writes the same OCI image layout as files into the directory `dir`
+// (created), as a registry pull stages it (ImageStore::import_layout).
+void write_oci_layout(const std::string& dir, const TestImage& image, const std::string& name);
+
 // Writes an OCI image-layout tarball whose index.json points at an image
 // index (a multi-platform image) of `images`, each for its config's
 // architecture.

@@ -121,6 +121,63 @@ TEST(ImageStore, ImportsAnOciLayoutAndAssemblesTheRootfsWithWhiteouts) {
     check_whiteout_rootfs(dir + "/rootfs");
 }
 
+// A registry pull stages the OCI layout as files and imports the directory
+// (image_pull.cpp): the same image as from its archive, and the directory's
+// files moved into the store.
+TEST(ImageStore, ImportsAnOciLayoutDirectoryAsItsArchive) {
+    ImageStore store = open();
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
+    write_oci_layout(dir + "/layout", img, "demo:1.0");
+    auto imported = store.import_layout(dir + "/layout");
+    CHECK_TEXT(imported.ok(), imported.ok() ? "" : imported.error().message.c_str());
+    LONGS_EQUAL(1, imported.value().size());
+    const ImportedImage& image = imported.value()[0];
+    STRCMP_EQUAL("docker.io/library/demo:1.0", image.name.c_str());
+    STRCMP_EQUAL(img.manifest_digest.c_str(), image.manifest_digest.c_str());
+    LONGS_EQUAL(4, count_entries(root + "/blobs/sha256"));
+    for (const auto& e : fs::directory_iterator(root + "/blobs/sha256"))
+        STRCMP_EQUAL(("sha256:" + e.path().filename().string()).c_str(), digest_of(slurp(e.path())).c_str());
+    LONGS_EQUAL(2, count_entries(root + "/layers/sha256"));
+    LONGS_EQUAL(0, count_entries(root + "/tmp"));
+    auto found = store.find("demo:1.0");
+    CHECK_TEXT(found.ok(), found.ok() ? "" : found.error().message.c_str());
+    CHECK(store.assemble_rootfs(found.value(), dir + "/rootfs").ok());
+    check_whiteout_rootfs(dir + "/rootfs");
+}
+
+TEST(ImageStore, ALayoutDirectoryWithACorruptedBlobIsRefusedAndNothingIsLeft) {
+    ImageStore store = open();
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
+    const std::string layout = dir + "/layout", good = digest_of(img.layers[1]);
+    write_oci_layout(layout, img, "demo:1.0");
+    std::string bad = img.layers[1];
+    bad[600] ^= 1;
+    std::ofstream(layout + "/blobs/sha256/" + good.substr(7), std::ios::binary | std::ios::trunc) << bad;
+    auto r = store.import_layout(layout);
+    CHECK(!r.ok());
+    check_error(r.error(), {layout + ": blobs/sha256/" + good.substr(7), "digest mismatch",
+                            "the descriptor says " + good});
+    check_empty();
+}
+
+// As an archive's symlink members are checked, a layout's links are refused:
+// a pull writes none, and one would let the import read (and move) a file
+// outside the layout.
+TEST(ImageStore, ALayoutDirectoryWithASymlinkIsRefused) {
+    ImageStore store = open();
+    TestImage img = make_image(whiteout_layers(), {Compression::kGzip, Compression::kPlain});
+    const std::string layout = dir + "/layout", config = digest_of(img.config);
+    write_oci_layout(layout, img, "demo:1.0");
+    std::ofstream(dir + "/outside") << img.config;
+    fs::remove(layout + "/blobs/sha256/" + config.substr(7));
+    fs::create_symlink(dir + "/outside", layout + "/blobs/sha256/" + config.substr(7));
+    auto r = store.import_layout(layout);
+    CHECK(!r.ok());
+    check_error(r.error(), {layout + ": blobs/sha256/" + config.substr(7), "not a regular file: refused"});
+    check_empty();
+    STRCMP_EQUAL(img.config.c_str(), slurp(dir + "/outside").c_str());
+}
+
 TEST(ImageStore, ImportsADockerArchive) {
     ImageStore store = open();
     TestImage img = make_image(whiteout_layers(), {Compression::kPlain, Compression::kGzip});
