@@ -139,6 +139,15 @@ EOF
 # The runc runtime importing from IMPORT_DIR. A long back-off: a waiting pod
 # that starts within seconds of its image's import was started by the
 # import, not by its back-off timer.
+# runc_busybox_import: after require_runc: the busybox test image in
+# $work/import (sets import), the runc cleanup at exit.
+runc_busybox_import() {
+    import=$work/import
+    mkdir -p "$import"
+    trap runc_cleanup EXIT
+    "$here/../data/make_busybox_image.sh" "$import/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
+}
+
 write_runc_config() {  # write_runc_config IMPORT_DIR
     cat >"$cfg" <<EOF
 nodeName: it-node

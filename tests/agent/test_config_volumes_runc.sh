@@ -11,10 +11,7 @@ here=$(dirname "${BASH_SOURCE[0]}")
 source "$here/lib.sh"
 require_runc
 
-import=$work/import
-mkdir -p "$import"
-trap runc_cleanup EXIT
-"$here/../data/make_busybox_image.sh" "$import/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
+runc_busybox_import
 
 write_runc_config "$import"
 source "$here/config_volumes_lib.sh"

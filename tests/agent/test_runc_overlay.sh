@@ -17,11 +17,7 @@ source "$here/lib.sh"
 require_runc
 modprobe -q overlay 2>/dev/null; grep -qw overlay /proc/filesystems || { echo "SKIPPED: the kernel has no overlay"; exit 0; }
 
-import=$work/import
-mkdir -p "$import"
-trap runc_cleanup EXIT
-
-"$here/../data/make_busybox_image.sh" "$import/busybox.tar" >/dev/null || { echo "FAIL: cannot build the image"; exit 1; }
+runc_busybox_import
 write_runc_config "$import"
 DS_IMAGE=busybox write_ds bb.yaml bb 'while :; do sleep 1; done'
 

@@ -208,6 +208,10 @@ ct() {
     nsenter --target "$init" --all env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         SYSTEMD_COLORS=0 SYSTEMD_PAGER= SYSTEMD_LESS= "$@"
 }
+# daemonlet.service in the container: a property, running, its journal.
+prop() { ct systemctl show --property="$1" --value daemonlet.service; }
+is_running() { [[ $(prop ActiveState)/$(prop SubState) == active/running ]]; }
+journal() { ct journalctl --no-pager -u daemonlet.service "$@"; }
 container_init() { # the container's PID 1, a child of systemd-nspawn
     local p
     p="$(pgrep -P "$nspawn" | head -1)"

@@ -85,9 +85,6 @@ fi
 boot_start=$SECONDS
 boot_tree "$root" "$run/console.log"
 
-prop() { ct systemctl show --property="$1" --value daemonlet.service; }
-is_running() { [[ $(prop ActiveState)/$(prop SubState) == active/running ]]; }
-journal() { ct journalctl --no-pager -u daemonlet.service "$@"; }
 # journal_has OUTPUT_FORMAT PATTERN. The journal is read whole first: `grep -q`
 # at the end of a pipe exits at the first match, and the writer's SIGPIPE
 # would fail the pipe under pipefail.

@@ -48,9 +48,6 @@ cp "$run/packages/$version/daemonlet_${version}_amd64.deb" "$root/var/cache/daem
 cp "$run/packages/$version+upgrade1/daemonlet_${version}+upgrade1_amd64.deb" "$root/var/cache/daemonlet-test/new.deb"
 
 boot_tree "$root" "$run/console.log"
-prop() { ct systemctl show --property="$1" --value daemonlet.service; }
-is_running() { [[ $(prop ActiveState)/$(prop SubState) == active/running ]]; }
-journal() { ct journalctl --no-pager -u daemonlet.service "$@"; }
 diagnose() {
     echo "---- systemctl status daemonlet (in the container)"
     ct systemctl status --no-pager --lines=0 daemonlet.service
