@@ -66,6 +66,33 @@ void decode_env(Reader& r, const Json& v, const FieldPath& p, EnvVar& e) {
     });
 }
 
+void decode_seccomp_profile(Reader& r, const Json& v, const FieldPath& p, std::optional<SeccompProfile>& s) {
+    r.nested(v, p, "seccompProfile", s, [&](const Json& e, const FieldPath& ep, SeccompProfile& sp) {
+        r.str(e, ep, "type", sp.type);
+        r.str(e, ep, "localhostProfile", sp.localhost_profile);
+    });
+}
+
+void decode_pod_security_context(Reader& r, const Json& v, const FieldPath& p, PodSecurityContext& s) {
+    r.i64(v, p, "runAsUser", s.run_as_user);
+    r.i64(v, p, "runAsGroup", s.run_as_group);
+    r.boolean(v, p, "runAsNonRoot", s.run_as_non_root);
+    r.list(v, p, "supplementalGroups", s.supplemental_groups,
+           [&](const Json& e, const FieldPath& ep, std::int64_t& g) {
+               if (e.is_number_integer())
+                   g = e.get<std::int64_t>();
+               else
+                   r.type_error(ep, e, "an integer (int64)");
+           });
+    r.i64(v, p, "fsGroup", s.fs_group);
+    decode_seccomp_profile(r, v, p, s.seccomp_profile);
+    r.list(v, p, "sysctls", s.sysctls, [&](const Json& e, const FieldPath& ep, Sysctl& sc) {
+        if (!r.object(e, ep)) return;
+        r.str(e, ep, "name", sc.name);
+        r.str(e, ep, "value", sc.value);
+    });
+}
+
 void decode_security_context(Reader& r, const Json& v, const FieldPath& p, SecurityContext& s) {
     r.boolean(v, p, "privileged", s.privileged);
     r.i64(v, p, "runAsUser", s.run_as_user);
@@ -80,6 +107,8 @@ void decode_security_context(Reader& r, const Json& v, const FieldPath& p, Secur
             r.strings(*c, cp, "drop", s.capabilities_drop);
         }
     }
+    decode_seccomp_profile(r, v, p, s.seccomp_profile);
+    r.str(v, p, "procMount", s.proc_mount);
 }
 
 void decode_container(Reader& r, const Json& v, const FieldPath& p, Container& c) {
@@ -187,6 +216,10 @@ void decode_pod_spec(Reader& r, const Json& v, const FieldPath& p, PodSpec& s) {
     r.i64(v, p, "terminationGracePeriodSeconds", s.termination_grace_period_seconds);
     r.i64(v, p, "activeDeadlineSeconds", s.active_deadline_seconds);
     r.str(v, p, "dnsPolicy", s.dns_policy);
+    r.nested(v, p, "securityContext", s.security_context,
+             [&](const Json& e, const FieldPath& ep, PodSecurityContext& sc) {
+                 decode_pod_security_context(r, e, ep, sc);
+             });
     r.str(v, p, "serviceAccountName", s.service_account_name);
     r.str(v, p, "priorityClassName", s.priority_class_name);
     r.str(v, p, "schedulerName", s.scheduler_name);

@@ -105,13 +105,15 @@ Status Agent::init() {
         images.overlay = overlay.value();
         images.pull_options = registry_pull_options(config_);
         rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime",
-                                         find_helper("daemonlet-shim"), std::move(images), config_.runc_path);
+                                         find_helper("daemonlet-shim"), std::move(images), config_.runc_path,
+                                         seccomp_profile_root_of(config_));
     } else if (config_.runtime_type == "cri") {
         // Archives in runtime.imageImportDir go to containerd (images.cpp).
         platform::CriRuntimeOptions cri;
         cri.endpoint = config_.cri_endpoint;
         cri.runtime_dir = config_.state_dir + "/runtime";
         cri.module = find_helper(platform::kCriModule);
+        cri.seccomp_profile_root = seccomp_profile_root_of(config_);
         rt = platform::make_cri_runtime(&loop_, std::move(cri));
     } else {
         rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",

@@ -66,6 +66,9 @@ struct CriRuntimeOptions {
     std::string runtime_dir;  // absolute: stateDir/runtime
     std::string ctr = "ctr";  // containerd's CLI, for exec probes
     std::string module;       // the path of daemonlet-cri.so
+    // config seccompProfileRoot: seccompProfile Localhost's localhost_ref
+    // is <root>/<localhostProfile> (kubelet's getSeccompProfile).
+    std::string seccomp_profile_root;
 };
 
 inline constexpr const char* kCriModule = "daemonlet-cri.so";

@@ -59,6 +59,12 @@ struct ImageTool {
     std::vector<std::string> pull_options;
 };
 
+// seccompProfile RuntimeDefault under runc: the profile Debian's
+// golang-github-containers-common ships (podman's and CRI-O's default, in
+// the docker format that core/seccomp.h converts). containerd builds its
+// own in; runc has none.
+inline constexpr const char* kRuntimeDefaultSeccompProfile = "/usr/share/containers/seccomp.json";
+
 // A registry pull of a large image on a slow link may take long; one that
 // takes longer than this is killed (and retried with back-off).
 inline constexpr int kImagePullDeadlineMs = 30 * 60 * 1000;
@@ -143,6 +149,8 @@ class RuncRuntime final : public Runtime {
     bool has_image(const std::string& image) const override;
 
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
+    // Where seccompProfile Localhost's profiles are (config seccompProfileRoot).
+    void set_seccomp_profile_root(std::string root) { seccomp_profile_root_ = std::move(root); }
     std::string runc_root() const { return runtime_dir_ + "/runc"; }
 
   private:
@@ -156,6 +164,7 @@ class RuncRuntime final : public Runtime {
         ImageTool images;
         std::string runtime_dir;
         std::vector<std::string> capabilities;
+        std::string seccomp_profile_root;
         ContainerLaunch launch;  // the container's, with its spec
         std::string id;
         std::string bundle;
@@ -183,6 +192,7 @@ class RuncRuntime final : public Runtime {
     std::string runtime_dir_;
     std::string runc_binary_;
     std::vector<std::string> capabilities_;
+    std::string seccomp_profile_root_;
     Runc runc_;
 
     void close_pulls();
@@ -195,8 +205,10 @@ class RuncRuntime final : public Runtime {
 // The agent's way to make one: the exec runtime under
 // `runtime_dir`, `runc` found (on PATH unless it holds a '/') and
 // executable, the agent's capabilities read. Errors say which.
+// `seccomp_profile_root`: config seccompProfileRoot (empty: <runtime_dir>/../seccomp).
 Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
                                                    std::string shim_path, ImageTool images,
-                                                   const std::string& runc);
+                                                   const std::string& runc,
+                                                   std::string seccomp_profile_root = {});
 
 }  // namespace daemonlet::platform

@@ -80,7 +80,8 @@ const DsRow kContainerRows[] = {
      {}},
     {"ValidateSecurityContext: privileged is allowed (--allow-privileged=true)",
      [](DaemonSet& ds) {
-         first_container(ds).security_context = SecurityContext{true, 0, 0, {}, {}, {}, {"NET_ADMIN"}, {}};
+         first_container(ds).security_context =
+             SecurityContext{true, 0, 0, {}, {}, {}, {"NET_ADMIN"}, {}, {}, {}};
      },
      {}},
     {"TestValidateInitContainers success: an init container with its own name",
@@ -161,18 +162,19 @@ const DsRow kContainerRows[] = {
      {kC0 + "restartPolicy: Forbidden: may not be set for non-init containers"}},
     {"ValidateSecurityContext: negative runAsUser",
      [](DaemonSet& ds) {
-         first_container(ds).security_context = SecurityContext{{}, -1, {}, {}, {}, {}, {}, {}};
+         first_container(ds).security_context = SecurityContext{{}, -1, {}, {}, {}, {}, {}, {}, {}, {}};
      },
      {kC0 + "securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive"}},
     {"ValidateSecurityContext: runAsGroup above 2^31-1",
      [](DaemonSet& ds) {
-         first_container(ds).security_context = SecurityContext{{}, {}, 2147483648LL, {}, {}, {}, {}, {}};
+         first_container(ds).security_context =
+             SecurityContext{{}, {}, 2147483648LL, {}, {}, {}, {}, {}, {}, {}};
      },
      {kC0 +
       "securityContext.runAsGroup: Invalid value: 2147483648: must be between 0 and 2147483647, inclusive"}},
     {"ValidateSecurityContext: allowPrivilegeEscalation false with privileged",
      [](DaemonSet& ds) {
-         first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, false, {}, {}};
+         first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, false, {}, {}, {}, {}};
      },
      {kC0 +
       "securityContext: Invalid value: {\"privileged\":true,\"allowPrivilegeEscalation\":false}: cannot set "
@@ -180,7 +182,7 @@ const DsRow kContainerRows[] = {
     {"ValidateSecurityContext: allowPrivilegeEscalation false with CAP_SYS_ADMIN",
      [](DaemonSet& ds) {
          first_container(ds).security_context =
-             SecurityContext{{}, {}, {}, {}, {}, false, {"CAP_SYS_ADMIN"}, {}};
+             SecurityContext{{}, {}, {}, {}, {}, false, {"CAP_SYS_ADMIN"}, {}, {}, {}};
      },
      {kC0 + "securityContext: Invalid value: {\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":"
             "[\"CAP_SYS_ADMIN\"],\"drop\":[]}}: cannot set `allowPrivilegeEscalation` to false and "
@@ -679,7 +681,7 @@ const DsRow kVolumeRows[] = {
      [](DaemonSet& ds) {
          add_volume(ds, host_path_volume("kubelet", "/var/lib/kubelet"));
          first_container(ds).volume_mounts = {{"kubelet", "/var/lib/kubelet", "", false, "Bidirectional"}};
-         first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, {}, {}, {}};
+         first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, {}, {}, {}, {}, {}};
      },
      {}},
 
