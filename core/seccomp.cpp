@@ -23,15 +23,33 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
     return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// moby's setupSeccomp filter on includes / excludes.
+// The Go name of an architecture (runtime.GOARCH), which includes.arches
+// and excludes.arches use: "SCMP_ARCH_X86_64" -> "amd64".
+std::string go_arch(const std::string& arch) {
+    if (arch == "SCMP_ARCH_X86_64") return "amd64";
+    if (arch == "SCMP_ARCH_AARCH64") return "arm64";
+    if (arch == "SCMP_ARCH_ARM") return "arm";
+    if (arch == "SCMP_ARCH_X86") return "386";
+    std::string lower = arch.rfind("SCMP_ARCH_", 0) == 0 ? arch.substr(10) : arch;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return lower;
+}
+
+// moby's setupSeccomp filter on includes / excludes: arches by their Go
+// name (runtime.GOARCH), or, in a profile that says so, their SCMP name.
 bool applies(const Json& rule, const std::vector<std::string>& caps, const std::string& arch) {
     const Json inc = rule.value("includes", Json::object());
     const Json exc = rule.value("excludes", Json::object());
+    const std::string go = go_arch(arch);
+    auto has_arch = [&](const std::vector<std::string>& list) {
+        return contains(list, go) || contains(list, arch);
+    };
     for (const auto& c : string_list(exc, "caps"))
         if (contains(caps, c)) return false;
-    if (contains(string_list(exc, "arches"), arch)) return false;
+    if (has_arch(string_list(exc, "arches"))) return false;
     const auto inc_arches = string_list(inc, "arches");
-    if (!inc_arches.empty() && !contains(inc_arches, arch)) return false;
+    if (!inc_arches.empty() && !has_arch(inc_arches)) return false;
     for (const auto& c : string_list(inc, "caps"))
         if (!contains(caps, c)) return false;
     return true;

@@ -11,7 +11,8 @@
 //   syscalls       a rule is kept when every capability of includes.caps
 //                  is the container's, none of excludes.caps is, and the
 //                  machine's architecture is in includes.arches (when
-//                  given) and not in excludes.arches; minKernel is taken
+//                  given) and not in excludes.arches (by its Go name,
+//                  runtime.GOARCH: "amd64", "arm64", "arm"); minKernel is taken
 //                  as met (a board's kernel is recent: Debian 12's 6.1).
 //                  "name" is taken as "names": [name].
 #pragma once

@@ -29,6 +29,7 @@ host_packages=(
     libarchive-dev  # the image store: image archives and layer tarballs (tar, gzip, zstd)
     busybox-static  # tests/data/make_busybox_image.sh builds the test image from it
     runc  # the OCI runtime of issue 5; tests/platform/runc/test_runc.cpp runs a real container with it
+    golang-github-containers-common  # /usr/share/containers/seccomp.json: runc's seccompProfile RuntimeDefault
     # Registry pulls (tests/agent/test_registry.sh): a real registry on loopback
     # (TLS, htpasswd auth; htpasswd -B from apache2-utils), the test image
     # pushed with skopeo. Host tools only: the test skips under an emulator.

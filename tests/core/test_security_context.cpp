@@ -285,7 +285,7 @@ TEST(Seccomp, DockerFormatFiltersRulesByCapabilityAndArchitecture) {
       "syscalls": [
         {"names": ["read", "write"], "action": "SCMP_ACT_ALLOW", "args": [], "includes": {}, "excludes": {}},
         {"names": ["mount"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_ADMIN"]}},
-        {"names": ["arch_prctl"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": ["amd64", "SCMP_ARCH_X86_64"]}},
+        {"names": ["arch_prctl"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": ["amd64", "x32"]}},
         {"names": ["ptrace"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1, "excludes": {"caps": ["CAP_SYS_PTRACE"]}},
         {"names": ["personality"], "action": "SCMP_ACT_ALLOW",
          "args": [{"index": 0, "value": 8, "valueTwo": 0, "op": "SCMP_CMP_EQ"}]}
