@@ -13,6 +13,9 @@
 //   seccompProfileRoot: /var/lib/daemonlet/seccomp  # default <stateDir>/seccomp
 //                                  # (kubelet's <root-dir>/seccomp): Localhost
 //                                  # seccomp profiles are read from here
+//   clusterDNS: [10.96.0.10]       # kubelet's: ClusterFirst pods' nameservers;
+//                                  # default none: such pods get the host's resolver
+//   clusterDomain: cluster.local   # kubelet's: searches and subdomain FQDNs
 //   runtime: {type: exec}           # or, for containers from images:
 //                                  # every type: maxParallelOperations: 4
 //                                  # (starts and stops of different pods at once)
@@ -88,6 +91,10 @@ struct AgentConfig {
     // (kubelet's --seccomp-profile-root); empty: <state_dir>/seccomp
     // (seccomp_profile_root_of()).
     std::string seccomp_profile_root;
+    // kubelet's clusterDNS and clusterDomain (core/pod_dns.h): a runc pod's
+    // resolv.conf for dnsPolicy ClusterFirst; none: the host's resolver.
+    std::vector<std::string> cluster_dns;
+    std::string cluster_domain = "cluster.local";
     std::string runtime_type = "exec";  // "exec", "runc" or "cri"
     // runc: archives dropped here are imported into the image store (cri:
     // into containerd's); empty:

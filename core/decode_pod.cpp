@@ -216,6 +216,25 @@ void decode_pod_spec(Reader& r, const Json& v, const FieldPath& p, PodSpec& s) {
     r.i64(v, p, "terminationGracePeriodSeconds", s.termination_grace_period_seconds);
     r.i64(v, p, "activeDeadlineSeconds", s.active_deadline_seconds);
     r.str(v, p, "dnsPolicy", s.dns_policy);
+    r.str(v, p, "hostname", s.hostname);
+    r.str(v, p, "subdomain", s.subdomain);
+    r.nested(v, p, "dnsConfig", s.dns_config, [&](const Json& e, const FieldPath& ep, PodDNSConfig& d) {
+        r.strings(e, ep, "nameservers", d.nameservers);
+        r.strings(e, ep, "searches", d.searches);
+        // PodDNSConfigOption {name, value}, kept as "name" or "name:value".
+        r.list(e, ep, "options", d.options, [&](const Json& o, const FieldPath& op, std::string& opt) {
+            if (!r.object(o, op)) return;
+            std::string name, value;
+            r.str(o, op, "name", name);
+            r.str(o, op, "value", value);
+            opt = value.empty() ? name : name + ":" + value;
+        });
+    });
+    r.list(v, p, "hostAliases", s.host_aliases, [&](const Json& e, const FieldPath& ep, PodHostAlias& a) {
+        if (!r.object(e, ep)) return;
+        r.str(e, ep, "ip", a.ip);
+        r.strings(e, ep, "hostnames", a.hostnames);
+    });
     r.nested(v, p, "securityContext", s.security_context,
              [&](const Json& e, const FieldPath& ep, PodSecurityContext& sc) {
                  decode_pod_security_context(r, e, ep, sc);

@@ -258,6 +258,18 @@ struct Volume {
     Json raw;                     // the whole volume as written
 };
 
+// v1.PodDNSConfig; options as "name" or "name:value".
+struct PodDNSConfig {
+    std::vector<std::string> nameservers;
+    std::vector<std::string> searches;
+    std::vector<std::string> options;
+};
+
+struct PodHostAlias {
+    std::string ip;
+    std::vector<std::string> hostnames;
+};
+
 struct PodSpec {
     std::string node_name;
     Labels node_selector;
@@ -274,6 +286,10 @@ struct PodSpec {
     std::optional<std::int64_t> active_deadline_seconds;
     std::string dns_policy;  // defaulted to ClusterFirst
     std::optional<PodSecurityContext> security_context;
+    std::string hostname;   // spec.hostname
+    std::string subdomain;  // spec.subdomain
+    std::optional<PodDNSConfig> dns_config;
+    std::vector<PodHostAlias> host_aliases;
     std::string service_account_name;
     std::string priority_class_name;
     std::string scheduler_name;

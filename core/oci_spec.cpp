@@ -358,6 +358,10 @@ Result<Json> build_oci_spec(const OciSpecInput& in) {
     process["noNewPrivileges"] = add_no_new_privileges(sc);
 
     Json mounts = default_mounts(privileged);
+    for (const auto& [destination, source] : in.etc_files)
+        mounts.push_back(
+            mount(destination, "bind", source,
+                  {"rbind", "rprivate", sc.read_only_root_filesystem.value_or(false) ? "ro" : "rw"}));
     if (auto st = add_volume_mounts(in, mounts); !st) return st.error();
 
     Json spec = Json::object();

@@ -111,6 +111,11 @@ struct OciSpecInput {
     // linux.devices entries for a privileged container: the host's device
     // nodes ({path, type, major, minor, fileMode, uid, gid}).
     Json host_devices = Json::array();
+    // /etc/hosts, /etc/hostname, /etc/resolv.conf -> the pod's file on the
+    // host (core/pod_dns.h), bind-mounted (read-only with a read-only
+    // root, as containerd's CRI plugin mounts its own); a volumeMount at
+    // the same path wins.
+    std::map<std::string, std::string> etc_files;
 };
 
 // config.json for `in`. Errors (code "invalid") name the container and the

@@ -104,9 +104,16 @@ Status Agent::init() {
         if (!overlay.ok()) return overlay.error();
         images.overlay = overlay.value();
         images.pull_options = registry_pull_options(config_);
-        rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime",
-                                         find_helper("daemonlet-shim"), std::move(images), config_.runc_path,
-                                         seccomp_profile_root_of(config_));
+        rt = platform::make_runc_runtime(
+            &loop_, config_.state_dir + "/runtime", find_helper("daemonlet-shim"), std::move(images),
+            config_.runc_path,
+            platform::RuncPodSettings{seccomp_profile_root_of(config_), config_.cluster_dns,
+                                      config_.cluster_domain});
+        // The kubelet's GetPodDNS falls back to Default when no cluster DNS is set: said once.
+        if (config_.cluster_dns.empty())
+            log(Level::Notice,
+                "no clusterDNS configured: runc pods of dnsPolicy ClusterFirst get the node's resolver "
+                "(/etc/resolv.conf), as the kubelet falls back to dnsPolicy Default");
     } else if (config_.runtime_type == "cri") {
         // Archives in runtime.imageImportDir go to containerd (images.cpp).
         platform::CriRuntimeOptions cri;

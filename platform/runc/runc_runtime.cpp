@@ -84,8 +84,7 @@ Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& ref
 
 Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
                                                    std::string shim_path, ImageTool images,
-                                                   const std::string& runc,
-                                                   std::string seccomp_profile_root) {
+                                                   const std::string& runc, RuncPodSettings settings) {
     auto binary = find_executable(runc);
     if (!binary) return binary.error();
     if (::access(images.binary.c_str(), X_OK) != 0)
@@ -97,8 +96,8 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
     std::error_code ec;
     runtime_dir = fs::absolute(runtime_dir, ec).lexically_normal().string();
     while (runtime_dir.size() > 1 && runtime_dir.back() == '/') runtime_dir.pop_back();
-    if (seccomp_profile_root.empty())
-        seccomp_profile_root = fs::path(runtime_dir).parent_path().string() + "/seccomp";
+    if (settings.seccomp_profile_root.empty())
+        settings.seccomp_profile_root = fs::path(runtime_dir).parent_path().string() + "/seccomp";
     auto exec = make_exec_runtime(loop, runtime_dir, std::move(shim_path));
     if (!exec) return exec.error();
     exec.value()->attach_loop(loop);
@@ -107,7 +106,7 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
                                       std::move(binary).value(), std::move(caps).value());
     runtime->enable_pulls(loop);
     runtime->attach_loop(loop);
-    runtime->set_seccomp_profile_root(std::move(seccomp_profile_root));
+    runtime->set_pod_settings(std::move(settings));
     return std::unique_ptr<Runtime>(std::move(runtime));
 }
 
@@ -123,7 +122,7 @@ RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::s
 namespace {
 
 Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
-                   const std::vector<std::string>& capabilities, const std::string& seccomp_root,
+                   const std::vector<std::string>& capabilities, const RuncPodSettings& settings,
                    const ContainerLaunch& launch, const std::string& id, const std::string& bundle) {
     const Container& c = *launch.container;
     const auto& psc = launch.pod_spec->security_context;
@@ -137,7 +136,10 @@ Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
     in.pod = launch.pod_spec.get();
     in.pod_display = format_pod(launch.pod_name, launch.pod_namespace, launch.pod_uid);
     in.image = std::move(image).value();
-    if (auto s = read_security_inputs(seccomp_root, launch, bundle + "/rootfs", in); !s) return s;
+    if (auto s = read_security_inputs(settings.seccomp_profile_root, launch, bundle + "/rootfs", in); !s)
+        return s;
+    if (auto s = write_pod_etc_files(settings, launch, runtime_dir + "/pods/" + launch.pod_uid, in); !s)
+        return s;
     in.host_network = launch.pod_spec->host_network;
     in.host_pid = launch.pod_spec->host_pid;
     in.host_ipc = launch.pod_spec->host_ipc;
@@ -165,8 +167,8 @@ Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
 }  // namespace
 
 Status RuncRuntime::prepare_bundle(const BundleJob& job) {
-    auto s = make_bundle(job.images, job.runtime_dir, job.capabilities, job.seccomp_profile_root, job.launch,
-                         job.id, job.bundle);
+    auto s = make_bundle(job.images, job.runtime_dir, job.capabilities, job.pod_settings, job.launch, job.id,
+                         job.bundle);
     if (s) return s;
     // No runc container yet: the bundle is all there is to undo.
     (void)delete_bundle(job.bundle);
@@ -216,7 +218,7 @@ Result<ContainerLaunch> RuncRuntime::shim_launch(const ContainerLaunch& launch) 
 
 RuncRuntime::BundleJob RuncRuntime::bundle_job(const ContainerLaunch& launch,
                                                const ContainerLaunch& shim) const {
-    return BundleJob{images_, runtime_dir_, capabilities_,      seccomp_profile_root_,
+    return BundleJob{images_, runtime_dir_, capabilities_,      pod_settings_,
                      launch,  shim.id,      bundle_dir(shim.id)};
 }
 

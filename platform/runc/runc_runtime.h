@@ -41,6 +41,7 @@
 #include "core/result.h"
 #include "platform/probe/prober.h"
 #include "platform/runc/runc.h"
+#include "platform/runc/runc_security.h"
 #include "platform/runtime.h"
 
 struct uv_loop_s;
@@ -149,8 +150,8 @@ class RuncRuntime final : public Runtime {
     bool has_image(const std::string& image) const override;
 
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
-    // Where seccompProfile Localhost's profiles are (config seccompProfileRoot).
-    void set_seccomp_profile_root(std::string root) { seccomp_profile_root_ = std::move(root); }
+    // seccompProfileRoot, clusterDNS, clusterDomain (runc_security.h).
+    void set_pod_settings(RuncPodSettings settings) { pod_settings_ = std::move(settings); }
     std::string runc_root() const { return runtime_dir_ + "/runc"; }
 
   private:
@@ -164,7 +165,7 @@ class RuncRuntime final : public Runtime {
         ImageTool images;
         std::string runtime_dir;
         std::vector<std::string> capabilities;
-        std::string seccomp_profile_root;
+        RuncPodSettings pod_settings;
         ContainerLaunch launch;  // the container's, with its spec
         std::string id;
         std::string bundle;
@@ -192,7 +193,7 @@ class RuncRuntime final : public Runtime {
     std::string runtime_dir_;
     std::string runc_binary_;
     std::vector<std::string> capabilities_;
-    std::string seccomp_profile_root_;
+    RuncPodSettings pod_settings_;
     Runc runc_;
 
     void close_pulls();
@@ -205,10 +206,9 @@ class RuncRuntime final : public Runtime {
 // The agent's way to make one: the exec runtime under
 // `runtime_dir`, `runc` found (on PATH unless it holds a '/') and
 // executable, the agent's capabilities read. Errors say which.
-// `seccomp_profile_root`: config seccompProfileRoot (empty: <runtime_dir>/../seccomp).
+// `settings.seccomp_profile_root` empty: <runtime_dir>/../seccomp.
 Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
                                                    std::string shim_path, ImageTool images,
-                                                   const std::string& runc,
-                                                   std::string seccomp_profile_root = {});
+                                                   const std::string& runc, RuncPodSettings settings = {});
 
 }  // namespace daemonlet::platform

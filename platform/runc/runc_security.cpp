@@ -6,13 +6,19 @@
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
+#include "core/pod_dns.h"
 #include "core/seccomp.h"
 #include "core/security_context.h"
 #include "platform/file.h"
-#include "platform/runc/runc_runtime.h"
+#include "platform/runc/runc_runtime.h"  // kRuntimeDefaultSeccompProfile
 
 namespace daemonlet::platform {
 namespace {
@@ -99,6 +105,41 @@ Status read_security_inputs(const std::string& seccomp_root, const ContainerLaun
     in.seccomp_source = file;
     struct utsname u {};
     in.seccomp_arch = seccomp_arch(::uname(&u) == 0 ? u.machine : "x86_64");
+    return Ok{};
+}
+
+Status write_pod_etc_files(const RuncPodSettings& settings, const ContainerLaunch& launch,
+                           const std::string& pod_dir, OciSpecInput& in) {
+    PodDNSInput dns;
+    dns.spec = launch.pod_spec.get();
+    dns.pod_name = launch.pod_name;
+    dns.namespace_ = launch.pod_namespace;
+    dns.cluster_dns = settings.cluster_dns;
+    dns.cluster_domain = settings.cluster_domain;
+    // A runc pod without hostNetwork has loopback only: no pod IP.
+    auto hosts = read_file("/etc/hosts", 1024 * 1024);
+    dns.host_hosts = hosts ? hosts.value() : "";
+    auto resolv = read_file("/etc/resolv.conf", 1024 * 1024);
+    dns.host_resolv_conf = resolv ? resolv.value() : "";
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) dns.node_hostname = host;
+    const PodDNSFiles files = pod_dns_files(dns);
+    const std::string dir = pod_dir + "/etc";
+    if (auto s = make_dirs(dir); !s) return s;
+    const std::pair<const char*, const std::string*> wanted[] = {
+        {"hosts", &files.hosts}, {"hostname", &files.hostname}, {"resolv.conf", &files.resolv_conf}};
+    for (const auto& [name, text] : wanted) {
+        const std::string path = dir + "/" + name;
+        const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + launch.container_name;
+        {
+            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+            out << *text;
+            if (!out.flush()) return Error{ErrorCode::Io, tmp + ": cannot write"};
+        }
+        if (::rename(tmp.c_str(), path.c_str()) != 0)
+            return Error{ErrorCode::Io, "rename " + tmp + ": " + std::strerror(errno)};
+        in.etc_files["/etc/" + std::string(name)] = path;
+    }
     return Ok{};
 }
 

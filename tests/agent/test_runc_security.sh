@@ -30,7 +30,8 @@ bb=/bin/busybox
 # Each container reports what it sees into the hostPath volume at /data, as FILE.<name>.
 report="$bb id > /data/id.\$(NAME); $bb grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status > /data/status.\$(NAME);
 $bb grep -E '^[^ ]+ / ' /proc/mounts | $bb tail -1 | $bb cut -d' ' -f4 | $bb cut -c1-2 > /data/root.\$(NAME);
-[ -f /lock ] && echo file > /data/lock.\$(NAME); $bb grep ' /mem ' /proc/mounts > /data/mem.\$(NAME); echo > /data/done.\$(NAME);
+[ -f /lock ] && echo file > /data/lock.\$(NAME); cat /etc/hosts > /data/hosts.\$(NAME);
+cat /etc/resolv.conf > /data/resolv.\$(NAME); cat /etc/hostname > /data/hostname.\$(NAME); $bb grep ' /mem ' /proc/mounts > /data/mem.\$(NAME); echo > /data/done.\$(NAME);
 while :; do sleep 1; done"
 env_name() { echo "          env: [{name: NAME, value: $1}]"; }
 
@@ -46,7 +47,10 @@ DS_IMAGE=busybox write_ds sec.yaml sec "$report" \
           securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}
           volumeMounts: [{name: data, mountPath: /data}, {name: made, mountPath: /made}, {name: lock, mountPath: /lock}, {name: mem, mountPath: /mem}]"
 DS_IMAGE=example.com/edge/named:1 write_ds named.yaml named "$report" \
-    "volumes: [{name: data, hostPath: {path: $data}}]" "" \
+    "volumes: [{name: data, hostPath: {path: $data}}]
+      hostname: web
+      dnsPolicy: None
+      dnsConfig: {nameservers: [203.0.113.1], searches: [x.example], options: [{name: ndots, value: '2'}]}" "" \
     "$(env_name named)
           imagePullPolicy: Never
           volumeMounts: [{name: data, mountPath: /data}]"
@@ -87,7 +91,20 @@ grep -qx $'Seccomp:\t0' "$data/status.named" && grep -qx $'NoNewPrivs:\t0' "$dat
     [[ $(cat "$data/root.named") == rw ]] && ok ||
     fail "no securityContext: Unconfined, no_new_privs off: $(cat "$data/status.named")"
 
-# 3. Waiting with the kubelet's reasons and messages, never started.
+# 3. /etc/hosts, /etc/hostname, /etc/resolv.conf as the kubelet manages them
+# (managedHostsFileContent, GetPodDNS): no clusterDNS configured, so the
+# ClusterFirst pod gets the node's resolver, said once in the log.
+[[ $(head -1 "$data/hosts.sec") == "# Kubernetes-managed hosts file." ]] && grep -qx $'127.0.0.1\tlocalhost' "$data/hosts.sec" &&
+    ok || fail "sec's /etc/hosts: $(cat "$data/hosts.sec")"
+[[ $(grep '^nameserver' "$data/resolv.sec") == "$(grep '^nameserver' /etc/resolv.conf | awk '{print "nameserver " $2}' | head -3)" ]] &&
+    ok || fail "ClusterFirst without clusterDNS: the node's nameservers, not $(cat "$data/resolv.sec")"
+[[ $(grep -c 'no clusterDNS configured' "$agent_log") -eq 1 ]] && ok || fail "the fallback to the node's resolver is not said once"
+[[ $(cat "$data/hostname.sec") == sec-* && $(cat "$data/hostname.named") == web ]] && ok ||
+    fail "hostnames: $(cat "$data/hostname.sec") and $(cat "$data/hostname.named")"
+[[ $(cat "$data/resolv.named") == $'search x.example\nnameserver 203.0.113.1\noptions ndots:2' ]] && ok ||
+    fail "dnsPolicy None with dnsConfig: $(cat "$data/resolv.named")"
+
+# 4. Waiting with the kubelet's reasons and messages, never started.
 wait_for "runAsNonRoot with a root image: CreateContainerConfigError" 20 waiting_as nonroot CreateContainerConfigError \
     "container has runAsNonRoot and image will run as root (pod: \"$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("nonroot-")) | "\(.metadata.name)_it(\(.metadata.uid))"')\", container: main)"
 wait_for "a missing Directory hostPath waits with the kubelet's message" 20 waiting_as missing ContainerCreating \
