@@ -172,6 +172,35 @@ const DsRow kContainerRows[] = {
      },
      {kC0 +
       "securityContext.runAsGroup: Invalid value: 2147483648: must be between 0 and 2147483647, inclusive"}},
+    {"validatePodSpecSecurityContext: fsGroup and supplementalGroups in range (IsValidGroupID)",
+     [](DaemonSet& ds) {
+         auto& sc = ds.spec.template_.spec.security_context.emplace();
+         sc.fs_group = -1;
+         sc.supplemental_groups = {1, 2147483648LL};
+     },
+     {kSpec + "securityContext.fsGroup: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+      kSpec + "securityContext.supplementalGroups[1]: Invalid value: 2147483648: must be between 0 and "
+              "2147483647, inclusive"}},
+    {"validateSeccompProfileField: Localhost needs localhostProfile",
+     [](DaemonSet& ds) {
+         ds.spec.template_.spec.security_context.emplace().seccomp_profile = SeccompProfile{"Localhost", ""};
+     },
+     {kSpec +
+      "securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type "
+      "is Localhost"}},
+    {"validateSeccompProfileField: localhostProfile may not leave the root (validateLocalDescendingPath)",
+     [](DaemonSet& ds) {
+         first_container(ds).security_context.emplace().seccomp_profile =
+             SeccompProfile{"Localhost", "../x.json"};
+     },
+     {kC0 + "securityContext.seccompProfile.localhostProfile: Invalid value: \"../x.json\": must not contain "
+            "'..'"}},
+    {"validateSeccompProfileField: an unknown type",
+     [](DaemonSet& ds) {
+         first_container(ds).security_context.emplace().seccomp_profile = SeccompProfile{"Strict", ""};
+     },
+     {kC0 + "securityContext.seccompProfile.type: Unsupported value: \"Strict\": supported values: "
+            "\"Localhost\", \"RuntimeDefault\", \"Unconfined\""}},
     {"ValidateSecurityContext: allowPrivilegeEscalation false with privileged",
      [](DaemonSet& ds) {
          first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, false, {}, {}, {}, {}};
