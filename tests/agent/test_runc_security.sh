@@ -4,12 +4,14 @@
 # pod-level runAsUser / runAsGroup / fsGroup / supplementalGroups and
 # seccompProfile RuntimeDefault, the container's readOnlyRootFilesystem,
 # allowPrivilegeEscalation false and capabilities (`id`, /proc/self/status
-# CapEff, CapBnd, NoNewPrivs, Seccomp, a write to /); an image USER given
+# CapEff, CapBnd, NoNewPrivs, Seccomp, the root's mount); an image USER given
 # as a name, resolved from the image's /etc/passwd and /etc/group; hostPath
 # DirectoryOrCreate and FileOrCreate created as the kubelet creates them;
-# an emptyDir of medium Memory as a tmpfs with its sizeLimit; runAsNonRoot
-# with a root image and a missing `Directory` hostPath waiting with the
-# kubelet's reasons and messages. Needs root, runc and busybox-static;
+# an emptyDir of medium Memory as a tmpfs with its sizeLimit; a privileged
+# container with every capability and the host's devices; /etc/hosts,
+# /etc/hostname and /etc/resolv.conf per dnsPolicy and dnsConfig; and
+# runAsNonRoot with a root image and a missing `Directory` hostPath waiting
+# with the kubelet's reasons and messages. Needs root, runc and busybox-static;
 # skips without them; the RuntimeDefault check needs
 # /usr/share/containers/seccomp.json (golang-github-containers-common).
 set -uo pipefail
@@ -54,6 +56,12 @@ DS_IMAGE=example.com/edge/named:1 write_ds named.yaml named "$report" \
     "$(env_name named)
           imagePullPolicy: Never
           volumeMounts: [{name: data, mountPath: /data}]"
+DS_IMAGE=busybox write_ds priv.yaml priv "$report" \
+    "volumes: [{name: data, hostPath: {path: $data}}]" "" \
+    "$(env_name priv)
+          imagePullPolicy: Never
+          securityContext: {privileged: true}
+          volumeMounts: [{name: data, mountPath: /data}]"
 DS_IMAGE=busybox write_ds nonroot.yaml nonroot 'sleep 1000' "securityContext: {runAsNonRoot: true}" "" \
     "          imagePullPolicy: Never"
 DS_IMAGE=busybox write_ds missing.yaml missing 'sleep 1000' \
@@ -90,6 +98,19 @@ wait_for "named reports" 20 test -e "$data/done.named"
 grep -qx $'Seccomp:\t0' "$data/status.named" && grep -qx $'NoNewPrivs:\t0' "$data/status.named" &&
     [[ $(cat "$data/root.named") == rw ]] && ok ||
     fail "no securityContext: Unconfined, no_new_privs off: $(cat "$data/status.named")"
+
+# 2b. privileged: every capability the agent has, no seccomp, the host's
+# devices (containerd's WithDevices(HostDevices())).
+wait_for "priv reports" 20 test -e "$data/done.priv"
+[[ $(grep CapEff "$data/status.priv" | cut -f2) == $(grep CapEff /proc/self/status | cut -f2) ]] && ok ||
+    fail "privileged: CapEff $(grep CapEff "$data/status.priv") is not the agent's"
+grep -qx $'Seccomp:\t0' "$data/status.priv" && ok || fail "privileged: a seccomp filter: $(cat "$data/status.priv")"
+priv_id=$("$dl" get pods -A -o json --config "$cfg" | jq -r '.items[] | select(.metadata.name | startswith("priv-"))
+    | .status.containerStatuses[0].containerID' | sed 's|^runc://||')
+if [[ -c /dev/kmsg ]]; then
+    [[ -n $priv_id ]] && rc exec "$priv_id" /bin/busybox test -c /dev/kmsg && ok ||
+        fail "privileged: the host's /dev/kmsg is not in the container ($priv_id)"
+fi
 
 # 3. /etc/hosts, /etc/hostname, /etc/resolv.conf as the kubelet manages them
 # (managedHostsFileContent, GetPodDNS): no clusterDNS configured, so the
