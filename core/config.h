@@ -91,7 +91,7 @@ struct AgentConfig {
     // (kubelet's --seccomp-profile-root); empty: <state_dir>/seccomp
     // (seccomp_profile_root_of()).
     std::string seccomp_profile_root;
-    // kubelet's clusterDNS and clusterDomain (core/pod_dns.h): a runc pod's
+    // kubelet's clusterDNS and clusterDomain (core/pod_dns.h): a pod's
     // resolv.conf for dnsPolicy ClusterFirst; none: the host's resolver.
     std::vector<std::string> cluster_dns;
     std::string cluster_domain = "cluster.local";

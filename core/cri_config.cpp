@@ -42,7 +42,16 @@ CriSandboxConfig cri_sandbox_config(const CriPodInput& pod) {
     s.namespace_ = pod.namespace_;
     s.uid = pod.uid;
     s.attempt = pod.attempt;
-    if (!spec.host_network) s.hostname = pod.name;
+    PodDNSInput dns;
+    dns.spec = &spec;
+    dns.pod_name = pod.name;
+    dns.namespace_ = pod.namespace_;
+    dns.cluster_dns = pod.cluster_dns;
+    dns.cluster_domain = pod.cluster_domain;
+    dns.host_resolv_conf = pod.host_resolv_conf;
+    const PodDNSFiles files = pod_dns_files(dns);
+    s.dns = files.dns;
+    if (!spec.host_network) s.hostname = files.hostname.substr(0, files.hostname.size() - 1);
     s.log_directory = cri_pod_log_directory(pod.log_root, pod.namespace_, pod.name, pod.uid);
     s.labels = pod_labels(pod);
     // labels.go newPodAnnotations: the pod's annotations, as they are.

@@ -50,6 +50,10 @@
 //                      kuberuntime helpers.go getSeccompProfile); the
 //                      sandbox gets the pod's sysctls and groups
 //                      (kuberuntime_sandbox.go generatePodSandboxLinuxConfig).
+//   DNS                the sandbox's dns_config from dnsPolicy and dnsConfig
+//                      (core/pod_dns.h GetPodDNS; kuberuntime_sandbox.go);
+//                      hostname spec.hostname, else the pod's name
+//                      (GeneratePodHostNameAndDomain).
 //                      runAsNonRoot and sysctls are checked first (error code
 //                      "container_config" with the kubelet's message).
 #pragma once
@@ -62,6 +66,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/pod_dns.h"
 #include "core/result.h"
 #include "core/security_context.h"
 
@@ -95,6 +100,7 @@ struct CriSandboxConfig {
     std::vector<std::int64_t> supplemental_groups;
     std::map<std::string, std::string> sysctls;
     CriSeccomp seccomp = CriSeccomp::Unconfined;
+    DNSConfig dns;  // dns_config
 };
 
 struct CriMount {
@@ -144,6 +150,9 @@ struct CriPodInput {
     std::map<std::string, std::string> labels;       // the agent's, kept on sandbox and containers
     std::map<std::string, std::string> annotations;  // the pod's (its template's metadata.annotations)
     std::string seccomp_profile_root;                // config seccompProfileRoot
+    std::vector<std::string> cluster_dns;            // config clusterDNS
+    std::string cluster_domain = "cluster.local";    // config clusterDomain
+    std::string host_resolv_conf;                    // the node's /etc/resolv.conf text
 };
 
 struct CriContainerInput {

@@ -26,6 +26,9 @@ void fill_sandbox(const CriSandboxConfig& in, v1::PodSandboxConfig& out) {
     md->set_attempt(in.attempt);
     out.set_hostname(in.hostname);
     out.set_log_directory(in.log_directory);
+    for (const auto& v : in.dns.nameservers) out.mutable_dns_config()->add_servers(v);
+    for (const auto& v : in.dns.searches) out.mutable_dns_config()->add_searches(v);
+    for (const auto& v : in.dns.options) out.mutable_dns_config()->add_options(v);
     for (const auto& [k, v] : in.labels) (*out.mutable_labels())[k] = v;
     for (const auto& [k, v] : in.annotations) (*out.mutable_annotations())[k] = v;
     auto* sc = out.mutable_linux()->mutable_security_context();

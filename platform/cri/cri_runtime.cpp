@@ -6,6 +6,8 @@
 #include <unistd.h>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <system_error>
@@ -299,6 +301,10 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
     in.args = c.args;
     in.image_user = status.value().user;
     pod.seccomp_profile_root = opts_.seccomp_profile_root;
+    pod.cluster_dns = opts_.cluster_dns;
+    pod.cluster_domain = opts_.cluster_domain;
+    if (std::ifstream resolv("/etc/resolv.conf"); resolv)
+        pod.host_resolv_conf.assign(std::istreambuf_iterator<char>(resolv), std::istreambuf_iterator<char>());
     for (const auto& v : launch.pod_spec->volumes) {
         if (v.source == Volume::Source::HostPath) {
             if (auto s = set_up_host_path(v); !s) return s.error();

@@ -69,6 +69,9 @@ struct CriRuntimeOptions {
     // config seccompProfileRoot: seccompProfile Localhost's localhost_ref
     // is <root>/<localhostProfile> (kubelet's getSeccompProfile).
     std::string seccomp_profile_root;
+    // config clusterDNS, clusterDomain: the sandbox's DNS (core/pod_dns.h).
+    std::vector<std::string> cluster_dns;
+    std::string cluster_domain = "cluster.local";
 };
 
 inline constexpr const char* kCriModule = "daemonlet-cri.so";

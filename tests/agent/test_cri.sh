@@ -123,13 +123,16 @@ wait_for "the new container logs its version" 10 \
 # profile), the container's read-only root, allowPrivilegeEscalation false
 # and capabilities; a FileOrCreate hostPath made a file (containerd would
 # make a directory); runAsNonRoot with a root image waits with the
-# kubelet's CreateContainerConfigError.
+# kubelet's CreateContainerConfigError; dnsPolicy None with dnsConfig is the
+# sandbox's dns_config (GetPodDNS).
 chmod 0777 "$data"
 sec_report="/bin/busybox id > /data/sec-id; /bin/busybox grep -E '^(CapBnd|NoNewPrivs|Seccomp):' /proc/self/status > /data/sec-status;
 /bin/busybox grep -E '^[^ ]+ / ' /proc/mounts | /bin/busybox cut -d' ' -f4 | /bin/busybox cut -c1-2 > /data/sec-root;
-[ -f /lock ] && echo file > /data/sec-lock; echo > /data/sec-done; while :; do sleep 1; done"
+[ -f /lock ] && echo file > /data/sec-lock; cat /etc/resolv.conf > /data/sec-resolv; echo > /data/sec-done; while :; do sleep 1; done"
 DS_IMAGE=busybox:latest write_ds sec.yaml sec "$sec_report" \
     "hostNetwork: true
+      dnsPolicy: None
+      dnsConfig: {nameservers: [203.0.113.1], searches: [x.example]}
       securityContext: {runAsUser: 1000, runAsGroup: 3000, fsGroup: 2000, seccompProfile: {type: RuntimeDefault}}
       volumes: [{name: data, hostPath: {path: $data}}, {name: lock, hostPath: {path: $work/run/x.lock, type: FileOrCreate}}]" "" \
     "          imagePullPolicy: IfNotPresent
@@ -143,6 +146,8 @@ wait_for "sec reports from inside its container" 30 test -e "$data/sec-done"
     fail "CRI capabilities, no_new_privs, seccomp RuntimeDefault: $(cat "$data/sec-status" 2>&1)"
 [[ $(cat "$data/sec-root" 2>&1) == ro && $(cat "$data/sec-lock" 2>&1) == file && -f $work/run/x.lock ]] && ok ||
     fail "CRI read-only root ($(cat "$data/sec-root" 2>&1)) or FileOrCreate not a file ($(ls -la "$work/run" 2>&1))"
+[[ $(grep -E '^(search|nameserver)' "$data/sec-resolv" 2>&1) == $'search x.example\nnameserver 203.0.113.1' ]] && ok ||
+    fail "CRI dnsPolicy None with dnsConfig: resolv.conf is $(cat "$data/sec-resolv" 2>&1)"
 nonroot_waits() {
     local w
     w=$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("nonroot-"))

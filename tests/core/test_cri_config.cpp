@@ -334,6 +334,30 @@ const Row kRows[] = {
          return expect(s.sysctls.at("net.ipv4.tcp_syncookies") == "1", "");
      },
      ""},
+    {"sandbox dns_config from dnsPolicy None and dnsConfig (GetPodDNS)",
+     [](Case& k) {
+         k.spec.dns_policy = "None";
+         k.spec.dns_config = PodDNSConfig{{"203.0.113.1"}, {"x.example"}, {"ndots:2"}};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.dns == DNSConfig{{"203.0.113.1"}, {"x.example"}, {"ndots:2"}}, "");
+     },
+     ""},
+    {"sandbox dns_config ClusterFirst with clusterDNS (generateSearchesForDNSClusterFirst)",
+     [](Case& k) { k.pod.cluster_dns = {"10.96.0.10"}; },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.dns.nameservers == std::vector<std::string>{"10.96.0.10"} &&
+                           s.dns.searches.at(0) == "edge.svc.cluster.local" &&
+                           s.dns.options == std::vector<std::string>{"ndots:5"},
+                       "");
+     },
+     ""},
+    {"sandbox hostname: spec.hostname (GeneratePodHostNameAndDomain)",
+     [](Case& k) { k.spec.hostname = "web"; },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.hostname == "web", s.hostname);
+     },
+     ""},
     {"a node-wide sysctl is refused (validateSysctl)",
      [](Case& k) {
          k.spec.security_context.emplace().sysctls = {{"kernel.panic", "1"}};
