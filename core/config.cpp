@@ -18,6 +18,10 @@ std::string image_import_dir_of(const AgentConfig& c) {
     return c.image_import_dir.empty() ? c.state_dir + "/import" : c.image_import_dir;
 }
 
+std::string seccomp_profile_root_of(const AgentConfig& c) {
+    return c.seccomp_profile_root.empty() ? c.state_dir + "/seccomp" : c.seccomp_profile_root;
+}
+
 Result<std::int64_t> parse_duration_ms(std::string_view s) {
     const std::string original(s);
     auto bad = [&] { return Error{ErrorCode::Invalid, "invalid duration " + render_string(original)}; };
@@ -262,10 +266,11 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
         return out;
     }
     AgentConfig& c = out.config;
-    r.unknown_keys(doc, "",
-                   {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "nodeIP", "manifestDir",
-                    "stateDir", "runtime", "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize",
-                    "containerLogMaxFiles", "apiServer"});
+    r.unknown_keys(
+        doc, "",
+        {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "nodeIP", "manifestDir", "stateDir",
+         "runtime", "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize", "containerLogMaxFiles",
+         "apiServer", "seccompProfileRoot", "clusterDNS", "clusterDomain"});
     for (auto it = doc.begin(); it != doc.end(); ++it) {
         const std::string& k = it.key();
         const Json& v = it.value();
@@ -301,14 +306,35 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                 r.error(k, "expected true or false");
             else
                 c.node_unschedulable = v.get<bool>();
-        } else if (k == "manifestDir" || k == "stateDir") {
+        } else if (k == "clusterDNS") {
+            // kubelet's clusterDNS: the cluster's DNS servers' IPs, for
+            // ClusterFirst pods (core/pod_dns.h).
+            if (!v.is_array()) {
+                r.error(k, "expected a list of IP addresses");
+                continue;
+            }
+            for (std::size_t i = 0; i < v.size(); ++i) {
+                std::string ip;
+                if (!r.string(v[i], k + "[" + std::to_string(i) + "]", ip)) continue;
+                if (!parse_node_ip(ip).ok()) {
+                    r.error(k + "[" + std::to_string(i) + "]", render_string(ip) + " is not an IP address");
+                    continue;
+                }
+                c.cluster_dns.push_back(ip);
+            }
+        } else if (k == "clusterDomain") {
+            if (r.string(v, k, c.cluster_domain))
+                for (const auto& m : names::is_dns1123_subdomain(c.cluster_domain)) r.error(k, m);
+        } else if (k == "manifestDir" || k == "stateDir" || k == "seccompProfileRoot") {
             std::string p;
             if (!r.string(v, k, p)) continue;
             if (p.empty()) {
                 r.error(k, "must not be empty");
                 continue;
             }
-            (k == "manifestDir" ? c.manifest_dir : c.state_dir) = resolve(base_dir, p);
+            (k == "manifestDir" ? c.manifest_dir
+             : k == "stateDir"  ? c.state_dir
+                                : c.seccomp_profile_root) = resolve(base_dir, p);
         } else if (k == "runtime") {
             if (!v.is_object()) {
                 r.error(k,

@@ -10,6 +10,12 @@
 //                                  # stack; default: core/node_ips.h choose_host_ip
 //   manifestDir: /etc/daemonlet/manifests
 //   stateDir: /var/lib/daemonlet
+//   seccompProfileRoot: /var/lib/daemonlet/seccomp  # default <stateDir>/seccomp
+//                                  # (kubelet's <root-dir>/seccomp): Localhost
+//                                  # seccomp profiles are read from here
+//   clusterDNS: [10.96.0.10]       # kubelet's: ClusterFirst pods' nameservers;
+//                                  # default none: such pods get the host's resolver
+//   clusterDomain: cluster.local   # kubelet's: searches and subdomain FQDNs
 //   runtime: {type: exec}           # or, for containers from images:
 //                                  # every type: maxParallelOperations: 4
 //                                  # (starts and stops of different pods at once)
@@ -81,6 +87,14 @@ struct AgentConfig {
     std::vector<std::string> node_ips;
     std::string manifest_dir = "/etc/daemonlet/manifests";
     std::string state_dir = "/var/lib/daemonlet";
+    // Where seccompProfile type Localhost's localhostProfile is found
+    // (kubelet's --seccomp-profile-root); empty: <state_dir>/seccomp
+    // (seccomp_profile_root_of()).
+    std::string seccomp_profile_root;
+    // kubelet's clusterDNS and clusterDomain (core/pod_dns.h): a pod's
+    // resolv.conf for dnsPolicy ClusterFirst; none: the host's resolver.
+    std::vector<std::string> cluster_dns;
+    std::string cluster_domain = "cluster.local";
     std::string runtime_type = "exec";  // "exec", "runc" or "cri"
     // runc: archives dropped here are imported into the image store (cri:
     // into containerd's); empty:
@@ -139,6 +153,9 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
 
 // The import directory in force: image_import_dir, else <state_dir>/import.
 std::string image_import_dir_of(const AgentConfig& c);
+
+// The seccomp profile root in force: seccomp_profile_root, else <state_dir>/seccomp.
+std::string seccomp_profile_root_of(const AgentConfig& c);
 
 // Go's time.ParseDuration for the units a configuration needs (ns, us, ms,
 // s, m, h; "1m30s", "1.5s"), in milliseconds, rounded down. "0" is zero.

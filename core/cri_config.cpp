@@ -13,6 +13,12 @@ bool privileged(const Container& c) {
     return c.security_context && c.security_context->privileged.value_or(false);
 }
 
+CriSeccomp seccomp_type(const SeccompProfile& p) {
+    if (p.type == "RuntimeDefault") return CriSeccomp::RuntimeDefault;
+    if (p.type == "Localhost") return CriSeccomp::Localhost;
+    return CriSeccomp::Unconfined;
+}
+
 std::map<std::string, std::string> pod_labels(const CriPodInput& pod) {
     std::map<std::string, std::string> l = pod.labels;
     l[std::string(kCriPodNameLabel)] = pod.name;
@@ -36,7 +42,16 @@ CriSandboxConfig cri_sandbox_config(const CriPodInput& pod) {
     s.namespace_ = pod.namespace_;
     s.uid = pod.uid;
     s.attempt = pod.attempt;
-    if (!spec.host_network) s.hostname = pod.name;
+    PodDNSInput dns;
+    dns.spec = &spec;
+    dns.pod_name = pod.name;
+    dns.namespace_ = pod.namespace_;
+    dns.cluster_dns = pod.cluster_dns;
+    dns.cluster_domain = pod.cluster_domain;
+    dns.host_resolv_conf = pod.host_resolv_conf;
+    const PodDNSFiles files = pod_dns_files(dns);
+    s.dns = files.dns;
+    if (!spec.host_network) s.hostname = files.hostname.substr(0, files.hostname.size() - 1);
     s.log_directory = cri_pod_log_directory(pod.log_root, pod.namespace_, pod.name, pod.uid);
     s.labels = pod_labels(pod);
     // labels.go newPodAnnotations: the pod's annotations, as they are.
@@ -46,12 +61,26 @@ CriSandboxConfig cri_sandbox_config(const CriPodInput& pod) {
     s.ipc = spec.host_ipc ? CriNamespaceMode::Node : CriNamespaceMode::Pod;
     for (const auto* list : {&spec.init_containers, &spec.containers})
         for (const auto& c : *list) s.privileged = s.privileged || privileged(c);
+    // kuberuntime_sandbox.go generatePodSandboxLinuxConfig.
+    if (const auto& psc = spec.security_context) {
+        s.run_as_user = psc->run_as_user;
+        s.run_as_group = psc->run_as_group;
+        s.supplemental_groups = pod_supplemental_groups(spec);
+        for (const auto& sc : psc->sysctls) s.sysctls[sc.name] = sc.value;
+        if (psc->seccomp_profile) s.seccomp = seccomp_type(*psc->seccomp_profile);
+    }
     return s;
 }
 
 Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const CriContainerInput& in) {
     const Container& c = *in.container;
     const PodSpec& spec = *pod.spec;
+    const SecurityContext sc = determine_effective_security_context(spec, c);
+    if (in.image_user)
+        if (auto refused = verify_run_as_non_root(spec, c, format_pod(pod.name, pod.namespace_, pod.uid),
+                                                  *in.image_user))
+            return Error{ErrorCode::ContainerConfig, *refused};
+    if (auto refused = check_sysctls(spec)) return Error{ErrorCode::ContainerConfig, *refused};
     CriContainerConfig out;
     out.name = c.name;
     out.attempt = in.restart_count;
@@ -98,11 +127,26 @@ Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const Cr
         out.cpu_quota = milli_cpu_to_quota(l->second.milli, kCpuQuotaPeriod);
         out.cpu_period = kCpuQuotaPeriod;
     }
-    out.privileged = privileged(c);
-    if (c.security_context) {
-        out.capabilities_add = c.security_context->capabilities_add;
-        out.capabilities_drop = c.security_context->capabilities_drop;
+    out.privileged = sc.privileged.value_or(false);
+    out.capabilities_add = sc.capabilities_add;
+    out.capabilities_drop = sc.capabilities_drop;
+    out.run_as_user = sc.run_as_user;
+    if (!out.run_as_user && in.image_user) {
+        if (in.image_user->uid)
+            out.run_as_user = in.image_user->uid;
+        else
+            out.run_as_username = in.image_user->username;
     }
+    out.run_as_group = sc.run_as_group;
+    out.readonly_rootfs = sc.read_only_root_filesystem.value_or(false);
+    out.supplemental_groups = pod_supplemental_groups(spec);
+    out.no_new_privs = add_no_new_privileges(sc);
+    out.masked_paths = masked_paths(sc.proc_mount);
+    out.readonly_paths = readonly_paths(sc.proc_mount);
+    const SeccompProfile profile = effective_seccomp_profile(spec, c);
+    out.seccomp = seccomp_type(profile);
+    if (out.seccomp == CriSeccomp::Localhost)
+        out.seccomp_localhost_ref = pod.seccomp_profile_root + "/" + profile.localhost_profile;
     out.network = spec.host_network ? CriNamespaceMode::Node : CriNamespaceMode::Pod;
     out.pid = spec.host_pid ? CriNamespaceMode::Node : CriNamespaceMode::Container;
     out.ipc = spec.host_ipc ? CriNamespaceMode::Node : CriNamespaceMode::Pod;

@@ -40,16 +40,35 @@
 //                      sandbox (security_context.go
 //                      determineEffectiveSecurityContext; sandbox privileged
 //                      when any container is: kuberuntime_sandbox.go).
+//   security           the merged securityContext (core/security_context.h):
+//                      run_as_user (else the image's numeric uid) or
+//                      run_as_username, run_as_group, readonly_rootfs,
+//                      supplemental_groups (fsGroup, supplementalGroups),
+//                      no_new_privs, masked / readonly paths by procMount,
+//                      seccomp (RuntimeDefault, Unconfined, Localhost as
+//                      <seccompProfileRoot>/<localhostProfile>:
+//                      kuberuntime helpers.go getSeccompProfile); the
+//                      sandbox gets the pod's sysctls and groups
+//                      (kuberuntime_sandbox.go generatePodSandboxLinuxConfig).
+//   DNS                the sandbox's dns_config from dnsPolicy and dnsConfig
+//                      (core/pod_dns.h GetPodDNS; kuberuntime_sandbox.go);
+//                      hostname spec.hostname, else the pod's name
+//                      (GeneratePodHostNameAndDomain).
+//                      runAsNonRoot and sysctls are checked first (error code
+//                      "container_config" with the kubelet's message).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/model.h"
+#include "core/pod_dns.h"
 #include "core/result.h"
+#include "core/security_context.h"
 
 namespace daemonlet {
 
@@ -64,6 +83,7 @@ inline constexpr std::string_view kCriContainerNameLabel = "io.kubernetes.contai
 
 enum class CriNamespaceMode { Pod = 0, Container = 1, Node = 2 };  // runtime.v1 NamespaceMode
 enum class CriPropagation { Private = 0, HostToContainer = 1, Bidirectional = 2 };
+enum class CriSeccomp { RuntimeDefault = 0, Unconfined = 1, Localhost = 2 };  // SecurityProfile.ProfileType
 
 struct CriSandboxConfig {
     std::string name, namespace_, uid;
@@ -76,6 +96,11 @@ struct CriSandboxConfig {
     CriNamespaceMode pid = CriNamespaceMode::Container;
     CriNamespaceMode ipc = CriNamespaceMode::Pod;
     bool privileged = false;
+    std::optional<std::int64_t> run_as_user, run_as_group;
+    std::vector<std::int64_t> supplemental_groups;
+    std::map<std::string, std::string> sysctls;
+    CriSeccomp seccomp = CriSeccomp::Unconfined;
+    DNSConfig dns;  // dns_config
 };
 
 struct CriMount {
@@ -104,6 +129,14 @@ struct CriContainerConfig {
     bool privileged = false;
     std::vector<std::string> capabilities_add;
     std::vector<std::string> capabilities_drop;
+    std::optional<std::int64_t> run_as_user, run_as_group;
+    std::string run_as_username;
+    bool readonly_rootfs = false;
+    std::vector<std::int64_t> supplemental_groups;
+    bool no_new_privs = false;
+    std::vector<std::string> masked_paths, readonly_paths;
+    CriSeccomp seccomp = CriSeccomp::Unconfined;
+    std::string seccomp_localhost_ref;  // absolute, for Localhost
     CriNamespaceMode network = CriNamespaceMode::Pod;
     CriNamespaceMode pid = CriNamespaceMode::Container;
     CriNamespaceMode ipc = CriNamespaceMode::Pod;
@@ -116,6 +149,10 @@ struct CriPodInput {
     std::string log_root;                            // the sandbox's log directory's parent
     std::map<std::string, std::string> labels;       // the agent's, kept on sandbox and containers
     std::map<std::string, std::string> annotations;  // the pod's (its template's metadata.annotations)
+    std::string seccomp_profile_root;                // config seccompProfileRoot
+    std::vector<std::string> cluster_dns;            // config clusterDNS
+    std::string cluster_domain = "cluster.local";    // config clusterDomain
+    std::string host_resolv_conf;                    // the node's /etc/resolv.conf text
 };
 
 struct CriContainerInput {
@@ -127,6 +164,9 @@ struct CriContainerInput {
     // Volume name -> the host path mounted for it (hostPath's path, the
     // directory made for an emptyDir).
     std::map<std::string, std::string> volume_host_paths;
+    // The image's user as the runtime's ImageStatus reports it
+    // (security_context.h image_user); none: unknown, the runtime's own.
+    std::optional<ImageUser> image_user;
 };
 
 // <log_root>/<namespace>_<name>_<uid> (BuildPodLogsDirectory).
@@ -137,7 +177,8 @@ CriSandboxConfig cri_sandbox_config(const CriPodInput& pod);
 
 // Errors (code "invalid") name the container and field: a volumeMount of a
 // volume without a host path, a subPath leaving its volume, an unknown
-// mountPropagation.
+// mountPropagation. Code "container_config": runAsNonRoot or a sysctl
+// refused, with the kubelet's message.
 Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const CriContainerInput& in);
 
 }  // namespace daemonlet

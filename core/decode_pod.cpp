@@ -96,6 +96,33 @@ void decode_env(Reader& r, const Json& v, const FieldPath& p, EnvVar& e) {
     });
 }
 
+void decode_seccomp_profile(Reader& r, const Json& v, const FieldPath& p, std::optional<SeccompProfile>& s) {
+    r.nested(v, p, "seccompProfile", s, [&](const Json& e, const FieldPath& ep, SeccompProfile& sp) {
+        r.str(e, ep, "type", sp.type);
+        r.str(e, ep, "localhostProfile", sp.localhost_profile);
+    });
+}
+
+void decode_pod_security_context(Reader& r, const Json& v, const FieldPath& p, PodSecurityContext& s) {
+    r.i64(v, p, "runAsUser", s.run_as_user);
+    r.i64(v, p, "runAsGroup", s.run_as_group);
+    r.boolean(v, p, "runAsNonRoot", s.run_as_non_root);
+    r.list(v, p, "supplementalGroups", s.supplemental_groups,
+           [&](const Json& e, const FieldPath& ep, std::int64_t& g) {
+               if (e.is_number_integer())
+                   g = e.get<std::int64_t>();
+               else
+                   r.type_error(ep, e, "an integer (int64)");
+           });
+    r.i64(v, p, "fsGroup", s.fs_group);
+    decode_seccomp_profile(r, v, p, s.seccomp_profile);
+    r.list(v, p, "sysctls", s.sysctls, [&](const Json& e, const FieldPath& ep, Sysctl& sc) {
+        if (!r.object(e, ep)) return;
+        r.str(e, ep, "name", sc.name);
+        r.str(e, ep, "value", sc.value);
+    });
+}
+
 void decode_security_context(Reader& r, const Json& v, const FieldPath& p, SecurityContext& s) {
     r.boolean(v, p, "privileged", s.privileged);
     r.i64(v, p, "runAsUser", s.run_as_user);
@@ -110,6 +137,8 @@ void decode_security_context(Reader& r, const Json& v, const FieldPath& p, Secur
             r.strings(*c, cp, "drop", s.capabilities_drop);
         }
     }
+    decode_seccomp_profile(r, v, p, s.seccomp_profile);
+    r.str(v, p, "procMount", s.proc_mount);
 }
 
 void decode_container(Reader& r, const Json& v, const FieldPath& p, Container& c) {
@@ -300,6 +329,29 @@ void decode_pod_spec(Reader& r, const Json& v, const FieldPath& p, PodSpec& s) {
     r.i64(v, p, "terminationGracePeriodSeconds", s.termination_grace_period_seconds);
     r.i64(v, p, "activeDeadlineSeconds", s.active_deadline_seconds);
     r.str(v, p, "dnsPolicy", s.dns_policy);
+    r.str(v, p, "hostname", s.hostname);
+    r.str(v, p, "subdomain", s.subdomain);
+    r.nested(v, p, "dnsConfig", s.dns_config, [&](const Json& e, const FieldPath& ep, PodDNSConfig& d) {
+        r.strings(e, ep, "nameservers", d.nameservers);
+        r.strings(e, ep, "searches", d.searches);
+        // PodDNSConfigOption {name, value}, kept as "name" or "name:value".
+        r.list(e, ep, "options", d.options, [&](const Json& o, const FieldPath& op, std::string& opt) {
+            if (!r.object(o, op)) return;
+            std::string name, value;
+            r.str(o, op, "name", name);
+            r.str(o, op, "value", value);
+            opt = value.empty() ? name : name + ":" + value;
+        });
+    });
+    r.list(v, p, "hostAliases", s.host_aliases, [&](const Json& e, const FieldPath& ep, PodHostAlias& a) {
+        if (!r.object(e, ep)) return;
+        r.str(e, ep, "ip", a.ip);
+        r.strings(e, ep, "hostnames", a.hostnames);
+    });
+    r.nested(v, p, "securityContext", s.security_context,
+             [&](const Json& e, const FieldPath& ep, PodSecurityContext& sc) {
+                 decode_pod_security_context(r, e, ep, sc);
+             });
     r.str(v, p, "serviceAccountName", s.service_account_name);
     r.str(v, p, "priorityClassName", s.priority_class_name);
     r.str(v, p, "schedulerName", s.scheduler_name);

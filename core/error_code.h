@@ -13,56 +13,62 @@
 namespace daemonlet {
 
 enum class ErrorCode {
-    Busy,           // busy: a resource is locked or in use (SQLite lock, mount point, socket)
-    Canceled,       // canceled: the operation was canceled before it finished
-    Certificate,    // certificate: TLS certificate problem talking to a registry
-    Closed,         // closed: the object or connection was closed
-    Corrupt,        // corrupt: stored data (database, image store) failed its checks
-    Cri,            // cri: a CRI runtime call failed with a gRPC status not mapped otherwise
-    CtrFailed,      // ctr_failed: a `ctr` command failed
-    Fallback,       // fallback: an image has no overlay form; the caller falls back to a copy
-    Http,           // http: an HTTP transfer failed (not timeout, not refused)
-    Image,          // image: an image could not be prepared for a container
-    ImageNotFound,  // image_not_found: a start whose image is absent
-    Interrupted,    // interrupted: work stopped part way (e.g. image GC cut short)
-    Invalid,        // invalid: input rejected by validation
-    Io,             // io: a system call on a file, directory or socket failed
-    K8sNotFound,    // NotFound: Kubernetes' reason for an absent object (control socket)
-    NoLayer,        // no_layer: an image layer is absent from the store
-    NotFound,       // not_found: the thing asked for does not exist
-    NotRunning,     // not_running: nothing serves the agent's socket
-    Parse,          // parse: a manifest or file could not be parsed
-    Permissions,    // permissions: a file's permissions are too open (credentials)
-    PullFailed,     // pull_failed: an image pull failed for another reason
-    Refused,        // refused: the connection was refused
-    Running,        // running: the container is still running
-    Runtime,        // runtime: the container runtime failed
-    Schema,         // schema: the database's schema version is not one we know
-    Shim,           // shim: daemonlet-shim failed to start a container
-    Spawn,          // spawn: a child process could not be started
-    Sqlite,         // sqlite: SQLite returned an error
-    Stopped,        // stopped: the receiver stopped the transfer
-    Timeout,        // timeout: a deadline passed
-    TooLarge,       // too_large: a response or object is over its limit
-    TooLong,        // too_long: a path or option string is over its limit (overlay mount)
-    Unauthorized,   // unauthorized: a registry refused the credentials (or asked for some)
-    Unavailable,    // unavailable: a runtime or service cannot be reached
-    Unreachable,    // unreachable: a registry cannot be reached
-    Unsupported,    // unsupported: not supported by this build or runtime
+    Busy,             // busy: a resource is locked or in use (SQLite lock, mount point, socket)
+    Canceled,         // canceled: the operation was canceled before it finished
+    Certificate,      // certificate: TLS certificate problem talking to a registry
+    Closed,           // closed: the object or connection was closed
+    ContainerConfig,  // container_config: the container's config cannot be made (CreateContainerConfigError)
+    Corrupt,          // corrupt: stored data (database, image store) failed its checks
+    Cri,              // cri: a CRI runtime call failed with a gRPC status not mapped otherwise
+    CtrFailed,        // ctr_failed: a `ctr` command failed
+    Fallback,         // fallback: an image has no overlay form; the caller falls back to a copy
+    Http,             // http: an HTTP transfer failed (not timeout, not refused)
+    Image,            // image: an image could not be prepared for a container
+    ImageNotFound,    // image_not_found: a start whose image is absent
+    Interrupted,      // interrupted: work stopped part way (e.g. image GC cut short)
+    Invalid,          // invalid: input rejected by validation
+    Io,               // io: a system call on a file, directory or socket failed
+    K8sNotFound,      // NotFound: Kubernetes' reason for an absent object (control socket)
+    NoLayer,          // no_layer: an image layer is absent from the store
+    NotFound,         // not_found: the thing asked for does not exist
+    NotRunning,       // not_running: nothing serves the agent's socket
+    Parse,            // parse: a manifest or file could not be parsed
+    Permissions,      // permissions: a file's permissions are too open (credentials)
+    PullFailed,       // pull_failed: an image pull failed for another reason
+    Refused,          // refused: the connection was refused
+    Running,          // running: the container is still running
+    Runtime,          // runtime: the container runtime failed
+    Schema,           // schema: the database's schema version is not one we know
+    Shim,             // shim: daemonlet-shim failed to start a container
+    Spawn,            // spawn: a child process could not be started
+    Sqlite,           // sqlite: SQLite returned an error
+    Stopped,          // stopped: the receiver stopped the transfer
+    Timeout,          // timeout: a deadline passed
+    TooLarge,         // too_large: a response or object is over its limit
+    TooLong,          // too_long: a path or option string is over its limit (overlay mount)
+    Unauthorized,     // unauthorized: a registry refused the credentials (or asked for some)
+    Unavailable,      // unavailable: a runtime or service cannot be reached
+    Unreachable,      // unreachable: a registry cannot be reached
+    Unsupported,      // unsupported: not supported by this build or runtime
+    VolumeSetup,      // volume_setup: a volume cannot be set up (hostPath type check); the container waits
 };
 
 inline constexpr ErrorCode kAllErrorCodes[] = {
-    ErrorCode::Busy,         ErrorCode::Canceled,    ErrorCode::Certificate,   ErrorCode::Closed,
-    ErrorCode::Corrupt,      ErrorCode::Cri,         ErrorCode::CtrFailed,     ErrorCode::Fallback,
-    ErrorCode::Http,         ErrorCode::Image,       ErrorCode::ImageNotFound, ErrorCode::Interrupted,
-    ErrorCode::Invalid,      ErrorCode::Io,          ErrorCode::K8sNotFound,   ErrorCode::NoLayer,
-    ErrorCode::NotFound,     ErrorCode::NotRunning,  ErrorCode::Parse,         ErrorCode::Permissions,
-    ErrorCode::PullFailed,   ErrorCode::Refused,     ErrorCode::Running,       ErrorCode::Runtime,
-    ErrorCode::Schema,       ErrorCode::Shim,        ErrorCode::Spawn,         ErrorCode::Sqlite,
-    ErrorCode::Stopped,      ErrorCode::Timeout,     ErrorCode::TooLarge,      ErrorCode::TooLong,
-    ErrorCode::Unauthorized, ErrorCode::Unavailable, ErrorCode::Unreachable,   ErrorCode::Unsupported,
+    ErrorCode::Busy,         ErrorCode::Canceled,        ErrorCode::Certificate,
+    ErrorCode::Closed,       ErrorCode::ContainerConfig, ErrorCode::Corrupt,
+    ErrorCode::Cri,          ErrorCode::CtrFailed,       ErrorCode::Fallback,
+    ErrorCode::Http,         ErrorCode::Image,           ErrorCode::ImageNotFound,
+    ErrorCode::Interrupted,  ErrorCode::Invalid,         ErrorCode::Io,
+    ErrorCode::K8sNotFound,  ErrorCode::NoLayer,         ErrorCode::NotFound,
+    ErrorCode::NotRunning,   ErrorCode::Parse,           ErrorCode::Permissions,
+    ErrorCode::PullFailed,   ErrorCode::Refused,         ErrorCode::Running,
+    ErrorCode::Runtime,      ErrorCode::Schema,          ErrorCode::Shim,
+    ErrorCode::Spawn,        ErrorCode::Sqlite,          ErrorCode::Stopped,
+    ErrorCode::Timeout,      ErrorCode::TooLarge,        ErrorCode::TooLong,
+    ErrorCode::Unauthorized, ErrorCode::Unavailable,     ErrorCode::Unreachable,
+    ErrorCode::Unsupported,  ErrorCode::VolumeSetup,
 };
-static_assert(std::size(kAllErrorCodes) == static_cast<std::size_t>(ErrorCode::Unsupported) + 1,
+static_assert(std::size(kAllErrorCodes) == static_cast<std::size_t>(ErrorCode::VolumeSetup) + 1,
               "kAllErrorCodes lists every ErrorCode");
 
 constexpr const char* to_string(ErrorCode c) {
@@ -71,6 +77,7 @@ constexpr const char* to_string(ErrorCode c) {
     case ErrorCode::Canceled: return "canceled";
     case ErrorCode::Certificate: return "certificate";
     case ErrorCode::Closed: return "closed";
+    case ErrorCode::ContainerConfig: return "container_config";
     case ErrorCode::Corrupt: return "corrupt";
     case ErrorCode::Cri: return "cri";
     case ErrorCode::CtrFailed: return "ctr_failed";
@@ -103,6 +110,7 @@ constexpr const char* to_string(ErrorCode c) {
     case ErrorCode::Unavailable: return "unavailable";
     case ErrorCode::Unreachable: return "unreachable";
     case ErrorCode::Unsupported: return "unsupported";
+    case ErrorCode::VolumeSetup: return "volume_setup";
     }
     return "unknown";
 }

@@ -204,6 +204,20 @@ struct Lifecycle {
     std::optional<Handler> pre_stop;
 };
 
+// v1.SeccompProfile: type RuntimeDefault, Unconfined or Localhost (then
+// localhostProfile, relative to the kubelet's seccomp profile root).
+struct SeccompProfile {
+    std::string type;
+    std::string localhost_profile;
+    bool operator==(const SeccompProfile&) const = default;
+};
+
+struct Sysctl {
+    std::string name;
+    std::string value;
+    bool operator==(const Sysctl&) const = default;
+};
+
 struct SecurityContext {
     std::optional<bool> privileged;
     std::optional<std::int64_t> run_as_user;
@@ -213,6 +227,21 @@ struct SecurityContext {
     std::optional<bool> allow_privilege_escalation;
     std::vector<std::string> capabilities_add;
     std::vector<std::string> capabilities_drop;
+    std::optional<SeccompProfile> seccomp_profile;
+    std::string proc_mount;  // "" (Default), Default, Unmasked
+};
+
+// v1.PodSecurityContext: what applies to every container of the pod
+// (runAsUser, runAsGroup, runAsNonRoot, seccompProfile, unless the
+// container sets its own) and to the pod itself (groups, sysctls).
+struct PodSecurityContext {
+    std::optional<std::int64_t> run_as_user;
+    std::optional<std::int64_t> run_as_group;
+    std::optional<bool> run_as_non_root;
+    std::vector<std::int64_t> supplemental_groups;
+    std::optional<std::int64_t> fs_group;
+    std::optional<SeccompProfile> seccomp_profile;
+    std::vector<Sysctl> sysctls;
 };
 
 struct Container {
@@ -290,6 +319,18 @@ struct Volume {
     Json raw;  // the whole volume as written
 };
 
+// v1.PodDNSConfig; options as "name" or "name:value".
+struct PodDNSConfig {
+    std::vector<std::string> nameservers;
+    std::vector<std::string> searches;
+    std::vector<std::string> options;
+};
+
+struct PodHostAlias {
+    std::string ip;
+    std::vector<std::string> hostnames;
+};
+
 struct PodSpec {
     std::string node_name;
     Labels node_selector;
@@ -305,6 +346,11 @@ struct PodSpec {
     std::optional<std::int64_t> termination_grace_period_seconds;  // defaulted to 30
     std::optional<std::int64_t> active_deadline_seconds;
     std::string dns_policy;  // defaulted to ClusterFirst
+    std::optional<PodSecurityContext> security_context;
+    std::string hostname;   // spec.hostname
+    std::string subdomain;  // spec.subdomain
+    std::optional<PodDNSConfig> dns_config;
+    std::vector<PodHostAlias> host_aliases;
     std::string service_account_name;
     std::string priority_class_name;
     std::string scheduler_name;

@@ -7,6 +7,9 @@
 #include <charconv>
 #include <limits>
 
+#include "core/seccomp.h"
+#include "core/security_context.h"
+
 namespace daemonlet {
 namespace {
 
@@ -41,41 +44,30 @@ Result<std::vector<std::string>> process_args(const Container& c, const ImageCon
     return command;
 }
 
-std::optional<std::uint32_t> parse_id(std::string_view s) {
-    std::uint32_t v = 0;
-    if (s.empty()) return std::nullopt;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-    return v;
-}
-
-Result<Json> process_user(const Container& c, const ImageConfig& image) {
-    const auto& sc = c.security_context;
-    std::uint32_t uid = 0, gid = 0;
-    auto id_of = [](std::int64_t v) {
-        return static_cast<std::uint32_t>(
-            std::clamp<std::int64_t>(v, 0, std::numeric_limits<std::uint32_t>::max()));
-    };
-    if (sc && sc->run_as_user) {
-        uid = id_of(*sc->run_as_user);
-    } else if (!image.user.empty()) {
-        const auto colon = image.user.find(':');
-        const std::string_view user = std::string_view(image.user).substr(0, colon);
-        auto u = parse_id(user);
-        if (!u)
-            return invalid(c, "image config User",
-                           "\"" + image.user + "\" names a user; only numeric uid[:gid] is supported");
-        uid = *u;
-        if (colon != std::string::npos) {
-            auto g = parse_id(std::string_view(image.user).substr(colon + 1));
-            if (!g)
-                return invalid(c, "image config User",
-                               "\"" + image.user + "\" names a group; only numeric uid[:gid] is supported");
-            gid = *g;
-        }
+// The user string containerd's CRI plugin is given (kubelet
+// determineEffectiveSecurityContext, containerd generateUserString), then
+// resolved in the image's files, with the pod's groups appended.
+Result<Json> process_user(const OciSpecInput& in, const SecurityContext& sc, const PodSpec& pod) {
+    const Container& c = *in.container;
+    std::string user;
+    if (sc.run_as_user) {
+        user = std::to_string(*sc.run_as_user);
+    } else {
+        const ImageUser image = image_user(in.image.user);
+        user = image.uid ? std::to_string(*image.uid) : image.username;
     }
-    if (sc && sc->run_as_group) gid = id_of(*sc->run_as_group);
-    return Json{{"uid", uid}, {"gid", gid}};
+    if (sc.run_as_group) user += ":" + std::to_string(*sc.run_as_group);
+    auto resolved = resolve_image_user(user, in.etc_passwd, in.etc_group);
+    if (!resolved)
+        return Error{ErrorCode::ContainerConfig,
+                     "container \"" + c.name + "\": user \"" + user + "\": " + resolved.error().message};
+    Json additional = Json::array();
+    for (auto g : resolved.value().additional_gids) additional.push_back(g);
+    for (auto g : pod_supplemental_groups(pod))
+        additional.push_back(static_cast<std::uint32_t>(std::clamp<std::int64_t>(g, 0, 0xffffffffLL)));
+    Json out{{"uid", resolved.value().uid}, {"gid", resolved.value().gid}};
+    if (!additional.empty()) out["additionalGids"] = std::move(additional);
+    return out;
 }
 
 // "NET_ADMIN" or "CAP_NET_ADMIN" -> "CAP_NET_ADMIN", if Linux knows it.
@@ -90,15 +82,15 @@ std::optional<std::string> capability_name(std::string name) {
 
 // containerd pkg/cri/opts/spec_linux.go WithCapabilities: add ALL, drop
 // ALL, then the named adds, then the named drops.
-Result<std::vector<std::string>> capabilities(const OciSpecInput& in, bool privileged) {
+Result<std::vector<std::string>> capabilities(const OciSpecInput& in, const SecurityContext& sc,
+                                              bool privileged) {
     const Container& c = *in.container;
     const std::vector<std::string> every =
         in.current_capabilities.empty() ? all_capabilities() : in.current_capabilities;
     if (privileged) return every;
     std::vector<std::string> caps = default_capabilities();
-    if (!c.security_context) return caps;
-    const auto& add = c.security_context->capabilities_add;
-    const auto& drop = c.security_context->capabilities_drop;
+    const auto& add = sc.capabilities_add;
+    const auto& drop = sc.capabilities_drop;
     auto has_all = [](const std::vector<std::string>& v) {
         return std::any_of(v.begin(), v.end(), [](const std::string& s) { return s == "ALL" || s == "all"; });
     };
@@ -330,13 +322,19 @@ std::vector<std::string> all_capabilities() {
 Result<Json> build_oci_spec(const OciSpecInput& in) {
     assert(in.container != nullptr);
     const Container& c = *in.container;
-    const bool privileged = c.security_context && c.security_context->privileged.value_or(false);
+    static const PodSpec kNoPod;
+    const PodSpec& pod = in.pod ? *in.pod : kNoPod;
+    const SecurityContext sc = determine_effective_security_context(pod, c);
+    const bool privileged = sc.privileged.value_or(false);
 
+    if (auto refused = verify_run_as_non_root(pod, c, in.pod_display, image_user(in.image.user)))
+        return Error{ErrorCode::ContainerConfig, *refused};
+    if (auto refused = check_sysctls(pod)) return Error{ErrorCode::ContainerConfig, *refused};
     auto args = process_args(c, in.image);
     if (!args) return args.error();
-    auto user = process_user(c, in.image);
+    auto user = process_user(in, sc, pod);
     if (!user) return user.error();
-    auto caps = capabilities(in, privileged);
+    auto caps = capabilities(in, sc, privileged);
     if (!caps) return caps.error();
 
     std::vector<std::string> env = {std::string(kDefaultPathEnv)};
@@ -357,33 +355,41 @@ Result<Json> build_oci_spec(const OciSpecInput& in) {
     const Json cap_list = caps.value();
     process["capabilities"] = Json{{"bounding", cap_list}, {"effective", cap_list}, {"permitted", cap_list}};
     process["rlimits"] = Json::array({Json{{"type", "RLIMIT_NOFILE"}, {"hard", 1024}, {"soft", 1024}}});
-    // The kubelet sets no_new_privs only when allowPrivilegeEscalation is
-    // false (pkg/securitycontext AddNoNewPrivileges).
-    const bool no_new_privs = c.security_context && c.security_context->allow_privilege_escalation == false;
-    process["noNewPrivileges"] = no_new_privs;
+    process["noNewPrivileges"] = add_no_new_privileges(sc);
 
     Json mounts = default_mounts(privileged);
+    for (const auto& [destination, source] : in.etc_files)
+        mounts.push_back(
+            mount(destination, "bind", source,
+                  {"rbind", "rprivate", sc.read_only_root_filesystem.value_or(false) ? "ro" : "rw"}));
     if (auto st = add_volume_mounts(in, mounts); !st) return st.error();
 
     Json spec = Json::object();
     spec["ociVersion"] = kOciSpecVersion;
     spec["process"] = std::move(process);
-    spec["root"] = Json{
-        {"path", in.rootfs},
-        {"readonly", c.security_context && c.security_context->read_only_root_filesystem.value_or(false)}};
+    spec["root"] = Json{{"path", in.rootfs}, {"readonly", sc.read_only_root_filesystem.value_or(false)}};
     if (!in.host_network && !in.hostname.empty()) spec["hostname"] = in.hostname;
     spec["mounts"] = std::move(mounts);
 
     Json linux_ = Json::object();
     linux_["resources"] = linux_resources(c, privileged);
+    if (privileged && !in.host_devices.empty()) linux_["devices"] = in.host_devices;
     if (!in.cgroups_path.empty()) linux_["cgroupsPath"] = in.cgroups_path;
     linux_["namespaces"] = namespaces(in);
+    if (pod.security_context && !pod.security_context->sysctls.empty()) {
+        Json sysctl = Json::object();
+        for (const auto& s : pod.security_context->sysctls) sysctl[s.name] = s.value;
+        linux_["sysctl"] = std::move(sysctl);
+    }
     if (!privileged) {
-        linux_["maskedPaths"] = {"/proc/acpi",        "/proc/asound",        "/proc/kcore",
-                                 "/proc/keys",        "/proc/latency_stats", "/proc/timer_list",
-                                 "/proc/timer_stats", "/proc/sched_debug",   "/sys/firmware",
-                                 "/proc/scsi"};
-        linux_["readonlyPaths"] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+        linux_["maskedPaths"] = masked_paths(sc.proc_mount);
+        linux_["readonlyPaths"] = readonly_paths(sc.proc_mount);
+        if (in.seccomp_profile) {
+            auto seccomp =
+                seccomp_to_oci(*in.seccomp_profile, in.seccomp_source, caps.value(), in.seccomp_arch);
+            if (!seccomp) return invalid(c, "securityContext.seccompProfile", seccomp.error().message);
+            linux_["seccomp"] = std::move(seccomp).value();
+        }
     }
     spec["linux"] = std::move(linux_);
     return spec;

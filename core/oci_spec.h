@@ -16,9 +16,20 @@
 //                  (oci.WithEnv / replaceOrAppendEnvValues).
 //   process.cwd    workingDir, else the image's WorkingDir, else "/"
 //                  (containerd pkg/cri/server container_create_linux.go).
-//   process.user   securityContext.runAsUser / runAsGroup, else the image's
-//                  User when numeric ("uid" or "uid:gid"), else 0:0. A user
-//                  name needs the rootfs's /etc/passwd: an error here.
+//   security       the pod's and the container's securityContext merged
+//                  (core/security_context.h: DetermineEffectiveSecurityContext,
+//                  verifyRunAsNonRoot, AddNoNewPrivileges, masked paths by
+//                  procMount, the pod's namespaced sysctls as linux.sysctl,
+//                  seccomp from the profile the caller read; none when
+//                  privileged, as containerd's CRI plugin).
+//   process.user   as the kubelet and containerd's CRI make it: the user
+//                  string is runAsUser (else the image's uid, when its User
+//                  is numeric, else the image's user name) with
+//                  ":runAsGroup" when set, resolved in the image's
+//                  /etc/passwd and /etc/group (security_context.h
+//                  resolve_image_user; oci.WithUser, WithAdditionalGIDs),
+//                  then fsGroup and supplementalGroups appended
+//                  (WithSupplementalGroups).
 //   capabilities   containerd oci/spec.go defaultUnixCaps, then
 //                  securityContext.capabilities add / drop ("ALL" allowed;
 //                  pkg/cri/opts/spec_linux.go WithCapabilities); privileged
@@ -41,12 +52,15 @@
 //                  (period 100000 us, quota at least 1000 us); requests.cpu
 //                  (else limits.cpu) -> cpu.shares, MilliCPUToShares (2 ..
 //                  262144). Devices: deny all but runc's defaults, unless
-//                  privileged. No oomScoreAdj: a negative one needs
+//                  privileged: then every device node of the host's /dev
+//                  (host_devices; containerd's WithDevices(HostDevices()))
+//                  and all allowed. No oomScoreAdj: a negative one needs
 //                  CAP_SYS_RESOURCE, which a board's agent may not have.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +82,8 @@ inline constexpr std::int64_t kMinCpuQuota = 1000;
 
 struct OciSpecInput {
     const Container* container = nullptr;  // required
+    const PodSpec* pod = nullptr;          // its pod's spec; none: a pod without securityContext
+    std::string pod_display;               // format_pod's "<name>_<namespace>(<uid>)", for errors
     ImageConfig image;
     bool host_network = false;
     bool host_pid = false;
@@ -83,11 +99,31 @@ struct OciSpecInput {
     // The agent's effective capabilities (platform current_capabilities),
     // given to a privileged container; empty: all_capabilities().
     std::vector<std::string> current_capabilities;
+    // The image's /etc/passwd and /etc/group (empty when absent): a user
+    // name resolves through them.
+    std::string etc_passwd, etc_group;
+    // The seccomp profile's text when the effective profile is
+    // RuntimeDefault or Localhost (effective_seccomp_profile), read by the
+    // caller; seccomp_source names the file; seccomp_arch is
+    // seccomp_arch(the machine).
+    std::optional<std::string> seccomp_profile;
+    std::string seccomp_source, seccomp_arch;
+    // linux.devices entries for a privileged container: the host's device
+    // nodes ({path, type, major, minor, fileMode, uid, gid}).
+    Json host_devices = Json::array();
+    // /etc/hosts, /etc/hostname, /etc/resolv.conf -> the pod's file on the
+    // host (core/pod_dns.h), bind-mounted (read-only with a read-only
+    // root, as containerd's CRI plugin mounts its own); a volumeMount at
+    // the same path wins.
+    std::map<std::string, std::string> etc_files;
 };
 
 // config.json for `in`. Errors (code "invalid") name the container and the
 // field: no command at all, a volume mount of a volume without a host path,
-// a subPath leaving its volume, a user name, a malformed capability.
+// a subPath leaving its volume, a malformed capability or seccomp profile.
+// Errors (code "container_config", the kubelet's
+// CreateContainerConfigError) with the kubelet's message: runAsNonRoot
+// refused, a sysctl refused, a user or group not in the image.
 Result<Json> build_oci_spec(const OciSpecInput& in);
 
 // The host path mounted for c.volume_mounts[i]: its volume's host path

@@ -220,6 +220,8 @@ void validate_security_context(const std::optional<SecurityContext>& sc, const F
     if (sc->run_as_group && (*sc->run_as_group < 0 || *sc->run_as_group > kMaxId))
         errs.push_back(
             invalid(p.child("runAsGroup"), render_int(*sc->run_as_group), inclusive_range_error(0, kMaxId)));
+    if (sc->seccomp_profile)
+        validate_seccomp_profile_field(*sc->seccomp_profile, p.child("seccompProfile"), errs);
     if (sc->allow_privilege_escalation && !*sc->allow_privilege_escalation) {
         if (sc->privileged.value_or(false))
             errs.push_back(
@@ -272,6 +274,26 @@ const Json* raw_restart_policy(const Json& raw_spec, const char* list, std::size
 }
 
 }  // namespace
+
+// validateSeccompProfileField.
+void validate_seccomp_profile_field(const SeccompProfile& sp, const FieldPath& p, FieldErrors& errs) {
+    if (sp.type == "Localhost") {
+        if (sp.localhost_profile.empty())
+            errs.push_back(
+                required(p.child("localhostProfile"), "must be set when seccomp type is Localhost"));
+        else  // never a path out of seccompProfileRoot
+            validate_local_descending_path(sp.localhost_profile, p.child("localhostProfile"), errs);
+    } else if (sp.type == "RuntimeDefault" || sp.type == "Unconfined") {
+        if (!sp.localhost_profile.empty())
+            errs.push_back(invalid(p.child("localhostProfile"), render_string(sp.localhost_profile),
+                                   "can only be set when seccomp type is Localhost"));
+    } else if (sp.type.empty()) {
+        errs.push_back(required(p.child("type")));
+    } else {
+        errs.push_back(not_supported(p.child("type"), render_string(sp.type),
+                                     {"Localhost", "RuntimeDefault", "Unconfined"}));
+    }
+}
 
 void validate_containers(const PodSpec& spec, const std::set<std::string>& volumes, const Json& raw_spec,
                          const FieldPath& p, FieldErrors& errs) {

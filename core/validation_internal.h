@@ -38,6 +38,8 @@ std::string canonical_quantity(const Quantity& q);
 // util/validation RegexError: msg (e.g. 'a',  or 'b', regex used for validation is 'fmt').
 std::string regex_error(std::string_view msg, std::string_view fmt, const std::vector<std::string>& examples);
 std::string inclusive_range_error(std::int64_t lo, std::int64_t hi);
+// validateSeccompProfileField (pod and container securityContext.seccompProfile).
+void validate_seccomp_profile_field(const SeccompProfile& sp, const FieldPath& p, FieldErrors& errs);
 
 // ---- raw document access -------------------------------------------------
 

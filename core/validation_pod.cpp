@@ -153,7 +153,27 @@ void validate_subdomain_name(const std::string& v, const FieldPath& p, FieldErro
 }
 
 // ValidatePodSpec, for the fields the model carries.
+// validatePodSpecSecurityContext: user and group IDs in range
+// (IsValidUserID, IsValidGroupID), the seccomp profile
+// (validateSeccompProfileField).
+void validate_pod_security_context(const PodSecurityContext& sc, const FieldPath& p, FieldErrors& errs) {
+    constexpr std::int64_t kMaxId = std::numeric_limits<std::int32_t>::max();
+    auto id = [&](const std::optional<std::int64_t>& v, const FieldPath& fp) {
+        if (v && (*v < 0 || *v > kMaxId))
+            errs.push_back(invalid(fp, render_int(*v), inclusive_range_error(0, kMaxId)));
+    };
+    id(sc.run_as_user, p.child("runAsUser"));
+    id(sc.run_as_group, p.child("runAsGroup"));
+    id(sc.fs_group, p.child("fsGroup"));
+    for (std::size_t i = 0; i < sc.supplemental_groups.size(); ++i)
+        id(sc.supplemental_groups[i], p.child("supplementalGroups").index(i));
+    if (sc.seccomp_profile)
+        validate_seccomp_profile_field(*sc.seccomp_profile, p.child("seccompProfile"), errs);
+}
+
 void validate_pod_spec(const PodSpec& spec, const Json& raw_spec, const FieldPath& p, FieldErrors& errs) {
+    if (spec.security_context)
+        validate_pod_security_context(*spec.security_context, p.child("securityContext"), errs);
     // Defaulted to 30; only a missing value is an error (a negative one is
     // accepted and treated as 1 by the pod strategy).
     if (!spec.termination_grace_period_seconds)

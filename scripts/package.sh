@@ -246,6 +246,8 @@ control() {
     image)
         depends="${depends:+$depends, }daemonlet (= $ver)"
         recs+=(runc)
+        # seccompProfile RuntimeDefault under runc reads its profile.
+        suggests="golang-github-containers-common"
         description="daemonlet's image store, for runtime.type runc
  The tool daemonlet runs to import and pull OCI images into its local store
  and to prepare each runc container's root file system."

@@ -47,6 +47,7 @@ demo_packages=(
 # And what the test command needs besides.
 host_packages=(
     "${demo_packages[@]}"
+    golang-github-containers-common  # /usr/share/containers/seccomp.json: runc's seccompProfile RuntimeDefault
     # Registry pulls (tests/agent/test_registry.sh): a real registry on loopback
     # (TLS, htpasswd auth; htpasswd -B from apache2-utils), the test image
     # pushed with skopeo. Host tools only: the test skips under an emulator.

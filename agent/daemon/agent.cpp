@@ -105,20 +105,32 @@ Status Agent::init() {
         if (!overlay.ok()) return overlay.error();
         images.overlay = overlay.value();
         images.pull_options = registry_pull_options(config_);
-        rt = platform::make_runc_runtime(&loop_, config_.state_dir + "/runtime",
-                                         find_helper("daemonlet-shim"), std::move(images), config_.runc_path);
+        rt = platform::make_runc_runtime(
+            &loop_, config_.state_dir + "/runtime", find_helper("daemonlet-shim"), std::move(images),
+            config_.runc_path,
+            platform::RuncPodSettings{seccomp_profile_root_of(config_), config_.cluster_dns,
+                                      config_.cluster_domain});
+
     } else if (config_.runtime_type == "cri") {
         // Archives in runtime.imageImportDir go to containerd (images.cpp).
         platform::CriRuntimeOptions cri;
         cri.endpoint = config_.cri_endpoint;
         cri.runtime_dir = config_.state_dir + "/runtime";
         cri.module = find_helper(platform::kCriModule);
+        cri.seccomp_profile_root = seccomp_profile_root_of(config_);
+        cri.cluster_dns = config_.cluster_dns;
+        cri.cluster_domain = config_.cluster_domain;
         rt = platform::make_cri_runtime(&loop_, std::move(cri));
     } else {
         rt = platform::make_exec_runtime(&loop_, config_.state_dir + "/runtime",
                                          find_helper("daemonlet-shim"));
     }
     if (!rt.ok()) return rt.error();
+    // The kubelet's GetPodDNS falls back to Default when no cluster DNS is set: said once.
+    if (config_.cluster_dns.empty() && config_.runtime_type != "exec")
+        log(Level::Notice,
+            "no clusterDNS configured: pods of dnsPolicy ClusterFirst get the node's resolver "
+            "(/etc/resolv.conf), as the kubelet falls back to dnsPolicy Default");
     runtime_ = std::move(rt).value();
     runtime_->attach_loop(&loop_);
     runtime_ops_.set_limit(config_.max_parallel_operations);

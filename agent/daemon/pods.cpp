@@ -468,6 +468,23 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         return;
     }
     lc.runtime_down_ms = 0;
+    if (error.code == ErrorCode::ContainerConfig || error.code == ErrorCode::VolumeSetup) {
+        // kubelet's CreateContainerConfigError (runAsNonRoot, a sysctl, the
+        // image's user) and a volume that cannot be set up (a hostPath type
+        // mismatch: the pod stays ContainerCreating, its FailedMount event's
+        // message): the container waits, said once per message.
+        const std::string reason =
+            error.code == ErrorCode::ContainerConfig ? "CreateContainerConfigError" : "ContainerCreating";
+        const bool again = cs.reason == reason && cs.message == error.message;
+        cs.state = ContainerState::Waiting;
+        cs.reason = reason;
+        cs.message = error.message;
+        if (!again)
+            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
+                                cs.message + "; retrying with back-off");
+        schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
+        return;
+    }
     cs.state = ContainerState::Waiting;
     cs.reason = "RunContainerError";
     cs.message = error.message;

@@ -26,10 +26,19 @@ void fill_sandbox(const CriSandboxConfig& in, v1::PodSandboxConfig& out) {
     md->set_attempt(in.attempt);
     out.set_hostname(in.hostname);
     out.set_log_directory(in.log_directory);
+    for (const auto& v : in.dns.nameservers) out.mutable_dns_config()->add_servers(v);
+    for (const auto& v : in.dns.searches) out.mutable_dns_config()->add_searches(v);
+    for (const auto& v : in.dns.options) out.mutable_dns_config()->add_options(v);
     for (const auto& [k, v] : in.labels) (*out.mutable_labels())[k] = v;
     for (const auto& [k, v] : in.annotations) (*out.mutable_annotations())[k] = v;
     auto* sc = out.mutable_linux()->mutable_security_context();
     sc->set_privileged(in.privileged);
+    if (in.run_as_user) sc->mutable_run_as_user()->set_value(*in.run_as_user);
+    if (in.run_as_group) sc->mutable_run_as_group()->set_value(*in.run_as_group);
+    for (auto g : in.supplemental_groups) sc->add_supplemental_groups(g);
+    sc->mutable_seccomp()->set_profile_type(
+        static_cast<v1::SecurityProfile::ProfileType>(static_cast<int>(in.seccomp)));
+    for (const auto& [k, v] : in.sysctls) (*out.mutable_linux()->mutable_sysctls())[k] = v;
     auto* ns = sc->mutable_namespace_options();
     ns->set_network(mode(in.network));
     ns->set_pid(mode(in.pid));
@@ -68,6 +77,17 @@ void fill_container(const CriContainerConfig& in, const CriLabels& annotations, 
     sc->set_privileged(in.privileged);
     for (const auto& c : in.capabilities_add) sc->mutable_capabilities()->add_add_capabilities(c);
     for (const auto& c : in.capabilities_drop) sc->mutable_capabilities()->add_drop_capabilities(c);
+    if (in.run_as_user) sc->mutable_run_as_user()->set_value(*in.run_as_user);
+    if (in.run_as_group) sc->mutable_run_as_group()->set_value(*in.run_as_group);
+    sc->set_run_as_username(in.run_as_username);
+    sc->set_readonly_rootfs(in.readonly_rootfs);
+    for (auto g : in.supplemental_groups) sc->add_supplemental_groups(g);
+    sc->set_no_new_privs(in.no_new_privs);
+    for (const auto& p : in.masked_paths) sc->add_masked_paths(p);
+    for (const auto& p : in.readonly_paths) sc->add_readonly_paths(p);
+    sc->mutable_seccomp()->set_profile_type(
+        static_cast<v1::SecurityProfile::ProfileType>(static_cast<int>(in.seccomp)));
+    sc->mutable_seccomp()->set_localhost_ref(in.seccomp_localhost_ref);
     auto* ns = sc->mutable_namespace_options();
     ns->set_network(mode(in.network));
     ns->set_pid(mode(in.pid));
@@ -281,6 +301,12 @@ class GrpcCriClient final : public CriClient {
     }
 
     Result<bool> has_image(const std::string& image, int deadline_ms) override {
+        auto st = image_status(image, deadline_ms);
+        if (!st) return st.error();
+        return st.value().present;
+    }
+
+    Result<CriImageStatus> image_status(const std::string& image, int deadline_ms) override {
         v1::ImageStatusRequest req;
         req.mutable_image()->set_image(image);
         v1::ImageStatusResponse resp;
@@ -288,7 +314,17 @@ class GrpcCriClient final : public CriClient {
                           [&](grpc::ClientContext* c) { return images_->ImageStatus(c, req, &resp); });
             !s)
             return s.error();
-        return resp.has_image() && !resp.image().id().empty();
+        CriImageStatus st;
+        st.present = resp.has_image() && !resp.image().id().empty();
+        if (!st.present) return st;
+        // kuberuntime getImageUser: a uid, else a name, else root.
+        if (resp.image().has_uid())
+            st.user.uid = resp.image().uid().value();
+        else if (!resp.image().username().empty())
+            st.user.username = resp.image().username();
+        else
+            st.user.uid = 0;
+        return st;
     }
 
     Status pull_image(const std::string& image, int deadline_ms) override {

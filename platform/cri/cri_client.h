@@ -26,6 +26,11 @@ namespace daemonlet::platform {
 
 enum class CriState { Created, Running, Exited, Unknown };
 
+struct CriImageStatus {
+    bool present = false;
+    ImageUser user;  // when present
+};
+
 struct CriContainer {
     std::string id;
     std::string sandbox_id;
@@ -96,6 +101,9 @@ class CriClient {
     virtual Result<CriContainerStatus> container_status(const std::string& id, int deadline_ms) = 0;
     // Whether the runtime has `image` (ImageStatus returns no image when not).
     virtual Result<bool> has_image(const std::string& image, int deadline_ms) = 0;
+    // ImageStatus: whether the runtime has `image` and, when it has, the
+    // user its config names (what the kubelet's getImageUser reads).
+    virtual Result<CriImageStatus> image_status(const std::string& image, int deadline_ms) = 0;
     virtual Status pull_image(const std::string& image, int deadline_ms) = 0;
     virtual void cancel_all() = 0;
 

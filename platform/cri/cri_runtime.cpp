@@ -6,6 +6,8 @@
 #include <unistd.h>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <system_error>
@@ -15,6 +17,7 @@
 #include "core/pod_network.h"
 #include "platform/cri/cri_client.h"
 #include "platform/cri/cri_jobs.h"
+#include "platform/volume_setup.h"
 
 namespace daemonlet::platform {
 namespace {
@@ -267,9 +270,9 @@ void CriRuntime::start_async(ContainerLaunch launch, std::function<void(Result<s
 Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch) const {
     const Container& c = *launch.container;
 
-    auto present = client_->has_image(c.image, kShortDeadlineMs);
-    if (!present) return present.error();
-    if (!present.value()) {
+    auto status = client_->image_status(c.image, kShortDeadlineMs);
+    if (!status) return status.error();
+    if (!status.value().present) {
         if (c.image_pull_policy == "Never")
             return Error{ErrorCode::ImageNotFound, "image \"" + c.image +
                                                        "\" is not present in the CRI runtime at " +
@@ -299,15 +302,21 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
     // The agent's own volumes (config, secret, downward API) first; hostPath
     // and emptyDir are the runtime's.
     in.volume_host_paths = launch.volume_host_paths;
+    in.image_user = status.value().user;
+    pod.seccomp_profile_root = opts_.seccomp_profile_root;
+    pod.cluster_dns = opts_.cluster_dns;
+    pod.cluster_domain = opts_.cluster_domain;
+    if (std::ifstream resolv("/etc/resolv.conf"); resolv)
+        pod.host_resolv_conf.assign(std::istreambuf_iterator<char>(resolv), std::istreambuf_iterator<char>());
     for (const auto& v : launch.pod_spec->volumes) {
         if (v.source == Volume::Source::HostPath) {
+            if (auto s = set_up_host_path(v); !s) return s.error();
             in.volume_host_paths[v.name] = v.host_path;
         } else if (v.source == Volume::Source::EmptyDir) {
             // Per pod, not per container: it outlives the container's restarts.
             std::string dir = pod_dir(launch.pod_uid) + "/volumes/" + v.name;
-            std::error_code ec;
-            fs::create_directories(dir, ec);
-            if (ec) return Error{ErrorCode::Io, dir + ": " + ec.message()};
+            const auto& psc = launch.pod_spec->security_context;
+            if (auto s = set_up_empty_dir(v, dir, psc ? psc->fs_group : std::nullopt); !s) return s.error();
             in.volume_host_paths[v.name] = dir;
         }
     }
@@ -439,6 +448,7 @@ Status CriRuntime::remove(const std::string& id) {
 void CriRuntime::pod_removed(const std::string& pod_uid) {
     if (closed_ || !is_component(pod_uid)) return;
     std::error_code ec;
+    tear_down_empty_dirs(pod_dir(pod_uid) + "/volumes");
     fs::remove_all(pod_dir(pod_uid), ec);
     CriClient* client = client_.get();
     jobs_.post([client, pod_uid]() -> LoopJobs::Continuation {

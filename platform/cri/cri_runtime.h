@@ -66,6 +66,12 @@ struct CriRuntimeOptions {
     std::string runtime_dir;  // absolute: stateDir/runtime
     std::string ctr = "ctr";  // containerd's CLI, for exec probes
     std::string module;       // the path of daemonlet-cri.so
+    // config seccompProfileRoot: seccompProfile Localhost's localhost_ref
+    // is <root>/<localhostProfile> (kubelet's getSeccompProfile).
+    std::string seccomp_profile_root;
+    // config clusterDNS, clusterDomain: the sandbox's DNS (core/pod_dns.h).
+    std::vector<std::string> cluster_dns;
+    std::string cluster_domain = "cluster.local";
 };
 
 inline constexpr const char* kCriModule = "daemonlet-cri.so";

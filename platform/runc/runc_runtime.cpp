@@ -14,13 +14,16 @@
 #include "core/json.h"
 #include "core/oci_image.h"
 #include "core/oci_spec.h"
+#include "core/security_context.h"
 #include "core/strings.h"
 #include "platform/exec/exec_runtime.h"
 #include "platform/exec/shim_state.h"
 #include "platform/file.h"
 #include "platform/image/overlay_mount.h"
 #include "platform/run_command.h"
+#include "platform/runc/runc_security.h"
 #include "platform/shim/shim_protocol.h"
+#include "platform/volume_setup.h"
 
 namespace daemonlet::platform {
 namespace {
@@ -81,7 +84,7 @@ Result<ImageConfig> prepare_rootfs(const ImageTool& tool, const std::string& ref
 
 Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
                                                    std::string shim_path, ImageTool images,
-                                                   const std::string& runc) {
+                                                   const std::string& runc, RuncPodSettings settings) {
     auto binary = find_executable(runc);
     if (!binary) return binary.error();
     if (::access(images.binary.c_str(), X_OK) != 0)
@@ -93,6 +96,8 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
     std::error_code ec;
     runtime_dir = fs::absolute(runtime_dir, ec).lexically_normal().string();
     while (runtime_dir.size() > 1 && runtime_dir.back() == '/') runtime_dir.pop_back();
+    if (settings.seccomp_profile_root.empty())
+        settings.seccomp_profile_root = fs::path(runtime_dir).parent_path().string() + "/seccomp";
     auto exec = make_exec_runtime(loop, runtime_dir, std::move(shim_path));
     if (!exec) return exec.error();
     exec.value()->attach_loop(loop);
@@ -101,6 +106,7 @@ Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string 
                                       std::move(binary).value(), std::move(caps).value());
     runtime->enable_pulls(loop);
     runtime->attach_loop(loop);
+    runtime->set_pod_settings(std::move(settings));
     return std::unique_ptr<Runtime>(std::move(runtime));
 }
 
@@ -116,16 +122,24 @@ RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::s
 namespace {
 
 Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
-                   const std::vector<std::string>& capabilities, const ContainerLaunch& launch,
-                   const std::string& id, const std::string& bundle) {
+                   const std::vector<std::string>& capabilities, const RuncPodSettings& settings,
+                   const ContainerLaunch& launch, const std::string& id, const std::string& bundle) {
     const Container& c = *launch.container;
+    const auto& psc = launch.pod_spec->security_context;
+    const std::optional<std::int64_t> fs_group = psc ? psc->fs_group : std::nullopt;
     if (auto s = make_dirs(bundle); !s) return s;
     auto image = prepare_rootfs(images, c.image, bundle);
     if (!image) return image.error();
 
     OciSpecInput in;
     in.container = &c;
+    in.pod = launch.pod_spec.get();
+    in.pod_display = format_pod(launch.pod_name, launch.pod_namespace, launch.pod_uid);
     in.image = std::move(image).value();
+    if (auto s = read_security_inputs(settings.seccomp_profile_root, launch, bundle + "/rootfs", in); !s)
+        return s;
+    if (auto s = write_pod_etc_files(settings, launch, runtime_dir + "/pods/" + launch.pod_uid, in); !s)
+        return s;
     in.host_network = launch.pod_spec->host_network;
     in.host_pid = launch.pod_spec->host_pid;
     in.host_ipc = launch.pod_spec->host_ipc;
@@ -139,11 +153,12 @@ Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
     in.volume_host_paths = launch.volume_host_paths;
     for (const auto& v : launch.pod_spec->volumes) {
         if (v.source == Volume::Source::HostPath) {
+            if (auto s = set_up_host_path(v); !s) return s;
             in.volume_host_paths[v.name] = v.host_path;
         } else if (v.source == Volume::Source::EmptyDir) {
             // Per pod, not per container: it outlives the container's restarts.
             std::string dir = runtime_dir + "/pods/" + launch.pod_uid + "/volumes/" + v.name;
-            if (auto s = make_dirs(dir); !s) return s;
+            if (auto s = set_up_empty_dir(v, dir, fs_group); !s) return s;
             in.volume_host_paths[v.name] = dir;
         }
     }
@@ -155,13 +170,18 @@ Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
 }  // namespace
 
 Status RuncRuntime::prepare_bundle(const BundleJob& job) {
-    auto s = make_bundle(job.images, job.runtime_dir, job.capabilities, job.launch, job.id, job.bundle);
+    auto s = make_bundle(job.images, job.runtime_dir, job.capabilities, job.pod_settings, job.launch, job.id,
+                         job.bundle);
     if (s) return s;
     // No runc container yet: the bundle is all there is to undo.
     (void)delete_bundle(job.bundle);
-    return Error{s.error().code, s.error().code == ErrorCode::ImageNotFound
-                                     ? s.error().message
-                                     : "preparing the bundle " + job.bundle + ": " + s.error().message};
+    // The kubelet's own messages (CreateContainerConfigError, a volume's
+    // set-up) and a missing image are said as they are.
+    const ErrorCode code = s.error().code;
+    const bool as_is = code == ErrorCode::ImageNotFound || code == ErrorCode::ContainerConfig ||
+                       code == ErrorCode::VolumeSetup;
+    return Error{code,
+                 as_is ? s.error().message : "preparing the bundle " + job.bundle + ": " + s.error().message};
 }
 
 Status RuncRuntime::delete_bundle(const std::string& bundle) {
@@ -201,7 +221,8 @@ Result<ContainerLaunch> RuncRuntime::shim_launch(const ContainerLaunch& launch) 
 
 RuncRuntime::BundleJob RuncRuntime::bundle_job(const ContainerLaunch& launch,
                                                const ContainerLaunch& shim) const {
-    return BundleJob{images_, runtime_dir_, capabilities_, launch, shim.id, bundle_dir(shim.id)};
+    return BundleJob{images_, runtime_dir_, capabilities_,      pod_settings_,
+                     launch,  shim.id,      bundle_dir(shim.id)};
 }
 
 Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
@@ -305,6 +326,8 @@ void RuncRuntime::pod_removed(const std::string& pod_uid) {
     if (pod_uid.empty() || pod_uid.find('/') != std::string::npos || pod_uid == "." || pod_uid == "..")
         return;
     std::error_code ec;
+    // A Memory emptyDir's tmpfs first: remove_all would empty it, not unmount it.
+    tear_down_empty_dirs(runtime_dir_ + "/pods/" + pod_uid + "/volumes");
     fs::remove_all(runtime_dir_ + "/pods/" + pod_uid, ec);
 }
 

@@ -41,6 +41,7 @@
 #include "core/result.h"
 #include "platform/probe/prober.h"
 #include "platform/runc/runc.h"
+#include "platform/runc/runc_security.h"
 #include "platform/runtime.h"
 
 struct uv_loop_s;
@@ -58,6 +59,12 @@ struct ImageTool {
     // --certs-dir, --insecure (the agent's runtime.registry* keys).
     std::vector<std::string> pull_options;
 };
+
+// seccompProfile RuntimeDefault under runc: the profile Debian's
+// golang-github-containers-common ships (podman's and CRI-O's default, in
+// the docker format that core/seccomp.h converts). containerd builds its
+// own in; runc has none.
+inline constexpr const char* kRuntimeDefaultSeccompProfile = "/usr/share/containers/seccomp.json";
 
 // A registry pull of a large image on a slow link may take long; one that
 // takes longer than this is killed (and retried with back-off).
@@ -143,6 +150,8 @@ class RuncRuntime final : public Runtime {
     bool has_image(const std::string& image) const override;
 
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
+    // seccompProfileRoot, clusterDNS, clusterDomain (runc_security.h).
+    void set_pod_settings(RuncPodSettings settings) { pod_settings_ = std::move(settings); }
     std::string runc_root() const { return runtime_dir_ + "/runc"; }
 
   private:
@@ -156,6 +165,7 @@ class RuncRuntime final : public Runtime {
         ImageTool images;
         std::string runtime_dir;
         std::vector<std::string> capabilities;
+        RuncPodSettings pod_settings;
         ContainerLaunch launch;  // the container's, with its spec
         std::string id;
         std::string bundle;
@@ -183,6 +193,7 @@ class RuncRuntime final : public Runtime {
     std::string runtime_dir_;
     std::string runc_binary_;
     std::vector<std::string> capabilities_;
+    RuncPodSettings pod_settings_;
     Runc runc_;
 
     void close_pulls();
@@ -195,8 +206,9 @@ class RuncRuntime final : public Runtime {
 // The agent's way to make one: the exec runtime under
 // `runtime_dir`, `runc` found (on PATH unless it holds a '/') and
 // executable, the agent's capabilities read. Errors say which.
+// `settings.seccomp_profile_root` empty: <runtime_dir>/../seccomp.
 Result<std::unique_ptr<Runtime>> make_runc_runtime(uv_loop_s* loop, std::string runtime_dir,
                                                    std::string shim_path, ImageTool images,
-                                                   const std::string& runc);
+                                                   const std::string& runc, RuncPodSettings settings = {});
 
 }  // namespace daemonlet::platform

@@ -17,7 +17,8 @@
 # adopts it (same id, no restart); a rolling update replaces the container
 # and removes the old pod's sandbox; an image that cannot be pulled leaves
 # its pod in ErrImagePull / ImagePullBackOff with the pull's reason. A StopContainer that fails
-# (containerd down) is asked again until the container is gone.
+# (containerd down) is asked again until the container is gone. 7b: pod and
+# container securityContext as containerd gives them, seen from inside.
 # Needs root and containerd; skips without them.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -116,6 +117,47 @@ one_sandbox() { [[ $(c containers ls -q 'labels."io.cri-containerd.kind"==sandbo
 wait_for "the old pod's sandbox is removed" 20 one_sandbox
 wait_for "the new container logs its version" 10 \
     bash -c "'$dl' logs \$('$dl' get pods -n it --config '$cfg' | awk '\$2 ~ /^bb-/ { print \$2 }') -n it --config '$cfg' | grep -qx 'hello from 2'"
+
+# 7b. securityContext through CRI (issue 13 §4), seen from inside: pod-level
+# runAsUser, runAsGroup, fsGroup, seccompProfile RuntimeDefault (containerd's
+# profile), the container's read-only root, allowPrivilegeEscalation false
+# and capabilities; a FileOrCreate hostPath made a file (containerd would
+# make a directory); runAsNonRoot with a root image waits with the
+# kubelet's CreateContainerConfigError; dnsPolicy None with dnsConfig is the
+# sandbox's dns_config (GetPodDNS).
+chmod 0777 "$data"
+sec_report="/bin/busybox id > /data/sec-id; /bin/busybox grep -E '^(CapBnd|NoNewPrivs|Seccomp):' /proc/self/status > /data/sec-status;
+/bin/busybox grep -E '^[^ ]+ / ' /proc/mounts | /bin/busybox cut -d' ' -f4 | /bin/busybox cut -c1-2 > /data/sec-root;
+[ -f /lock ] && echo file > /data/sec-lock; cat /etc/resolv.conf > /data/sec-resolv; echo > /data/sec-done; while :; do sleep 1; done"
+DS_IMAGE=busybox:latest write_ds sec.yaml sec "$sec_report" \
+    "hostNetwork: true
+      dnsPolicy: None
+      dnsConfig: {nameservers: [203.0.113.1], searches: [x.example]}
+      securityContext: {runAsUser: 1000, runAsGroup: 3000, fsGroup: 2000, seccompProfile: {type: RuntimeDefault}}
+      volumes: [{name: data, hostPath: {path: $data}}, {name: lock, hostPath: {path: $work/run/x.lock, type: FileOrCreate}}]" "" \
+    "          imagePullPolicy: IfNotPresent
+          securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}
+          volumeMounts: [{name: data, mountPath: /data}, {name: lock, mountPath: /lock}]"
+DS_IMAGE=busybox:latest write_ds nonroot.yaml nonroot 'sleep 1000' "hostNetwork: true
+      securityContext: {runAsNonRoot: true}" "" "          imagePullPolicy: IfNotPresent"
+wait_for "sec reports from inside its container" 30 test -e "$data/sec-done"
+[[ $(cat "$data/sec-id" 2>&1) == "uid=1000 gid=3000 groups=2000,3000" ]] && ok || fail "CRI runAsUser/runAsGroup/fsGroup: $(cat "$data/sec-id" 2>&1)"
+[[ $(cat "$data/sec-status" 2>&1) == $'CapBnd:\t0000000000000400\nNoNewPrivs:\t1\nSeccomp:\t2' ]] && ok ||
+    fail "CRI capabilities, no_new_privs, seccomp RuntimeDefault: $(cat "$data/sec-status" 2>&1)"
+[[ $(cat "$data/sec-root" 2>&1) == ro && $(cat "$data/sec-lock" 2>&1) == file && -f $work/run/x.lock ]] && ok ||
+    fail "CRI read-only root ($(cat "$data/sec-root" 2>&1)) or FileOrCreate not a file ($(ls -la "$work/run" 2>&1))"
+[[ $(grep -E '^(search|nameserver)' "$data/sec-resolv" 2>&1) == $'search x.example\nnameserver 203.0.113.1' ]] && ok ||
+    fail "CRI dnsPolicy None with dnsConfig: resolv.conf is $(cat "$data/sec-resolv" 2>&1)"
+nonroot_waits() {
+    local w
+    w=$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("nonroot-"))
+        | .status.containerStatuses[0].state.waiting | "\(.reason)|\(.message)"')
+    [[ $w == "CreateContainerConfigError|container has runAsNonRoot and image will run as root "* ]]
+}
+wait_for "CRI runAsNonRoot with a root image waits with CreateContainerConfigError" 20 nonroot_waits
+rm -f "$man/sec.yaml" "$man/nonroot.yaml"
+wait_for "sec goes with its file" 20 no_pod it sec
+wait_for "nonroot goes with its file" 20 no_pod it nonroot
 
 # 8. A container that exits is restarted (restartPolicy Always) in its
 # pod's sandbox, with the next attempt (kuberuntime: ContainerMetadata

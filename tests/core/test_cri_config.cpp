@@ -257,6 +257,112 @@ const Row kRows[] = {
                        "");
      },
      ""},
+    {"pod runAsUser, fsGroup and supplementalGroups (security_context.go determineEffectiveSecurityContext)",
+     [](Case& k) {
+         auto& psc = k.spec.security_context.emplace();
+         psc.run_as_user = 1000;
+         psc.run_as_group = 3000;
+         psc.fs_group = 2000;
+         psc.supplemental_groups = {4000};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig& c) {
+         return expect(c.run_as_user == 1000 && c.run_as_group == 3000 &&
+                           c.supplemental_groups == std::vector<std::int64_t>{2000, 4000} &&
+                           s.run_as_user == 1000,
+                       "");
+     },
+     ""},
+    {"no runAsUser: the image's uid (getImageUser)", [](Case& k) { k.in.image_user = image_user("1001:5"); },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.run_as_user == 1001 && c.run_as_username.empty(), "");
+     },
+     ""},
+    {"no runAsUser: the image's user name as run_as_username",
+     [](Case& k) { k.in.image_user = image_user("app"); },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(!c.run_as_user && c.run_as_username == "app", c.run_as_username);
+     },
+     ""},
+    {"runAsNonRoot and a root image: CreateContainerConfigError (verifyRunAsNonRoot)",
+     [](Case& k) {
+         k.container.security_context.emplace().run_as_non_root = true;
+         k.in.image_user = image_user("");
+     },
+     nullptr,
+     "container has runAsNonRoot and image will run as root (pod: \"agent-x7k2p_edge(0b1c)\", container: "
+     "app)"},
+    {"readOnlyRootFilesystem, no_new_privs, masked paths (AddNoNewPrivileges, ConvertToRuntimeMaskedPaths)",
+     [](Case& k) {
+         auto& sc = k.container.security_context.emplace();
+         sc.read_only_root_filesystem = true;
+         sc.allow_privilege_escalation = false;
+     },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(
+             c.readonly_rootfs && c.no_new_privs && !c.masked_paths.empty() && !c.readonly_paths.empty(), "");
+     },
+     ""},
+    {"procMount Unmasked: no masked or read-only paths",
+     [](Case& k) { k.container.security_context.emplace().proc_mount = "Unmasked"; },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.masked_paths.empty() && c.readonly_paths.empty(), "");
+     },
+     ""},
+    {"seccomp unset: Unconfined (getSeccompProfile, SeccompDefault off)", [](Case&) {},
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.seccomp == CriSeccomp::Unconfined, "");
+     },
+     ""},
+    {"seccomp Localhost: <seccompProfileRoot>/<localhostProfile>",
+     [](Case& k) {
+         k.pod.seccomp_profile_root = "/var/lib/daemonlet/seccomp";
+         k.spec.security_context.emplace().seccomp_profile = SeccompProfile{"RuntimeDefault", ""};
+         k.container.security_context.emplace().seccomp_profile = SeccompProfile{"Localhost", "audit.json"};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig& c) {
+         return expect(c.seccomp == CriSeccomp::Localhost &&
+                           c.seccomp_localhost_ref == "/var/lib/daemonlet/seccomp/audit.json" &&
+                           s.seccomp == CriSeccomp::RuntimeDefault,
+                       c.seccomp_localhost_ref);
+     },
+     ""},
+    {"the pod's sysctls on the sandbox (generatePodSandboxLinuxConfig)",
+     [](Case& k) {
+         k.spec.security_context.emplace().sysctls = {{"net.ipv4.tcp_syncookies", "1"}};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.sysctls.at("net.ipv4.tcp_syncookies") == "1", "");
+     },
+     ""},
+    {"sandbox dns_config from dnsPolicy None and dnsConfig (GetPodDNS)",
+     [](Case& k) {
+         k.spec.dns_policy = "None";
+         k.spec.dns_config = PodDNSConfig{{"203.0.113.1"}, {"x.example"}, {"ndots:2"}};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.dns == DNSConfig{{"203.0.113.1"}, {"x.example"}, {"ndots:2"}}, "");
+     },
+     ""},
+    {"sandbox dns_config ClusterFirst with clusterDNS (generateSearchesForDNSClusterFirst)",
+     [](Case& k) { k.pod.cluster_dns = {"10.96.0.10"}; },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.dns.nameservers == std::vector<std::string>{"10.96.0.10"} &&
+                           s.dns.searches.at(0) == "edge.svc.cluster.local" &&
+                           s.dns.options == std::vector<std::string>{"ndots:5"},
+                       "");
+     },
+     ""},
+    {"sandbox hostname: spec.hostname (GeneratePodHostNameAndDomain)",
+     [](Case& k) { k.spec.hostname = "web"; },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.hostname == "web", s.hostname);
+     },
+     ""},
+    {"a node-wide sysctl is refused (validateSysctl)",
+     [](Case& k) {
+         k.spec.security_context.emplace().sysctls = {{"kernel.panic", "1"}};
+     },
+     nullptr, "\"kernel.panic\" not allowlisted"},
 };
 
 }  // namespace

@@ -21,6 +21,7 @@ namespace {
 
 struct Case {
     Container container;
+    PodSpec pod;
     OciSpecInput in;
 };
 
@@ -112,19 +113,103 @@ const Row kRows[] = {
      ""},
     {"else /", [](Case&) {}, "/process/cwd", "/", ""},
 
-    // --- process.user: CRI WithUser / WithUserID; kubelet runAsUser, runAsGroup.
-    {"no user: root", [](Case&) {}, "/process/user", Json{{"uid", 0}, {"gid", 0}}, ""},
-    {"image User uid:gid", [](Case& k) { k.in.image.user = "1000:2000"; }, "/process/user",
-     Json{{"uid", 1000}, {"gid", 2000}}, ""},
+    // --- process.user: kubelet determineEffectiveSecurityContext (RunAsUser
+    // from getImageUser), containerd generateUserString, oci.WithUser,
+    // WithAdditionalGIDs, WithSupplementalGroups.
+    {"no user: root", [](Case&) {}, "/process/user", Json{{"uid", 0}, {"gid", 0}, {"additionalGids", {0}}},
+     ""},
+    {"image User uid:gid: the kubelet passes the uid alone (getImageUser), gid from passwd else 0",
+     [](Case& k) { k.in.image.user = "1000:2000"; }, "/process/user",
+     Json{{"uid", 1000}, {"gid", 0}, {"additionalGids", {0}}}, ""},
+    {"image uid found in passwd: its group (WithUser)",
+     [](Case& k) {
+         k.in.image.user = "1000";
+         k.in.etc_passwd = "app:x:1000:1500::/home/app:/bin/sh\n";
+     },
+     "/process/user/gid", 1500, ""},
     {"runAsUser and runAsGroup override the image",
      [](Case& k) {
          k.in.image.user = "1000:2000";
          sc(k).run_as_user = 7;
          sc(k).run_as_group = 8;
      },
-     "/process/user", Json{{"uid", 7}, {"gid", 8}}, ""},
-    {"a user name needs /etc/passwd: error naming it", [](Case& k) { k.in.image.user = "nobody"; }, "",
-     nullptr, "image config User: \"nobody\" names a user"},
+     "/process/user", Json{{"uid", 7}, {"gid", 8}, {"additionalGids", {8}}}, ""},
+    {"pod runAsUser applies (DetermineEffectiveSecurityContext)",
+     [](Case& k) {
+         k.pod.security_context.emplace().run_as_user = 65534;
+         k.in.pod = &k.pod;
+     },
+     "/process/user/uid", 65534, ""},
+    {"a user name resolves in the image's /etc/passwd and /etc/group (GetExecUser, WithAdditionalGIDs)",
+     [](Case& k) {
+         k.in.image.user = "nobody";
+         k.in.etc_passwd = "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65533::/:/bin/false\n";
+         k.in.etc_group = "nogroup:x:65533:\nvideo:x:44:nobody,other\n";
+     },
+     "/process/user", Json{{"uid", 65534}, {"gid", 65533}, {"additionalGids", {65533, 44}}}, ""},
+    {"fsGroup then supplementalGroups appended (WithSupplementalGroups)",
+     [](Case& k) {
+         auto& psc = k.pod.security_context.emplace();
+         psc.fs_group = 2000;
+         psc.supplemental_groups = {3000, 3001};
+         k.in.pod = &k.pod;
+     },
+     "/process/user/additionalGids", Json{0, 2000, 3000, 3001}, ""},
+    {"a user name missing from the image: CreateContainerConfigError",
+     [](Case& k) { k.in.image.user = "nobody"; }, "", nullptr, "unable to find user nobody"},
+    {"runAsNonRoot with a root image (verifyRunAsNonRoot)",
+     [](Case& k) {
+         sc(k).run_as_non_root = true;
+         k.in.pod_display = "p_ns(u)";
+     },
+     "", nullptr, "container has runAsNonRoot and image will run as root (pod: \"p_ns(u)\", container: app)"},
+    {"runAsNonRoot with runAsUser 1000 runs",
+     [](Case& k) {
+         sc(k).run_as_non_root = true;
+         sc(k).run_as_user = 1000;
+     },
+     "/process/user/uid", 1000, ""},
+
+    // --- seccomp: kuberuntime getSeccompProfile; containerd: none when privileged.
+    {"no profile: Unconfined, no linux.seccomp", [](Case&) {}, "/linux/seccomp", nullptr, ""},
+    {"a profile read by the caller is converted",
+     [](Case& k) {
+         k.in.seccomp_profile =
+             R"({"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]})";
+         k.in.seccomp_arch = "SCMP_ARCH_X86_64";
+     },
+     "/linux/seccomp/syscalls/0/names/0", "read", ""},
+    {"privileged: no seccomp",
+     [](Case& k) {
+         sc(k).privileged = true;
+         k.in.seccomp_profile = R"({"defaultAction":"SCMP_ACT_ERRNO"})";
+     },
+     "/linux/seccomp", nullptr, ""},
+
+    // --- sysctls: the pod's namespaced ones (pkg/kubelet/sysctl validateSysctl).
+    {"a namespaced sysctl is linux.sysctl",
+     [](Case& k) {
+         k.pod.security_context.emplace().sysctls = {{"net.ipv4.ip_unprivileged_port_start", "0"}};
+         k.in.pod = &k.pod;
+     },
+     "/linux/sysctl/net.ipv4.ip_unprivileged_port_start", "0", ""},
+    {"a node-wide sysctl is refused",
+     [](Case& k) {
+         k.pod.security_context.emplace().sysctls = {{"vm.swappiness", "1"}};
+         k.in.pod = &k.pod;
+     },
+     "", nullptr, "\"vm.swappiness\" not allowlisted"},
+
+    // --- procMount (ConvertToRuntimeMaskedPaths) and privileged devices.
+    {"procMount Unmasked: nothing masked", [](Case& k) { sc(k).proc_mount = "Unmasked"; },
+     "/linux/maskedPaths", Json::array(), ""},
+    {"privileged: the host's devices (WithDevices(HostDevices()))",
+     [](Case& k) {
+         sc(k).privileged = true;
+         k.in.host_devices =
+             Json::array({Json{{"path", "/dev/null"}, {"type", "c"}, {"major", 1}, {"minor", 3}}});
+     },
+     "/linux/devices/0/path", "/dev/null", ""},
 
     // --- capabilities: oci/spec.go defaultUnixCaps; spec_linux.go WithCapabilities.
     {"default capabilities", [](Case&) {}, "/process/capabilities/bounding", kDefaultCaps, ""},

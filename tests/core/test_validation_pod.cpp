@@ -80,7 +80,8 @@ const DsRow kContainerRows[] = {
      {}},
     {"ValidateSecurityContext: privileged is allowed (--allow-privileged=true)",
      [](DaemonSet& ds) {
-         first_container(ds).security_context = SecurityContext{true, 0, 0, {}, {}, {}, {"NET_ADMIN"}, {}};
+         first_container(ds).security_context =
+             SecurityContext{true, 0, 0, {}, {}, {}, {"NET_ADMIN"}, {}, {}, {}};
      },
      {}},
     {"TestValidateInitContainers success: an init container with its own name",
@@ -161,18 +162,48 @@ const DsRow kContainerRows[] = {
      {kC0 + "restartPolicy: Forbidden: may not be set for non-init containers"}},
     {"ValidateSecurityContext: negative runAsUser",
      [](DaemonSet& ds) {
-         first_container(ds).security_context = SecurityContext{{}, -1, {}, {}, {}, {}, {}, {}};
+         first_container(ds).security_context = SecurityContext{{}, -1, {}, {}, {}, {}, {}, {}, {}, {}};
      },
      {kC0 + "securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive"}},
     {"ValidateSecurityContext: runAsGroup above 2^31-1",
      [](DaemonSet& ds) {
-         first_container(ds).security_context = SecurityContext{{}, {}, 2147483648LL, {}, {}, {}, {}, {}};
+         first_container(ds).security_context =
+             SecurityContext{{}, {}, 2147483648LL, {}, {}, {}, {}, {}, {}, {}};
      },
      {kC0 +
       "securityContext.runAsGroup: Invalid value: 2147483648: must be between 0 and 2147483647, inclusive"}},
+    {"validatePodSpecSecurityContext: fsGroup and supplementalGroups in range (IsValidGroupID)",
+     [](DaemonSet& ds) {
+         auto& sc = ds.spec.template_.spec.security_context.emplace();
+         sc.fs_group = -1;
+         sc.supplemental_groups = {1, 2147483648LL};
+     },
+     {kSpec + "securityContext.fsGroup: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+      kSpec + "securityContext.supplementalGroups[1]: Invalid value: 2147483648: must be between 0 and "
+              "2147483647, inclusive"}},
+    {"validateSeccompProfileField: Localhost needs localhostProfile",
+     [](DaemonSet& ds) {
+         ds.spec.template_.spec.security_context.emplace().seccomp_profile = SeccompProfile{"Localhost", ""};
+     },
+     {kSpec +
+      "securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type "
+      "is Localhost"}},
+    {"validateSeccompProfileField: localhostProfile may not leave the root (validateLocalDescendingPath)",
+     [](DaemonSet& ds) {
+         first_container(ds).security_context.emplace().seccomp_profile =
+             SeccompProfile{"Localhost", "../x.json"};
+     },
+     {kC0 + "securityContext.seccompProfile.localhostProfile: Invalid value: \"../x.json\": must not contain "
+            "'..'"}},
+    {"validateSeccompProfileField: an unknown type",
+     [](DaemonSet& ds) {
+         first_container(ds).security_context.emplace().seccomp_profile = SeccompProfile{"Strict", ""};
+     },
+     {kC0 + "securityContext.seccompProfile.type: Unsupported value: \"Strict\": supported values: "
+            "\"Localhost\", \"RuntimeDefault\", \"Unconfined\""}},
     {"ValidateSecurityContext: allowPrivilegeEscalation false with privileged",
      [](DaemonSet& ds) {
-         first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, false, {}, {}};
+         first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, false, {}, {}, {}, {}};
      },
      {kC0 +
       "securityContext: Invalid value: {\"privileged\":true,\"allowPrivilegeEscalation\":false}: cannot set "
@@ -180,7 +211,7 @@ const DsRow kContainerRows[] = {
     {"ValidateSecurityContext: allowPrivilegeEscalation false with CAP_SYS_ADMIN",
      [](DaemonSet& ds) {
          first_container(ds).security_context =
-             SecurityContext{{}, {}, {}, {}, {}, false, {"CAP_SYS_ADMIN"}, {}};
+             SecurityContext{{}, {}, {}, {}, {}, false, {"CAP_SYS_ADMIN"}, {}, {}, {}};
      },
      {kC0 + "securityContext: Invalid value: {\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":"
             "[\"CAP_SYS_ADMIN\"],\"drop\":[]}}: cannot set `allowPrivilegeEscalation` to false and "
@@ -714,7 +745,7 @@ const DsRow kVolumeRows[] = {
      [](DaemonSet& ds) {
          add_volume(ds, host_path_volume("kubelet", "/var/lib/kubelet"));
          first_container(ds).volume_mounts = {{"kubelet", "/var/lib/kubelet", "", false, "Bidirectional"}};
-         first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, {}, {}, {}};
+         first_container(ds).security_context = SecurityContext{true, {}, {}, {}, {}, {}, {}, {}, {}, {}};
      },
      {}},
 

@@ -18,7 +18,10 @@
 # makes its pod sandbox ("pause") image with a long sleep),
 # LAYER_TAG (adds etc/daemonlet-layer-tag holding it to the first layer: a
 # layer digest no other test's busybox image has, for a test whose checks
-# would see another test's overlay of the shared busybox layer).
+# would see another test's overlay of the shared busybox layer),
+# IMAGE_USER (the config's User, e.g. "app": test_runc_security.sh's named
+# user; with it the first layer holds etc/passwd with root and
+# app:1234:1234, and etc/group with app 1234 and extra 2345 listing app).
 set -euo pipefail
 
 out=${1:?usage: make_busybox_image.sh OUT.tar [NAME]}
@@ -48,6 +51,12 @@ if [[ -n ${LAYER_TAG:-} ]]; then
     mkdir -p "$work/rootfs/etc"
     echo "$LAYER_TAG" >"$work/rootfs/etc/daemonlet-layer-tag"
     members+=(etc)
+fi
+if [[ -n ${IMAGE_USER:-} ]]; then
+    mkdir -p "$work/rootfs/etc"
+    printf 'root:x:0:0:root:/root:/bin/sh\napp:x:1234:1234:app:/:/bin/sh\n' >"$work/rootfs/etc/passwd"
+    printf 'root:x:0:\napp:x:1234:\nextra:x:2345:app\n' >"$work/rootfs/etc/group"
+    [[ -z ${LAYER_TAG:-} ]] && members+=(etc)
 fi
 
 reproducible=(--sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=posix
@@ -93,7 +102,7 @@ done
 
 platform="\"architecture\":\"$arch\",\"os\":\"linux\""
 [[ -n $variant ]] && platform+=",\"variant\":\"$variant\""
-printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":${IMAGE_CMD:-[\"sh\"]}},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$diff_ids]}}" >"$work/config.json"
+printf '%s' "{$platform,\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":${IMAGE_CMD:-[\"sh\"]}${IMAGE_USER:+,\"User\":\"$IMAGE_USER\"}},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$diff_ids]}}" >"$work/config.json"
 read -r config_digest config_size < <(add_blob "$work/config.json")
 
 printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"$config_digest\",\"size\":$config_size},\"layers\":[$layers]}" >"$work/manifest.json"

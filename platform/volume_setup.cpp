@@ -1,0 +1,134 @@
+#include "platform/volume_setup.h"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/types.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "core/host_path.h"
+
+namespace daemonlet::platform {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr long kTmpfsMagic = 0x01021994;
+
+FileKind kind_of(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return FileKind::Missing;
+    switch (st.st_mode & S_IFMT) {
+    case S_IFDIR: return FileKind::Directory;
+    case S_IFREG: return FileKind::File;
+    case S_IFSOCK: return FileKind::Socket;
+    case S_IFCHR: return FileKind::CharDevice;
+    case S_IFBLK: return FileKind::BlockDevice;
+    default: return FileKind::Other;
+    }
+}
+
+Error setup_failed(const Volume& v, const std::string& why) {
+    return Error{ErrorCode::VolumeSetup, "MountVolume.SetUp failed for volume \"" + v.name + "\" : " + why};
+}
+
+Status make_dir_mode(const std::string& path, mode_t mode) {
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    if (ec) return Error{ErrorCode::Io, path + ": " + ec.message()};
+    if (::chmod(path.c_str(), mode) != 0)
+        return Error{ErrorCode::Io, path + ": chmod: " + std::strerror(errno)};
+    return Ok{};
+}
+
+bool is_tmpfs_mount(const std::string& dir) {
+    struct statfs fs_info {};
+    if (::statfs(dir.c_str(), &fs_info) != 0 || fs_info.f_type != kTmpfsMagic) return false;
+    // A tmpfs parent (/run) is no mount of ours: compare with the parent's device.
+    struct stat here {
+    }, parent{};
+    if (::stat(dir.c_str(), &here) != 0 || ::stat((dir + "/..").c_str(), &parent) != 0) return false;
+    return here.st_dev != parent.st_dev;
+}
+
+Status mount_memory_medium(const Volume& v, const std::string& dir) {
+    if (v.empty_dir_medium != "Memory" || is_tmpfs_mount(dir)) return Ok{};
+    std::string options = "mode=1777";
+    if (v.empty_dir_size_limit && v.empty_dir_size_limit->value() > 0)
+        options += ",size=" + std::to_string(v.empty_dir_size_limit->value());
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0)
+        return Error{ErrorCode::Io, "emptyDir \"" + v.name + "\" (medium Memory): mount tmpfs on " + dir +
+                                        ": " + std::strerror(errno)};
+    return Ok{};
+}
+
+// SetVolumeOwnership's walk: group fsGroup, g+rw (and g+x for
+// directories and executables), setgid on directories; symbolic links
+// left alone.
+void set_volume_ownership(const std::string& dir, std::int64_t fs_group) {
+    const auto gid = static_cast<gid_t>(fs_group);
+    auto own = [gid](const std::string& path) {
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return;
+        (void)::lchown(path.c_str(), static_cast<uid_t>(-1), gid);
+        mode_t mode = st.st_mode & 07777;
+        mode |= S_IRGRP | S_IWGRP;
+        if (S_ISDIR(st.st_mode))
+            mode |= S_IXGRP | S_ISGID;
+        else if (st.st_mode & S_IXUSR)
+            mode |= S_IXGRP;
+        (void)::chmod(path.c_str(), mode);
+    };
+    own(dir);
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        own(it->path().string());
+}
+
+}  // namespace
+
+Status set_up_host_path(const Volume& v) {
+    auto action = host_path_check(v.host_path_type, v.host_path, kind_of(v.host_path));
+    if (!action) return setup_failed(v, action.error().message);
+    if (action.value() == HostPathAction::MakeDirectory) {
+        // MakeDir: os.MkdirAll(path, 0755), as the umask lets it.
+        std::error_code ec;
+        fs::create_directories(v.host_path, ec);
+        if (ec) return setup_failed(v, "mkdir " + v.host_path + ": " + ec.message());
+        ::chmod(v.host_path.c_str(), 0755);
+    } else if (action.value() == HostPathAction::MakeFile) {
+        const fs::path parent = fs::path(v.host_path).parent_path();
+        std::error_code ec;
+        if (!parent.empty()) fs::create_directories(parent, ec);
+        if (ec) return setup_failed(v, "mkdir " + parent.string() + ": " + ec.message());
+        const int fd = ::open(v.host_path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0) return setup_failed(v, "open " + v.host_path + ": " + std::strerror(errno));
+        ::close(fd);
+    }
+    return Ok{};
+}
+
+Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<std::int64_t> fs_group) {
+    if (auto s = make_dir_mode(dir, 0777); !s) return s;
+    if (auto s = mount_memory_medium(v, dir); !s) return s;
+    if (fs_group) set_volume_ownership(dir, *fs_group);
+    return Ok{};
+}
+
+void tear_down_empty_dirs(const std::string& dir) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        const std::string path = it->path().string();
+        if (is_tmpfs_mount(path)) ::umount2(path.c_str(), MNT_DETACH);
+    }
+}
+
+}  // namespace daemonlet::platform

@@ -1,0 +1,34 @@
+// What the kubelet's volume plugins do on the host before a container
+// starts, for the volumes both image runtimes (runc, CRI) mount themselves:
+// a hostPath's type checked or created (core/host_path.h), a Memory
+// emptyDir mounted as a tmpfs. In runtime_base, for the CRI module too.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/model.h"
+#include "core/result.h"
+
+namespace daemonlet::platform {
+
+// hostPath `type` (pkg/volume/hostpath): checks, or creates what is
+// missing (a directory 0755, a file 0644 with its parents). A mismatch:
+// error code "volume_setup", message as the kubelet's FailedMount event
+// ("MountVolume.SetUp failed for volume \"x\" : hostPath type check
+// failed: /x is not a directory"). Symbolic links are followed (os.Stat).
+Status set_up_host_path(const Volume& v);
+
+// An emptyDir's host directory `dir`, made (0777 as the kubelet's
+// emptyDir, pkg/volume/emptydir): for medium Memory, a tmpfs mounted on it
+// unless one is (size=sizeLimit in bytes when given: the kubelet's
+// SizeMemoryBackedVolumes). With the pod's fsGroup, the volume's files
+// are the group's, group read-write, and its directories setgid
+// (pkg/volume/volume_linux.go SetVolumeOwnership). Errors name the directory.
+Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<std::int64_t> fs_group);
+
+// Unmounts every tmpfs below `dir` (a pod's volumes directory) before it
+// is deleted: a Memory emptyDir's. Best effort.
+void tear_down_empty_dirs(const std::string& dir);
+
+}  // namespace daemonlet::platform

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# runtime: {type: runc}: what the kubelet gives a container of its pod's and
+# its own securityContext, checked from inside the container (issue 13 §4):
+# pod-level runAsUser / runAsGroup / fsGroup / supplementalGroups and
+# seccompProfile RuntimeDefault, the container's readOnlyRootFilesystem,
+# allowPrivilegeEscalation false and capabilities (`id`, /proc/self/status
+# CapEff, CapBnd, NoNewPrivs, Seccomp, the root's mount); an image USER given
+# as a name, resolved from the image's /etc/passwd and /etc/group; hostPath
+# DirectoryOrCreate and FileOrCreate created as the kubelet creates them;
+# an emptyDir of medium Memory as a tmpfs with its sizeLimit; a privileged
+# container with every capability and the host's devices; /etc/hosts,
+# /etc/hostname and /etc/resolv.conf per dnsPolicy and dnsConfig; and
+# runAsNonRoot with a root image and a missing `Directory` hostPath waiting
+# with the kubelet's reasons and messages. Needs root, runc and busybox-static;
+# skips without them; the RuntimeDefault check needs
+# /usr/share/containers/seccomp.json (golang-github-containers-common).
+set -uo pipefail
+here=$(dirname "${BASH_SOURCE[0]}")
+source "$here/lib.sh"
+require_runc
+[[ -r /usr/share/containers/seccomp.json ]] ||
+    { echo "SKIPPED: /usr/share/containers/seccomp.json is missing (apt-get install golang-github-containers-common)"; exit 0; }
+
+runc_import_busybox
+IMAGE_USER=app "$here/../data/make_busybox_image.sh" "$import/named.tar" example.com/edge/named:1 >/dev/null ||
+    { echo "FAIL: cannot build the named-user image"; exit 1; }
+data=$work/data
+mkdir -p "$data" && chmod 0777 "$data"
+write_runc_config "$import"
+
+bb=/bin/busybox
+# Each container reports what it sees into the hostPath volume at /data, as FILE.<name>.
+report="$bb id > /data/id.\$(NAME); $bb grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status > /data/status.\$(NAME);
+$bb grep -E '^[^ ]+ / ' /proc/mounts | $bb tail -1 | $bb cut -d' ' -f4 | $bb cut -c1-2 > /data/root.\$(NAME);
+[ -f /lock ] && echo file > /data/lock.\$(NAME); cat /etc/hosts > /data/hosts.\$(NAME);
+cat /etc/resolv.conf > /data/resolv.\$(NAME); cat /etc/hostname > /data/hostname.\$(NAME); $bb grep ' /mem ' /proc/mounts > /data/mem.\$(NAME); echo > /data/done.\$(NAME);
+while :; do sleep 1; done"
+env_name() { echo "          env: [{name: NAME, value: $1}]"; }
+
+DS_IMAGE=busybox write_ds sec.yaml sec "$report" \
+    "securityContext: {runAsUser: 1000, runAsGroup: 3000, fsGroup: 2000, supplementalGroups: [4000], seccompProfile: {type: RuntimeDefault}}
+      volumes:
+        - {name: data, hostPath: {path: $data}}
+        - {name: made, hostPath: {path: $work/made/dir, type: DirectoryOrCreate}}
+        - {name: lock, hostPath: {path: $work/run/sub/x.lock, type: FileOrCreate}}
+        - {name: mem, emptyDir: {medium: Memory, sizeLimit: 16Mi}}" "" \
+    "$(env_name sec)
+          imagePullPolicy: Never
+          securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}
+          volumeMounts: [{name: data, mountPath: /data}, {name: made, mountPath: /made}, {name: lock, mountPath: /lock}, {name: mem, mountPath: /mem}]"
+DS_IMAGE=example.com/edge/named:1 write_ds named.yaml named "$report" \
+    "volumes: [{name: data, hostPath: {path: $data}}]
+      hostname: web
+      dnsPolicy: None
+      dnsConfig: {nameservers: [203.0.113.1], searches: [x.example], options: [{name: ndots, value: '2'}]}" "" \
+    "$(env_name named)
+          imagePullPolicy: Never
+          volumeMounts: [{name: data, mountPath: /data}]"
+DS_IMAGE=busybox write_ds priv.yaml priv "$report" \
+    "volumes: [{name: data, hostPath: {path: $data}}]" "" \
+    "$(env_name priv)
+          imagePullPolicy: Never
+          securityContext: {privileged: true}
+          volumeMounts: [{name: data, mountPath: /data}]"
+DS_IMAGE=busybox write_ds nonroot.yaml nonroot 'sleep 1000' "securityContext: {runAsNonRoot: true}" "" \
+    "          imagePullPolicy: Never"
+DS_IMAGE=busybox write_ds missing.yaml missing 'sleep 1000' \
+    "volumes: [{name: gone, hostPath: {path: $work/nope, type: Directory}}]" "" \
+    "          imagePullPolicy: Never
+          volumeMounts: [{name: gone, mountPath: /gone}]"
+start_agent
+
+get_pods_json() { "$dl" get pods -A -o json --config "$cfg"; }
+waiting_as() {  # waiting_as DS REASON MESSAGE: the first container waits with them
+    [[ $(get_pods_json | jq -r --arg ds "$1" '.items[] | select(.metadata.name | startswith($ds + "-"))
+        | .status.containerStatuses[0].state.waiting | "\(.reason)|\(.message)"') == "$2|$3" ]]
+}
+
+# 1. Pod and container securityContext, merged (DetermineEffectiveSecurityContext).
+wait_for "sec reports" 20 test -e "$data/done.sec"
+[[ $(cat "$data/id.sec") == "uid=1000 gid=3000 groups=2000,3000,4000" ]] && ok ||
+    fail "runAsUser/runAsGroup/fsGroup/supplementalGroups: id says $(cat "$data/id.sec")"
+grep -qx $'CapBnd:\t0000000000000400' "$data/status.sec" && grep -qx $'CapEff:\t0000000000000000' "$data/status.sec" &&
+    ok || fail "capabilities drop ALL add NET_BIND_SERVICE, non-root: $(cat "$data/status.sec")"
+grep -qx $'NoNewPrivs:\t1' "$data/status.sec" && ok || fail "allowPrivilegeEscalation false: $(cat "$data/status.sec")"
+grep -qx $'Seccomp:\t2' "$data/status.sec" && ok || fail "seccompProfile RuntimeDefault is no filter: $(cat "$data/status.sec")"
+[[ $(cat "$data/root.sec") == ro ]] && ok || fail "readOnlyRootFilesystem: the root is mounted $(cat "$data/root.sec")"
+[[ $(cat "$data/lock.sec" 2>/dev/null) == file && -f $work/run/sub/x.lock ]] && ok ||
+    fail "hostPath FileOrCreate is not a file: $(ls -la "$work/run/sub" 2>&1)"
+[[ $(stat -c %a "$work/run/sub/x.lock") == 644 && $(stat -c %a "$work/made/dir") == 755 ]] && ok ||
+    fail "modes of the created hostPaths: $(stat -c '%n %a' "$work/run/sub/x.lock" "$work/made/dir" 2>&1)"
+grep -q '^tmpfs /mem tmpfs .*size=16384k' "$data/mem.sec" && ok || fail "emptyDir Memory: /mem is $(cat "$data/mem.sec")"
+
+# 2. An image USER given as a name: the image's /etc/passwd and /etc/group.
+wait_for "named reports" 20 test -e "$data/done.named"
+[[ $(cat "$data/id.named") == "uid=1234(app) gid=1234(app) groups=1234(app),2345(extra)" ]] && ok ||
+    fail "image USER app: id says $(cat "$data/id.named")"
+grep -qx $'Seccomp:\t0' "$data/status.named" && grep -qx $'NoNewPrivs:\t0' "$data/status.named" &&
+    [[ $(cat "$data/root.named") == rw ]] && ok ||
+    fail "no securityContext: Unconfined, no_new_privs off: $(cat "$data/status.named")"
+
+# 2b. privileged: every capability the agent has, no seccomp, the host's
+# devices (containerd's WithDevices(HostDevices())).
+wait_for "priv reports" 20 test -e "$data/done.priv"
+[[ $(grep CapEff "$data/status.priv" | cut -f2) == $(grep CapEff /proc/self/status | cut -f2) ]] && ok ||
+    fail "privileged: CapEff $(grep CapEff "$data/status.priv") is not the agent's"
+grep -qx $'Seccomp:\t0' "$data/status.priv" && ok || fail "privileged: a seccomp filter: $(cat "$data/status.priv")"
+priv_id=$("$dl" get pods -A -o json --config "$cfg" | jq -r '.items[] | select(.metadata.name | startswith("priv-"))
+    | .status.containerStatuses[0].containerID' | sed 's|^runc://||')
+if [[ -c /dev/kmsg ]]; then
+    [[ -n $priv_id ]] && rc exec "$priv_id" /bin/busybox test -c /dev/kmsg && ok ||
+        fail "privileged: the host's /dev/kmsg is not in the container ($priv_id)"
+fi
+
+# 3. /etc/hosts, /etc/hostname, /etc/resolv.conf as the kubelet manages them
+# (managedHostsFileContent, GetPodDNS): no clusterDNS configured, so the
+# ClusterFirst pod gets the node's resolver, said once in the log.
+[[ $(head -1 "$data/hosts.sec") == "# Kubernetes-managed hosts file." ]] && grep -qx $'127.0.0.1\tlocalhost' "$data/hosts.sec" &&
+    ok || fail "sec's /etc/hosts: $(cat "$data/hosts.sec")"
+[[ $(grep '^nameserver' "$data/resolv.sec") == "$(grep '^nameserver' /etc/resolv.conf | awk '{print "nameserver " $2}' | head -3)" ]] &&
+    ok || fail "ClusterFirst without clusterDNS: the node's nameservers, not $(cat "$data/resolv.sec")"
+[[ $(grep -c 'no clusterDNS configured' "$agent_log") -eq 1 ]] && ok || fail "the fallback to the node's resolver is not said once"
+[[ $(cat "$data/hostname.sec") == sec-* && $(cat "$data/hostname.named") == web ]] && ok ||
+    fail "hostnames: $(cat "$data/hostname.sec") and $(cat "$data/hostname.named")"
+[[ $(cat "$data/resolv.named") == $'search x.example\nnameserver 203.0.113.1\noptions ndots:2' ]] && ok ||
+    fail "dnsPolicy None with dnsConfig: $(cat "$data/resolv.named")"
+
+# 4. Waiting with the kubelet's reasons and messages, never started.
+wait_for "runAsNonRoot with a root image: CreateContainerConfigError" 20 waiting_as nonroot CreateContainerConfigError \
+    "container has runAsNonRoot and image will run as root (pod: \"$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("nonroot-")) | "\(.metadata.name)_it(\(.metadata.uid))"')\", container: main)"
+wait_for "a missing Directory hostPath waits with the kubelet's message" 20 waiting_as missing ContainerCreating \
+    "MountVolume.SetUp failed for volume \"gone\" : hostPath type check failed: $work/nope is not a directory"
+[[ ! -e $work/nope ]] && ok || fail "a Directory hostPath was created"
+
+finish
