@@ -50,6 +50,12 @@ host_packages=(
     libmicrohttpd-dev libgnutls28-dev openssl curl
     # The cluster test: JSON from bash, and an HTTP/2 proxy in front of the test API server.
     jq nghttp2-proxy
+    # The metrics endpoint's HTTP parser: llhttp's C sources, compiled into
+    # the agent for each architecture (platform/CMakeLists.txt).
+    node-llhttp
+    # tests/agent/test_metrics.sh scrapes the agent with a real Prometheus
+    # (and promtool check metrics).
+    prometheus
 )
 # nlohmann-json3-dev is header-only and Architecture: all, so the host copy
 # serves the arm64 build too. libstdc++6:arm64 completes the multiarch C and
