@@ -161,26 +161,30 @@ void HttpServer::on_connection(uv_stream_t* listener, int status) {
             if (n < 0) return server->drop(conn);  // EOF or error: nothing to answer
             if (n == 0 || conn->complete) return;
             conn->received += static_cast<std::size_t>(n);
+            if (conn->received > server->limits_.max_request_bytes) {
+                conn->complete = true;
+                uv_read_stop(s);
+                return server->respond(conn, Reply{431, "text/plain; charset=utf-8", "request too large\n"},
+                                       false);
+            }
             const llhttp_errno_t err = llhttp_execute(&conn->parser, buf->base, static_cast<std::size_t>(n));
             if (err == HPE_PAUSED) {
                 conn->complete = true;
                 uv_read_stop(s);
                 const std::string method =
                     llhttp_method_name(static_cast<llhttp_method_t>(conn->parser.method));
-                std::string path = conn->url.substr(0, conn->url.find('?'));
+                const std::string path = conn->url.substr(0, conn->url.find('?'));
                 if (method != "GET" && method != "HEAD")
                     return server->respond(conn, Reply{405, "text/plain; charset=utf-8", "only GET\n"},
                                            false);
                 return server->respond(conn, server->handler_(method, path), method == "HEAD");
             }
-            if (err != HPE_OK)
-                return server->respond(
-                    conn, Reply{400, "text/plain; charset=utf-8", std::string(llhttp_errno_name(err)) + "\n"},
-                    false);
-            if (conn->received > server->limits_.max_request_bytes) {
+            if (err != HPE_OK) {
                 conn->complete = true;
                 uv_read_stop(s);
-                server->respond(conn, Reply{431, "text/plain; charset=utf-8", "request too large\n"}, false);
+                server->respond(
+                    conn, Reply{400, "text/plain; charset=utf-8", std::string(llhttp_errno_name(err)) + "\n"},
+                    false);
             }
         });
 }
