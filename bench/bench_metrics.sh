@@ -4,7 +4,8 @@
 # metricsBindAddress "" (off), then on and scraped every 15 s (Prometheus's
 # default scrape_interval) with curl as the scraper. Prints the agent's RSS
 # at the end of the window, its peak RSS (VmHWM) and its CPU time over the
-# window (utime + stime from /proc/PID/stat) for each, and the size of one
+# window (/proc/PID/schedstat: nanoseconds on a CPU, finer than utime +
+# stime's 10 ms ticks) for each, and the size of one
 # scrape. docs/figures.md records the figures with the machine and command.
 #
 #   bench/bench_metrics.sh [--daemonlet PATH] [--pods N] [--window SECONDS]
@@ -45,8 +46,7 @@ free_port() {
     done
 }
 
-clk_tck=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+cpu_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
 
 # run LABEL ADDRESS: prints "LABEL rss_kib hwm_kib cpu_ms scrapes bytes"
@@ -84,7 +84,7 @@ EOF
     done
     local t0 c0 scrapes=0 bytes=0 next=0
     t0=$SECONDS
-    c0=$(cpu_ticks "$agent")
+    c0=$(cpu_ns "$agent")
     while ((SECONDS - t0 < window)); do
         if [[ -n $address ]] && ((SECONDS - t0 >= next)); then
             bytes=$(curl -s "http://$address/metrics" | wc -c)
@@ -94,7 +94,7 @@ EOF
         sleep 1
     done
     local c1 rss hwm
-    c1=$(cpu_ticks "$agent")
+    c1=$(cpu_ns "$agent")
     rss=$(kib "$agent" VmRSS)
     hwm=$(kib "$agent" VmHWM)
     kill "$agent"
@@ -102,7 +102,7 @@ EOF
     agent=
     pkill -KILL -f "daemonlet-shim.*$work/$label" 2>/dev/null || true
     pkill -KILL -f "bench-metrics-marker-$$" 2>/dev/null || true
-    echo "$label $rss $hwm $(((c1 - c0) * 1000 / clk_tck)) $scrapes $bytes"
+    echo "$label $rss $hwm $(((c1 - c0) / 1000000)) $scrapes $bytes"
 }
 
 echo "bench_metrics: $dl, exec runtime, $pods pods, ${window} s window, scrape every 15 s"
