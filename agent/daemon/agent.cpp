@@ -259,6 +259,12 @@ void Agent::reload_config() {
         if (cluster_) {
             save_cluster_events();
             cluster_->close();
+            // The metrics' counters go on from the old link's counts.
+            const ClusterLink::Counts c = cluster_->counts();
+            cluster_counts_before_.relists += c.relists;
+            cluster_counts_before_.watch_restarts += c.watch_restarts;
+            cluster_counts_before_.events_sent += c.events_sent;
+            cluster_counts_before_.events_dropped += c.events_dropped;
         }
         cluster_.reset();
         sources_->keep_followed(config_.api_server);

@@ -270,8 +270,9 @@ class Agent : private Images::Host {
     bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
     std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
-    std::string cluster_error_;                                         // why the link could not start
-    std::map<std::string, LivePod> pods_;                               // by uid
+    ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
+    std::string cluster_error_;                  // why the link could not start
+    std::map<std::string, LivePod> pods_;        // by uid
     std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters

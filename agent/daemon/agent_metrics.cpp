@@ -70,15 +70,13 @@ void Agent::collect_metrics(MetricRegistry& r) {
     r.set("daemonlet_apiserver_connected", cluster_ && cluster_->state() == LinkState::Connected ? 1 : 0);
     if (cluster_) {
         const ClusterLink::Counts c = cluster_->counts();
-        // The link is made anew on a reload that changes apiServer: its
-        // counts start again, the exported counters do not go back.
-        auto mirror = [&](const char* name, std::uint64_t v) {
-            r.set(name, std::max(r.value(name), static_cast<double>(v)));
-        };
-        mirror("daemonlet_apiserver_relists_total", c.relists);
-        mirror("daemonlet_apiserver_watch_restarts_total", c.watch_restarts);
-        mirror("daemonlet_apiserver_events_sent_total", c.events_sent);
-        mirror("daemonlet_apiserver_events_dropped_total", c.events_dropped);
+        const ClusterLink::Counts& b = cluster_counts_before_;  // links a reload replaced
+        r.set("daemonlet_apiserver_relists_total", static_cast<double>(b.relists + c.relists));
+        r.set("daemonlet_apiserver_watch_restarts_total",
+              static_cast<double>(b.watch_restarts + c.watch_restarts));
+        r.set("daemonlet_apiserver_events_sent_total", static_cast<double>(b.events_sent + c.events_sent));
+        r.set("daemonlet_apiserver_events_dropped_total",
+              static_cast<double>(b.events_dropped + c.events_dropped));
         r.set("daemonlet_apiserver_events_queued", static_cast<double>(c.events_queued));
     }
     if (store_) {

@@ -86,6 +86,8 @@ void AgentMetrics::declare() {
 }
 
 Status AgentMetrics::start(const std::string& address) {
+    // Off: the counters only, no socket and no timer.
+    if (address.empty()) return Ok{};
     tick_ = new uv_timer_t;
     uv_timer_init(loop_, tick_);
     tick_->data = this;
@@ -95,7 +97,6 @@ Status AgentMetrics::start(const std::string& address) {
         kStallTickMs);
     // The stall watch must not keep a stopping loop alive by itself.
     uv_unref(reinterpret_cast<uv_handle_t*>(tick_));
-    if (address.empty()) return Ok{};
     server_ = std::make_unique<platform::HttpServer>(
         loop_, platform::HttpServer::Limits{},
         [this](const std::string&, const std::string& path) -> platform::HttpServer::Reply {
@@ -104,7 +105,7 @@ Status AgentMetrics::start(const std::string& address) {
             return {404, "text/plain; charset=utf-8", "404 page not found\n"};
         });
     if (auto s = server_->start(address); !s.ok()) {
-        server_->close();
+        close();  // the timer too: nothing reads it
         server_.reset();
         return s;
     }

@@ -10,7 +10,8 @@
 //
 // Counters are counted where things happen (Agent calls count_* below);
 // gauges are read from the agent's state only when scraped, so an agent
-// nobody scrapes pays for the counters alone. Label values are bounded:
+// nobody scrapes pays for the counters and the 500 ms stall timer alone,
+// and one with metricsBindAddress "" for the counters alone. Label values are bounded:
 // operation types, states, DaemonSet namespace/name and container names,
 // never a pod uid or a pod name (a rollout makes new ones).
 #pragma once
