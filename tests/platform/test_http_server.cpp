@@ -8,15 +8,16 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "platform/http_server.h"
+#include "tests/platform/runtime_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 
@@ -24,12 +25,6 @@ using namespace daemonlet;
 using platform::HttpServer;
 
 namespace {
-
-std::int64_t now_ms() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
-}
 
 // A non-blocking client connected to 127.0.0.1:port.
 int tcp_connect(int port) {
@@ -97,16 +92,7 @@ TEST_GROUP(HttpServer) {
         port = std::stoi(server->address().substr(server->address().rfind(':') + 1));
         CHECK(port > 0);
     }
-    bool pump_until(const std::function<bool()>& pred, std::int64_t ms = 5000) {
-        const std::int64_t deadline = now_ms() + ms;
-        while (now_ms() < deadline) {
-            uv_run(&loop, UV_RUN_NOWAIT);
-            if (pred()) return true;
-            timespec pause{0, 1'000'000};
-            nanosleep(&pause, nullptr);  // pacing only; the predicate decides
-        }
-        return false;
-    }
+    bool pump_until(const std::function<bool()>& pred) { return testing::run_until(&loop, pred); }
     Client request(const std::string& raw) {
         Client c(tcp_connect(port));
         CHECK(c.fd >= 0);
@@ -163,14 +149,14 @@ TEST(HttpServer, ConnectionsOverTheLimitAreClosedAtOnceAndIdleOnesAfterTheTimeou
     ::close(extra.fd);
     // The idle ones are closed after request_timeout_ms, and a new client
     // is served again.
-    const std::int64_t t0 = now_ms();
+    const auto t0 = std::chrono::steady_clock::now();
     CHECK(pump_until([&] {
         for (auto& c : idle) c.poll();
         for (auto& c : idle)
             if (!c.closed) return false;
         return true;
     }));
-    CHECK(now_ms() - t0 < 5000);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
     for (auto& c : idle) ::close(c.fd);
     CHECK(pump_until([&] { return server->clients() == 0; }));
     CHECK(request("GET /ok HTTP/1.1\r\n\r\n").got.rfind("HTTP/1.1 200 ", 0) == 0);
