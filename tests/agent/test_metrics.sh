@@ -129,7 +129,9 @@ wait_for "a relist was counted" 10 holds 'daemonlet_apiserver_relists_total >= 1
 # 1. A pod starts: running pods goes up, its start duration and the
 # runtime's start operation are counted.
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
-write_ds steady.yaml steady "$loop"
+write_ds steady.yaml steady "$loop" "" "" "          readinessProbe:
+            exec: {command: [/bin/true]}
+            periodSeconds: 1"
 wait_for "steady runs" 20 pod_running it steady
 wait_for "kubelet_running_pods goes to 1" 30 holds 'kubelet_running_pods == 1'
 wait_for "the pod's start duration is observed" 10 holds 'kubelet_pod_start_duration_seconds_count >= 1'
@@ -137,6 +139,10 @@ wait_for "start_container operations are counted" 10 \
     holds 'kubelet_runtime_operations_total{operation_type="start_container"} >= 1'
 wait_for "the DaemonSet is counted by source and decision" 10 \
     holds 'daemonlet_daemonsets{source="file",decision="run"} == 1'
+
+# Its readiness probe's runs, labelled by DaemonSet and container (never by pod).
+wait_for "prober_probe_total counts the readiness probe's successes" 20 \
+    holds 'prober_probe_total{probe_type="Readiness",result="successful",namespace="it",daemonset="steady",container="main"} >= 2'
 
 # 2. A container crash-loops: its restarts go up, and it is seen waiting in
 # CrashLoopBackOff (crashLoopBackoff 300ms..2s in write_config).
