@@ -8,6 +8,7 @@
 #include "core/field_error.h"
 #include "core/image_reference.h"
 #include "core/manifest.h"
+#include "core/metrics.h"
 #include "core/names.h"
 #include "core/node_ips.h"
 #include "core/quantity.h"
@@ -270,7 +271,7 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
         doc, "",
         {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "nodeIP", "manifestDir", "stateDir",
          "runtime", "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize", "containerLogMaxFiles",
-         "apiServer", "seccompProfileRoot", "clusterDNS", "clusterDomain"});
+         "apiServer", "seccompProfileRoot", "clusterDNS", "clusterDomain", "metricsBindAddress"});
     for (auto it = doc.begin(); it != doc.end(); ++it) {
         const std::string& k = it.key();
         const Json& v = it.value();
@@ -291,6 +292,9 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                     r.error(p, "value " + render_string(value) + ": " + m);
                 c.node_labels[l.key()] = value;
             }
+        } else if (k == "metricsBindAddress") {
+            if (!r.string(v, k, c.metrics_bind_address) || c.metrics_bind_address.empty()) continue;
+            if (auto a = parse_bind_address(c.metrics_bind_address); !a.ok()) r.error(k, a.error().message);
         } else if (k == "nodeIP") {
             std::string value;
             if (!r.string(v, k, value)) continue;

@@ -137,6 +137,10 @@ struct AgentConfig {
     std::int64_t backoff_max_ms = 300'000;
     std::uint64_t container_log_max_size = 10 * 1024 * 1024;
     std::uint32_t container_log_max_files = 5;
+    // metricsBindAddress: where /metrics (Prometheus text format) and
+    // /healthz are served, "host:port" (core/metrics.h parse_bind_address);
+    // empty: not served. The kubelet's read-only port, on loopback only.
+    std::string metrics_bind_address = "127.0.0.1:10255";
     ApiServerConfig api_server;
 };
 

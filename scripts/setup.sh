@@ -43,6 +43,9 @@ demo_packages=(
     runc  # the OCI runtime of issue 5; tests/platform/runc/test_runc.cpp runs a real container with it
     # The test Kubernetes API server (tests/apiserver) and its certificates.
     libmicrohttpd-dev libgnutls28-dev openssl curl
+    # The metrics endpoint's HTTP parser: llhttp's C sources, compiled into
+    # the agent for each architecture (platform/CMakeLists.txt).
+    node-llhttp
 )
 # And what the test command needs besides.
 host_packages=(
@@ -68,6 +71,9 @@ host_packages=(
     qemu-system-x86  # the cgroup2 step boots a Debian 12 VM (KVM) to check cgroup v2 limits
     # The cluster test: JSON from bash, and an HTTP/2 proxy in front of the test API server.
     jq nghttp2-proxy
+    # tests/agent/test_metrics.sh scrapes the agent with a real Prometheus
+    # (and promtool check metrics).
+    prometheus
 )
 # nlohmann-json3-dev is header-only and Architecture: all, so the host copy
 # serves the arm64 build too. libstdc++6:arm64 completes the multiarch C and

@@ -77,6 +77,8 @@ class SqliteStore final : public Store {
     Result<bool> put_meta(const std::string& key, const std::string& value) override;
     Result<std::optional<std::string>> get_meta(const std::string& key) override;
 
+    Stats stats() const override;
+
     sqlite3* db() const { return db_.get(); }
 
   private:

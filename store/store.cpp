@@ -1,6 +1,8 @@
 // The store's machinery: building it, transactions, compare-then-write, and
 // the meta table. The entities are in desired_state.cpp and local_state.cpp,
 // opening the file in open.cpp.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -64,6 +66,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::create(std::string path, sqlit
     std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(path), std::move(db)));
     if (auto st = store->s_.prepare(store->db()); !st) return store->fail("open", st.error());
     return store;
+}
+
+Store::Stats SqliteStore::stats() const {
+    Stats st;
+    st.writes = sqlite3_total_changes64(db_.get());
+    for (const std::string& f : {path_, path_ + "-wal"}) {
+        struct stat sb {};
+        if (::stat(f.c_str(), &sb) == 0) st.bytes += sb.st_size;
+    }
+    return st;
 }
 
 SqliteStore::~SqliteStore() {

@@ -140,6 +140,14 @@ class Store {
     // Small named values (the Node from the cluster, queued Events, ...).
     virtual Result<bool> put_meta(const std::string& key, const std::string& value) = 0;
     virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
+
+    // For the agent's metrics: rows written since open (inserted, updated,
+    // deleted) and the bytes of the database and its -wal on disk.
+    struct Stats {
+        std::int64_t writes = 0;
+        std::int64_t bytes = 0;
+    };
+    virtual Stats stats() const { return {}; }
 };
 
 }  // namespace daemonlet::store

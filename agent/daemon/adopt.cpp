@@ -168,6 +168,7 @@ void Agent::adopt() {
             if (!it->second.running) exited.push_back(cs.runtime_id);
             by_id.erase(it);
         }
+        p.start_observed = true;  // started by an earlier agent
         pods_.emplace(rec.uid, std::move(p));
     }
     // Containers no pod record knows: the database was lost and rebuilt.
@@ -210,6 +211,7 @@ void Agent::adopt() {
                 ") was not in the store: rebuilt from its running containers and adopted",
             {{"DAEMONLET_POD", rec->namespace_ + "/" + rec->name}});
         refresh_readiness(p);
+        p.start_observed = true;
         save_pod(p);
         pods_.emplace(uid, std::move(p));
     }

@@ -144,6 +144,7 @@ Status Agent::init() {
         [this](const std::string& uid, std::size_t) { on_probe_result_changed(uid); },
         [this](const std::string& uid, std::size_t index) { on_probe_failed(uid, index); });
 
+    start_metrics();
     notifier_ = std::make_unique<platform::Notifier>(&loop_);
     notifier_->start();
 
@@ -242,9 +243,12 @@ void Agent::reload_config() {
         next.registry_auth_file != config_.registry_auth_file ||
         next.registry_certs_dir != config_.registry_certs_dir ||
         next.insecure_registries != config_.insecure_registries ||
-        next.cri_endpoint != config_.cri_endpoint || next.cri_snapshotter != config_.cri_snapshotter)
-        log(Level::Warning, "SIGHUP: stateDir and runtime change only on restart; keeping " +
-                                config_.state_dir + " and runtime " + config_.runtime_type);
+        next.cri_endpoint != config_.cri_endpoint || next.cri_snapshotter != config_.cri_snapshotter ||
+        next.metrics_bind_address != config_.metrics_bind_address)
+        log(Level::Warning,
+            "SIGHUP: stateDir, runtime and metricsBindAddress change only on restart; keeping " +
+                config_.state_dir + ", runtime " + config_.runtime_type + " and metricsBindAddress \"" +
+                config_.metrics_bind_address + "\"");
     next.state_dir = config_.state_dir;
     next.runtime_type = config_.runtime_type;
     next.image_import_dir = config_.image_import_dir;
@@ -256,6 +260,7 @@ void Agent::reload_config() {
     next.insecure_registries = config_.insecure_registries;
     next.cri_endpoint = config_.cri_endpoint;
     next.cri_snapshotter = config_.cri_snapshotter;
+    next.metrics_bind_address = config_.metrics_bind_address;
     bool dir_changed = next.manifest_dir != config_.manifest_dir ||
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;
@@ -268,6 +273,12 @@ void Agent::reload_config() {
         if (cluster_) {
             save_cluster_events();
             cluster_->close();
+            // The metrics' counters go on from the old link's counts.
+            const ClusterLink::Counts c = cluster_->counts();
+            cluster_counts_before_.relists += c.relists;
+            cluster_counts_before_.watch_restarts += c.watch_restarts;
+            cluster_counts_before_.events_sent += c.events_sent;
+            cluster_counts_before_.events_dropped += c.events_dropped;
         }
         cluster_.reset();
         sources_->keep_followed(config_.api_server);
@@ -308,6 +319,7 @@ void Agent::shutdown() {
         save_cluster_events();
         cluster_->close();
     }
+    if (metrics_) metrics_->close();
     if (control_) control_->close();  // removes the socket: clients see the agent is not running
     for (auto*& h : signals_) close_and_free(h);
     signals_.clear();

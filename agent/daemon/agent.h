@@ -29,6 +29,7 @@
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/control_server.h"
 #include "agent/daemon/images.h"
+#include "agent/daemon/metrics.h"
 #include "agent/daemon/node_ips.h"
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/sources.h"
@@ -122,6 +123,9 @@ class Agent : private Images::Host {
         std::vector<LiveContainer> containers;
         std::optional<std::int64_t> ready_since_mono_ms;
         bool deleted_by_user = false;
+        // kubelet_pod_start_duration_seconds has seen it run (or it was
+        // adopted running): observed once per pod.
+        mutable bool start_observed = false;
 
         bool is_init(std::size_t i) const { return i < rec.init_containers.size(); }
         ContainerStatus& status(std::size_t i) {
@@ -232,6 +236,14 @@ class Agent : private Images::Host {
                             const std::string& message) override;
     std::set<std::string> images_in_use() override;
 
+    // agent_metrics.cpp: what the metrics (metrics.h) read of the state
+    void start_metrics();
+    void collect_metrics(MetricRegistry& r);
+    std::string store_problem();
+    void count_daemonsets(const std::vector<std::pair<const Desired*, bool>>& decided,
+                          std::size_t in_progress);
+    void image_operation_done(const char* what, bool ok) override;
+
     // hostNetwork pods' IPs follow the node's (node_ips_ changed).
     void on_node_ips_changed();
 
@@ -276,10 +288,12 @@ class Agent : private Images::Host {
     bool store_swept_ = false;                       // the store's DaemonSets no source offers are deleted
     std::optional<Json> cluster_node_;               // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
-    std::string cluster_error_;                                         // why the link could not start
-    std::map<std::string, LivePod> pods_;                               // by uid
+    ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
+    std::string cluster_error_;                  // why the link could not start
+    std::map<std::string, LivePod> pods_;        // by uid
     std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 
+    std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers
     std::map<std::string, std::string> placement_noted_;  // DaemonSet key -> the decision last recorded
     std::map<std::string, std::string> rolled_out_;       // DaemonSet key -> the hash whose rollout completed

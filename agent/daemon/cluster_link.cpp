@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include "core/strings.h"
 #include "platform/http/credentials.h"
@@ -238,6 +239,7 @@ void ClusterLink::step(Follower& f) {
     Follower* fp = &f;
     Result<platform::HttpClient::RequestId> id = Error{ErrorCode::Http, ""};
     if (req.kind == ReflectorRequest::Kind::List) {
+        if (req.target.find("continue=") == std::string::npos) ++relists_;
         r.timeout_ms = config_.request_timeout_ms;
         r.max_body_bytes = kMaxListBytes;
         id = http_->request(r, [this, fp](Result<platform::HttpResponse> res) {
@@ -248,6 +250,7 @@ void ClusterLink::step(Follower& f) {
         // The server ends the watch after timeoutSeconds; ours is a backstop
         // for a server that stalls.
         r.timeout_ms = (req.timeout_s + 30) * 1000;
+        if (std::exchange(fp->watched, true)) ++watch_restarts_;
         fp->decoder = WatchDecoder();
         fp->error_body.clear();
         fp->stream_error.clear();

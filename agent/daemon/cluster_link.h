@@ -68,6 +68,17 @@ class ClusterLink {
     const std::deque<ClusterEvent>& queued_events() const { return events_.items(); }
 
     LinkState state() const { return link_.state(); }
+    // For the agent's metrics (metrics.h): counts since the link started.
+    struct Counts {
+        std::uint64_t relists = 0;         // first pages of a list (each follower's first list too)
+        std::uint64_t watch_restarts = 0;  // watches begun after a follower's first one
+        std::uint64_t events_sent = 0;
+        std::uint64_t events_dropped = 0;
+        std::size_t events_queued = 0;
+    };
+    Counts counts() const {
+        return {relists_, watch_restarts_, events_sent_, events_.dropped(), events_.size()};
+    }
     // For `daemonlet status` and the STATUS= line.
     Json status() const;
     const std::string& server() const { return endpoint_.server; }
@@ -86,6 +97,7 @@ class ClusterLink {
         std::string stream_error;
         std::string last_error;
         std::int64_t events = 0;
+        bool watched = false;  // a watch has begun before
     };
 
     ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string node_name, ClusterHooks hooks,
@@ -131,6 +143,8 @@ class ClusterLink {
     std::optional<platform::HttpClient::RequestId> event_inflight_;
     std::uint64_t events_sent_ = 0;
     std::uint64_t requests_ = 0;
+    std::uint64_t relists_ = 0;
+    std::uint64_t watch_restarts_ = 0;
     std::uint64_t bytes_in_ = 0;
     std::mt19937 rng_;
     bool closed_ = false;

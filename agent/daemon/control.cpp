@@ -68,17 +68,23 @@ RolloutStatus Agent::rollout_status_of(const Desired& d, const Decision& decisio
 void Agent::after_reconcile() {
     if (!control_) return;
     std::map<std::string, RolloutStatus> statuses;
+    std::vector<std::pair<const Desired*, bool>> decided;
+    std::size_t in_progress = 0;
     for (const auto& [key, d] : desired_) {
         Decision decision = node_should_run_daemon_pod(node_, d.ds());
         record_placement(d, decision);
         RolloutStatus st = rollout_status_of(d, decision);
+        decided.emplace_back(&d, decision.should_run);
+        if (!st.done) ++in_progress;
         if (st.done && st.error.empty() && decision.should_run && rolled_out_[key] != d.hash) {
             rolled_out_[key] = d.hash;
+            if (metrics_) metrics_->registry().add("daemonlet_rollouts_completed_total");
             record_event(d.ds().metadata.namespace_, d.ds().metadata.name, "Normal", "RolloutComplete",
                          "Revision " + std::to_string(d.revision) + " (" + d.hash + ") rolled out");
         }
         statuses.emplace(key, std::move(st));
     }
+    if (metrics_) count_daemonsets(decided, in_progress);
     control_->after_reconcile([this](const std::string& uid) { return pods_.count(uid) > 0; }, statuses);
 }
 

@@ -135,7 +135,11 @@ void Images::on_image_gc_listed(const std::string& why, const platform::ProbeRes
             g.imported_s = std::max(g.imported_s, e["imported"].get<std::int64_t>());
     }
     std::vector<GcImage> images;
-    for (auto& [digest, g] : by_digest) images.push_back(std::move(g));
+    store_bytes_ = 0;
+    for (auto& [digest, g] : by_digest) {
+        store_bytes_ += g.size;
+        images.push_back(std::move(g));
+    }
     const std::string store_dir = config_.state_dir + "/images";
     const FsUsage usage = usage_of(store_dir);
     const std::int64_t to_free = image_gc_bytes_to_free(usage, config_.image_gc);

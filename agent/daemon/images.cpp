@@ -247,6 +247,7 @@ void Images::on_imported(const std::string& path,
         return;
     }
     if (r.outcome == ProbeOutcome::Success) import_runtime_down_ = false;
+    host_.image_operation_done("import", r.outcome == ProbeOutcome::Success);
     if (r.outcome != ProbeOutcome::Success) {
         std::string why = r.output;
         while (!why.empty() && why.back() == '\n') why.pop_back();
@@ -358,6 +359,7 @@ void Images::on_image_pulled(const std::string& image, const Status& result) {
     const std::int64_t now = clock_.monotonic_ms();
     const std::int64_t took = now - pull.started_mono_ms;
     std::int64_t delay = 0;
+    host_.image_operation_done("pull", result.ok());
     if (result.ok()) {
         pull = ImagePull{};
         log(Level::Notice, "image " + image + ": pulled in " + std::to_string(took) + " ms");

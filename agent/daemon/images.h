@@ -97,6 +97,12 @@ class Images {
                                         const std::string& message) = 0;
         // What image GC never removes (image_key of each).
         virtual std::set<std::string> images_in_use() = 0;
+        // A pull or an import ended (for the metrics): `what` is "pull" or
+        // "import".
+        virtual void image_operation_done(const char* what, bool ok) {
+            (void)what;
+            (void)ok;
+        }
     };
 
     // `image_tool`: the daemonlet-image binary. `config` is the agent's,
@@ -141,6 +147,10 @@ class Images {
     // For tests and status: the back-off of `image`'s pulls (0: none failed).
     std::int64_t pull_backoff_ms(const std::string& image) const;
     bool pulling(const std::string& image) const;
+
+    // The image store's bytes as image GC last listed them (the sum of its
+    // images' sizes); -1 before the first listing.
+    std::int64_t store_bytes() const { return store_bytes_; }
 
   private:
     // A registry pull of one image, shared by the containers waiting for
@@ -194,20 +204,21 @@ class Images {
     std::unique_ptr<platform::Prober> jobs_;
     std::unique_ptr<platform::DirWatch> import_watch_;
     std::map<std::string, std::pair<std::int64_t, std::int64_t>>
-        import_seen_;                                // archive -> (mtime ns, size) queued or tried
-    std::deque<std::string> import_queue_;           // archives waiting for daemonlet-image
-    std::optional<std::string> importing_;           // the archive daemonlet-image imports now
-    Json import_records_ = Json::object();           // images.imports in the store: path -> version, outcome
-    bool recalling_imports_ = false;                 // daemonlet-image list runs
-    bool imports_recalled_ = false;                  // the records are checked against the store
-    bool import_runtime_down_ = false;               // cri: containerd did not answer (said once)
-    std::map<std::string, ImagePull> pulls_;         // by the image as the pod spec names it
-    std::set<ImageWaiter> pulled_;                   // Always: this start's pull is done, the next start runs
-    uv_timer_t* gc_timer_ = nullptr;                 // image GC's period; freed in its close callback
-    bool gc_running_ = false;                        // a list or a remove of image GC runs
-    bool gc_again_ = false;                          // asked for while running: once more after
-    std::vector<GcImage> gc_victims_;                // what this collection still removes, in order
-    std::map<std::string, std::int64_t> last_used_;  // normalised image -> wall s last seen in use
+        import_seen_;                         // archive -> (mtime ns, size) queued or tried
+    std::deque<std::string> import_queue_;    // archives waiting for daemonlet-image
+    std::optional<std::string> importing_;    // the archive daemonlet-image imports now
+    Json import_records_ = Json::object();    // images.imports in the store: path -> version, outcome
+    bool recalling_imports_ = false;          // daemonlet-image list runs
+    bool imports_recalled_ = false;           // the records are checked against the store
+    bool import_runtime_down_ = false;        // cri: containerd did not answer (said once)
+    std::map<std::string, ImagePull> pulls_;  // by the image as the pod spec names it
+    std::set<ImageWaiter> pulled_;            // Always: this start's pull is done, the next start runs
+    uv_timer_t* gc_timer_ = nullptr;          // image GC's period; freed in its close callback
+    bool gc_running_ = false;                 // a list or a remove of image GC runs
+    bool gc_again_ = false;                   // asked for while running: once more after
+    std::vector<GcImage> gc_victims_;         // what this collection still removes, in order
+    std::map<std::string, std::int64_t> last_used_;
+    std::int64_t store_bytes_ = -1;  // normalised image -> wall s last seen in use
 };
 
 }  // namespace daemonlet::agent

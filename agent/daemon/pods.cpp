@@ -104,6 +104,17 @@ void Agent::schedule_reconcile(bool next_turn) {
 
 void Agent::reconcile() {
     if (stopping_) return;
+    // The agent's relist: one pass over the desired DaemonSets and the pods
+    // (kubelet_pleg_relist_duration_seconds, the kubelet's PLEG relist).
+    struct Timed {
+        AgentMetrics* m;
+        std::uint64_t t0 = uv_hrtime();
+        ~Timed() {
+            if (m)
+                m->registry().observe("kubelet_pleg_relist_duration_seconds",
+                                      static_cast<double>(uv_hrtime() - t0) / 1e9);
+        }
+    } timed{metrics_.get()};
     std::vector<DesiredDaemonSet> want;
     want.reserve(desired_.size());
     for (const auto& [key, d] : desired_) {
@@ -235,6 +246,13 @@ void Agent::refresh_pod_ips(LivePod& p) {
 }
 
 void Agent::save_pod(const LivePod& p) {
+    if (!p.start_observed && p.rec.phase == PodPhase::Running && metrics_) {
+        // kubelet's PodStartDuration: from the pod's creation to all its
+        // containers running.
+        p.start_observed = true;
+        metrics_->registry().observe("kubelet_pod_start_duration_seconds",
+                                     static_cast<double>(clock_.wall_ms() - p.rec.created_at_ms) / 1000.0);
+    }
     if (auto w = store_->put_pod(p.rec); !w.ok()) log(Level::Err, "store: " + w.error().message);
 }
 
@@ -363,11 +381,14 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
             return;
         }
         std::shared_ptr<const Container> what = launch.container;
-        runtime_->start_async(std::move(launch), [this, uid, index, what, finished](Result<std::string> id) {
-            on_started(uid, index, *what, std::move(id));
-            finished();
-            if (stopping_) close_runtime_when_idle();
-        });
+        const std::uint64_t t0 = uv_hrtime();
+        runtime_->start_async(std::move(launch),
+                              [this, uid, index, what, finished, t0](Result<std::string> id) {
+                                  metrics_->count_runtime_operation("start_container", t0, id.ok());
+                                  on_started(uid, index, *what, std::move(id));
+                                  finished();
+                                  if (stopping_) close_runtime_when_idle();
+                              });
     });
 }
 
@@ -501,7 +522,9 @@ void Agent::stop_container(const std::string& uid, std::size_t index, const std:
         const std::string id = pit->second.containers[index].id;
         // Gone already, or restarted since (a liveness kill that came late).
         if (id.empty() || (!expected.empty() && id != expected) || stopping_) return finished();
-        runtime_->stop_async(id, [this, why, finished](Status s) {
+        const std::uint64_t t0 = uv_hrtime();
+        runtime_->stop_async(id, [this, why, finished, t0](Status s) {
+            metrics_->count_runtime_operation("stop_container", t0, s.ok());
             if (!s.ok()) log(Level::Warning, why + ": " + s.error().message);
             finished();
             if (stopping_) close_runtime_when_idle();
@@ -549,9 +572,12 @@ void Agent::on_container_exit(const std::string& id) {
     probes_->remove(uid, index);
     // How it ended, asked off the loop (a CRI ContainerStatus); until then
     // the container keeps its id, so nothing starts it again.
-    runtime_->inspect_async(id, [this, uid = uid, index = index, id](Result<platform::ContainerInfo> info) {
-        on_exit_inspected(uid, index, id, info);
-    });
+    const std::uint64_t t0 = uv_hrtime();
+    runtime_->inspect_async(id,
+                            [this, uid = uid, index = index, id, t0](Result<platform::ContainerInfo> info) {
+                                metrics_->count_runtime_operation("container_status", t0, info.ok());
+                                on_exit_inspected(uid, index, id, info);
+                            });
 }
 
 void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
@@ -571,7 +597,9 @@ void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const s
     cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
     cs.termination_started_at_ms = cs.started_at_ms;
     lc.id.clear();
-    runtime_->remove_async(id, [](Status r) {
+    const std::uint64_t t0 = uv_hrtime();
+    runtime_->remove_async(id, [this, t0](Status r) {
+        metrics_->count_runtime_operation("remove_container", t0, r.ok());
         if (!r.ok()) log(Level::Warning, r.error().message);
     });
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
@@ -597,6 +625,7 @@ void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const s
     const std::int64_t ran_for = clock_.monotonic_ms() - lc.started_mono_ms;
     const std::int64_t delay = next_restart_delay(lc.backoff, ran_for, crash_loop_policy(config_));
     cs.restart_count += 1;
+    metrics_->registry().add("daemonlet_container_restarts_total", {p.rec.namespace_, p.rec.daemonset});
     log(Level::Warning,
         "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) + " (" +
             cs.reason + ") after " + seconds(ran_for) + " s; restarting in " + seconds(delay) + " s",

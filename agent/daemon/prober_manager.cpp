@@ -232,6 +232,7 @@ void Probes::record(const Key& key, std::size_t probe, platform::ProbeResult r) 
     Entry& e = it->second;
     Worker& w = e.workers[probe];
     const std::string kind = to_string(w.worker.kind);
+    if (observed_) observed_(key.first, key.second, w.worker.kind, r.outcome);
     // kubelet records an event per failed run ("Readiness probe failed:
     // ..."); a board's journal gets one line per transition instead.
     if (r.outcome == ProbeOutcome::Failure && !w.failing) {

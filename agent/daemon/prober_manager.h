@@ -95,6 +95,10 @@ class Probes {
     // Everything removed, the runner closed.
     void close();
 
+    // Every run's outcome, for prober_probe_total (the agent's metrics).
+    using Observed = std::function<void(const std::string& uid, std::size_t index, ProbeKind, ProbeOutcome)>;
+    void set_observer(Observed observed) { observed_ = std::move(observed); }
+
   private:
     struct Worker {
         ProbeWorker worker;
@@ -124,6 +128,7 @@ class Probes {
     const platform::Clock& clock_;
     ResultChanged changed_;
     Failed failed_;
+    Observed observed_;
     std::map<Key, Entry> entries_;
     bool closed_ = false;
 };

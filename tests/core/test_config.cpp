@@ -357,3 +357,32 @@ TEST(Config, ApiServerErrorsNameTheKey) {
         CHECK_TEXT(has(r, row.expected), msg.c_str());
     }
 }
+
+TEST(Config, MetricsBindAddressDefaultsToLoopbackAndEmptyTurnsItOff) {
+    auto r = parse_agent_config("", "c.yaml", "/");
+    STRCMP_EQUAL("127.0.0.1:10255", r.config.metrics_bind_address.c_str());
+    r = parse_agent_config("metricsBindAddress: \"\"\n", "c.yaml", "/");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("", r.config.metrics_bind_address.c_str());
+    r = parse_agent_config("metricsBindAddress: \"[::]:9100\"\n", "c.yaml", "/");
+    CHECK_TEXT(r.errors.empty(), all(r).c_str());
+    STRCMP_EQUAL("[::]:9100", r.config.metrics_bind_address.c_str());
+}
+
+TEST(Config, MetricsBindAddressErrorsNameTheKeyAndTheReason) {
+    struct Row {
+        const char* yaml;
+        const char* error;
+    };
+    const Row rows[] = {
+        {"metricsBindAddress: 10255", "c.yaml: metricsBindAddress: expected a string"},
+        {"metricsBindAddress: localhost:10255",
+         "c.yaml: metricsBindAddress: \"localhost:10255\": the host must be an IP address"},
+        {"metricsBindAddress: 127.0.0.1", "c.yaml: metricsBindAddress: \"127.0.0.1\": no port"},
+        {"metricsBindAddress: 127.0.0.1:99999", "the port must be a number from 0 to 65535"},
+    };
+    for (const Row& row : rows) {
+        auto r = parse_agent_config(row.yaml, "c.yaml", "/");
+        CHECK_TEXT(has(r, row.error), (std::string(row.yaml) + " gave:\n" + all(r)).c_str());
+    }
+}
