@@ -147,7 +147,6 @@ class Agent : private Images::Host {
     schedule_rebuild();  // a rebuild once this loop turn's changes are in (many watch events, one rebuild)
     Status record_revision(Desired& d);
 
-
     // cluster.cpp: the API server's link (its DaemonSets go to sources_),
     // the node from the cluster, connectivity, the Lease and the Events
     // (cluster_link.h)
