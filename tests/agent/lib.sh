@@ -173,3 +173,23 @@ finish() {
     echo "$passed passed, $failed failed"
     [[ $failed -eq 0 ]]
 }
+
+# write_kubeconfig FILE PORT: a kubeconfig for the test API server on
+# loopback PORT (its CA in $work/cert.pem, token s3cret), private to root.
+write_kubeconfig() {  # write_kubeconfig FILE PORT
+    cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: fake
+    cluster: {server: "https://127.0.0.1:$2", certificate-authority: $work/cert.pem}
+users:
+  - name: board
+    user: {token: s3cret}
+contexts:
+  - name: fake
+    context: {cluster: fake, user: board}
+current-context: fake
+EOF
+    chmod 600 "$1"
+}

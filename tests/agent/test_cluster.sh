@@ -92,23 +92,6 @@ put_node() { ctl PUT nodes/it-node "$1" >/dev/null; }
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 loop2='trap \"exit 0\" TERM; while true; do sleep 0.3; done'
 
-write_kubeconfig() {  # write_kubeconfig FILE PORT
-    cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-  - name: fake
-    cluster: {server: "https://127.0.0.1:$2", certificate-authority: $work/cert.pem}
-users:
-  - name: board
-    user: {token: s3cret}
-contexts:
-  - name: fake
-    context: {cluster: fake, user: board}
-current-context: fake
-EOF
-    chmod 600 "$1"
-}
 configure() {  # configure KUBECONFIG: the base configuration and an apiServer section
     write_config "{board: \"true\"}" "[]"
     cat >>"$cfg" <<EOF

@@ -47,21 +47,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyou
 fake=$!
 wait_for "the API server listens" 5 test -s "$work/port"
 port=$(cat "$work/port")
-cat >"$work/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-  - name: fake
-    cluster: {server: "https://127.0.0.1:$port", certificate-authority: $work/cert.pem}
-users:
-  - name: board
-    user: {token: s3cret}
-contexts:
-  - name: fake
-    context: {cluster: fake, user: board}
-current-context: fake
-EOF
-chmod 600 "$work/kubeconfig"
+write_kubeconfig "$work/kubeconfig" "$port"
 
 write_config "{board: \"true\"}" "[]"
 cat >>"$cfg" <<EOF

@@ -317,3 +317,22 @@ finish() {
     [[ $failed -eq 0 ]]
     exit
 }
+
+# write_loop_ds FILE NAMESPACE NAME MARKER: a DaemonSet whose pod is a shell
+# loop with MARKER as its argv[0], for pgrep on the host.
+write_loop_ds() {
+    cat >"$1" <<EOF
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: $3, namespace: $2}
+spec:
+  selector: {matchLabels: {app: $3}}
+  template:
+    metadata: {labels: {app: $3}}
+    spec:
+      containers:
+        - name: main
+          image: none
+          command: ["/bin/sh", "-c", "while true; do sleep 1; done", "$4"]
+EOF
+}

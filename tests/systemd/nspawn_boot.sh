@@ -61,20 +61,7 @@ check "the configuration's manifestDir ($manifest_dir) is installed" test -d "$r
 
 # The DaemonSet: a shell loop whose argv[0] marks it for pgrep on the host.
 marker="daemonlet-nspawn-$$"
-cat >"$root$manifest_dir/boot-probe.yaml" <<EOF
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: boot-probe, namespace: nspawn}
-spec:
-  selector: {matchLabels: {app: boot-probe}}
-  template:
-    metadata: {labels: {app: boot-probe}}
-    spec:
-      containers:
-        - name: main
-          image: none
-          command: ["/bin/sh", "-c", "while true; do sleep 1; done", "$marker"]
-EOF
+write_loop_ds "$root$manifest_dir/boot-probe.yaml" nspawn boot-probe "$marker"
 if ! systemctl --root="$root" enable daemonlet.service >"$run/enable.log" 2>&1; then
     cat "$run/enable.log"
     echo "FAIL: systemctl --root enable daemonlet.service"

@@ -78,20 +78,7 @@ wait_for "...and active (running)" 60 is_running || diagnose
 check "...the configuration is a conffile" grep -q '^ /etc/daemonlet/config.yaml ' <<<"$(ct dpkg-query -W -f '${Conffiles}\n' daemonlet)"
 manifest_dir="$(sed -n -E 's/^manifestDir:[[:space:]]*([^[:space:]#]+).*/\1/p' "$root/etc/daemonlet/config.yaml")"
 state_dir="$(sed -n -E 's/^stateDir:[[:space:]]*([^[:space:]#]+).*/\1/p' "$root/etc/daemonlet/config.yaml")"
-cat >"$root$manifest_dir/pkg-probe.yaml" <<EOF
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: pkg-probe, namespace: pkg}
-spec:
-  selector: {matchLabels: {app: pkg-probe}}
-  template:
-    metadata: {labels: {app: pkg-probe}}
-    spec:
-      containers:
-        - name: main
-          image: none
-          command: ["/bin/sh", "-c", "while true; do sleep 1; done", "$marker"]
-EOF
+write_loop_ds "$root$manifest_dir/pkg-probe.yaml" pkg pkg-probe "$marker"
 wait_for "a DaemonSet dropped into $manifest_dir runs" 60 pod_line 0 || diagnose
 pod="$(pod_pid)"
 check "...one process" test "$(wc -w <<<"$pod")" = 1
