@@ -6,7 +6,6 @@
 #include <unistd.h>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -17,6 +16,7 @@
 #include "core/pod_network.h"
 #include "platform/cri/cri_client.h"
 #include "platform/cri/cri_jobs.h"
+#include "platform/file.h"
 #include "platform/volume_setup.h"
 
 namespace daemonlet::platform {
@@ -306,8 +306,9 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
     pod.seccomp_profile_root = opts_.seccomp_profile_root;
     pod.cluster_dns = opts_.cluster_dns;
     pod.cluster_domain = opts_.cluster_domain;
-    if (std::ifstream resolv("/etc/resolv.conf"); resolv)
-        pod.host_resolv_conf.assign(std::istreambuf_iterator<char>(resolv), std::istreambuf_iterator<char>());
+    // Bounded, as the runc runtime reads it (runc_security.cpp).
+    if (auto resolv = read_file("/etc/resolv.conf", 1024 * 1024))
+        pod.host_resolv_conf = std::move(resolv).value();
     for (const auto& v : launch.pod_spec->volumes) {
         if (v.source == Volume::Source::HostPath) {
             if (auto s = set_up_host_path(v); !s) return s.error();
