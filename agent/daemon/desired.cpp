@@ -90,6 +90,7 @@ void Agent::rebuild_desired() {
     else
         store_swept_ = true;
     desired_ = std::move(next);
+    rebuild_static_pods();
     schedule_reconcile();
 }
 
