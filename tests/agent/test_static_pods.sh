@@ -18,7 +18,7 @@ wait_for "notify listener up" 30 test -S "$work/notify.sock"
 write_config "{role: edge}" "[]"
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 
-write_pod() {  # write_pod FILE NAME RESTART_POLICY SCRIPT [EXTRA_SPEC_YAML]
+write_pod() {  # write_pod FILE NAME RESTART_POLICY SCRIPT [EXTRA_SPEC_YAML] [CONTAINER_EXTRA_YAML]
     cat >"$man/$1.tmp" <<EOF2
 apiVersion: v1
 kind: Pod
@@ -31,6 +31,7 @@ spec:
     - name: main
       image: none
       command: ["/bin/sh", "-c", "$4", "it-marker-$$-$2"]
+${6:-}
 EOF2
     mv "$man/$1.tmp" "$man/$1"
 }
@@ -48,11 +49,16 @@ gone() { ! pod "$1" true; }
 flaky_mark=$work/flaky.ran
 write_pod never.yaml once Never 'echo static-once-says-hi; exit 0'
 write_pod onfailure.yaml flaky OnFailure "if [ -e $flaky_mark ]; then exit 0; fi; touch $flaky_mark; exit 3"
-write_pod always.yaml web Always "$loop"
+# Probed as any pod: ready once its readiness probe passes.
+probe="      readinessProbe: {exec: {command: [test, -e, $work/web-ready]}, periodSeconds: 1}"
+write_pod always.yaml web Always "$loop" "" "$probe"
 write_pod picky.yaml picky Always "$loop" "nodeSelector: {role: core}"
 start_own_agent
 
-wait_for "Always: web-it-node runs" 20 pod web '.status.phase == "Running" and .status.containerStatuses[0].ready'
+wait_for "Always: web-it-node runs" 20 pod web '.status.phase == "Running"'
+pod web '.status.containerStatuses[0].ready' >/dev/null && fail "ready before its readiness probe passed" || ok
+touch "$work/web-ready"
+wait_for "...and is ready once its readiness probe passes" 10 pod web '.status.containerStatuses[0].ready'
 pod web '.metadata.ownerReferences == [{"apiVersion": "v1", "kind": "Node", "name": "it-node", "controller": true}]
     and .metadata.annotations["kubernetes.io/config.source"] == "file"
     and .metadata.annotations["kubernetes.io/config.hash"] == .metadata.uid' >/dev/null && ok ||
@@ -71,7 +77,7 @@ pgrep -f "it-marker-$$-picky" >/dev/null && fail "a rejected pod runs" || ok
 
 # An edit replaces the pod: a new UID, the old process gone.
 old_uid=$(uid_of web) old_pid=$(pid_of web)
-write_pod always.yaml web Always "$loop" "hostname: edited"
+write_pod always.yaml web Always "$loop" "hostname: edited" "$probe"
 wait_for "an edit replaces the pod (a new UID, running)" 20 pod web \
     '.metadata.uid != $old and .status.phase == "Running"' --arg old "$old_uid"
 wait_for "...the old pod's process is gone" 10 bash -c "! kill -0 $old_pid"
@@ -81,7 +87,7 @@ printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: it}\nspec: {
 wait_for "a broken edit is reported, the last good version in force" 20 bash -c \
     "\"$dl\" status -o json --config \"$cfg\" | jq -e '.manifests.broken | any(.lastGoodInForce)'"
 [[ $(uid_of web) == "$uid" && $(pid_of web) == "$pid" ]] && ok || fail "a broken edit replaced the pod"
-write_pod always.yaml web Always "$loop" "hostname: edited"  # fixed back to the version in force
+write_pod always.yaml web Always "$loop" "hostname: edited" "$probe"  # fixed back to the version in force
 
 # delete pod: it stops and starts again (the same UID, a new process).
 "$dl" delete pod web-it-node -n it --timeout 20s --config "$cfg" >/dev/null && ok || fail "delete pod"
