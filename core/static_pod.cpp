@@ -1,6 +1,7 @@
 #include "core/static_pod.h"
 
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 
 #include "core/node_affinity.h"
@@ -45,9 +46,44 @@ Pod make_static_pod(Pod pod, const std::string& node_name, const std::string& pa
     return pod;
 }
 
-std::optional<PodRejection> admit_static_pod(const Pod& pod, const Node& node) {
-    if (!match_required_node_affinity(pod.spec, node).matches)
-        return PodRejection{"NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed"};
+namespace {
+
+// schedutil.GetContainerPorts and HostPortInfo's sanitize: host ports only,
+// an empty hostIP is 0.0.0.0, an empty protocol TCP.
+struct HostPort {
+    std::string ip, protocol;
+    std::int32_t port;
+};
+std::vector<HostPort> host_ports(const PodSpec& spec) {
+    std::vector<HostPort> out;
+    for (const auto& c : spec.containers)
+        for (const auto& p : c.ports)
+            if (p.host_port > 0)
+                out.push_back({p.host_ip.empty() ? "0.0.0.0" : p.host_ip,
+                               p.protocol.empty() ? "TCP" : p.protocol, p.host_port});
+    return out;
+}
+
+// HostPortInfo.CheckConflict.
+bool conflicts(const HostPort& a, const HostPort& b) {
+    if (a.protocol != b.protocol || a.port != b.port) return false;
+    return a.ip == b.ip || a.ip == "0.0.0.0" || b.ip == "0.0.0.0";
+}
+
+PodRejection rejected_by(const std::string& predicate) {
+    return {predicate, "Pod was rejected: Predicate " + predicate + " failed"};
+}
+
+}  // namespace
+
+std::optional<PodRejection> admit_static_pod(const Pod& pod, const Node& node,
+                                             const std::vector<const PodSpec*>& active) {
+    if (!match_required_node_affinity(pod.spec, node).matches) return rejected_by("NodeAffinity");
+    const std::vector<HostPort> wanted = host_ports(pod.spec);
+    for (const PodSpec* other : active)
+        for (const HostPort& used : host_ports(*other))
+            for (const HostPort& want : wanted)
+                if (conflicts(want, used)) return rejected_by("NodePorts");
     return std::nullopt;
 }
 

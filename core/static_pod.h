@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/model.h"
 
@@ -27,15 +28,21 @@ Pod make_static_pod(Pod pod, const std::string& node_name, const std::string& pa
 
 // Why the kubelet refuses a pod on this node (lifecycle/predicate.go
 // Admit, generalFilter), as rejectPod records it: phase Failed, reason
-// the predicate's name, message "Pod was rejected: Predicate <name> failed".
-// Static pods are checked against nodeSelector and required node affinity
-// (NodeAffinity); taints are not (Admit skips them for static pods), nor
-// the node name (applyDefaults has set it), nor host ports (NodePorts:
-// not checked here).
+// the predicate's name, message "Pod was rejected: Predicate <name> failed";
+// the first failing predicate in generalFilter's order:
+//   NodeAffinity  nodeSelector and required node affinity do not match;
+//   NodePorts     a hostPort of its containers conflicts with one of `active`
+//                 (the specs of the pods running on the node: nodeports.Fits,
+//                 HostPortInfo.CheckConflict: the same protocol and port, on
+//                 the same hostIP or either one 0.0.0.0 / unset).
+// Taints are not checked (Admit skips them for static pods), nor the node
+// name (applyDefaults has set it), nor resources (the board has no
+// scheduler accounting).
 struct PodRejection {
     std::string reason;
     std::string message;
 };
-std::optional<PodRejection> admit_static_pod(const Pod& pod, const Node& node);
+std::optional<PodRejection> admit_static_pod(const Pod& pod, const Node& node,
+                                             const std::vector<const PodSpec*>& active = {});
 
 }  // namespace daemonlet

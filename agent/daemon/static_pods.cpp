@@ -9,10 +9,13 @@
 // started, as the kubelet treats a changed static pod as a new pod; a pod
 // no file offers any more is stopped. `delete pod` stops it and the next
 // reconcile starts it again under the same UID, as the kubelet recreates a
-// static pod. Admission (core admit_static_pod) is decided once, when the
-// pod is created: a rejected pod stays, Failed with the kubelet's reason,
-// until its file changes or goes.
+// static pod. Admission (core admit_static_pod: NodeAffinity, NodePorts
+// against the pods that run) is decided once, when the pod is created: a
+// rejected pod stays, Failed with the kubelet's reason, until its file
+// changes or goes (or `delete pod` makes it try again).
+#include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "agent/daemon/agent.h"
 #include "platform/log.h"
@@ -54,8 +57,18 @@ void Agent::reconcile_static_pods() {
         if (pods_[uid].deleted_by_user) static_deleted_.insert(uid);
         remove_pod(uid, why);
     }
-    for (const auto& [uid, s] : static_pods_) {
-        if (pods_.count(uid)) continue;
+    // In the files' order, as the kubelet admits pods in order: the first
+    // file keeps a host port both ask for.
+    std::vector<std::pair<const std::string*, const StaticDesired*>> to_create;
+    for (const auto& [uid, s] : static_pods_)
+        if (!pods_.count(uid)) to_create.emplace_back(&uid, &s);
+    std::sort(to_create.begin(), to_create.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.second->path, a.second->pod->metadata.name) <
+               std::tie(b.second->path, b.second->pod->metadata.name);
+    });
+    for (const auto& [uid_p, s_p] : to_create) {
+        const std::string& uid = *uid_p;
+        const StaticDesired& s = *s_p;
         if (static_deleted_.erase(uid)) {
             schedule_reconcile(true);  // after this pass has answered the delete
             continue;
@@ -74,7 +87,20 @@ void Agent::create_static_pod(const std::string& uid, const StaticDesired& s) {
     p.rec.revision_hash = uid;  // kubernetes.io/config.hash
     p.rec.created_at_ms = clock_.wall_ms();
     const std::string name = p.rec.namespace_ + "/" + p.rec.name;
-    if (auto rejected = admit_static_pod(pod, node_)) {
+    // The pods that run (not finished, not stopping): their host ports are
+    // taken (the kubelet's admission over its active pods).
+    std::vector<std::shared_ptr<const PodSpec>> held;
+    std::vector<const PodSpec*> active;
+    for (const auto& [other_uid, other] : pods_) {
+        if (other.rec.deleting || other.rec.phase == PodPhase::Succeeded ||
+            other.rec.phase == PodPhase::Failed)
+            continue;
+        if (auto spec = pod_source(other.rec).spec) {
+            active.push_back(spec.get());
+            held.push_back(std::move(spec));
+        }
+    }
+    if (auto rejected = admit_static_pod(pod, node_, active)) {
         // kubelet's rejectPod: Failed, with the predicate's reason; nothing runs.
         p.rec.reason = rejected->reason;
         p.rec.message = rejected->message;

@@ -4,7 +4,8 @@
 # restartPolicy Never: a container that exits 0 leaves the pod Succeeded,
 # and it stays so; OnFailure: a failure restarts it, a success finishes it;
 # Always: it runs. A pod whose nodeSelector does not match is rejected
-# (Failed, reason NodeAffinity). An edit replaces the pod (a new UID), a
+# (Failed, reason NodeAffinity), as is one whose host port another pod has
+# (NodePorts). An edit replaces the pod (a new UID), a
 # broken edit keeps the last good version, `delete pod` starts it again,
 # removing the file stops it; a restart of the agent adopts the running pod
 # without restarting it, and a file removed while the agent is down stops
@@ -53,6 +54,10 @@ write_pod onfailure.yaml flaky OnFailure "if [ -e $flaky_mark ]; then exit 0; fi
 probe="      readinessProbe: {exec: {command: [test, -e, $work/web-ready]}, periodSeconds: 1}"
 write_pod always.yaml web Always "$loop" "" "$probe"
 write_pod picky.yaml picky Always "$loop" "nodeSelector: {role: core}"
+# Two pods asking for the same host port: the first file's runs.
+port="      ports: [{containerPort: 18080, hostPort: 18080}]"
+write_pod port-a.yaml porta Always "$loop" "" "$port"
+write_pod port-b.yaml portb Always "$loop" "" "$port"
 start_own_agent
 
 wait_for "Always: web-it-node runs" 20 pod web '.status.phase == "Running"'
@@ -74,6 +79,9 @@ wait_for "a nodeSelector that does not match: rejected as the kubelet's admissio
 "$dl" get pods -n it --config "$cfg" | grep -qE '^it +picky-it-node +0/0 +NodeAffinity ' && ok ||
     fail "get pods does not show the rejection's reason"
 pgrep -f "it-marker-$$-picky" >/dev/null && fail "a rejected pod runs" || ok
+wait_for "a host port already taken: rejected as NodePorts" 20 pod portb \
+    '.status.phase == "Failed" and .status.reason == "NodePorts"'
+pod porta '.status.phase == "Running"' >/dev/null && ok || fail "the first file's pod does not keep its host port"
 
 # An edit replaces the pod: a new UID, the old process gone.
 old_uid=$(uid_of web) old_pid=$(pid_of web)

@@ -87,3 +87,54 @@ TEST(StaticPod, AdmissionAsGeneralFilter) {
         }
     }
 }
+
+TEST(StaticPod, HostPortConflictsAsNodePorts) {
+    // nodeports.Fits over HostPortInfo.CheckConflict: the same protocol and
+    // port conflict on the same hostIP or when either is 0.0.0.0 (unset).
+    struct Row {
+        const char* name;
+        const char* wanted;  // the static pod's port
+        const char* used;    // a running pod's port
+        bool admitted;
+    };
+    const Row rows[] = {
+        {"CheckConflict: the same port, both on every address", "{containerPort: 80, hostPort: 8080}",
+         "{containerPort: 80, hostPort: 8080}", false},
+        {"CheckConflict: another port", "{containerPort: 80, hostPort: 8080}",
+         "{containerPort: 80, hostPort: 8081}", true},
+        {"CheckConflict: another protocol", "{containerPort: 53, hostPort: 53, protocol: UDP}",
+         "{containerPort: 53, hostPort: 53}", true},
+        {"CheckConflict: 0.0.0.0 against a given address", "{containerPort: 80, hostPort: 8080}",
+         "{containerPort: 80, hostPort: 8080, hostIP: 10.0.0.1}", false},
+        {"CheckConflict: two different addresses", "{containerPort: 80, hostPort: 8080, hostIP: 10.0.0.2}",
+         "{containerPort: 80, hostPort: 8080, hostIP: 10.0.0.1}", true},
+        {"GetContainerPorts: a containerPort without hostPort takes none", "{containerPort: 8080}",
+         "{containerPort: 8080}", true},
+    };
+    const Node node = node_with({});
+    for (const auto& row : rows) {
+        auto with_port = [](const char* port) {
+            return std::string(
+                       "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c, "
+                       "image: nginx, ports: [") +
+                   port + "]}]\n";
+        };
+        Pod running = pod_of(with_port(row.used));
+        Pod p = make_static_pod(pod_of(with_port(row.wanted)), "Board-1", "/m/web.yaml");
+        auto rejected = admit_static_pod(p, node, {&running.spec});
+        CHECK_EQUAL_TEXT(row.admitted, !rejected.has_value(), row.name);
+        if (rejected) {
+            STRCMP_EQUAL_TEXT("NodePorts", rejected->reason.c_str(), row.name);
+            STRCMP_EQUAL_TEXT("Pod was rejected: Predicate NodePorts failed", rejected->message.c_str(),
+                              row.name);
+        }
+    }
+    // generalFilter's order: NodeAffinity is the first reason.
+    Pod both = make_static_pod(
+        pod_of("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  nodeSelector: {role: core}\n"
+               "  containers: [{name: c, image: nginx, ports: [{containerPort: 1, hostPort: 1}]}]\n"),
+        "Board-1", "/m/web.yaml");
+    auto rejected = admit_static_pod(both, node, {&both.spec});
+    CHECK(rejected.has_value());
+    STRCMP_EQUAL("NodeAffinity", rejected->reason.c_str());
+}
