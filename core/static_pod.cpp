@@ -1,5 +1,6 @@
 #include "core/static_pod.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -34,6 +35,20 @@ Pod make_static_pod(Pod pod, const std::string& node_name, const std::string& pa
     if (pod.metadata.namespace_.empty()) pod.metadata.namespace_ = "default";
     pod.spec.node_name = node_name;
     pod.metadata.annotations["kubernetes.io/config.hash"] = uid;
+    // AddOrUpdateTolerationInPod: static pods tolerate every NoExecute
+    // taint, so that node problems never evict them.
+    Toleration no_execute;
+    no_execute.op = "Exists";
+    no_execute.effect = "NoExecute";
+    if (std::find(pod.spec.tolerations.begin(), pod.spec.tolerations.end(), no_execute) ==
+        pod.spec.tolerations.end()) {
+        pod.spec.tolerations.push_back(no_execute);
+        if (pod.object.is_object()) {
+            Json& tolerations = pod.object["spec"]["tolerations"];
+            if (!tolerations.is_array()) tolerations = Json::array();
+            tolerations.push_back({{"operator", "Exists"}, {"effect", "NoExecute"}});
+        }
+    }
     pod.metadata.annotations["kubernetes.io/config.source"] = "file";
     if (pod.object.is_object()) {
         pod.object["metadata"]["uid"] = uid;

@@ -22,8 +22,10 @@ std::string static_pod_name(const std::string& name, const std::string& node_nam
 // makes a new pod; the name gets the node's suffix; namespace "default"
 // when none; spec.nodeName is set to this node (whatever the file says, as
 // upstream); annotations kubernetes.io/config.hash (the UID) and
-// kubernetes.io/config.source "file". config.seen is not set: it is a
-// time, and core reads no clock.
+// kubernetes.io/config.source "file"; a toleration of every NoExecute taint
+// (AddOrUpdateTolerationInPod). config.seen is not set: it is a time, and
+// core reads no clock. A metadata.uid in the file is not kept (upstream
+// keeps it): the UID always follows the content.
 Pod make_static_pod(Pod pod, const std::string& node_name, const std::string& path);
 
 // Why the kubelet refuses a pod on this node (lifecycle/predicate.go

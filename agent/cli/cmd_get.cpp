@@ -66,6 +66,7 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
         pod["metadata"]["annotations"] = {{"kubernetes.io/config.hash", p.uid},
                                           {"kubernetes.io/config.mirror", p.uid},
                                           {"kubernetes.io/config.source", "file"},
+                                          {"kubernetes.io/config.seen", rfc3339(p.created_at_ms)},
                                           {"daemonlet.io/manifest-file", p.source}};
         pod["metadata"]["ownerReferences"] =
             Json::array({{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}, {"controller", true}}});

@@ -45,6 +45,11 @@ TEST(StaticPod, NamedAndDefaultedAsApplyDefaults) {
     STRCMP_EQUAL(p.metadata.uid.c_str(), p.metadata.annotations["kubernetes.io/config.hash"].c_str());
     STRCMP_EQUAL("file", p.metadata.annotations["kubernetes.io/config.source"].c_str());
     STRCMP_EQUAL("web-board-1", p.object["metadata"]["name"].get<std::string>().c_str());
+    // AddOrUpdateTolerationInPod: every NoExecute taint tolerated, once.
+    LONGS_EQUAL(1, p.spec.tolerations.size());
+    STRCMP_EQUAL("Exists", p.spec.tolerations[0].op.c_str());
+    STRCMP_EQUAL("NoExecute", p.spec.tolerations[0].effect.c_str());
+    LONGS_EQUAL(1, make_static_pod(p, "Board-1", "/m/web.yaml").spec.tolerations.size());
 }
 
 TEST(StaticPod, UidFollowsTheContentTheNodeAndTheFile) {
