@@ -136,11 +136,10 @@ class Agent : private Images::Host {
 
     // A static pod in force (static_pods.cpp): a v1 Pod of a manifest file
     // (the file's last good version), named and defaulted as the kubelet
-    // does (core/static_pod.h), and its admission.
+    // does (core/static_pod.h).
     struct StaticDesired {
         std::shared_ptr<const Pod> pod;
         std::string path;
-        std::optional<PodRejection> rejection;
     };
 
     // agent.cpp: lifecycle
@@ -313,8 +312,9 @@ class Agent : private Images::Host {
     // Static pods `delete pod` stopped: started again a reconcile after the
     // one that saw them gone, so that the delete's waiter is answered.
     std::set<std::string> static_deleted_;
-    bool store_swept_ = false;          // the store's DaemonSets no source offers are deleted
-    std::optional<Json> cluster_node_;  // nodeFromCluster: the Node object
+    std::set<std::string> static_conflicts_;  // "name|first|second" said once
+    bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
+    std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start

@@ -33,12 +33,14 @@ void Agent::rebuild_static_pods() {
         const std::string key = pod->metadata.namespace_ + "/" + pod->metadata.name;
         auto [it, fresh] = by_name.emplace(key, f.path);
         if (!fresh) {
-            // kubelet's filterInvalidPods: a name already taken in the source.
-            log(Level::Warning, "static pod " + key + " is defined in both " + it->second + " and " + f.path +
-                                    "; using " + it->second + " (its path sorts first)");
+            // kubelet's filterInvalidPods: a name already taken in the
+            // source. Said once per pairing, not per rebuild.
+            if (static_conflicts_.insert(key + "|" + it->second + "|" + f.path).second)
+                log(Level::Warning, "static pod " + key + " is defined in both " + it->second + " and " +
+                                        f.path + "; using " + it->second + " (its path sorts first)");
             continue;
         }
-        next[pod->metadata.uid] = StaticDesired{pod, f.path, std::nullopt};
+        next[pod->metadata.uid] = StaticDesired{pod, f.path};
     }
     std::erase_if(static_deleted_, [&](const std::string& uid) { return !next.count(uid); });
     static_pods_ = std::move(next);
