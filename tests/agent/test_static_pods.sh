@@ -80,6 +80,9 @@ wait_for "a nodeSelector that does not match: rejected as the kubelet's admissio
 "$dl" get pods -n it --config "$cfg" | grep -qE '^it +picky-it-node +0/0 +NodeAffinity ' && ok ||
     fail "get pods does not show the rejection's reason"
 pgrep -f "it-marker-$$-picky" >/dev/null && fail "a rejected pod runs" || ok
+described=$("$dl" describe pod picky-it-node -n it --config "$cfg")
+grepq -E '^Reason: +NodeAffinity$' <<<"$described" && grepq -E '^Controlled By: +Node/it-node$' <<<"$described" &&
+    ok || fail "describe pod does not show the rejection and the Node as controller: $described"
 wait_for "a host port already taken: rejected as NodePorts" 20 pod portb \
     '.status.phase == "Failed" and .status.reason == "NodePorts"'
 pod porta '.status.phase == "Running"' >/dev/null && ok || fail "the first file's pod does not keep its host port"
