@@ -27,6 +27,7 @@ const char* to_string(PodPhase p) {
 PodColumns pod_columns(const PodRecord& p) {
     PodColumns out;
     out.status = to_string(p.phase);
+    if (!p.reason.empty()) out.status = p.reason;  // printPod: status.reason over the phase
     out.total = p.containers.size();
     std::int32_t sidecar_restarts = 0;
     bool initializing = false;

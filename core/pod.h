@@ -46,7 +46,10 @@ struct PodRecord {
     std::string uid;   // random, assigned at creation
     std::string name;  // <daemonset>-<5 random chars>, as upstream's generateName
     std::string namespace_;
-    std::string daemonset;      // owner's name (same namespace)
+    std::string daemonset;  // owner's name (same namespace); empty for a static pod
+    // A static pod's manifest file (core/static_pod.h); empty for a
+    // DaemonSet's pod.
+    std::string source;
     std::string revision_hash;  // controller-revision-hash
     std::int64_t revision = 0;  // the revision number this pod runs
     PodPhase phase = PodPhase::Pending;
@@ -57,6 +60,11 @@ struct PodRecord {
     // status.podIPs: the pod's own IPs, as its runtime's sandbox has them
     // (core/pod_network.h pod_status_ips); empty when it has none.
     std::vector<std::string> pod_ips;
+    // status.reason and status.message: set when the pod was rejected at
+    // admission (the kubelet's rejectPod: phase Failed), else empty.
+    std::string reason;
+    std::string message;
+    bool is_static() const { return !source.empty(); }
 };
 
 // One entry of a DaemonSet's revision history (upstream ControllerRevision).

@@ -58,12 +58,57 @@ PodStartStep next_start_step(const PodRecord& pod, const std::vector<bool>& idle
     return step;
 }
 
-ExitAction container_exit_action(const PodRecord& pod, std::size_t index) {
+bool container_restarts(const std::string& restart_policy, std::int32_t exit_code) {
+    if (restart_policy == "Never") return false;
+    if (restart_policy == "OnFailure") return exit_code != 0;
+    return true;
+}
+
+ExitAction container_exit_action(const PodRecord& pod, std::size_t index, const std::string& restart_policy) {
     if (pod.deleting) return ExitAction::FinishPod;
     const ContainerStatus& cs = container_at(pod, index);
-    if (index < pod.init_containers.size() && !cs.sidecar && cs.exit_code == 0)
-        return ExitAction::InitCompleted;
-    return ExitAction::Restart;
+    if (index < pod.init_containers.size()) {
+        if (cs.sidecar) return ExitAction::Restart;
+        if (cs.exit_code == 0) return ExitAction::InitCompleted;
+        return restart_policy == "Never" ? ExitAction::Done : ExitAction::Restart;
+    }
+    return container_restarts(restart_policy, cs.exit_code) ? ExitAction::Restart : ExitAction::Done;
+}
+
+PodPhase pod_phase(const PodRecord& pod, const std::string& restart_policy) {
+    if (!pod.reason.empty()) return PodPhase::Failed;  // rejectPod
+    int pending_init = 0, failed_init = 0;
+    for (const auto& c : pod.init_containers) {
+        if (c.sidecar) continue;
+        if (c.state == ContainerState::Terminated) {
+            if (c.exit_code != 0) ++failed_init;
+        } else if (c.state == ContainerState::Waiting && !c.termination_reason.empty()) {
+            if (c.exit_code != 0) ++failed_init;
+        } else {
+            ++pending_init;
+        }
+    }
+    if (failed_init > 0 && restart_policy == "Never") return PodPhase::Failed;
+    if (pending_init > 0 || failed_init > 0) return PodPhase::Pending;
+    int running = 0, waiting = 0, stopped = 0, succeeded = 0;
+    for (const auto& c : pod.containers) {
+        if (c.state == ContainerState::Running) {
+            ++running;
+        } else if (c.state == ContainerState::Terminated) {
+            ++stopped;
+            if (c.exit_code == 0) ++succeeded;
+        } else if (!c.termination_reason.empty()) {
+            ++stopped;  // waiting to restart: lastState.terminated
+        } else {
+            ++waiting;
+        }
+    }
+    if (waiting > 0 || pod.containers.empty()) return PodPhase::Pending;
+    if (running > 0) return PodPhase::Running;
+    if (restart_policy == "Always") return PodPhase::Running;
+    if (stopped == succeeded) return PodPhase::Succeeded;
+    if (restart_policy == "Never") return PodPhase::Failed;
+    return PodPhase::Running;  // OnFailure: a failed one restarts
 }
 
 void set_crash_loop_waiting(ContainerStatus& cs, std::int64_t delay_ms) {
@@ -72,7 +117,7 @@ void set_crash_loop_waiting(ContainerStatus& cs, std::int64_t delay_ms) {
     cs.message = "back-off " + std::to_string(delay_ms / 1000) + "s restarting failed container=" + cs.name;
 }
 
-bool update_pod_conditions(PodRecord& pod) {
+bool update_pod_conditions(PodRecord& pod, const std::string& restart_policy) {
     bool all_running = !pod.containers.empty() && !pod.deleting;
     bool all_ready = all_running;
     for (auto& c : pod.init_containers) {
@@ -88,6 +133,10 @@ bool update_pod_conditions(PodRecord& pod) {
         all_ready = all_ready && c.ready;
     }
     pod.phase = all_running ? PodPhase::Running : PodPhase::Pending;
+    if (restart_policy != "Always" || !pod.reason.empty()) {
+        pod.phase = pod_phase(pod, restart_policy);
+        if (pod.phase != PodPhase::Running) all_ready = false;
+    }
     return all_ready;
 }
 

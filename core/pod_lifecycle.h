@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/config.h"
@@ -56,15 +57,35 @@ struct PodStartStep {
 };
 PodStartStep next_start_step(const PodRecord& pod, const std::vector<bool>& idle, std::size_t from = 0);
 
+// Whether a container that exited with `exit_code` is started again under
+// the pod's restartPolicy (kubelet pkg/kubelet/container/helpers.go
+// ShouldContainerBeRestarted): Always yes, OnFailure when it failed, Never no.
+bool container_restarts(const std::string& restart_policy, std::int32_t exit_code);
+
 // What a container's exit leads to, its status already terminated:
 //   FinishPod      the pod is stopping: it goes once its last container has;
 //   InitCompleted  a regular init container exited 0: the next one starts,
 //                  its back-off forgotten;
-//   Restart        anything else: restartPolicy Always (the only one a
-//                  DaemonSet allows) restarts it after the crash-loop
-//                  back-off, sidecars and failed init containers included.
-enum class ExitAction { FinishPod, InitCompleted, Restart };
-ExitAction container_exit_action(const PodRecord& pod, std::size_t index);
+//   Done           the pod's restartPolicy (a static pod's OnFailure or
+//                  Never, container_restarts) keeps it terminated; a failed
+//                  regular init container under Never fails the pod
+//                  (kuberuntime computePodActions / computeInitContainerActions);
+//   Restart        anything else, after the crash-loop back-off: sidecars
+//                  always (restartPolicy Always of their own), failed init
+//                  containers unless the pod's policy is Never.
+enum class ExitAction { FinishPod, InitCompleted, Done, Restart };
+ExitAction container_exit_action(const PodRecord& pod, std::size_t index,
+                                 const std::string& restart_policy = "Always");
+
+// The pod's phase as kubelet_pods.go getPhase gives it for restartPolicy
+// OnFailure and Never (static pods): a pod rejected at admission is Failed;
+// under Never a failed regular init container fails the pod; pending init
+// containers, or an app container waiting without having run, keep it
+// Pending; one running app container (none unknown) makes it Running; once
+// every app container has terminated and none restarts (container_restarts),
+// Succeeded when all exited 0, else Failed (Never); OnFailure with a failed
+// one restarting is Running.
+PodPhase pod_phase(const PodRecord& pod, const std::string& restart_policy);
 
 // The status of a container waiting `delay_ms` > 0 to restart: Waiting,
 // CrashLoopBackOff, and kubelet's message ("back-off 20s restarting failed
@@ -78,8 +99,10 @@ void set_crash_loop_waiting(ContainerStatus& cs, std::int64_t delay_ms);
 // and every sidecar is ready (status/generate.go GeneratePodReadyCondition,
 // sidecars counted since 1.29), never while it stops or without app
 // containers. Sidecars' and app containers' started and ready come from
-// their probes and are read, not set. Returns whether the pod is ready.
-bool update_pod_conditions(PodRecord& pod);
+// their probes and are read, not set. Under restartPolicy OnFailure or
+// Never the phase is pod_phase's; a rejected pod (status.reason set) stays
+// Failed. Returns whether the pod is ready.
+bool update_pod_conditions(PodRecord& pod, const std::string& restart_policy = "Always");
 
 // The moment the pod became ready (monotonic), kept while it stays ready:
 // the start of minReadySeconds for availability (podutil.IsPodAvailable).

@@ -13,12 +13,12 @@ constexpr std::int64_t kEventsTotal = 2000;
 }  // namespace
 
 Result<bool> SqliteStore::put_pod(const PodRecord& pod) {
-    Row row{
-        {pod.uid},
-        {pod.name, pod.namespace_, pod.daemonset, pod.revision_hash, pod.revision, to_string(pod.phase),
-         pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0},
-         codec::encode_containers(pod.containers, pod.init_containers), codec::encode_strings(pod.pod_ips)},
-        {}};
+    Row row{{pod.uid},
+            {pod.name, pod.namespace_, pod.daemonset, pod.revision_hash, pod.revision, to_string(pod.phase),
+             pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0},
+             codec::encode_containers(pod.containers, pod.init_containers),
+             codec::encode_strings(pod.pod_ips), pod.source, pod.reason, pod.message},
+            {}};
     return put_row("put_pod", s_.pod_compare, s_.pod_upsert, row);
 }
 
@@ -43,6 +43,9 @@ Result<std::vector<PodRecord>> SqliteStore::list_pods() {
         auto phase = codec::decode_phase(q.text(6));
         p.created_at_ms = q.int64(7);
         p.deleting = q.int64(8) != 0;
+        p.source = q.text(11);
+        p.reason = q.text(12);
+        p.message = q.text(13);
         auto containers = codec::decode_containers(q.text(9), &p.init_containers);
         auto ips = codec::decode_strings("pod_ips_json", q.text(10));
         if (!phase)

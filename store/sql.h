@@ -124,6 +124,14 @@ CREATE TABLE manifest_files (
 -- watches, as client-go's reflector does.
 DELETE FROM meta WHERE key LIKE 'api.resourceVersion/%';
 )sql"},
+    {5, R"sql(
+-- Static pods (v1 Pods in the manifest directory): the file a pod comes
+-- from ('' for a DaemonSet's pod), and status.reason / status.message of a
+-- pod the kubelet's admission rejected ('' otherwise).
+ALTER TABLE pods ADD COLUMN source TEXT NOT NULL DEFAULT '';
+ALTER TABLE pods ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE pods ADD COLUMN message TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 inline constexpr std::span<const Migration> migrations() { return kMigrations; }
@@ -191,19 +199,22 @@ inline constexpr const char* kRevisionDelete =
 
 inline constexpr const char* kPodCompare =
     "SELECT name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, deleting, "
-    "containers_json, pod_ips_json"
+    "containers_json, pod_ips_json, source, reason, message"
     " FROM pods WHERE uid = ?1";
 inline constexpr const char* kPodUpsert =
     "INSERT INTO pods (uid, name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, "
     "deleting,"
-    " containers_json, pod_ips_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    " containers_json, pod_ips_json, source, reason, message)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
     " ON CONFLICT (uid) DO UPDATE SET name = excluded.name, namespace = excluded.namespace,"
     " daemonset = excluded.daemonset, revision_hash = excluded.revision_hash, revision = excluded.revision,"
     " phase = excluded.phase, created_at_ms = excluded.created_at_ms, deleting = excluded.deleting,"
-    " containers_json = excluded.containers_json, pod_ips_json = excluded.pod_ips_json";
+    " containers_json = excluded.containers_json, pod_ips_json = excluded.pod_ips_json,"
+    " source = excluded.source, reason = excluded.reason, message = excluded.message";
 inline constexpr const char* kPodList =
     "SELECT uid, name, namespace, daemonset, revision_hash, revision, phase, created_at_ms, deleting,"
-    " containers_json, pod_ips_json FROM pods ORDER BY namespace, daemonset, created_at_ms, uid";
+    " containers_json, pod_ips_json, source, reason, message FROM pods ORDER BY namespace, daemonset, "
+    "created_at_ms, uid";
 inline constexpr const char* kPodDelete = "DELETE FROM pods WHERE uid = ?1";
 
 inline constexpr const char* kNodeCompare =

@@ -17,8 +17,9 @@ const char* const kHelp =
     "\n"
     "Deletes pods of this node, as kubectl delete pod: the running agent stops each\n"
     "one gracefully and its DaemonSet then starts a replacement (with OnDelete,\n"
-    "of the DaemonSet's current revision). DaemonSets themselves come from the\n"
-    "manifest files: remove or edit the file instead.\n"
+    "of the DaemonSet's current revision); a static pod starts again. DaemonSets\n"
+    "and static pods themselves come from the manifest files: remove or edit the\n"
+    "file instead.\n"
     "\n"
     "  --wait=true|false     wait until the pod is gone (default true)\n"
     "  --timeout=DURATION    give up waiting after this long (default 0: no limit)\n";

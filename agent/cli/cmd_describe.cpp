@@ -17,10 +17,12 @@ namespace {
 
 const char* const kHelp =
     "Usage: daemonlet describe ds [NAME] [-n NAMESPACE | -A]\n"
+    "       daemonlet describe pod NAME [-n NAMESPACE]\n"
     "\n"
     "Shows a DaemonSet as kubectl describe does, with this node's decision and\n"
     "its reasons (a taint not tolerated, a selector not matched), where it comes\n"
-    "from, its revisions and its recent events.\n";
+    "from, its revisions and its recent events; or one pod: its status, who\n"
+    "controls it (its DaemonSet, or the Node for a static pod) and its containers.\n";
 
 std::string or_none(const std::string& s) { return s.empty() ? "<none>" : s; }
 
@@ -162,16 +164,17 @@ int cmd_describe(const std::vector<std::string>& args) {
     }
     OperatorFlags flags;
     std::string name;
-    bool kind_seen = false;
+    bool kind_seen = false, pod_kind = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (flags.consume(args, i)) continue;
         if (!kind_seen && !args[i].empty() && args[i][0] != '-') {
             kind_seen = true;
             const auto slash = args[i].find('/');
             const std::string kind = args[i].substr(0, slash);
-            if (!is_daemonset_kind(kind)) {
+            pod_kind = kind == "pod" || kind == "pods" || kind == "po";
+            if (!pod_kind && !is_daemonset_kind(kind)) {
                 std::fprintf(stderr,
-                             "daemonlet describe: the server doesn't have a resource type \"%s\" (ds)\n",
+                             "daemonlet describe: the server doesn't have a resource type \"%s\" (ds, pod)\n",
                              kind.c_str());
                 return kExitUsage;
             }
@@ -196,6 +199,13 @@ int cmd_describe(const std::vector<std::string>& args) {
         return 1;
     }
     const std::int64_t now = platform::wall_clock_ms();
+    if (pod_kind) {
+        if (name.empty() || flags.all_namespaces) {
+            std::fprintf(stderr, "daemonlet describe: describe pod takes one NAME and a namespace\n");
+            return kExitUsage;
+        }
+        return describe_pod(*st.value(), cfg.value(), flags.ns, name);
+    }
     if (!name.empty()) {
         if (flags.all_namespaces) {
             std::fprintf(stderr, "error: a resource cannot be retrieved by name across all namespaces\n");

@@ -58,6 +58,19 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
                                                          {"name", p.daemonset},
                                                          {"controller", true},
                                                          {"blockOwnerDeletion", true}}})}};
+    if (p.is_static()) {
+        // A static pod as its mirror pod shows it: owned by the Node, the
+        // kubelet's config annotations (config.hash is the UID), no labels
+        // of a controller; daemonlet.io/manifest-file says which file.
+        pod["metadata"].erase("labels");
+        pod["metadata"]["annotations"] = {{"kubernetes.io/config.hash", p.uid},
+                                          {"kubernetes.io/config.mirror", p.uid},
+                                          {"kubernetes.io/config.source", "file"},
+                                          {"kubernetes.io/config.seen", rfc3339(p.created_at_ms)},
+                                          {"daemonlet.io/manifest-file", p.source}};
+        pod["metadata"]["ownerReferences"] =
+            Json::array({{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}, {"controller", true}}});
+    }
     pod["spec"] = {{"nodeName", node}};
     std::int64_t latest_ready_change = 0;
     auto status_json = [&](const ContainerStatus& c) {
@@ -105,6 +118,11 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
                                                   {"lastTransitionTime", rfc3339(latest_ready_change)}}})},
                      {"containerStatuses", statuses}};
     if (!p.init_containers.empty()) pod["status"]["initContainerStatuses"] = init_statuses;
+    // kubelet's rejectPod: status.reason and status.message.
+    if (!p.reason.empty()) {
+        pod["status"]["reason"] = p.reason;
+        pod["status"]["message"] = p.message;
+    }
     // kubelet's generateAPIPodStatus: hostIP is the node's primary IP,
     // hostIPs the node's (at most a dual-stack pair), on every pod.
     if (!node_ips.empty()) {

@@ -31,7 +31,7 @@ std::string use_of(const ManifestObject& o) {
         return " (" + std::to_string(cm->data.size() + cm->binary_data.size()) + " keys, data for pods)";
     if (const auto* s = std::get_if<Secret>(&o.object))
         return " (" + s->type + ", " + std::to_string(s->data.size()) + " keys, data for pods)";
-    if (std::holds_alternative<Pod>(o.object)) return " (a static pod: not run yet)";
+    if (std::holds_alternative<Pod>(o.object)) return " (a static pod)";
     if (std::holds_alternative<OtherObject>(o.object)) return " (not used on a board)";
     return "";
 }

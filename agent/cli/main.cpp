@@ -16,7 +16,7 @@ const char* const kUsage =
     "  run        Run the agent (the systemd service's command)\n"
     "  status     The agent's state: DaemonSets, pods, the API server link\n"
     "  get        List this node's DaemonSets or pods (ds, pods)\n"
-    "  describe   Show a DaemonSet: this node's decision and why, revisions, events\n"
+    "  describe   Show a DaemonSet (this node's decision and why, revisions, events) or a pod\n"
     "  logs       Print a container's output\n"
     "  delete     Delete a pod (its DaemonSet replaces it; OnDelete's update)\n"
     "  rollout    history, undo and status of a DaemonSet's rollout\n"

@@ -48,6 +48,10 @@ Result<std::optional<DaemonSetView>> view_daemonset(store::Store& store, const A
                                                     const std::string& ns, const std::string& name,
                                                     std::int64_t now_ms);
 
+// `describe pod NAME` (describe_pod.cpp): one pod as kubectl describes it,
+// a static pod controlled by the Node.
+int describe_pod(store::Store& store, const AgentConfig& cfg, const std::string& ns, const std::string& name);
+
 // kubectl's duration.ShortHumanDuration of now - since.
 std::string short_age(std::int64_t since_ms, std::int64_t now_ms);
 

@@ -43,6 +43,7 @@
 #include "core/reconcile.h"
 #include "core/rollout_status.h"
 #include "core/source_merge.h"
+#include "core/static_pod.h"
 #include "platform/clock.h"
 #include "platform/dir_watch.h"
 #include "platform/line_server.h"
@@ -133,6 +134,14 @@ class Agent : private Images::Host {
         }
     };
 
+    // A static pod in force (static_pods.cpp): a v1 Pod of a manifest file
+    // (the file's last good version), named and defaulted as the kubelet
+    // does (core/static_pod.h).
+    struct StaticDesired {
+        std::shared_ptr<const Pod> pod;
+        std::string path;
+    };
+
     // agent.cpp: lifecycle
     Status init();
     void shutdown();
@@ -185,6 +194,7 @@ class Agent : private Images::Host {
     void reconcile();
     void adopt();
     void create_pod(const PodToCreate& c);
+    static void add_containers(LivePod& p, const PodSpec& spec);
     void remove_pod(const std::string& uid, const std::string& reason);
     // Asks for the container's start, queued behind the pod's earlier
     // runtime operations (runtime_ops_); on_started takes the outcome.
@@ -209,6 +219,20 @@ class Agent : private Images::Host {
     void refresh_pod_ips(LivePod& pod);
     bool advance_pod(const std::string& uid);
     const Desired* desired_for(const PodRecord& rec) const;
+    // The spec a pod runs and its metadata: its DaemonSet's template at the
+    // pod's revision, or its static pod; null spec when not known now.
+    struct PodSource {
+        std::shared_ptr<const PodSpec> spec;
+        const ObjectMeta* meta = nullptr;
+    };
+    PodSource pod_source(const PodRecord& rec) const;
+    // The pod's restartPolicy: a static pod's own, Always for a DaemonSet's.
+    std::string restart_policy_of(const PodRecord& rec) const;
+
+    // static_pods.cpp: the files' v1 Pods run as the kubelet's static pods
+    void rebuild_static_pods();
+    void reconcile_static_pods();
+    void create_static_pod(const std::string& uid, const StaticDesired& s);
     const Container* container_spec(const LivePod& pod, std::size_t index) const;
     static const Container* find_container(const PodSpec& spec, const LivePod& pod, std::size_t index);
 
@@ -281,11 +305,16 @@ class Agent : private Images::Host {
     bool stopping_ = false;
     std::string notifier_status_;
 
-    std::unique_ptr<Sources> sources_;               // the manifest directory and the API server, merged
-    std::unique_ptr<ConfigVolumes> config_volumes_;  // configMap, secret, downwardAPI, projected volumes
-    std::map<std::string, Desired> desired_;         // by "namespace/name"
-    bool store_swept_ = false;                       // the store's DaemonSets no source offers are deleted
-    std::optional<Json> cluster_node_;               // nodeFromCluster: the Node object
+    std::unique_ptr<Sources> sources_;                  // the manifest directory and the API server, merged
+    std::unique_ptr<ConfigVolumes> config_volumes_;     // configMap, secret, downwardAPI, projected volumes
+    std::map<std::string, Desired> desired_;            // by "namespace/name"
+    std::map<std::string, StaticDesired> static_pods_;  // by pod uid (derived from the file's pod)
+    // Static pods `delete pod` stopped: started again a reconcile after the
+    // one that saw them gone, so that the delete's waiter is answered.
+    std::set<std::string> static_deleted_;
+    std::set<std::string> static_conflicts_;  // "name|first|second" said once
+    bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
+    std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start

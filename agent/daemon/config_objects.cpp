@@ -49,20 +49,24 @@ PodFacts Agent::pod_facts(const LivePod& p) const {
     f.allocatable_cpu = allocatable(node_, "cpu", platform::online_cpus());
     f.allocatable_memory = allocatable(node_, "memory", platform::memory_bytes());
     f.objects = &sources_->config_objects();
-    if (const Desired* d = desired_for(p.rec)) {
-        const PodTemplateSpec& t = d->ds().spec.template_;
-        f.spec = &t.spec;
-        // The DaemonSet controller's pod labels: the template's and the revision's.
-        f.labels = t.metadata.labels;
-        f.labels["controller-revision-hash"] = p.rec.revision_hash;
-        f.annotations = t.metadata.annotations;
+    const Desired* d = desired_for(p.rec);
+    const PodSource static_src = p.rec.is_static() ? pod_source(p.rec) : PodSource{};
+    // A DaemonSet's template (whatever the pod's revision), or a static pod.
+    const PodSpec* spec = d ? &d->ds().spec.template_.spec : static_src.spec.get();
+    const ObjectMeta* meta = d ? &d->ds().spec.template_.metadata : static_src.meta;
+    if (spec && meta) {
+        f.spec = spec;
+        // The DaemonSet controller's pod labels: the template's and the
+        // revision's; a static pod's own.
+        f.labels = meta->labels;
+        if (d) f.labels["controller-revision-hash"] = p.rec.revision_hash;
+        f.annotations = meta->annotations;
         // The ServiceAccount admission plugin's default.
-        f.service_account_name =
-            t.spec.service_account_name.empty() ? "default" : t.spec.service_account_name;
+        f.service_account_name = spec->service_account_name.empty() ? "default" : spec->service_account_name;
         // A pod in the node's network has the node's IPs before its first
         // container runs; any other has what its sandbox reported.
         f.pod_ips = p.rec.pod_ips;
-        if (f.pod_ips.empty() && t.spec.host_network) f.pod_ips = f.host_ips;
+        if (f.pod_ips.empty() && spec->host_network) f.pod_ips = f.host_ips;
     }
     return f;
 }
@@ -111,10 +115,9 @@ void Agent::on_config_objects_changed() {
     // its volumes follow the objects from now on too.
     for (auto& [uid, p] : pods_) {
         if (p.rec.deleting || config_volumes_->knows(uid)) continue;
-        const Desired* d = desired_for(p.rec);
-        if (!d || d->hash != p.rec.revision_hash) continue;
-        auto spec = std::shared_ptr<const PodSpec>(d->object, &d->ds().spec.template_.spec);
-        (void)config_volumes_->prepare(pod_facts(p), spec);  // rewrite() below reports a failure
+        const PodSource src = pod_source(p.rec);
+        if (!src.spec) continue;
+        (void)config_volumes_->prepare(pod_facts(p), src.spec);  // rewrite() below reports a failure
     }
     for (const auto& problem : config_volumes_->rewrite(sources_->config_objects()))
         log(Level::Warning, "config volumes: " + problem + "; keeping its last content");

@@ -33,6 +33,9 @@ void Agent::schedule_rebuild() {
 }
 
 void Agent::rebuild_desired() {
+    // First: a store that fails below must not leave the static pods
+    // without their files (the reconcile would stop them all).
+    rebuild_static_pods();
     std::map<std::string, Desired> next;
     for (auto& [key, s] : sources_->merge(node_.metadata.name)) {
         Desired& d = next[key];

@@ -18,7 +18,8 @@ using platform::log;
 
 void Agent::record_event(const std::string& ns, const std::string& daemonset, const char* type,
                          const char* reason, const std::string& message) {
-    if (!store_) return;
+    // A static pod has no DaemonSet to record on: its log says what happened.
+    if (!store_ || daemonset.empty()) return;
     store::EventRecord ev;
     ev.namespace_ = ns;
     ev.object = "DaemonSet/" + daemonset;

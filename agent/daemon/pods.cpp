@@ -64,16 +64,37 @@ struct RestartTarget {
 void close_restart_timer(uv_timer_t*& t) { close_targeted_timer<RestartTarget>(t); }
 
 const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
+    if (rec.is_static()) return nullptr;
     auto it = desired_.find(rec.namespace_ + "/" + rec.daemonset);
     return it == desired_.end() ? nullptr : &it->second;
 }
 
 // The template of the pod's own revision: while its DaemonSet rolls, an old
-// pod restarts (and probes) as what it was, not as the new template.
+// pod restarts (and probes) as what it was, not as the new template. A
+// static pod's is its file's pod, whose UID it has.
+Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
+    if (rec.is_static()) {
+        auto it = static_pods_.find(rec.uid);
+        if (it == static_pods_.end()) return {};
+        const auto& pod = it->second.pod;
+        return {std::shared_ptr<const PodSpec>(pod, &pod->spec), &pod->metadata};
+    }
+    const Desired* d = desired_for(rec);
+    if (!d || d->hash != rec.revision_hash) return {};
+    const PodTemplateSpec& t = d->ds().spec.template_;
+    return {std::shared_ptr<const PodSpec>(d->object, &t.spec), &t.metadata};
+}
+
+std::string Agent::restart_policy_of(const PodRecord& rec) const {
+    if (!rec.is_static()) return "Always";
+    auto it = static_pods_.find(rec.uid);
+    if (it == static_pods_.end() || it->second.pod->spec.restart_policy.empty()) return "Always";
+    return it->second.pod->spec.restart_policy;
+}
+
 const Container* Agent::container_spec(const LivePod& p, std::size_t index) const {
-    const Desired* d = desired_for(p.rec);
-    if (!d || d->hash != p.rec.revision_hash) return nullptr;
-    return find_container(d->ds().spec.template_.spec, p, index);
+    const PodSource src = pod_source(p.rec);
+    return src.spec ? find_container(*src.spec, p, index) : nullptr;
 }
 
 // The container of `spec` that is the pod's container `index` (by name).
@@ -129,6 +150,7 @@ void Agent::reconcile() {
     seen.reserve(pods_.size());
     for (auto& [uid, p] : pods_) {
         refresh_readiness(p);
+        if (p.rec.is_static()) continue;  // static_pods.cpp
         ObservedPod o;
         o.pod = p.rec;
         o.terminating = p.rec.deleting;
@@ -138,6 +160,7 @@ void Agent::reconcile() {
         seen.push_back(std::move(o));
     }
     start_waiting_containers();
+    reconcile_static_pods();
     const std::int64_t now = clock_.monotonic_ms();
     ReconcilePlan plan = plan_reconcile(want, seen, now);
     for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
@@ -171,6 +194,8 @@ bool Agent::advance_pod(const std::string& uid) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || pit->second.rec.deleting) return false;
     LivePod& p = pit->second;
+    // Finished (restartPolicy OnFailure or Never) or rejected: nothing starts.
+    if (p.rec.phase == PodPhase::Succeeded || p.rec.phase == PodPhase::Failed) return false;
     bool changed = false;
     std::size_t from = 0;
     for (;;) {
@@ -224,7 +249,7 @@ void Agent::refresh_readiness(LivePod& p) {
     // GenerateContainersReadyCondition); regular init containers are not probed.
     for (std::size_t i = 0; i < p.containers.size(); ++i)
         if (!p.is_init(i) || p.status(i).sidecar) probe_status(i);
-    const bool ready = update_pod_conditions(p.rec);
+    const bool ready = update_pod_conditions(p.rec, restart_policy_of(p.rec));
     p.ready_since_mono_ms = ready_since(ready, p.ready_since_mono_ms, clock_.monotonic_ms());
 }
 
@@ -268,22 +293,7 @@ void Agent::create_pod(const PodToCreate& c) {
     p.rec.revision_hash = c.hash;
     p.rec.revision = c.revision;
     p.rec.created_at_ms = clock_.wall_ms();
-    const bool has_init = !ds.spec.template_.spec.init_containers.empty();
-    for (const auto& spec : ds.spec.template_.spec.init_containers) {
-        ContainerStatus cs;
-        cs.name = spec.name;
-        cs.reason = "PodInitializing";
-        cs.sidecar = spec.restart_policy == "Always";
-        p.rec.init_containers.push_back(std::move(cs));
-        p.containers.emplace_back();
-    }
-    for (const auto& spec : ds.spec.template_.spec.containers) {
-        ContainerStatus cs;
-        cs.name = spec.name;
-        cs.reason = has_init ? "PodInitializing" : "ContainerCreating";
-        p.rec.containers.push_back(std::move(cs));
-        p.containers.emplace_back();
-    }
+    add_containers(p, ds.spec.template_.spec);
     const std::string uid = p.rec.uid;
     log(Level::Notice,
         "pod " + c.namespace_ + "/" + p.rec.name + " created for DaemonSet " + c.daemonset + " revision " +
@@ -297,11 +307,30 @@ void Agent::create_pod(const PodToCreate& c) {
     save_pod(pods_[uid]);
 }
 
+// A new pod's containers, none started: init containers first.
+void Agent::add_containers(LivePod& p, const PodSpec& spec) {
+    const bool has_init = !spec.init_containers.empty();
+    for (const auto& c : spec.init_containers) {
+        ContainerStatus cs;
+        cs.name = c.name;
+        cs.reason = "PodInitializing";
+        cs.sidecar = c.restart_policy == "Always";
+        p.rec.init_containers.push_back(std::move(cs));
+        p.containers.emplace_back();
+    }
+    for (const auto& c : spec.containers) {
+        ContainerStatus cs;
+        cs.name = c.name;
+        cs.reason = has_init ? "PodInitializing" : "ContainerCreating";
+        p.rec.containers.push_back(std::move(cs));
+        p.containers.emplace_back();
+    }
+}
+
 void Agent::start_container(const std::string& uid, std::size_t index) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || pit->second.rec.deleting || stopping_) return;
     LivePod& p = pit->second;
-    const Desired* d = desired_for(p.rec);
     ContainerStatus& cs = p.status(index);
     LiveContainer& lc = p.containers[index];
     if (lc.starting) {
@@ -321,16 +350,18 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     launch.pod_name = p.rec.name;
     launch.pod_namespace = p.rec.namespace_;
     launch.container_name = spec->name;
-    // The pod's spec, shared with the DaemonSet in force for as long as the
-    // start needs it (it may run on after a rollout replaced the DaemonSet).
-    launch.pod_spec = std::shared_ptr<const PodSpec>(d->object, &d->ds().spec.template_.spec);
+    // The pod's spec, shared with the DaemonSet (or static pod) in force for
+    // as long as the start needs it (it may run on after a rollout replaced
+    // the DaemonSet).
+    const PodSource src = pod_source(p.rec);
+    launch.pod_spec = src.spec;
     const PodSpec& pod_spec = *launch.pod_spec;
     launch.grace_seconds = pod_spec.termination_grace_period_seconds.value_or(30);
     launch.log_max_bytes = config_.container_log_max_size;
     launch.log_max_files = config_.container_log_max_files;
     launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
     launch.labels = pod_labels(p.rec);
-    launch.annotations = d->ds().spec.template_.metadata.annotations;
+    launch.annotations = src.meta->annotations;
     if (!resolve_config(p, index, *spec, launch)) return;
     std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
     auto lookup = [&](const std::string& n) -> std::optional<std::string> {
@@ -604,7 +635,8 @@ void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const s
     });
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
 
-    const ExitAction action = container_exit_action(p.rec, index);
+    const std::string restart_policy = restart_policy_of(p.rec);
+    const ExitAction action = container_exit_action(p.rec, index, restart_policy);
     if (action == ExitAction::FinishPod) {
         finish_pod_if_stopped(uid);
         return;
@@ -620,8 +652,20 @@ void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const s
         schedule_reconcile();
         return;
     }
-    // restartPolicy Always (the only one a DaemonSet allows): restart, after
-    // the crash-loop back-off.
+    if (action == ExitAction::Done) {
+        // restartPolicy OnFailure or Never (a static pod): it stays
+        // terminated; the pod is Succeeded or Failed once none runs.
+        log(Level::Notice,
+            "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) +
+                " (" + cs.reason + "); not restarted (restartPolicy " + restart_policy + ")",
+            {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
+        refresh_readiness(p);
+        save_pod(p);
+        schedule_reconcile();
+        return;
+    }
+    // restartPolicy Always (the only one a DaemonSet allows), or OnFailure
+    // after a failure: restart, after the crash-loop back-off.
     const std::int64_t ran_for = clock_.monotonic_ms() - lc.started_mono_ms;
     const std::int64_t delay = next_restart_delay(lc.backoff, ran_for, crash_loop_policy(config_));
     cs.restart_count += 1;

@@ -74,8 +74,9 @@ Sources::Sources(store::Store& store, const platform::Clock& clock, ApiOverridde
 
 void Sources::take_version(FileState& fs, LoadedManifest&& m, const std::string& path) {
     fs.good.clear();
+    fs.pods.clear();
     fs.config = ConfigObjects{};
-    std::string unused, static_pods;
+    std::string unused;
     std::size_t unused_count = 0;
     for (auto& o : m.objects) {
         if (auto* ds = std::get_if<DaemonSet>(&o.object)) {
@@ -92,8 +93,8 @@ void Sources::take_version(FileState& fs, LoadedManifest&& m, const std::string&
             log(Level::Warning, path + ": " + o.where +
                                     ": a Node in the manifest directory is ignored; "
                                     "the node comes from the configuration");
-        } else if (std::holds_alternative<Pod>(o.object)) {
-            static_pods += (static_pods.empty() ? "" : ", ") + describe_object(o);
+        } else if (auto* pod = std::get_if<Pod>(&o.object)) {
+            fs.pods.push_back(std::make_shared<const Pod>(std::move(*pod)));
         } else {
             ++unused_count;
             unused += (unused.empty() ? "" : ", ") + describe_object(o);
@@ -105,9 +106,6 @@ void Sources::take_version(FileState& fs, LoadedManifest&& m, const std::string&
         log(Level::Info, path + ": " + std::to_string(unused_count) +
                              (unused_count == 1 ? " object" : " objects") +
                              " not used on a board: " + unused);
-    if (!static_pods.empty())
-        log(Level::Notice,
-            path + ": static pods are not run yet (a later version runs them): " + static_pods);
     if (!fs.config.config_maps.empty() || !fs.config.secrets.empty())
         log(Level::Info, path + ": " + std::to_string(fs.config.config_maps.size()) + " ConfigMaps and " +
                              std::to_string(fs.config.secrets.size()) + " Secrets for pods");
@@ -238,7 +236,8 @@ Sources::Changes Sources::rescan(const std::string& dir) {
         if (!data.ok()) {
             fs.errors = {data.error().message};
             log(Level::Err,
-                data.error().message + (fs.good.empty() ? "" : "; keeping its last good version"));
+                data.error().message +
+                    (fs.good.empty() && fs.pods.empty() ? "" : "; keeping its last good version"));
             save(e.path, fs);
             continue;
         }
@@ -253,7 +252,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
                 fs.errors.push_back(err.to_string());
                 log(Level::Err, err.to_string(), {{"DAEMONLET_FILE", e.path}});
             }
-            if (!fs.good.empty())
+            if (!fs.good.empty() || !fs.pods.empty())
                 log(Level::Warning, e.path + ": keeping its last good version in force until it is fixed");
             save(e.path, fs);
             continue;
@@ -273,7 +272,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
     }
     for (auto it = files_.begin(); it != files_.end();) {
         if (!seen.count(it->first)) {
-            log(Level::Notice, it->first + ": removed; its DaemonSets go");
+            log(Level::Notice, it->first + ": removed; its DaemonSets and static pods go");
             forget(it->first);
             it = files_.erase(it);
             changed = true;
@@ -375,6 +374,13 @@ std::map<std::string, SourcedDaemonSet> Sources::merge(const std::string& node_n
     return out;
 }
 
+std::vector<Sources::FilePod> Sources::static_pods() const {
+    std::vector<FilePod> out;
+    for (const auto& [path, fs] : files_)
+        for (const auto& pod : fs.pods) out.push_back({pod, path});
+    return out;
+}
+
 std::shared_ptr<const DaemonSet> Sources::file_daemonset(const std::string& path, const std::string& ns,
                                                          const std::string& name) const {
     auto f = files_.find(path);
@@ -388,7 +394,9 @@ Json Sources::status() const {
     Json broken = Json::array();
     for (const auto& [path, fs] : files_)
         if (!fs.errors.empty())
-            broken.push_back({{"path", path}, {"errors", fs.errors}, {"lastGoodInForce", !fs.good.empty()}});
+            broken.push_back({{"path", path},
+                              {"errors", fs.errors},
+                              {"lastGoodInForce", !fs.good.empty() || !fs.pods.empty()}});
     return Json{{"files", files_.size()}, {"broken", broken}};
 }
 

@@ -16,7 +16,8 @@
 // last good version, the one kept in the store: a restart or an offline
 // reboot offers the same ones before any file is read again. Other kinds
 // (Namespace, RBAC, CRDs, ...) are logged once per file version and not
-// used; v1 Pods (static pods) are logged once per version and not run yet.
+// used; v1 Pods are the node's static pods (static_pods()), from each file's
+// last good version as the DaemonSets are.
 #pragma once
 
 #include <functional>
@@ -90,6 +91,14 @@ class Sources {
     // conflict is logged once (and reported through api_overridden).
     std::map<std::string, SourcedDaemonSet> merge(const std::string& node_name);
 
+    // The files' v1 Pods (static pods), as each file's last good version
+    // has them, with their file, in path order.
+    struct FilePod {
+        std::shared_ptr<const Pod> pod;  // as written, validated and defaulted
+        std::string path;
+    };
+    std::vector<FilePod> static_pods() const;
+
     // The file's own DaemonSet ns/name, as last loaded (rollout undo).
     std::shared_ptr<const DaemonSet> file_daemonset(const std::string& path, const std::string& ns,
                                                     const std::string& name) const;
@@ -108,13 +117,14 @@ class Sources {
         // The last version that loaded without errors, shared with the
         // desired set: a parsed DaemonSet is about 8 KiB for a 600-byte file.
         std::vector<std::shared_ptr<const DaemonSet>> good;
-        ConfigObjects config;             // its ConfigMaps and Secrets
-        std::string good_text;            // its text, as stored
+        std::vector<std::shared_ptr<const Pod>> pods;  // its static pods
+        ConfigObjects config;                          // its ConfigMaps and Secrets
+        std::string good_text;                         // its text, as stored
         std::vector<std::string> errors;  // of the current version; empty when it is the good one
     };
     // Takes a version that loaded without errors: its DaemonSets and its
-    // ConfigMaps and Secrets; what is not used (a Node, other kinds, static
-    // pods) is said once, here.
+    // ConfigMaps and Secrets and its static pods; what is not used (a Node,
+    // other kinds) is said once, here.
     static void take_version(FileState& fs, LoadedManifest&& m, const std::string& path);
     // Merges the files' ConfigMaps and Secrets; true when they changed.
     bool merge_config_objects();

@@ -133,4 +133,28 @@ wait_for "shut runs but is not ready (nothing listens on 8081 in its network)" 1
 wait_for "the log says why shut is not ready" 5 \
     grep -q "shut-.*Readiness probe failed: dial tcp 127.0.0.1:8081: connect: connection refused" "$work/agent.log"
 
+
+# 9. A static pod (issue 13 §5) under runc: the busybox image, a hostPath,
+# restartPolicy OnFailure: it fails once, restarts, exits 0 and is Succeeded.
+cat >"$man/static.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: stat, namespace: it}
+spec:
+  restartPolicy: OnFailure
+  containers:
+    - name: main
+      image: busybox
+      imagePullPolicy: IfNotPresent
+      command: [/bin/sh, -c, "if [ -e /data/static-ran ]; then echo done > /data/static-done; exit 0; fi; touch /data/static-ran; exit 3"]
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, hostPath: {path: $data}}]
+EOF
+static_done() {
+    "$dl" get pods -n it -o json --config "$cfg" | jq -e '.items[] | select(.metadata.name == "stat-it-node")
+        | .status.phase == "Succeeded" and .status.containerStatuses[0].restartCount == 1'
+}
+wait_for "a static pod under runc fails once, then succeeds" 20 static_done
+[[ $(cat "$data/static-done" 2>/dev/null) == done ]] && ok || fail "the static pod's second run did not write its file"
+
 finish

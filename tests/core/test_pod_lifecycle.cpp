@@ -325,3 +325,144 @@ TEST(PodLifecycle, ReadySinceKeptWhileReadyAndResetWhenNot) {
                "stays ready: minReadySeconds runs on");
     CHECK_TEXT(!ready_since(false, 2, 5), "not ready: minReadySeconds starts over");
 }
+
+// restartPolicy OnFailure and Never (static pods): what an exit leads to and
+// the pod's phase.
+namespace {
+
+C app_exited(std::int32_t exit_code) {
+    return {Kind::App, ContainerState::Terminated, exit_code, false, false, true, 1};
+}
+// A container that exited and waits to restart (CrashLoopBackOff): lastState.terminated.
+C app_backing_off(std::int32_t exit_code) {
+    return {Kind::App, ContainerState::Waiting, exit_code, false, false, true, 1};
+}
+
+struct PolicyExitRow {
+    const char* name;
+    std::vector<C> pod;
+    std::size_t index;
+    const char* policy;
+    ExitAction expected;
+};
+
+const PolicyExitRow kPolicyExitRows[] = {
+    {"ShouldContainerBeRestarted: Never keeps an app container that exited 0 terminated",
+     {app_exited(0)},
+     0,
+     "Never",
+     ExitAction::Done},
+    {"ShouldContainerBeRestarted: Never keeps a failed app container terminated",
+     {app_exited(2)},
+     0,
+     "Never",
+     ExitAction::Done},
+    {"ShouldContainerBeRestarted: OnFailure keeps an app container that exited 0 terminated",
+     {app_exited(0)},
+     0,
+     "OnFailure",
+     ExitAction::Done},
+    {"ShouldContainerBeRestarted: OnFailure restarts a failed app container",
+     {app_exited(1)},
+     0,
+     "OnFailure",
+     ExitAction::Restart},
+    {"ShouldContainerBeRestarted: Always restarts one that exited 0",
+     {app_exited(0)},
+     0,
+     "Always",
+     ExitAction::Restart},
+    {"computeInitContainerActions: a failed init container under Never fails the pod (not restarted)",
+     {init(ContainerState::Terminated, 1), app()},
+     0,
+     "Never",
+     ExitAction::Done},
+    {"computeInitContainerActions: a failed init container under OnFailure restarts",
+     {init(ContainerState::Terminated, 1), app()},
+     0,
+     "OnFailure",
+     ExitAction::Restart},
+    {"computeInitContainerActions: an init container that exits 0 under Never is done",
+     {init(ContainerState::Terminated, 0), app()},
+     0,
+     "Never",
+     ExitAction::InitCompleted},
+    {"KEP-753: a sidecar restarts whatever the pod's restartPolicy",
+     {sidecar(ContainerState::Terminated), app()},
+     0,
+     "Never",
+     ExitAction::Restart},
+};
+
+struct PhaseRow {
+    const char* name;
+    std::vector<C> pod;
+    const char* policy;
+    PodPhase expected;
+};
+
+const PhaseRow kPhaseRows[] = {
+    {"getPhase: Never, every container exited 0: Succeeded",
+     {app_exited(0), app_exited(0)},
+     "Never",
+     PodPhase::Succeeded},
+    {"getPhase: Never, one exited 1: Failed", {app_exited(0), app_exited(1)}, "Never", PodPhase::Failed},
+    {"getPhase: Never, one still running: Running",
+     {app(ContainerState::Running, false), app_exited(1)},
+     "Never",
+     PodPhase::Running},
+    {"getPhase: OnFailure, every container exited 0: Succeeded",
+     {app_exited(0)},
+     "OnFailure",
+     PodPhase::Succeeded},
+    {"getPhase: OnFailure, a failed one restarting: Running",
+     {app_exited(1)},
+     "OnFailure",
+     PodPhase::Running},
+    {"getPhase: OnFailure, a failed one backing off (lastState): Running",
+     {app_backing_off(1)},
+     "OnFailure",
+     PodPhase::Running},
+    {"getPhase: a container not started yet: Pending", {app()}, "Never", PodPhase::Pending},
+    {"getPhase: Never, a failed regular init container: Failed",
+     {init(ContainerState::Terminated, 1), app()},
+     "Never",
+     PodPhase::Failed},
+    {"getPhase: OnFailure, a failed init container restarting: Pending",
+     {init(ContainerState::Terminated, 1), app()},
+     "OnFailure",
+     PodPhase::Pending},
+    {"getPhase: Never, init done, app exited 0: Succeeded",
+     {kDoneInit, app_exited(0)},
+     "Never",
+     PodPhase::Succeeded},
+};
+
+}  // namespace
+
+TEST(PodLifecycle, ExitActionFollowsRestartPolicy) {
+    for (const auto& row : kPolicyExitRows) {
+        PodRecord pod = make_pod(row.pod);
+        CHECK_TEXT(container_exit_action(pod, row.index, row.policy) == row.expected, row.name);
+    }
+}
+
+TEST(PodLifecycle, PhaseFollowsGetPhaseForOnFailureAndNever) {
+    for (const auto& row : kPhaseRows) {
+        PodRecord pod = make_pod(row.pod);
+        for (auto& c : pod.containers)
+            if (c.state == ContainerState::Waiting && c.started_at_ms) c.termination_reason = "Error";
+        STRCMP_EQUAL_TEXT(to_string(row.expected), to_string(pod_phase(pod, row.policy)), row.name);
+        update_pod_conditions(pod, row.policy);
+        STRCMP_EQUAL_TEXT(to_string(row.expected), to_string(pod.phase), row.name);
+    }
+}
+
+TEST(PodLifecycle, RejectedPodStaysFailedWithItsReason) {
+    // kubelet's rejectPod: phase Failed, status.reason the predicate's name.
+    PodRecord pod;
+    pod.reason = "NodeAffinity";
+    update_pod_conditions(pod, "Always");
+    STRCMP_EQUAL("Failed", to_string(pod.phase));
+    STRCMP_EQUAL("NodeAffinity", pod_columns(pod).status.c_str());
+}

@@ -151,6 +151,10 @@ TEST(StoreRoundTrip, PodComesBackAsStored) {
 
     pod.phase = PodPhase::Failed;
     pod.deleting = true;
+    // A static pod the kubelet's admission rejected (migration 5).
+    pod.source = "/m/web.yaml";
+    pod.reason = "NodeAffinity";
+    pod.message = "Pod was rejected: Predicate NodeAffinity failed";
     pod.containers[1].state = ContainerState::Terminated;
     pod.containers[1].reason = "OOMKilled";
     pod.containers[1].restart_count = 6;

@@ -175,7 +175,7 @@ TEST(StoreOpen, MigratesAVersionThreeDatabaseDroppingTheUnreadResourceVersions) 
     auto s = MUST(store::Store::open(path, kNow, nullptr));
     {
         RawDb raw(path);
-        LONGS_EQUAL(4, raw.scalar("PRAGMA user_version"));
+        LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
         STRCMP_EQUAL("api.node", raw.rows("SELECT key FROM meta ORDER BY key").c_str());
     }
     CHECK_TRUE(MUST(s->list_manifest_files()).empty());

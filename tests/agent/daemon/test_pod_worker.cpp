@@ -41,6 +41,12 @@ class PodWorker {
     }
 
     PodRecord& rec() { return rec_; }
+    // A static pod's restartPolicy (a DaemonSet's is Always).
+    void set_restart_policy(std::string policy) { policy_ = std::move(policy); }
+    PodPhase phase() {
+        update_pod_conditions(rec_, policy_);
+        return rec_.phase;
+    }
     // A sidecar's startup probe passes: what refresh_readiness reads.
     void startup_passed(std::size_t i) {
         container_at(rec_, i).started = true;
@@ -130,8 +136,9 @@ class PodWorker {
         cs.started = false;
         lc.id.clear();
         (void)rt_.remove(id);
-        switch (container_exit_action(rec_, i)) {
+        switch (container_exit_action(rec_, i, policy_)) {
         case ExitAction::FinishPod: return;
+        case ExitAction::Done: return;  // restartPolicy OnFailure / Never keeps it terminated
         case ExitAction::InitCompleted:
             lc.backoff = {};
             advance();
@@ -150,6 +157,7 @@ class PodWorker {
     FakeRuntime& rt_;
     FakeClock& clock_;
     PodRecord rec_;
+    std::string policy_ = "Always";
     std::vector<Live> live_;
     std::vector<std::int64_t> delays_;
 };
@@ -389,4 +397,47 @@ TEST(PodWorker, FakeRuntimeKeepsTheRuntimeContract) {
     auto missing = rt.start(launch);
     CHECK_FALSE(missing.ok());
     STRCMP_EQUAL("image_not_found", missing.error().code_name());
+}
+
+TEST(PodWorker, StaticPodRestartPolicyNeverAndOnFailureFinishThePod) {
+    // ShouldContainerBeRestarted and getPhase: Never keeps a container that
+    // exited terminated, the pod Succeeded (all exited 0) or Failed;
+    // OnFailure restarts a failed one with the back-off and finishes on 0.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker never(rt, clock, pod_of({{"once", 'a'}}));
+    never.set_restart_policy("Never");
+    never.advance();
+    STRCMP_EQUAL("Running", to_string(never.phase()));
+    clock.advance(kSec);
+    rt.exit(never.id_of(0), 0);
+    never.run_due();
+    clock.advance(10 * kMin);
+    never.run_due();
+    LONGS_EQUAL(1, rt.started().size());
+    STRCMP_EQUAL("Succeeded", to_string(never.phase()));
+
+    PodWorker failing(rt, clock, pod_of({{"once", 'a'}}));
+    failing.set_restart_policy("Never");
+    failing.advance();
+    rt.exit(failing.id_of(0), 2);
+    failing.run_due();
+    LONGS_EQUAL(2, rt.started().size());
+    STRCMP_EQUAL("Failed", to_string(failing.phase()));
+
+    PodWorker flaky(rt, clock, pod_of({{"flaky", 'a'}}));
+    flaky.set_restart_policy("OnFailure");
+    flaky.advance();
+    clock.advance(kSec);
+    rt.exit(flaky.id_of(0), 3);  // restarts at once (the first exit)
+    STRCMP_EQUAL("Running", to_string(flaky.phase()));
+    flaky.run_due();
+    CHECK_FALSE(flaky.id_of(0).empty());
+    clock.advance(kSec);
+    rt.exit(flaky.id_of(0), 0);
+    clock.advance(10 * kMin);
+    flaky.run_due();
+    LONGS_EQUAL(1, flaky.rec().containers[0].restart_count);
+    LONGS_EQUAL(4, rt.started().size());
+    STRCMP_EQUAL("Succeeded", to_string(flaky.phase()));
 }

@@ -1,0 +1,130 @@
+// Static pods: the v1 Pods of the manifest directory's files, run as the
+// kubelet runs the pods of its staticPodPath (pkg/kubelet/config/file.go,
+// common.go; kubelet.go HandlePodAdditions). Each file's last good version
+// (Sources, sources.h) gives them, so a restart, a broken edit and a file
+// removed while the agent was down answer as for DaemonSets.
+//
+// A static pod's UID is derived from the file's pod (core make_static_pod):
+// an edit makes a new UID, so the old pod is stopped and the new one
+// started, as the kubelet treats a changed static pod as a new pod; a pod
+// no file offers any more is stopped. `delete pod` stops it and the next
+// reconcile starts it again under the same UID, as the kubelet recreates a
+// static pod. Admission (core admit_static_pod: NodeAffinity, NodePorts
+// against the pods that run) is decided once, when the pod is created: a
+// rejected pod stays, Failed with the kubelet's reason, until its file
+// changes or goes (or `delete pod` makes it try again).
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "agent/daemon/agent.h"
+#include "platform/log.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+void Agent::rebuild_static_pods() {
+    std::map<std::string, StaticDesired> next;
+    std::map<std::string, std::string> by_name;  // "namespace/name" -> path, the first file wins
+    for (const auto& f : sources_->static_pods()) {
+        auto pod = std::make_shared<const Pod>(make_static_pod(*f.pod, node_.metadata.name, f.path));
+        const std::string key = pod->metadata.namespace_ + "/" + pod->metadata.name;
+        auto [it, fresh] = by_name.emplace(key, f.path);
+        if (!fresh) {
+            // kubelet's filterInvalidPods: a name already taken in the
+            // source. Said once per pairing, not per rebuild.
+            if (static_conflicts_.insert(key + "|" + it->second + "|" + f.path).second)
+                log(Level::Warning, "static pod " + key + " is defined in both " + it->second + " and " +
+                                        f.path + "; using " + it->second + " (its path sorts first)");
+            continue;
+        }
+        next[pod->metadata.uid] = StaticDesired{pod, f.path};
+    }
+    std::erase_if(static_deleted_, [&](const std::string& uid) { return !next.count(uid); });
+    static_pods_ = std::move(next);
+}
+
+void Agent::reconcile_static_pods() {
+    std::vector<std::pair<std::string, const char*>> gone;
+    for (const auto& [uid, p] : pods_) {
+        if (!p.rec.is_static() || p.rec.deleting) continue;
+        if (!static_pods_.count(uid))
+            gone.emplace_back(uid, "its manifest file changed or no longer defines it");
+        else if (p.deleted_by_user)
+            gone.emplace_back(uid, "deleted by the user; the static pod starts again");
+    }
+    for (const auto& [uid, why] : gone) {
+        if (pods_[uid].deleted_by_user) static_deleted_.insert(uid);
+        remove_pod(uid, why);
+    }
+    // In the files' order, as the kubelet admits pods in order: the first
+    // file keeps a host port both ask for.
+    std::vector<std::pair<const std::string*, const StaticDesired*>> to_create;
+    for (const auto& [uid, s] : static_pods_)
+        if (!pods_.count(uid)) to_create.emplace_back(&uid, &s);
+    std::sort(to_create.begin(), to_create.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.second->path, a.second->pod->metadata.name) <
+               std::tie(b.second->path, b.second->pod->metadata.name);
+    });
+    for (const auto& [uid_p, s_p] : to_create) {
+        const std::string& uid = *uid_p;
+        const StaticDesired& s = *s_p;
+        if (static_deleted_.erase(uid)) {
+            schedule_reconcile(true);  // after this pass has answered the delete
+            continue;
+        }
+        create_static_pod(uid, s);
+    }
+}
+
+void Agent::create_static_pod(const std::string& uid, const StaticDesired& s) {
+    const Pod& pod = *s.pod;
+    LivePod p;
+    p.rec.uid = uid;
+    p.rec.name = pod.metadata.name;
+    p.rec.namespace_ = pod.metadata.namespace_;
+    p.rec.source = s.path;
+    p.rec.revision_hash = uid;  // kubernetes.io/config.hash
+    p.rec.created_at_ms = clock_.wall_ms();
+    const std::string name = p.rec.namespace_ + "/" + p.rec.name;
+    // The pods that run (not finished, not stopping): their host ports are
+    // taken (the kubelet's admission over its active pods).
+    std::vector<std::shared_ptr<const PodSpec>> held;
+    std::vector<const PodSpec*> active;
+    for (const auto& [other_uid, other] : pods_) {
+        if (other.rec.deleting || other.rec.phase == PodPhase::Succeeded ||
+            other.rec.phase == PodPhase::Failed)
+            continue;
+        if (auto spec = pod_source(other.rec).spec) {
+            active.push_back(spec.get());
+            held.push_back(std::move(spec));
+        }
+    }
+    if (auto rejected = admit_static_pod(pod, node_, active)) {
+        // kubelet's rejectPod: Failed, with the predicate's reason; nothing runs.
+        p.rec.reason = rejected->reason;
+        p.rec.message = rejected->message;
+        p.rec.phase = PodPhase::Failed;
+        log(Level::Warning,
+            "static pod " + name + " from " + s.path + " rejected: " + rejected->reason + ": " +
+                rejected->message,
+            {{"DAEMONLET_POD", name}});
+        pods_.emplace(uid, std::move(p));
+        save_pod(pods_[uid]);
+        return;
+    }
+    add_containers(p, pod.spec);
+    log(Level::Notice,
+        "static pod " + name + " created from " + s.path + " (restartPolicy " + restart_policy_of(p.rec) +
+            ")",
+        {{"DAEMONLET_POD", name}});
+    pods_.emplace(uid, std::move(p));
+    advance_pod(uid);
+    ensure_probes();
+    refresh_readiness(pods_[uid]);
+    save_pod(pods_[uid]);
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Static pods (issue 13 §5): v1 Pods in the manifest directory run as the
+# kubelet's static pods, named <name>-<nodeName>, owned by the Node.
+# restartPolicy Never: a container that exits 0 leaves the pod Succeeded,
+# and it stays so; OnFailure: a failure restarts it, a success finishes it;
+# Always: it runs. A pod whose nodeSelector does not match is rejected
+# (Failed, reason NodeAffinity), as is one whose host port another pod has
+# (NodePorts). An edit replaces the pod (a new UID), a
+# broken edit keeps the last good version, `delete pod` starts it again,
+# removing the file stops it; a restart of the agent adopts the running pod
+# without restarting it, and a file removed while the agent is down stops
+# its pod at the next start. Exec runtime; every oracle is `get pods -o json`.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+"$listen" "$work/notify.sock" "$work/notify.log" &
+listener=$!
+wait_for "notify listener up" 30 test -S "$work/notify.sock"
+write_config "{role: edge}" "[]"
+loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
+
+write_pod() {  # write_pod FILE NAME RESTART_POLICY SCRIPT [EXTRA_SPEC_YAML] [CONTAINER_EXTRA_YAML]
+    cat >"$man/$1.tmp" <<EOF2
+apiVersion: v1
+kind: Pod
+metadata: {name: $2, namespace: it}
+spec:
+  restartPolicy: $3
+  terminationGracePeriodSeconds: 2
+  ${5:-}
+  containers:
+    - name: main
+      image: none
+      command: ["/bin/sh", "-c", "$4", "it-marker-$$-$2"]
+${6:-}
+EOF2
+    mv "$man/$1.tmp" "$man/$1"
+}
+pods_json() { "$dl" get pods -n it -o json --config "$cfg"; }
+# pod NAME JQ [JQ_ARGS...]: the pod <NAME>-it-node satisfies JQ.
+pod() {
+    local n=$1 q=$2
+    shift 2
+    pods_json | jq -e --arg n "$n-it-node" "$@" ".items[] | select(.metadata.name == \$n) | $q"
+}
+uid_of() { pods_json | jq -r --arg n "$1-it-node" '.items[] | select(.metadata.name == $n) | .metadata.uid'; }
+restarts() { pods_json | jq -r --arg n "$1-it-node" '.items[] | select(.metadata.name == $n) | .status.containerStatuses[0].restartCount'; }
+gone() { ! pod "$1" true; }
+
+flaky_mark=$work/flaky.ran
+write_pod never.yaml once Never 'echo static-once-says-hi; exit 0'
+write_pod onfailure.yaml flaky OnFailure "if [ -e $flaky_mark ]; then exit 0; fi; touch $flaky_mark; exit 3"
+# Probed as any pod: ready once its readiness probe passes.
+probe="      readinessProbe: {exec: {command: [test, -e, $work/web-ready]}, periodSeconds: 1}"
+write_pod always.yaml web Always "$loop" "" "$probe"
+write_pod picky.yaml picky Always "$loop" "nodeSelector: {role: core}"
+# Two pods asking for the same host port: the first file's runs.
+port="      ports: [{containerPort: 18080, hostPort: 18080}]"
+write_pod port-a.yaml porta Always "$loop" "" "$port"
+write_pod port-b.yaml portb Always "$loop" "" "$port"
+start_own_agent
+
+wait_for "Always: web-it-node runs" 20 pod web '.status.phase == "Running"'
+pod web '.status.containerStatuses[0].ready' >/dev/null && fail "ready before its readiness probe passed" || ok
+touch "$work/web-ready"
+wait_for "...and is ready once its readiness probe passes" 10 pod web '.status.containerStatuses[0].ready'
+pod web '.metadata.ownerReferences == [{"apiVersion": "v1", "kind": "Node", "name": "it-node", "controller": true}]
+    and .metadata.annotations["kubernetes.io/config.source"] == "file"
+    and .metadata.annotations["kubernetes.io/config.hash"] == .metadata.uid
+    and (.metadata.annotations["kubernetes.io/config.seen"] | test("^[0-9]{4}-"))' >/dev/null && ok ||
+    fail "a static pod is not shown as its mirror pod (owner Node, config annotations)"
+wait_for "Never: a container that exits 0 leaves the pod Succeeded" 20 pod once \
+    '.status.phase == "Succeeded" and .status.containerStatuses[0].state.terminated.exitCode == 0'
+"$dl" logs once-it-node -n it --config "$cfg" | grepq -x static-once-says-hi && ok || fail "logs of a static pod"
+wait_for "OnFailure: it fails once, restarts, then succeeds" 20 pod flaky \
+    '.status.phase == "Succeeded" and .status.containerStatuses[0].restartCount == 1'
+wait_for "a nodeSelector that does not match: rejected as the kubelet's admission" 20 pod picky \
+    '.status.phase == "Failed" and .status.reason == "NodeAffinity"
+     and .status.message == "Pod was rejected: Predicate NodeAffinity failed"'
+"$dl" get pods -n it --config "$cfg" | grep -qE '^it +picky-it-node +0/0 +NodeAffinity ' && ok ||
+    fail "get pods does not show the rejection's reason"
+pgrep -f "it-marker-$$-picky" >/dev/null && fail "a rejected pod runs" || ok
+described=$("$dl" describe pod picky-it-node -n it --config "$cfg")
+grepq -E '^Reason: +NodeAffinity$' <<<"$described" && grepq -E '^Controlled By: +Node/it-node$' <<<"$described" &&
+    ok || fail "describe pod does not show the rejection and the Node as controller: $described"
+wait_for "a host port already taken: rejected as NodePorts" 20 pod portb \
+    '.status.phase == "Failed" and .status.reason == "NodePorts"'
+pod porta '.status.phase == "Running"' >/dev/null && ok || fail "the first file's pod does not keep its host port"
+
+# An edit replaces the pod: a new UID, the old process gone.
+old_uid=$(uid_of web) old_pid=$(pid_of web)
+write_pod always.yaml web Always "$loop" "hostname: edited" "$probe"
+wait_for "an edit replaces the pod (a new UID, running)" 20 pod web \
+    '.metadata.uid != $old and .status.phase == "Running"' --arg old "$old_uid"
+wait_for "...the old pod's process is gone" 10 bash -c "! kill -0 $old_pid"
+# A broken edit keeps the last good version in force.
+uid=$(uid_of web) pid=$(pid_of web)
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: it}\nspec: {containers: [{name: main}]}\n' >"$man/always.yaml"
+wait_for "a broken edit is reported, the last good version in force" 20 bash -c \
+    "\"$dl\" status -o json --config \"$cfg\" | jq -e '.manifests.broken | any(.lastGoodInForce)'"
+[[ $(uid_of web) == "$uid" && $(pid_of web) == "$pid" ]] && ok || fail "a broken edit replaced the pod"
+write_pod always.yaml web Always "$loop" "hostname: edited" "$probe"  # fixed back to the version in force
+
+# delete pod: it stops and starts again (the same UID, a new process).
+"$dl" delete pod web-it-node -n it --timeout 20s --config "$cfg" >/dev/null && ok || fail "delete pod"
+wait_for "a deleted static pod starts again" 20 pod web \
+    '.metadata.uid == $u and .status.phase == "Running" and .status.containerStatuses[0].ready' --arg u "$uid"
+[[ $(pid_of web) != "$pid" ]] && ok || fail "delete pod did not restart the container"
+
+# A restart of the agent adopts the running pod without restarting it; the
+# finished pods stay finished; a file removed meanwhile stops its pod.
+pid=$(pid_of web)
+kill -TERM "$agent"; wait "$agent"; agent=
+rm -f "$man/never.yaml"
+start_own_agent
+wait_for "after a restart, the file removed while down: its pod goes" 20 gone once
+pod web '.status.phase == "Running"' >/dev/null && [[ $(pid_of web) == "$pid" ]] && ok ||
+    fail "the running static pod was not adopted as it ran"
+[[ $(restarts web) == 0 ]] && ok || fail "the adopted pod counts a restart"
+pod flaky '.status.phase == "Succeeded" and .status.containerStatuses[0].restartCount == 1' >/dev/null && ok ||
+    fail "a finished OnFailure pod did not stay Succeeded"
+
+# Removing the file stops the pod.
+rm -f "$man/always.yaml"
+wait_for "a removed file's static pod goes" 20 gone web
+wait_for "...its process too" 10 bash -c "! kill -0 $pid"
+pod flaky '.status.phase == "Succeeded"' >/dev/null && ok || fail "the finished pod changed"
+finish
