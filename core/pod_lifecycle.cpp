@@ -146,4 +146,12 @@ std::optional<std::int64_t> ready_since(bool ready, std::optional<std::int64_t> 
     return since ? since : now_mono_ms;
 }
 
+const char* runtime_container_state(const ContainerStatus& cs, bool starting, bool state_unreadable) {
+    if (state_unreadable) return "unknown";
+    if (cs.state == ContainerState::Running) return "running";
+    if (cs.state == ContainerState::Terminated) return "exited";
+    if (starting) return "created";
+    return nullptr;
+}
+
 }  // namespace daemonlet

@@ -87,6 +87,22 @@ ExitAction container_exit_action(const PodRecord& pod, std::size_t index,
 // one restarting is Running.
 PodPhase pod_phase(const PodRecord& pod, const std::string& restart_policy);
 
+// kubelet_running_containers' container_state of one container, as the
+// kubelet counts its runtime's containers by kubecontainer.State
+// (pkg/kubelet/pleg/generic.go updateRunningPodAndContainerMetrics;
+// kuberuntime_container.go toKubeContainerState maps CRI's
+// CONTAINER_UNKNOWN, a state the runtime cannot tell, to "unknown"):
+//   "unknown"  the agent holds a runtime container whose state it cannot
+//              tell: the runtime reported it gone (an exit, or for CRI a
+//              container no longer running or CONTAINER_UNKNOWN) and its
+//              status (inspect, CRI ContainerStatus) has not answered yet,
+//              as while the runtime is slow or down;
+//   "running", "exited" as the status says; "created" while a start is
+//              asked for and has not reported;
+//   nullptr    no container in the runtime (waiting for a back-off, an
+//              image): the kubelet lists none, so counts none.
+const char* runtime_container_state(const ContainerStatus& cs, bool starting, bool state_unreadable);
+
 // The status of a container waiting `delay_ms` > 0 to restart: Waiting,
 // CrashLoopBackOff, and kubelet's message ("back-off 20s restarting failed
 // container=NAME", kuberuntime_manager.go doBackOff).

@@ -1,11 +1,11 @@
 #include "platform/http_server.h"
 
-#include <llhttp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <array>
 #include <cstring>
+#include <memory>
 
 #include "core/metrics.h"
 
@@ -17,11 +17,7 @@ struct HttpServer::Conn {
     HttpServer* server = nullptr;
     std::uint64_t id = 0;
     int open_handles = 2;  // tcp and deadline: freed when both have closed
-    llhttp_t parser{};
-    llhttp_settings_t settings{};
-    std::string url;
-    std::size_t received = 0;
-    bool complete = false;  // the request is in: no more reading
+    std::unique_ptr<HttpRequestReader> reader;
     bool answered = false;
     std::array<char, 4096> read_buf{};
 };
@@ -32,30 +28,6 @@ struct WriteReq {
     uv_write_t req{};
     std::string data;
 };
-
-const char* reason_phrase(int status) {
-    switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
-    }
-}
-
-int on_url(llhttp_t* p, const char* at, std::size_t n) {
-    static_cast<std::string*>(p->data)->append(at, n);
-    return 0;
-}
-
-int on_message_complete(llhttp_t* p) {
-    // One request per connection: stop here, whatever follows.
-    (void)p;
-    return HPE_PAUSED;
-}
 
 }  // namespace
 
@@ -137,11 +109,7 @@ void HttpServer::on_connection(uv_stream_t* listener, int status) {
         self->drop(c);
         return;
     }
-    llhttp_settings_init(&c->settings);
-    c->settings.on_url = on_url;
-    c->settings.on_message_complete = on_message_complete;
-    llhttp_init(&c->parser, HTTP_REQUEST, &c->settings);
-    c->parser.data = &c->url;
+    c->reader = std::make_unique<HttpRequestReader>(self->limits_.max_request_bytes);
     uv_timer_start(
         &c->deadline,
         [](uv_timer_t* t) {
@@ -159,44 +127,19 @@ void HttpServer::on_connection(uv_stream_t* listener, int status) {
             auto* conn = static_cast<Conn*>(s->data);
             HttpServer* server = conn->server;
             if (n < 0) return server->drop(conn);  // EOF or error: nothing to answer
-            if (n == 0 || conn->complete) return;
-            conn->received += static_cast<std::size_t>(n);
-            if (conn->received > server->limits_.max_request_bytes) {
-                conn->complete = true;
-                uv_read_stop(s);
-                return server->respond(conn, Reply{431, "text/plain; charset=utf-8", "request too large\n"},
-                                       false);
-            }
-            const llhttp_errno_t err = llhttp_execute(&conn->parser, buf->base, static_cast<std::size_t>(n));
-            if (err == HPE_PAUSED) {
-                conn->complete = true;
-                uv_read_stop(s);
-                const std::string method =
-                    llhttp_method_name(static_cast<llhttp_method_t>(conn->parser.method));
-                const std::string path = conn->url.substr(0, conn->url.find('?'));
-                if (method != "GET" && method != "HEAD")
-                    return server->respond(conn, Reply{405, "text/plain; charset=utf-8", "only GET\n"},
-                                           false);
-                return server->respond(conn, server->handler_(method, path), method == "HEAD");
-            }
-            if (err != HPE_OK) {
-                conn->complete = true;
-                uv_read_stop(s);
-                server->respond(
-                    conn, Reply{400, "text/plain; charset=utf-8", std::string(llhttp_errno_name(err)) + "\n"},
-                    false);
-            }
+            if (n == 0 || conn->reader->done()) return;
+            auto response = conn->reader->feed(buf->base, static_cast<std::size_t>(n), server->handler_);
+            if (!response) return;
+            uv_read_stop(s);  // the request is in (or refused): no more reading
+            server->respond(conn, std::move(*response));
         });
 }
 
-void HttpServer::respond(Conn* c, const Reply& reply, bool head) {
+void HttpServer::respond(Conn* c, std::string response) {
     if (c->answered) return;
     c->answered = true;
     auto* w = new WriteReq;
-    w->data = "HTTP/1.1 " + std::to_string(reply.status) + " " + reason_phrase(reply.status) +
-              "\r\nContent-Type: " + reply.content_type +
-              "\r\nContent-Length: " + std::to_string(reply.body.size()) + "\r\nConnection: close\r\n\r\n";
-    if (!head) w->data += reply.body;
+    w->data = std::move(response);
     w->req.data = c;
     uv_buf_t buf = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
     const std::uint64_t id = c->id;

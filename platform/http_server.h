@@ -1,7 +1,8 @@
 // A small HTTP/1.1 server on a libuv loop (uv_tcp), for the agent's
 // /metrics and /healthz. Requests are parsed by llhttp (Node.js's parser,
-// Debian's node-llhttp sources compiled in: docs/dependencies.md); what they
-// mean is the owner's Handler, which answers at once on the loop.
+// Debian's node-llhttp sources compiled in: docs/dependencies.md) in
+// http_request.h, the pure half; what they mean is the owner's Handler,
+// which answers at once on the loop.
 //
 // A slow or hostile client costs a bounded amount and never blocks the loop:
 // - at most Limits::max_clients connections; one more is accepted and closed
@@ -24,6 +25,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "platform/http_request.h"
 
 namespace daemonlet::platform {
 
@@ -34,13 +36,9 @@ class HttpServer {
         std::size_t max_clients = 16;
         std::uint64_t request_timeout_ms = 10'000;
     };
-    struct Reply {
-        int status = 200;
-        std::string content_type = "text/plain; charset=utf-8";
-        std::string body;
-    };
+    using Reply = HttpReply;
     // `path` is the request target without its query string.
-    using Handler = std::function<Reply(const std::string& method, const std::string& path)>;
+    using Handler = HttpHandler;
 
     HttpServer(uv_loop_t* loop, Limits limits, Handler handler);
     HttpServer(const HttpServer&) = delete;
@@ -62,7 +60,7 @@ class HttpServer {
     struct Conn;
     static void on_connection(uv_stream_t* server, int status);
     void drop(Conn* c);
-    void respond(Conn* c, const Reply& reply, bool head);
+    void respond(Conn* c, std::string response);
 
     uv_loop_t* loop_;
     Limits limits_;

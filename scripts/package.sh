@@ -21,6 +21,9 @@
 #   (the systemd test packages the dev build).
 #   --version  the package version (default: the project's, from CMake)
 #   --out      where the .deb files go (default build/packages)
+#   --agent F  package F as /usr/bin/daemonlet instead of the build's agent
+#              (the upgrade test's newer build: build/dev/agent/daemonlet-next,
+#              the same objects linked with another version); one --arch only
 # Environment: DAEMONLET_MAINTAINER  the Maintainer: field
 set -euo pipefail
 
@@ -29,6 +32,7 @@ cd "$repo"
 
 declare -a archs=() dirs=()
 version=""
+agent_override=""
 maintainer="${DAEMONLET_MAINTAINER:-daemonlet maintainers <daemonlet@example.org>}"
 out="$repo/build/packages"
 while (($#)); do
@@ -37,6 +41,7 @@ while (($#)); do
     --build-dir) dirs+=("$(realpath -m "$2")"); shift 2 ;;
     --version) version=$2; shift 2 ;;
     --out) out="$(realpath -m "$2")"; shift 2 ;;
+    --agent) agent_override="$(realpath -m "$2")"; shift 2 ;;
     *) echo "package.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -50,6 +55,10 @@ else
         echo "package.sh: give a --build-dir for each --arch" >&2
         exit 2
     fi
+fi
+if [[ -n $agent_override ]] && { ((${#archs[@]} != 1)) || [[ ! -x $agent_override ]]; }; then
+    echo "package.sh: --agent needs one --arch and an executable file (got ${agent_override})" >&2
+    exit 2
 fi
 for tool in dpkg-deb dpkg-shlibdeps fakeroot readelf; do
     command -v "$tool" >/dev/null || {
@@ -130,6 +139,9 @@ libstdc++ 6 libstdc++6 (>= 12)"
         local root="$stage/$pkg"
         mkdir -p "$root/DEBIAN"
         DESTDIR="$root" cmake --install "$build" --prefix /usr --component "$comp" >/dev/null
+        if [[ $comp == agent && -n $agent_override ]]; then
+            install -m 0755 "$agent_override" "$root/usr/bin/daemonlet"
+        fi
         # A component this build does not have (the CRI module of a build
         # without DAEMONLET_CRI): no package.
         if [[ -z $(find "$root" -mindepth 1 -not -path "$root/DEBIAN*" -type f -print -quit) ]]; then

@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "agent/cli/cli.h"
+#include "agent/daemon/version.h"
 #include "platform/platform_info.h"
 #include "store/sqlite_info.h"
 
@@ -14,7 +15,7 @@ int cmd_version(const std::vector<std::string>& args) {
             stdout);
         return kExitOk;
     }
-    std::printf("daemonlet %s\n", DAEMONLET_VERSION);
+    std::printf("daemonlet %s\n", daemonlet_version());
     std::printf("libraries: libuv %s, SQLite %s, libsystemd %s, libcurl %s, %s\n",
                 platform::libuv_version().c_str(), store::sqlite_version().c_str(),
                 platform::systemd_version().c_str(), platform::curl_version().c_str(),

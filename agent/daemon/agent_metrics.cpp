@@ -1,6 +1,7 @@
 // What the agent's metrics read of its state (AgentMetrics, metrics.h):
 // the gauges set when scraped, and /healthz's store check.
 #include "agent/daemon/agent.h"
+#include "core/pod_lifecycle.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -51,12 +52,12 @@ void Agent::collect_metrics(MetricRegistry& r) {
         if (p.rec.phase == PodPhase::Running) ++running_pods;
         for (std::size_t i = 0; i < p.containers.size(); ++i) {
             const ContainerStatus& cs = p.status(i);
-            if (cs.state == ContainerState::Running)
-                containers["running"] += 1;
-            else if (cs.state == ContainerState::Terminated)
-                containers["exited"] += 1;
-            else if (p.containers[i].starting)
-                containers["created"] += 1;
+            const LiveContainer& lc = p.containers[i];
+            // Held (an id) but no longer watched: its exit was reported and
+            // its status is being read (on_container_exit).
+            const bool unreadable = !lc.id.empty() && by_id_.count(lc.id) == 0;
+            if (const char* state = runtime_container_state(cs, lc.starting, unreadable))
+                containers[state] += 1;
             if (cs.state == ContainerState::Waiting && cs.reason == "CrashLoopBackOff")
                 crash_looping[{p.rec.namespace_, p.rec.daemonset}] += 1;
         }

@@ -1,5 +1,6 @@
 // The API server link: reflectors, Lease, Events on the loop (cluster_link.h).
 #include "agent/daemon/cluster_link.h"
+#include "agent/daemon/version.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -222,7 +223,7 @@ platform::HttpRequest ClusterLink::base_request(const std::string& method, const
     r.tls = tls_;
     r.http2_multiplex = true;
     r.headers.emplace_back("Accept", "application/json");
-    r.headers.emplace_back("User-Agent", "daemonlet/" DAEMONLET_VERSION);
+    r.headers.emplace_back("User-Agent", std::string("daemonlet/") + daemonlet_version());
     if (method != "GET") r.headers.emplace_back("Content-Type", "application/json");
     if (std::string t = bearer_token(); !t.empty()) r.headers.emplace_back("Authorization", "Bearer " + t);
     ++requests_;

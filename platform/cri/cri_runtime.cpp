@@ -5,7 +5,9 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -578,6 +580,17 @@ static Result<std::unique_ptr<Runtime>> make_runtime(uv_loop_s* loop, CriRuntime
         options.runtime_dir.pop_back();
     fs::create_directories(options.runtime_dir + "/logs", ec);
     if (ec) return Error{ErrorCode::Io, options.runtime_dir + "/logs: " + ec.message()};
+    // The socket of the containerd whose pods this agent runs, for the
+    // package's purge (dist/debian/postrm), which runs once the agent is
+    // gone: it stops them there by their label (kCriManagedLabel).
+    const std::string record = options.runtime_dir + "/cri-endpoint";
+    {
+        std::ofstream out(record + ".tmp", std::ios::trunc);
+        out << options.endpoint << '\n';
+        out.close();
+        if (!out || std::rename((record + ".tmp").c_str(), record.c_str()) != 0)
+            return Error{ErrorCode::Io, record + ": cannot be written"};
+    }
     auto client = make_cri_client(options.endpoint);
     if (!client) return client.error();
     return std::unique_ptr<Runtime>(new CriRuntime(loop, std::move(options), std::move(client).value()));

@@ -121,6 +121,7 @@ cat >"$cfg" <<EOF
 nodeName: it-node
 manifestDir: $man
 stateDir: $state
+metricsBindAddress: $metrics_bind
 runtime: {type: cri, endpoint: "unix://$sock"}
 fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 300ms, max: 2s}

@@ -16,6 +16,11 @@ listener=
 # satisfies a later wait.
 agent_log=$work/agent.log
 agents=0
+# metricsBindAddress of every config these scripts write: "" (no endpoint).
+# ctest runs the scripts in parallel, and agents on the default
+# 127.0.0.1:10255 would race for the port (the losers log it and run on).
+# test_metrics.sh sets a free port of its own before writing its config.
+metrics_bind='""'
 cleanup() {
     [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
     [[ -n $listener ]] && kill "$listener" 2>/dev/null
@@ -110,6 +115,7 @@ nodeLabels: $1
 nodeTaints: $2
 manifestDir: $man
 stateDir: $state
+metricsBindAddress: $metrics_bind
 fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 300ms, max: 2s}
 EOF
@@ -153,6 +159,7 @@ write_runc_config() {  # write_runc_config IMPORT_DIR
 nodeName: it-node
 manifestDir: $man
 stateDir: $state
+metricsBindAddress: $metrics_bind
 runtime: {type: runc, imageImportDir: $1}
 fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 60s, max: 120s}

@@ -18,7 +18,9 @@
 # and removes the old pod's sandbox; an image that cannot be pulled leaves
 # its pod in ErrImagePull / ImagePullBackOff with the pull's reason. A StopContainer that fails
 # (containerd down) is asked again until the container is gone. 7b: pod and
-# container securityContext as containerd gives them, seen from inside.
+# container securityContext as containerd gives them, seen from inside. 11:
+# the package's purge (dist/debian/postrm) stops the agent's pods in
+# containerd, and only those.
 # Needs root and containerd; skips without them.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -204,6 +206,36 @@ status=$?
 agent=
 [[ $status -eq 0 ]] && ok || fail "the agent exited with status $status on SIGTERM"
 grep -q 'handles still open' "$work/agent.log" && fail "the agent left libuv handles open" || ok
-[[ -n $(task_pid "$(container_id bb)") ]] && ok || fail "the container stopped with the agent"
+bb_id=$(container_id bb)
+[[ -n $(task_pid "$bb_id") ]] && ok || fail "the container stopped with the agent"
+
+# 11. The package's purge, the agent's binary gone (dist/debian/postrm's
+# stop_cri_pods: crictl where installed, else ctr, as here): the pods the
+# agent ran are stopped, found through the endpoint it recorded and their
+# label io.daemonlet.managed; a container of containerd's not the agent's
+# runs on.
+[[ $(cat "$state/runtime/cri-endpoint" 2>/dev/null) == "unix://$sock" ]] && ok ||
+    fail "the agent did not record its endpoint in $state/runtime/cri-endpoint"
+c run -d --snapshotter native docker.io/library/busybox:latest "other-$$" sleep 600 >/dev/null 2>&1
+other_runs() { [[ -n $(task_pid "other-$$") ]]; }
+wait_for "a container not the agent's runs" 10 other_runs
+running_managed() {
+    local id n=0
+    for id in $(c containers ls -q 'labels."io.daemonlet.managed"==true' 2>/dev/null); do
+        [[ -n $(task_pid "$id") ]] && n=$((n + 1))
+    done
+    echo "$n"
+}
+[[ $(running_managed) -ge 2 ]] && ok || fail "before the purge: $(running_managed) managed tasks run, not bb's sandbox and container"
+(
+    # postrm stops here when sourced with this set: its functions only.
+    DAEMONLET_POSTRM_FUNCTIONS=1
+    # shellcheck source=dist/debian/postrm
+    . "$here/../../dist/debian/postrm"
+    PATH=$(dirname "$ctr_bin"):/usr/bin:/bin stop_cri_pods "$state"
+)
+[[ $(running_managed) -eq 0 ]] && ok || fail "after the purge's stop_cri_pods: $(running_managed) managed tasks still run"
+other_runs && ok || fail "the purge stopped a container that is not the agent's"
+c tasks kill --signal SIGKILL "other-$$" >/dev/null 2>&1
 
 finish

@@ -36,6 +36,7 @@ cat >"$cfg" <<EOF
 nodeName: it-node
 manifestDir: $man
 stateDir: $state
+metricsBindAddress: $metrics_bind
 runtime: {type: cri, endpoint: "unix://$sock", imageImportDir: $import, snapshotter: native}
 fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 60s, max: 120s}

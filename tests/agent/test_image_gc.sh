@@ -43,6 +43,7 @@ cat >"$cfg" <<CONFIG
 nodeName: it-node
 manifestDir: $man
 stateDir: $state
+metricsBindAddress: $metrics_bind
 runtime: {type: runc, imageImportDir: $import, rootfs: copy,
           imageGC: {highThresholdPercent: 1, lowThresholdPercent: 0, minimumAgeSeconds: 0}}
 fileCheckFrequency: 2s

@@ -49,9 +49,9 @@ wait_for "the API server listens" 5 test -s "$work/port"
 port=$(cat "$work/port")
 write_kubeconfig "$work/kubeconfig" "$port"
 
+metrics_bind=127.0.0.1:$mport
 write_config "{board: \"true\"}" "[]"
 cat >>"$cfg" <<EOF
-metricsBindAddress: 127.0.0.1:$mport
 apiServer:
   kubeconfig: $work/kubeconfig
   requestTimeout: 3s

@@ -193,6 +193,7 @@ cat >"$cfg" <<EOF
 nodeName: it-node
 manifestDir: $man
 stateDir: $state
+metricsBindAddress: $metrics_bind
 runtime: {type: runc, registryAuthFile: $work/auth.json, registryCertsDir: $certs}
 fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 1s, max: 2s}

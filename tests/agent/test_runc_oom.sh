@@ -26,6 +26,7 @@ cat >"$cfg" <<EOF
 nodeName: it-node
 manifestDir: $man
 stateDir: $state
+metricsBindAddress: $metrics_bind
 runtime: {type: runc, imageImportDir: $import}
 fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 500ms, max: 2s}

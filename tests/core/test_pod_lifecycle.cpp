@@ -466,3 +466,37 @@ TEST(PodLifecycle, RejectedPodStaysFailedWithItsReason) {
     STRCMP_EQUAL("Failed", to_string(pod.phase));
     STRCMP_EQUAL("NodeAffinity", pod_columns(pod).status.c_str());
 }
+
+// kubelet_running_containers' container_state: each row names the kubelet
+// rule it pins (pleg/generic.go updateRunningPodAndContainerMetrics counts
+// the runtime's containers by kubecontainer.State; kuberuntime_container.go
+// toKubeContainerState maps CRI's states, CONTAINER_UNKNOWN to unknown).
+TEST(PodLifecycle, RuntimeContainerStateAsTheKubeletCountsIt) {
+    struct Row {
+        const char* name;
+        ContainerState state;
+        bool starting;
+        bool unreadable;
+        const char* want;  // nullptr: not counted
+    };
+    const Row rows[] = {
+        {"toKubeContainerState: CONTAINER_RUNNING is running", ContainerState::Running, false, false,
+         "running"},
+        {"toKubeContainerState: CONTAINER_EXITED is exited", ContainerState::Terminated, false, false,
+         "exited"},
+        {"toKubeContainerState: CONTAINER_CREATED (a start in flight) is created", ContainerState::Waiting,
+         true, false, "created"},
+        {"updateRunningPodAndContainerMetrics: a container waiting for its back-off is not in the runtime",
+         ContainerState::Waiting, false, false, nullptr},
+        {"toKubeContainerState: CONTAINER_UNKNOWN, a running container whose status is not read, is unknown",
+         ContainerState::Running, false, true, "unknown"},
+        {"toKubeContainerState: unknown wins over a start asked again", ContainerState::Waiting, true, true,
+         "unknown"},
+    };
+    for (const Row& row : rows) {
+        ContainerStatus cs;
+        cs.state = row.state;
+        const char* got = runtime_container_state(cs, row.starting, row.unreadable);
+        STRCMP_EQUAL_TEXT(row.want ? row.want : "(none)", got ? got : "(none)", row.name);
+    }
+}

@@ -6,8 +6,10 @@
 # the running systemd:
 #   - installing enables and starts the service with the default
 #     configuration (a conffile), and a DaemonSet dropped in runs;
-#   - upgrading (dpkg -i of a newer version) replaces the binaries and
-#     restarts the agent, and the pod keeps its process: zero restarts; an
+#   - upgrading (dpkg -i of a newer build: daemonlet-next, the build's objects
+#     linked with the version VERSION+upgrade1, packaged as that version)
+#     replaces the binaries and restarts the agent (`daemonlet version` says
+#     the new version), and the pod keeps its process: zero restarts; an
 #     edited configuration is kept;
 #   - removing stops the agent and leaves the configuration and the pods'
 #     state (the pod keeps running, as after `systemctl stop`);
@@ -15,8 +17,10 @@
 # Every wait is a predicate polled until a deadline.
 #
 # usage: tests/systemd/nspawn_package.sh [BUILD_DIR]
-#   BUILD_DIR  a configured amd64 build with daemonlet and daemonlet-shim built
-#              (default build/dev)
+#   BUILD_DIR  a configured amd64 build with daemonlet, daemonlet-next and
+#              daemonlet-shim built (default build/dev; scripts/test.sh's
+#              systemd step builds daemonlet-next, else
+#              `cmake --build BUILD_DIR --target daemonlet-next`)
 # Environment: as nspawn_boot.sh (DAEMONLET_NSPAWN_CACHE, DAEMONLET_DEBIAN_MIRROR).
 # Prints "SKIPPED: reason" and exits 0 only when this machine cannot run a
 # container; any other problem is a failure.
@@ -27,19 +31,22 @@ set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=tests/systemd/debian_tree.sh
 source "$repo/tests/systemd/debian_tree.sh"
-need_build "${1:-$repo/build/dev}" agent/daemonlet platform/daemonlet-shim
+need_build "${1:-$repo/build/dev}" agent/daemonlet agent/daemonlet-next platform/daemonlet-shim
 cache="${DAEMONLET_NSPAWN_CACHE:-$repo/build/nspawn-rootfs}"
 
 need_tools "scripts/setup.sh installs dpkg-dev and fakeroot" dpkg-deb dpkg-shlibdeps fakeroot
 nspawn_run "${BASH_SOURCE[0]}"
 
-# ---- Two versions of the package, from the same build. ----
+# ---- Two builds of the package: the agent, and daemonlet-next (the same
+# objects linked with version $version+upgrade1) as the newer version. ----
 version="$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")"
 for v in "$version" "$version+upgrade1"; do
-    if ! "$repo/scripts/package.sh" --arch amd64 --build-dir "$build" --version "$v" --out "$run/packages/$v" \
-        >"$run/package.log" 2>&1; then
+    agent_arg=()
+    [[ $v == "$version" ]] || agent_arg=(--agent "$build/agent/daemonlet-next")
+    if ! "$repo/scripts/package.sh" --arch amd64 --build-dir "$build" --version "$v" "${agent_arg[@]}" \
+        --out "$run/packages/$v" >"$run/package.log" 2>&1; then
         cat "$run/package.log"
-        echo "FAIL: scripts/package.sh --arch amd64 --build-dir $build --version $v"
+        echo "FAIL: scripts/package.sh --arch amd64 --build-dir $build --version $v ${agent_arg[*]}"
         exit 1
     fi
 done
@@ -73,6 +80,8 @@ fi
 # 1. Install: enabled and started, with the default configuration.
 check "dpkg -i installs the package" dpkg_in -i /var/cache/daemonlet-test/old.deb
 check "...version $version installed" test "$(pkg_version)" = "$version ii "
+agent_version() { ct daemonlet version | head -1; }
+check "...daemonlet version says $version" test "$(agent_version)" = "daemonlet $version"
 check "...the service is enabled" enabled
 wait_for "...and active (running)" 60 is_running || diagnose
 check "...the configuration is a conffile" grep -q '^ /etc/daemonlet/config.yaml ' <<<"$(ct dpkg-query -W -f '${Conffiles}\n' daemonlet)"
@@ -88,6 +97,8 @@ main="$(prop MainPID)"
 echo "# edited by the operator" >>"$root/etc/daemonlet/config.yaml"
 check "dpkg -i of $version+upgrade1 upgrades" dpkg_in -i /var/cache/daemonlet-test/new.deb
 check "...version $version+upgrade1 installed" test "$(pkg_version)" = "$version+upgrade1 ii "
+check "...daemonlet version says the newer build's $version+upgrade1" \
+    test "$(agent_version)" = "daemonlet $version+upgrade1"
 restarted_from() { is_running && [[ $(prop MainPID) != "$1" ]]; }
 wait_for "...the agent restarted: active (running), a new main process" 60 restarted_from "$main"
 check "...the edited configuration kept" grep -qx '# edited by the operator' "$root/etc/daemonlet/config.yaml"
