@@ -25,6 +25,24 @@ bool within(const std::optional<std::int64_t>& last, std::int64_t now_ms, std::i
     return last && now_ms - *last < period_ms;
 }
 
+// Equal as JSON values: objects whatever the order of their keys (Json
+// keeps the order; the API server sends its own, the Go fields' order).
+bool same(const Json& a, const Json& b) {
+    if (a.is_object() && b.is_object()) {
+        if (a.size() != b.size()) return false;
+        for (auto it = a.begin(); it != a.end(); ++it)
+            if (!b.contains(it.key()) || !same(it.value(), b[it.key()])) return false;
+        return true;
+    }
+    if (a.is_array() && b.is_array()) {
+        if (a.size() != b.size()) return false;
+        for (std::size_t i = 0; i < a.size(); ++i)
+            if (!same(a[i], b[i])) return false;
+        return true;
+    }
+    return a == b;
+}
+
 const Json* find_condition(const Json* node, const std::string& type) {
     if (!node || !node->is_object() || !node->contains("status")) return nullptr;
     const Json& st = (*node)["status"];
@@ -69,7 +87,7 @@ Json merge_diff(const Json& have, const Json& want) {
     Json out = Json::object();
     for (auto it = want.begin(); it != want.end(); ++it) {
         const Json* h = have.is_object() && have.contains(it.key()) ? &have[it.key()] : nullptr;
-        if (h && *h == it.value()) continue;
+        if (h && same(*h, it.value())) continue;
         if (h && h->is_object() && it.value().is_object()) {
             Json d = merge_diff(*h, it.value());
             if (!d.empty()) out[it.key()] = std::move(d);
@@ -195,7 +213,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
             ? old_meta["labels"]
             : empty;
     for (const auto& [k, v] : reconcile)
-        if (!old_labels.contains(k) || old_labels[k] != v) patch["metadata"]["labels"][k] = v;
+        if (!old_labels.contains(k) || !same(old_labels[k], Json(v))) patch["metadata"]["labels"][k] = v;
 
     const Json& old_status =
         old_node.is_object() && old_node.contains("status") && old_node["status"].is_object()
@@ -205,7 +223,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
     for (auto it = status.begin(); it != status.end(); ++it) {
         const std::string& key = it.key();
         const Json* have = old_status.contains(key) ? &old_status[key] : nullptr;
-        if (have && *have == it.value()) continue;
+        if (have && same(*have, it.value())) continue;
         if (key == "conditions") {
             // patchMergeKey type: only the conditions that differ, and the
             // order of them all.
@@ -213,7 +231,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
             for (const Json& c : it.value()) {
                 order.push_back({{"type", c["type"]}});
                 const Json* o = find_condition(&old_node, c["type"].get<std::string>());
-                if (!o || *o != c) changed.push_back(c);
+                if (!o || !same(*o, c)) changed.push_back(c);
             }
             if (changed.empty()) continue;
             st["$setElementOrder/conditions"] = std::move(order);
@@ -237,7 +255,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
 }
 
 bool node_status_changed(const Json& last_posted, const Json& status) {
-    return strip_heartbeats(last_posted) != strip_heartbeats(status);
+    return !same(strip_heartbeats(last_posted), strip_heartbeats(status));
 }
 
 bool status_report_due(bool changed, std::optional<std::int64_t> last_report_ms, std::int64_t now_ms) {
