@@ -415,8 +415,9 @@ void ClusterLink::announce() {
         log(Level::Notice, "API server " + endpoint_.server + ": connected");
         // Back from an outage: the node lifecycle controller may have set
         // Ready Unknown meanwhile; post the status now, not at the next
-        // change or in 5 minutes.
-        if (node_timer_) {
+        // change or in 5 minutes. (The first connection follows the
+        // registration or post of the first tick.)
+        if (node_timer_ && link_.transitions() > 1) {
             node_post_now_ = true;
             uv_timer_start(
                 node_timer_, [](uv_timer_t* t) { static_cast<ClusterLink*>(t->data)->node_tick(); }, 0,
