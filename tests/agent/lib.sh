@@ -174,6 +174,20 @@ finish() {
     [[ $failed -eq 0 ]]
 }
 
+# start_test_apiserver: tests/apiserver/fake_apiserver ($FAKE_APISERVER) on a
+# free loopback port with a self-signed certificate ($work/cert.pem) and the
+# token s3cret; sets $fake (its pid) and $port.
+start_test_apiserver() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" \
+        -out "$work/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
+        -days 2 2>/dev/null
+    "${FAKE_APISERVER:?}" --cert "$work/cert.pem" --key "$work/key.pem" --port-file "$work/port" \
+        --token s3cret --bookmark-ms 500 >>"$work/fake.log" 2>&1 &
+    fake=$!
+    wait_for "the API server listens" 5 test -s "$work/port"
+    port=$(cat "$work/port")
+}
+
 # write_kubeconfig FILE PORT: a kubeconfig for the test API server on
 # loopback PORT (its CA in $work/cert.pem, token s3cret), private to root.
 write_kubeconfig() {  # write_kubeconfig FILE PORT
