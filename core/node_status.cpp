@@ -43,12 +43,20 @@ bool same(const Json& a, const Json& b) {
     return a == b;
 }
 
+// A string field of an object from the server; "" when absent or not a
+// string (Json::value would throw on another type).
+std::string text(const Json& o, const char* key) {
+    if (!o.is_object()) return {};
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 const Json* find_condition(const Json* node, const std::string& type) {
     if (!node || !node->is_object() || !node->contains("status")) return nullptr;
     const Json& st = (*node)["status"];
     if (!st.is_object() || !st.contains("conditions") || !st["conditions"].is_array()) return nullptr;
     for (const Json& c : st["conditions"])
-        if (c.is_object() && c.value("type", "") == type) return &c;
+        if (text(c, "type") == type) return &c;
     return nullptr;
 }
 
@@ -58,7 +66,7 @@ Json condition(const Json* current, const char* type, bool is_true, const char* 
                const std::string& message, const std::string& now) {
     const std::string status = is_true ? "True" : "False";
     std::string transition = now;
-    if (const Json* old = find_condition(current, type); old && old->value("status", "") == status &&
+    if (const Json* old = find_condition(current, type); old && text(*old, "status") == status &&
                                                          old->contains("lastTransitionTime") &&
                                                          (*old)["lastTransitionTime"].is_string())
         transition = (*old)["lastTransitionTime"].get<std::string>();
@@ -77,7 +85,7 @@ Json strip_heartbeats(Json status) {
     for (Json& c : cs)
         if (c.is_object()) c.erase("lastHeartbeatTime");
     std::sort(cs.begin(), cs.end(),
-              [](const Json& a, const Json& b) { return a.value("type", "") < b.value("type", ""); });
+              [](const Json& a, const Json& b) { return text(a, "type") < text(b, "type"); });
     return status;
 }
 

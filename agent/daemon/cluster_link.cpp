@@ -573,7 +573,10 @@ Json ClusterLink::status() const {
         {"events", {{"queued", events_.size()}, {"sent", events_sent_}, {"dropped", events_.dropped()}}},
         {"nodeStatus",
          config_.register_node
-             ? Json{{"registered", node_registered_}, {"posts", node_posts_}, {"lastError", node_error_}}
+             ? Json{{"registered", node_registered_},
+                    {"posts", node_posts_},
+                    {"posted", node_posted_wall_ms_ ? rfc3339(node_posted_wall_ms_) : std::string()},
+                    {"lastError", node_error_}}
              : Json()},
         {"requests", requests_},
         {"bytesReceived", bytes_in_}};

@@ -172,6 +172,7 @@ class ClusterLink {
     bool node_registered_ = false;  // created by us, or found: PATCH from now on
     Json node_posted_;              // status last posted; null: none yet
     std::optional<std::int64_t> node_posted_ms_;
+    std::int64_t node_posted_wall_ms_ = 0;  // for `daemonlet status`
     bool node_post_now_ = true;
     std::string node_error_;
     std::uint64_t node_posts_ = 0;

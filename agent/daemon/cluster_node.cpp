@@ -72,6 +72,7 @@ void ClusterLink::node_posted(Json status) {
         log(Level::Notice, "API server: the Node " + node_name_ + "'s status is posted again");
     node_posted_ = std::move(status);
     node_posted_ms_ = now_ms();
+    node_posted_wall_ms_ = clock_.wall_ms();
     node_post_now_ = false;
     node_error_.clear();
     ++node_posts_;

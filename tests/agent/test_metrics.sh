@@ -9,7 +9,7 @@
 # right or a deadline passes; no fixed sleep.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-srv=${FAKE_APISERVER:?}
+: "${FAKE_APISERVER:?}"
 for tool in prometheus promtool jq curl ss openssl; do
     command -v "$tool" >/dev/null || {
         echo "$tool is missing (scripts/setup.sh installs it)"

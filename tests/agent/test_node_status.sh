@@ -74,6 +74,15 @@ check "nodeInfo" '.status.nodeInfo | (.kubeletVersion | startswith("v1.30.0-daem
     echo "FAIL: the Node was not created exactly once: $(writes create)"
     exit 1
 }
+"$dl" status -o json --config "$cfg" | jq -e '.apiServer.nodeStatus | .registered and .posts >= 1 and .lastError == ""' >/dev/null || {
+    echo "FAIL: daemonlet status does not say the Node is registered: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.nodeStatus)"
+    exit 1
+}
+"$dl" status --config "$cfg" | grep -q "^  Node:       it-node registered, status posted 20" || {
+    echo "FAIL: daemonlet status's Node line: $("$dl" status --config "$cfg" | grep Node)"
+    exit 1
+}
+echo "ok: daemonlet status says the Node is registered"
 
 # 2. An admin's label (kubectl label: a merge patch of the Node) stays after
 # the agent's next status post, which a restart makes at once.

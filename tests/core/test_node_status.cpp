@@ -191,6 +191,21 @@ TEST(NodeStatus, ReadyConditionTurnsFalseWithTheRuntimeAndKeepsItsTransitionTime
     CHECK(cond(down, "Ready")["lastTransitionTime"] == cond(down, "Ready")["lastHeartbeatTime"]);
 }
 
+TEST(NodeStatus, AMalformedNodeFromTheServerIsTakenAsNoConditions) {
+    // Whatever the server sends: wrong types are no condition, never a throw.
+    for (const char* text :
+         {R"({"status":{"conditions":[{"type":1,"status":true},"x",{"type":"Ready","status":5,
+             "lastTransitionTime":7}]},"metadata":{"labels":[]}})",
+          R"({"status":[]})", R"([])", R"({"status":{"conditions":{"type":"Ready"}}})"}) {
+        Json node = Json::parse(text);
+        Json st = node_status(input(), &node, 1'700'000'000'000);
+        STRCMP_EQUAL(rfc3339(1'700'000'000'000).c_str(),
+                     cond(st, "Ready")["lastTransitionTime"].get<std::string>().c_str());
+        Json patch = node_status_patch(node, st, {{"kubernetes.io/os", "linux"}});
+        CHECK(patch["status"]["conditions"].size() == 4);
+    }
+}
+
 TEST(NodeStatus, ReadyAfterTheControllersUnknownIsATransition) {
     // ReadyCondition: a status other than the server's (Unknown, set by the
     // node lifecycle controller) is a transition at now.
