@@ -220,10 +220,12 @@ NodeStatusInput Agent::measure_node_status() {
     in.facts.kernel_version = facts.kernel_version;
     in.facts.os_image = facts.os_image;
     in.facts.architecture = goarch_from_machine(platform::machine());
-    // "<runtime>://<version>" as CRI's Version answers; the exec runtime is
-    // daemonlet's own.
-    in.facts.container_runtime_version = std::string(runtime_ ? runtime_->name() : "exec") + "://" +
-                                         (config_.runtime_type == "exec" ? DAEMONLET_VERSION : "");
+    // "<runtime>://<version>" as the CRI's Version answers (cri); the exec
+    // runtime is daemonlet's own; runc's version is not asked (runc://).
+    in.facts.container_runtime_version = runtime_ ? runtime_->version_string() : std::string();
+    if (in.facts.container_runtime_version.empty())
+        in.facts.container_runtime_version = std::string(runtime_ ? runtime_->name() : "exec") + "://" +
+                                             (config_.runtime_type == "exec" ? DAEMONLET_VERSION : "");
     in.facts.kubelet_version = kubelet_version_string(DAEMONLET_VERSION);
     if (node_ips_) in.ips = node_ips_->ips();
     in.hostname = node_.metadata.name;
