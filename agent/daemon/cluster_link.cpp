@@ -417,12 +417,7 @@ void ClusterLink::announce() {
         // Ready Unknown meanwhile; post the status now, not at the next
         // change or in 5 minutes. (The first connection follows the
         // registration or post of the first tick.)
-        if (node_timer_ && link_.transitions() > 1) {
-            node_post_now_ = true;
-            uv_timer_start(
-                node_timer_, [](uv_timer_t* t) { static_cast<ClusterLink*>(t->data)->node_tick(); }, 0,
-                kNodeStatusUpdateMs);
-        }
+        if (link_.transitions() > 1) post_node_status_now();
     } else {
         log(Level::Warning, "API server " + endpoint_.server + ": disconnected (" + link_.last_error() +
                                 "); pods keep running from the cache and the manifest directory");
@@ -505,6 +500,10 @@ void ClusterLink::on_lease(const std::string& method, Result<platform::HttpRespo
         return;
     }
     if (resp.status == 404) {
+        // Our Lease, renewed before, is gone: a server that lost its state
+        // (or an admin's cleanup) may have lost the Node too; it is read and
+        // registered again now, not in 5 minutes.
+        if (lease_renewed_wall_ms_ != 0) post_node_status_now();
         lease_resource_version_ = "-";
         renew_lease();
         return;

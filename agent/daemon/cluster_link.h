@@ -135,6 +135,7 @@ class ClusterLink {
     void arm_link_timer();
     // registerNode (cluster_node.cpp)
     void node_tick();
+    void post_node_status_now();
     void get_node();
     void register_node(const Json& status);
     void patch_node_status(const Json& server_node, const Labels& reconcile);

@@ -38,6 +38,15 @@ Labels labels_of(const Json& node, const std::vector<std::string>& keys) {
 
 }  // namespace
 
+// The next tick now, and a post whatever changed.
+void ClusterLink::post_node_status_now() {
+    if (!node_timer_ || closed_) return;
+    node_post_now_ = true;
+    uv_timer_start(
+        node_timer_, [](uv_timer_t* t) { static_cast<ClusterLink*>(t->data)->node_tick(); }, 0,
+        kNodeStatusUpdateMs);
+}
+
 void ClusterLink::node_tick() {
     if (closed_ || node_inflight_ || !hooks_.node_status) return;
     if (!node_registered_) return get_node();

@@ -10,7 +10,8 @@
 #      adds with `kubectl label` stays after the next status post;
 #   3. a board back from an outage posts Ready at once, over the node
 #      lifecycle controller's NotReady (the controller's removal of the
-#      unreachable taint is a later step of issue 14: the taint stays here).
+#      unreachable taint is a later step of issue 14: the taint stays here);
+#   4. a fresh API server gets the Node again within a Lease period.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v jq >/dev/null || {
@@ -39,8 +40,17 @@ apiServer:
     - {key: daemonlet.io/board, effect: NoSchedule}
 EOF
 k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
-node() { k get nodes -o json | jq -c '.items[] | select(.metadata.name == "it-node")'; }
-ready() { node | jq -e '.status.conditions[] | select(.type == "Ready") | .status == "True"' >/dev/null; }
+# The Node as kubectl lists it; fails when there is none (jq 1.6's -e
+# succeeds on empty input, so every predicate checks for an object first).
+node() {
+    local out
+    out=$(k get nodes -o json | jq -c '.items[] | select(.metadata.name == "it-node")') && [[ -n $out ]] &&
+        echo "$out"
+}
+ready() {
+    local n
+    n=$(node) && jq -e '[.status.conditions[] | select(.type == "Ready")] == [.status.conditions[] | select(.type == "Ready" and .status == "True")] and any(.status.conditions[]; .type == "Ready")' <<<"$n" >/dev/null
+}
 writes() { curl -sS --max-time 5 --cacert "$work/cert.pem" "https://127.0.0.1:$port/_control/stats" | jq -r ".nodeWrites[\"$1\"] // 0"; }
 export -f k node ready writes
 export work port
@@ -49,7 +59,7 @@ start_agent
 wait_for "kubectl shows the Node Ready" 10 ready
 n=$(node)
 check() {  # check WHAT JQ_EXPR: the Node as kubectl printed it satisfies JQ_EXPR
-    if jq -e "$2" <<<"$n" >/dev/null; then
+    if [[ -n $n ]] && jq -e "$2" <<<"$n" >/dev/null; then
         echo "ok: $1"
     else
         echo "FAIL: $1: $(jq -c "$2" <<<"$n" 2>&1); the Node: $n"
@@ -91,6 +101,10 @@ k label node it-node admin=yes >/dev/null || {
     exit 1
 }
 posts=$(writes status)
+[[ -n $posts ]] || {
+    echo "FAIL: the test API server's stats are unreadable"
+    exit 1
+}
 # 3. The agent stopped; the node lifecycle controller's view of a silent
 # node: Ready Unknown and the unreachable taints.
 kill -9 "$agent"
@@ -125,4 +139,14 @@ echo "ok: the status patch has only what differs"
     echo "FAIL: the Node was created again"
     exit 1
 }
+# 4. A fresh API server (one that lost its state): the agent's next Lease
+# renewal finds no Lease (404), so it reads its Node at once, finds none, and
+# registers it again: within a Lease period (10 s), not at the 5-minute post.
+kill "$fake"
+wait "$fake" 2>/dev/null
+start_test_apiserver "$port"
+wait_for "the agent registers its Node with a fresh server" 15 ready
+n=$(node)
+check "registered again with its labels and taints" \
+    '.metadata.labels.board == "true" and .spec.taints == [{"key": "daemonlet.io/board", "effect": "NoSchedule"}]'
 echo "PASS"
