@@ -117,12 +117,15 @@ std::string resolve(const std::string& base, const std::string& p) {
     return base + (base.back() == '/' ? "" : "/") + p;
 }
 
+void parse_taints(ConfigReader& r, const Json& v, const std::string& key, std::vector<Taint>& out);
+
 void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_dir, ApiServerConfig& a) {
     if (!v.is_object()) return r.error("apiServer", "expected {kubeconfig: PATH} or {inCluster: true}");
     a.enabled = true;
-    r.unknown_keys(v, "apiServer.",
-                   {"kubeconfig", "inCluster", "serviceAccountDir", "context", "namespaces", "labelSelector",
-                    "nodeFromCluster", "leaseNamespace", "requestTimeout"});
+    r.unknown_keys(
+        v, "apiServer.",
+        {"kubeconfig", "inCluster", "serviceAccountDir", "context", "namespaces", "labelSelector",
+         "nodeFromCluster", "leaseNamespace", "requestTimeout", "registerNode", "registerWithTaints"});
     auto boolean = [&](const char* key, bool& out) {
         if (!v.contains(key)) return;
         if (!v[key].is_boolean()) return r.error(std::string("apiServer.") + key, "expected true or false");
@@ -136,6 +139,9 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
     path("serviceAccountDir", a.service_account_dir);
     boolean("inCluster", a.in_cluster);
     boolean("nodeFromCluster", a.node_from_cluster);
+    boolean("registerNode", a.register_node);
+    if (v.contains("registerWithTaints"))
+        parse_taints(r, v["registerWithTaints"], "apiServer.registerWithTaints", a.register_with_taints);
     if (v.contains("context")) r.string(v["context"], "apiServer.context", a.context);
     if (v.contains("labelSelector"))
         r.string(v["labelSelector"], "apiServer.labelSelector", a.label_selector);
@@ -216,10 +222,12 @@ void parse_insecure_registries(ConfigReader& r, const Json& v, AgentConfig& c) {
     }
 }
 
-void parse_taints(ConfigReader& r, const Json& v, AgentConfig& c) {
-    if (!v.is_array()) return r.error("nodeTaints", "expected a list of {key, value, effect}");
+// nodeTaints and apiServer.registerWithTaints: a list of {key, value, effect}
+// as a Node's spec.taints is validated (ValidateNodeSpec's taints rules).
+void parse_taints(ConfigReader& r, const Json& v, const std::string& key, std::vector<Taint>& out) {
+    if (!v.is_array()) return r.error(key, "expected a list of {key, value, effect}");
     for (std::size_t i = 0; i < v.size(); ++i) {
-        const std::string p = "nodeTaints[" + std::to_string(i) + "]";
+        const std::string p = key + "[" + std::to_string(i) + "]";
         const Json& t = v[i];
         if (!t.is_object()) {
             r.error(p, "expected {key, value, effect}");
@@ -236,10 +244,10 @@ void parse_taints(ConfigReader& r, const Json& v, AgentConfig& c) {
             r.error(p + ".effect",
                     "Unsupported value: " + render_string(taint.effect) +
                         ": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"");
-        for (const auto& other : c.node_taints)
+        for (const auto& other : out)
             if (other.key == taint.key && other.effect == taint.effect)
                 r.error(p, "taints must be unique by key and effect pair");
-        c.node_taints.push_back(std::move(taint));
+        out.push_back(std::move(taint));
     }
 }
 
@@ -304,7 +312,7 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             else
                 c.node_ips = std::move(ips).value();
         } else if (k == "nodeTaints") {
-            parse_taints(r, v, c);
+            parse_taints(r, v, k, c.node_taints);
         } else if (k == "nodeUnschedulable") {
             if (!v.is_boolean())
                 r.error(k, "expected true or false");

@@ -37,6 +37,9 @@
 //     namespaces: [kube-system]    # default: all
 //     labelSelector: "edge=true"   # only these DaemonSets
 //     nodeFromCluster: false       # labels, taints from the Node object
+//     registerNode: false          # create the Node, post its status (kubelet's)
+//     registerWithTaints:          # the new Node's taints
+//       - {key: daemonlet.io/board, effect: NoSchedule}
 //     leaseNamespace: kube-node-lease
 //
 // Unknown keys and bad values are errors naming the key's path; an agent
@@ -70,6 +73,11 @@ struct ApiServerConfig {
     }
     std::string label_selector;
     bool node_from_cluster = false;
+    // registerNode: the agent registers the board's Node and keeps its
+    // status, as the kubelet (core/node_status.h); registerWithTaints: the
+    // taints the Node is created with (kubelet's --register-with-taints).
+    bool register_node = false;
+    std::vector<Taint> register_with_taints;
     std::string lease_namespace = "kube-node-lease";
     // A list page, a Lease renewal, an Event: each gives up after this (a
     // watch lasts its timeoutSeconds). kube-apiserver's own limit is 60 s.

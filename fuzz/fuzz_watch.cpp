@@ -1,10 +1,12 @@
 // libFuzzer target: what the API server sends, as the cluster source reads
 // it: a watch stream (split at an arbitrary point, as chunks arrive) fed to
-// the reflector, and the same bytes as a list page.
+// the reflector, the same bytes as a list page, and as the board's Node read
+// before a status post (registerNode: core/node_status.h).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "core/node_status.h"
 #include "core/reflector.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -13,7 +15,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Reflector r({"/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet", "", "", 500});
     (void)r.begin(0, 0.5);
     Json page = Json::parse(in, nullptr, false);
-    if (!page.is_discarded()) (void)r.on_list_page(page);
+    if (!page.is_discarded()) {
+        (void)r.on_list_page(page);
+        NodeStatusInput node;
+        node.ips = {"192.168.1.20"};
+        node.hostname = "board";
+        Json status = node_status(node, &page, 1'700'000'000'000);
+        (void)node_status_patch(page, status, {{"kubernetes.io/os", "linux"}});
+        (void)node_status_changed(page, status);
+    }
     (void)r.begin(1, 0.5);
     WatchDecoder d(64 * 1024);
     std::size_t cut = size ? data[0] % (size + 1) : 0;

@@ -129,6 +129,10 @@ class Runtime {
     // loop attaches it itself; attaching it again is harmless.
     void attach_loop(uv_loop_s* loop) { loop_for_done_ = loop; }
 
+    // nodeInfo.containerRuntimeVersion: "<name>://<version>" as the CRI's
+    // Version answers it (the kubelet's format); empty when unknown.
+    virtual std::string version_string() const { return {}; }
+
     // Every container whose state is under the runtime's state directory,
     // running or exited: what the agent re-adopts after a restart. Running
     // ones are watched again, so their exit reaches the handler.

@@ -1,8 +1,17 @@
 #include "platform/system_info.h"
 
+#include <sys/statvfs.h>
+#include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/strings.h"
+#include "platform/file.h"
 
 namespace daemonlet::platform {
 
@@ -37,6 +46,90 @@ std::int64_t online_cpus() {
 std::int64_t memory_bytes() {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
     return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
+}
+
+}  // namespace daemonlet::platform
+
+namespace daemonlet::platform {
+
+namespace {
+
+constexpr std::size_t kSmallFile = 64 * 1024;
+
+std::string first_line(const std::string& path) {
+    auto r = read_file(path, kSmallFile);
+    if (!r.ok()) return {};
+    std::string s = std::move(r).value();
+    return trim(s.substr(0, s.find('\n')));
+}
+
+std::int64_t number_in(const std::string& path) {
+    std::string s = first_line(path);
+    char* end = nullptr;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    return end != s.c_str() && v > 0 ? static_cast<std::int64_t>(v) : 0;
+}
+
+}  // namespace
+
+MemoryInfo read_memory_info() {
+    MemoryInfo out;
+    auto r = read_file("/proc/meminfo", kSmallFile);
+    if (!r.ok()) return out;
+    std::istringstream in(r.value());
+    std::string key;
+    long long kib = 0;
+    std::string unit;
+    while (in >> key >> kib) {
+        std::getline(in, unit);
+        if (key == "MemTotal:") out.total = static_cast<std::int64_t>(kib) * 1024;
+        if (key == "MemAvailable:") out.available = static_cast<std::int64_t>(kib) * 1024;
+    }
+    return out;
+}
+
+FsInfo read_fs_info(const std::string& path) {
+    FsInfo out;
+    struct statvfs st {};
+    if (::statvfs(path.c_str(), &st) != 0) return out;
+    const auto frsize = static_cast<std::int64_t>(st.f_frsize);
+    out.capacity = static_cast<std::int64_t>(st.f_blocks) * frsize;
+    out.available = static_cast<std::int64_t>(st.f_bavail) * frsize;
+    out.inodes = static_cast<std::int64_t>(st.f_files);
+    out.inodes_free = static_cast<std::int64_t>(st.f_ffree);
+    return out;
+}
+
+PidInfo read_pid_info() {
+    PidInfo out;
+    out.max = number_in("/proc/sys/kernel/pid_max");
+    if (std::int64_t threads = number_in("/proc/sys/kernel/threads-max"); threads > 0)
+        out.max = out.max > 0 ? std::min(out.max, threads) : threads;
+    struct sysinfo si {};
+    if (::sysinfo(&si) == 0) out.running = si.procs;
+    return out;
+}
+
+HostFacts read_host_facts() {
+    HostFacts f;
+    f.machine_id = first_line("/etc/machine-id");
+    f.system_uuid = first_line("/sys/class/dmi/id/product_uuid");
+    f.boot_id = first_line("/proc/sys/kernel/random/boot_id");
+    struct utsname u {};
+    if (uname(&u) == 0) f.kernel_version = u.release;
+    if (auto r = read_file("/etc/os-release", kSmallFile); r.ok()) {
+        std::istringstream in(r.value());
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.rfind("PRETTY_NAME=", 0) != 0) continue;
+            std::string v = trim(line.substr(12));
+            if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
+                v = v.substr(1, v.size() - 2);
+            f.os_image = v;
+        }
+    }
+    if (f.os_image.empty()) f.os_image = "Linux";
+    return f;
 }
 
 }  // namespace daemonlet::platform

@@ -14,3 +14,38 @@ std::int64_t online_cpus();    // sysconf(_SC_NPROCESSORS_ONLN), at least 1
 std::int64_t memory_bytes();   // physical memory, 0 when unknown
 
 }  // namespace daemonlet::platform
+
+namespace daemonlet::platform {
+
+// The board's measurements for its Node status (core/node_status.h); a
+// value that cannot be read is -1 (or empty), never a guess.
+struct MemoryInfo {
+    std::int64_t total = 0;       // /proc/meminfo MemTotal, bytes
+    std::int64_t available = -1;  // MemAvailable, bytes
+};
+MemoryInfo read_memory_info();
+
+// statfs(2) of the filesystem holding `path`: what an unprivileged writer
+// may use (f_bavail), as cAdvisor reports a filesystem's available bytes.
+struct FsInfo {
+    std::int64_t capacity = 0, available = -1;
+    std::int64_t inodes = 0, inodes_free = -1;
+};
+FsInfo read_fs_info(const std::string& path);
+
+// kernel.pid_max (bounded by kernel.threads-max, as the kubelet's
+// pid.available), and the processes running now (sysinfo(2) procs).
+struct PidInfo {
+    std::int64_t max = 0, running = -1;
+};
+PidInfo read_pid_info();
+
+// nodeInfo's facts: /etc/machine-id, /sys/class/dmi/id/product_uuid (often
+// readable by root only, absent on most ARM boards), the kernel's boot_id,
+// uname -r, /etc/os-release PRETTY_NAME ("Linux" without one).
+struct HostFacts {
+    std::string machine_id, system_uuid, boot_id, kernel_version, os_image;
+};
+HostFacts read_host_facts();
+
+}  // namespace daemonlet::platform

@@ -147,6 +147,16 @@ else
     echo "setup: all ${#host_packages[@]} host and ${#arm64_packages[@]} arm64 packages are installed"
 fi
 
+# tests/agent/test_node_status.sh checks the registered Node with a real
+# kubectl. The machine's own (a newer kubectl package) is used when there is
+# one; Debian 12's kubernetes-client (kubectl 1.20) otherwise, not both:
+# they ship the same /usr/bin/kubectl.
+if ! command -v kubectl >/dev/null; then
+    echo "setup: installing kubernetes-client (kubectl)"
+    "${sudo[@]}" apt-get update
+    "${sudo[@]}" apt-get install -y --no-install-recommends kubernetes-client
+fi
+
 # gRPC and protobuf for the aarch64 cross build. After the arm64 packages
 # above, so that only what they lack is downloaded.
 if ! "$repo/scripts/arm64-cri-sysroot.sh"; then

@@ -69,6 +69,13 @@ void print_human(const Json& s) {
         std::printf("  Lease:      %s/%s renewed %s\n", str(api["lease"], "namespace").c_str(),
                     str(s, "node").c_str(),
                     str(api["lease"], "renewed").empty() ? "never" : str(api["lease"], "renewed").c_str());
+    if (api.contains("nodeStatus") && api["nodeStatus"].is_object()) {
+        const Json& n = api["nodeStatus"];
+        std::printf("  Node:       %s %s, status posted %s (%lld posts)\n", str(s, "node").c_str(),
+                    n.value("registered", false) ? "registered" : "not registered yet",
+                    str(n, "posted").empty() ? "never" : str(n, "posted").c_str(), n.value("posts", 0LL));
+        if (!str(n, "lastError").empty()) std::printf("    Error:    %s\n", str(n, "lastError").c_str());
+    }
     if (api.contains("events"))
         std::printf("  Events:     %lld queued, %lld sent, %lld dropped\n",
                     api["events"].value("queued", 0LL), api["events"].value("sent", 0LL),

@@ -169,6 +169,10 @@ class Agent : private Images::Host {
     void send_cluster_event(const std::string& ns, const std::string& daemonset, const char* type,
                             const char* reason, const std::string& message);
     Json status_json() const;
+    // registerNode: the board's status from its measurements now, and the
+    // Node it registers (core/node_status.h).
+    NodeStatusInput measure_node_status();
+    Json registration_object() const;
 
     // rollback.cpp: rollout undo over a manifest file's template
     void apply_rollback(Desired& d);
@@ -318,6 +322,7 @@ class Agent : private Images::Host {
     std::unique_ptr<ClusterLink> cluster_;
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
+    PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met
     std::map<std::string, LivePod> pods_;        // by uid
     std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 

@@ -15,8 +15,10 @@
 #include <algorithm>
 
 #include "agent/daemon/agent.h"
+#include "agent/daemon/version.h"
 #include "core/decode.h"
 #include "core/local_node.h"
+#include "core/node_status.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -69,6 +71,10 @@ void Agent::start_cluster(bool start_now) {
     };
     hooks.node = [this](ReflectorChanges&& ch) { on_api_node(std::move(ch)); };
     hooks.link = [this](LinkState s) { on_link(s); };
+    if (config_.api_server.register_node) {
+        hooks.node_status = [this] { return measure_node_status(); };
+        hooks.node_object = [this] { return registration_object(); };
+    }
     auto link =
         ClusterLink::create(&loop_, config_.api_server, node_.metadata.name, std::move(hooks), clock_);
     if (!link.ok()) {
@@ -175,6 +181,64 @@ void Agent::refresh_node() {
 }
 
 void Agent::on_link(LinkState) { update_status(); }
+
+// The Node as the kubelet registers it: the automatic labels and nodeLabels,
+// registerWithTaints (not nodeTaints, which are the board's own), and the
+// unschedulable taint when nodeUnschedulable (initialNode).
+Json Agent::registration_object() const {
+    return make_local_node(config_.node_name, config_.node_labels, config_.api_server.register_with_taints,
+                           config_.node_unschedulable, "linux", goarch_from_machine(platform::machine()))
+        .object;
+}
+
+NodeStatusInput Agent::measure_node_status() {
+    NodeStatusInput in;
+    NodeMeasurements& m = in.measurements;
+    m.cpus = platform::online_cpus();
+    const platform::MemoryInfo mem = platform::read_memory_info();
+    m.memory_capacity = mem.total > 0 ? mem.total : platform::memory_bytes();
+    m.memory_available = mem.available;
+    // nodefs: the state directory's filesystem (the kubelet's root dir);
+    // imagefs: the image store's (runc), else the same.
+    const platform::FsInfo nodefs = platform::read_fs_info(config_.state_dir);
+    platform::FsInfo imagefs = platform::read_fs_info(config_.state_dir + "/images");
+    if (imagefs.available < 0) imagefs = nodefs;
+    m.nodefs_capacity = nodefs.capacity;
+    m.nodefs_available = nodefs.available;
+    m.nodefs_inodes = nodefs.inodes;
+    m.nodefs_inodes_free = nodefs.inodes_free;
+    m.imagefs_capacity = imagefs.capacity;
+    m.imagefs_available = imagefs.available;
+    const platform::PidInfo pids = platform::read_pid_info();
+    m.pid_max = pids.max;
+    m.pids = pids.running;
+    in.pressure = observe_pressure(m, in.thresholds, clock_.monotonic_ms(), node_pressure_seen_);
+
+    static const platform::HostFacts facts = platform::read_host_facts();  // fixed until a reboot
+    in.facts.machine_id = facts.machine_id;
+    in.facts.system_uuid = facts.system_uuid;
+    in.facts.boot_id = facts.boot_id;
+    in.facts.kernel_version = facts.kernel_version;
+    in.facts.os_image = facts.os_image;
+    in.facts.architecture = goarch_from_machine(platform::machine());
+    // "<runtime>://<version>" as the CRI's Version answers (cri); the exec
+    // runtime is daemonlet's own; runc's version is not asked (runc://).
+    in.facts.container_runtime_version = runtime_ ? runtime_->version_string() : std::string();
+    if (in.facts.container_runtime_version.empty())
+        in.facts.container_runtime_version = std::string(runtime_ ? runtime_->name() : "exec") + "://" +
+                                             (config_.runtime_type == "exec" ? daemonlet_version() : "");
+    in.facts.kubelet_version = kubelet_version_string(daemonlet_version());
+    if (node_ips_) in.ips = node_ips_->ips();
+    in.hostname = node_.metadata.name;
+    // Ready unless a container waits for an unreachable runtime.
+    for (const auto& [uid, p] : pods_)
+        for (const auto& c : p.containers)
+            if (c.runtime_down_ms > 0) {
+                in.runtime_ready = false;
+                in.runtime_message = "container runtime is down";
+            }
+    return in;
+}
 
 // Events go to the cluster for the DaemonSets it has (a file's own
 // DaemonSet is not the cluster's business).

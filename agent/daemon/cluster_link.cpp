@@ -41,15 +41,6 @@ std::int64_t retry_after_ms(const platform::HttpResponse& r) {
     return 0;
 }
 
-// "HTTP 403: daemonsets.apps is forbidden: ..." from a Status body, bounded.
-std::string describe_status(long status, const std::string& body) {
-    std::string out = "HTTP " + std::to_string(status);
-    Json j = Json::parse(body, nullptr, false);
-    if (j.is_object() && j.contains("message") && j["message"].is_string())
-        out += ": " + j["message"].get<std::string>().substr(0, 300);
-    return out;
-}
-
 template <class H>
 void close_and_free(H*& h) {
     if (!h) return;
@@ -77,6 +68,14 @@ Result<std::string> pem(const std::string& file, const std::string& data, bool s
 }
 
 }  // namespace
+
+std::string describe_status(long status, const std::string& body) {
+    std::string out = "HTTP " + std::to_string(status);
+    Json j = Json::parse(body, nullptr, false);
+    if (j.is_object() && j.contains("message") && j["message"].is_string())
+        out += ": " + j["message"].get<std::string>().substr(0, 300);
+    return out;
+}
 
 ClusterLink::ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string node_name, ClusterHooks hooks,
                          const platform::Clock& clock)
@@ -172,6 +171,11 @@ Status ClusterLink::init() {
     lease_timer_ = new uv_timer_t;
     uv_timer_init(loop_, lease_timer_);
     lease_timer_->data = this;
+    if (config_.register_node) {
+        node_timer_ = new uv_timer_t;
+        uv_timer_init(loop_, node_timer_);
+        node_timer_->data = this;
+    }
     return Ok{};
 }
 
@@ -189,6 +193,10 @@ void ClusterLink::start() {
     uv_timer_start(
         lease_timer_, [](uv_timer_t* t) { static_cast<ClusterLink*>(t->data)->renew_lease(); }, 0,
         kLeaseRenewMs);
+    if (node_timer_)
+        uv_timer_start(
+            node_timer_, [](uv_timer_t* t) { static_cast<ClusterLink*>(t->data)->node_tick(); }, 0,
+            kNodeStatusUpdateMs);
 }
 
 void ClusterLink::close() {
@@ -198,6 +206,7 @@ void ClusterLink::close() {
     for (auto& f : followers_) close_and_free(f->timer);
     close_and_free(link_timer_);
     close_and_free(lease_timer_);
+    close_and_free(node_timer_);
 }
 
 std::int64_t ClusterLink::now_ms() const { return clock_.monotonic_ms(); }
@@ -224,7 +233,11 @@ platform::HttpRequest ClusterLink::base_request(const std::string& method, const
     r.http2_multiplex = true;
     r.headers.emplace_back("Accept", "application/json");
     r.headers.emplace_back("User-Agent", std::string("daemonlet/") + daemonlet_version());
-    if (method != "GET") r.headers.emplace_back("Content-Type", "application/json");
+    // PATCH: the strategic-merge patch nodeutil.PatchNodeStatus sends.
+    if (method == "PATCH")
+        r.headers.emplace_back("Content-Type", "application/strategic-merge-patch+json");
+    else if (method != "GET")
+        r.headers.emplace_back("Content-Type", "application/json");
     if (std::string t = bearer_token(); !t.empty()) r.headers.emplace_back("Authorization", "Bearer " + t);
     ++requests_;
     return r;
@@ -399,11 +412,17 @@ void ClusterLink::report_health() {
 }
 
 void ClusterLink::announce() {
-    if (link_.state() == LinkState::Connected)
+    if (link_.state() == LinkState::Connected) {
         log(Level::Notice, "API server " + endpoint_.server + ": connected");
-    else
+        // Back from an outage: the node lifecycle controller may have set
+        // Ready Unknown meanwhile; post the status now, not at the next
+        // change or in 5 minutes. (The first connection follows the
+        // registration or post of the first tick.)
+        if (link_.transitions() > 1) post_node_status_now();
+    } else {
         log(Level::Warning, "API server " + endpoint_.server + ": disconnected (" + link_.last_error() +
                                 "); pods keep running from the cache and the manifest directory");
+    }
     hooks_.link(link_.state());
     send_events();
 }
@@ -482,6 +501,10 @@ void ClusterLink::on_lease(const std::string& method, Result<platform::HttpRespo
         return;
     }
     if (resp.status == 404) {
+        // Our Lease, renewed before, is gone: a server that lost its state
+        // (or an admin's cleanup) may have lost the Node too; it is read and
+        // registered again now, not in 5 minutes.
+        if (lease_renewed_wall_ms_ != 0) post_node_status_now();
         lease_resource_version_ = "-";
         renew_lease();
         return;
@@ -548,6 +571,13 @@ Json ClusterLink::status() const {
          {{"namespace", config_.lease_namespace},
           {"renewed", lease_renewed_wall_ms_ ? rfc3339(lease_renewed_wall_ms_) : std::string()}}},
         {"events", {{"queued", events_.size()}, {"sent", events_sent_}, {"dropped", events_.dropped()}}},
+        {"nodeStatus",
+         config_.register_node
+             ? Json{{"registered", node_registered_},
+                    {"posts", node_posts_},
+                    {"posted", node_posted_wall_ms_ ? rfc3339(node_posted_wall_ms_) : std::string()},
+                    {"lastError", node_error_}}
+             : Json()},
         {"requests", requests_},
         {"bytesReceived", bytes_in_}};
 }

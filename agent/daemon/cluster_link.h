@@ -9,6 +9,10 @@
 //   Reflector.begin --> HttpClient GET (list page | streamed watch)
 //     --> WatchDecoder --> Reflector.on_* --> hooks.daemonsets / hooks.node
 //   every 10 s: Lease GET/POST/PUT; then queued Events, oldest first
+//   registerNode, every 10 s: the Node's status from hooks.node_status;
+//     posted (GET, then PATCH of nodes/NAME/status) when it changed, every
+//     5 min, and at once on reconnecting; POST when the Node is absent
+//     (cluster_node.cpp, core/node_status.h)
 //   health (all reflectors synced and not failing, Lease renewed)
 //     --> Connectivity (hysteresis) --> hooks.link on a change
 //
@@ -32,11 +36,19 @@
 #include "core/config.h"
 #include "core/connectivity.h"
 #include "core/kubeconfig.h"
+#include "core/node_status.h"
 #include "core/reflector.h"
 #include "platform/clock.h"
 #include "platform/http/http_client.h"
 
 namespace daemonlet::agent {
+
+// kubelet's nodeStatusUpdateFrequency: how often the status is computed
+// (and posted when it changed; core status_report_due).
+inline constexpr std::uint64_t kNodeStatusUpdateMs = 10'000;
+
+// "HTTP 403: daemonsets.apps is forbidden: ..." from a Status body, bounded.
+std::string describe_status(long status, const std::string& body);
 
 struct ClusterHooks {
     // A DaemonSet reflector's changes; `scope` is the namespace it follows
@@ -45,6 +57,11 @@ struct ClusterHooks {
     // The Node reflector's changes (nodeFromCluster).
     std::function<void(ReflectorChanges&&)> node;
     std::function<void(LinkState)> link;
+    // registerNode: the board's status now (measured when called), and the
+    // Node it registers (make_local_node's object: automatic labels,
+    // nodeLabels, registerWithTaints).
+    std::function<NodeStatusInput()> node_status;
+    std::function<Json()> node_object;
 };
 
 class ClusterLink {
@@ -116,6 +133,16 @@ class ClusterLink {
     void report_health();
     void announce();
     void arm_link_timer();
+    // registerNode (cluster_node.cpp)
+    void node_tick();
+    void post_node_status_now();
+    void get_node();
+    void register_node(const Json& status);
+    void patch_node_status(const Json& server_node, const Labels& reconcile);
+    void node_failed(const std::string& why);
+    void node_request(const std::string& method, const std::string& target, std::string body,
+                      const char* what, std::function<void(const platform::HttpResponse&)> done);
+    void node_posted(Json status);
     std::string bearer_token();
     double jitter();
     std::int64_t now_ms() const;
@@ -139,6 +166,17 @@ class ClusterLink {
     bool lease_ok_ = false;
     std::string lease_error_;
     std::int64_t lease_renewed_wall_ms_ = 0;
+    // registerNode: kubelet's nodeStatusUpdateFrequency timer, the status
+    // last posted, when (monotonic), and a post due at once (reconnected).
+    uv_timer_t* node_timer_ = nullptr;
+    std::optional<platform::HttpClient::RequestId> node_inflight_;
+    bool node_registered_ = false;  // created by us, or found: PATCH from now on
+    Json node_posted_;              // status last posted; null: none yet
+    std::optional<std::int64_t> node_posted_ms_;
+    std::int64_t node_posted_wall_ms_ = 0;  // for `daemonlet status`
+    bool node_post_now_ = true;
+    std::string node_error_;
+    std::uint64_t node_posts_ = 0;
     EventQueue events_;
     std::optional<platform::HttpClient::RequestId> event_inflight_;
     std::uint64_t events_sent_ = 0;

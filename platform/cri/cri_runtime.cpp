@@ -130,6 +130,7 @@ class CriRuntime final : public Runtime {
         return r.ok() && r.value();
     }
     void close() override;
+    std::string version_string() const override { return version_; }
 
   private:
     struct Watched {
@@ -182,6 +183,7 @@ class CriRuntime final : public Runtime {
     // its IPs, for its whole life, so one PodSandboxStatus per container.
     std::map<std::string, std::string> sandbox_of_;
     mutable std::map<std::string, PodNetwork> networks_;
+    std::string version_;  // "containerd://v1.6.20", read by adopt_all
     bool closed_ = false;
 };
 
@@ -419,7 +421,15 @@ void CriRuntime::remove_async(const std::string& id, std::function<void(Status)>
 }
 
 Result<std::vector<ContainerInfo>> CriRuntime::adopt_all() {
-    client_->wait_ready(kAdoptDeadlineMs);
+    const bool ready = client_->wait_ready(kAdoptDeadlineMs);
+    // The runtime's name and version for the Node's nodeInfo, asked once at
+    // start (on the loop, as the rest of adopt_all) when the runtime answers:
+    // "containerd v1.6.20" becomes the kubelet's "containerd://v1.6.20".
+    if (ready)
+        if (auto v = client_->version(kShortDeadlineMs); v.ok()) {
+            version_ = v.value();
+            if (auto sp = version_.find(' '); sp != std::string::npos) version_.replace(sp, 1, "://");
+        }
     auto listed = client_->list_containers({{std::string(kCriManagedLabel), "true"}}, kShortDeadlineMs);
     if (!listed) return listed.error();
     std::vector<ContainerInfo> out;

@@ -181,6 +181,25 @@ finish() {
     [[ $failed -eq 0 ]]
 }
 
+# start_test_apiserver [PORT]: tests/apiserver/fake_apiserver ($FAKE_APISERVER)
+# on PORT or a free loopback port, with a self-signed certificate
+# ($work/cert.pem, made once) and the token s3cret; a fresh server (no
+# objects). Sets $fake (its pid) and $port.
+start_test_apiserver() {
+    [[ -s $work/cert.pem ]] ||
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" \
+            -out "$work/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
+            -days 2 2>/dev/null
+    local where=()
+    [[ -n ${1:-} ]] && where=(--port "$1")
+    rm -f "$work/port"
+    "${FAKE_APISERVER:?}" --cert "$work/cert.pem" --key "$work/key.pem" --port-file "$work/port" "${where[@]}" \
+        --token s3cret --bookmark-ms 500 >>"$work/fake.log" 2>&1 &
+    fake=$!
+    wait_for "the API server listens" 5 test -s "$work/port"
+    port=$(cat "$work/port")
+}
+
 # write_kubeconfig FILE PORT: a kubeconfig for the test API server on
 # loopback PORT (its CA in $work/cert.pem, token s3cret), private to root.
 write_kubeconfig() {  # write_kubeconfig FILE PORT

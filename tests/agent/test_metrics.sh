@@ -9,7 +9,7 @@
 # right or a deadline passes; no fixed sleep.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-srv=${FAKE_APISERVER:?}
+: "${FAKE_APISERVER:?}"
 for tool in prometheus promtool jq curl ss openssl; do
     command -v "$tool" >/dev/null || {
         echo "$tool is missing (scripts/setup.sh installs it)"
@@ -40,13 +40,7 @@ pport=$(free_port)
 while [[ $pport == "$mport" ]]; do pport=$(free_port); done
 
 # --- The test API server (as tests/agent/test_cluster.sh starts it).
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" \
-    -out "$work/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost -days 2 2>/dev/null
-"$srv" --cert "$work/cert.pem" --key "$work/key.pem" --port-file "$work/port" --token s3cret --bookmark-ms 500 \
-    >>"$work/fake.log" 2>&1 &
-fake=$!
-wait_for "the API server listens" 5 test -s "$work/port"
-port=$(cat "$work/port")
+start_test_apiserver
 write_kubeconfig "$work/kubeconfig" "$port"
 
 metrics_bind=127.0.0.1:$mport

@@ -12,6 +12,13 @@
 //        a resourceVersion older than the last compaction gets an ERROR
 //        event with a 410 Status, an expired continue token a 410.
 //   GET  /api/v1/nodes (the same, for the Node object)
+//   GET/POST /api/v1/nodes[/NAME], PATCH /api/v1/nodes/NAME[/status]
+//        (application/strategic-merge-patch+json with Node's merge keys:
+//        conditions and addresses by type, "$patch": "replace"; or
+//        application/merge-patch+json): the status subresource keeps the
+//        spec, the main resource keeps the status, as kube-apiserver's
+//        node strategies
+//   GET  /api, /apis, /api/v1, /apis/GROUP/VERSION: legacy discovery, for kubectl
 //   GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
 //   POST/PATCH   /api/v1/namespaces/NS/events[/NAME]
 // Authentication: a bearer token (--token) or a client certificate signed
@@ -121,6 +128,8 @@ struct State {
     std::map<MHD_Connection*, Conn> conns;
     std::map<std::string, Wire> wire;  // per kind: "list", "watch", "lease", ..., "control"
     std::int64_t uid = 1;
+    std::map<std::string, std::int64_t> node_writes;  // create, status, patch
+    json last_node_patch;                             // the body of the last Node PATCH
     std::atomic<bool> stopping{false};
     std::string token;
     int bookmark_ms = 1000;
@@ -355,6 +364,93 @@ bool apply_fault(MHD_Connection* c, const Fault& f, MHD_Result& ret) {
         return true;
     }
     return false;
+}
+
+// Strategic merge patch (apimachinery strategicpatch) for the Node fields
+// the agent and kubectl patch: maps merged, null deletes, lists of
+// conditions and addresses merged by type ("$patch": "replace" replaces,
+// "$patch": "delete" removes an element), other lists replaced.
+void strategic_merge(json& target, const json& patch) {
+    if (!patch.is_object()) {
+        target = patch;
+        return;
+    }
+    if (!target.is_object()) target = json::object();
+    for (auto it = patch.begin(); it != patch.end(); ++it) {
+        const std::string& k = it.key();
+        if (k.rfind("$setElementOrder/", 0) == 0 || k == "$patch" || k.rfind("$retainKeys", 0) == 0) continue;
+        const json& v = it.value();
+        if (v.is_null()) {
+            target.erase(k);
+        } else if (v.is_object()) {
+            strategic_merge(target[k], v);
+        } else if (v.is_array() && (k == "conditions" || k == "addresses")) {
+            bool replace = false;
+            for (const json& e : v)
+                if (e.is_object() && e.value("$patch", "") == "replace") replace = true;
+            json& list = target[k];
+            if (replace || !list.is_array()) list = json::array();
+            for (const json& e : v) {
+                if (!e.is_object() || e.value("$patch", "") == "replace") continue;
+                bool found = false;
+                for (auto li = list.begin(); li != list.end(); ++li) {
+                    if (!li->is_object() || li->value("type", "") != e.value("type", "")) continue;
+                    found = true;
+                    if (e.value("$patch", "") == "delete")
+                        list.erase(li);
+                    else
+                        strategic_merge(*li, e);
+                    break;
+                }
+                if (!found && e.value("$patch", "") != "delete") list.push_back(e);
+            }
+        } else {
+            target[k] = v;
+        }
+    }
+}
+
+// Legacy discovery, enough for kubectl to find its resources.
+json discovery(const std::vector<std::string>& p) {
+    auto resource = [](const char* name, const char* kind, bool namespaced, std::vector<std::string> verbs) {
+        return json{{"name", name},
+                    {"singularName", ""},
+                    {"namespaced", namespaced},
+                    {"kind", kind},
+                    {"verbs", verbs}};
+    };
+    const std::vector<std::string> all = {"create", "delete", "get", "list", "patch", "update", "watch"};
+    if (p.size() == 2 && p[1] == "api")
+        return {{"kind", "APIVersions"},
+                {"versions", {"v1"}},
+                {"serverAddressByClientCIDRs", {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", ""}}}}};
+    if (p.size() == 2 && p[1] == "apis") {
+        json groups = json::array();
+        for (const char* g : {"apps", "coordination.k8s.io"})
+            groups.push_back(
+                {{"name", g},
+                 {"versions", {{{"groupVersion", std::string(g) + "/v1"}, {"version", "v1"}}}},
+                 {"preferredVersion", {{"groupVersion", std::string(g) + "/v1"}, {"version", "v1"}}}});
+        return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", groups}};
+    }
+    json resources = json::array();
+    std::string gv;
+    if (p.size() == 3 && p[1] == "api" && p[2] == "v1") {
+        gv = "v1";
+        resources = {resource("nodes", "Node", false, all),
+                     resource("nodes/status", "Node", false, {"get", "patch"}),
+                     resource("events", "Event", true, all)};
+    } else if (p.size() == 4 && p[1] == "apis" && p[2] == "apps" && p[3] == "v1") {
+        gv = "apps/v1";
+        resources = {resource("daemonsets", "DaemonSet", true, all)};
+    } else if (p.size() == 4 && p[1] == "apis" && p[2] == "coordination.k8s.io" && p[3] == "v1") {
+        gv = "coordination.k8s.io/v1";
+        resources = {resource("leases", "Lease", true, all)};
+    } else {
+        return nullptr;
+    }
+    return {
+        {"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", gv}, {"resources", resources}};
 }
 
 json list_items(const Query& q) {
@@ -600,6 +696,8 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                           {"wire", wire},
                           {"resourceVersion", S.rv},
                           {"leases", leases},
+                          {"nodeWrites", S.node_writes},
+                          {"lastNodePatch", S.last_node_patch},
                           {"events", S.events}});
     }
     if (p.size() == 3 && p[2] == "summary") {
@@ -683,6 +781,12 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
     MHD_Result ret;
     if (fault && !(fault->mode == "drop" && what == "watch") && apply_fault(c, *fault, ret)) return ret;
 
+    if (q.resource == "nodes" && !name.empty() && method == "GET") {
+        auto it = S.nodes.find(name);
+        if (it == S.nodes.end())
+            return send_json(c, 404, status_object(404, "NotFound", "nodes \"" + name + "\" not found"));
+        return send_json(c, 200, it->second);
+    }
     if ((q.resource == "daemonsets" || q.resource == "nodes") && method == "GET") {
         q.label_selector = arg(c, "labelSelector");
         q.field_selector = arg(c, "fieldSelector");
@@ -693,6 +797,50 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
     }
     json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
     if (in.is_discarded()) return send_json(c, 400, status_object(400, "BadRequest", "the body is not JSON"));
+    if (q.resource == "nodes" && method == "POST" && name.empty()) {
+        const std::string n = in["metadata"].value("name", "");
+        if (n.empty())
+            return send_json(c, 422, status_object(422, "Invalid", "metadata.name: Required value"));
+        if (S.nodes.count(n))
+            return send_json(c, 409,
+                             status_object(409, "AlreadyExists", "nodes \"" + n + "\" already exists"));
+        json obj = stamp(in, nullptr, "v1", "Node");
+        record("nodes", "ADDED", obj);
+        obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+        S.nodes[n] = obj;
+        ++S.node_writes["create"];
+        return send_json(c, 201, obj);
+    }
+    if (q.resource == "nodes" && method == "PATCH" && !name.empty()) {
+        const bool status = i + 2 < p.size() && p[i + 2] == "status";
+        auto it = S.nodes.find(name);
+        if (it == S.nodes.end())
+            return send_json(c, 404, status_object(404, "NotFound", "nodes \"" + name + "\" not found"));
+        const char* ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+        const std::string type = ct ? ct : "";
+        json obj = it->second;
+        if (type.rfind("application/strategic-merge-patch+json", 0) == 0)
+            strategic_merge(obj, in);
+        else if (type.rfind("application/merge-patch+json", 0) == 0)
+            obj.merge_patch(in);
+        else
+            return send_json(c, 415,
+                             status_object(415, "UnsupportedMediaType",
+                                           "the body of the request was in an unknown format: " + type));
+        // nodeStatusStrategy keeps the spec; nodeStrategy keeps the status.
+        if (status)
+            obj["spec"] = it->second.contains("spec") ? it->second["spec"] : json::object();
+        else if (it->second.contains("status"))
+            obj["status"] = it->second["status"];
+        obj["metadata"]["name"] = name;
+        obj["metadata"]["uid"] = it->second["metadata"]["uid"];
+        record("nodes", "MODIFIED", obj);
+        obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+        it->second = obj;
+        ++S.node_writes[status ? "status" : "patch"];
+        S.last_node_patch = in;
+        return send_json(c, 200, obj);
+    }
     if (q.resource == "leases") {
         std::string key = q.namespace_ + "/" + (name.empty() ? in["metadata"].value("name", "") : name);
         auto it = S.leases.find(key);
@@ -743,6 +891,8 @@ MHD_Result handler(void*, MHD_Connection* c, const char* url, const char* method
         return control(c, method, p, up->body);
     }
     if (!authenticated(c)) return send_json(c, 401, status_object(401, "Unauthorized", "Unauthorized"));
+    if (std::string(method) == "GET")
+        if (json d = discovery(p); !d.is_null()) return send_json(c, 200, d);
     return api(c, method, p, up->body);
 }
 

@@ -321,6 +321,9 @@ apiServer:
   labelSelector: "edge=true"
   nodeFromCluster: true
   leaseNamespace: edge-leases
+  registerNode: true
+  registerWithTaints:
+    - {key: daemonlet.io/board, effect: NoSchedule}
 )",
                                 "c.yaml", "/etc/daemonlet");
     CHECK_TEXT(r.errors.empty(), all(r).c_str());
@@ -332,6 +335,10 @@ apiServer:
     STRCMP_EQUAL("edge=true", a.label_selector.c_str());
     CHECK_TRUE(a.node_from_cluster);
     STRCMP_EQUAL("edge-leases", a.lease_namespace.c_str());
+    CHECK_TRUE(a.register_node);
+    LONGS_EQUAL(1, a.register_with_taints.size());
+    STRCMP_EQUAL("daemonlet.io/board", a.register_with_taints[0].key.c_str());
+    STRCMP_EQUAL("NoSchedule", a.register_with_taints[0].effect.c_str());
 }
 
 TEST(Config, ApiServerErrorsNameTheKey) {
@@ -350,6 +357,15 @@ TEST(Config, ApiServerErrorsNameTheKey) {
          "c.yaml: apiServer.namespaces: expected a list"},
         {"apiServer: {inCluster: true, server: x}", "c.yaml: apiServer.server: unknown key"},
         {"apiServer: {inCluster: true, leaseNamespace: ''}", "c.yaml: apiServer.leaseNamespace: "},
+        {"apiServer: {inCluster: true, registerNode: yes please}",
+         "c.yaml: apiServer.registerNode: expected true or false"},
+        {"apiServer: {inCluster: true, registerWithTaints: {key: a}}",
+         "c.yaml: apiServer.registerWithTaints: expected a list of {key, value, effect}"},
+        {"apiServer: {inCluster: true, registerWithTaints: [{key: a, effect: Never}]}",
+         "c.yaml: apiServer.registerWithTaints[0].effect: Unsupported value: \"Never\""},
+        {"apiServer: {inCluster: true, registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, effect: "
+         "NoSchedule}]}",
+         "c.yaml: apiServer.registerWithTaints[1]: taints must be unique by key and effect pair"},
     };
     for (const auto& row : rows) {
         auto r = parse_agent_config(row.text, "c.yaml", "/etc/daemonlet");
