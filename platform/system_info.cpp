@@ -4,6 +4,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <string_view>
+
+#include "platform/file.h"
+
 namespace daemonlet::platform {
 
 std::string host_name() {
@@ -37,6 +42,20 @@ std::int64_t online_cpus() {
 std::int64_t memory_bytes() {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
     return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
+}
+
+std::optional<int> oom_score_adj_floor() {
+    constexpr unsigned kCapSysResource = 24;  // linux/capability.h CAP_SYS_RESOURCE
+    if (auto status = read_file("/proc/self/status", 64 * 1024)) {
+        const std::string_view text = status.value();
+        const auto at = text.find("\nCapEff:");
+        if (at != std::string_view::npos) {
+            const unsigned long long eff = std::strtoull(text.data() + at + 9, nullptr, 16);
+            if (eff & (1ULL << kCapSysResource)) return std::nullopt;
+        }
+    }
+    auto own = read_file("/proc/self/oom_score_adj", 64);
+    return own ? std::atoi(own.value().c_str()) : 0;
 }
 
 }  // namespace daemonlet::platform
