@@ -132,7 +132,10 @@ Status Agent::init() {
         // The kubelet's OOM scores per QoS class (core/qos.h); the exec
         // runtime's containers keep the agent's own.
         node_memory_bytes_ = platform::memory_bytes();
-        oom_score_floor_ = platform::oom_score_adj_floor();
+        // runc gets the score from the agent: raised where the machine
+        // refuses it. A CRI runtime gets the kubelet's, and restricts it
+        // itself (containerd's restrict_oom_score_adj).
+        if (config_.runtime_type == "runc") oom_score_floor_ = platform::oom_score_adj_floor();
         if (oom_score_floor_)
             log(Level::Notice,
                 "this machine refuses an oom_score_adj below " + std::to_string(*oom_score_floor_) +
@@ -353,7 +356,8 @@ void Agent::shutdown() {
 }
 
 // The container's oom_score_adj: the kubelet's (GetContainerOOMScoreAdjust
-// over the node's memory), raised to what this machine allows (init).
+// over the node's memory), under runc raised to what this machine allows
+// (init).
 std::optional<int> Agent::oom_score_adj_of(const PodSpec& pod, const Container& c) const {
     if (node_memory_bytes_ <= 0) return std::nullopt;  // the exec runtime, or memory unknown
     return restrict_oom_score_adj(container_oom_score_adj(pod, c, node_memory_bytes_), oom_score_floor_);
