@@ -1,5 +1,7 @@
 #include "core/cri_config.h"
 
+#include <set>
+
 #include "core/oci_spec.h"
 
 namespace daemonlet {
@@ -33,6 +35,32 @@ std::map<std::string, std::string> pod_labels(const CriPodInput& pod) {
 std::string cri_pod_log_directory(const std::string& log_root, const std::string& namespace_,
                                   const std::string& name, const std::string& uid) {
     return log_root + "/" + namespace_ + "_" + name + "_" + uid;
+}
+
+std::vector<CriPortMapping> cri_port_mappings(const Container& c) {
+    std::vector<CriPortMapping> out;
+    std::set<std::string> names;
+    for (const auto& p : c.ports) {
+        CriPortMapping m;
+        m.protocol = p.protocol == "UDP"    ? CriProtocol::UDP
+                     : p.protocol == "SCTP" ? CriProtocol::SCTP
+                                            : CriProtocol::TCP;
+        m.container_port = p.container_port;
+        m.host_port = p.host_port;
+        m.host_ip = p.host_ip;
+        const std::string family = p.host_ip.empty()                          ? "any"
+                                   : p.host_ip.find(':') != std::string::npos ? "v6"
+                                                                              : "v4";
+        const std::string protocol = p.protocol.empty() ? "TCP" : p.protocol;
+        const std::string name = !p.name.empty() ? p.name
+                                                 : family + "-" + protocol + "-" + p.host_ip + ":" +
+                                                       std::to_string(p.container_port) + ":" +
+                                                       std::to_string(p.host_port);
+        // A port name used more than once in a container: the first holds.
+        if (!names.insert(name).second) continue;
+        out.push_back(std::move(m));
+    }
+    return out;
 }
 
 CriSandboxConfig cri_sandbox_config(const CriPodInput& pod) {
@@ -69,6 +97,8 @@ CriSandboxConfig cri_sandbox_config(const CriPodInput& pod) {
         for (const auto& sc : psc->sysctls) s.sysctls[sc.name] = sc.value;
         if (psc->seccomp_profile) s.seccomp = seccomp_type(*psc->seccomp_profile);
     }
+    for (const auto& c : spec.containers)
+        for (auto& m : cri_port_mappings(c)) s.port_mappings.push_back(std::move(m));
     return s;
 }
 
@@ -127,6 +157,7 @@ Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const Cr
         out.cpu_quota = milli_cpu_to_quota(l->second.milli, kCpuQuotaPeriod);
         out.cpu_period = kCpuQuotaPeriod;
     }
+    out.oom_score_adj = in.oom_score_adj;
     out.privileged = sc.privileged.value_or(false);
     out.capabilities_add = sc.capabilities_add;
     out.capabilities_drop = sc.capabilities_drop;

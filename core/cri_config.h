@@ -54,6 +54,13 @@
 //                      (core/pod_dns.h GetPodDNS; kuberuntime_sandbox.go);
 //                      hostname spec.hostname, else the pod's name
 //                      (GeneratePodHostNameAndDomain).
+//   port mappings      every port of the app containers (not init
+//                      containers), hostPort 0 included, each named port
+//                      (else family-protocol-hostIP:containerPort:hostPort)
+//                      once per container (pkg/kubelet/container/helpers.go
+//                      MakePortMappings; kuberuntime_sandbox.go
+//                      generatePodSandboxConfig): containerd's CNI portmap
+//                      plugin maps those with a hostPort.
 //                      runAsNonRoot and sysctls are checked first (error code
 //                      "container_config" with the kubelet's message).
 #pragma once
@@ -85,6 +92,17 @@ enum class CriNamespaceMode { Pod = 0, Container = 1, Node = 2 };  // runtime.v1
 enum class CriPropagation { Private = 0, HostToContainer = 1, Bidirectional = 2 };
 enum class CriSeccomp { RuntimeDefault = 0, Unconfined = 1, Localhost = 2 };  // SecurityProfile.ProfileType
 
+enum class CriProtocol { TCP = 0, UDP = 1, SCTP = 2 };  // runtime.v1 Protocol
+
+// runtime.v1 PortMapping: what containerd's CNI portmap plugin maps.
+struct CriPortMapping {
+    CriProtocol protocol = CriProtocol::TCP;
+    std::int32_t container_port = 0;
+    std::int32_t host_port = 0;
+    std::string host_ip;
+    bool operator==(const CriPortMapping&) const = default;
+};
+
 struct CriSandboxConfig {
     std::string name, namespace_, uid;
     std::uint32_t attempt = 0;
@@ -101,6 +119,7 @@ struct CriSandboxConfig {
     std::map<std::string, std::string> sysctls;
     CriSeccomp seccomp = CriSeccomp::Unconfined;
     DNSConfig dns;  // dns_config
+    std::vector<CriPortMapping> port_mappings;
 };
 
 struct CriMount {
@@ -126,6 +145,7 @@ struct CriContainerConfig {
     std::int64_t cpu_shares = 0;
     std::int64_t cpu_quota = 0;
     std::int64_t cpu_period = 0;
+    std::optional<int> oom_score_adj;  // LinuxContainerResources.oom_score_adj (the input's)
     bool privileged = false;
     std::vector<std::string> capabilities_add;
     std::vector<std::string> capabilities_drop;
@@ -167,6 +187,9 @@ struct CriContainerInput {
     // The image's user as the runtime's ImageStatus reports it
     // (security_context.h image_user); none: unknown, the runtime's own.
     std::optional<ImageUser> image_user;
+    // The kubelet's oom_score_adj for the container (core/qos.h), as the
+    // agent restricted it; none: not set (0, the runtime's default).
+    std::optional<int> oom_score_adj;
 };
 
 // <log_root>/<namespace>_<name>_<uid> (BuildPodLogsDirectory).
@@ -174,6 +197,9 @@ std::string cri_pod_log_directory(const std::string& log_root, const std::string
                                   const std::string& name, const std::string& uid);
 
 CriSandboxConfig cri_sandbox_config(const CriPodInput& pod);
+
+// MakePortMappings of one container.
+std::vector<CriPortMapping> cri_port_mappings(const Container& c);
 
 // Errors (code "invalid") name the container and field: a volumeMount of a
 // volume without a host path, a subPath leaving its volume, an unknown

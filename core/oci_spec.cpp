@@ -356,6 +356,7 @@ Result<Json> build_oci_spec(const OciSpecInput& in) {
     process["capabilities"] = Json{{"bounding", cap_list}, {"effective", cap_list}, {"permitted", cap_list}};
     process["rlimits"] = Json::array({Json{{"type", "RLIMIT_NOFILE"}, {"hard", 1024}, {"soft", 1024}}});
     process["noNewPrivileges"] = add_no_new_privileges(sc);
+    if (in.oom_score_adj) process["oomScoreAdj"] = *in.oom_score_adj;
 
     Json mounts = default_mounts(privileged);
     for (const auto& [destination, source] : in.etc_files)

@@ -54,8 +54,11 @@
 //                  262144). Devices: deny all but runc's defaults, unless
 //                  privileged: then every device node of the host's /dev
 //                  (host_devices; containerd's WithDevices(HostDevices()))
-//                  and all allowed. No oomScoreAdj: a negative one needs
-//                  CAP_SYS_RESOURCE, which a board's agent may not have.
+//                  and all allowed.
+//   oomScoreAdj    process.oomScoreAdj as given (core/qos.h
+//                  container_oom_score_adj, restricted by the caller where
+//                  the machine refuses a negative one: runc 1.1.5 then
+//                  fails the start).
 #pragma once
 
 #include <cstdint>
@@ -116,6 +119,8 @@ struct OciSpecInput {
     // root, as containerd's CRI plugin mounts its own); a volumeMount at
     // the same path wins.
     std::map<std::string, std::string> etc_files;
+    // process.oomScoreAdj (core/qos.h, as the agent computed it); none: not set.
+    std::optional<int> oom_score_adj;
 };
 
 // config.json for `in`. Errors (code "invalid") name the container and the

@@ -133,35 +133,6 @@ void add_env_from(const Obj& obj, const EnvFromSource& from, const EnvFromRef& r
                            " were skipped since they are considered invalid environment variable names.");
 }
 
-// Go's strconv.Quote for the bytes of a label or annotation value: \" and
-// \\ escaped, control bytes as \n, \t, ... or \xNN; other bytes (UTF-8
-// text) kept.
-std::string go_quote(const std::string& s) {
-    std::string out = "\"";
-    for (unsigned char ch : s) {
-        switch (ch) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\a': out += "\\a"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\v': out += "\\v"; break;
-        default:
-            if (ch < 0x20 || ch == 0x7f) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\x%02x", ch);
-                out += buf;
-            } else {
-                out += static_cast<char>(ch);
-            }
-        }
-    }
-    return out + "\"";
-}
-
 }  // namespace
 
 bool split_subscripted_path(const std::string& fp, std::string& path, std::string& subscript) {

@@ -40,4 +40,34 @@ std::string probe_host(const std::string& probe_host_field, bool host_network,
     return pod_ips.front();
 }
 
+std::string unmapped_host_ports(const PodSpec& spec, std::string_view runtime) {
+    if (spec.host_network || runtime == "cri") return {};
+    for (const auto* list : {&spec.init_containers, &spec.containers}) {
+        for (const auto& c : *list) {
+            for (const auto& p : c.ports) {
+                if (p.host_port == 0) continue;
+                const std::string port = "hostPort " + std::to_string(p.host_port) + " of container \"" +
+                                         c.name + "\" (containerPort " + std::to_string(p.container_port) +
+                                         ")";
+                if (runtime == "exec") {
+                    if (p.host_port == p.container_port && p.host_ip.empty()) continue;
+                    return port +
+                           " is not mapped: the exec runtime runs containers in the node's network, where "
+                           "they listen on their containerPort themselves; use the cri runtime (its CNI "
+                           "portmap "
+                           "plugin maps hostPorts) or make hostPort equal to containerPort; the pod starts "
+                           "without it";
+                }
+                return port + " is not mapped: the " + std::string(runtime) +
+                       " runtime gives a pod without hostNetwork a network namespace of its own with "
+                       "loopback only; "
+                       "set hostNetwork: true or use the cri runtime (its CNI portmap plugin maps "
+                       "hostPorts); "
+                       "the pod starts without it";
+            }
+        }
+    }
+    return {};
+}
+
 }  // namespace daemonlet

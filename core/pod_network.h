@@ -26,10 +26,22 @@
 //                     is probed on 127.0.0.1, where the kubelet dials the
 //                     node's IP: the same listeners on a board, without
 //                     asking the network which IP is the node's.
+//   unmapped_host_ports  why `runtime` leaves a pod's hostPorts unmapped
+//                     (a departure of the runtimes without CNI): runc gives
+//                     a pod without hostNetwork a network namespace with
+//                     only loopback, so no hostPort reaches it; the exec
+//                     runtime's containers are in the node's network, where
+//                     a hostPort equal to its containerPort holds by itself
+//                     and any other is not mapped. The pod starts anyway, as
+//                     the kubelet's does on a CNI without portmap; the cri
+//                     runtime maps them (cri_config.h port mappings).
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "core/model.h"
 
 namespace daemonlet {
 
@@ -47,6 +59,11 @@ PodIPs pod_status_ips(bool host_network, const std::vector<std::string>& sandbox
 // "" means the prober's default, 127.0.0.1.
 std::string probe_host(const std::string& probe_host_field, bool host_network,
                        const std::vector<std::string>& pod_ips);
+
+// "" when every hostPort of `spec`'s containers holds under `runtime`
+// ("exec", "runc", "cri"), else the reason, naming the first one that does
+// not and what to do.
+std::string unmapped_host_ports(const PodSpec& spec, std::string_view runtime);
 
 // Whether `s` is an IPv4 or IPv6 address (no port, no zone, no brackets).
 bool is_ip_address(const std::string& s);

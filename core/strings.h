@@ -14,4 +14,8 @@ std::string trim(std::string_view s);
 // validation then checks as ASCII).
 std::string to_lower(std::string_view s);
 
+// Go's strconv.Quote (%q) of the bytes of `s`: \" and \\ escaped, control
+// bytes as \n, \t, ... or \xNN; other bytes (UTF-8 text) kept.
+std::string go_quote(const std::string& s);
+
 }  // namespace daemonlet

@@ -48,7 +48,11 @@ struct ContainerLaunch {
     // target), by volume name; runc and CRI bind-mount them as they do
     // hostPath and emptyDir volumes.
     std::map<std::string, std::string> volume_host_paths;
-    std::int64_t grace_seconds = 30;                 // SIGTERM, then SIGKILL after this
+    std::int64_t grace_seconds = 30;  // SIGTERM, then SIGKILL after this
+    // The container's oom_score_adj as the kubelet sets it per QoS class
+    // (core/qos.h), restricted to what the machine allows; none: the
+    // runtime's default (the exec runtime sets none).
+    std::optional<int> oom_score_adj;
     std::uint64_t log_max_bytes = 10 * 1024 * 1024;  // kubelet's containerLogMaxSize
     std::uint32_t log_max_files = 5;                 // kubelet's containerLogMaxFiles
     std::uint32_t restart_count = 0;                 // names the log file <restart_count>.log, as kubelet's
@@ -116,6 +120,12 @@ class Runtime {
     virtual Status stop(const std::string& id) = 0;
 
     virtual Result<ContainerInfo> inspect(const std::string& id) = 0;
+
+    // The next stop of container `id` gives it `grace_seconds` between
+    // SIGTERM and SIGKILL instead of the grace period given at start: what
+    // a preStop hook left of it (kubelet's killContainer). The default
+    // keeps the one given at start.
+    virtual void set_stop_grace(const std::string& /*id*/, std::int64_t /*grace_seconds*/) {}
 
     // Starts the container without blocking the loop: `done` is called exactly once, on the
     // loop, never from inside start_async(), with the container id once its process exists,

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 
 #include "core/strings.h"
 #include "platform/file.h"
@@ -46,6 +47,20 @@ std::int64_t online_cpus() {
 std::int64_t memory_bytes() {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
     return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
+}
+
+std::optional<int> oom_score_adj_floor() {
+    constexpr unsigned kCapSysResource = 24;  // linux/capability.h CAP_SYS_RESOURCE
+    if (auto status = read_file("/proc/self/status", 64 * 1024)) {
+        const std::string_view text = status.value();
+        const auto at = text.find("\nCapEff:");
+        if (at != std::string_view::npos) {
+            const unsigned long long eff = std::strtoull(text.data() + at + 9, nullptr, 16);
+            if (eff & (1ULL << kCapSysResource)) return std::nullopt;
+        }
+    }
+    auto own = read_file("/proc/self/oom_score_adj", 64);
+    return own ? std::atoi(own.value().c_str()) : 0;
 }
 
 }  // namespace daemonlet::platform

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/local_node.h"
+#include "core/qos.h"
 #include "platform/cri/cri_runtime.h"
 #include "platform/exec/exec_runtime.h"
 #include "platform/file.h"
@@ -127,6 +128,21 @@ Status Agent::init() {
     }
     if (!rt.ok()) return rt.error();
     // The kubelet's GetPodDNS falls back to Default when no cluster DNS is set: said once.
+    if (config_.runtime_type != "exec") {
+        // The kubelet's OOM scores per QoS class (core/qos.h); the exec
+        // runtime's containers keep the agent's own.
+        node_memory_bytes_ = platform::memory_bytes();
+        // runc gets the score from the agent: raised where the machine
+        // refuses it. A CRI runtime gets the kubelet's, and restricts it
+        // itself (containerd's restrict_oom_score_adj).
+        if (config_.runtime_type == "runc") oom_score_floor_ = platform::oom_score_adj_floor();
+        if (oom_score_floor_)
+            log(Level::Notice,
+                "this machine refuses an oom_score_adj below " + std::to_string(*oom_score_floor_) +
+                    " to the agent (no CAP_SYS_RESOURCE): Guaranteed and node-critical pods get " +
+                    std::to_string(std::max(kGuaranteedOOMScoreAdj, *oom_score_floor_)) +
+                    " instead of -997, as containerd's restrict_oom_score_adj");
+    }
     if (config_.cluster_dns.empty() && config_.runtime_type != "exec")
         log(Level::Notice,
             "no clusterDNS configured: pods of dnsPolicy ClusterFirst get the node's resolver "
@@ -143,6 +159,7 @@ Status Agent::init() {
         *runtime_, make_loop_prober(&loop_), make_loop_ticker(&loop_), clock_,
         [this](const std::string& uid, std::size_t) { on_probe_result_changed(uid); },
         [this](const std::string& uid, std::size_t index) { on_probe_failed(uid, index); });
+    hooks_ = std::make_unique<LifecycleHooks>(&loop_, *runtime_, make_loop_prober(&loop_));
 
     start_metrics();
     notifier_ = std::make_unique<platform::Notifier>(&loop_);
@@ -330,11 +347,20 @@ void Agent::shutdown() {
     for (auto& [uid, pod] : pods_)
         for (auto& c : pod.containers) close_restart_timer(c.restart_timer);
     if (probes_) probes_->close();
+    if (hooks_) hooks_->close();  // containers keep running, their hooks are not the next agent's
     // Starts not begun are dropped; those in flight finish, and are saved,
     // before the runtime closes (pods.cpp close_runtime_when_idle).
     runtime_ops_.drop_queued();
     close_runtime_when_idle();
     if (notifier_) notifier_->close();
+}
+
+// The container's oom_score_adj: the kubelet's (GetContainerOOMScoreAdjust
+// over the node's memory), under runc raised to what this machine allows
+// (init).
+std::optional<int> Agent::oom_score_adj_of(const PodSpec& pod, const Container& c) const {
+    if (node_memory_bytes_ <= 0) return std::nullopt;  // the exec runtime, or memory unknown
+    return restrict_oom_score_adj(container_oom_score_adj(pod, c, node_memory_bytes_), oom_score_floor_);
 }
 
 }  // namespace daemonlet::agent

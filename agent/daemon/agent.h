@@ -29,6 +29,7 @@
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/control_server.h"
 #include "agent/daemon/images.h"
+#include "agent/daemon/lifecycle_hooks.h"
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/node_ips.h"
 #include "agent/daemon/prober_manager.h"
@@ -117,6 +118,12 @@ class Agent : private Images::Host {
         BackoffState backoff;
         std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered
         uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
+        // What this instance runs, as it started (hooks.cpp): its lifecycle
+        // hooks run by it, even once its DaemonSet is gone.
+        HookContainer hook_target;
+        std::int64_t grace_seconds = 30;
+        std::optional<LifecycleHooks::Id> hook;  // its postStart or preStop, running
+        bool pre_stopping = false;               // its preStop runs: its stop follows
     };
     struct LivePod {
         PodRecord rec;
@@ -209,6 +216,16 @@ class Agent : private Images::Host {
     // `expected` (non-empty): only if that instance still runs.
     void stop_container(const std::string& uid, std::size_t index, const std::string& expected,
                         const std::string& why);
+    // The stop itself, with `grace_seconds` when a preStop hook took some.
+    void stop_now(const std::string& uid, std::size_t index, const std::string& expected,
+                  const std::string& why, std::optional<std::int64_t> grace_seconds);
+    // hooks.cpp: postStart after a start, preStop before a stop (lifecycle_hooks.h)
+    void started_for_hooks(const std::string& uid, std::size_t index, std::shared_ptr<const Container> spec,
+                           std::vector<std::pair<std::string, std::string>> env, std::int64_t grace_seconds);
+    void run_post_start(const std::string& uid, std::size_t index);
+    bool run_pre_stop(const std::string& uid, std::size_t index, const std::string& expected,
+                      const std::string& why);
+    void cancel_hook(LiveContainer& lc);
     void on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
                            const Result<platform::ContainerInfo>& info);
     // Shutdown: the runtime is closed once no start is in flight, so that
@@ -271,6 +288,9 @@ class Agent : private Images::Host {
                           std::size_t in_progress);
     void image_operation_done(const char* what, bool ok) override;
 
+    // agent.cpp: the container's oom_score_adj (core/qos.h), none for the exec runtime.
+    std::optional<int> oom_score_adj_of(const PodSpec& pod, const Container& c) const;
+
     // hostNetwork pods' IPs follow the node's (node_ips_ changed).
     void on_node_ips_changed();
 
@@ -294,7 +314,10 @@ class Agent : private Images::Host {
     platform::OperationQueue runtime_ops_{4};
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
-    std::unique_ptr<Probes> probes_;  // kubelet's prober manager: the running containers' probes
+    std::unique_ptr<Probes> probes_;         // kubelet's prober manager: the running containers' probes
+    std::unique_ptr<LifecycleHooks> hooks_;  // kubelet's HandlerRunner: postStart and preStop
+    std::int64_t node_memory_bytes_ = 0;     // the OOM score's memory capacity; 0: none set (exec)
+    std::optional<int> oom_score_floor_;     // the lowest oom_score_adj the machine allows (system_info.h)
     // Imports, pulls, their back-off and image GC (images.h).
     std::unique_ptr<Images> images_;
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "agent/daemon/agent.h"
+#include "core/pod_network.h"
 #include "core/revision_history.h"
 #include "core/template_hash.h"
 #include "platform/log.h"
@@ -78,6 +79,11 @@ void Agent::rebuild_desired() {
         apply_rollback(d);  // a rollout undo's template, while the file is unchanged
         if (prev != desired_.end() && prev->second.hash == d.hash) d.revision = prev->second.revision;
         if (auto s = record_revision(d); !s.ok()) log(Level::Err, "store: " + s.error().message);
+        // Once per template: hostPorts the runtime cannot map.
+        if (prev == desired_.end() || prev->second.hash != d.hash)
+            if (auto why = unmapped_host_ports(d.ds().spec.template_.spec, config_.runtime_type);
+                !why.empty())
+                log(Level::Warning, "DaemonSet " + key + ": " + why);
     }
     for (const auto& [key, g] : gone) {
         log(Level::Notice,

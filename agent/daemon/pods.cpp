@@ -357,6 +357,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     launch.pod_spec = src.spec;
     const PodSpec& pod_spec = *launch.pod_spec;
     launch.grace_seconds = pod_spec.termination_grace_period_seconds.value_or(30);
+    launch.oom_score_adj = oom_score_adj_of(pod_spec, *spec);
     launch.log_max_bytes = config_.container_log_max_size;
     launch.log_max_files = config_.container_log_max_files;
     launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
@@ -412,14 +413,18 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
             return;
         }
         std::shared_ptr<const Container> what = launch.container;
+        const std::int64_t grace = launch.grace_seconds;
+        auto hook_env = launch.env;  // for an exec hook on the host (hooks.cpp)
         const std::uint64_t t0 = uv_hrtime();
-        runtime_->start_async(std::move(launch),
-                              [this, uid, index, what, finished, t0](Result<std::string> id) {
-                                  metrics_->count_runtime_operation("start_container", t0, id.ok());
-                                  on_started(uid, index, *what, std::move(id));
-                                  finished();
-                                  if (stopping_) close_runtime_when_idle();
-                              });
+        runtime_->start_async(std::move(launch), [this, uid, index, what, grace, env = std::move(hook_env),
+                                                  finished, t0](Result<std::string> id) mutable {
+            metrics_->count_runtime_operation("start_container", t0, id.ok());
+            const bool ok = id.ok();
+            on_started(uid, index, *what, std::move(id));
+            if (ok) started_for_hooks(uid, index, what, std::move(env), grace);
+            finished();
+            if (stopping_) close_runtime_when_idle();
+        });
     });
 }
 
@@ -547,20 +552,28 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
 
 void Agent::stop_container(const std::string& uid, std::size_t index, const std::string& expected,
                            const std::string& why) {
-    runtime_ops_.submit(uid, [this, uid, index, expected, why](platform::OperationQueue::Finished finished) {
-        auto pit = pods_.find(uid);
-        if (pit == pods_.end() || index >= pit->second.containers.size()) return finished();
-        const std::string id = pit->second.containers[index].id;
-        // Gone already, or restarted since (a liveness kill that came late).
-        if (id.empty() || (!expected.empty() && id != expected) || stopping_) return finished();
-        const std::uint64_t t0 = uv_hrtime();
-        runtime_->stop_async(id, [this, why, finished, t0](Status s) {
-            metrics_->count_runtime_operation("stop_container", t0, s.ok());
-            if (!s.ok()) log(Level::Warning, why + ": " + s.error().message);
-            finished();
-            if (stopping_) close_runtime_when_idle();
+    if (run_pre_stop(uid, index, expected, why)) return;  // the stop follows its preStop hook
+    stop_now(uid, index, expected, why, std::nullopt);
+}
+
+void Agent::stop_now(const std::string& uid, std::size_t index, const std::string& expected,
+                     const std::string& why, std::optional<std::int64_t> grace_seconds) {
+    runtime_ops_.submit(
+        uid, [this, uid, index, expected, why, grace_seconds](platform::OperationQueue::Finished finished) {
+            auto pit = pods_.find(uid);
+            if (pit == pods_.end() || index >= pit->second.containers.size()) return finished();
+            const std::string id = pit->second.containers[index].id;
+            // Gone already, or restarted since (a liveness kill that came late).
+            if (id.empty() || (!expected.empty() && id != expected) || stopping_) return finished();
+            if (grace_seconds) runtime_->set_stop_grace(id, *grace_seconds);
+            const std::uint64_t t0 = uv_hrtime();
+            runtime_->stop_async(id, [this, why, finished, t0](Status s) {
+                metrics_->count_runtime_operation("stop_container", t0, s.ok());
+                if (!s.ok()) log(Level::Warning, why + ": " + s.error().message);
+                finished();
+                if (stopping_) close_runtime_when_idle();
+            });
         });
-    });
 }
 
 void Agent::close_runtime_when_idle() {
@@ -601,6 +614,7 @@ void Agent::on_container_exit(const std::string& id) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
     probes_->remove(uid, index);
+    cancel_hook(pit->second.containers[index]);
     // How it ended, asked off the loop (a CRI ContainerStatus); until then
     // the container keeps its id, so nothing starts it again.
     const std::uint64_t t0 = uv_hrtime();

@@ -31,6 +31,13 @@ void fill_sandbox(const CriSandboxConfig& in, v1::PodSandboxConfig& out) {
     for (const auto& v : in.dns.options) out.mutable_dns_config()->add_options(v);
     for (const auto& [k, v] : in.labels) (*out.mutable_labels())[k] = v;
     for (const auto& [k, v] : in.annotations) (*out.mutable_annotations())[k] = v;
+    for (const auto& m : in.port_mappings) {
+        auto* pm = out.add_port_mappings();
+        pm->set_protocol(static_cast<v1::Protocol>(static_cast<int>(m.protocol)));
+        pm->set_container_port(m.container_port);
+        pm->set_host_port(m.host_port);
+        pm->set_host_ip(m.host_ip);
+    }
     auto* sc = out.mutable_linux()->mutable_security_context();
     sc->set_privileged(in.privileged);
     if (in.run_as_user) sc->mutable_run_as_user()->set_value(*in.run_as_user);
@@ -73,6 +80,7 @@ void fill_container(const CriContainerConfig& in, const CriLabels& annotations, 
     r->set_cpu_shares(in.cpu_shares);
     r->set_cpu_quota(in.cpu_quota);
     r->set_cpu_period(in.cpu_period);
+    if (in.oom_score_adj) r->set_oom_score_adj(*in.oom_score_adj);
     auto* sc = lx->mutable_security_context();
     sc->set_privileged(in.privileged);
     for (const auto& c : in.capabilities_add) sc->mutable_capabilities()->add_add_capabilities(c);

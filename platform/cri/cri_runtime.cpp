@@ -114,6 +114,10 @@ class CriRuntime final : public Runtime {
     Result<std::string> start(const ContainerLaunch& launch) override;
     void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) override;
     Status stop(const std::string& id) override;
+    // StopContainer's timeout: what the preStop hook left.
+    void set_stop_grace(const std::string& id, std::int64_t grace_seconds) override {
+        if (auto w = watched_.find(id); w != watched_.end()) w->second.grace_seconds = grace_seconds;
+    }
     Result<ContainerInfo> inspect(const std::string& id) override;
     void inspect_async(const std::string& id, std::function<void(Result<ContainerInfo>)> done) override;
     void remove_async(const std::string& id, std::function<void(Status)> done) override;
@@ -307,6 +311,7 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
     // and emptyDir are the runtime's.
     in.volume_host_paths = launch.volume_host_paths;
     in.image_user = status.value().user;
+    in.oom_score_adj = launch.oom_score_adj;
     pod.seccomp_profile_root = opts_.seccomp_profile_root;
     pod.cluster_dns = opts_.cluster_dns;
     pod.cluster_domain = opts_.cluster_domain;

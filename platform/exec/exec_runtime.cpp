@@ -308,6 +308,14 @@ Status ExecRuntime::stop(const std::string& id) {
     return stop(id);
 }
 
+void ExecRuntime::set_stop_grace(const std::string& id, std::int64_t grace_seconds) {
+    if (!exec::is_container_id(id)) return;
+    // A few bytes in the state directory: as quick as the shim's own
+    // records. Failing, the stop keeps the grace period given at start.
+    (void)exec::write_file_atomic(exec::container_dir(state_dir_, id) + "/" + shim::kStopGraceFile,
+                                  std::to_string(grace_seconds < 0 ? 0 : grace_seconds));
+}
+
 Result<ContainerInfo> ExecRuntime::inspect(const std::string& id) {
     if (!exec::is_container_id(id)) return Error{ErrorCode::NotFound, "no container \"" + id + "\""};
     auto record = exec::read_record(state_dir_, id);

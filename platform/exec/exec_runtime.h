@@ -60,6 +60,9 @@ class ExecRuntime final : public Runtime {
     // already exited is not an error. An unwatched running one is watched
     // from now on, so its exit reaches the handler.
     Status stop(const std::string& id) override;
+    // Written to the container's stop_grace (shim_protocol.h), read by its
+    // shim when the stop comes.
+    void set_stop_grace(const std::string& id, std::int64_t grace_seconds) override;
     Result<ContainerInfo> inspect(const std::string& id) override;
     // Every container in the state directory. A running one whose shim is
     // alive and is the recorded process (pid and start time) is watched; one

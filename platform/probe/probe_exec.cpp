@@ -46,6 +46,7 @@ struct ExecOp : Prober::Op {
         done = true;
         ProbeResult r;
         r.output = output;
+        r.command_output = output;
         if (!spawn_error.empty()) {
             r.outcome = ProbeOutcome::Failure;
             r.output = spawn_error;
@@ -54,7 +55,9 @@ struct ExecOp : Prober::Op {
             r.output = "command \"" + command_text + "\" timed out";
         } else if (exit_status == 0 && term_signal == 0) {
             r.outcome = ProbeOutcome::Success;
+            r.exit_code = 0;
         } else {
+            if (term_signal == 0) r.exit_code = static_cast<int>(exit_status);
             r.outcome = ProbeOutcome::Failure;
             if (r.output.empty())
                 r.output = term_signal ? "command killed by signal " + std::to_string(term_signal)

@@ -212,7 +212,7 @@ void Prober::http_attempt(Id id, std::string url, const ProbeAction& a, int redi
             return;
         }
         ProbeResult pr;
-        if (resp.status >= 200 && resp.status < 400) {
+        if ((resp.status >= 200 && resp.status < 400) || copy.any_status) {
             pr.outcome = ProbeOutcome::Success;
             pr.output =
                 resp.status >= 300 ? "Probe terminated redirects, Response body: " + resp.body : resp.body;

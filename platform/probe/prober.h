@@ -41,6 +41,12 @@ namespace daemonlet::platform {
 struct ProbeResult {
     ProbeOutcome outcome = ProbeOutcome::Unknown;
     std::string output;  // what kubelet puts in the event: the command's output, the error, the status
+    // exec: the command's exit status when it exited by itself (-1: killed,
+    // timed out, not started), for the lifecycle hooks' "exited with N".
+    int exit_code = -1;
+    // exec: what the command itself wrote (output says why it failed when
+    // it wrote nothing), for the lifecycle hooks' message.
+    std::string command_output = {};
 };
 
 // A probe's action resolved against its container: named ports looked up,
@@ -63,6 +69,10 @@ struct ProbeAction {
     std::string scheme = "HTTP";
     std::string path;
     std::vector<std::pair<std::string, std::string>> headers;
+    // Any HTTP response is a success, whatever its status: a lifecycle
+    // hook's httpGet (kubelet's runHTTPHandler returns only the transport's
+    // error), where a probe wants 200-399.
+    bool any_status = false;
     std::int64_t timeout_ms = 1000;
 };
 

@@ -148,6 +148,7 @@ Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
     in.hostname = launch.pod_name;
     in.cgroups_path = "/daemonlet/" + id;
     in.current_capabilities = capabilities;
+    in.oom_score_adj = launch.oom_score_adj;
     // The agent's own volumes (config, secret, downward API) first; hostPath
     // and emptyDir are the runtime's.
     in.volume_host_paths = launch.volume_host_paths;

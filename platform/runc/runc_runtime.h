@@ -105,6 +105,9 @@ class RuncRuntime final : public Runtime {
     // runc container deleted).
     void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) override;
     Status stop(const std::string& id) override { return exec_->stop(id); }
+    void set_stop_grace(const std::string& id, std::int64_t grace_seconds) override {
+        exec_->set_stop_grace(id, grace_seconds);
+    }
     // The exec runtime's, and for a container that exited non-zero after
     // the OOM killer killed in its memory cgroup, reason OOMKilled
     // (core/cgroup_oom.h): runc's stopped container, its cgroup and the

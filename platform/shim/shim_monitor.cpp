@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 
@@ -132,11 +133,28 @@ void on_timer(uv_timer_t*) {
     }
 }
 
+// The grace period of this stop: stop_grace when the agent wrote one (a
+// preStop hook took part of it), else config.json's.
+std::int64_t stop_grace_seconds() {
+    std::int64_t grace = m.config->grace_seconds;
+    int fd = ::openat(m.dir_fd, kStopGraceFile, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return grace;
+    char buf[24] = {};
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return grace;
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(buf, &end, 10);
+    if (errno != 0 || end == buf || v < 0) return grace;
+    return static_cast<std::int64_t>(v);
+}
+
 void on_stop_signal(uv_signal_t*, int) {
     if (!m.running || m.stopping) return;
     m.stopping = true;
     signal_container(SIGTERM);
-    std::int64_t grace = m.config->grace_seconds;
+    std::int64_t grace = stop_grace_seconds();
     if (grace <= 0) {
         signal_container(SIGKILL);
         return;

@@ -25,6 +25,10 @@
 //                "StartError: ..". The agent writes it instead when it finds
 //                the shim gone without one ("ContainerStatusUnknown: ..").
 //   shim.log     the shim's own stderr: diagnostics, sanitizer reports.
+//   stop_grace   written by the agent just before it asks for a stop whose
+//                grace period is not config.json's graceSeconds (what a
+//                preStop hook left of it): decimal seconds. The shim reads
+//                it when the stop signal comes; absent, graceSeconds holds.
 //
 // config.json, state.json and exit.json are written atomically (temporary
 // file, then rename), so a reader sees all or nothing. They are not synced
@@ -47,6 +51,7 @@ inline constexpr char kConfigFile[] = "config.json";
 inline constexpr char kStateFile[] = "state.json";
 inline constexpr char kExitFile[] = "exit.json";
 inline constexpr char kShimLogFile[] = "shim.log";
+inline constexpr char kStopGraceFile[] = "stop_grace";
 
 // config.json
 inline constexpr char kArgv[] = "argv";

@@ -74,7 +74,8 @@ if [[ -n ${CRI_BRIDGE_SUBNET:-} ]]; then
     cat >"$cd_dir/cni/10-bridge.conflist" <<EOF
 {"cniVersion": "1.0.0", "name": "daemonlet-test", "plugins": [{"type": "bridge", "bridge": "$cri_bridge",
  "isGateway": true, "ipMasq": false,
- "ipam": {"type": "host-local", "ranges": [[{"subnet": "$CRI_BRIDGE_SUBNET"}]], "dataDir": "$cd_dir/ipam"}}]}
+ "ipam": {"type": "host-local", "ranges": [[{"subnet": "$CRI_BRIDGE_SUBNET"}]], "dataDir": "$cd_dir/ipam"}},
+ {"type": "portmap", "capabilities": {"portMappings": true}}]}
 EOF
 else
     cat >"$cd_dir/cni/10-loopback.conflist" <<EOF

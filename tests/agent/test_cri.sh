@@ -120,7 +120,8 @@ wait_for "the old pod's sandbox is removed" 20 one_sandbox
 wait_for "the new container logs its version" 10 \
     bash -c "'$dl' logs \$('$dl' get pods -n it --config '$cfg' | awk '\$2 ~ /^bb-/ { print \$2 }') -n it --config '$cfg' | grep -qx 'hello from 2'"
 
-# 7b. securityContext through CRI (issue 13 §4), seen from inside: pod-level
+# 7b. securityContext through CRI (issue 13 §4), seen from inside, and
+# lifecycle postStart / preStop run in the container: pod-level
 # runAsUser, runAsGroup, fsGroup, seccompProfile RuntimeDefault (containerd's
 # profile), the container's read-only root, allowPrivilegeEscalation false
 # and capabilities; a FileOrCreate hostPath made a file (containerd would
@@ -139,6 +140,9 @@ DS_IMAGE=busybox:latest write_ds sec.yaml sec "$sec_report" \
       volumes: [{name: data, hostPath: {path: $data}}, {name: lock, hostPath: {path: $work/run/x.lock, type: FileOrCreate}}]" "" \
     "          imagePullPolicy: IfNotPresent
           securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}
+          lifecycle:
+            postStart: {exec: {command: [/bin/sh, -c, 'id -u > /data/sec-poststart']}}
+            preStop: {exec: {command: [/bin/sh, -c, 'echo bye > /data/sec-prestop']}}
           volumeMounts: [{name: data, mountPath: /data}, {name: lock, mountPath: /lock}]"
 DS_IMAGE=busybox:latest write_ds nonroot.yaml nonroot 'sleep 1000' "hostNetwork: true
       securityContext: {runAsNonRoot: true}" "" "          imagePullPolicy: IfNotPresent"
@@ -159,6 +163,9 @@ nonroot_waits() {
 wait_for "CRI runAsNonRoot with a root image waits with CreateContainerConfigError" 20 nonroot_waits
 rm -f "$man/sec.yaml" "$man/nonroot.yaml"
 wait_for "sec goes with its file" 20 no_pod it sec
+# Its lifecycle hooks ran in the container (ctr tasks exec, as the container's user).
+[[ $(cat "$data/sec-poststart" 2>&1) == 1000 && $(cat "$data/sec-prestop" 2>&1) == bye ]] && ok ||
+    fail "CRI postStart ($(cat "$data/sec-poststart" 2>&1)) or preStop ($(cat "$data/sec-prestop" 2>&1)) did not run in the container"
 wait_for "nonroot goes with its file" 20 no_pod it nonroot
 
 # 8. A container that exits is restarted (restartPolicy Always) in its

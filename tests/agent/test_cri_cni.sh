@@ -15,7 +15,9 @@
 # reaches a busybox httpd in it on port 8080 at the pod's IP (prober.go
 # runProbe: status.PodIP when the probe sets no host; nothing listens on
 # 8080 in the agent's own namespace, so a probe of 127.0.0.1 would fail);
-# a tcpSocket probe on a closed port keeps another pod unready, the reason
+# a hostPort without hostNetwork reaches the pod through the CNI portmap
+# plugin (the sandbox's port_mappings: MakePortMappings); a tcpSocket probe
+# on a closed port keeps another pod unready, the reason
 # in the agent's log; two DaemonSets listening on the same port do not
 # conflict; kill -9 of the agent, and the new agent adopts the pod with the
 # same IP and it is ready again.
@@ -27,7 +29,7 @@ containerd_bin=$(command -v containerd) || { echo "SKIPPED: containerd is not in
 [[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
 command -v ip >/dev/null || { echo "SKIPPED: ip is missing (apt-get install iproute2)"; exit 0; }
 command -v nsenter >/dev/null || { echo "SKIPPED: nsenter is missing (apt-get install util-linux)"; exit 0; }
-for plugin in bridge host-local loopback; do
+for plugin in bridge host-local loopback portmap; do
     [[ -x /usr/lib/cni/$plugin ]] || { echo "SKIPPED: /usr/lib/cni/$plugin is missing (apt-get install containernetworking-plugins)"; exit 0; }
 done
 subnet_prefix=10.213.77
@@ -51,12 +53,12 @@ pod_not_ready_running() { get_pods | grep -E "^it +$1-[a-z0-9]+ +0/1 +Running"; 
 
 # A busybox httpd on 8080 in the pod's own network, with an httpGet
 # readiness probe (no host: the pod's IP).
-write_web_ds() {  # write_web_ds FILE NAME
+write_web_ds() {  # write_web_ds FILE NAME [HOST_PORT]
     DS_IMAGE=busybox:latest write_ds "$1" "$2" \
         'busybox mkdir -p /www && echo $POD > /www/index.html && exec busybox httpd -f -p 8080 -h /www' "" "" \
         "          env: [{name: POD, value: \"$2\"}]
           imagePullPolicy: IfNotPresent
-          ports: [{name: http, containerPort: 8080}]
+          ports: [{name: http, containerPort: 8080${3:+, hostPort: $3}}]
           readinessProbe: {httpGet: {path: /index.html, port: http}, periodSeconds: 1, timeoutSeconds: 2}"
 }
 
@@ -67,7 +69,7 @@ start_agent
 
 # 1. A pod without hostNetwork: an IP in the bridge's subnet, in its status,
 # and ready through its httpGet probe at that IP.
-write_web_ds web.yaml web
+write_web_ds web.yaml web 18080
 wait_for "web runs and is ready (its httpGet probe reached the pod's IP)" 40 pod_running it web
 ip=$(pod_ip web)
 [[ $ip == "$subnet_prefix".* ]] && ok || fail "status.podIP is '$ip', not in $CRI_BRIDGE_SUBNET"
@@ -85,6 +87,10 @@ nsenter --net="/proc/$pid/ns/net" ip -o -4 addr show | grepq " $ip/" && ok ||
     fail "the container's namespace has no address $ip"
 [[ $("${in_cri_netns[@]}" busybox wget -q -O - "http://$ip:8080/index.html" 2>&1) == web ]] && ok ||
     fail "httpd does not answer at $ip:8080"
+# hostPort 18080 without hostNetwork: the CNI portmap plugin maps the
+# node's port (here the bridge's gateway address) to the pod's 8080.
+[[ $("${in_cri_netns[@]}" busybox wget -q -O - "http://$subnet_prefix.1:18080/index.html" 2>&1) == web ]] && ok ||
+    fail "hostPort 18080 does not reach web's httpd through portmap"
 # The probe went to the pod's IP: nothing listens on 8080 in the agent's namespace.
 ! "${in_cri_netns[@]}" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080' 2>/dev/null && ok ||
     fail "something listens on 127.0.0.1:8080 in the agent's namespace: the probe's target is not proven"

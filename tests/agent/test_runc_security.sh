@@ -11,7 +11,9 @@
 # container with every capability and the host's devices; /etc/hosts,
 # /etc/hostname and /etc/resolv.conf per dnsPolicy and dnsConfig; and
 # runAsNonRoot with a root image and a missing `Directory` hostPath waiting
-# with the kubelet's reasons and messages. Needs root, runc and busybox-static;
+# with the kubelet's reasons and messages; lifecycle postStart and preStop
+# (exec, in the container), a failing postStart stopping its container; the
+# OOM score per QoS class. Needs root, runc and busybox-static;
 # skips without them; the RuntimeDefault check needs
 # /usr/share/containers/seccomp.json (golang-github-containers-common).
 set -uo pipefail
@@ -33,7 +35,7 @@ bb=/bin/busybox
 report="$bb id > /data/id.\$(NAME); $bb grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status > /data/status.\$(NAME);
 $bb grep -E '^[^ ]+ / ' /proc/mounts | $bb tail -1 | $bb cut -d' ' -f4 | $bb cut -c1-2 > /data/root.\$(NAME);
 [ -f /lock ] && echo file > /data/lock.\$(NAME); cat /etc/hosts > /data/hosts.\$(NAME);
-cat /etc/resolv.conf > /data/resolv.\$(NAME); cat /etc/hostname > /data/hostname.\$(NAME); $bb grep ' /mem ' /proc/mounts > /data/mem.\$(NAME); echo > /data/done.\$(NAME);
+cat /etc/resolv.conf > /data/resolv.\$(NAME); cat /proc/self/oom_score_adj > /data/oom.\$(NAME); cat /etc/hostname > /data/hostname.\$(NAME); $bb grep ' /mem ' /proc/mounts > /data/mem.\$(NAME); echo > /data/done.\$(NAME);
 while :; do sleep 1; done"
 env_name() { echo "          env: [{name: NAME, value: $1}]"; }
 
@@ -68,6 +70,18 @@ DS_IMAGE=busybox write_ds missing.yaml missing 'sleep 1000' \
     "volumes: [{name: gone, hostPath: {path: $work/nope, type: Directory}}]" "" \
     "          imagePullPolicy: Never
           volumeMounts: [{name: gone, mountPath: /gone}]"
+# Guaranteed (cpu and memory limits), with lifecycle hooks run in the container.
+DS_IMAGE=busybox write_ds hooks.yaml hooks 'while :; do sleep 1; done' \
+    "volumes: [{name: data, hostPath: {path: $data}}]" "" \
+    "          imagePullPolicy: Never
+          resources: {limits: {cpu: 100m, memory: 64Mi}}
+          lifecycle:
+            postStart: {exec: {command: [/bin/sh, -c, 'cat /proc/1/oom_score_adj > /data/oom.hooks; echo up > /data/poststart.hooks']}}
+            preStop: {exec: {command: [/bin/sh, -c, 'echo bye > /data/prestop.hooks']}}
+          volumeMounts: [{name: data, mountPath: /data}]"
+DS_IMAGE=busybox write_ds badhook.yaml badhook 'while :; do sleep 1; done' "" "" \
+    "          imagePullPolicy: Never
+          lifecycle: {postStart: {exec: {command: [/bin/sh, -c, 'exit 3']}}}"
 start_agent
 
 get_pods_json() { "$dl" get pods -A -o json --config "$cfg"; }
@@ -131,5 +145,32 @@ wait_for "runAsNonRoot with a root image: CreateContainerConfigError" 20 waiting
 wait_for "a missing Directory hostPath waits with the kubelet's message" 20 waiting_as missing ContainerCreating \
     "MountVolume.SetUp failed for volume \"gone\" : hostPath type check failed: $work/nope is not a directory"
 [[ ! -e $work/nope ]] && ok || fail "a Directory hostPath was created"
+
+# 5. Lifecycle hooks (kuberuntime_container.go): postStart in the container
+# once it started; preStop before the stop signal when the pod goes; a
+# failing postStart stops its container, which restarts (restartPolicy Always).
+wait_for "postStart ran in the container" 20 test -e "$data/poststart.hooks"
+rm "$man/hooks.yaml"
+wait_for "preStop ran before the stop" 20 test -e "$data/prestop.hooks"
+[[ $(cat "$data/prestop.hooks") == bye ]] && ok || fail "preStop wrote $(cat "$data/prestop.hooks")"
+restarts() { get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("badhook-")) | .status.containerStatuses[0].restartCount'; }
+restarted() { [[ $(restarts) -ge 1 ]]; }
+wait_for "a failing postStart restarts its container" 20 restarted
+grep -q 'Exec lifecycle hook (\[/bin/sh -c exit 3\]) for Container "main" in Pod "badhook-.*_it(.*)" failed - error: command '"'"'/bin/sh -c exit 3'"'"' exited with 3: , message: ""; stopping the container' "$agent_log" &&
+    ok || fail "the failed postStart is not said with the kubelet's message: $(grep -i 'lifecycle hook' "$agent_log" | head -3)"
+
+# 6. OOM score per QoS class (GetContainerOOMScoreAdjust), as the kernel set
+# it: BestEffort 1000; Guaranteed -997 where the agent may set a negative
+# score (CAP_SYS_RESOURCE), else raised to the agent's own (0 here: runc
+# 1.1.5 would fail the start), said once.
+[[ $(cat "$data/oom.named") == 1000 ]] && ok || fail "BestEffort oom_score_adj is $(cat "$data/oom.named")"
+if (( 0x$(grep CapEff /proc/self/status | cut -f2) >> 24 & 1 )); then
+    [[ $(cat "$data/oom.hooks") == -997 ]] && ok || fail "Guaranteed oom_score_adj is $(cat "$data/oom.hooks")"
+else
+    echo "# this machine refuses negative OOM scores (no CAP_SYS_RESOURCE): Guaranteed asks -997, gets $(cat /proc/self/oom_score_adj)"
+    [[ $(cat "$data/oom.hooks") == "$(cat /proc/self/oom_score_adj)" ]] && ok ||
+        fail "Guaranteed oom_score_adj is $(cat "$data/oom.hooks")"
+    [[ $(grep -c 'refuses an oom_score_adj below' "$agent_log") -eq 1 ]] && ok || fail "the restricted OOM score is not said once"
+fi
 
 finish

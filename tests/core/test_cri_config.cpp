@@ -358,6 +358,45 @@ const Row kRows[] = {
          return expect(s.hostname == "web", s.hostname);
      },
      ""},
+    {"port_mappings: every port of the container, hostPort 0 too (MakePortMappings, "
+     "generatePodSandboxConfig)",
+     [](Case& k) {
+         k.container.ports = {
+             {"http", 8080, 80, "TCP", ""}, {"", 53, 0, "UDP", ""}, {"", 9100, 9100, "TCP", "127.0.0.1"}};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         const std::vector<CriPortMapping> want = {{CriProtocol::TCP, 8080, 80, ""},
+                                                   {CriProtocol::UDP, 53, 0, ""},
+                                                   {CriProtocol::TCP, 9100, 9100, "127.0.0.1"}};
+         return expect(s.port_mappings == want, std::to_string(s.port_mappings.size()) + " mappings");
+     },
+     ""},
+    {"port_mappings: a port name used twice in a container maps once (MakePortMappings' names)",
+     [](Case& k) {
+         k.container.ports = {{"web", 8080, 80, "TCP", ""}, {"web", 8443, 443, "TCP", ""}};
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.port_mappings.size() == 1 && s.port_mappings[0].host_port == 80,
+                       std::to_string(s.port_mappings.size()) + " mappings");
+     },
+     ""},
+    {"port_mappings: init containers' ports are not mapped (generatePodSandboxConfig: Spec.Containers)",
+     [](Case& k) {
+         Container init;
+         init.name = "init";
+         init.ports = {{"", 7000, 7000, "TCP", ""}};
+         k.spec.init_containers.push_back(init);
+     },
+     [](const CriSandboxConfig& s, const CriContainerConfig&) {
+         return expect(s.port_mappings.empty(), std::to_string(s.port_mappings.size()) + " mappings");
+     },
+     ""},
+    {"oom_score_adj as the agent computed it (LinuxContainerResources.oom_score_adj)",
+     [](Case& k) { k.in.oom_score_adj = -997; },
+     [](const CriSandboxConfig&, const CriContainerConfig& c) {
+         return expect(c.oom_score_adj == -997, c.oom_score_adj ? std::to_string(*c.oom_score_adj) : "none");
+     },
+     ""},
     {"a node-wide sysctl is refused (validateSysctl)",
      [](Case& k) {
          k.spec.security_context.emplace().sysctls = {{"kernel.panic", "1"}};

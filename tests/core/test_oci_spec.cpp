@@ -66,6 +66,11 @@ std::vector<std::string> with(std::vector<std::string> v, const std::string& ext
 }
 
 const Row kRows[] = {
+    // --- process.oomScoreAdj: the agent's value (core/qos.h), none when not given.
+    {"process.oomScoreAdj as given (GetContainerOOMScoreAdjust's, restricted)",
+     [](Case& k) { k.in.oom_score_adj = -997; }, "/process/oomScoreAdj", Json(-997), ""},
+    {"no oomScoreAdj asked: none written (runc keeps its own)", [](Case&) {}, "/process/oomScoreAdj", Json(),
+     ""},
     // --- process.args: containerd pkg/cri/opts/spec.go WithProcessArgs.
     {"neither command nor args: image Entrypoint + Cmd", [](Case&) {}, "/process/args",
      Json{"/bin/entry", "--serve"}, ""},

@@ -170,6 +170,36 @@ TEST(PodNetwork, ProbeHostIsTheProbesOrThePodsAddress) {
     }
 }
 
+TEST(PodNetwork, UnmappedHostPortsAreSaidForRuntimesWithoutCni) {
+    struct Row {
+        const char* rule;
+        const char* runtime;
+        bool host_network;
+        std::int32_t container_port, host_port;
+        const char* expected;  // a part of the reason; "" for none
+    };
+    const Row rows[] = {
+        {"cri: CNI portmap maps it (generatePodSandboxConfig port_mappings)", "cri", false, 80, 8080, ""},
+        {"runc without hostNetwork: loopback only, not mapped", "runc", false, 80, 8080,
+         "hostPort 8080 of container \"app\" (containerPort 80) is not mapped: the runc runtime"},
+        {"runc with hostNetwork: the node's port itself", "runc", true, 80, 80, ""},
+        {"exec: a hostPort equal to containerPort holds in the node's network", "exec", false, 80, 80, ""},
+        {"exec: another hostPort is not mapped", "exec", false, 80, 8080, "the exec runtime runs containers"},
+        {"no hostPort: nothing to say", "runc", false, 80, 0, ""},
+    };
+    for (const auto& r : rows) {
+        PodSpec spec;
+        spec.host_network = r.host_network;
+        Container c;
+        c.name = "app";
+        c.ports = {{"", r.container_port, r.host_port, "TCP", ""}};
+        spec.containers.push_back(c);
+        const std::string got = unmapped_host_ports(spec, r.runtime);
+        if (std::string(r.expected).empty() ? !got.empty() : got.find(r.expected) == std::string::npos)
+            FAIL((std::string(r.rule) + ": got \"" + got + "\"").c_str());
+    }
+}
+
 namespace {
 
 struct NodeIpRow {

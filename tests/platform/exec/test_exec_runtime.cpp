@@ -128,6 +128,25 @@ TEST(ExecRuntime, ProcessIgnoringSigtermIsKilledAfterTheGracePeriod) {
     CHECK(took < kDeadline);
 }
 
+// What a preStop hook left of the grace period (kubelet's killContainer):
+// the shim's SIGKILL comes after set_stop_grace's seconds, not the launch's.
+TEST(ExecRuntime, StopGraceSetBeforeTheStopReplacesTheLaunchs) {
+    auto l = launch({"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done"});
+    l.grace_seconds = 300;
+    std::string id = f.start(l);
+    std::string log = f.dir + "/logs/ns_pod_uid-1/c/0.log";
+    CHECK(f.run_until([&] { return read_text(log).find("ready") != std::string::npos; }));
+    f.runtime->set_stop_grace(id, 1);
+    auto stopped = std::chrono::steady_clock::now();
+    CHECK(f.runtime->stop(id).ok());
+    auto info = f.wait_exit(id);
+    auto took = std::chrono::steady_clock::now() - stopped;
+    LONGS_EQUAL(137, *info.exit_code);
+    STRCMP_EQUAL("SIGKILL", info.reason.c_str());
+    CHECK(took >= std::chrono::milliseconds(900));
+    CHECK(took < kDeadline);  // far below the launch's 300 s
+}
+
 TEST(ExecRuntime, StartFailuresAreExitsWithAClearReason) {
     std::string not_executable = f.dir + "/not-executable";
     write_text(not_executable, "#!/bin/sh\n");

@@ -1,0 +1,135 @@
+// The agent's side of the lifecycle hooks (lifecycle_hooks.h), as the
+// kubelet runs them (pkg/kubelet/kuberuntime/kuberuntime_container.go):
+//
+//   postStart  right after the container started (startContainer). A
+//              failure is logged with the handler's message, recorded as a
+//              FailedPostStartHook event ("PostStartHook failed": the kubelet
+//              keeps the message out of the event, lest it leak a secret),
+//              and the container is stopped; the exit path restarts it with
+//              crash-loop back-off, as restartPolicy Always says.
+//   preStop    before the stop signal, whatever stops the container (pod
+//              removal, a liveness or startup failure, a failed postStart),
+//              when the grace period is above 0 (killContainer). It has the
+//              pod's terminationGracePeriodSeconds; what it leaves (at least
+//              2 s) is the stop's grace between SIGTERM and SIGKILL
+//              (core/lifecycle_hook.h grace_after_pre_stop). A failure is a
+//              FailedPreStopHook event ("PreStopHook failed"); the stop goes
+//              on. One still running when the grace period ends is killed
+//              (the kubelet stops waiting for it) and the stop goes on.
+//
+// Nothing here waits: each hook is a LifecycleHooks operation that calls
+// back on the loop.
+#include "agent/daemon/agent.h"
+#include "core/lifecycle_hook.h"
+#include "platform/log.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+// The kubelet gives a postStart hook no deadline (RunInContainer with
+// timeout 0); this one is only the bound on what a manifest can make the
+// agent wait for. The container's exit or stop ends it sooner.
+constexpr std::int64_t kPostStartLimitMs = 24LL * 3600 * 1000;
+
+}  // namespace
+
+void Agent::started_for_hooks(const std::string& uid, std::size_t index,
+                              std::shared_ptr<const Container> spec,
+                              std::vector<std::pair<std::string, std::string>> env,
+                              std::int64_t grace_seconds) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || !hooks_) return;
+    LivePod& p = pit->second;
+    LiveContainer& lc = p.containers[index];
+    if (lc.id.empty()) return;
+    lc.hook_target.pod = pod_ref(p.rec.name, p.rec.namespace_, p.rec.uid);
+    lc.hook_target.runtime_id = lc.id;
+    lc.hook_target.spec = std::move(spec);
+    lc.hook_target.env = std::move(env);
+    lc.grace_seconds = grace_seconds;
+    if (!p.rec.deleting && !stopping_) run_post_start(uid, index);
+}
+
+void Agent::run_post_start(const std::string& uid, std::size_t index) {
+    LivePod& p = pods_[uid];
+    LiveContainer& lc = p.containers[index];
+    const auto& spec = lc.hook_target.spec;
+    if (!spec || !spec->lifecycle || !spec->lifecycle->post_start) return;
+    cancel_hook(lc);
+    const std::string id = lc.id;
+    lc.hook = hooks_->run(*spec->lifecycle->post_start, lc.hook_target, kPostStartLimitMs,
+                          [this, uid, index, id](Status s) {
+                              auto pit = pods_.find(uid);
+                              if (pit == pods_.end()) return;
+                              LivePod& pod = pit->second;
+                              pod.containers[index].hook.reset();
+                              if (s.ok()) return;
+                              const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
+                              log(Level::Warning, s.error().message + "; stopping the container",
+                                  {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
+                              record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning",
+                                           kFailedPostStartHook, "PostStartHook failed");
+                              stop_container(uid, index, id, "pod " + name + " (FailedPostStartHook)");
+                          });
+}
+
+bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::string& expected,
+                         const std::string& why) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || !hooks_ || stopping_ || index >= pit->second.containers.size()) return false;
+    LivePod& p = pit->second;
+    LiveContainer& lc = p.containers[index];
+    if (lc.id.empty() || (!expected.empty() && lc.id != expected)) return false;
+    if (lc.pre_stopping) return true;  // one stop, after the hook already running
+    // An adopted container (the agent restarted) runs the hooks of its
+    // pod's template.
+    if (!lc.hook_target.spec || lc.hook_target.runtime_id != lc.id) {
+        const Container* spec = probed_spec(p, index);
+        const Desired* d = desired_for(p.rec);
+        if (!spec || !d) return false;
+        lc.hook_target.pod = pod_ref(p.rec.name, p.rec.namespace_, p.rec.uid);
+        lc.hook_target.runtime_id = lc.id;
+        lc.hook_target.spec = std::make_shared<const Container>(*spec);
+        if (auto env = container_env(p, *spec)) lc.hook_target.env = std::move(env.value());
+        lc.grace_seconds = d->ds().spec.template_.spec.termination_grace_period_seconds.value_or(30);
+    }
+    const auto& spec = lc.hook_target.spec;
+    if (!spec->lifecycle || !spec->lifecycle->pre_stop || lc.grace_seconds <= 0) return false;
+    cancel_hook(lc);  // a postStart still running
+    lc.pre_stopping = true;
+    const std::string id = lc.id;
+    const std::int64_t grace = lc.grace_seconds;
+    const std::int64_t t0 = clock_.monotonic_ms();
+    lc.hook =
+        hooks_->run(*spec->lifecycle->pre_stop, lc.hook_target, grace * 1000,
+                    [this, uid, index, id, why, grace, t0](Status s) {
+                        auto it = pods_.find(uid);
+                        if (it == pods_.end()) return;
+                        LivePod& pod = it->second;
+                        LiveContainer& c = pod.containers[index];
+                        c.hook.reset();
+                        c.pre_stopping = false;
+                        const std::int64_t took = clock_.monotonic_ms() - t0;
+                        if (!s.ok()) {
+                            const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
+                            log(Level::Warning, s.error().message,
+                                {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
+                            record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPreStopHook,
+                                         "PreStopHook failed");
+                        }
+                        stop_now(uid, index, id, why, grace_after_pre_stop(grace, took));
+                    });
+    return true;
+}
+
+void Agent::cancel_hook(LiveContainer& lc) {
+    if (lc.hook && hooks_) hooks_->cancel(*lc.hook);
+    lc.hook.reset();
+    lc.pre_stopping = false;
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,42 @@
+// What the kubelet decides around a container's lifecycle hooks
+// (postStart, preStop), as pure functions: the time left for the stop
+// signal after a preStop hook, and the messages of a failed hook.
+//
+//   grace_after_pre_stop  pkg/kubelet/kuberuntime/kuberuntime_container.go
+//                         killContainer: gracePeriod minus the seconds the
+//                         preStop hook took (executePreStopHook, whole
+//                         seconds), never below minimumGracePeriodInSeconds
+//                         (2).
+//   hook_failure_message  pkg/kubelet/lifecycle/handlers.go Run: "Exec
+//                         lifecycle hook ([cmd]) for Container "c" in Pod
+//                         "name_namespace(uid)" failed - error: ..., message:
+//                         "..."", the HTTP and Sleep forms alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/model.h"
+
+namespace daemonlet {
+
+// kubelet's minimumGracePeriodInSeconds.
+inline constexpr std::int64_t kMinimumGracePeriodSeconds = 2;
+
+// Event reasons (pkg/kubelet/events).
+inline constexpr char kFailedPostStartHook[] = "FailedPostStartHook";
+inline constexpr char kFailedPreStopHook[] = "FailedPreStopHook";
+
+// The grace period for the stop signal once a preStop hook that ran for
+// `pre_stop_ms` is over (the hook's time is taken from `grace_seconds`).
+std::int64_t grace_after_pre_stop(std::int64_t grace_seconds, std::int64_t pre_stop_ms);
+
+// kubelet's format.Pod: "name_namespace(uid)".
+std::string pod_ref(const std::string& name, const std::string& namespace_, const std::string& uid);
+
+// The message of handler `h` of `container` in pod `pod` (pod_ref) that
+// failed with `error` (and, for exec, the command's `output`).
+std::string hook_failure_message(const Handler& h, const std::string& container, const std::string& pod,
+                                 const std::string& error, const std::string& output);
+
+}  // namespace daemonlet
