@@ -121,7 +121,7 @@ host_listens() { (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null; }
 host_listens 8080 && fail "something on the host listens on 8080: the test cannot tell where the probe went" || ok
 DS_IMAGE=busybox write_ds web.yaml web 'echo ok > /index.html; exec /bin/busybox httpd -f -vv -p 8080 -h /' "" "" \
     "          readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
-          livenessProbe: {httpGet: {path: /index.html, port: 8080}, periodSeconds: 1, failureThreshold: 1}"
+          livenessProbe: {httpGet: {path: /index.html, port: 8080}, periodSeconds: 1, failureThreshold: 5}"
 DS_IMAGE=busybox write_ds shut.yaml shut 'exec sleep 1000' "" "" \
     "          readinessProbe: {tcpSocket: {port: 8081}, periodSeconds: 1}"
 wait_for "web is ready through its tcpSocket probe" 20 pod_running it web
