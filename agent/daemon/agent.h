@@ -43,6 +43,7 @@
 #include "core/reconcile.h"
 #include "core/rollout_status.h"
 #include "core/source_merge.h"
+#include "core/wall_clock.h"
 #include "platform/clock.h"
 #include "platform/dir_watch.h"
 #include "platform/line_server.h"
@@ -243,6 +244,11 @@ class Agent : private Images::Host {
                           std::size_t in_progress);
     void image_operation_done(const char* what, bool ok) override;
 
+    // wall_clock.cpp: a step of the wall clock (NTP at boot) noticed, the
+    // times recorded before it re-based (core/wall_clock.h)
+    void start_wall_clock_watch();
+    void check_wall_clock();
+
     // hostNetwork pods' IPs follow the node's (node_ips_ changed).
     void on_node_ips_changed();
 
@@ -277,6 +283,8 @@ class Agent : private Images::Host {
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;
     uv_timer_t* rebuild_timer_ = nullptr;
+    uv_timer_t* wall_clock_timer_ = nullptr;
+    std::optional<WallClockSteps> wall_steps_;  // from the agent's start
     bool reconcile_pending_ = false;
     bool stopping_ = false;
     std::string notifier_status_;
