@@ -14,10 +14,16 @@
 # - no pod and no process of a removed or non-matching DaemonSet, no shim
 #   more than pods, no mount under the work directory.
 # Replay: STORM_SEED=S (the seed is printed). Length: STORM_SECONDS (default
-# 20) or STORM_BATCHES; bench/storm.sh runs it for as long as one wants.
+# 15) or STORM_BATCHES; bench/storm.sh runs it for as long as one wants.
+# STORM_RUNTIME=runc (root, runc): the manifest directory only, a busybox
+# image imported anew now and then (kills mid-import), and no runc
+# container nor root filesystem mount beyond the pods.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
+runtime=${STORM_RUNTIME:-exec}
+[[ $runtime == exec || $runtime == runc ]] || { echo "STORM_RUNTIME: exec or runc"; exit 2; }
+[[ $runtime == runc ]] && require_runc
 command -v sqlite3 >/dev/null || {
     echo "sqlite3 is missing (scripts/setup.sh installs it)"
     exit 1
@@ -25,7 +31,7 @@ command -v sqlite3 >/dev/null || {
 
 seed=${STORM_SEED:-$(($(date +%s%N) % 1000000))}
 RANDOM=$seed
-max_seconds=${STORM_SECONDS:-20}
+max_seconds=${STORM_SECONDS:-15}
 max_batches=${STORM_BATCHES:-0}  # 0: as many as fit in max_seconds
 kills_per_batch=${STORM_KILLS:-5}
 echo "storm: seed $seed (replay with STORM_SEED=$seed)"
@@ -35,19 +41,29 @@ listener=$!
 wait_for "notify listener up" 5 test -S "$work/notify.sock"
 : >"$work/notify.log"
 
-start_fake
-write_kubeconfig "$work/kubeconfig" "$port"
-write_config "{board: \"true\"}" "[]"
-cat >>"$cfg" <<EOF
+files=(f0 f1 f2 f3)
+apis=(a0 a1 a2)
+if [[ $runtime == runc ]]; then
+    runc_import_busybox
+    cp "$import/busybox.tar" "$work/busybox.tar"  # the copy each new import is made of
+    # KEEP_LOGS=DIR keeps the logs, as cluster_lib.sh's cleanup does.
+    trap '[[ -n ${KEEP_LOGS:-} ]] && cp "$work"/*.log "$KEEP_LOGS"/; runc_cleanup' EXIT
+    write_runc_config "$import"
+    export DS_IMAGE=busybox
+    apis=()
+else
+    start_fake
+    write_kubeconfig "$work/kubeconfig" "$port"
+    write_config "{board: \"true\"}" "[]"
+    cat >>"$cfg" <<EOF
 apiServer:
   kubeconfig: $work/kubeconfig
   requestTimeout: 3s
 EOF
+fi
 
 # The DaemonSets: f* in files, a* on the server. A version's script names
 # it (v=N;), and traps TERM slowly at times, so that a kill lands mid-rollout.
-files=(f0 f1 f2 f3)
-apis=(a0 a1 a2)
 declare -A src  # name -> absent | v<N> | n<N> (non-matching) | broken
 declare -A history  # file name -> what the agent may hold for a broken file: " v1 none n3 ..."
 version=0
@@ -64,10 +80,22 @@ for n in "${files[@]}" "${apis[@]}"; do
     history[$n]=" none"
 done
 
-# One random change to one random DaemonSet.
+# One random change to one random DaemonSet (runc: or a new import).
+imports=0
 mutate() {
-    local n kind r=$((RANDOM % 7))
-    n=$( ((r < 4)) && echo "${files[r]}" || echo "${apis[r - 4]}")
+    local n kind r=$((RANDOM % (${#files[@]} + ${#apis[@]} + 1)))
+    if ((r == ${#files[@]} + ${#apis[@]})); then
+        [[ $runtime == runc ]] || return
+        # The same image as a new archive: imported again (copied to a dot
+        # name first, as operators are told to).
+        imports=$((imports + 1))
+        cp "$work/busybox.tar" "$import/.busybox-$imports.tar"
+        mv "$import/.busybox-$imports.tar" "$import/busybox-$imports.tar"
+        rm -f "$import/busybox-$((imports - 1)).tar"
+        echo "import $imports" >>"$work/storm.log"
+        return
+    fi
+    n=$( ((r < ${#files[@]})) && echo "${files[r]}" || echo "${apis[r - ${#files[@]}]}")
     version=$((version + 1))
     kind=$((RANDOM % 10))
     if [[ $n == f* ]]; then
@@ -114,8 +142,7 @@ mutate() {
 # The checks, quiet (for the wait) or saying what is wrong (-v).
 db_intact() {
     local db r bad=0
-    for db in "$state"/*.db; do
-        [[ -e $db ]] || continue
+    for db in $(find "$state" -name '*.db'); do
         r=$(sqlite3 -readonly "$db" 'PRAGMA integrity_check' 2>&1)
         [[ $r == ok ]] || {
             echo "integrity_check of $db: $r"
@@ -170,8 +197,16 @@ converged() {
     [[ -z $others ]] || { say "get ds lists $others"; ok=1; }
     shims=$(pgrep -fc "daemonlet-shim.*$work")
     ((shims <= running)) || { say "$shims shims for $running pods"; ok=1; }
+    # A root filesystem mount per runc container (overlay), none for exec.
     mounts=$(awk -v w="$work/" 'index($5, w) == 1' /proc/self/mountinfo | wc -l)
-    [[ $mounts == 0 ]] || { say "$mounts mounts under $work"; ok=1; }
+    local allowed=0
+    [[ $runtime == runc ]] && allowed=$running
+    ((mounts <= allowed)) || { say "$mounts mounts under $work for $running pods"; ok=1; }
+    if [[ $runtime == runc ]]; then
+        local containers
+        containers=$(rc list -q 2>/dev/null | wc -l)
+        [[ $containers == "$running" ]] || { say "$containers runc containers for $running pods"; ok=1; }
+    fi
     return $ok
 }
 
@@ -214,7 +249,9 @@ while :; do
     ((max_batches == 0 && batches > 0 && SECONDS - started >= max_seconds)) && break
     batches=$((batches + 1))
     for _ in $(seq "$kills_per_batch"); do
-        for _ in $(seq $((RANDOM % 3))); do mutate; done
+        # Drawn here, not inside $(...): a subshell reseeds RANDOM.
+        changes=$((RANDOM % 3))
+        for ((c = 0; c < changes; c++)); do mutate; done
         kill_at_random
     done
     # A clean agent converges.
@@ -223,6 +260,7 @@ while :; do
         converged -v
         failures=$((failures + 1))
     fi
+    echo "batch $batches: $(pods_json | jq '[.items[] | select(.status.phase == "Running")] | length') pods running"
     # What the agent holds now is confirmed: a broken file's history starts here.
     for n in "${files[@]}" "${apis[@]}"; do
         have=$(ds_list_json | jq -r --arg n "$n" '.items[] | select(.metadata.name == $n)
@@ -232,6 +270,6 @@ while :; do
     done
     stop_agent KILL
 done
-echo "storm: seed $seed: $kills kills ($before_ready before READY, $mid_change mid-reconcile, $mid_rollout mid-rollout), $batches batches, $failures failures in $((SECONDS - started)) s"
+echo "storm ($runtime): seed $seed: $kills kills ($before_ready before READY, $mid_change mid-reconcile, $mid_rollout mid-rollout), $batches batches, $imports imports, $failures failures in $((SECONDS - started)) s"
 ((failures == 0)) && ok || fail "storm: $failures failures (seed $seed)"
 finish
