@@ -5,6 +5,13 @@
 
 namespace daemonlet {
 
+void EventQueue::rebase(const WallStep& step) {
+    for (auto& q : q_) {
+        q.first_ms = daemonlet::rebase(q.first_ms, step);
+        q.last_ms = daemonlet::rebase(q.last_ms, step);
+    }
+}
+
 void EventQueue::add(ClusterEvent ev) {
     for (auto& q : q_) {
         if (q.namespace_ == ev.namespace_ && q.kind == ev.kind && q.name == ev.name &&

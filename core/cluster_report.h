@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/json.h"
+#include "core/wall_clock.h"
 
 namespace daemonlet {
 
@@ -44,6 +45,8 @@ class EventQueue {
     void pop() { q_.pop_front(); }
     std::uint64_t dropped() const { return dropped_; }
     const std::deque<ClusterEvent>& items() const { return q_; }
+    // A step of the wall clock (wall_clock.h): the queued events' times move.
+    void rebase(const WallStep& step);
 
   private:
     std::size_t capacity_;

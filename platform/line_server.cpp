@@ -1,6 +1,7 @@
 #include "platform/line_server.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -39,6 +40,13 @@ Status socket_path_fits(const std::string& path) {
 }
 
 // Connects a blocking unix stream socket to `path`; -1 and errno set on failure.
+bool listener_is_dead(int fd) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0) return false;
+    return ::kill(cred.pid, 0) != 0 && errno == ESRCH;
+}
+
 int connect_unix(const std::string& path) {
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
@@ -79,6 +87,15 @@ Status LineJsonServer::start() {
         if (!S_ISSOCK(st.st_mode))
             return Error{ErrorCode::Invalid, path_ + ": exists and is not a socket; not replacing it"};
         int fd = connect_unix(path_);
+        // The listener's owner: for a listening socket, SO_PEERCRED gives
+        // the process that called listen(). Dead, the socket is still
+        // accepted from the backlog while a child it forked holds the fd
+        // between fork and exec (a killed agent's shim on a loaded board:
+        // the kill -9 storm met it): stale all the same.
+        if (fd >= 0 && listener_is_dead(fd)) {
+            ::close(fd);
+            fd = -1;
+        }
         if (fd >= 0) {
             ::close(fd);
             return Error{ErrorCode::Busy,

@@ -71,6 +71,10 @@ host_packages=(
     qemu-system-x86  # the cgroup2 step boots a Debian 12 VM (KVM) to check cgroup v2 limits
     # The cluster test: JSON from bash, and an HTTP/2 proxy in front of the test API server.
     jq nghttp2-proxy
+    # tests/agent/test_clock.sh runs the agent under libfaketime (a clock
+    # that boots at 1970 and steps); test_storm.sh checks every database
+    # with the sqlite3 shell's PRAGMA integrity_check.
+    faketime sqlite3
     # tests/agent/test_metrics.sh scrapes the agent with a real Prometheus
     # (and promtool check metrics).
     prometheus

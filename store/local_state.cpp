@@ -127,4 +127,21 @@ Result<std::vector<EventRecord>> SqliteStore::list_events(const std::string& ns,
     return std::vector<EventRecord>(out.rbegin(), out.rend());
 }
 
+Result<bool> SqliteStore::rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) {
+    const char* op = "rebase_wall_times";
+    bool any = false;
+    auto st = atomically(op, [&]() -> Status {
+        any = false;
+        for (sqlite::Statement* s :
+             {&s_.rebase_ds, &s_.rebase_rev, &s_.rebase_rb, &s_.rebase_event, &s_.rebase_mf}) {
+            auto changed = change(op, *s, {from_ms, to_ms, delta_ms});
+            if (!changed) return changed.error();
+            any = any || changed.value();
+        }
+        return Ok{};
+    });
+    if (!st) return st.error();
+    return any;
+}
+
 }  // namespace daemonlet::store

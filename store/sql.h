@@ -184,6 +184,20 @@ inline constexpr const char* kDaemonSetList =
     " ORDER BY namespace, name";
 inline constexpr const char* kDaemonSetDelete = "DELETE FROM daemonsets WHERE namespace = ?1 AND name = ?2";
 
+// A step of the wall clock (core/wall_clock.h): the times recorded in
+// [?1, ?2] move by ?3. Pods are not here: the agent holds them and writes
+// them back.
+inline constexpr const char* kRebaseDaemonSets =
+    "UPDATE daemonsets SET updated_at_ms = updated_at_ms + ?3 WHERE updated_at_ms BETWEEN ?1 AND ?2";
+inline constexpr const char* kRebaseRevisions =
+    "UPDATE revisions SET created_at_ms = created_at_ms + ?3 WHERE created_at_ms BETWEEN ?1 AND ?2";
+inline constexpr const char* kRebaseRollbacks =
+    "UPDATE rollbacks SET created_at_ms = created_at_ms + ?3 WHERE created_at_ms BETWEEN ?1 AND ?2";
+inline constexpr const char* kRebaseEvents =
+    "UPDATE events SET time_ms = time_ms + ?3 WHERE time_ms BETWEEN ?1 AND ?2";
+inline constexpr const char* kRebaseManifestFiles =
+    "UPDATE manifest_files SET updated_at_ms = updated_at_ms + ?3 WHERE updated_at_ms BETWEEN ?1 AND ?2";
+
 inline constexpr const char* kRevisionCompare =
     "SELECT revision, template_json FROM revisions WHERE namespace = ?1 AND daemonset = ?2 AND hash = ?3";
 inline constexpr const char* kRevisionUpsert =

@@ -31,6 +31,7 @@ struct Statements {
     sqlite::Statement event_insert, event_trim_object, event_trim_all, event_list;
     sqlite::Statement mf_compare, mf_upsert, mf_list, mf_delete;
     sqlite::Statement meta_compare, meta_upsert;
+    sqlite::Statement rebase_ds, rebase_rev, rebase_rb, rebase_event, rebase_mf;
 
     Status prepare(sqlite3* db);
 };
@@ -73,6 +74,8 @@ class SqliteStore final : public Store {
     Result<bool> put_manifest_file(const StoredManifestFile& file) override;
     Result<bool> delete_manifest_file(const std::string& path) override;
     Result<std::vector<StoredManifestFile>> list_manifest_files() override;
+
+    Result<bool> rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) override;
 
     Result<bool> put_meta(const std::string& key, const std::string& value) override;
     Result<std::optional<std::string>> get_meta(const std::string& key) override;

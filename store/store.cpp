@@ -56,6 +56,11 @@ Status Statements::prepare(sqlite3* db) {
         {&mf_delete, sql::kManifestFileDelete},
         {&meta_compare, sql::kMetaCompare},
         {&meta_upsert, sql::kMetaUpsert},
+        {&rebase_ds, sql::kRebaseDaemonSets},
+        {&rebase_rev, sql::kRebaseRevisions},
+        {&rebase_rb, sql::kRebaseRollbacks},
+        {&rebase_event, sql::kRebaseEvents},
+        {&rebase_mf, sql::kRebaseManifestFiles},
     };
     for (const Entry& e : entries)
         if (auto st = e.stmt->prepare(db, e.sql, e.faults); !st) return st;

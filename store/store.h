@@ -137,6 +137,12 @@ class Store {
     virtual Result<bool> delete_manifest_file(const std::string& path) = 0;
     virtual Result<std::vector<StoredManifestFile>> list_manifest_files() = 0;
 
+    // A step of the wall clock (core/wall_clock.h): every time recorded in
+    // [from_ms, to_ms] (DaemonSets, revisions, rollbacks, Events, manifest
+    // files) moves by delta_ms, in one transaction. Pods are the caller's.
+    virtual Result<bool> rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms,
+                                           std::int64_t delta_ms) = 0;
+
     // Small named values (the Node from the cluster, queued Events, ...).
     virtual Result<bool> put_meta(const std::string& key, const std::string& value) = 0;
     virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;

@@ -24,8 +24,12 @@ const char* const kHelp =
     "\n"
     "  -o, --output json     Kubernetes-shaped JSON\n";
 
-std::string rfc3339(std::int64_t ms) {
-    if (ms <= 0) return {};
+// A time the store holds, as Kubernetes writes it; null (a zero time, as
+// Kubernetes marshals it) when it was recorded before the clock was set
+// and the clock is set now (core/wall_clock.h).
+Json rfc3339(std::int64_t ms, std::int64_t now) {
+    if (ms <= 0) return "";
+    if (wall_time_unknown(ms, now)) return nullptr;
     time_t t = static_cast<time_t>(ms / 1000);
     struct tm tm {};
     gmtime_r(&t, &tm);
@@ -44,14 +48,14 @@ bool pod_ready(const PodRecord& p) {
 }
 
 Json pod_json(const PodRecord& p, const std::string& node, const std::string& runtime,
-              const std::vector<std::string>& node_ips) {
+              const std::vector<std::string>& node_ips, std::int64_t now) {
     Json pod = Json::object();
     pod["apiVersion"] = "v1";
     pod["kind"] = "Pod";
     pod["metadata"] = {{"name", p.name},
                        {"namespace", p.namespace_},
                        {"uid", p.uid},
-                       {"creationTimestamp", rfc3339(p.created_at_ms)},
+                       {"creationTimestamp", rfc3339(p.created_at_ms, now)},
                        {"labels", {{"controller-revision-hash", p.revision_hash}}},
                        {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"},
                                                          {"kind", "DaemonSet"},
@@ -82,12 +86,12 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
         if (!c.runtime_id.empty()) st["containerID"] = runtime + "://" + c.runtime_id;
         Json state = Json::object();
         if (c.state == ContainerState::Running) {
-            state["running"] = {{"startedAt", rfc3339(c.started_at_ms)}};
+            state["running"] = {{"startedAt", rfc3339(c.started_at_ms, now)}};
         } else if (c.state == ContainerState::Terminated) {
             state["terminated"] = {{"exitCode", c.exit_code},
                                    {"reason", c.reason},
-                                   {"startedAt", rfc3339(c.started_at_ms)},
-                                   {"finishedAt", rfc3339(c.finished_at_ms)}};
+                                   {"startedAt", rfc3339(c.started_at_ms, now)},
+                                   {"finishedAt", rfc3339(c.finished_at_ms, now)}};
         } else {
             Json w = {{"reason", c.reason}};
             if (!c.message.empty()) w["message"] = c.message;
@@ -101,8 +105,8 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
         if (c.state != ContainerState::Terminated && !c.termination_reason.empty())
             last["terminated"] = {{"exitCode", c.exit_code},
                                   {"reason", c.termination_reason},
-                                  {"startedAt", rfc3339(c.termination_started_at_ms)},
-                                  {"finishedAt", rfc3339(c.finished_at_ms)}};
+                                  {"startedAt", rfc3339(c.termination_started_at_ms, now)},
+                                  {"finishedAt", rfc3339(c.finished_at_ms, now)}};
         st["lastState"] = last;
         latest_ready_change = std::max(latest_ready_change, c.started_at_ms);
         return st;
@@ -112,11 +116,12 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
     Json init_statuses = Json::array();
     for (const auto& c : p.init_containers) init_statuses.push_back(status_json(c));
     bool ready = pod_ready(p);
-    pod["status"] = {{"phase", to_string(p.phase)},
-                     {"conditions", Json::array({{{"type", "Ready"},
-                                                  {"status", ready ? "True" : "False"},
-                                                  {"lastTransitionTime", rfc3339(latest_ready_change)}}})},
-                     {"containerStatuses", statuses}};
+    pod["status"] = {
+        {"phase", to_string(p.phase)},
+        {"conditions", Json::array({{{"type", "Ready"},
+                                     {"status", ready ? "True" : "False"},
+                                     {"lastTransitionTime", rfc3339(latest_ready_change, now)}}})},
+        {"containerStatuses", statuses}};
     if (!p.init_containers.empty()) pod["status"]["initContainerStatuses"] = init_statuses;
     // kubelet's rejectPod: status.reason and status.message.
     if (!p.reason.empty()) {
@@ -205,7 +210,7 @@ int cmd_get(const std::vector<std::string>& args) {
             Json items = Json::array();
             const std::vector<std::string> node_ips = stored_node_ips(store);
             for (const auto& p : list)
-                items.push_back(pod_json(p, node_name, cfg.value().runtime_type, node_ips));
+                items.push_back(pod_json(p, node_name, cfg.value().runtime_type, node_ips, now));
             Json out = {
                 {"apiVersion", "v1"}, {"kind", "PodList"}, {"metadata", Json::object()}, {"items", items}};
             std::printf("%s\n", out.dump(4).c_str());

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/decode.h"
+#include "core/wall_clock.h"
 
 namespace daemonlet::agent {
 
@@ -71,7 +72,12 @@ Result<std::optional<DaemonSetView>> view_daemonset(store::Store& store, const A
     return std::optional<DaemonSetView>(std::move(v));
 }
 
+bool wall_time_unknown(std::int64_t since_ms, std::int64_t now_ms) {
+    return !wall_time_known(since_ms) && wall_time_known(now_ms);
+}
+
 std::string short_age(std::int64_t since_ms, std::int64_t now_ms) {
+    if (wall_time_unknown(since_ms, now_ms)) return "<unknown>";
     std::int64_t s = (now_ms - since_ms) / 1000;
     if (s < 0) return "<invalid>";
     if (s < 60) return std::to_string(s) + "s";

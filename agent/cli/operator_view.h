@@ -53,7 +53,13 @@ Result<std::optional<DaemonSetView>> view_daemonset(store::Store& store, const A
 int describe_pod(store::Store& store, const AgentConfig& cfg, const std::string& ns, const std::string& name);
 
 // kubectl's duration.ShortHumanDuration of now - since.
+// kubectl's AGE; "<unknown>" for a time recorded before the wall clock was
+// set when it is set now (a board booted at 1970, core/wall_clock.h), as
+// kubectl shows a zero creationTimestamp; "<invalid>" for a time to come.
 std::string short_age(std::int64_t since_ms, std::int64_t now_ms);
+// Whether a recorded time means nothing now: recorded before the clock was
+// set, read after.
+bool wall_time_unknown(std::int64_t since_ms, std::int64_t now_ms);
 
 // Columns aligned as kubectl's tabwriter aligns them: each line starts with
 // indent, columns are separated by `padding` spaces beyond the widest cell.

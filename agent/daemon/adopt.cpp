@@ -131,6 +131,29 @@ std::optional<PodRecord> rebuild_record(const std::vector<platform::ContainerInf
 
 }  // namespace
 
+// A running instance of the pod's container that its record does not name:
+// the agent that started it was killed before it recorded the id (the
+// runtime's state is written before the start returns). Adopted into the
+// record, never started a second time (issue 15's kill -9 storm found two
+// processes for one container).
+static std::map<std::string, platform::ContainerInfo>::iterator unrecorded_instance(
+    std::map<std::string, platform::ContainerInfo>& by_id, const std::string& pod_uid, ContainerStatus& cs) {
+    auto it = std::find_if(by_id.begin(), by_id.end(), [&](const auto& e) {
+        return e.second.running && e.second.pod_uid == pod_uid && e.second.container_name == cs.name;
+    });
+    if (it == by_id.end()) return it;
+    log(Level::Notice, "container " + cs.name + " of pod " + it->second.pod_namespace + "/" +
+                           it->second.pod_name + " runs as " + it->first +
+                           ", started by an agent that stopped before recording it: adopted");
+    cs.runtime_id = it->first;
+    cs.state = ContainerState::Running;
+    cs.reason.clear();
+    cs.message.clear();
+    cs.started_at_ms = it->second.started_at_ms;
+    cs.started = true;
+    return it;
+}
+
 // On start: the pods in the store, matched with the containers the runtime
 // still has. Running containers are adopted as they are (zero restarts);
 // exited ones are handled as exits now.
@@ -155,6 +178,7 @@ void Agent::adopt() {
         for (std::size_t i = 0; i < p.containers.size(); ++i) {
             auto& cs = p.status(i);
             auto it = cs.runtime_id.empty() ? by_id.end() : by_id.find(cs.runtime_id);
+            if (it == by_id.end()) it = unrecorded_instance(by_id, rec.uid, cs);
             if (it == by_id.end()) {
                 if (cs.state == ContainerState::Running) {
                     cs.state = ContainerState::Waiting;
@@ -179,6 +203,17 @@ void Agent::adopt() {
     for (const auto& [id, info] : by_id) {
         if (!info.running) {
             runtime_->remove_async(id, [](Status) {});
+            continue;
+        }
+        if (pods_.count(info.pod_uid)) {
+            // A second instance of a container its pod already runs: the
+            // one the record names stays.
+            log(Level::Warning, "container " + id + " of pod " + info.pod_namespace + "/" + info.pod_name +
+                                    " is a second instance of " + info.container_name + "; stopping it");
+            runtime_->stop_async(id, [this, id = id](Status s) {
+                if (!s.ok()) log(Level::Warning, "container " + id + ": " + s.error().message);
+                if (runtime_) runtime_->remove_async(id, [](Status) {});
+            });
             continue;
         }
         orphans[info.pod_uid].push_back(info);

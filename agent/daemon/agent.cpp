@@ -62,6 +62,9 @@ Agent::~Agent() {
 }
 
 Status Agent::init() {
+    // The times a step moves (core/wall_clock.h): those of this boot
+    // (CLOCK_MONOTONIC counts from it), an earlier agent's included.
+    wall_steps_.emplace(clock_.wall_ms() - clock_.monotonic_ms(), 0);
     if (auto s = platform::make_dirs(config_.state_dir, 0700); !s.ok()) return s;
     // First: a second agent on the same stateDir must stop before it touches
     // the store or the containers. Requests are served once the loop runs.
@@ -181,6 +184,7 @@ Status Agent::init() {
     rebuild_timer_ = new uv_timer_t;
     uv_timer_init(&loop_, rebuild_timer_);
     rebuild_timer_->data = this;
+    start_wall_clock_watch();
 
     // Before the pods: a hostNetwork pod's podIP is the node's.
     node_ips_ = std::make_unique<NodeAddresses>(
@@ -343,6 +347,7 @@ void Agent::shutdown() {
     close_and_free(reconcile_timer_);
     close_and_free(wake_timer_);
     close_and_free(rebuild_timer_);
+    close_and_free(wall_clock_timer_);
     if (node_ips_) node_ips_->close();
     for (auto& [uid, pod] : pods_)
         for (auto& c : pod.containers) close_restart_timer(c.restart_timer);

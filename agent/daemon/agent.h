@@ -45,6 +45,7 @@
 #include "core/rollout_status.h"
 #include "core/source_merge.h"
 #include "core/static_pod.h"
+#include "core/wall_clock.h"
 #include "platform/clock.h"
 #include "platform/dir_watch.h"
 #include "platform/line_server.h"
@@ -290,6 +291,10 @@ class Agent : private Images::Host {
 
     // agent.cpp: the container's oom_score_adj (core/qos.h), none for the exec runtime.
     std::optional<int> oom_score_adj_of(const PodSpec& pod, const Container& c) const;
+    // wall_clock.cpp: a step of the wall clock (NTP at boot) noticed, the
+    // times recorded before it re-based (core/wall_clock.h)
+    void start_wall_clock_watch();
+    void check_wall_clock();
 
     // hostNetwork pods' IPs follow the node's (node_ips_ changed).
     void on_node_ips_changed();
@@ -328,6 +333,8 @@ class Agent : private Images::Host {
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;
     uv_timer_t* rebuild_timer_ = nullptr;
+    uv_timer_t* wall_clock_timer_ = nullptr;
+    std::optional<WallClockSteps> wall_steps_;  // from the agent's start
     bool reconcile_pending_ = false;
     bool stopping_ = false;
     std::string notifier_status_;

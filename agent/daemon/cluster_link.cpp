@@ -524,7 +524,12 @@ void ClusterLink::add_event(ClusterEvent ev) {
 
 void ClusterLink::send_events() {
     if (closed_ || event_inflight_ || events_.empty() || link_.state() != LinkState::Connected) return;
-    const ClusterEvent& ev = events_.front();
+    ClusterEvent ev = events_.front();
+    // Recorded by a clock that was not set yet, by an agent that did not
+    // see it set (core/wall_clock.h): sent with the time it is sent at
+    // rather than as an Event of 1970.
+    const std::int64_t now = clock_.wall_ms();
+    if (wall_time_known(now) && !wall_time_known(ev.first_ms)) ev.first_ms = ev.last_ms = now;
     platform::HttpRequest r = base_request("POST", "/api/v1/namespaces/" + ev.namespace_ + "/events");
     r.body = event_object(ev, node_name_).dump();
     r.timeout_ms = config_.request_timeout_ms;
@@ -548,6 +553,11 @@ void ClusterLink::send_events() {
         send_events();
     });
     if (id.ok()) event_inflight_ = id.value();
+}
+
+void ClusterLink::rebase_wall_times(const WallStep& step) {
+    events_.rebase(step);
+    if (lease_renewed_wall_ms_) lease_renewed_wall_ms_ = rebase(lease_renewed_wall_ms_, step);
 }
 
 Json ClusterLink::status() const {

@@ -81,6 +81,9 @@ class ClusterLink {
 
     // Queues an Event for the cluster; sent (in order) while connected.
     void add_event(ClusterEvent ev);
+    // A step of the wall clock (core/wall_clock.h): the queued Events' and
+    // the Lease's times move with it.
+    void rebase_wall_times(const WallStep& step);
     // What is still queued (to keep across an agent restart).
     const std::deque<ClusterEvent>& queued_events() const { return events_.items(); }
 

@@ -77,6 +77,10 @@ void Images::start_image_gc() {
         kImageGcPeriodMs, kImageGcPeriodMs);
 }
 
+void Images::rebase_wall_times(const WallStep& step) {
+    for (auto& [image, s] : last_used_) s = rebase(s * 1000, step) / 1000;
+}
+
 void Images::run_image_gc(const std::string& why) {
     // Our store holds images for runc only: with cri, containerd keeps them
     // (and the store only stages verifications).

@@ -30,6 +30,7 @@
 #include "core/json.h"
 #include "core/model.h"
 #include "core/pod.h"
+#include "core/wall_clock.h"
 #include "platform/clock.h"
 #include "platform/dir_watch.h"
 #include "platform/probe/prober.h"
@@ -123,6 +124,10 @@ class Images {
     // Stops everything; an import in progress is killed (the next one
     // cleans up). Nothing calls back after.
     void close();
+    // A step of the wall clock (core/wall_clock.h): the images' last uses
+    // move with it, so that image GC does not take a clock set at boot for
+    // decades of disuse.
+    void rebase_wall_times(const WallStep& step);
 
     // Registry pulls, as imagePullPolicy says (kubelet's image_manager.go
     // EnsureImageExists): whether container `w` may start now, else a pull

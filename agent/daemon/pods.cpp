@@ -125,6 +125,7 @@ void Agent::schedule_reconcile(bool next_turn) {
 
 void Agent::reconcile() {
     if (stopping_) return;
+    check_wall_clock();  // before anything new is recorded on the stepped clock
     // The agent's relist: one pass over the desired DaemonSets and the pods
     // (kubelet_pleg_relist_duration_seconds, the kubelet's PLEG relist).
     struct Timed {

@@ -7,8 +7,10 @@
 #include "platform/http/http_client.h"
 
 #include "core/strings.h"
+#include "core/wall_clock.h"
 #include "platform/http/curl_api.h"
 #include "platform/netns.h"
+#include "platform/system_info.h"
 
 #include <algorithm>
 #include <cctype>
@@ -152,6 +154,9 @@ struct HttpClient::Impl {
                 std::string why = !t->netns_error.empty() ? t->netns_error
                                   : t->error[0]           ? t->error
                                                           : curl->easy_strerror(code);
+                // A board whose clock is not set yet fails every certificate.
+                if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CERTPROBLEM)
+                    why += tls_clock_hint(why, wall_clock_ms());
                 out = Error{code == CURLE_OPERATION_TIMEDOUT ? ErrorCode::Timeout
                             : code == CURLE_COULDNT_CONNECT  ? ErrorCode::Refused
                                                              : ErrorCode::Http,

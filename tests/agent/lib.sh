@@ -108,6 +108,26 @@ no_pod() { ! get_pods 2>/dev/null | grep -E "^$1 +$2-"; }
 # line mentions the marker (a wait_for predicate) never matches.
 pid_of() { pgrep -f "^/bin/sh -c .* it-marker-$$-$1\$" | head -1; }
 
+# The agent's answers as JSON, read from its store (the oracles).
+ds_list_json() { "$dl" get ds -A -o json --config "$cfg"; }
+pods_json() { "$dl" get pods -A -o json --config "$cfg"; }
+status_json() { "$dl" status -o json --config "$cfg"; }
+# The READY=1 notifications the notify listener wrote to $work/notify.log,
+# and a wait for one more than COUNT (the agent started since).
+ready_count() {
+    local n
+    n=$(grep -c READY=1 "$work/notify.log" 2>/dev/null)
+    echo "${n:-0}"
+}
+wait_ready() {  # wait_ready COUNT
+    wait_for "agent $agents READY" 30 bash -c "(( \$(grep -c READY=1 '$work/notify.log') > $1 ))"
+}
+stop_agent() {  # stop_agent SIGNAL: the running agent, waited for
+    kill "-$1" "$agent"
+    wait "$agent" 2>/dev/null
+    agent=
+}
+
 write_config() {  # write_config LABELS_YAML TAINTS_YAML
     cat >"$cfg" <<EOF
 nodeName: it-node

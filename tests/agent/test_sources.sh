@@ -19,11 +19,8 @@ wait_for "notify listener up" 30 test -S "$work/notify.sock"
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 write_config "{}" "[]"
 
-ds_json() { "$dl" get ds -A -o json --config "$cfg"; }
-pods_json() { "$dl" get pods -A -o json --config "$cfg"; }
-status_json() { "$dl" status -o json --config "$cfg"; }
-ds_listed() { ds_json | jq -e --arg n "$1" '.items | any(.metadata.name == $n)'; }
-ds_not_listed() { ds_json | jq -e --arg n "$1" '.items | all(.metadata.name != $n)'; }
+ds_listed() { ds_list_json | jq -e --arg n "$1" '.items | any(.metadata.name == $n)'; }
+ds_not_listed() { ds_list_json | jq -e --arg n "$1" '.items | all(.metadata.name != $n)'; }
 pod_json_running() {
     pods_json | jq -e --arg n "$1" '.items | any(.metadata.ownerReferences[0].name == $n and .status.phase == "Running")'
 }
@@ -33,11 +30,6 @@ reports_broken() {
     status_json | jq -e --arg p "$man/$1" '.manifests.broken | any(.path == $p and .lastGoodInForce and (.errors | length) > 0)'
 }
 reports_nothing_broken() { status_json | jq -e '.manifests.broken == []'; }
-stop_agent() {  # stop_agent SIGNAL
-    kill "-$1" "$agent"
-    wait "$agent" 2>/dev/null
-    agent=
-}
 
 for signal in TERM KILL; do
     write_ds keep.yaml keep "$loop"
@@ -76,6 +68,31 @@ for signal in TERM KILL; do
     [[ $(pid_of keep) == "$keep_pid" ]] && ok || fail "[$signal] fixing keep.yaml restarted its pod"
     stop_agent "$signal"
 done
+
+# A container started by an agent killed before it recorded the container's
+# id (found by the kill -9 storm, test_storm.sh): the next agent adopts that
+# instance and starts no second one. The store is made as such an agent
+# leaves it: the pod's container without its id, waiting to be created.
+write_ds once.yaml once "$loop"
+start_own_agent
+wait_for "once runs" 30 pod_json_running once
+once_pid=$(pid_of once)
+container_id() { pods_json | jq -r '.items[] | select(.metadata.ownerReferences[0].name == "once") | .status.containerStatuses[0].containerID // ""'; }
+once_id=$(container_id)
+stop_agent KILL
+sqlite3 "$state/daemonlet.db" "UPDATE pods SET containers_json = json_set(containers_json, '\$[0].runtimeId', '',
+    '\$[0].state', 'Waiting', '\$[0].reason', 'ContainerCreating') WHERE daemonset = 'once'"
+[[ -z $(container_id) ]] && ok || fail "the store still names once's container"
+readies=$(ready_count)
+start_own_agent
+wait_for "the unrecorded instance of once's container is adopted" 30 bash -c "[[ \$('$dl' get pods -A -o json --config '$cfg' | jq -r '.items[] | select(.metadata.ownerReferences[0].name == \"once\") | .status.containerStatuses[0].containerID') == '$once_id' ]]"
+wait_ready "$readies"
+[[ $(pgrep -fc "^/bin/sh -c .* it-marker-$$-once\$") == 1 && $(pid_of once) == "$once_pid" ]] && ok ||
+    fail "once runs $(pgrep -fc "^/bin/sh -c .* it-marker-$$-once\$") processes (pid $once_pid before)"
+[[ $(container_id) == "$once_id" ]] && ok || fail "once's container was started again ($once_id -> $(container_id))"
+rm -f "$man/once.yaml"
+wait_for "once's pod stops" 30 no_pod_json once
+stop_agent TERM
 
 # Removed while the agent runs, for comparison: the same answer at once.
 start_own_agent

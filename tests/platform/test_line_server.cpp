@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -228,6 +229,53 @@ TEST(LineServer, AStaleSocketIsReplacedAndALiveServerIsNot) {
     CHECK(s.error().message.find("another daemonlet") != std::string::npos);
     struct stat st {};
     CHECK(::stat(path.c_str(), &st) == 0);  // the live server's socket is untouched
+}
+
+TEST(LineServer, AListenerWhoseOwnerDiedIsStaleWhileAChildStillHoldsIt) {
+    // A killed agent's child between fork and exec holds its listening
+    // socket: connect() is still accepted from the backlog, but the process
+    // that listened is gone (found by the kill -9 storm, test_storm.sh).
+    // The holder lives until `hold` is closed (at the end, or when this
+    // process exits after a failed check), never holding our output.
+    int ready[2], hold[2];
+    CHECK(::pipe(ready) == 0 && ::pipe(hold) == 0);
+    const pid_t owner = ::fork();
+    if (owner == 0) {
+        int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::memcpy(addr.sun_path, path.data(), path.size());
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 4) != 0)
+            ::_exit(1);
+        const pid_t holder = ::fork();
+        if (holder == 0) {
+            ::close(ready[1]);
+            ::close(hold[1]);
+            ::close(1);
+            ::close(2);
+            char b;
+            while (::read(hold[0], &b, 1) < 0) {
+            }
+            ::_exit(0);
+        }
+        if (::write(ready[1], &holder, sizeof holder) != sizeof holder) ::_exit(1);
+        ::_exit(0);  // the owner dies; the holder keeps the listener
+    }
+    ::close(ready[1]);
+    ::close(hold[0]);
+    pid_t holder = 0;
+    CHECK(::read(ready[0], &holder, sizeof holder) == sizeof holder);
+    ::close(ready[0]);
+    int status = 0;
+    CHECK(::waitpid(owner, &status, 0) == owner);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    LineJsonClient before;
+    CHECK(before.connect(path).ok());  // accepted from the backlog: it looks alive
+
+    start();  // replaced, not "another daemonlet"
+    LineJsonClient c;
+    CHECK(c.connect(path).ok());
+    ::close(hold[1]);
 }
 
 TEST(LineServer, CloseRemovesTheSocketAndClientsSeeNotRunning) {

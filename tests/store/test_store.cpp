@@ -302,6 +302,25 @@ TEST(StoreRoundTrip, EventsComeBackOldestFirstWithIds) {
     LONGS_EQUAL(6, MUST(s->list_events("", "", 0)).size());
 }
 
+// A step of the wall clock (core/wall_clock.h): the times in the window
+// move, the others stay, all in one transaction.
+TEST(StoreRoundTrip, AWallClockStepMovesTheTimesInItsWindowOnly) {
+    store::StoredDaemonSet ds = sample_daemonset("agent");  // updated at ...001
+    CHECK_TRUE(MUST(s->put_daemonset(ds)));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 1))));  // ...001
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 5))));  // ...005: outside
+    CHECK_TRUE(MUST(s->add_event(sample_event("DaemonSet/agent", 2))));
+    const std::int64_t base = 1'700'000'000'000;
+    CHECK_TRUE(MUST(s->rebase_wall_times(base, base + 4, 1'000'000)));
+    LONGS_EQUAL(base + 1 + 1'000'000, MUST(s->get_daemonset("kube-system", "agent"))->updated_at_ms);
+    auto revs = MUST(s->list_revisions("kube-system", "agent"));
+    LONGS_EQUAL(base + 1 + 1'000'000, revs[0].created_at_ms);
+    LONGS_EQUAL(base + 5, revs[1].created_at_ms);
+    LONGS_EQUAL(base + 2 + 1'000'000, MUST(s->list_events("", "", 0))[0].time_ms);
+    // Nothing left in the window: nothing written.
+    CHECK_FALSE(MUST(s->rebase_wall_times(base, base + 4, 1'000'000)));
+}
+
 // ---------------------------------------------------------------------------
 
 TEST_GROUP(StoreEvents) {
