@@ -67,10 +67,12 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
         // kubelet's config annotations (config.hash is the UID), no labels
         // of a controller; daemonlet.io/manifest-file says which file.
         pod["metadata"].erase("labels");
+        Json seen = rfc3339(p.created_at_ms, now);  // an annotation is a string: "" when unknown
+        if (seen.is_null()) seen = "";
         pod["metadata"]["annotations"] = {{"kubernetes.io/config.hash", p.uid},
                                           {"kubernetes.io/config.mirror", p.uid},
                                           {"kubernetes.io/config.source", "file"},
-                                          {"kubernetes.io/config.seen", rfc3339(p.created_at_ms)},
+                                          {"kubernetes.io/config.seen", seen},
                                           {"daemonlet.io/manifest-file", p.source}};
         pod["metadata"]["ownerReferences"] =
             Json::array({{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}, {"controller", true}}});
