@@ -246,6 +246,47 @@ step_systemd() {
 # overrides say why each is there); what they take on a minimal Debian 12
 # is printed, and the agent's package alone must stay within 6 MiB with its
 # dependencies (issue 16).
+# check_board_package ARCH DEB RUNNER: a board architecture's agent package
+# as a board gets it: its architecture, the Depends dpkg-shlibdeps computed,
+# the files a board needs; and its own binary, unpacked, run under qemu
+# (RUNNER, the cross presets' emulator): `daemonlet version`, and a decision
+# (`eval`) of the demo's DaemonSet on a Node that matches it.
+check_board_package() {
+    local arch=$1 deb=$2 run=$3 x f got
+    got="$(dpkg-deb -f "$deb" Architecture)"
+    [[ $got == "$arch" ]] || { echo "packages: FAILED: $deb says Architecture: $got"; return 1; }
+    got="$(dpkg-deb -f "$deb" Depends)"
+    for f in libc6 libuv1 libsqlite3-0 libsystemd0 libyaml-0-2; do
+        [[ $got == *"$f"* ]] || { echo "packages: FAILED: $deb does not depend on $f (Depends: $got)"; return 1; }
+    done
+    x="$(mktemp -d)"
+    dpkg-deb -x "$deb" "$x"
+    for f in usr/bin/daemonlet usr/libexec/daemonlet/daemonlet-shim usr/lib/systemd/system/daemonlet.service \
+        etc/daemonlet/config.yaml usr/share/daemonlet/rbac.yaml; do
+        [[ -s $x/$f ]] || { echo "packages: FAILED: $deb has no $f"; rm -rf "$x"; return 1; }
+    done
+    got="$("$run" "$x/usr/bin/daemonlet" version)" || { echo "packages: FAILED: $arch daemonlet version"; rm -rf "$x"; return 1; }
+    echo "packages: $arch: $got"
+    printf 'apiVersion: v1\nkind: Node\nmetadata: {name: board, labels: {role: edge}}\n' >"$x/node.yaml"
+    cat >"$x/ds.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: edge}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {role: edge}
+      containers: [{name: main, image: busybox, command: [sleep, "1000"]}]
+EOF
+    got="$("$run" "$x/usr/bin/daemonlet" eval --node "$x/node.yaml" --daemonset "$x/ds.yaml")" &&
+        [[ $(jq -r .shouldRun <<<"$got") == true ]] ||
+        { echo "packages: FAILED: $arch eval: $got"; rm -rf "$x"; return 1; }
+    echo "packages: $arch: eval: $(jq -c . <<<"$got")"
+    rm -rf "$x"
+}
+
 step_packages() {
     local args=(--arch amd64 --build-dir build/dev) arch dir
     for arch in arm64:aarch64 armhf:armhf; do
@@ -261,6 +302,11 @@ step_packages() {
     echo "lintian $(lintian --version | awk '{ print $2 }') on $(find build/packages -maxdepth 1 -name '*.deb' | wc -l) packages"
     lintian --fail-on error,warning --tag-display-limit 0 build/packages/*.deb
     echo "lintian: clean"
+    local deb
+    for arch in arm64:aarch64 armhf:armhf; do
+        deb="$(find build/packages -maxdepth 1 -name "daemonlet_*_${arch%%:*}.deb")"
+        [[ -z $deb ]] || check_board_package "${arch%%:*}" "$deb" "toolchains/run-${arch#*:}.sh"
+    done
     local agent image alone with_runc kib
     agent="$(find build/packages -maxdepth 1 -name 'daemonlet_*_arm64.deb')"
     image="$(find build/packages -maxdepth 1 -name 'daemonlet-image_*_arm64.deb')"
