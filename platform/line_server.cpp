@@ -226,7 +226,7 @@ bool LineJsonServer::write(Conn* c, std::string data) {
 bool LineJsonServer::send(ClientId client, const Json& response) {
     auto it = conns_.find(client);
     if (it == conns_.end() || it->second->finishing) return false;
-    return write(it->second, response.dump() + "\n");
+    return write(it->second, response.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
 }
 
 void LineJsonServer::finish(ClientId client) {

@@ -456,7 +456,7 @@ void ClusterLink::renew_lease() {
         } else {
             lease["metadata"]["resourceVersion"] = lease_resource_version_;
         }
-        body = lease.dump();
+        body = lease.dump(-1, ' ', false, Json::error_handler_t::replace);
     }
     platform::HttpRequest r = base_request(method, target);
     r.body = std::move(body);
@@ -531,7 +531,7 @@ void ClusterLink::send_events() {
     const std::int64_t now = clock_.wall_ms();
     if (wall_time_known(now) && !wall_time_known(ev.first_ms)) ev.first_ms = ev.last_ms = now;
     platform::HttpRequest r = base_request("POST", "/api/v1/namespaces/" + ev.namespace_ + "/events");
-    r.body = event_object(ev, node_name_).dump();
+    r.body = event_object(ev, node_name_).dump(-1, ' ', false, Json::error_handler_t::replace);
     r.timeout_ms = config_.request_timeout_ms;
     auto id = http_->request(r, [this](Result<platform::HttpResponse> res) {
         event_inflight_.reset();

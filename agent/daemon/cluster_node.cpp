@@ -106,27 +106,30 @@ void ClusterLink::get_node() {
 }
 
 void ClusterLink::register_node(const Json& status) {
-    node_request("POST", "/api/v1/nodes", registration_node(hooks_.node_object(), status).dump(), "create",
-                 [this, status](const platform::HttpResponse& resp) {
-                     if (resp.status == 409) {
-                         // Created meanwhile: read it and patch it (tryRegisterWithAPIServer).
-                         node_registered_ = true;
-                         node_post_now_ = true;
-                         return get_node();
-                     }
-                     if (resp.status != 201 && resp.status != 200)
-                         return node_failed("create: " + describe_status(resp.status, resp.body));
-                     log(Level::Notice, "API server: registered the Node " + node_name_);
-                     node_registered_ = true;
-                     node_posted(status);
-                 });
+    node_request(
+        "POST", "/api/v1/nodes",
+        registration_node(hooks_.node_object(), status).dump(-1, ' ', false, Json::error_handler_t::replace),
+        "create", [this, status](const platform::HttpResponse& resp) {
+            if (resp.status == 409) {
+                // Created meanwhile: read it and patch it with the default
+                // labels reconciled (tryRegisterWithAPIServer, updateDefaultLabels).
+                node_post_now_ = true;
+                return get_node();
+            }
+            if (resp.status != 201 && resp.status != 200)
+                return node_failed("create: " + describe_status(resp.status, resp.body));
+            log(Level::Notice, "API server: registered the Node " + node_name_);
+            node_registered_ = true;
+            node_posted(status);
+        });
 }
 
 void ClusterLink::patch_node_status(const Json& server_node, const Labels& reconcile) {
     Json status = node_status(hooks_.node_status(), &server_node, clock_.wall_ms());
     Json patch = node_status_patch(server_node, status, reconcile);
     if (patch.empty()) return node_posted(std::move(status));
-    node_request("PATCH", "/api/v1/nodes/" + node_name_ + "/status", patch.dump(), "status",
+    node_request("PATCH", "/api/v1/nodes/" + node_name_ + "/status",
+                 patch.dump(-1, ' ', false, Json::error_handler_t::replace), "status",
                  [this, status](const platform::HttpResponse& resp) {
                      if (resp.status == 404) {
                          node_registered_ = false;  // deleted meanwhile: created at the next tick

@@ -89,13 +89,19 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
     // pod's template.
     if (!lc.hook_target.spec || lc.hook_target.runtime_id != lc.id) {
         const Container* spec = probed_spec(p, index);
-        const Desired* d = desired_for(p.rec);
-        if (!spec || !d) return false;
+        // The grace period of the pod's own spec (a static pod's file, or
+        // the DaemonSet revision it runs), else of the current template.
+        std::optional<std::int64_t> grace;
+        if (const PodSource src = pod_source(p.rec); src.spec)
+            grace = src.spec->termination_grace_period_seconds.value_or(30);
+        else if (const Desired* d = desired_for(p.rec))
+            grace = d->ds().spec.template_.spec.termination_grace_period_seconds.value_or(30);
+        if (!spec || !grace) return false;
         lc.hook_target.pod = pod_ref(p.rec.name, p.rec.namespace_, p.rec.uid);
         lc.hook_target.runtime_id = lc.id;
         lc.hook_target.spec = std::make_shared<const Container>(*spec);
         if (auto env = container_env(p, *spec)) lc.hook_target.env = std::move(env.value());
-        lc.grace_seconds = d->ds().spec.template_.spec.termination_grace_period_seconds.value_or(30);
+        lc.grace_seconds = *grace;
     }
     const auto& spec = lc.hook_target.spec;
     if (!spec->lifecycle || !spec->lifecycle->pre_stop || lc.grace_seconds <= 0) return false;

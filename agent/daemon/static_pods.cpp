@@ -75,6 +75,17 @@ void Agent::reconcile_static_pods() {
             schedule_reconcile(true);  // after this pass has answered the delete
             continue;
         }
+        // An edited file's pod (a new UID) waits until the old pod of the
+        // same full name has terminated, as the kubelet's pod workers hold
+        // it (pod_workers.go allowStaticPodStart): two etcds must not share
+        // a data directory or a port. finish_pod_if_stopped reconciles again.
+        const std::string& ns = s.pod->metadata.namespace_;
+        const std::string& name = s.pod->metadata.name;
+        if (std::any_of(pods_.begin(), pods_.end(), [&](const auto& other) {
+                return other.second.rec.is_static() && other.second.rec.namespace_ == ns &&
+                       other.second.rec.name == name;
+            }))
+            continue;
         create_static_pod(uid, s);
     }
 }

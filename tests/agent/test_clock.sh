@@ -102,12 +102,13 @@ note_restarts $((r0 + 1)) && ok || fail "no restart of crash at 1970"
 clock_set
 note_restarts $((r0 + 3)) && ok || fail "the crash loop stalled after the step (restartCount $(restarts))"
 # Each gap a back-off (2 s) plus the container's short life, seen by polls
-# of `get pods` (each up to half a second late on a loaded machine): never
-# skipped (under 1 s) nor stretched (over 4.5 s).
+# of `get pods` (each can be late on a loaded machine, more so under ASan
+# at ctest -j4): never skipped (under 0.7 s) nor stretched (over 10 s; a
+# back-off on the stepped wall clock would be decades, or nothing).
 for ((i = 1; i < ${#restart_times[@]}; i++)); do
     gap=$(((restart_times[i] - restart_times[i - 1]) / 1000000))
     echo "measured: crash-loop restart gap $i: $gap ms"
-    ((gap >= 1000 && gap <= 4500)) && ok || fail "restart gap $i is $gap ms, not a 2 s back-off"
+    ((gap >= 700 && gap <= 10000)) && ok || fail "restart gap $i is $gap ms, not a 2 s back-off"
 done
 wait_for "the agent says the clock stepped" 10 grep -q 'wall clock stepped by +5[0-9]y' "$agent_log"
 [[ $(pid_of steady) == "$steady_pid" ]] && ok || fail "steady was restarted by the step"

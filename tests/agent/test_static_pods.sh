@@ -45,7 +45,12 @@ pod() {
 }
 uid_of() { pods_json | jq -r --arg n "$1-it-node" '.items[] | select(.metadata.name == $n) | .metadata.uid'; }
 restarts() { pods_json | jq -r --arg n "$1-it-node" '.items[] | select(.metadata.name == $n) | .status.containerStatuses[0].restartCount'; }
-gone() { ! pod "$1" true; }
+# gone NAME: the list was read and has no such pod (a failed read is not "gone").
+gone() {
+    local j
+    j=$(pods_json) || return 1
+    ! jq -e --arg n "$1-it-node" '.items[] | select(.metadata.name == $n)' <<<"$j" >/dev/null
+}
 
 flaky_mark=$work/flaky.ran
 write_pod never.yaml once Never 'echo static-once-says-hi; exit 0'

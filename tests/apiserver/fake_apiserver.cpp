@@ -392,6 +392,10 @@ void strategic_merge(json& target, const json& patch) {
             if (replace || !list.is_array()) list = json::array();
             for (const json& e : v) {
                 if (!e.is_object() || e.value("$patch", "") == "replace") continue;
+                if (replace) {  // the list as sent, two InternalIPs included
+                    list.push_back(e);
+                    continue;
+                }
                 bool found = false;
                 for (auto li = list.begin(); li != list.end(); ++li) {
                     if (!li->is_object() || li->value("type", "") != e.value("type", "")) continue;
@@ -796,7 +800,8 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
         return serve_list(c, q, std::atoll(arg(c, "limit").c_str()), arg(c, "continue"));
     }
     json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
-    if (in.is_discarded()) return send_json(c, 400, status_object(400, "BadRequest", "the body is not JSON"));
+    if (in.is_discarded() || !in.is_object())
+        return send_json(c, 400, status_object(400, "BadRequest", "the body is not a JSON object"));
     if (q.resource == "nodes" && method == "POST" && name.empty()) {
         const std::string n = in["metadata"].value("name", "");
         if (n.empty())
