@@ -98,6 +98,19 @@ write_pod always.yaml web Always "$loop" "hostname: edited" "$probe"
 wait_for "an edit replaces the pod (a new UID, running)" 20 pod web \
     '.metadata.uid != $old and .status.phase == "Running"' --arg old "$old_uid"
 wait_for "...the old pod's process is gone" 10 bash -c "! kill -0 $old_pid"
+# The new pod of an edit starts once the old one has terminated, not
+# beside it (pod_workers.go allowStaticPodStart): the old one takes a second
+# to stop after its SIGTERM, and the order file says who ran when.
+slow="echo start >>$work/slow.order; trap 'sleep 1; echo stop >>$work/slow.order; exit 0' TERM; while true; do sleep 0.2; done"
+write_pod slow.yaml slow Always "$slow"
+wait_for "slow runs" 20 pod slow '.status.phase == "Running"'
+wait_for "slow's first start is written" 10 grep -q start "$work/slow.order"
+write_pod slow.yaml slow Always "$slow" "hostname: edited"
+wait_for "the edited slow started" 20 bash -c "[[ \$(grep -c start '$work/slow.order') == 2 ]]"
+[[ $(tr '\n' ' ' <"$work/slow.order") == "start stop start " ]] && ok ||
+    fail "the edited static pod started beside the old one: $(tr '\n' ' ' <"$work/slow.order")"
+rm -f "$man/slow.yaml"
+
 # A broken edit keeps the last good version in force.
 uid=$(uid_of web) pid=$(pid_of web)
 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: it}\nspec: {containers: [{name: main}]}\n' >"$man/always.yaml"
