@@ -240,6 +240,11 @@ class Agent : private Images::Host {
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
     bool advance_pod(const std::string& uid);
+    // hooks.cpp: container `index` runs its postStart, or starts and has
+    // one: the containers after it wait (kubelet's SyncPod starts them one
+    // by one, each startContainer returning after its postStart).
+    bool post_start_pending(const LivePod& p, std::size_t index) const;
+    void continue_after_post_start(const std::string& uid);
     const Desired* desired_for(const PodRecord& rec) const;
     // The spec a pod runs and its metadata: its DaemonSet's template at the
     // pod's revision, or its static pod; null spec when not known now.

@@ -61,20 +61,39 @@ void Agent::run_post_start(const std::string& uid, std::size_t index) {
     if (!spec || !spec->lifecycle || !spec->lifecycle->post_start) return;
     cancel_hook(lc);
     const std::string id = lc.id;
-    lc.hook = hooks_->run(*spec->lifecycle->post_start, lc.hook_target, kPostStartLimitMs,
-                          [this, uid, index, id](Status s) {
-                              auto pit = pods_.find(uid);
-                              if (pit == pods_.end()) return;
-                              LivePod& pod = pit->second;
-                              pod.containers[index].hook.reset();
-                              if (s.ok()) return;
-                              const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
-                              log(Level::Warning, s.error().message + "; stopping the container",
-                                  {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
-                              record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning",
-                                           kFailedPostStartHook, "PostStartHook failed");
-                              stop_container(uid, index, id, "pod " + name + " (FailedPostStartHook)");
-                          });
+    lc.hook = hooks_->run(
+        *spec->lifecycle->post_start, lc.hook_target, kPostStartLimitMs, [this, uid, index, id](Status s) {
+            auto pit = pods_.find(uid);
+            if (pit == pods_.end()) return;
+            LivePod& pod = pit->second;
+            pod.containers[index].hook.reset();
+            if (!s.ok()) {
+                const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
+                log(Level::Warning, s.error().message + "; stopping the container",
+                    {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
+                record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPostStartHook,
+                             "PostStartHook failed");
+                stop_container(uid, index, id, "pod " + name + " (FailedPostStartHook)");
+            }
+            // The containers after it start now (SyncPod goes on
+            // after a failed start too).
+            continue_after_post_start(uid);
+        });
+}
+
+void Agent::continue_after_post_start(const std::string& uid) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || stopping_ || !advance_pod(uid)) return;
+    refresh_readiness(pit->second);
+    save_pod(pit->second);
+}
+
+bool Agent::post_start_pending(const LivePod& p, std::size_t index) const {
+    const LiveContainer& lc = p.containers[index];
+    if (lc.hook && !lc.pre_stopping) return true;
+    if (!lc.starting) return false;
+    const Container* spec = container_spec(p, index);
+    return spec && spec->lifecycle && spec->lifecycle->post_start;
 }
 
 bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::string& expected,

@@ -201,12 +201,20 @@ bool Agent::advance_pod(const std::string& uid) {
     std::size_t from = 0;
     for (;;) {
         std::vector<bool> idle;
-        for (const auto& lc : p.containers)
-            idle.push_back(lc.id.empty() && !lc.restart_timer && !lc.starting);
+        bool held = false;  // a container before this one is in its postStart
+        for (std::size_t i = 0; i < p.containers.size(); ++i) {
+            const LiveContainer& lc = p.containers[i];
+            idle.push_back(!held && lc.id.empty() && !lc.restart_timer && !lc.starting);
+            held = held || post_start_pending(p, i);
+        }
         const PodStartStep step = next_start_step(p.rec, idle, from);
-        for (std::size_t i : step.start) start_container(uid, i);
-        changed = changed || !step.start.empty();
+        for (std::size_t i : step.start) {
+            start_container(uid, i);
+            changed = true;
+            if (post_start_pending(p, i)) return changed;  // the next ones after its postStart
+        }
         if (!step.then_check_sidecar) return changed;
+        if (post_start_pending(p, *step.then_check_sidecar)) return changed;
         // A sidecar just started: the next init container waits for its
         // startup probe, which its refreshed status says.
         refresh_readiness(p);

@@ -111,6 +111,18 @@ wait_for "the edited slow started" 20 bash -c "[[ \$(grep -c start '$work/slow.o
     fail "the edited static pod started beside the old one: $(tr '\n' ' ' <"$work/slow.order")"
 rm -f "$man/slow.yaml"
 
+# postStart holds the containers after it (kubelet's SyncPod starts them one
+# by one, startContainer returning after its postStart): the second
+# container starts after the first one's hook has finished.
+write_pod hooked.yaml hooked Always "$loop" "" \
+    "      lifecycle: {postStart: {exec: {command: [/bin/sh, -c, 'sleep 1; touch $work/hook.done']}}}
+    - name: second
+      image: none
+      command: [/bin/sh, -c, 'if [ -e $work/hook.done ]; then echo after; else echo before; fi >$work/hook.order; while true; do sleep 0.2; done']"
+wait_for "hooked's second container started" 20 test -s "$work/hook.order"
+[[ $(cat "$work/hook.order") == after ]] && ok || fail "the second container started during the first one's postStart"
+rm -f "$man/hooked.yaml"
+
 # A broken edit keeps the last good version in force.
 uid=$(uid_of web) pid=$(pid_of web)
 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: it}\nspec: {containers: [{name: main}]}\n' >"$man/always.yaml"
