@@ -323,7 +323,8 @@ wait_for "the Lease is renewed (renewTime advances)" 20 bash -c "stats | jq -e '
 # 8. HTTP/2 (issue 4 section 1: HTTP/2 when the server offers it): nghttpx
 # in front of the server, h2 over TLS to the agent, TLS to the server.
 if command -v nghttpx >/dev/null; then
-    pport=$((port + 1))
+    # A free port (port + 1 was another test's at ctest -j4).
+    pport=$(free_port)
     nghttpx --conf=/dev/null --frontend="127.0.0.1,$pport" --backend="127.0.0.1,$port;;tls;sni=localhost" \
         --cacert="$work/cert.pem" --no-ocsp --workers=1 --errorlog-file="$work/nghttpx.log" \
         --accesslog-file="$work/access.log" --accesslog-format='$alpn $request $status $http_user_agent' \
@@ -331,7 +332,7 @@ if command -v nghttpx >/dev/null; then
     proxy=$!
     write_kubeconfig "$work/kubeconfig-h2" "$pport"
     configure "$work/kubeconfig-h2"
-    wait_for "nghttpx listens" 5 curl -s --cacert "$work/cert.pem" -o /dev/null "https://127.0.0.1:$pport/"
+    wait_for "nghttpx listens" 15 curl -s --cacert "$work/cert.pem" -o /dev/null "https://127.0.0.1:$pport/"
     restart_agent
     put_ds viah2 "$loop"
     wait_for "a change followed through the HTTP/2 proxy" 5 pod_running it viah2

@@ -27,14 +27,6 @@ cleanup_metrics() {
 }
 trap cleanup_metrics EXIT
 
-# A loopback TCP port nobody listens on (ss lists the listeners).
-free_port() {
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 12000))
-        ss -Htln "sport = :$p" | grepq . || { echo "$p"; return; }
-    done
-}
 mport=$(free_port)
 pport=$(free_port)
 while [[ $pport == "$mport" ]]; do pport=$(free_port); done

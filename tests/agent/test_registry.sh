@@ -36,14 +36,6 @@ registry_cleanup() {
 }
 trap registry_cleanup EXIT
 
-# A port nobody listens on (bash's /dev/tcp connects, or fails at once).
-free_port() {
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 30000))
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-    done
-}
 
 # A CA, and a server certificate for 127.0.0.1 and localhost signed by it.
 pki=$work/pki
