@@ -38,13 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 12000))
-        ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
-    done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/free_port.sh"
 
 cpu_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }

@@ -85,16 +85,7 @@ fail() {
     failed=$((failed + 1))
 }
 # wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND until it succeeds.
-# A loopback TCP port nobody listens on (ss lists the listeners), below
-# the kernel's ephemeral range (32768 and up), where the test servers that
-# bind port 0 and every outgoing connection take theirs.
-free_port() {
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 12000))
-        ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
-    done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../free_port.sh"
 
 wait_for() {
     local what=$1 secs=$2
