@@ -584,8 +584,14 @@ Result<std::vector<ImportedImage>> ImageStore::import_staged(const StagedImport&
         auto& image = planned.second;
         auto known = [&](const IndexEntry& e) { return e.digest == image.manifest_digest; };
         for (const std::string& name : names) {
+            // The same image under the same name again keeps its import time,
+            // as the kubelet's image GC keeps an image's firstDetected: a
+            // re-import changes nothing.
+            std::int64_t when = now;
+            for (const IndexEntry& e : entries)
+                if (e.name == name && e.digest == image.manifest_digest && e.imported > 0) when = e.imported;
             std::erase_if(entries, [&](const IndexEntry& e) { return e.name == name; });
-            entries.push_back({name, image.manifest_digest, now});
+            entries.push_back({name, image.manifest_digest, when});
         }
         // An image without a name is still found by its digest.
         if (names.empty() && std::find_if(entries.begin(), entries.end(), known) == entries.end())
