@@ -178,13 +178,19 @@ run_ctest() {
     local name
     while IFS= read -r name; do
         name=${name#*:}
-        {
-            printf -- '--- %s: %s failed; the end of its output:\n' "$preset" "$name"
-            # A test's block in LastTest.log runs from its "Testing: NAME"
-            # line to its '"NAME" end time:' line.
-            awk -v n="$name" '$0 ~ ("^[0-9]+/[0-9]+ Testing: ") && $3 == n { on = 1; next }
+        # A test's block in LastTest.log runs from its "Testing: NAME"
+        # line to its '"NAME" end time:' line.
+        local block
+        block=$(awk -v n="$name" '$0 ~ ("^[0-9]+/[0-9]+ Testing: ") && $3 == n { on = 1; next }
                 on && index($0, "\"" n "\" end time:") == 1 { on = 0 } on' "$dir/LastTest.log" |
-                grep -v -E '^(-{10,}|<end of output>|Test time = .*|Command: .*|Directory: .*|"[^"]*" start time: .*|[0-9]+/[0-9]+ Test: .*|Output:)$' | tail -n 40
+            grep -v -E '^(-{10,}|<end of output>|Test time = .*|Command: .*|Directory: .*|"[^"]*" start time: .*|[0-9]+/[0-9]+ Test: .*|Output:)$')
+        {
+            # Every failed check first (a test's later output can hide its
+            # first failure), then the end of its output.
+            printf -- '--- %s: %s failed; its failed checks:\n' "$preset" "$name"
+            grep -E '^FAIL' <<<"$block" | head -n 20
+            printf -- '--- the end of its output:\n'
+            tail -n 40 <<<"$block"
         } >>"$failures"
     done <"$dir/LastTestsFailed.log"
     return 1
