@@ -25,6 +25,8 @@
 #             (scripts/package.sh), lintian, their installed size
 #   fuzz      clang build of the fuzz targets only, each run for a bounded
 #             time, two at once
+# systemd and cgroup2 run side by side (both mostly wait), their output
+# printed in this order once both have ended.
 # Every step runs even if an earlier one failed (except setup), so that one
 # run shows everything that is wrong; the exit status is non-zero if any failed.
 #
@@ -63,8 +65,9 @@ elapsed_since() {
 # other builds sharing the machine, it tells how long a step would take alone.
 children_cpu() {
     # Fields 16 and 17 of /proc/PID/stat: cutime and cstime, in clock ticks,
-    # of this shell ($$ also inside subshells and command substitutions).
-    awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz }' "/proc/$$/stat"
+    # of this shell ($$ also inside subshells and command substitutions),
+    # or of the background step's shell that set $step_shell.
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz }' "/proc/${step_shell:-$$}/stat"
 }
 
 wanted() {
@@ -101,6 +104,46 @@ run_step() {
         failed=1
     fi
     return 0
+}
+
+# run_step_bg NAME FUNCTION...: run_step in the background, its output
+# kept in a file until join_steps prints it and records its result.
+bg_steps=()
+run_step_bg() {
+    wanted "$1" || return 0
+    local out
+    out="$(mktemp)"
+    # shellcheck disable=SC2030,SC2031 # the step's own summary, handed back in a file
+    (
+        step_shell=$BASHPID
+        summary=()
+        failed=0
+        run_step "$@"
+        printf '%s\n%s\n' "$failed" "${summary[0]}" >"$out.result"
+    ) >"$out" 2>&1 &
+    bg_steps+=("$!:$out")
+}
+
+# join_steps: waits for the background steps, in the order they started,
+# and prints each one's output and result.
+join_steps() {
+    local entry pid out
+    for entry in "${bg_steps[@]}"; do
+        pid=${entry%%:*}
+        out=${entry#*:}
+        wait "$pid" || true
+        cat "$out"
+        # shellcheck disable=SC2031 # the main shell's summary
+        if [[ -s $out.result ]]; then
+            [[ $(head -1 "$out.result") == 0 ]] || failed=1
+            summary+=("$(sed -n 2p "$out.result")")
+        else
+            summary+=("$(printf '%-8s %-8s %s' "$(basename "$out")" FAILED "its shell ended without a result")")
+            failed=1
+        fi
+        rm -f "$out" "$out.result"
+    done
+    bg_steps=()
 }
 
 print_summary() {
@@ -215,10 +258,7 @@ boot_step() {
         "${sudo[@]}" apt-get update
         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
     fi
-    cmake --preset dev
-    local targets=(daemonlet daemonlet-shim daemonlet-image)
-    grep -q '^DAEMONLET_CRI:BOOL=ON' build/dev/CMakeCache.txt && targets+=(daemonlet-cri)
-    cmake --build --preset dev -j "$jobs" --target "${targets[@]}"
+    [[ -n ${boot_built:-} ]] || build_boot_targets
     local out rc
     out="$(mktemp)"
     set +e
@@ -233,15 +273,21 @@ boot_step() {
     return "$rc"
 }
 
+# What the systemd and cgroup2 steps install (the upgrade's newer build
+# too), built in build/dev.
+build_boot_targets() {
+    cmake --preset dev
+    local targets=(daemonlet daemonlet-shim daemonlet-image daemonlet-next)
+    grep -q '^DAEMONLET_CRI:BOOL=ON' build/dev/CMakeCache.txt && targets+=(daemonlet-cri)
+    cmake --build --preset dev -j "$jobs" --target "${targets[@]}"
+}
+
 # The unit under a real systemd (nspawn_boot.sh), then the package under
 # dpkg and systemd: install, upgrade, remove, purge (nspawn_package.sh).
 step_systemd() {
     local tools=(debootstrap=debootstrap systemd-nspawn=systemd-container fakeroot=fakeroot)
     local rc=0
     boot_step tests/systemd/nspawn_boot.sh "${tools[@]}" || rc=$?
-    # The upgrade's newer build: the dev build's objects linked with another
-    # version (agent/CMakeLists.txt), one link.
-    cmake --build build/dev -j "$jobs" --target daemonlet-next || return 1
     boot_step tests/systemd/nspawn_package.sh "${tools[@]}" || { r=$?; [[ $rc != 0 && $rc != 77 ]] || rc=$r; }
     return "$rc"
 }
@@ -447,8 +493,21 @@ if [[ $failed != 0 ]]; then
 fi
 run_step format step_format
 run_step dev preset_cycle dev
-run_step systemd step_systemd
-run_step cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86
+# The systemd and cgroup2 steps mostly wait (debootstrap's downloads, a
+# container's boot, a VM's one core under TCG): they run side by side, after
+# the build they share (built once, so that two builds never run in one
+# directory), each one's output printed when both have ended.
+# Where that build fails, they run one after the other, each building (and
+# failing) on its own.
+if (wanted systemd || wanted cgroup2) && (build_boot_targets) >/dev/null 2>&1; then
+    boot_built=1
+    run_step_bg systemd step_systemd
+    run_step_bg cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86
+    join_steps
+else
+    run_step systemd step_systemd
+    run_step cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86
+fi
 run_step asan preset_cycle asan
 run_step aarch64 step_aarch64
 run_step armhf step_armhf
