@@ -29,13 +29,9 @@ const char* const kHelp =
 // and the clock is set now (core/wall_clock.h).
 Json rfc3339(std::int64_t ms, std::int64_t now) {
     if (ms <= 0) return "";
-    if (wall_time_unknown(ms, now)) return nullptr;
-    time_t t = static_cast<time_t>(ms / 1000);
-    struct tm tm {};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
+    auto t = utc_time(ms, now, "%Y-%m-%dT%H:%M:%SZ");
+    if (!t) return nullptr;
+    return *t;
 }
 
 // The Ready condition: every app container and every sidecar ready.

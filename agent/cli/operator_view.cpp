@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 
 #include "core/decode.h"
 #include "core/wall_clock.h"
@@ -74,6 +75,16 @@ Result<std::optional<DaemonSetView>> view_daemonset(store::Store& store, const A
 
 bool wall_time_unknown(std::int64_t since_ms, std::int64_t now_ms) {
     return !wall_time_known(since_ms) && wall_time_known(now_ms);
+}
+
+std::optional<std::string> utc_time(std::int64_t ms, std::int64_t now_ms, const char* format) {
+    if (ms <= 0 || wall_time_unknown(ms, now_ms)) return std::nullopt;
+    time_t t = static_cast<time_t>(ms / 1000);
+    struct tm tm {};
+    gmtime_r(&t, &tm);
+    char buf[64];
+    if (std::strftime(buf, sizeof buf, format, &tm) == 0) return std::nullopt;
+    return std::string(buf);
 }
 
 std::string short_age(std::int64_t since_ms, std::int64_t now_ms) {

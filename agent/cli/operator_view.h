@@ -60,6 +60,10 @@ std::string short_age(std::int64_t since_ms, std::int64_t now_ms);
 // Whether a recorded time means nothing now: recorded before the clock was
 // set, read after.
 bool wall_time_unknown(std::int64_t since_ms, std::int64_t now_ms);
+// A recorded time (ms since the epoch) in UTC with strftime's FORMAT; none
+// when nothing was recorded (0) or the time means nothing now
+// (wall_time_unknown): each caller says that as kubectl does.
+std::optional<std::string> utc_time(std::int64_t ms, std::int64_t now_ms, const char* format);
 
 // Columns aligned as kubectl's tabwriter aligns them: each line starts with
 // indent, columns are separated by `padding` spaces beyond the widest cell.

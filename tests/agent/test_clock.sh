@@ -149,5 +149,9 @@ echo "an agent started after the step: $(get_pods | grep steady)"
 get_pods | grepq -E '^it +steady-[a-z0-9]+ +1/1 +Running +0 +<unknown>$' && ok || fail "steady's AGE recorded at 1970: $(get_pods)"
 [[ $(pods_json | jq -r '.items[] | select(.metadata.ownerReferences[0].name == "steady") | .metadata.creationTimestamp') == null ]] &&
     ok || fail "steady's creationTimestamp recorded at 1970 is not null"
+# describe pod says so too (kubectl prints a zero time as <unknown>).
+steady_name=$(pods_json | jq -r '.items[] | select(.metadata.ownerReferences[0].name == "steady") | .metadata.name')
+steady_desc=$("$dl" describe pod "$steady_name" -n it --config "$cfg" 2>&1)
+grep -qx 'Start Time: *<unknown>' <<<"$steady_desc" && ok || fail "describe pod's Start Time recorded at 1970: $steady_desc"
 
 finish
