@@ -11,6 +11,8 @@
 #   3. a board back from an outage posts Ready at once, over the node
 #      lifecycle controller's NotReady (the controller's removal of the
 #      unreachable taint is a later step of issue 14: the taint stays here);
+#   3b. the same outage live: the agent keeps running while the server
+#      answers 503, and posts Ready once it answers again;
 #   4. a fresh API server gets the Node again within a Lease period.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -139,6 +141,31 @@ echo "ok: the status patch has only what differs"
     echo "FAIL: the Node was created again"
     exit 1
 }
+# 3b. The same outage live, the agent running: the API server answers its
+# every request with 503 until the link is down (core/connectivity.h: 15 s
+# unhealthy), the node lifecycle controller marks the Node Unknown
+# meanwhile; when the server answers again, the agent's link comes up and
+# it posts Ready at once (nodestatus's Ready setter, over the server's
+# Unknown), without a restart.
+control() { curl -sS --max-time 5 --cacert "$work/cert.pem" -X "$1" "https://127.0.0.1:$port/_control/$2" "${@:3}"; }
+link_is() { [[ $("$dl" status -o json --config "$cfg" | jq -r .apiServer.state) == "$1" ]]; }
+agent_before=$agent
+wait_for "the restarted agent's link is up" 10 link_is connected
+control POST fault -d '{"match": "any", "mode": "status", "status": 503, "count": -1}' >/dev/null
+wait_for "the link goes down while the server answers 503" 25 link_is disconnected
+control PUT nodes/it-node -d "@$work/unknown.json" >/dev/null
+control DELETE fault >/dev/null
+ready && {
+    echo "FAIL: the test could not mark the Node NotReady during the outage"
+    exit 1
+}
+wait_for "the running agent turns the Node Ready when the server answers again" 15 ready
+[[ $agent == "$agent_before" ]] && kill -0 "$agent" 2>/dev/null || {
+    echo "FAIL: the agent did not live through the outage"
+    exit 1
+}
+echo "ok: a live outage ends with the Node Ready"
+
 # 4. A fresh API server (one that lost its state): the agent's next Lease
 # renewal finds no Lease (404), so it reads its Node at once, finds none, and
 # registers it again: within a Lease period (10 s), not at the 5-minute post.
@@ -149,4 +176,5 @@ wait_for "the agent registers its Node with a fresh server" 15 ready
 n=$(node)
 check "registered again with its labels and taints" \
     '.metadata.labels.board == "true" and .spec.taints == [{"key": "daemonlet.io/board", "effect": "NoSchedule"}]'
-echo "PASS"
+# wait_for's failures are counted (lib.sh), not fatal: finish fails on any.
+finish
