@@ -221,8 +221,8 @@ NodeStatusInput Agent::measure_node_status() {
     in.facts.kernel_version = facts.kernel_version;
     in.facts.os_image = facts.os_image;
     in.facts.architecture = goarch_from_machine(platform::machine());
-    // "<runtime>://<version>" as the CRI's Version answers (cri); the exec
-    // runtime is daemonlet's own; runc's version is not asked (runc://).
+    // "<runtime>://<version>" as the CRI's Version answers (cri), runc's
+    // `runc --version`; the exec runtime is daemonlet's own.
     in.facts.container_runtime_version = runtime_ ? runtime_->version_string() : std::string();
     if (in.facts.container_runtime_version.empty())
         in.facts.container_runtime_version = std::string(runtime_ ? runtime_->name() : "exec") + "://" +

@@ -305,7 +305,21 @@ Result<ContainerInfo> RuncRuntime::inspect(const std::string& id) {
     return info;
 }
 
+std::string runc_version_string(const std::string& out) {
+    constexpr std::string_view kPrefix = "runc version ";
+    if (out.compare(0, kPrefix.size(), kPrefix) != 0) return {};
+    std::string v = out.substr(kPrefix.size());
+    v = v.substr(0, v.find_first_of("\r\n"));
+    if (v.empty() || v.find_first_of(" \t") != std::string::npos) return {};
+    return "runc://" + v;
+}
+
 Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
+    if (version_.empty()) {
+        // A few milliseconds, once, at the agent's start.
+        auto v = run_command({runc_binary_, "--version"}, 5'000);
+        if (v && v.value().exit_code == 0) version_ = runc_version_string(v.value().out);
+    }
     auto adopted = exec_->adopt_all();
     if (!adopted) return adopted;
     for (auto& info : adopted.value()) add_oom_reason(info);

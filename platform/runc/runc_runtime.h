@@ -80,6 +80,10 @@ inline constexpr int kImagePrepareDeadlineMs = 10000;
 // daemonlet-image's exit status for an image that is not in the store.
 inline constexpr int kImageToolNotFound = 2;
 
+// "runc://1.1.5+ds1" from `runc --version`'s first line ("runc version
+// 1.1.5+ds1"); empty when the output is not runc's.
+std::string runc_version_string(const std::string& runc_version_output);
+
 class RuncRuntime final : public Runtime {
   public:
     // `exec` runs the shims; `images` says where daemonlet-image and its
@@ -152,6 +156,11 @@ class RuncRuntime final : public Runtime {
     // a few milliseconds).
     bool has_image(const std::string& image) const override;
 
+    // nodeInfo.containerRuntimeVersion: "runc://<version>" from `runc
+    // --version`, asked once by adopt_all (at the agent's start); empty
+    // until then or when runc does not say.
+    std::string version_string() const override { return version_; }
+
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
     // seccompProfileRoot, clusterDNS, clusterDomain (runc_security.h).
     void set_pod_settings(RuncPodSettings settings) { pod_settings_ = std::move(settings); }
@@ -197,6 +206,7 @@ class RuncRuntime final : public Runtime {
     std::string runc_binary_;
     std::vector<std::string> capabilities_;
     RuncPodSettings pod_settings_;
+    std::string version_;
     Runc runc_;
 
     void close_pulls();

@@ -33,6 +33,7 @@
 #include "platform/image/image_store.h"
 #include "platform/run_command.h"
 #include "platform/runc/runc.h"
+#include "platform/runc/runc_runtime.h"
 
 #include <CppUTest/TestHarness.h>
 
@@ -359,4 +360,19 @@ TEST(RuncOomKills, NoContainerNoCgroupOrNoCounterIsAnErrorNamingTheFile) {
     auto nopaths = container_oom_kills(dir + "/runc", "nopaths");
     CHECK_FALSE(nopaths.ok());
     CHECK(nopaths.error().message.find("cgroup_paths") != std::string::npos);
+}
+
+// nodeInfo.containerRuntimeVersion "<runtime>://<version>", as the CRI's
+// Version answers it (kubelet's node status setter VersionInfo): runc's
+// from `runc --version`'s first line.
+TEST_GROUP(RuncVersion){};
+
+TEST(RuncVersion, TheFirstLineOfRuncVersionIsTheRuntimeVersion) {
+    STRCMP_EQUAL("runc://1.1.5+ds1",
+                 runc_version_string("runc version 1.1.5+ds1\ncommit: 1.1.5+ds1-1+deb12u1\nspec: 1.0.2-dev\n")
+                     .c_str());
+    STRCMP_EQUAL("runc://1.2.0", runc_version_string("runc version 1.2.0").c_str());
+    STRCMP_EQUAL("", runc_version_string("crun version 1.8.1\n").c_str());
+    STRCMP_EQUAL("", runc_version_string("runc version \n").c_str());
+    STRCMP_EQUAL("", runc_version_string("").c_str());
 }
