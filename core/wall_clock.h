@@ -6,7 +6,9 @@
 // container's start, an Event, a revision) do, and a step would make them
 // nonsense. The rules, pure, for the agent and the CLI:
 // - WallClockSteps notices a step: the wall clock's offset from the
-//   monotonic clock moves (NTP's slewing moves it by at most 0.5 ms/s).
+//   clock since boot moves (NTP's slewing moves it by at most 0.5 ms/s).
+//   The agent passes CLOCK_BOOTTIME, which counts a suspend as the wall
+//   clock does (CLOCK_MONOTONIC stops: a long suspend would look a step).
 //   The agent then re-bases the times recorded since the board booted by
 //   the step, so that every age stays what the monotonic clock measured.
 // - A time before kClockSetFloorMs was recorded by a clock that was not set

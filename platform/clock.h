@@ -16,6 +16,10 @@ class Clock {
     virtual std::int64_t monotonic_ms() const = 0;
     // Unix milliseconds (CLOCK_REALTIME).
     virtual std::int64_t wall_ms() const = 0;
+    // Milliseconds since the boot, suspends included (CLOCK_BOOTTIME): what
+    // tells a step of the wall clock from a suspend (core/wall_clock.h). The
+    // monotonic clock, for a clock that never suspends.
+    virtual std::int64_t since_boot_ms() const { return monotonic_ms(); }
 };
 
 // The machine's clocks (system_info.h monotonic_ms and wall_clock_ms): read

@@ -38,6 +38,7 @@ std::int64_t clock_ms(clockid_t id) {
 
 std::int64_t wall_clock_ms() { return clock_ms(CLOCK_REALTIME); }
 std::int64_t monotonic_ms() { return clock_ms(CLOCK_MONOTONIC); }
+std::int64_t since_boot_ms() { return clock_ms(CLOCK_BOOTTIME); }
 
 std::int64_t online_cpus() {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

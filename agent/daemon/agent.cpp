@@ -64,7 +64,9 @@ Agent::~Agent() {
 Status Agent::init() {
     // The times a step moves (core/wall_clock.h): those of this boot
     // (CLOCK_MONOTONIC counts from it), an earlier agent's included.
-    wall_steps_.emplace(clock_.wall_ms() - clock_.monotonic_ms(), 0);
+    // CLOCK_BOOTTIME, not the monotonic clock: a board that suspends for
+    // an hour sees both clocks move by an hour, which is no step.
+    wall_steps_.emplace(clock_.wall_ms() - clock_.since_boot_ms(), 0);
     if (auto s = platform::make_dirs(config_.state_dir, 0700); !s.ok()) return s;
     // First: a second agent on the same stateDir must stop before it touches
     // the store or the containers. Requests are served once the loop runs.

@@ -32,7 +32,7 @@ void Agent::start_wall_clock_watch() {
 
 void Agent::check_wall_clock() {
     if (!wall_steps_) return;
-    auto step = wall_steps_->observe(clock_.wall_ms(), clock_.monotonic_ms());
+    auto step = wall_steps_->observe(clock_.wall_ms(), clock_.since_boot_ms());
     if (!step) return;
     for (auto& [uid, p] : pods_) {
         p.rec.created_at_ms = rebase(p.rec.created_at_ms, *step);
