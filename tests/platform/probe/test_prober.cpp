@@ -46,6 +46,15 @@ ProbeAction http_action(int port, std::string path, std::int64_t timeout_ms = 20
     return a;
 }
 
+ProbeAction grpc_action(int port, std::int64_t timeout_ms = 2000) {
+    ProbeAction a;
+    a.type = ProbeAction::Type::Grpc;
+    a.port = port;
+    a.service = "ready";
+    a.timeout_ms = timeout_ms;
+    return a;
+}
+
 // A port nothing listens on.
 int closed_port(uv_loop_t* loop) {
     uv_tcp_t t;
@@ -132,6 +141,11 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
         {"http: no answer within timeoutSeconds is Failure", http_action(port, "/silent", 200),
          ProbeOutcome::Failure, "imed out"},
         {"http: connection refused is Failure", http_action(refused, "/ok"), ProbeOutcome::Failure, "onnect"},
+        {"grpc: nothing listening is grpc.go's dial error (at once, where grpc-go retries to the timeout)",
+         grpc_action(refused), ProbeOutcome::Failure, "error: failed to connect service at \"127.0.0.1:"},
+        {"grpc: an HTTP/1.1 server on the port: the HTTP/2 call fails (grpc-go: Unavailable)",
+         grpc_action(port), ProbeOutcome::Failure,
+         "error: health rpc probe failed: rpc error: code = Unavailable desc = "},
     };
     for (const auto& row : rows) {
         platform::ProbeResult r = run(row.action, row.name);
@@ -278,4 +292,15 @@ TEST(Prober, ResolvesNamedPortsAsKubelet) {
     CHECK(missing.error().message.find("couldn't find port: metrics") != std::string::npos);
     h.tcp_socket = TCPSocketAction{IntOrString::from_int(70000), ""};
     CHECK_FALSE(platform::resolve_probe_action(h, c, {}, 1).ok());
+    // GRPCAction: a number and the service, the timeout bounding the call.
+    Handler g;
+    g.grpc = GRPCAction{9090, "ready"};
+    auto ga = platform::resolve_probe_action(g, c, {}, 3);
+    CHECK(ga.ok());
+    CHECK(ga.value().type == ProbeAction::Type::Grpc);
+    LONGS_EQUAL(9090, ga.value().port);
+    STRCMP_EQUAL("ready", ga.value().service.c_str());
+    LONGS_EQUAL(3000, ga.value().timeout_ms);
+    g.grpc = GRPCAction{0, ""};
+    CHECK_FALSE(platform::resolve_probe_action(g, c, {}, 1).ok());
 }
