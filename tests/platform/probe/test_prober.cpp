@@ -116,6 +116,18 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
         ProbeOutcome expected;
         const char* output_has;
     };
+    // A listener that never accepts: the kernel completes the handshake,
+    // nothing ever answers.
+    uv_tcp_t mute;
+    uv_tcp_init(&loop, &mute);
+    sockaddr_in any{};
+    uv_ip4_addr("127.0.0.1", 0, &any);
+    uv_tcp_bind(&mute, reinterpret_cast<const sockaddr*>(&any), 0);
+    uv_listen(reinterpret_cast<uv_stream_t*>(&mute), 4, [](uv_stream_t*, int) {});
+    sockaddr_storage mute_addr{};
+    int mute_len = sizeof mute_addr;
+    uv_tcp_getsockname(&mute, reinterpret_cast<sockaddr*>(&mute_addr), &mute_len);
+    const int mute_port = ntohs(reinterpret_cast<sockaddr_in*>(&mute_addr)->sin_port);
     const Row rows[] = {
         {"exec: exit 0 is Success (pkg/probe/exec)", exec_action({"/bin/true"}), ProbeOutcome::Success, ""},
         {"exec: a non-zero exit is Failure, with the command's output",
@@ -146,6 +158,9 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
         {"grpc: an HTTP/1.1 server on the port: the HTTP/2 call fails (grpc-go: Unavailable)",
          grpc_action(port), ProbeOutcome::Failure,
          "error: health rpc probe failed: rpc error: code = Unavailable desc = "},
+        {"grpc: no answer within timeoutSeconds is grpc.go's DeadlineExceeded message",
+         grpc_action(mute_port, 1000), ProbeOutcome::Failure,
+         "timeout: health rpc did not complete within 1s"},
     };
     for (const auto& row : rows) {
         platform::ProbeResult r = run(row.action, row.name);
@@ -153,6 +168,7 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
         CHECK_TEXT(r.output.find(row.output_has) != std::string::npos,
                    (std::string(row.name) + ": " + r.output).c_str());
     }
+    uv_close(reinterpret_cast<uv_handle_t*>(&mute), nullptr);
 }
 
 // A container with a network of its own is probed from inside it: the
