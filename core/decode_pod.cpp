@@ -32,7 +32,10 @@ void decode_handler(Reader& r, const Json& v, const FieldPath& p, Handler& h) {
             h.sleep_seconds = secs;
         }
     }
-    if (const Json* g = Reader::member(v, "grpc")) h.grpc = *g;
+    r.nested(v, p, "grpc", h.grpc, [&](const Json& e, const FieldPath& ep, GRPCAction& x) {
+        r.i32(e, ep, "port", x.port);
+        r.str(e, ep, "service", x.service);
+    });
 }
 
 void decode_probe(Reader& r, const Json& v, const FieldPath& p, Probe& pr) {

@@ -182,13 +182,18 @@ struct TCPSocketAction {
     IntOrString port;
     std::string host;
 };
+// GRPCAction: the standard gRPC health check (grpc.health.v1.Health/Check).
+struct GRPCAction {
+    std::int32_t port = 0;
+    std::string service;  // *string upstream; nil and "" both ask about the whole server
+};
 // ProbeHandler / LifecycleHandler: exactly one action is set when valid.
 struct Handler {
     std::optional<ExecAction> exec;
     std::optional<HTTPGetAction> http_get;
     std::optional<TCPSocketAction> tcp_socket;
     std::optional<std::int64_t> sleep_seconds;  // lifecycle sleep action
-    Json grpc;                                  // kept as written
+    std::optional<GRPCAction> grpc;             // probes only
 };
 struct Probe {
     Handler handler;

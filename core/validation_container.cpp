@@ -144,11 +144,9 @@ void validate_handler(const Handler& h, bool lifecycle, const std::optional<std:
     }
     if (h.tcp_socket && one_more("tcpSocket"))
         validate_port_num_or_name(h.tcp_socket->port, p.child("tcpSocket").child("port"), errs);
-    if (!lifecycle && !h.grpc.is_null() && one_more("grpc")) {
-        const Json* port = member(h.grpc, "port");
-        std::int64_t n = port && port->is_number_integer() ? port->get<std::int64_t>() : 0;
-        validate_port_number(n, p.child("grpc").child("port"), errs);
-    }
+    // validateGRPCAction: ValidatePortNumOrName of the port as a number.
+    if (!lifecycle && h.grpc && one_more("grpc"))
+        validate_port_number(h.grpc->port, p.child("grpc").child("port"), errs);
     // The sleep action (PodLifecycleSleepAction, on by default from 1.30).
     if (lifecycle && h.sleep_seconds && one_more("sleep") && grace) {
         if (*h.sleep_seconds <= 0 || *h.sleep_seconds > *grace)

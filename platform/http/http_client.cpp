@@ -242,6 +242,14 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
     if (req.url.rfind("http://", 0) != 0 && req.url.rfind("https://", 0) != 0)
         return Error{ErrorCode::Invalid, "URL " + req.url + ": only http:// and https:// are supported"};
     if (auto s = m.start(); !s.ok()) return s.error();
+    if (req.http2_prior_knowledge) {
+        const curl_version_info_data* v = curl->version_info(CURLVERSION_NOW);
+        if (!v || (v->features & CURL_VERSION_HTTP2) == 0)
+            return Error{
+                ErrorCode::Unsupported,
+                std::string("libcurl ") + (v && v->version ? v->version : "") +
+                    " is built without HTTP/2 (nghttp2): install a libcurl4 with HTTP/2 for grpc probes"};
+    }
     auto t = std::make_unique<Impl::Transfer>();
     t->id = m.next_id++;
     t->cb = std::move(cb);
@@ -265,7 +273,9 @@ Result<HttpClient::RequestId> HttpClient::request(const HttpRequest& req, Callba
     curl->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     // HTTP/2 when the server offers it over TLS (ALPN), HTTP/1.1 otherwise:
     // a board's watches then share one connection.
-    curl->easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    curl->easy_setopt(e, CURLOPT_HTTP_VERSION,
+                      static_cast<long>(req.http2_prior_knowledge ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+                                                                  : CURL_HTTP_VERSION_2TLS));
     if (req.http2_multiplex) curl->easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     if (!req.use_env_proxy) curl->easy_setopt(e, CURLOPT_NOPROXY, "*");
     if (!req.netns.empty()) {

@@ -55,6 +55,10 @@ struct HttpRequest {
     bool fresh_connection = false;  // no connection reuse (kubelet probes: DisableKeepAlives)
     bool use_env_proxy = false;     // false: never a proxy (kubelet probes: Proxy nil)
     bool http2_multiplex = false;   // wait for a pending HTTP/2 connection rather than open another
+    // HTTP/2 over cleartext without an upgrade (a gRPC channel without TLS:
+    // grpc probes). Needs a libcurl built with nghttp2 (Debian's is):
+    // request() fails at once, saying so, when it is not.
+    bool http2_prior_knowledge = false;
     // The network namespace the connection is made in (probes of a
     // container with its own network: /proc/<pid>/ns/net); empty: the agent's.
     std::string netns;
@@ -68,7 +72,9 @@ struct HttpRequest {
 
 struct HttpResponse {
     long status = 0;
-    std::vector<std::pair<std::string, std::string>> headers;  // of the last response, names as sent
+    // Of the last response, names as sent; an HTTP/2 response's trailers
+    // (gRPC's grpc-status) follow its headers here.
+    std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
     bool body_truncated = false;
     std::string redirect_url;  // absolute, for 3xx with a Location

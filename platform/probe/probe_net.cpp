@@ -12,12 +12,6 @@ namespace daemonlet::platform {
 namespace {
 
 constexpr int kMaxRedirects = 10;
-constexpr const char* kUserAgent = "kube-probe/1.30";
-
-std::string join_host_port(const std::string& host, int port) {
-    if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-    return host + ":" + std::to_string(port);
-}
 
 // The host name of an absolute http(s) URL, without port or brackets.
 std::string url_hostname(const std::string& url) {
@@ -79,17 +73,6 @@ struct TcpOp : Prober::Op {
             --open_handles;
             end({ProbeOutcome::Failure, "dial tcp " + target + ": " + uv_text(rc)});
         }
-    }
-};
-
-struct HttpOp : Prober::Op {
-    HttpClient* http = nullptr;
-    HttpClient::RequestId req = 0;
-    bool in_flight = false;
-    void abort() override {
-        if (in_flight) http->cancel(req);
-        in_flight = false;
-        delete this;
     }
 };
 

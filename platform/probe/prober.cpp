@@ -70,7 +70,16 @@ Result<ProbeAction> resolve_probe_action(const Handler& h, const Container& c,
         for (const auto& hd : h.http_get->http_headers) a.headers.emplace_back(hd.name, hd.value);
         return a;
     }
-    return Error{ErrorCode::Unsupported, "grpc probes are not supported by the exec runtime"};
+    if (h.grpc) {
+        // GRPCAction.Port is a number (validateGRPCAction); no named ports.
+        a.type = ProbeAction::Type::Grpc;
+        if (h.grpc->port <= 0 || h.grpc->port >= 65536)
+            return Error{ErrorCode::Invalid, "invalid port number: " + std::to_string(h.grpc->port)};
+        a.port = h.grpc->port;
+        a.service = h.grpc->service;
+        return a;
+    }
+    return Error{ErrorCode::Invalid, "the handler has no action"};
 }
 
 Prober::Prober(uv_loop_t* loop) : loop_(loop), http_(loop), deferred_timer_(new uv_timer_t) {
@@ -115,6 +124,7 @@ Result<Prober::Id> Prober::run(const ProbeAction& action, Callback cb) {
     case ProbeAction::Type::Exec: r = run_exec(id, action, std::move(cb)); break;
     case ProbeAction::Type::TcpSocket: r = run_tcp(id, action, std::move(cb)); break;
     case ProbeAction::Type::HttpGet: r = run_http(id, action, std::move(cb)); break;
+    case ProbeAction::Type::Grpc: r = run_grpc(id, action, std::move(cb)); break;
     }
     in_run_ = false;
     return r;

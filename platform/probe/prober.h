@@ -17,6 +17,15 @@
 //              (kubelet's RedirectChecker), a redirect elsewhere ends the
 //              probe with that 3xx; body kept to 10 KiB; User-Agent
 //              kube-probe/1.30 and Accept */* unless the probe sets them.
+//   grpc       grpc.health.v1.Health/Check of the probe's service at
+//              host:port (pkg/probe/grpc): an HTTP/2 POST with prior
+//              knowledge over cleartext through HttpClient (libcurl with
+//              nghttp2; no gRPC library), the bytes and the verdict pure
+//              logic in core/grpc_health.h; SERVING is success, any other
+//              status, error or the timeout (the whole call) a failure with
+//              kubelet's message. A connection that cannot be made fails at
+//              once ("error: failed to connect service at ..."), where
+//              grpc-go's blocking dial would retry until the timeout.
 //
 // Contract: run() either fails synchronously (never calls back) or calls
 // back exactly once, from the loop, unless cancel() or close() came first.
@@ -53,13 +62,13 @@ struct ProbeResult {
 // $(VAR) in the command left as written (kubelet does not expand probe
 // commands).
 struct ProbeAction {
-    enum class Type { Exec, TcpSocket, HttpGet };
+    enum class Type { Exec, TcpSocket, HttpGet, Grpc };
     Type type = Type::Exec;
     // exec
     std::vector<std::string> command;
     std::vector<std::pair<std::string, std::string>> env;
     std::string working_dir;
-    // tcpSocket, httpGet
+    // tcpSocket, httpGet, grpc
     std::string host;  // empty: 127.0.0.1
     int port = 0;
     // The network namespace to connect from (/proc/<pid>/ns/net of a
@@ -69,6 +78,8 @@ struct ProbeAction {
     std::string scheme = "HTTP";
     std::string path;
     std::vector<std::pair<std::string, std::string>> headers;
+    // grpc: the service asked about ("": the whole server)
+    std::string service;
     // Any HTTP response is a success, whatever its status: a lifecycle
     // hook's httpGet (kubelet's runHTTPHandler returns only the transport's
     // error), where a probe wants 200-399.
@@ -77,7 +88,7 @@ struct ProbeAction {
 };
 
 // Turns a Handler of container `c` into an action, or says why it cannot run
-// (a named port the container does not declare, a grpc probe).
+// (a named port the container does not declare).
 Result<ProbeAction> resolve_probe_action(const Handler& h, const Container& c,
                                          const std::vector<std::pair<std::string, std::string>>& env,
                                          std::int32_t timeout_seconds);
@@ -111,6 +122,7 @@ class Prober {
     Result<Id> run_exec(Id id, const ProbeAction& a, Callback cb);
     Result<Id> run_tcp(Id id, const ProbeAction& a, Callback cb);
     Result<Id> run_http(Id id, const ProbeAction& a, Callback cb);
+    Result<Id> run_grpc(Id id, const ProbeAction& a, Callback cb);
     void http_attempt(Id id, std::string url, const ProbeAction& a, int redirects, std::string first_host);
     void finish(Id id, ProbeResult r);
 };

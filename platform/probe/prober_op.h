@@ -17,6 +17,9 @@ namespace daemonlet::platform {
 // kubelet pkg/probe: maxReadLength, for exec output and HTTP bodies.
 inline constexpr std::size_t kProbeMaxOutput = 10 * 1024;
 
+// kubelet's probes' User-Agent: kube-probe/<major>.<minor>.
+inline constexpr const char* kUserAgent = "kube-probe/1.30";
+
 inline std::string uv_text(int err) { return std::string(uv_strerror(err)); }
 
 struct Prober::Op {
@@ -48,5 +51,24 @@ struct Prober::Op {
         if (!uv_is_closing(h)) uv_close(h, handle_closed);
     }
 };
+
+// An HTTP exchange on the Prober's HttpClient (httpGet, grpc): it holds no
+// handle of its own, so it is deleted when it ends or is cancelled.
+struct HttpOp : Prober::Op {
+    HttpClient* http = nullptr;
+    HttpClient::RequestId req = 0;
+    bool in_flight = false;
+    void abort() override {
+        if (in_flight) http->cancel(req);
+        in_flight = false;
+        delete this;
+    }
+};
+
+// net.JoinHostPort: an IPv6 address in brackets.
+inline std::string join_host_port(const std::string& host, int port) {
+    if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+    return host + ":" + std::to_string(port);
+}
 
 }  // namespace daemonlet::platform

@@ -70,6 +70,48 @@ wait_for "http: ready once the server answers 200" 10 pod_shows http ' 1/1 +Runn
 rm -f "$man/http.yaml"
 wait_for "http stops" 10 no_pod it http
 
+# 1c. grpc readiness and liveness (pkg/probe/grpc: grpc.health.v1.Health/Check
+#     of the probe's service) against a real gRPC server run as the
+#     container (tests/agent/grpc_health_serve.cpp, built where gRPC is):
+#     NOT_SERVING keeps the pod unready, SERVING makes it ready, a liveness
+#     NOT_SERVING restarts the container; the log names the status. The
+#     readiness probe waits a second, so that its first failure (logged once
+#     per transition) is the server's answer, not a connection refused
+#     before the server listens.
+if [[ -n ${GRPC_HEALTH_SERVE:-} ]]; then
+    grpc_serve=$(realpath "$GRPC_HEALTH_SERVE")
+    grpc_port=$("$http_serve" --free-port)
+    write_manifest grpc.yaml grpc "          readinessProbe:
+            grpc: {port: $grpc_port, service: ready}
+            initialDelaySeconds: 1
+            periodSeconds: 1
+          livenessProbe:
+            grpc: {port: $grpc_port, service: live}
+            periodSeconds: 1
+            failureThreshold: 2" "" "" "exec $grpc_serve $grpc_port"
+    grpc_field() { pods_json | jq -r ".items[] | select(.metadata.ownerReferences[0].name == \"grpc\") | $1"; }
+    grpc_pid() { pgrep -f "^$grpc_serve $grpc_port\$" | head -1; }
+    wait_for "grpc: the server runs as the container" 10 grpc_pid
+    wait_for "grpc: NOT_SERVING readiness is logged with the status" 10 \
+        grep -q 'grpc-.* container main: Readiness probe failed: service unhealthy (responded with "NOT_SERVING")' "$work/agent.log"
+    [[ $(grpc_field '.status.containerStatuses[0].ready') == false ]] && ok || fail "grpc: ready while NOT_SERVING"
+    gpid=$(grpc_pid)
+    kill -USR1 "$gpid"
+    wait_for "grpc: ready once the service is SERVING" 10 bash -c "[[ \$('$dl' get pods -A -o json --config '$cfg' | jq -r '.items[] | select(.metadata.ownerReferences[0].name == \"grpc\") | .status.containerStatuses[0].ready') == true ]]"
+    [[ $(grpc_field '.status.containerStatuses[0].restartCount') == 0 ]] && ok || fail "grpc: restarted while live SERVING"
+    kill -USR2 "$gpid"
+    wait_for "grpc: a NOT_SERVING liveness restarts the container (restartCount)" 15 bash -c "(( \$('$dl' get pods -A -o json --config '$cfg' | jq '[.items[] | select(.metadata.ownerReferences[0].name == \"grpc\") | .status.containerStatuses[0].restartCount] | max // 0') >= 1 ))"
+    grep -q 'grpc-.* container main: Liveness probe failed: service unhealthy (responded with "NOT_SERVING")' "$work/agent.log" && ok ||
+        fail "grpc: the liveness failure does not name the status"
+    grep -q 'grpc-.* container main failed liveness probe, will be restarted' "$work/agent.log" && ok ||
+        fail "grpc: the liveness kill is not logged"
+    wait_for "grpc: a new server process after the restart" 10 bash -c "p=\$(pgrep -f '^$grpc_serve $grpc_port\$' | head -1); [[ -n \$p && \$p != $gpid ]]"
+    rm -f "$man/grpc.yaml"
+    wait_for "grpc stops" 10 no_pod it grpc
+else
+    echo "grpc probes: skipped (no GRPC_HEALTH_SERVE: built without gRPC)"
+fi
+
 # 2. Liveness: a failing liveness probe restarts the container: RESTARTS
 #    grows and the process changes (kuberuntime: "failed liveness probe,
 #    will be restarted").

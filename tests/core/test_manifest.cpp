@@ -280,6 +280,12 @@ TEST(ManifestErrors, BadInputGetsAnErrorNamingFileDocumentFieldAndReason) {
         {"infinity", "a: .inf\n", "cannot be represented in JSON"},
         {"bad quantity", std::string(kDs) + "      volumes: [{name: v, emptyDir: {sizeLimit: lots}}]\n",
          "spec.template.spec.volumes[0].emptyDir.sizeLimit: Invalid value: \"lots\": quantities must match"},
+        {"grpc probe port by name (GRPCAction.Port is an int32, not an IntOrString)",
+         std::string(kDs) +
+             "      initContainers: [{name: i, image: x, readinessProbe: {grpc: {port: health}}}]\n",
+         "spec.template.spec.initContainers[0].readinessProbe.grpc.port: Invalid value: \"health\": expected "
+         "an "
+         "integer (int32), got a string"},
         {"invalid UTF-8", "a: b\nc: \xff\xfe\n", "bad.yaml: line 2: invalid UTF-8"},
         {"absurd YAML nesting", std::string(5000, '[') + std::string(5000, ']'),
          "nesting deeper than 64 levels"},

@@ -483,7 +483,7 @@ const DsRow kProbeRows[] = {
     {"TestValidateProbe success: grpc startup probe",
      [](DaemonSet& ds) {
          Probe p;
-         p.handler.grpc = Json{{"port", 9090}};
+         p.handler.grpc = GRPCAction{9090, {}};
          first_container(ds).startup_probe = p;
      },
      {}},
@@ -570,10 +570,20 @@ const DsRow kProbeRows[] = {
     {"validateGRPCAction: port 0",
      [](DaemonSet& ds) {
          Probe p;
-         p.handler.grpc = Json{{"port", 0}};
+         p.handler.grpc = GRPCAction{0, {}};
          first_container(ds).startup_probe = p;
      },
      {kC0 + "startupProbe.grpc.port: Invalid value: 0: must be between 1 and 65535, inclusive"}},
+    {"validateGRPCAction: port 65536",
+     [](DaemonSet& ds) {
+         Probe p;
+         p.handler.grpc = GRPCAction{65536, "ready"};
+         first_container(ds).readiness_probe = p;
+     },
+     {kC0 + "readinessProbe.grpc.port: Invalid value: 65536: must be between 1 and 65535, inclusive"}},
+    {"validateHandler: exec and grpc are two handlers",
+     LIVENESS(p.handler.grpc = (GRPCAction{9090, {}})),
+     {kC0 + "livenessProbe.grpc: Forbidden: may not specify more than 1 handler type"}},
     {"handlerFromProbe: a probe has no sleep action",
      LIVENESS(p.handler = (Handler{{}, {}, {}, 5, {}})),
      {kC0 + "livenessProbe: Required value: must specify a handler type"}},
@@ -585,7 +595,7 @@ const DsRow kProbeRows[] = {
     {"handlerFromLifecycle: a lifecycle hook has no grpc action",
      [](DaemonSet& ds) {
          first_container(ds).lifecycle =
-             Lifecycle{Handler{{}, {}, {}, {}, Json{{"port", 9090}}}, std::nullopt};
+             Lifecycle{Handler{{}, {}, {}, {}, GRPCAction{9090, {}}}, std::nullopt};
      },
      {kC0 + "lifecycle.postStart: Required value: must specify a handler type"}},
     {"validateSleepAction: zero seconds",

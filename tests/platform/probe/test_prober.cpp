@@ -46,6 +46,15 @@ ProbeAction http_action(int port, std::string path, std::int64_t timeout_ms = 20
     return a;
 }
 
+ProbeAction grpc_action(int port, std::int64_t timeout_ms = 2000) {
+    ProbeAction a;
+    a.type = ProbeAction::Type::Grpc;
+    a.port = port;
+    a.service = "ready";
+    a.timeout_ms = timeout_ms;
+    return a;
+}
+
 // A port nothing listens on.
 int closed_port(uv_loop_t* loop) {
     uv_tcp_t t;
@@ -107,6 +116,18 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
         ProbeOutcome expected;
         const char* output_has;
     };
+    // A listener that never accepts: the kernel completes the handshake,
+    // nothing ever answers.
+    uv_tcp_t mute;
+    uv_tcp_init(&loop, &mute);
+    sockaddr_in any{};
+    uv_ip4_addr("127.0.0.1", 0, &any);
+    uv_tcp_bind(&mute, reinterpret_cast<const sockaddr*>(&any), 0);
+    uv_listen(reinterpret_cast<uv_stream_t*>(&mute), 4, [](uv_stream_t*, int) {});
+    sockaddr_storage mute_addr{};
+    int mute_len = sizeof mute_addr;
+    uv_tcp_getsockname(&mute, reinterpret_cast<sockaddr*>(&mute_addr), &mute_len);
+    const int mute_port = ntohs(reinterpret_cast<sockaddr_in*>(&mute_addr)->sin_port);
     const Row rows[] = {
         {"exec: exit 0 is Success (pkg/probe/exec)", exec_action({"/bin/true"}), ProbeOutcome::Success, ""},
         {"exec: a non-zero exit is Failure, with the command's output",
@@ -132,6 +153,14 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
         {"http: no answer within timeoutSeconds is Failure", http_action(port, "/silent", 200),
          ProbeOutcome::Failure, "imed out"},
         {"http: connection refused is Failure", http_action(refused, "/ok"), ProbeOutcome::Failure, "onnect"},
+        {"grpc: nothing listening is grpc.go's dial error (at once, where grpc-go retries to the timeout)",
+         grpc_action(refused), ProbeOutcome::Failure, "error: failed to connect service at \"127.0.0.1:"},
+        {"grpc: an HTTP/1.1 server on the port: the HTTP/2 call fails (grpc-go: Unavailable)",
+         grpc_action(port), ProbeOutcome::Failure,
+         "error: health rpc probe failed: rpc error: code = Unavailable desc = "},
+        {"grpc: no answer within timeoutSeconds is grpc.go's DeadlineExceeded message",
+         grpc_action(mute_port, 1000), ProbeOutcome::Failure,
+         "timeout: health rpc did not complete within 1s"},
     };
     for (const auto& row : rows) {
         platform::ProbeResult r = run(row.action, row.name);
@@ -139,6 +168,7 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
         CHECK_TEXT(r.output.find(row.output_has) != std::string::npos,
                    (std::string(row.name) + ": " + r.output).c_str());
     }
+    uv_close(reinterpret_cast<uv_handle_t*>(&mute), nullptr);
 }
 
 // A container with a network of its own is probed from inside it: the
@@ -278,4 +308,15 @@ TEST(Prober, ResolvesNamedPortsAsKubelet) {
     CHECK(missing.error().message.find("couldn't find port: metrics") != std::string::npos);
     h.tcp_socket = TCPSocketAction{IntOrString::from_int(70000), ""};
     CHECK_FALSE(platform::resolve_probe_action(h, c, {}, 1).ok());
+    // GRPCAction: a number and the service, the timeout bounding the call.
+    Handler g;
+    g.grpc = GRPCAction{9090, "ready"};
+    auto ga = platform::resolve_probe_action(g, c, {}, 3);
+    CHECK(ga.ok());
+    CHECK(ga.value().type == ProbeAction::Type::Grpc);
+    LONGS_EQUAL(9090, ga.value().port);
+    STRCMP_EQUAL("ready", ga.value().service.c_str());
+    LONGS_EQUAL(3000, ga.value().timeout_ms);
+    g.grpc = GRPCAction{0, ""};
+    CHECK_FALSE(platform::resolve_probe_action(g, c, {}, 1).ok());
 }
