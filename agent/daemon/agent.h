@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/daemon/api_access.h"
 #include "agent/daemon/cluster_link.h"
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/control_server.h"
@@ -273,6 +274,8 @@ class Agent : private Images::Host {
     // CreateContainerConfigError and the kubelet's message.
     bool resolve_config(LivePod& pod, std::size_t index, const Container& spec,
                         platform::ContainerLaunch& launch);
+    // The TokenRequests the live pods' volumes use (api_access.h refreshes them).
+    std::set<TokenRequestKey> wanted_tokens() const;
 
     // image_waits.cpp: the images (images.h) and the containers waiting
     // for theirs
@@ -355,6 +358,8 @@ class Agent : private Images::Host {
     bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
     std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
+    // Service-account tokens, kube-root-ca.crt and the admitted specs (api_access.h).
+    std::unique_ptr<ApiAccess> api_access_;
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met

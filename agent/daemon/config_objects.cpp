@@ -9,6 +9,7 @@
 
 #include "agent/daemon/agent.h"
 #include "core/pod_network.h"
+#include "core/service_account.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -49,6 +50,16 @@ PodFacts Agent::pod_facts(const LivePod& p) const {
     f.allocatable_cpu = allocatable(node_, "cpu", platform::online_cpus());
     f.allocatable_memory = allocatable(node_, "memory", platform::memory_bytes());
     f.objects = &sources_->config_objects();
+    // getServiceEnvVarMap's `kubernetes` Service, for every pod of an agent
+    // that follows a cluster: at the address the board reaches the API
+    // server by (core/service_account.h), not a cluster IP.
+    if (cluster_)
+        if (auto hp = api_server_host_port(cluster_->server()); hp.ok())
+            f.service_env = kubernetes_service_env(hp.value().first, hp.value().second);
+    if (config_.api_server.enabled && api_access_) {
+        f.tokens = api_access_.get();
+        f.cluster_objects = &api_access_->objects();
+    }
     const Desired* d = desired_for(p.rec);
     const PodSource static_src = p.rec.is_static() ? pod_source(p.rec) : PodSource{};
     // A DaemonSet's template (whatever the pod's revision), or a static pod.
@@ -103,10 +114,29 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
     for (const auto& w : env.value().warnings)
         log(Level::Warning, "pod " + pod + " container " + cs.name + ": " + w, {{"DAEMONLET_POD", pod}});
     launch.env = std::move(env.value().vars);
+    if (config_.api_server.enabled) {
+        api_access_->need(ApiAccess::keys_of(p.rec.namespace_, *launch.pod_spec));
+    } else if (const Desired* d = desired_for(p.rec);
+               d && should_automount(d->ds().object) && api_access_->first_without_cluster(p.rec.uid)) {
+        log(Level::Notice,
+            "pod " + pod + ": no API server configured: starts without a service-account token (" +
+                kServiceAccountMountPath + " is not mounted)",
+            {{"DAEMONLET_POD", pod}});
+    }
     auto volumes = config_volumes_->prepare(facts, launch.pod_spec);
     if (!volumes) return wait(volumes.error().message);
     launch.volume_host_paths = std::move(volumes.value());
     return true;
+}
+
+std::set<TokenRequestKey> Agent::wanted_tokens() const {
+    std::set<TokenRequestKey> out;
+    for (const auto& [uid, p] : pods_) {
+        if (p.rec.deleting) continue;
+        if (const PodSource src = pod_source(p.rec); src.spec)
+            out.merge(ApiAccess::keys_of(p.rec.namespace_, *src.spec));
+    }
+    return out;
 }
 
 void Agent::on_config_objects_changed() {

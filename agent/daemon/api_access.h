@@ -1,0 +1,124 @@
+// What a pod that talks to the API server gets from the cluster (issue 13
+// §3): the ServiceAccount admission plugin's kube-api-access-* volume
+// (core/service_account.h) and what fills it.
+//
+// - Tokens: the TokenRequest API (POST .../serviceaccounts/NAME/token),
+//   unbound (the board's pods are not in the API), one per (namespace,
+//   service account, audience, expirationSeconds) as the kubelet's token
+//   manager caches them, refreshed by its rule (token_requires_refresh:
+//   80% of the TTL, or a day) on a timer armed for the earliest refresh, a
+//   failure retried with back-off (5 s doubling to 2 min). The token in
+//   force is kept while a refresh fails, as upstream; and in the store, so
+//   that a board that boots offline mounts the last one it had (upstream
+//   has no cache across kubelet restarts).
+// - The CA: the namespace's kube-root-ca.crt ConfigMap as the cluster has
+//   it (GET, read with each token), else the kubeconfig's CA; kept in the
+//   store too. Served as a ConfigMap for the volume's configMap source
+//   (PodFacts::cluster_objects).
+// - The admitted spec: each DaemonSet pod's spec with the volume mounted
+//   (mount_service_account_token), made once per pod and revision.
+//
+// On the agent's loop; the requests go through ClusterLink::call.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "agent/daemon/cluster_link.h"
+#include "core/model.h"
+#include "core/service_account.h"
+#include "platform/clock.h"
+#include "store/store.h"
+
+namespace daemonlet::agent {
+
+class ApiAccess : public ServiceAccountTokenSource {
+  public:
+    // `changed`: a token or a CA changed (the agent rewrites the volumes and
+    // starts the containers that waited for one).
+    ApiAccess(uv_loop_t* loop, store::Store& store, const platform::Clock& clock,
+              std::function<void()> changed);
+    ApiAccess(const ApiAccess&) = delete;
+    ApiAccess& operator=(const ApiAccess&) = delete;
+    ~ApiAccess() override;
+
+    // The tokens and CAs as stored (an offline boot mounts them).
+    void load();
+    void close();
+
+    // The link the requests go through (nullptr: none, `why_not` says why)
+    // and the kubeconfig's CA.
+    void set_link(ClusterLink* link, std::string why_not);
+    // The keys the live pods use: refreshed; others are dropped once expired.
+    void set_wanted(std::function<std::set<TokenRequestKey>()> wanted) { wanted_ = std::move(wanted); }
+
+    // A pod is about to start with these: what is missing is asked for now.
+    void need(const std::set<TokenRequestKey>& keys);
+
+    // ServiceAccountTokenSource: the token in force, even expired (the
+    // board departs: an offline board mounts what it has), or "failed to
+    // fetch token: <why>".
+    Result<std::string> token(const TokenRequestKey& key) const override;
+    // kube-root-ca.crt per namespace needed so far.
+    const ConfigObjects& objects() const { return objects_; }
+
+    // The pod's spec as the ServiceAccount admission plugin leaves it.
+    // The pod's spec as the ServiceAccount admission plugin leaves it
+    // (`automount`: should_automount of its DaemonSet).
+    std::shared_ptr<const PodSpec> admitted(const std::string& uid,
+                                            const std::shared_ptr<const PodSpec>& spec, bool automount);
+    void forget(const std::string& uid);
+    // True the first time for the pod: the agent then says it starts without a token.
+    bool first_without_cluster(const std::string& uid) { return said_no_cluster_.insert(uid).second; }
+
+    // The keys a pod's (admitted) spec asks tokens for.
+    static std::set<TokenRequestKey> keys_of(const std::string& ns, const PodSpec& spec);
+
+  private:
+    struct Entry {
+        std::optional<ServiceAccountToken> token;
+        bool inflight = false;
+        std::int64_t inflight_since_ms = 0;
+        std::int64_t retry_at_ms = 0;  // monotonic; 0: no failure
+        std::int64_t backoff_ms = 0;
+        std::string last_error;
+        std::uint64_t fetches = 0;
+    };
+    void fetch(const TokenRequestKey& key, Entry& e);
+    void on_token(const TokenRequestKey& key, Result<platform::HttpResponse> r);
+    void fetch_root_ca(const std::string& ns);
+    void set_root_ca(const std::string& ns, const std::string& pem, bool from_cluster);
+    void refresh();
+    void arm();
+    void save();
+
+    uv_loop_t* loop_;
+    store::Store& store_;
+    const platform::Clock& clock_;
+    std::function<void()> changed_;
+    std::function<std::set<TokenRequestKey>()> wanted_;
+    ClusterLink* link_ = nullptr;
+    std::string why_no_link_;
+    uv_timer_t* timer_ = nullptr;
+    std::map<TokenRequestKey, Entry> tokens_;
+    ConfigObjects objects_;  // kube-root-ca.crt by namespace
+    std::map<std::string, bool>
+        ca_from_cluster_;  // namespace -> read from the cluster (else the kubeconfig's)
+    std::set<std::string> ca_inflight_;
+    std::set<std::string> ca_said_;
+    struct Admitted {
+        std::shared_ptr<const PodSpec> source;
+        std::shared_ptr<const PodSpec> spec;
+    };
+    std::map<std::string, Admitted> admitted_;  // by pod uid
+    std::set<std::string> said_no_cluster_;
+    std::string saved_;    // what the store has (compare-then-write)
+    bool loaded_ = false;  // load() is over: changes are the agent's to act on
+};
+
+}  // namespace daemonlet::agent
