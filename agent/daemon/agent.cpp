@@ -96,7 +96,7 @@ Status Agent::init() {
     api_access_ =
         std::make_unique<ApiAccess>(&loop_, *store_, clock_, [this] { on_config_objects_changed(); });
     api_access_->load();
-    api_access_->set_wanted([this] { return wanted_tokens(); });
+    api_access_->set_wanted([this] { return wanted_from_cluster(); });
     load_cluster_node();
     refresh_node();
     // The link exists (its Events queue with it) before the first reconcile,

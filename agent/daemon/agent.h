@@ -274,8 +274,12 @@ class Agent : private Images::Host {
     // CreateContainerConfigError and the kubelet's message.
     bool resolve_config(LivePod& pod, std::size_t index, const Container& spec,
                         platform::ContainerLaunch& launch);
-    // The TokenRequests the live pods' volumes use (api_access.h refreshes them).
-    std::set<TokenRequestKey> wanted_tokens() const;
+    // The TokenRequests and cluster objects the live pods use (api_access.h
+    // keeps them fresh).
+    ApiAccess::Wanted wanted_from_cluster() const;
+    // The ConfigMaps and Secrets a pod references that the manifest
+    // directory does not define (read from the cluster, api_access.h).
+    std::set<ObjectRef> cluster_refs(const std::string& ns, const PodSpec& spec) const;
 
     // image_waits.cpp: the images (images.h) and the containers waiting
     // for theirs

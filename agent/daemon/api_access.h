@@ -17,6 +17,14 @@
 //   (PodFacts::cluster_objects).
 // - The admitted spec: each DaemonSet pod's spec with the volume mounted
 //   (mount_service_account_token), made once per pod and revision.
+// - The ConfigMaps and Secrets the pods reference that the manifest
+//   directory does not define (issue 13 §2's cluster source), read as the
+//   kubelet's cache-based manager reads them
+//   (configMapAndSecretChangeDetectionStrategy: Cache): a GET per object
+//   when a pod needs it and again once its 1-minute TTL is over while a
+//   pod uses it; a 404 removes it, a failure keeps what was read. Kept in
+//   the store (an offline boot mounts them); a Secret's values never reach
+//   a log.
 //
 // On the agent's loop; the requests go through ClusterLink::call.
 #pragma once
@@ -37,6 +45,14 @@
 
 namespace daemonlet::agent {
 
+// A ConfigMap or Secret a pod references.
+struct ObjectRef {
+    bool secret = false;
+    std::string namespace_;
+    std::string name;
+    auto operator<=>(const ObjectRef&) const = default;
+};
+
 class ApiAccess : public ServiceAccountTokenSource {
   public:
     // `changed`: a token or a CA changed (the agent rewrites the volumes and
@@ -54,20 +70,29 @@ class ApiAccess : public ServiceAccountTokenSource {
     // The link the requests go through (nullptr: none, `why_not` says why)
     // and the kubeconfig's CA.
     void set_link(ClusterLink* link, std::string why_not);
-    // The keys the live pods use: refreshed; others are dropped once expired.
-    void set_wanted(std::function<std::set<TokenRequestKey>()> wanted) { wanted_ = std::move(wanted); }
+    // What the live pods use: tokens refreshed (others dropped once they
+    // would need a refresh), objects read again once their TTL is over
+    // (others dropped).
+    struct Wanted {
+        std::set<TokenRequestKey> tokens;
+        std::set<ObjectRef> objects;
+    };
+    void set_wanted(std::function<Wanted()> wanted) { wanted_ = std::move(wanted); }
 
     // A pod is about to start with these: what is missing is asked for now.
     void need(const std::set<TokenRequestKey>& keys);
+    void need_objects(const std::set<ObjectRef>& refs);
+    // Every ConfigMap and Secret the pod's spec references (volumes,
+    // projected sources, env, envFrom), kube-root-ca.crt aside.
+    static std::set<ObjectRef> refs_of(const std::string& ns, const PodSpec& spec);
 
     // ServiceAccountTokenSource: the token in force, even expired (the
     // board departs: an offline board mounts what it has), or "failed to
     // fetch token: <why>".
     Result<std::string> token(const TokenRequestKey& key) const override;
-    // kube-root-ca.crt per namespace needed so far.
+    // kube-root-ca.crt per namespace needed so far, and the objects read.
     const ConfigObjects& objects() const { return objects_; }
 
-    // The pod's spec as the ServiceAccount admission plugin leaves it.
     // The pod's spec as the ServiceAccount admission plugin leaves it
     // (`automount`: should_automount of its DaemonSet).
     std::shared_ptr<const PodSpec> admitted(const std::string& uid,
@@ -93,6 +118,10 @@ class ApiAccess : public ServiceAccountTokenSource {
     void on_token(const TokenRequestKey& key, Result<platform::HttpResponse> r);
     void fetch_root_ca(const std::string& ns);
     void set_root_ca(const std::string& ns, const std::string& pem, bool from_cluster);
+    void fetch_object(const ObjectRef& ref);
+    void on_object(const ObjectRef& ref, Result<platform::HttpResponse> r);
+    // Decodes and takes a ConfigMap or Secret as read; true when it changed.
+    bool take_object(const ObjectRef& ref, const Json& object);
     void refresh();
     void arm();
     void save();
@@ -101,7 +130,7 @@ class ApiAccess : public ServiceAccountTokenSource {
     store::Store& store_;
     const platform::Clock& clock_;
     std::function<void()> changed_;
-    std::function<std::set<TokenRequestKey>()> wanted_;
+    std::function<Wanted()> wanted_;
     ClusterLink* link_ = nullptr;
     std::string why_no_link_;
     uv_timer_t* timer_ = nullptr;
@@ -116,6 +145,14 @@ class ApiAccess : public ServiceAccountTokenSource {
         std::shared_ptr<const PodSpec> spec;
     };
     std::map<std::string, Admitted> admitted_;  // by pod uid
+    struct ObjectEntry {
+        bool inflight = false;
+        std::int64_t inflight_since_ms = 0;
+        std::int64_t fetched_ms = -1;  // monotonic, of the last answer; -1: none yet
+        std::string last_error;
+        Json object;  // as read (data included), for the store
+    };
+    std::map<ObjectRef, ObjectEntry> cluster_objects_;
     std::set<std::string> said_no_cluster_;
     std::string saved_;    // what the store has (compare-then-write)
     bool loaded_ = false;  // load() is over: changes are the agent's to act on

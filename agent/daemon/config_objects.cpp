@@ -108,14 +108,11 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
         }
         return false;
     };
-    PodFacts facts = pod_facts(p);
-    auto env = make_environment_variables(facts, spec);
-    if (!env) return wait(env.error().message);
-    for (const auto& w : env.value().warnings)
-        log(Level::Warning, "pod " + pod + " container " + cs.name + ": " + w, {{"DAEMONLET_POD", pod}});
-    launch.env = std::move(env.value().vars);
+    // What the pod needs from the cluster is asked for first: a container
+    // that waits for it starts when it comes (on_config_objects_changed).
     if (config_.api_server.enabled) {
         api_access_->need(ApiAccess::keys_of(p.rec.namespace_, *launch.pod_spec));
+        api_access_->need_objects(cluster_refs(p.rec.namespace_, *launch.pod_spec));
     } else if (const Desired* d = desired_for(p.rec);
                d && should_automount(d->ds().object) && api_access_->first_without_cluster(p.rec.uid)) {
         log(Level::Notice,
@@ -123,19 +120,37 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
                 kServiceAccountMountPath + " is not mounted)",
             {{"DAEMONLET_POD", pod}});
     }
+    PodFacts facts = pod_facts(p);
+    auto env = make_environment_variables(facts, spec);
+    if (!env) return wait(env.error().message);
+    for (const auto& w : env.value().warnings)
+        log(Level::Warning, "pod " + pod + " container " + cs.name + ": " + w, {{"DAEMONLET_POD", pod}});
+    launch.env = std::move(env.value().vars);
     auto volumes = config_volumes_->prepare(facts, launch.pod_spec);
     if (!volumes) return wait(volumes.error().message);
     launch.volume_host_paths = std::move(volumes.value());
     return true;
 }
 
-std::set<TokenRequestKey> Agent::wanted_tokens() const {
-    std::set<TokenRequestKey> out;
+ApiAccess::Wanted Agent::wanted_from_cluster() const {
+    ApiAccess::Wanted out;
     for (const auto& [uid, p] : pods_) {
         if (p.rec.deleting) continue;
-        if (const PodSource src = pod_source(p.rec); src.spec)
-            out.merge(ApiAccess::keys_of(p.rec.namespace_, *src.spec));
+        if (const PodSource src = pod_source(p.rec); src.spec) {
+            out.tokens.merge(ApiAccess::keys_of(p.rec.namespace_, *src.spec));
+            out.objects.merge(cluster_refs(p.rec.namespace_, *src.spec));
+        }
     }
+    return out;
+}
+
+std::set<ObjectRef> Agent::cluster_refs(const std::string& ns, const PodSpec& spec) const {
+    std::set<ObjectRef> out = ApiAccess::refs_of(ns, spec);
+    const ConfigObjects& local = sources_->config_objects();
+    std::erase_if(out, [&](const ObjectRef& r) {
+        return r.secret ? local.secret(r.namespace_, r.name) != nullptr
+                        : local.config_map(r.namespace_, r.name) != nullptr;
+    });
     return out;
 }
 

@@ -13,8 +13,13 @@
 #   3. the token refreshed by token_manager's requiresRefresh (the server
 #      grants 5 s: refreshed at 80% of that) and rewritten in place;
 #   4. automountServiceAccountToken: false: no volume, the env all the same;
-#   5. an offline restart (API server gone, the volume removed, the
-#      container exited): the stored token and CA are mounted again.
+#   5. ConfigMaps and Secrets the manifest directory lacks, read from the
+#      cluster (the kubelet's cache-based manager: GET, kept): env from a
+#      ConfigMap, a Secret volume, and a pod waiting for a Secret that does
+#      not exist until it does;
+#   6. an offline restart (API server gone, the volumes removed, the
+#      container exited): the stored token, CA, ConfigMap and Secret are
+#      mounted again.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v jq >/dev/null || {
@@ -37,6 +42,8 @@ wait_for "the API server listens" 5 test -s "$work/port"
 port=$(cat "$work/port")
 ctl() { curl -sS --max-time 5 --cacert "$work/cert.pem" -X "$1" "https://127.0.0.1:$port/_control/$2" ${3:+-d "$3"}; }
 ctl PUT configmaps/it/kube-root-ca.crt '{"data": {"ca.crt": "CLUSTER-CA"}}' >/dev/null
+ctl PUT configmaps/it/cluster-cm '{"data": {"greeting": "hello"}}' >/dev/null
+ctl PUT secrets/it/cluster-secret '{"data": {"password": "cGFzcw=="}}' >/dev/null
 
 "$listen" "$work/notify.sock" "$work/notify.log" &
 listener=$!
@@ -50,8 +57,10 @@ apiServer:
   requestTimeout: 3s
 EOF
 report='env > $out.tmp && mv $out.tmp $out; trap \"exit 0\" TERM; while true; do sleep 0.2; done'
-write_ds tok.yaml tok "out=$work/tok-env.txt; $report" "" "" \
-    "          env: [{name: KUBERNETES_SERVICE_PORT_HTTPS, value: mine}]"
+write_ds tok.yaml tok "out=$work/tok-env.txt; $report" "volumes: [{name: creds, secret: {secretName: cluster-secret}}]" "" \
+    "          env: [{name: KUBERNETES_SERVICE_PORT_HTTPS, value: mine}, {name: GREETING, valueFrom: {configMapKeyRef: {name: cluster-cm, key: greeting}}}]"
+write_ds late.yaml late "out=$work/late-env.txt; $report" "automountServiceAccountToken: false" "" \
+    "          envFrom: [{secretRef: {name: late-secret}}]"
 write_ds notok.yaml notok "out=$work/notok-env.txt; $report" "automountServiceAccountToken: false"
 
 uid_of() { pods_json | jq -r ".items[] | select(.metadata.name | startswith(\"$1-\")) | .metadata.uid"; }
@@ -100,7 +109,17 @@ check "the refresh went to the TokenRequest API" 1 "$(($(ctl GET token-requests 
 check "no kube-api-access volume" "" "$(vol_dir notok)"
 check "the env all the same" 127.0.0.1 "$(env_of notok KUBERNETES_SERVICE_HOST)"
 
-# 5. Offline restart: the stored token and CA are mounted again.
+# 5. Objects from the cluster.
+check "env from the cluster's ConfigMap" hello "$(env_of tok GREETING)"
+check "a volume of the cluster's Secret" pass "$(cat "$state/pod-volumes/$(uid_of tok)/creds/password")"
+late_reason() { pods_json | jq -r '.items[] | select(.metadata.name | startswith("late-")) | .status.containerStatuses[0].state.waiting.message // ""'; }
+export -f late_reason
+wait_for "a pod waits for a Secret the cluster lacks" 5 bash -c '[[ $(late_reason) == "secret \"late-secret\" not found" ]]'
+ctl PUT secrets/it/late-secret '{"data": {"LATE": "eWVz"}}' >/dev/null
+wait_for "it starts once the Secret exists" 10 test -s "$work/late-env.txt"
+check "with its value" yes "$(env_of late LATE)"
+
+# 6. Offline restart: the stored token, CA and objects are mounted again.
 stop_agent TERM
 kill "$fake"
 wait "$fake" 2>/dev/null
@@ -117,4 +136,6 @@ wait_for "the container starts again offline" 15 test -s "$work/tok-env.txt"
 wait_for "its token is written again" 5 bash -c 'test -s "$(vol_dir tok)/token"'
 check "the stored token" "$last" "$(token_of)"
 check "the stored CA" CLUSTER-CA "$(cat "$(vol_dir tok)/ca.crt")"
+check "the stored ConfigMap" hello "$(env_of tok GREETING)"
+check "the stored Secret" pass "$(cat "$state/pod-volumes/$(uid_of tok)/creds/password")"
 finish

@@ -29,7 +29,7 @@
 //        validates), lowered to --max-token-expiration-seconds N when
 //        given (kube-apiserver's --service-account-max-token-expiration;
 //        a test sets a few seconds to see a refresh)
-//   GET  /api/v1/namespaces/NS/configmaps/NAME (those /_control put)
+//   GET  /api/v1/namespaces/NS/{configmaps,secrets}/NAME (those /_control put)
 // Authentication: a bearer token (--token) or a client certificate signed
 // by --client-ca; anything else gets 401.
 //
@@ -53,7 +53,8 @@
 //          each direction (TLS and HTTP framing included, from TCP_INFO), a
 //          connection's bytes counted to the kind of request it was serving
 //   GET    /_control/summary              the leases and events, one line each
-//   PUT    /_control/configmaps/NS/NAME   (body: the object) create or update
+//   PUT    /_control/{configmaps,secrets}/NS/NAME   (body: the object) create or update
+//   DELETE /_control/{configmaps,secrets}/NS/NAME
 //   GET    /_control/token-requests       the TokenRequests received (bodies,
 //                                         with "namespace" and "serviceAccount")
 // A created object keeps a metadata.uid given in the body, so that a test can
@@ -147,8 +148,8 @@ struct State {
     std::string token;
     int bookmark_ms = 1000;
     bool client_ca = false;
-    std::map<std::string, json> configmaps;  // "ns/name"
-    std::int64_t max_token_seconds = 0;      // 0: no maximum
+    std::map<std::string, json> core_objects;  // "configmaps/ns/name", "secrets/ns/name"
+    std::int64_t max_token_seconds = 0;        // 0: no maximum
     std::vector<json> token_requests;
 };
 State S;
@@ -720,12 +721,18 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                    const std::string& body) {
     json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
     if (in.is_discarded()) return send_json(c, 400, status_object(400, "BadRequest", "body is not JSON"));
-    if (p.size() == 5 && p[2] == "configmaps" && method == "PUT") {
+    if (p.size() == 5 && (p[2] == "configmaps" || p[2] == "secrets") &&
+        (method == "PUT" || method == "DELETE")) {
+        const std::string key = p[2] + "/" + p[3] + "/" + p[4];
+        if (method == "DELETE") {
+            S.core_objects.erase(key);
+            return send_json(c, 200, json::object());
+        }
         in["metadata"]["namespace"] = p[3];
         in["metadata"]["name"] = p[4];
-        json obj = stamp(in, nullptr, "v1", "ConfigMap");
+        json obj = stamp(in, nullptr, "v1", p[2] == "secrets" ? "Secret" : "ConfigMap");
         obj["metadata"]["resourceVersion"] = std::to_string(++S.rv);
-        S.configmaps[p[3] + "/" + p[4]] = obj;
+        S.core_objects[key] = obj;
         return send_json(c, 200, obj);
     }
     if (p.size() == 3 && p[2] == "token-requests") return send_json(c, 200, S.token_requests);
@@ -898,10 +905,12 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
     if (q.resource == "serviceaccounts" && method == "POST" && !name.empty() && i + 2 < p.size() &&
         p[i + 2] == "token")
         return serve_token_request(c, q.namespace_, name, in);
-    if (q.resource == "configmaps" && method == "GET" && !name.empty()) {
-        auto it = S.configmaps.find(q.namespace_ + "/" + name);
-        if (it == S.configmaps.end())
-            return send_json(c, 404, status_object(404, "NotFound", "configmaps \"" + name + "\" not found"));
+    if ((q.resource == "configmaps" || q.resource == "secrets") && method == "GET" && !name.empty()) {
+        ++S.requests[q.resource];
+        auto it = S.core_objects.find(q.resource + "/" + q.namespace_ + "/" + name);
+        if (it == S.core_objects.end())
+            return send_json(c, 404,
+                             status_object(404, "NotFound", q.resource + " \"" + name + "\" not found"));
         return send_json(c, 200, it->second);
     }
     if (q.resource == "nodes" && method == "POST" && name.empty()) {
