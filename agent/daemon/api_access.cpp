@@ -330,7 +330,7 @@ void ApiAccess::refresh() {
 std::set<ObjectRef> ApiAccess::refs_of(const std::string& ns, const PodSpec& spec) {
     std::set<ObjectRef> out;
     auto add = [&](bool secret, const std::string& name) {
-        if (!name.empty() && !(!secret && name == kRootCAConfigMap)) out.insert({secret, ns, name});
+        if (!name.empty()) out.insert({secret, ns, name});
     };
     for (const auto& v : spec.volumes) {
         if (v.source == Volume::Source::ConfigMap) add(false, v.config_map_name);
@@ -358,6 +358,13 @@ std::set<ObjectRef> ApiAccess::refs_of(const std::string& ns, const PodSpec& spe
 void ApiAccess::need_objects(const std::set<ObjectRef>& refs) {
     const std::int64_t mono = clock_.monotonic_ms();
     for (const auto& ref : refs) {
+        if (!ref.secret && ref.name == kRootCAConfigMap) {
+            // The CA's own path (the kubeconfig's until the cluster's is read).
+            if (!objects_.config_map(ref.namespace_, kRootCAConfigMap) && link_ && !link_->ca_pem().empty())
+                set_root_ca(ref.namespace_, link_->ca_pem(), false);
+            if (!ca_from_cluster_[ref.namespace_]) fetch_root_ca(ref.namespace_);
+            continue;
+        }
         auto it = cluster_objects_.find(ref);
         if (it == cluster_objects_.end()) {
             if (cluster_objects_.size() >= kMaxObjects) continue;

@@ -63,7 +63,7 @@ class ApiAccess : public ServiceAccountTokenSource {
     ApiAccess& operator=(const ApiAccess&) = delete;
     ~ApiAccess() override;
 
-    // The tokens and CAs as stored (an offline boot mounts them).
+    // The tokens, CAs and objects as stored (an offline boot mounts them).
     void load();
     void close();
 
@@ -83,7 +83,8 @@ class ApiAccess : public ServiceAccountTokenSource {
     void need(const std::set<TokenRequestKey>& keys);
     void need_objects(const std::set<ObjectRef>& refs);
     // Every ConfigMap and Secret the pod's spec references (volumes,
-    // projected sources, env, envFrom), kube-root-ca.crt aside.
+    // projected sources, env, envFrom; kube-root-ca.crt is read as the
+    // token volumes' CA is).
     static std::set<ObjectRef> refs_of(const std::string& ns, const PodSpec& spec);
 
     // ServiceAccountTokenSource: the token in force, even expired (the

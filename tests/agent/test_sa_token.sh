@@ -19,7 +19,9 @@
 #      not exist until it does;
 #   6. an offline restart (API server gone, the volumes removed, the
 #      container exited): the stored token, CA, ConfigMap and Secret are
-#      mounted again.
+#      mounted again;
+#   7. without apiServer: a new pod starts without a token or the env, and
+#      the agent says so once.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v jq >/dev/null || {
@@ -138,4 +140,14 @@ check "the stored token" "$last" "$(token_of)"
 check "the stored CA" CLUSTER-CA "$(cat "$(vol_dir tok)/ca.crt")"
 check "the stored ConfigMap" hello "$(env_of tok GREETING)"
 check "the stored Secret" pass "$(cat "$state/pod-volumes/$(uid_of tok)/creds/password")"
+
+# 7. No cluster configured.
+stop_agent TERM
+write_config "{}" "[]"
+write_ds solo.yaml solo "out=$work/solo-env.txt; $report"
+start_own_agent
+wait_for "a pod of an agent without apiServer starts" 10 test -s "$work/solo-env.txt"
+check "no kubernetes Service env" "" "$(grep ^KUBERNETES_ "$work/solo-env.txt")"
+check "no kube-api-access volume" "" "$(vol_dir solo)"
+check "said once for the pod" 1 "$(grep -c 'solo-.*starts without a service-account token' "$agent_log")"
 finish
