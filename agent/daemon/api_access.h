@@ -26,7 +26,8 @@
 //   the store (an offline boot mounts them); a Secret's values never reach
 //   a log.
 //
-// On the agent's loop; the requests go through ClusterLink::call.
+// On the agent's loop; the requests go through ClusterLink::call. Tokens
+// and CAs in api_access.cpp, the cluster's objects in api_objects.cpp.
 #pragma once
 
 #include <uv.h>
@@ -119,6 +120,9 @@ class ApiAccess : public ServiceAccountTokenSource {
     void on_token(const TokenRequestKey& key, Result<platform::HttpResponse> r);
     void fetch_root_ca(const std::string& ns);
     void set_root_ca(const std::string& ns, const std::string& pem, bool from_cluster);
+    // api_objects.cpp: the ConfigMaps and Secrets from the cluster.
+    void refresh_objects(const std::set<ObjectRef>& wanted, std::int64_t mono);
+    std::int64_t objects_due_in(std::int64_t mono) const;  // INT64_MAX: nothing due
     void fetch_object(const ObjectRef& ref);
     void on_object(const ObjectRef& ref, Result<platform::HttpResponse> r);
     // Decodes and takes a ConfigMap or Secret as read; true when it changed.
@@ -126,6 +130,10 @@ class ApiAccess : public ServiceAccountTokenSource {
     void refresh();
     void arm();
     void save();
+
+    // A request the link abandoned (closed by a reload) never calls back:
+    // after this long it counts as gone.
+    static constexpr std::int64_t kInflightMaxMs = 90'000;
 
     uv_loop_t* loop_;
     store::Store& store_;
