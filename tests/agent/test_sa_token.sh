@@ -50,14 +50,8 @@ ctl PUT secrets/it/cluster-secret '{"data": {"password": "cGFzcw=="}}' >/dev/nul
 "$listen" "$work/notify.sock" "$work/notify.log" &
 listener=$!
 wait_for "notify listener up" 5 test -S "$work/notify.sock"
-write_kubeconfig "$work/kubeconfig" "$port"
 write_config "{}" "[]"
-cat >>"$cfg" <<EOF
-apiServer:
-  kubeconfig: $work/kubeconfig
-  namespaces: [it]
-  requestTimeout: 3s
-EOF
+follow_test_apiserver
 report='env > $out.tmp && mv $out.tmp $out; trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 write_ds tok.yaml tok "out=$work/tok-env.txt; $report" "volumes: [{name: creds, secret: {secretName: cluster-secret}}]" "" \
     "          env: [{name: KUBERNETES_SERVICE_PORT_HTTPS, value: mine}, {name: GREETING, valueFrom: {configMapKeyRef: {name: cluster-cm, key: greeting}}}]"
