@@ -331,6 +331,27 @@ std::shared_ptr<const PodSpec> ApiAccess::admitted(const std::string& uid,
     return copy;
 }
 
+Json ApiAccess::status() const {
+    Json tokens = Json::array();
+    for (const auto& [k, e] : tokens_)
+        tokens.push_back({{"namespace", k.namespace_},
+                          {"serviceAccount", k.service_account},
+                          {"audience", k.audience},
+                          {"expires", e.token ? rfc3339(e.token->expiration_ms) : std::string()},
+                          {"requests", e.fetches},
+                          {"lastError", e.last_error}});
+    Json objects = Json::array();
+    for (const auto& [r, e] : cluster_objects_)
+        objects.push_back({{"kind", r.secret ? "Secret" : "ConfigMap"},
+                           {"namespace", r.namespace_},
+                           {"name", r.name},
+                           {"read", !e.object.is_null()},
+                           {"lastError", e.last_error}});
+    Json cas = Json::object();
+    for (const auto& [ns, from_cluster] : ca_from_cluster_) cas[ns] = from_cluster ? "cluster" : "kubeconfig";
+    return Json{{"serviceAccountTokens", tokens}, {"objects", objects}, {"rootCAs", cas}};
+}
+
 void ApiAccess::forget(const std::string& uid) {
     admitted_.erase(uid);
     said_no_cluster_.erase(uid);

@@ -103,6 +103,10 @@ class ApiAccess : public ServiceAccountTokenSource {
     // True the first time for the pod: the agent then says it starts without a token.
     bool first_without_cluster(const std::string& uid) { return said_no_cluster_.insert(uid).second; }
 
+    // For `daemonlet status`: each token's key, expiry and last error, each
+    // object read from the cluster and its last error (never a value).
+    Json status() const;
+
     // The keys a pod's (admitted) spec asks tokens for.
     static std::set<TokenRequestKey> keys_of(const std::string& ns, const PodSpec& spec);
 

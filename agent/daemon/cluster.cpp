@@ -272,6 +272,7 @@ Json Agent::status_json() const {
     for (const auto& [key, a] : sources_->api())
         if (auto d = desired_.find(key); d != desired_.end() && !d->second.from_api()) ++shadowed;
     api["cached"] = sources_->api().size();
+    if (api_access_ && config_.api_server.enabled) api["forPods"] = api_access_->status();
     return Json{{"node", node_.metadata.name},
                 {"daemonSets",
                  {{"total", desired_.size()},

@@ -100,6 +100,10 @@ check "TokenRequest: granted 5 s of the 3607 asked" 5 "$(jq -r .spec.expirationS
 export t1
 wait_for "the token is refreshed in place" 10 bash -c '[[ -s "$(vol_dir tok)/token" && "$(token_of)" != "$t1" ]]'
 check "the refresh went to the TokenRequest API" 1 "$(($(ctl GET token-requests | jq length) >= 2))"
+st=$(status_json)
+check "daemonlet status: the token's key and requests, no error" '"it" "default" true ""' \
+    "$(jq -r '.apiServer.forPods.serviceAccountTokens[0] | [.namespace, .serviceAccount, (.requests >= 2), .lastError] | map(tojson) | join(" ")' <<<"$st")"
+check "daemonlet status: never a token" 0 "$(grep -c "$(token_of | cut -d. -f3)" <<<"$st")"
 
 # 4. automountServiceAccountToken: false.
 check "no kube-api-access volume" "" "$(vol_dir notok)"
