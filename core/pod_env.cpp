@@ -82,13 +82,6 @@ Result<std::optional<std::string>> key_value(const Obj* obj, const KeySelector& 
     return std::optional<std::string>(it->second);
 }
 
-const ConfigMap* find_config_map(const PodFacts& pod, const std::string& name) {
-    return pod.objects ? pod.objects->config_map(pod.namespace_, name) : nullptr;
-}
-const Secret* find_secret(const PodFacts& pod, const std::string& name) {
-    return pod.objects ? pod.objects->secret(pod.namespace_, name) : nullptr;
-}
-
 // The ordered map the kubelet's tmpEnv is, keeping first-definition order.
 class EnvMap {
   public:
@@ -134,6 +127,17 @@ void add_env_from(const Obj& obj, const EnvFromSource& from, const EnvFromRef& r
 }
 
 }  // namespace
+
+const ConfigMap* find_config_map(const PodFacts& pod, const std::string& name) {
+    const ConfigMap* cm = pod.objects ? pod.objects->config_map(pod.namespace_, name) : nullptr;
+    if (!cm && pod.cluster_objects) cm = pod.cluster_objects->config_map(pod.namespace_, name);
+    return cm;
+}
+const Secret* find_secret(const PodFacts& pod, const std::string& name) {
+    const Secret* s = pod.objects ? pod.objects->secret(pod.namespace_, name) : nullptr;
+    if (!s && pod.cluster_objects) s = pod.cluster_objects->secret(pod.namespace_, name);
+    return s;
+}
 
 bool split_subscripted_path(const std::string& fp, std::string& path, std::string& subscript) {
     if (fp.size() < 2 || fp.compare(fp.size() - 2, 2, "']") != 0) return false;
@@ -254,7 +258,14 @@ Result<ResolvedEnv> make_environment_variables(const PodFacts& pod, const Contai
             add_env_from(*s, from, ref, pod, "secret", env, out);
         }
     }
-    auto lookup = [&](const std::string& n) { return env.get(n); };
+    // expansion.MappingFuncFor(tmpEnv, serviceEnv): the container's own
+    // first, then the service env.
+    auto lookup = [&](const std::string& n) -> std::optional<std::string> {
+        if (auto v = env.get(n)) return v;
+        for (const auto& [k, v] : pod.service_env)
+            if (k == n) return v;
+        return std::nullopt;
+    };
     for (const auto& e : c.env) {
         std::string value = e.value;
         if (!value.empty()) {
@@ -285,6 +296,9 @@ Result<ResolvedEnv> make_environment_variables(const PodFacts& pod, const Contai
         }
         env.set(e.name, std::move(value));
     }
+    // "Append service env vars": those the container does not define.
+    for (const auto& [k, v] : pod.service_env)
+        if (!env.get(k)) env.set(k, v);
     out.vars = env.take();
     return out;
 }

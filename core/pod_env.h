@@ -20,6 +20,8 @@
 
 namespace daemonlet {
 
+class ServiceAccountTokenSource;  // core/service_account.h
+
 // What the downward API and the config references of one pod can see.
 struct PodFacts {
     std::string name;
@@ -38,6 +40,18 @@ struct PodFacts {
     std::optional<Quantity> allocatable_ephemeral_storage;
     const PodSpec* spec = nullptr;           // for resourceFieldRef.containerName
     const ConfigObjects* objects = nullptr;  // nullptr: no ConfigMap or Secret exists
+    // The service env getServiceEnvVarMap gives (the `kubernetes` Service's,
+    // core/service_account.h, when the agent follows a cluster): $(VAR) in
+    // the container's own values sees it, and it is added after them, a
+    // name the container defines keeping the container's value.
+    std::vector<std::pair<std::string, std::string>> service_env;
+    // The ConfigMaps and Secrets the agent read from the cluster (the
+    // kube-root-ca.crt the kube-api-access volume projects), consulted after
+    // `objects` (the manifest directory's win).
+    const ConfigObjects* cluster_objects = nullptr;
+    // The TokenRequest API's tokens for serviceAccountToken projections;
+    // nullptr (no cluster): those sources project nothing.
+    const ServiceAccountTokenSource* tokens = nullptr;
 };
 
 struct ResolvedEnv {
@@ -50,6 +64,11 @@ struct ResolvedEnv {
     // considered invalid environment variable names."
     std::vector<std::string> warnings;
 };
+
+// The pod's namespace's ConfigMap or Secret by name: the manifest
+// directory's (`objects`), else the cluster's (`cluster_objects`).
+const ConfigMap* find_config_map(const PodFacts& pod, const std::string& name);
+const Secret* find_secret(const PodFacts& pod, const std::string& name);
 
 // makeEnvironmentVariables: envFrom, then env with $(VAR) expansion,
 // configMapKeyRef / secretKeyRef, fieldRef and resourceFieldRef. A missing

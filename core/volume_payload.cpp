@@ -6,6 +6,8 @@
 #include <set>
 #include <vector>
 
+#include "core/service_account.h"
+
 namespace daemonlet {
 namespace {
 
@@ -80,7 +82,7 @@ Result<VolumePayload> config_map_payload(const std::string& name, const std::vec
                                          std::optional<bool> optional_, std::int32_t mode,
                                          const PodFacts& pod) {
     bool optional = optional_.value_or(false);
-    const ConfigMap* cm = pod.objects ? pod.objects->config_map(pod.namespace_, name) : nullptr;
+    const ConfigMap* cm = find_config_map(pod, name);
     if (!cm) {
         if (!optional) return Error{ErrorCode::NotFound, "configmap \"" + name + "\" not found"};
         static const std::map<std::string, std::string> kEmpty;
@@ -94,7 +96,7 @@ Result<VolumePayload> config_map_payload(const std::string& name, const std::vec
 Result<VolumePayload> secret_payload(const std::string& name, const std::vector<KeyToPath>& items,
                                      std::optional<bool> optional_, std::int32_t mode, const PodFacts& pod) {
     bool optional = optional_.value_or(false);
-    const Secret* s = pod.objects ? pod.objects->secret(pod.namespace_, name) : nullptr;
+    const Secret* s = find_secret(pod, name);
     if (!s) {
         if (!optional) return Error{ErrorCode::NotFound, "secret \"" + name + "\" not found"};
         static const std::map<std::string, std::string> kEmpty;
@@ -130,6 +132,19 @@ Result<VolumePayload> downward_payload(const std::vector<DownwardAPIVolumeFile>&
     }
     if (!errs.empty()) return aggregate(errs);
     return out;
+}
+
+// The projected plugin's serviceAccountToken source: the TokenRequest for
+// the pod's service account, audience and expirationSeconds (defaulted to
+// 3600, SetDefaults_ServiceAccountTokenProjection), at its path as written.
+Result<VolumePayload> token_payload(const ServiceAccountTokenProjection& p, std::int32_t mode,
+                                    const PodFacts& pod) {
+    TokenRequestKey key{pod.namespace_,
+                        pod.service_account_name.empty() ? "default" : pod.service_account_name, p.audience,
+                        p.expiration_seconds.value_or(3600)};
+    auto t = pod.tokens->token(key);
+    if (!t) return t.error();
+    return VolumePayload{{p.path, FileProjection{std::move(t.value()), mode}}};
 }
 
 void merge(VolumePayload& into, VolumePayload&& from) {
@@ -174,6 +189,8 @@ Result<VolumePayload> volume_payload(const Volume& v, const PodFacts& pod) {
                                       pod);
         else if (s.downward_api)
             part = downward_payload(*s.downward_api, mode, pod);
+        else if (s.service_account_token && pod.tokens)
+            part = token_payload(*s.service_account_token, mode, pod);
         if (!part) {
             errs.push_back(part.error());
             continue;

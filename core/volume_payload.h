@@ -45,8 +45,9 @@ bool holds_secrets(const Volume& v);
 
 // The volume's payload. A missing optional ConfigMap or Secret projects
 // nothing (an empty volume, as upstream); a missing non-optional one or a
-// missing item key without optional is an error. serviceAccountToken
-// sources project nothing here (the token is issue 13 §3).
+// missing item key without optional is an error. A serviceAccountToken
+// source projects the token pod.tokens has (its error when it has none:
+// the container waits), nothing without a cluster (pod.tokens null).
 Result<VolumePayload> volume_payload(const Volume& v, const PodFacts& pod);
 
 }  // namespace daemonlet

@@ -1,13 +1,16 @@
 // libFuzzer target: what the API server sends, as the cluster source reads
 // it: a watch stream (split at an arbitrary point, as chunks arrive) fed to
 // the reflector, the same bytes as a list page, and as the board's Node read
-// before a status post (registerNode: core/node_status.h).
+// before a status post (registerNode: core/node_status.h), and as a
+// TokenRequest's answer (core/service_account.h).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/node_status.h"
 #include "core/reflector.h"
+#include "core/service_account.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace daemonlet;
@@ -23,7 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         Json status = node_status(node, &page, 1'700'000'000'000);
         (void)node_status_patch(page, status, {{"kubernetes.io/os", "linux"}});
         (void)node_status_changed(page, status);
+        if (auto t = parse_token_request(page); t.ok()) (void)token_requires_refresh(t.value(), 0, 0);
     }
+    (void)parse_rfc3339(std::string(in.substr(0, 64)));
+    (void)api_server_host_port(std::string(in.substr(0, 256)));
     (void)r.begin(1, 0.5);
     WatchDecoder d(64 * 1024);
     std::size_t cut = size ? data[0] % (size + 1) : 0;

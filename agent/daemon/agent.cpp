@@ -95,6 +95,10 @@ Status Agent::init() {
         });
     sources_->load(config_.api_server);
     config_volumes_ = std::make_unique<ConfigVolumes>(config_.state_dir + "/pod-volumes");
+    api_access_ =
+        std::make_unique<ApiAccess>(&loop_, *store_, clock_, [this] { on_config_objects_changed(); });
+    api_access_->load();
+    api_access_->set_wanted([this] { return wanted_from_cluster(); });
     load_cluster_node();
     refresh_node();
     // The link exists (its Events queue with it) before the first reconcile,
@@ -342,6 +346,7 @@ void Agent::shutdown() {
         save_cluster_events();
         cluster_->close();
     }
+    if (api_access_) api_access_->close();
     if (metrics_) metrics_->close();
     if (control_) control_->close();  // removes the socket: clients see the agent is not running
     for (auto*& h : signals_) close_and_free(h);

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/daemon/api_access.h"
 #include "agent/daemon/cluster_link.h"
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/control_server.h"
@@ -273,6 +274,12 @@ class Agent : private Images::Host {
     // CreateContainerConfigError and the kubelet's message.
     bool resolve_config(LivePod& pod, std::size_t index, const Container& spec,
                         platform::ContainerLaunch& launch);
+    // The TokenRequests and cluster objects the live pods use (api_access.h
+    // keeps them fresh).
+    ApiAccess::Wanted wanted_from_cluster() const;
+    // The ConfigMaps and Secrets a pod references that the manifest
+    // directory does not define (read from the cluster, api_access.h).
+    std::set<ObjectRef> cluster_refs(const std::string& ns, const PodSpec& spec) const;
 
     // image_waits.cpp: the images (images.h) and the containers waiting
     // for theirs
@@ -355,6 +362,8 @@ class Agent : private Images::Host {
     bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
     std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
+    // Service-account tokens, kube-root-ca.crt and the admitted specs (api_access.h).
+    std::unique_ptr<ApiAccess> api_access_;
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met

@@ -64,6 +64,8 @@ void Agent::load_cluster_node() {
 }
 
 void Agent::start_cluster(bool start_now) {
+    // The token requests' link: none until this one is made.
+    if (api_access_) api_access_->set_link(nullptr, "no API server configured");
     if (!config_.api_server.enabled || stopping_) return;
     ClusterHooks hooks;
     hooks.daemonsets = [this](const std::string& scope, ReflectorChanges&& ch) {
@@ -80,6 +82,7 @@ void Agent::start_cluster(bool start_now) {
     if (!link.ok()) {
         // The cached DaemonSets keep running; SIGHUP after fixing it retries.
         cluster_error_ = link.error().message;
+        if (api_access_) api_access_->set_link(nullptr, "API server: " + cluster_error_);
         log(Level::Err,
             "API server: " + cluster_error_ + "; running from the cache and the manifest directory");
         update_status();
@@ -87,6 +90,7 @@ void Agent::start_cluster(bool start_now) {
     }
     cluster_error_.clear();
     cluster_ = std::move(link).value();
+    if (api_access_) api_access_->set_link(cluster_.get(), "");
     // Events queued when the agent last stopped (an offline reboot): sent
     // with their original times once connected.
     auto saved = store_->get_meta(kEventsMeta);
@@ -268,6 +272,7 @@ Json Agent::status_json() const {
     for (const auto& [key, a] : sources_->api())
         if (auto d = desired_.find(key); d != desired_.end() && !d->second.from_api()) ++shadowed;
     api["cached"] = sources_->api().size();
+    if (api_access_ && config_.api_server.enabled) api["forPods"] = api_access_->status();
     return Json{{"node", node_.metadata.name},
                 {"daemonSets",
                  {{"total", desired_.size()},

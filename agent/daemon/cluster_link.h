@@ -103,6 +103,16 @@ class ClusterLink {
     Json status() const;
     const std::string& server() const { return endpoint_.server; }
 
+    // cluster_api.cpp: one request of the agent's own (a TokenRequest, a
+    // ConfigMap's GET: api_access.h) with the link's endpoint and
+    // credentials, whatever the link's state. `done` is called once, on the
+    // loop, unless the link closes first; false when it is closed.
+    using ApiDone = std::function<void(Result<platform::HttpResponse>)>;
+    bool call(const std::string& method, const std::string& target, std::string body, ApiDone done);
+    // The CA the kubeconfig (or the in-cluster configuration) gives, PEM;
+    // "" when it names none.
+    const std::string& ca_pem() const { return tls_.ca_pem; }
+
   private:
     struct Follower {
         Follower(std::string s, bool n, ListWatchTarget t)

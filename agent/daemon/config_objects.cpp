@@ -9,6 +9,7 @@
 
 #include "agent/daemon/agent.h"
 #include "core/pod_network.h"
+#include "core/service_account.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -49,6 +50,16 @@ PodFacts Agent::pod_facts(const LivePod& p) const {
     f.allocatable_cpu = allocatable(node_, "cpu", platform::online_cpus());
     f.allocatable_memory = allocatable(node_, "memory", platform::memory_bytes());
     f.objects = &sources_->config_objects();
+    // getServiceEnvVarMap's `kubernetes` Service, for every pod of an agent
+    // that follows a cluster: at the address the board reaches the API
+    // server by (core/service_account.h), not a cluster IP.
+    if (cluster_)
+        if (auto hp = api_server_host_port(cluster_->server()); hp.ok())
+            f.service_env = kubernetes_service_env(hp.value().first, hp.value().second);
+    if (config_.api_server.enabled && api_access_) {
+        f.tokens = api_access_.get();
+        f.cluster_objects = &api_access_->objects();
+    }
     const Desired* d = desired_for(p.rec);
     const PodSource static_src = p.rec.is_static() ? pod_source(p.rec) : PodSource{};
     // A DaemonSet's template (whatever the pod's revision), or a static pod.
@@ -97,6 +108,18 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
         }
         return false;
     };
+    // What the pod needs from the cluster is asked for first: a container
+    // that waits for it starts when it comes (on_config_objects_changed).
+    if (config_.api_server.enabled) {
+        api_access_->need(ApiAccess::keys_of(p.rec.namespace_, *launch.pod_spec));
+        api_access_->need_objects(cluster_refs(p.rec.namespace_, *launch.pod_spec));
+    } else if (const Desired* d = desired_for(p.rec);
+               d && should_automount(d->ds().object) && api_access_->first_without_cluster(p.rec.uid)) {
+        log(Level::Notice,
+            "pod " + pod + ": no API server configured: starts without a service-account token (" +
+                kServiceAccountMountPath + " is not mounted)",
+            {{"DAEMONLET_POD", pod}});
+    }
     PodFacts facts = pod_facts(p);
     auto env = make_environment_variables(facts, spec);
     if (!env) return wait(env.error().message);
@@ -107,6 +130,28 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
     if (!volumes) return wait(volumes.error().message);
     launch.volume_host_paths = std::move(volumes.value());
     return true;
+}
+
+ApiAccess::Wanted Agent::wanted_from_cluster() const {
+    ApiAccess::Wanted out;
+    for (const auto& [uid, p] : pods_) {
+        if (p.rec.deleting) continue;
+        if (const PodSource src = pod_source(p.rec); src.spec) {
+            out.tokens.merge(ApiAccess::keys_of(p.rec.namespace_, *src.spec));
+            out.objects.merge(cluster_refs(p.rec.namespace_, *src.spec));
+        }
+    }
+    return out;
+}
+
+std::set<ObjectRef> Agent::cluster_refs(const std::string& ns, const PodSpec& spec) const {
+    std::set<ObjectRef> out = ApiAccess::refs_of(ns, spec);
+    const ConfigObjects& local = sources_->config_objects();
+    std::erase_if(out, [&](const ObjectRef& r) {
+        return r.secret ? local.secret(r.namespace_, r.name) != nullptr
+                        : local.config_map(r.namespace_, r.name) != nullptr;
+    });
+    return out;
 }
 
 void Agent::on_config_objects_changed() {

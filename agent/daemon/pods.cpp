@@ -82,7 +82,13 @@ Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
     const Desired* d = desired_for(rec);
     if (!d || d->hash != rec.revision_hash) return {};
     const PodTemplateSpec& t = d->ds().spec.template_;
-    return {std::shared_ptr<const PodSpec>(d->object, &t.spec), &t.metadata};
+    std::shared_ptr<const PodSpec> spec(d->object, &t.spec);
+    // What the ServiceAccount admission plugin adds, when the agent follows
+    // a cluster (api_access.h); not to static pods, whose mirror pods the
+    // plugin leaves alone.
+    if (config_.api_server.enabled && api_access_)
+        spec = api_access_->admitted(rec.uid, spec, should_automount(d->ds().object));
+    return {std::move(spec), &t.metadata};
 }
 
 std::string Agent::restart_policy_of(const PodRecord& rec) const {
@@ -738,6 +744,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
     for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
     probes_->remove_pod(uid);
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
+    api_access_->forget(uid);
     pods_.erase(pit);
     runtime_->pod_removed(uid);
     schedule_reconcile();

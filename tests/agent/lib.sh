@@ -241,3 +241,14 @@ current-context: fake
 EOF
     chmod 600 "$1"
 }
+# follow_test_apiserver: the config ($cfg, written) follows the test API
+# server on $port in namespace it, with a kubeconfig of its own.
+follow_test_apiserver() {
+    write_kubeconfig "$work/kubeconfig" "$port"
+    cat >>"$cfg" <<EOF
+apiServer:
+  kubeconfig: $work/kubeconfig
+  namespaces: [it]
+  requestTimeout: 3s
+EOF
+}

@@ -4,6 +4,7 @@
 //   fake_apiserver --cert FILE --key FILE [--port N] [--port-file FILE]
 //                  [--token T] [--client-ca FILE] [--bookmark-ms N]
 //                  [--fault JSON]   (a fault in force from the start, as below)
+//                  [--max-token-expiration-seconds N]
 //
 // Served as kube-apiserver serves them (the agent's dependencies only):
 //   GET  /apis/apps/v1[/namespaces/NS]/daemonsets   list (limit/continue,
@@ -21,6 +22,14 @@
 //   GET  /api, /apis, /api/v1, /apis/GROUP/VERSION: legacy discovery, for kubectl
 //   GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
 //   POST/PATCH   /api/v1/namespaces/NS/events[/NAME]
+//   POST /api/v1/namespaces/NS/serviceaccounts/NAME/token: a TokenRequest
+//        answered with a JWT-shaped token (header, claims as kube-apiserver
+//        sets them, a fake signature) and expirationTimestamp = now +
+//        spec.expirationSeconds (default 3600, at least 600 as upstream
+//        validates), lowered to --max-token-expiration-seconds N when
+//        given (kube-apiserver's --service-account-max-token-expiration;
+//        a test sets a few seconds to see a refresh)
+//   GET  /api/v1/namespaces/NS/{configmaps,secrets}/NAME (those /_control put)
 // Authentication: a bearer token (--token) or a client certificate signed
 // by --client-ca; anything else gets 401.
 //
@@ -44,6 +53,10 @@
 //          each direction (TLS and HTTP framing included, from TCP_INFO), a
 //          connection's bytes counted to the kind of request it was serving
 //   GET    /_control/summary              the leases and events, one line each
+//   PUT    /_control/{configmaps,secrets}/NS/NAME   (body: the object) create or update
+//   DELETE /_control/{configmaps,secrets}/NS/NAME
+//   GET    /_control/token-requests       the TokenRequests received (bodies,
+//                                         with "namespace" and "serviceAccount")
 // A created object keeps a metadata.uid given in the body, so that a test can
 // restart the server with the same objects (as etcd keeps them).
 //
@@ -62,6 +75,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -134,6 +148,9 @@ struct State {
     std::string token;
     int bookmark_ms = 1000;
     bool client_ca = false;
+    std::map<std::string, json> core_objects;  // "configmaps/ns/name", "secrets/ns/name"
+    std::int64_t max_token_seconds = 0;        // 0: no maximum
+    std::vector<json> token_requests;
 };
 State S;
 
@@ -632,10 +649,93 @@ Fault parse_fault(const json& in) {
     return f;
 }
 
+// base64url without padding, as a JWT's parts are.
+std::string base64url(const std::string& in) {
+    static const char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
+        out += {k[v >> 18], k[(v >> 12) & 63], k[(v >> 6) & 63], k[v & 63]};
+    }
+    if (i + 1 == in.size()) {
+        unsigned v = (unsigned char)in[i] << 16;
+        out += {k[v >> 18], k[(v >> 12) & 63]};
+    } else if (i + 2 == in.size()) {
+        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
+        out += {k[v >> 18], k[(v >> 12) & 63], k[(v >> 6) & 63]};
+    }
+    return out;
+}
+
+std::string rfc3339_utc(std::time_t t) {
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// POST .../serviceaccounts/NAME/token (kube-apiserver's TokenREST.Create).
+MHD_Result serve_token_request(MHD_Connection* c, const std::string& ns, const std::string& sa, json in) {
+    ++S.requests["token"];
+    if (!in.contains("spec") || !in["spec"].is_object()) in["spec"] = json::object();
+    json& spec = in["spec"];
+    std::int64_t exp = spec.value("expirationSeconds", std::int64_t{3600});
+    if (exp < 600)
+        return send_json(
+            c, 422,
+            status_object(422, "Invalid",
+                          "TokenRequest.authentication.k8s.io \"" + sa +
+                              "\" is invalid: spec.expirationSeconds: Invalid value: " + std::to_string(exp) +
+                              ": may not specify a duration less than 10 minutes"));
+    if (S.max_token_seconds > 0 && exp > S.max_token_seconds) exp = S.max_token_seconds;
+    spec["expirationSeconds"] = exp;
+    if (!spec.contains("audiences") || !spec["audiences"].is_array() || spec["audiences"].empty())
+        spec["audiences"] = json::array({"https://kubernetes.default.svc.cluster.local"});
+    json logged = in;
+    logged["namespace"] = ns;
+    logged["serviceAccount"] = sa;
+    S.token_requests.push_back(logged);
+    const std::time_t now = std::time(nullptr);
+    json claims = {{"aud", spec["audiences"]},
+                   {"exp", now + exp},
+                   {"iat", now},
+                   {"nbf", now},
+                   {"iss", "https://kubernetes.default.svc.cluster.local"},
+                   {"jti", std::to_string(S.token_requests.size())},
+                   {"sub", "system:serviceaccount:" + ns + ":" + sa},
+                   {"kubernetes.io", {{"namespace", ns}, {"serviceaccount", {{"name", sa}}}}}};
+    const std::string token = base64url(json{{"alg", "RS256"}, {"kid", "fake"}}.dump()) + "." +
+                              base64url(claims.dump()) + "." +
+                              base64url("fake-signature-" + std::to_string(S.token_requests.size()));
+    json out = {{"apiVersion", "authentication.k8s.io/v1"},
+                {"kind", "TokenRequest"},
+                {"metadata", {{"name", sa}, {"namespace", ns}, {"creationTimestamp", rfc3339_utc(now)}}},
+                {"spec", spec},
+                {"status", {{"token", token}, {"expirationTimestamp", rfc3339_utc(now + exp)}}}};
+    return send_json(c, 201, out);
+}
+
 MHD_Result control(MHD_Connection* c, const std::string& method, const std::vector<std::string>& p,
                    const std::string& body) {
     json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
     if (in.is_discarded()) return send_json(c, 400, status_object(400, "BadRequest", "body is not JSON"));
+    if (p.size() == 5 && (p[2] == "configmaps" || p[2] == "secrets") &&
+        (method == "PUT" || method == "DELETE")) {
+        const std::string key = p[2] + "/" + p[3] + "/" + p[4];
+        if (method == "DELETE") {
+            S.core_objects.erase(key);
+            return send_json(c, 200, json::object());
+        }
+        in["metadata"]["namespace"] = p[3];
+        in["metadata"]["name"] = p[4];
+        json obj = stamp(in, nullptr, "v1", p[2] == "secrets" ? "Secret" : "ConfigMap");
+        obj["metadata"]["resourceVersion"] = std::to_string(++S.rv);
+        S.core_objects[key] = obj;
+        return send_json(c, 200, obj);
+    }
+    if (p.size() == 3 && p[2] == "token-requests") return send_json(c, 200, S.token_requests);
     if (((p.size() == 5 && p[2] == "daemonsets") || (p.size() == 4 && p[2] == "nodes")) &&
         (method == "PUT" || method == "DELETE")) {
         bool ds = p[2] == "daemonsets";
@@ -802,6 +902,17 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
     json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
     if (in.is_discarded() || !in.is_object())
         return send_json(c, 400, status_object(400, "BadRequest", "the body is not a JSON object"));
+    if (q.resource == "serviceaccounts" && method == "POST" && !name.empty() && i + 2 < p.size() &&
+        p[i + 2] == "token")
+        return serve_token_request(c, q.namespace_, name, in);
+    if ((q.resource == "configmaps" || q.resource == "secrets") && method == "GET" && !name.empty()) {
+        ++S.requests[q.resource];
+        auto it = S.core_objects.find(q.resource + "/" + q.namespace_ + "/" + name);
+        if (it == S.core_objects.end())
+            return send_json(c, 404,
+                             status_object(404, "NotFound", q.resource + " \"" + name + "\" not found"));
+        return send_json(c, 200, it->second);
+    }
     if (q.resource == "nodes" && method == "POST" && name.empty()) {
         const std::string n = in["metadata"].value("name", "");
         if (n.empty())
@@ -920,6 +1031,8 @@ int main(int argc, char** argv) {
             port_file = v;
         else if (a == "--token")
             S.token = v;
+        else if (a == "--max-token-expiration-seconds")
+            S.max_token_seconds = std::atoll(v.c_str());
         else if (a == "--bookmark-ms")
             S.bookmark_ms = std::atoi(v.c_str());
         else if (a == "--fault") {

@@ -1,0 +1,360 @@
+// TokenRequests, kube-root-ca.crt and the admitted spec (api_access.h).
+#include "agent/daemon/api_access.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "agent/daemon/sources.h"
+#include "platform/log.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+constexpr const char* kTokensMeta = "api.serviceAccountTokens";  // tokens and CAs, for an offline boot
+constexpr std::int64_t kFirstRetryMs = 5'000;
+constexpr std::int64_t kMaxRetryMs = 120'000;
+std::string describe(const TokenRequestKey& k) {
+    return "service account " + k.namespace_ + "/" + k.service_account +
+           (k.audience.empty() ? std::string() : " (audience " + k.audience + ")");
+}
+
+}  // namespace
+
+ApiAccess::ApiAccess(uv_loop_t* loop, store::Store& store, const platform::Clock& clock,
+                     std::function<void()> changed)
+    : loop_(loop), store_(store), clock_(clock), changed_(std::move(changed)) {
+    timer_ = new uv_timer_t;
+    uv_timer_init(loop_, timer_);
+    timer_->data = this;
+}
+
+ApiAccess::~ApiAccess() = default;
+
+void ApiAccess::close() {
+    if (!timer_) return;
+    uv_close(reinterpret_cast<uv_handle_t*>(timer_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+    timer_ = nullptr;
+    link_ = nullptr;
+}
+
+void ApiAccess::load() {
+    struct Done {
+        bool& flag;
+        ~Done() { flag = true; }
+    } done{loaded_};
+    auto saved = store_.get_meta(kTokensMeta);
+    if (!saved.ok()) {
+        log(Level::Warning, "store: " + saved.error().message);
+        return;
+    }
+    if (!saved.value() || saved.value()->empty()) return;
+    saved_ = *saved.value();
+    Json j = Json::parse(saved_, nullptr, false);
+    if (!j.is_object()) return;
+    if (j.contains("tokens") && j["tokens"].is_array())
+        for (const Json& t : j["tokens"]) {
+            if (!t.is_object()) continue;
+            TokenRequestKey k{t.value("namespace", ""), t.value("serviceAccount", ""),
+                              t.value("audience", ""),
+                              t.value("requestedExpirationSeconds", std::int64_t{3600})};
+            ServiceAccountToken tok{t.value("token", ""), t.value("expirationSeconds", std::int64_t{0}),
+                                    t.value("expirationMs", std::int64_t{0})};
+            if (k.namespace_.empty() || tok.token.empty()) continue;
+            tokens_[k].token = std::move(tok);
+        }
+    if (j.contains("objects") && j["objects"].is_array())
+        for (const Json& o : j["objects"]) {
+            if (!o.is_object() || !o.contains("object")) continue;
+            const Json& obj = o["object"];
+            ObjectRef ref{o.value("secret", false), meta_string(obj, "namespace"), meta_string(obj, "name")};
+            if (ref.namespace_.empty() || ref.name.empty()) continue;
+            if (take_object(ref, obj)) cluster_objects_[ref].object = obj;
+        }
+    if (j.contains("rootCAs") && j["rootCAs"].is_object())
+        for (auto it = j["rootCAs"].begin(); it != j["rootCAs"].end(); ++it)
+            if (it->is_object()) set_root_ca(it.key(), it->value("pem", ""), it->value("fromCluster", false));
+}
+
+void ApiAccess::save() {
+    Json tokens = Json::array();
+    for (const auto& [k, e] : tokens_) {
+        if (!e.token) continue;
+        tokens.push_back({{"namespace", k.namespace_},
+                          {"serviceAccount", k.service_account},
+                          {"audience", k.audience},
+                          {"requestedExpirationSeconds", k.expiration_seconds},
+                          {"token", e.token->token},
+                          {"expirationSeconds", e.token->expiration_seconds},
+                          {"expirationMs", e.token->expiration_ms}});
+    }
+    Json cas = Json::object();
+    for (const auto& [key, cm] : objects_.config_maps) {
+        auto it = cm.data.find(kRootCAKey);
+        if (it == cm.data.end()) continue;
+        cas[key.first] = {{"pem", it->second}, {"fromCluster", ca_from_cluster_[key.first]}};
+    }
+    Json objects = Json::array();
+    for (const auto& [ref, e] : cluster_objects_)
+        if (!e.object.is_null()) objects.push_back({{"secret", ref.secret}, {"object", e.object}});
+    std::string text = Json{{"tokens", tokens}, {"rootCAs", cas}, {"objects", objects}}.dump();
+    if (text == saved_) return;  // flash: write only what changed
+    if (auto w = store_.put_meta(kTokensMeta, text); !w.ok()) {
+        log(Level::Warning, "store: service-account tokens: " + w.error().message);
+        return;
+    }
+    saved_ = std::move(text);
+}
+
+void ApiAccess::set_link(ClusterLink* link, std::string why_not) {
+    link_ = link;
+    why_no_link_ = std::move(why_not);
+    for (auto& [k, e] : tokens_) e.inflight = false;  // the old link's requests are abandoned
+    ca_inflight_.clear();
+    for (auto& [r, e] : cluster_objects_) e.inflight = false;
+    if (link_) {
+        // Namespaces with no CA from the cluster yet: the kubeconfig's, until read.
+        for (auto& [key, cm] : objects_.config_maps)
+            if (!ca_from_cluster_[key.first] && !link_->ca_pem().empty())
+                set_root_ca(key.first, link_->ca_pem(), false);
+    }
+    arm();
+}
+
+std::set<TokenRequestKey> ApiAccess::keys_of(const std::string& ns, const PodSpec& spec) {
+    std::set<TokenRequestKey> out;
+    const std::string sa = spec.service_account_name.empty() ? "default" : spec.service_account_name;
+    for (const auto& v : spec.volumes)
+        if (v.source == Volume::Source::Projected)
+            for (const auto& p : v.projections)
+                if (p.service_account_token)
+                    out.insert({ns, sa, p.service_account_token->audience,
+                                p.service_account_token->expiration_seconds.value_or(3600)});
+    return out;
+}
+
+void ApiAccess::need(const std::set<TokenRequestKey>& keys) {
+    bool any = false;
+    for (const auto& k : keys) {
+        Entry& e = tokens_[k];
+        if (!objects_.config_map(k.namespace_, kRootCAConfigMap)) {
+            if (link_ && !link_->ca_pem().empty()) set_root_ca(k.namespace_, link_->ca_pem(), false);
+            fetch_root_ca(k.namespace_);
+        }
+        if (e.token && !token_requires_refresh(*e.token, clock_.wall_ms(), 0)) continue;
+        if (e.retry_at_ms > clock_.monotonic_ms()) continue;
+        fetch(k, e);
+        any = true;
+    }
+    if (any) arm();
+}
+
+Result<std::string> ApiAccess::token(const TokenRequestKey& key) const {
+    auto it = tokens_.find(key);
+    if (it != tokens_.end() && it->second.token) return it->second.token->token;
+    std::string why = it == tokens_.end() || it->second.last_error.empty()
+                          ? (link_ ? std::string("waiting for the API server's answer") : why_no_link_)
+                          : it->second.last_error;
+    return Error{ErrorCode::NotFound, "failed to fetch token: " + why};
+}
+
+void ApiAccess::fetch(const TokenRequestKey& key, Entry& e) {
+    const std::int64_t now = clock_.monotonic_ms();
+    if (e.inflight && now - e.inflight_since_ms < kInflightMaxMs) return;
+    e.inflight = false;
+    if (!link_) {
+        e.last_error = why_no_link_;
+        return;
+    }
+    const std::string target =
+        "/api/v1/namespaces/" + key.namespace_ + "/serviceaccounts/" + key.service_account + "/token";
+    e.inflight = link_->call("POST", target, token_request_object(key).dump(),
+                             [this, key](Result<platform::HttpResponse> r) { on_token(key, std::move(r)); });
+    if (e.inflight) {
+        e.inflight_since_ms = now;
+        ++e.fetches;
+        fetch_root_ca(key.namespace_);  // read again with each token: a rotated CA follows
+    }
+}
+
+void ApiAccess::on_token(const TokenRequestKey& key, Result<platform::HttpResponse> r) {
+    Entry& e = tokens_[key];
+    e.inflight = false;
+    std::string error;
+    if (!r.ok()) {
+        error = r.error().message;
+    } else if (r.value().status != 200 && r.value().status != 201) {
+        error = describe_status(r.value().status, r.value().body);
+        if (r.value().status == 403)
+            error += " (check the RBAC in dist/rbac.yaml: serviceaccounts/token create)";
+    } else {
+        auto t = parse_token_request(Json::parse(r.value().body, nullptr, false));
+        if (!t)
+            error = t.error().message;
+        else {
+            const bool fresh = !e.token;
+            e.token = std::move(t.value());
+            e.last_error.clear();
+            e.retry_at_ms = 0;
+            e.backoff_ms = 0;
+            log(Level::Info, describe(key) + ": token " + (fresh ? "issued" : "refreshed") + ", expires " +
+                                 rfc3339(e.token->expiration_ms));
+            save();
+            arm();
+            if (changed_) changed_();
+            return;
+        }
+    }
+    e.backoff_ms = e.backoff_ms ? std::min(kMaxRetryMs, e.backoff_ms * 2) : kFirstRetryMs;
+    e.retry_at_ms = clock_.monotonic_ms() + e.backoff_ms;
+    if (error != e.last_error)
+        log(Level::Warning, describe(key) + ": TokenRequest failed: " + error +
+                                (e.token ? "; the token in force stays mounted" : "; its pods wait") +
+                                ", retrying with back-off");
+    e.last_error = error;
+    arm();
+}
+
+void ApiAccess::fetch_root_ca(const std::string& ns) {
+    if (!link_ || ca_inflight_.count(ns)) return;
+    const bool sent =
+        link_->call("GET", "/api/v1/namespaces/" + ns + "/configmaps/" + kRootCAConfigMap, "",
+                    [this, ns](Result<platform::HttpResponse> r) {
+                        ca_inflight_.erase(ns);
+                        std::string why;
+                        if (!r.ok()) {
+                            why = r.error().message;
+                        } else if (r.value().status != 200) {
+                            why = describe_status(r.value().status, r.value().body);
+                        } else {
+                            Json cm = Json::parse(r.value().body, nullptr, false);
+                            if (cm.is_object() && cm.contains("data") && cm["data"].is_object() &&
+                                cm["data"].contains(kRootCAKey) && cm["data"][kRootCAKey].is_string()) {
+                                set_root_ca(ns, cm["data"][kRootCAKey].get<std::string>(), true);
+                                return;
+                            }
+                            why = "no data." + std::string(kRootCAKey);
+                        }
+                        if (ca_said_.insert(ns).second)
+                            log(Level::Notice,
+                                std::string("configmap ") + ns + "/" + kRootCAConfigMap + ": not read (" +
+                                    why + "); pods get " +
+                                    (ca_from_cluster_[ns] ? "the one read before" : "the kubeconfig's CA"));
+                    });
+    if (sent) ca_inflight_.insert(ns);
+}
+
+void ApiAccess::set_root_ca(const std::string& ns, const std::string& pem, bool from_cluster) {
+    if (pem.empty()) return;
+    if (!from_cluster && ca_from_cluster_[ns] && objects_.config_map(ns, kRootCAConfigMap)) return;
+    ConfigMap& cm = objects_.config_maps[{ns, kRootCAConfigMap}];
+    const bool same = cm.data[kRootCAKey] == pem && ca_from_cluster_[ns] == from_cluster;
+    cm.metadata.namespace_ = ns;
+    cm.metadata.name = kRootCAConfigMap;
+    cm.data[kRootCAKey] = pem;
+    ca_from_cluster_[ns] = from_cluster;
+    if (same) return;
+    save();
+    // A token of the namespace on its way brings the volumes up to date
+    // when it comes; until then a rewrite would only meet its absence.
+    const bool token_coming = std::any_of(tokens_.begin(), tokens_.end(), [&](const auto& t) {
+        return t.first.namespace_ == ns && t.second.inflight && !t.second.token;
+    });
+    if (changed_ && from_cluster && loaded_ && !token_coming) changed_();
+}
+
+// The token manager's periodic pass, for the keys the live pods use.
+void ApiAccess::refresh() {
+    const Wanted wanted = wanted_ ? wanted_() : Wanted{};
+    const std::int64_t wall = clock_.wall_ms();
+    const std::int64_t mono = clock_.monotonic_ms();
+    for (auto it = tokens_.begin(); it != tokens_.end();) {
+        Entry& e = it->second;
+        if (!wanted.tokens.count(it->first)) {
+            // cleanup(): a token no pod uses goes once expired (here: once
+            // it would need a refresh, which nothing asks for any more).
+            if (!e.inflight && (!e.token || token_requires_refresh(*e.token, wall, 0))) {
+                it = tokens_.erase(it);
+                continue;
+            }
+        } else if ((!e.token || token_requires_refresh(*e.token, wall, 0)) && e.retry_at_ms <= mono) {
+            fetch(it->first, e);
+        }
+        ++it;
+    }
+    refresh_objects(wanted.objects, mono);
+    save();
+    arm();
+}
+
+void ApiAccess::arm() {
+    if (!timer_) return;
+    const std::int64_t wall = clock_.wall_ms();
+    const std::int64_t mono = clock_.monotonic_ms();
+    std::int64_t delay = INT64_MAX;
+    for (const auto& [k, e] : tokens_) {
+        if (e.inflight) continue;
+        if (e.retry_at_ms > mono) {
+            delay = std::min(delay, e.retry_at_ms - mono);
+        } else if (e.token) {
+            const std::int64_t due = token_refresh_due_ms(*e.token, 0);
+            if (due != INT64_MAX) delay = std::min(delay, due - wall + 1);
+        } else if (link_) {
+            delay = std::min(delay, kFirstRetryMs);
+        }
+    }
+    delay = std::min(delay, objects_due_in(mono));
+    if (delay == INT64_MAX) {
+        uv_timer_stop(timer_);
+        return;
+    }
+    // At least a second apart: a token due in the past (a board's clock
+    // stepped) is asked for once per back-off, never in a loop.
+    uv_timer_start(
+        timer_, [](uv_timer_t* t) { static_cast<ApiAccess*>(t->data)->refresh(); },
+        static_cast<std::uint64_t>(std::max<std::int64_t>(1000, delay)), 0);
+}
+
+std::shared_ptr<const PodSpec> ApiAccess::admitted(const std::string& uid,
+                                                   const std::shared_ptr<const PodSpec>& spec,
+                                                   bool automount) {
+    if (!spec || !automount) return spec;
+    auto it = admitted_.find(uid);
+    if (it != admitted_.end() && it->second.source == spec) return it->second.spec;
+    auto copy = std::make_shared<PodSpec>(*spec);
+    if (!mount_service_account_token(*copy, api_access_volume_name(uid))) return spec;
+    admitted_[uid] = {spec, copy};
+    return copy;
+}
+
+Json ApiAccess::status() const {
+    Json tokens = Json::array();
+    for (const auto& [k, e] : tokens_)
+        tokens.push_back({{"namespace", k.namespace_},
+                          {"serviceAccount", k.service_account},
+                          {"audience", k.audience},
+                          {"expires", e.token ? rfc3339(e.token->expiration_ms) : std::string()},
+                          {"requests", e.fetches},
+                          {"lastError", e.last_error}});
+    Json objects = Json::array();
+    for (const auto& [r, e] : cluster_objects_)
+        objects.push_back({{"kind", r.secret ? "Secret" : "ConfigMap"},
+                           {"namespace", r.namespace_},
+                           {"name", r.name},
+                           {"read", !e.object.is_null()},
+                           {"lastError", e.last_error}});
+    Json cas = Json::object();
+    for (const auto& [ns, from_cluster] : ca_from_cluster_) cas[ns] = from_cluster ? "cluster" : "kubeconfig";
+    return Json{{"serviceAccountTokens", tokens}, {"objects", objects}, {"rootCAs", cas}};
+}
+
+void ApiAccess::forget(const std::string& uid) {
+    admitted_.erase(uid);
+    said_no_cluster_.erase(uid);
+}
+
+}  // namespace daemonlet::agent

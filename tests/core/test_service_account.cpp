@@ -1,0 +1,318 @@
+// What a pod that talks to the API server gets (core/service_account.h),
+// each row naming the upstream function or test it pins:
+// pkg/kubelet/envvars/envvars_test.go (TestFromServices),
+// pkg/kubelet/kubelet_pods_test.go (TestMakeEnvironmentVariables),
+// plugin/pkg/admission/serviceaccount/admission_test.go and
+// pkg/kubelet/token/token_manager_test.go (TestRequiresRefresh).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <functional>
+#include <map>
+
+#include "core/pod_env.h"
+#include "core/service_account.h"
+#include "core/volume_payload.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+
+namespace {
+
+using Vars = std::vector<std::pair<std::string, std::string>>;
+
+std::string value_of(const Vars& v, const std::string& name) {
+    for (const auto& [k, x] : v)
+        if (k == name) return x;
+    return "<absent>";
+}
+
+}  // namespace
+
+TEST_GROUP(ServiceAccount){};
+
+TEST(ServiceAccount, ApiServerHostAndPortFromTheUrl) {
+    struct Row {
+        const char* url;
+        const char* host;
+        int port;
+    };
+    // url.Parse's host and port, as the kubeconfig's server is read.
+    static const Row kRows[] = {
+        {"https://10.0.0.1:6443", "10.0.0.1", 6443},
+        {"https://api.example.com", "api.example.com", 443},
+        {"https://[fd00::1]:6443/", "fd00::1", 6443},
+        {"https://k8s.local:8443/prefix?x=1", "k8s.local", 8443},
+        {"http://127.0.0.1", "127.0.0.1", 80},
+    };
+    for (const auto& r : kRows) {
+        auto got = api_server_host_port(r.url);
+        CHECK_TEXT(got.ok(), r.url);
+        STRCMP_EQUAL_TEXT(r.host, got.value().first.c_str(), r.url);
+        LONGS_EQUAL_TEXT(r.port, got.value().second, r.url);
+    }
+    for (const char* bad : {"https://:6443", "https://h:0", "https://h:x", "https://[::1"})
+        CHECK_TEXT(!api_server_host_port(bad).ok(), bad);
+}
+
+// envvars_test.go TestFromServices: the `kubernetes` Service (one port,
+// "https", TCP) gives _SERVICE_HOST, _SERVICE_PORT, _SERVICE_PORT_HTTPS and
+// makeLinkVariables' Docker link variables.
+TEST(ServiceAccount, KubernetesServiceEnvIsFromServices) {
+    const Vars want = {
+        {"KUBERNETES_PORT", "tcp://10.0.0.1:6443"},    {"KUBERNETES_PORT_6443_TCP", "tcp://10.0.0.1:6443"},
+        {"KUBERNETES_PORT_6443_TCP_ADDR", "10.0.0.1"}, {"KUBERNETES_PORT_6443_TCP_PORT", "6443"},
+        {"KUBERNETES_PORT_6443_TCP_PROTO", "tcp"},     {"KUBERNETES_SERVICE_HOST", "10.0.0.1"},
+        {"KUBERNETES_SERVICE_PORT", "6443"},           {"KUBERNETES_SERVICE_PORT_HTTPS", "6443"},
+    };
+    CHECK(want == kubernetes_service_env("10.0.0.1", 6443));
+    // net.JoinHostPort brackets an IPv6 address; _ADDR and _HOST do not.
+    Vars v6 = kubernetes_service_env("fd00::1", 443);
+    STRCMP_EQUAL("tcp://[fd00::1]:443", value_of(v6, "KUBERNETES_PORT").c_str());
+    STRCMP_EQUAL("fd00::1", value_of(v6, "KUBERNETES_SERVICE_HOST").c_str());
+}
+
+// kubelet_pods_test.go TestMakeEnvironmentVariables ("api server = Y,
+// kubelet = Y"): the container's own definition wins over the service's,
+// $(VAR) sees the service env, and the service env comes after the
+// container's own.
+TEST(ServiceAccount, ServiceEnvComesLastAndTheContainerWins) {
+    PodFacts pod;
+    pod.name = "p";
+    pod.namespace_ = "ns";
+    pod.service_env = kubernetes_service_env("10.0.0.1", 6443);
+    Container c;
+    c.name = "main";
+    c.env = {EnvVar{"KUBERNETES_SERVICE_HOST", "mine", std::nullopt},
+             EnvVar{"URL", "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)", std::nullopt}};
+    auto got = make_environment_variables(pod, c);
+    CHECK(got.ok());
+    const Vars& vars = got.value().vars;
+    LONGS_EQUAL(2 + 7, vars.size());
+    STRCMP_EQUAL("KUBERNETES_SERVICE_HOST", vars[0].first.c_str());
+    STRCMP_EQUAL("mine", vars[0].second.c_str());
+    STRCMP_EQUAL("URL", vars[1].first.c_str());
+    STRCMP_EQUAL("https://mine:6443", vars[1].second.c_str());
+    STRCMP_EQUAL("6443", value_of(vars, "KUBERNETES_SERVICE_PORT_HTTPS").c_str());
+    // Without a cluster: none.
+    pod.service_env.clear();
+    auto none = make_environment_variables(pod, c);
+    STRCMP_EQUAL("<absent>", value_of(none.value().vars, "KUBERNETES_PORT").c_str());
+}
+
+// admission.go TokenVolumeSource: the projected volume's exact shape.
+TEST(ServiceAccount, ApiAccessVolumeIsTokenVolumeSource) {
+    Volume v = api_access_volume("kube-api-access-abcde");
+    STRCMP_EQUAL("kube-api-access-abcde", v.name.c_str());
+    CHECK(v.source == Volume::Source::Projected);
+    LONGS_EQUAL(0644, v.default_mode.value());
+    LONGS_EQUAL(3, v.projections.size());
+    const auto& t = v.projections[0].service_account_token;
+    CHECK(t.has_value());
+    STRCMP_EQUAL("token", t->path.c_str());
+    STRCMP_EQUAL("", t->audience.c_str());             // the API server's own audiences
+    LONGS_EQUAL(3607, t->expiration_seconds.value());  // WarnOnlyBoundTokenExpirationSeconds
+    const auto& ca = v.projections[1].config_map;
+    CHECK(ca.has_value());
+    STRCMP_EQUAL("kube-root-ca.crt", ca->name.c_str());
+    LONGS_EQUAL(1, ca->items.size());
+    STRCMP_EQUAL("ca.crt", ca->items[0].key.c_str());
+    STRCMP_EQUAL("ca.crt", ca->items[0].path.c_str());
+    const auto& ns = v.projections[2].downward_api;
+    CHECK(ns.has_value());
+    LONGS_EQUAL(1, ns->size());
+    STRCMP_EQUAL("namespace", (*ns)[0].path.c_str());
+    STRCMP_EQUAL("metadata.namespace", (*ns)[0].field_ref->field_path.c_str());
+    STRCMP_EQUAL("kube-root-ca.crt",
+                 v.raw["projected"]["sources"][1]["configMap"]["name"].get<std::string>().c_str());
+}
+
+// names.SimpleNameGenerator: the prefix and 5 of utilrand's characters;
+// here the same for the same pod.
+TEST(ServiceAccount, VolumeNameIsStablePerPod) {
+    std::string a = api_access_volume_name("uid-1");
+    LONGS_EQUAL(std::string("kube-api-access-").size() + 5, a.size());
+    STRCMP_EQUAL(a.c_str(), api_access_volume_name("uid-1").c_str());
+    CHECK(a != api_access_volume_name("uid-2"));
+    for (char ch : a.substr(16))
+        CHECK(std::string("bcdfghjklmnpqrstvwxz2456789").find(ch) != std::string::npos);
+}
+
+// admission_test.go: TestAutomountsAPIToken, TestRespectsExistingMount,
+// TestAutomountsAPITokenForInitContainers; shouldAutomount with the pod's
+// automountServiceAccountToken false (TestDoNotAddSecretVolumesIfAutomountDisabled... the pod's half).
+TEST(ServiceAccount, MountServiceAccountTokenAsAdmission) {
+    struct Row {
+        const char* name;
+        std::function<void(PodSpec&)> setup;
+        bool changed;
+        std::vector<bool> mounted;  // init containers then containers: has our mount
+        std::size_t volumes;
+    };
+    // Not static: the leak detector counts what a test allocates.
+    const Row kRows[] = {
+        {"TestAutomountsAPIToken: every container, the volume added",
+         [](PodSpec&) {},
+         true,
+         {true, true, true},
+         1},
+        {"TestRespectsExistingMount: a container's own mount at the path stays",
+         [](PodSpec& s) {
+             s.containers[0].volume_mounts.push_back({"mine", kServiceAccountMountPath, "", false, ""});
+         },
+         true,
+         {true, false, true},
+         1},
+        {"an existing kube-api-access-* volume is mounted, not a second one",
+         [](PodSpec& s) { s.volumes.push_back(api_access_volume("kube-api-access-zzzzz")); },
+         true,
+         {true, true, true},
+         1},
+        {"every container mounts the path already: no volume",
+         [](PodSpec& s) {
+             for (auto* cs : {&s.init_containers, &s.containers})
+                 for (auto& c : *cs)
+                     c.volume_mounts.push_back({"mine", kServiceAccountMountPath, "", true, ""});
+         },
+         false,
+         {false, false, false},
+         0},
+    };
+    for (const auto& r : kRows) {
+        PodSpec s;
+        s.init_containers.resize(1);
+        s.containers.resize(2);
+        r.setup(s);
+        CHECK_EQUAL_TEXT(r.changed, mount_service_account_token(s, "kube-api-access-abcde"), r.name);
+        LONGS_EQUAL_TEXT(r.volumes, s.volumes.size(), r.name);
+        std::size_t i = 0;
+        for (auto* cs : {&s.init_containers, &s.containers})
+            for (const auto& c : *cs) {
+                bool ours = false;
+                for (const auto& m : c.volume_mounts)
+                    if (m.name.rfind("kube-api-access-", 0) == 0) {
+                        ours = true;
+                        CHECK_TEXT(m.read_only, r.name);
+                        STRCMP_EQUAL_TEXT(kServiceAccountMountPath, m.mount_path.c_str(), r.name);
+                        STRCMP_EQUAL_TEXT(s.volumes.back().name.c_str(), m.name.c_str(), r.name);
+                    }
+                CHECK_EQUAL_TEXT(r.mounted[i], ours, r.name);
+                ++i;
+            }
+    }
+    CHECK(!should_automount(
+        Json::parse(R"({"spec":{"template":{"spec":{"automountServiceAccountToken":false}}}})")));
+    CHECK(should_automount(
+        Json::parse(R"({"spec":{"template":{"spec":{"automountServiceAccountToken":true}}}})")));
+    CHECK(should_automount(Json::parse(R"({"spec":{"template":{"spec":{}}}})")));
+    CHECK(should_automount(Json()));
+}
+
+// token_manager_test.go TestRequiresRefresh: issued at `start`,
+// expirationSeconds = exp - start.
+TEST(ServiceAccount, RequiresRefreshAsTokenManager) {
+    struct Row {
+        const char* name;
+        std::int64_t now_min, exp_min;
+        bool refresh;
+        bool no_expiration_seconds = false;
+    };
+    constexpr std::int64_t kHour = 60;
+    static const Row kRows[] = {
+        {"TestRequiresRefresh[0]: 10 of 60 minutes: no", 10, 60, false},
+        {"TestRequiresRefresh[1]: 50 of 60 minutes, within 20% of the TTL: yes", 50, 60, true},
+        {"TestRequiresRefresh[2]: 25 h of 60 h, older than maxTTL: yes", 25 * kHour, 60 * kHour, true},
+        {"TestRequiresRefresh[3]: expired: yes", 70, 60, true},
+        {"TestRequiresRefresh[4]: ExpirationSeconds nil: never", 0, 60, false, true},
+        {"80% of the TTL exactly: not yet (now.After)", 48, 60, false},
+    };
+    const std::int64_t start = 1'800'000'000'000;
+    for (const auto& r : kRows) {
+        ServiceAccountToken t{"t", r.no_expiration_seconds ? 0 : r.exp_min * 60, start + r.exp_min * 60'000};
+        CHECK_EQUAL_TEXT(r.refresh, token_requires_refresh(t, start + r.now_min * 60'000, 0), r.name);
+    }
+    // The jitter brings the refresh earlier.
+    ServiceAccountToken t{"t", 3600, start + 3'600'000};
+    CHECK(!token_requires_refresh(t, start + 2'875'000, 0));
+    CHECK(token_requires_refresh(t, start + 2'875'000, 10'000));
+    LONGS_EQUAL(start + 2'880'000, token_refresh_due_ms(t, 0));
+}
+
+TEST(ServiceAccount, TokenRequestBodyAndAnswer) {
+    Json body = token_request_object({"ns", "default", "", 3607});
+    STRCMP_EQUAL("authentication.k8s.io/v1", body["apiVersion"].get<std::string>().c_str());
+    LONGS_EQUAL(3607, body["spec"]["expirationSeconds"].get<std::int64_t>());
+    CHECK(!body["spec"].contains("audiences"));
+    CHECK(!body["spec"].contains("boundObjectRef"));  // the pod is not in the API
+    Json aud = token_request_object({"ns", "sa", "vault", 600});
+    STRCMP_EQUAL("vault", aud["spec"]["audiences"][0].get<std::string>().c_str());
+
+    Json answer = Json::parse(R"({"spec":{"expirationSeconds":3607},
+        "status":{"token":"a.b.c","expirationTimestamp":"2027-01-15T08:30:05Z"}})");
+    auto t = parse_token_request(answer);
+    CHECK(t.ok());
+    STRCMP_EQUAL("a.b.c", t.value().token.c_str());
+    LONGS_EQUAL(3607, t.value().expiration_seconds);
+    CHECK(t.value().expiration_ms == 1'800'001'805'000);
+    CHECK(!parse_token_request(Json::parse(R"({"status":{"expirationTimestamp":"2027-01-15T08:30:05Z"}})"))
+               .ok());
+    CHECK(!parse_token_request(Json::parse(R"({"status":{"token":"x","expirationTimestamp":"soon"}})")).ok());
+
+    CHECK(parse_rfc3339("1970-01-01T00:00:01.5Z").value() == 1500);
+    CHECK(parse_rfc3339("1970-01-01T01:00:00+01:00").value() == 0);
+    CHECK(!parse_rfc3339("1970-02-30T00:00:00Z").ok());
+}
+
+namespace {
+struct FakeTokens : ServiceAccountTokenSource {
+    std::map<TokenRequestKey, std::string> tokens;
+    Result<std::string> token(const TokenRequestKey& k) const override {
+        auto it = tokens.find(k);
+        if (it == tokens.end()) return Error{ErrorCode::NotFound, "failed to fetch token: not yet"};
+        return it->second;
+    }
+};
+}  // namespace
+
+// projected.go collectData over TokenVolumeSource: the token at "token",
+// kube-root-ca.crt's ca.crt (the cluster's, after the manifest
+// directory's), the namespace; without the token the pod waits with the
+// plugin's message; without a cluster (no token source) nothing is
+// projected for the token.
+TEST(ServiceAccount, ApiAccessVolumePayload) {
+    ConfigObjects cluster;
+    ConfigMap ca;
+    ca.metadata = {};
+    ca.data = {{"ca.crt", "PEM"}};
+    cluster.config_maps[{"ns", "kube-root-ca.crt"}] = ca;
+    FakeTokens tokens;
+    tokens.tokens[{"ns", "agent", "", 3607}] = "h.p.s";
+    PodFacts pod;
+    pod.name = "p";
+    pod.namespace_ = "ns";
+    pod.uid = "u";
+    pod.service_account_name = "agent";
+    pod.cluster_objects = &cluster;
+    pod.tokens = &tokens;
+    Volume v = api_access_volume("kube-api-access-abcde");
+    CHECK(holds_secrets(v));
+    auto got = volume_payload(v, pod);
+    CHECK_TEXT(got.ok(), got.ok() ? "" : got.error().message.c_str());
+    LONGS_EQUAL(3, got.value().size());
+    STRCMP_EQUAL("h.p.s", got.value().at("token").data.c_str());
+    LONGS_EQUAL(0644, got.value().at("token").mode);
+    STRCMP_EQUAL("PEM", got.value().at("ca.crt").data.c_str());
+    STRCMP_EQUAL("ns", got.value().at("namespace").data.c_str());
+
+    pod.service_account_name = "other";
+    auto waiting = volume_payload(v, pod);
+    CHECK(!waiting.ok());
+    STRCMP_EQUAL("failed to fetch token: not yet", waiting.error().message.c_str());
+
+    pod.tokens = nullptr;
+    auto none = volume_payload(v, pod);
+    CHECK(none.ok());
+    CHECK(none.value().count("token") == 0);
+}
