@@ -49,6 +49,14 @@ void print_human(const Json& s) {
         std::printf("Config:       %zu ConfigMaps, %zu Secrets (from files)\n",
                     c.value("configMaps", Json::array()).size(), c.value("secrets", Json::array()).size());
     }
+    if (s.contains("storage") && !s["storage"].value("writable", true)) {
+        const Json& st = s["storage"];
+        std::printf("Storage:      not writable since %s: %lld changes not recorded yet\n",
+                    str(st, "since").c_str(), st.value("pending", 0LL));
+        std::printf("  Error:      %s\n", str(st, "error").c_str());
+    } else {
+        std::printf("Storage:      writable\n");
+    }
     const std::string state = str(api, "state");
     std::printf("API server:   %s", state.c_str());
     if (!str(api, "server").empty()) std::printf(" (%s)", str(api, "server").c_str());
