@@ -204,20 +204,14 @@ Result<T> Storage::write(const std::string& key, Op op, const std::string& forge
         failed(r.error());
         return kept_answer<T>();
     }
-    if (opened_read_only_) {
+    if (!writable_) {
+        // Behind what is kept: written after it, in order, by the retry (a
+        // revision's DaemonSet may be among the kept writes).
         keep(key, forget, std::move(w));
         return kept_answer<T>();
     }
     Result<T> r = op(*inner_);
-    if (r.ok()) {
-        pending_.erase(key);
-        if (!forget.empty())
-            for (auto it = pending_.lower_bound(forget);
-                 it != pending_.end() && it->first.starts_with(forget);)
-                it = pending_.erase(it);
-        return r;
-    }
-    if (!store_deferred(r.error())) return r;
+    if (r.ok() || !store_deferred(r.error())) return r;
     keep(key, forget, std::move(w));
     failed(r.error());
     return kept_answer<T>();
@@ -267,7 +261,8 @@ Status Storage::retry() {
 
 Result<std::unique_ptr<store::Store::Transaction>> Storage::begin() {
     if (in_tx_) return inner_->begin();  // the store's own error: a transaction is open
-    if (opened_read_only_) return std::unique_ptr<Transaction>(new Tx(*this, nullptr));
+    // Not writable: the transaction is kept whole, behind what is kept.
+    if (!writable_) return std::unique_ptr<Transaction>(new Tx(*this, nullptr));
     auto tx = inner_->begin();
     if (!tx.ok()) {
         if (!store_deferred(tx.error())) return tx.error();
@@ -337,7 +332,7 @@ Result<bool> Storage::delete_manifest_file(const std::string& path) {
 
 Result<bool> Storage::rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) {
     // Not kept (storage.h): replayed later it would move times recorded since.
-    if (opened_read_only_ || (in_tx_ && tx_refused_)) return refusal();
+    if (!writable_ || (in_tx_ && tx_refused_)) return refusal();
     auto r = inner_->rebase_wall_times(from_ms, to_ms, delta_ms);
     if (!r.ok() && store_deferred(r.error())) failed(r.error());
     return r;

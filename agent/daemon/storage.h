@@ -15,6 +15,9 @@
 //   follows), the storage becomes not writable, and that is said once: a
 //   log line, the systemd STATUS line (status_suffix) and `daemonlet
 //   status`'s "storage" (status_json);
+// - while it is not writable, every write (and transaction) is kept without
+//   being tried, so that the retry writes them all in their order (a
+//   revision after its DaemonSet);
 // - a transaction that fails so keeps all its writes (SQLite rolled them
 //   back together: nothing is half-written), replayed in their order;
 // - a delete of a DaemonSet drops the kept writes of its revisions and

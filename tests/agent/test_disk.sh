@@ -104,7 +104,14 @@ last_status_line | grep -q stateDir && fail "the STATUS line still says: $(last_
 # not committed to its journal then is lost (the file system's journal is
 # aborted): flushed first, so that the freed space stays free.
 sync -f "$state"
-echo "daemonlet test: worn-out card" >"/sys/fs/ext4/$(basename "$loopdev")/trigger_fs_error"
+trigger=/sys/fs/ext4/$(basename "$loopdev")/trigger_fs_error
+if [[ ! -w $trigger ]]; then
+    echo "the read-only part SKIPPED: this kernel has no $trigger"
+    stop_agent TERM
+    finish
+    exit
+fi
+echo "daemonlet test: worn-out card" >"$trigger"
 wait_for "the stateDir is read-only" 5 bash -c "findmnt -no OPTIONS '$state' | grep -qE '(^|,)(ro|emergency_ro)(,|$)'"
 write_ds late2.yaml late2 "$loop"
 wait_for "status says nothing can be recorded" 10 bash -c \
