@@ -111,8 +111,9 @@ void Storage::close() {
 }
 
 Json Storage::status_json() const {
+    // The error and since are the outage's: "" once it is over.
     return Json{{"writable", writable_},
-                {"error", error_},
+                {"error", writable_ ? std::string() : error_},
                 {"since", since_ms_ > 0 && !writable_ ? rfc3339(since_ms_) : std::string()},
                 {"pending", pending_.size()}};
 }
@@ -130,7 +131,7 @@ void Storage::failed(const Error& e) {
     if (!writable_) return;
     writable_ = false;
     since_ms_ = clock_.wall_ms();
-    // Once, here: the callers do not log what store_deferred says is kept.
+    // Once, here: the callers were answered as if their writes had landed.
     log(Level::Err, "store: " + e.message + ": the stateDir is " + what_is_wrong(e.code) +
                         "; the pods run on and are served from memory, what changes is kept and written "
                         "again every " +

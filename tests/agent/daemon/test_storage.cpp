@@ -80,6 +80,7 @@ TEST(Storage, AWriteTheFullDiskRefusesIsKeptAndLandsOnceSpaceReturns) {
     CHECK_TRUE(s->writable());
     LONGS_EQUAL(0, s->pending());
     STRCMP_EQUAL("", s->status_suffix().c_str());
+    STRCMP_EQUAL(R"({"writable":true,"error":"","since":"","pending":0})", s->status_json().dump().c_str());
     STRCMP_EQUAL(written_directly([&](store::Store& d) -> Status {
                      if (auto r = d.put_pod(pod); !r.ok()) return r.error();
                      return Ok{};
