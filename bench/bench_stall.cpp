@@ -2,7 +2,7 @@
 // loop that never blocks"), measured on the real daemonlet.
 //
 //   bench_stall [--daemonlet PATH] [--runtime exec|runc|cri] [--endpoint unix:///SOCK]
-//               [--pods N] [--watchdog-ms N] [--work-parent DIR] [--keep]
+//               [--pods N] [--watchdog-ms N] [--fsync-delay-ms N] [--work-parent DIR] [--keep]
 //
 // The agent runs with WATCHDOG_USEC = 2 x --watchdog-ms, so that its loop
 // pings WATCHDOG=1 every --watchdog-ms on NOTIFY_SOCKET, where the bench
@@ -21,6 +21,12 @@
 // (tests/data/make_busybox_image.sh), imported from the import directory;
 // cri a containerd with busybox:latest and the pause image imported:
 // bench/bench_stall_cri.sh starts one as tests/agent/test_cri.sh does.
+// --fsync-delay-ms N: a slow disk (issue 15 §3, an SD card whose flush
+// takes hundreds of milliseconds): the agent and its shims run under
+// bench/slow_fsync.c, which adds N ms to every fsync and fdatasync; the
+// table then also counts the flushes made on the agent's loop thread in
+// each phase (each holds the loop N ms).
+//
 // It prints a Markdown table.
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -52,6 +58,7 @@ struct Options {
     std::string endpoint;  // cri: a containerd started by bench_stall_cri.sh, its images imported
     int pods = 50;
     int watchdog_ms = 20;
+    int fsync_delay_ms = 0;
     std::string work_parent = "/tmp";
     bool keep = false;
 };
@@ -79,8 +86,14 @@ class Bench {
     void cold_start();
     void reboot();
     void cleanup();
+    // The flushes bench/slow_fsync.c saw on the agent's loop thread (its
+    // main thread: tid == pid) since the last call.
+    int loop_flushes();
+    // With --fsync-delay-ms: a row of loop_flushes() for the phase.
+    void add_flush_row(const std::string& phase);
 
     Options o_;
+    std::size_t flush_lines_seen_ = 0;
     WorkDir w_;
     std::unique_ptr<Observer> obs_;
     AgentProcess agent_;
@@ -141,6 +154,11 @@ void Bench::setup() {
     }
     config.close();
     obs_ = std::make_unique<Observer>(w_.marks, w_.notify_socket);
+    if (o_.fsync_delay_ms > 0) {
+        ::setenv("LD_PRELOAD", SLOW_FSYNC_PATH, 1);
+        ::setenv("SLOW_FSYNC_MS", std::to_string(o_.fsync_delay_ms).c_str(), 1);
+        ::setenv("SLOW_FSYNC_LOG", (w_.root + "/fsync.log").c_str(), 1);
+    }
     // sd_watchdog_enabled: WATCHDOG_USEC without WATCHDOG_PID is for whoever reads it.
     ::setenv("WATCHDOG_USEC", std::to_string(o_.watchdog_ms * 2000).c_str(), 1);
     ::unsetenv("WATCHDOG_PID");
@@ -149,11 +167,21 @@ void Bench::setup() {
 void Bench::cold_start() {
     std::fprintf(stderr, "bench_stall: %d DaemonSets into a running agent (%s)\n", o_.pods,
                  o_.runtime.c_str());
+    const Ns started = mono_ns();
     agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log);
     obs_->expect("READY=1", 60 * kSecond, [&] { return obs_->ready_at().has_value(); });
+    if (o_.fsync_delay_ms > 0) {
+        rows_.push_back({"first start (the database created) -> READY=1",
+                         {},
+                         "",
+                         "",
+                         fmt(ms(*obs_->ready_at() - started), "ms")});
+        add_flush_row("from the first start to READY=1");
+    }
     if (o_.runtime == "runc")  // the image imported before the pods come
         obs_->expect("a quiet agent", 10 * kSecond, [&] { return obs_->pings().size() > 20; });
     obs_->forget_pings();
+    (void)loop_flushes();  // since READY=1: not this phase's
     const Ns t0 = mono_ns();
     for (int i = 0; i < o_.pods; ++i) write_then_rename(manifest_path(i), manifest(i));
     obs_->expect("every container running", 180 * kSecond,
@@ -177,6 +205,7 @@ void Bench::cold_start() {
                      "",
                      "",
                      fmt(static_cast<double>(proc_figures(agent_.pid()).vm_rss_kib) / 1024.0, "MiB")});
+    add_flush_row("until all run");
 }
 
 void Bench::reboot() {
@@ -201,6 +230,7 @@ void Bench::reboot() {
     obs_->forget_ready();
     obs_->forget_pings();
     const std::size_t marks_before = obs_->marks().size();
+    (void)loop_flushes();
     const Ns t0 = mono_ns();
     agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log);
     obs_->expect("every container running again", 180 * kSecond,
@@ -223,6 +253,32 @@ void Bench::reboot() {
                      fmt(ms(last - t0), "ms")});
     rows_.push_back(
         {"boot -> longest loop stall after the first ping", {}, "", "<= 50 ms", fmt(stall_ms(first), "ms")});
+    add_flush_row("from the boot to all running");
+}
+
+int Bench::loop_flushes() {
+    std::ifstream in(w_.root + "/fsync.log");
+    std::string line;
+    std::size_t n = 0;
+    int on_loop = 0;
+    const long pid = agent_.pid();
+    while (std::getline(in, line)) {
+        if (n++ < flush_lines_seen_) continue;
+        long p = 0, t = 0;
+        if (std::sscanf(line.c_str(), "%ld %ld", &p, &t) == 2 && p == pid && t == pid) ++on_loop;
+    }
+    flush_lines_seen_ = n;
+    return on_loop;
+}
+
+void Bench::add_flush_row(const std::string& phase) {
+    if (o_.fsync_delay_ms <= 0) return;
+    rows_.push_back(
+        {"flushes on the loop thread " + phase + " (each +" + std::to_string(o_.fsync_delay_ms) + " ms)",
+         {},
+         "",
+         "",
+         std::to_string(loop_flushes())});
 }
 
 void Bench::cleanup() {
@@ -248,27 +304,30 @@ void Bench::run() {
 }
 
 void Bench::print_table() const {
-    std::printf("bench_stall: runtime %s, %d pods, watchdog ping every %d ms\n", o_.runtime.c_str(), o_.pods,
+    std::printf("bench_stall: runtime %s, %d pods, watchdog ping every %d ms", o_.runtime.c_str(), o_.pods,
                 o_.watchdog_ms);
+    if (o_.fsync_delay_ms > 0) std::printf(", fsync and fdatasync delayed %d ms", o_.fsync_delay_ms);
+    std::printf("\n");
     daemonlet::bench::print_table(rows_);
 }
 
 const char* const kUsage =
     "usage: bench_stall [--daemonlet PATH] [--runtime exec|runc|cri] [--endpoint unix:///SOCK] [--pods N]\n"
-    "                   [--watchdog-ms N] [--work-parent DIR] [--keep]\n";
+    "                   [--watchdog-ms N] [--fsync-delay-ms N] [--work-parent DIR] [--keep]\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
     Options o;
-    const Flags flags{{{"--daemonlet", &o.daemonlet},
-                       {"--runtime", &o.runtime},
-                       {"--endpoint", &o.endpoint},
-                       {"--work-parent", &o.work_parent}},
-                      {{"--pods", &o.pods}, {"--watchdog-ms", &o.watchdog_ms}},
-                      {{"--keep", &o.keep}}};
+    const Flags flags{
+        {{"--daemonlet", &o.daemonlet},
+         {"--runtime", &o.runtime},
+         {"--endpoint", &o.endpoint},
+         {"--work-parent", &o.work_parent}},
+        {{"--pods", &o.pods}, {"--watchdog-ms", &o.watchdog_ms}, {"--fsync-delay-ms", &o.fsync_delay_ms}},
+        {{"--keep", &o.keep}}};
     if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;
-    if (o.pods < 1 || o.pods > 200 || o.watchdog_ms < 1 ||
+    if (o.pods < 1 || o.pods > 200 || o.watchdog_ms < 1 || o.fsync_delay_ms < 0 ||
         (o.runtime != "exec" && o.runtime != "runc" && o.runtime != "cri") ||
         (o.runtime == "cri" && o.endpoint.empty())) {
         std::fputs(kUsage, stderr);

@@ -30,11 +30,13 @@ enum class ErrorCode {
     Io,               // io: a system call on a file, directory or socket failed
     K8sNotFound,      // NotFound: Kubernetes' reason for an absent object (control socket)
     NoLayer,          // no_layer: an image layer is absent from the store
+    NoSpace,          // no_space: the file system is full (ENOSPC, SQLITE_FULL)
     NotFound,         // not_found: the thing asked for does not exist
     NotRunning,       // not_running: nothing serves the agent's socket
     Parse,            // parse: a manifest or file could not be parsed
     Permissions,      // permissions: a file's permissions are too open (credentials)
     PullFailed,       // pull_failed: an image pull failed for another reason
+    ReadOnly,         // read_only: the file system or database is read-only (EROFS, SQLITE_READONLY)
     Refused,          // refused: the connection was refused
     Running,          // running: the container is still running
     Runtime,          // runtime: the container runtime failed
@@ -54,19 +56,46 @@ enum class ErrorCode {
 };
 
 inline constexpr ErrorCode kAllErrorCodes[] = {
-    ErrorCode::Busy,         ErrorCode::Canceled,        ErrorCode::Certificate,
-    ErrorCode::Closed,       ErrorCode::ContainerConfig, ErrorCode::Corrupt,
-    ErrorCode::Cri,          ErrorCode::CtrFailed,       ErrorCode::Fallback,
-    ErrorCode::Http,         ErrorCode::Image,           ErrorCode::ImageNotFound,
-    ErrorCode::Interrupted,  ErrorCode::Invalid,         ErrorCode::Io,
-    ErrorCode::K8sNotFound,  ErrorCode::NoLayer,         ErrorCode::NotFound,
-    ErrorCode::NotRunning,   ErrorCode::Parse,           ErrorCode::Permissions,
-    ErrorCode::PullFailed,   ErrorCode::Refused,         ErrorCode::Running,
-    ErrorCode::Runtime,      ErrorCode::Schema,          ErrorCode::Shim,
-    ErrorCode::Spawn,        ErrorCode::Sqlite,          ErrorCode::Stopped,
-    ErrorCode::Timeout,      ErrorCode::TooLarge,        ErrorCode::TooLong,
-    ErrorCode::Unauthorized, ErrorCode::Unavailable,     ErrorCode::Unreachable,
-    ErrorCode::Unsupported,  ErrorCode::VolumeSetup,
+    ErrorCode::Busy,
+    ErrorCode::Canceled,
+    ErrorCode::Certificate,
+    ErrorCode::Closed,
+    ErrorCode::ContainerConfig,
+    ErrorCode::Corrupt,
+    ErrorCode::Cri,
+    ErrorCode::CtrFailed,
+    ErrorCode::Fallback,
+    ErrorCode::Http,
+    ErrorCode::Image,
+    ErrorCode::ImageNotFound,
+    ErrorCode::Interrupted,
+    ErrorCode::Invalid,
+    ErrorCode::Io,
+    ErrorCode::K8sNotFound,
+    ErrorCode::NoLayer,
+    ErrorCode::NoSpace,
+    ErrorCode::NotFound,
+    ErrorCode::NotRunning,
+    ErrorCode::Parse,
+    ErrorCode::Permissions,
+    ErrorCode::PullFailed,
+    ErrorCode::ReadOnly,
+    ErrorCode::Refused,
+    ErrorCode::Running,
+    ErrorCode::Runtime,
+    ErrorCode::Schema,
+    ErrorCode::Shim,
+    ErrorCode::Spawn,
+    ErrorCode::Sqlite,
+    ErrorCode::Stopped,
+    ErrorCode::Timeout,
+    ErrorCode::TooLarge,
+    ErrorCode::TooLong,
+    ErrorCode::Unauthorized,
+    ErrorCode::Unavailable,
+    ErrorCode::Unreachable,
+    ErrorCode::Unsupported,
+    ErrorCode::VolumeSetup,
 };
 static_assert(std::size(kAllErrorCodes) == static_cast<std::size_t>(ErrorCode::VolumeSetup) + 1,
               "kAllErrorCodes lists every ErrorCode");
@@ -90,11 +119,13 @@ constexpr const char* to_string(ErrorCode c) {
     case ErrorCode::Io: return "io";
     case ErrorCode::K8sNotFound: return "NotFound";
     case ErrorCode::NoLayer: return "no_layer";
+    case ErrorCode::NoSpace: return "no_space";
     case ErrorCode::NotFound: return "not_found";
     case ErrorCode::NotRunning: return "not_running";
     case ErrorCode::Parse: return "parse";
     case ErrorCode::Permissions: return "permissions";
     case ErrorCode::PullFailed: return "pull_failed";
+    case ErrorCode::ReadOnly: return "read_only";
     case ErrorCode::Refused: return "refused";
     case ErrorCode::Running: return "running";
     case ErrorCode::Runtime: return "runtime";

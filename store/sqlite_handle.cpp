@@ -1,5 +1,9 @@
 #include "store/sqlite_handle.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +58,8 @@ void DbClose::operator()(sqlite3* db) const {
 
 Error sqlite_error(int rc, std::string message) {
     switch (rc & 0xff) {
+    case SQLITE_FULL: return Error{ErrorCode::NoSpace, std::move(message)};
+    case SQLITE_READONLY: return Error{ErrorCode::ReadOnly, std::move(message)};
     case SQLITE_BUSY:
     case SQLITE_LOCKED: return Error{ErrorCode::Busy, std::move(message)};
     case SQLITE_CORRUPT:
@@ -65,7 +71,29 @@ Error sqlite_error(int rc, std::string message) {
 Error sqlite_error(sqlite3* db, int rc) {
     // sqlite3_errmsg describes the most recent failure on the connection;
     // after a prepare or step that returned rc, that is this one.
-    return sqlite_error(rc, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    Error e = sqlite_error(rc, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    // "disk I/O error" alone does not say whether the card is full, was
+    // remounted read-only or is failing: the system's errno does, and the
+    // agent keeps running on the first two (agent/daemon/storage.h).
+    const int primary = rc & 0xff;
+    if (primary != SQLITE_IOERR && primary != SQLITE_CANTOPEN) return e;
+    int sys = db ? sqlite3_system_errno(db) : 0;
+    // SQLite reads errno late (unixGetLastError): often 0 by then. A file
+    // system the kernel has made read-only under us (ext4's errors=
+    // remount-ro) says so to an open for writing, which writes nothing.
+    const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
+    if (sys == 0 && file && *file) {
+        int fd = ::open(file, O_RDWR | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0)
+            ::close(fd);
+        else if (errno == EROFS)
+            sys = EROFS;
+    }
+    if (sys == 0) return e;
+    e.message += std::string(" (") + std::strerror(sys) + ")";
+    if (sys == ENOSPC || sys == EDQUOT) e.code = ErrorCode::NoSpace;
+    if (sys == EROFS) e.code = ErrorCode::ReadOnly;
+    return e;
 }
 
 Status Statement::prepare(sqlite3* db, const char* sql, Faults faults) {

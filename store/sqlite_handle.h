@@ -34,8 +34,10 @@ using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalize>;
 
 // Turns an SQLite result code and message into an Error. The code says what
 // a caller can do about it: "busy" (locked: retry later), "corrupt" (the
-// file is damaged or not a database: recovery moves it aside), "sqlite"
-// (anything else). The message is SQLite's; the store adds path and operation.
+// file is damaged or not a database: recovery moves it aside), "no_space"
+// and "read_only" (the file system is full or read-only, SQLITE_FULL,
+// SQLITE_READONLY or an I/O error whose errno says so: the agent runs on and
+// writes again later), "sqlite" (anything else). The message is SQLite's; the store adds path and operation.
 Error sqlite_error(int rc, std::string message);
 // The error SQLite last reported on `db` for result code `rc`.
 Error sqlite_error(sqlite3* db, int rc);

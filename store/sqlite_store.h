@@ -81,6 +81,7 @@ class SqliteStore final : public Store {
     Result<std::optional<std::string>> get_meta(const std::string& key) override;
 
     Stats stats() const override;
+    bool read_only() const override { return sqlite3_db_readonly(db_.get(), "main") == 1; }
 
     sqlite3* db() const { return db_.get(); }
 

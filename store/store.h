@@ -154,6 +154,11 @@ class Store {
         std::int64_t bytes = 0;
     };
     virtual Stats stats() const { return {}; }
+
+    // Whether the database can only be read: opened read-only, or SQLite
+    // fell back to reading it because the file system refused writing
+    // (a stateDir remounted read-only).
+    virtual bool read_only() const { return false; }
 };
 
 }  // namespace daemonlet::store

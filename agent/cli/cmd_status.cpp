@@ -1,6 +1,7 @@
 // daemonlet status: the running agent's state: its node, its DaemonSets
 // and pods, its manifest files (the broken ones and why), and its link to the API server (connected or
-// disconnected, since when and why, the watches, the Lease, the queued Events).
+// disconnected, since when and why, the watches, the Lease, the queued Events), and
+// whether its stateDir takes writes (agent/daemon/storage.h).
 #include <cstdio>
 
 #include "agent/cli/cli.h"
@@ -15,7 +16,8 @@ const char* const kHelp =
     "\n"
     "Shows the running agent's state: its node, DaemonSets and pods, and whether it\n"
     "is connected to the Kubernetes API server (with hysteresis: connected after 3 s\n"
-    "of a working link, disconnected after 15 s of a failing one).\n"
+    "of a working link, disconnected after 15 s of a failing one), and whether its\n"
+    "stateDir takes writes (a full or read-only disk: what changes is kept in memory).\n"
     "\n"
     "  -o json    the same as one JSON object\n";
 
@@ -48,6 +50,14 @@ void print_human(const Json& s) {
         const Json& c = s["configObjects"];
         std::printf("Config:       %zu ConfigMaps, %zu Secrets (from files)\n",
                     c.value("configMaps", Json::array()).size(), c.value("secrets", Json::array()).size());
+    }
+    if (s.contains("storage") && !s["storage"].value("writable", true)) {
+        const Json& st = s["storage"];
+        std::printf("Storage:      not writable since %s: %lld changes not recorded yet\n",
+                    str(st, "since").c_str(), st.value("pending", 0LL));
+        std::printf("  Error:      %s\n", str(st, "error").c_str());
+    } else {
+        std::printf("Storage:      writable\n");
     }
     const std::string state = str(api, "state");
     std::printf("API server:   %s", state.c_str());

@@ -3,6 +3,7 @@
 #include "agent/daemon/config_file.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,14 +77,7 @@ Status Agent::init() {
         log(Level::Err, s.error().message + "; delete and rollout undo will not reach this agent");
     }
 
-    store::OpenReport report;
-    const std::string db = config_.state_dir + "/daemonlet.db";
-    auto st = store::Store::open(db, clock_.wall_ms(), &report);
-    if (!st.ok()) return st.error();
-    store_ = std::move(st).value();
-    if (report.recovered)
-        log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
-                            "; rebuilding from the manifest directory and the running containers");
+    if (auto s = open_storage(); !s.ok()) return s;
 
     // Each source's state as last kept: the manifest files' last good
     // versions (a broken one's stays in force) and the cluster's DaemonSets
@@ -215,6 +209,47 @@ Status Agent::init() {
     return Ok{};
 }
 
+Status Agent::open_storage() {
+    store::OpenReport report;
+    const std::string db = config_.state_dir + "/daemonlet.db";
+    std::string read_only;
+    Result<std::unique_ptr<store::Store>> st = Error{ErrorCode::ReadOnly, ""};
+    // A worn-out card remounted read-only: rather than fail (and have
+    // systemd restart the agent into the same failure), run the pods from
+    // what the store holds and record nothing until a restart on a writable
+    // stateDir (storage.h). A read-only file system is asked first: SQLite
+    // would open the file read-only without saying so.
+    struct statvfs fs {};
+    if (::statvfs(config_.state_dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0) {
+        read_only = config_.state_dir + " is on a read-only file system";
+    } else {
+        st = store::Store::open(db, clock_.wall_ms(), &report);
+        if (!st.ok() && st.error().code == ErrorCode::ReadOnly) read_only = st.error().message;
+        // ext4's errors=remount-ro leaves the mount flags as they were:
+        // SQLite found out, and opened the file for reading only.
+        if (st.ok() && st.value()->read_only()) {
+            read_only = db + ": the file system refuses writes (read-only)";
+            st = Error{ErrorCode::ReadOnly, read_only};
+        }
+    }
+    if (!read_only.empty()) {
+        st = store::Store::open_readonly(db);
+        if (st.ok())
+            log(Level::Err, "store: " + read_only +
+                                ": running the pods from what the store holds; nothing is recorded until "
+                                "the agent is restarted on a writable stateDir");
+    }
+    if (!st.ok()) return st.error();
+    if (report.recovered)
+        log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
+                            "; rebuilding from the manifest directory and the running containers");
+    auto storage = std::make_unique<Storage>(&loop_, std::move(st).value(), clock_, read_only);
+    storage_ = storage.get();
+    storage_->set_on_change([this] { refresh_status_line(); });
+    store_ = std::move(storage);
+    return Ok{};
+}
+
 int Agent::run() {
     if (auto s = init(); !s.ok()) {
         log(Level::Err, "cannot start: " + s.error().message);
@@ -232,6 +267,11 @@ int Agent::run() {
 }
 
 void Agent::update_status() {
+    refresh_status_line();
+    after_reconcile();
+}
+
+void Agent::refresh_status_line() {
     std::size_t running = 0;
     for (const auto& [uid, p] : pods_)
         if (p.rec.phase == PodPhase::Running) ++running;
@@ -241,8 +281,8 @@ void Agent::update_status() {
         notifier_status_ += std::string(", API server ") + to_string(cluster_->state());
     else if (config_.api_server.enabled)
         notifier_status_ += ", API server not reachable (configuration error)";
+    if (storage_) notifier_status_ += storage_->status_suffix();
     if (notifier_) notifier_->status(notifier_status_);
-    after_reconcile();
 }
 
 void Agent::on_signal(uv_signal_t* h, int signum) {
@@ -364,6 +404,7 @@ void Agent::shutdown() {
     // before the runtime closes (pods.cpp close_runtime_when_idle).
     runtime_ops_.drop_queued();
     close_runtime_when_idle();
+    if (storage_) storage_->close();
     if (notifier_) notifier_->close();
 }
 

@@ -35,6 +35,7 @@
 #include "agent/daemon/node_ips.h"
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/sources.h"
+#include "agent/daemon/storage.h"
 #include "core/config.h"
 #include "core/image_gc.h"
 #include "core/manifest.h"
@@ -156,6 +157,10 @@ class Agent : private Images::Host {
     void shutdown();
     void reload_config();
     void update_status();
+    // The systemd STATUS line: DaemonSets, pods, the API server, the stateDir.
+    void refresh_status_line();
+    // Opens the store, or only reads it on a read-only stateDir (storage.h).
+    Status open_storage();
     static void on_signal(uv_signal_t* h, int signum);
 
     // desired.cpp: the sources (sources.h) merged to the desired state
@@ -324,7 +329,8 @@ class Agent : private Images::Host {
     const platform::Clock& clock_;
     uv_loop_t loop_{};
     Node node_;
-    std::unique_ptr<store::Store> store_;
+    std::unique_ptr<store::Store> store_;  // the Storage (storage.h) over the SQLite store
+    Storage* storage_ = nullptr;           // store_, watched: whether the stateDir takes writes
     std::unique_ptr<platform::Runtime> runtime_;
     // Starts and stops, at most runtime.maxParallelOperations at once, one
     // pod's in order (pods.cpp).

@@ -282,7 +282,8 @@ Json Agent::status_json() const {
                 {"pods", {{"total", pods_.size()}, {"running", running}}},
                 {"manifests", sources_->status()},
                 {"configObjects", sources_->config_status()},
-                {"apiServer", api}};
+                {"apiServer", api},
+                {"storage", storage_ ? storage_->status_json() : Json::object()}};
 }
 
 }  // namespace daemonlet::agent

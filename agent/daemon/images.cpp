@@ -81,6 +81,12 @@ bool is_runtime_unavailable(const std::string& output) {
     return output.find("daemonlet-image: unavailable: ") != std::string::npos;
 }
 
+bool is_disk_full(const std::string& output) {
+    return output.find("No space left on device") != std::string::npos ||
+           output.find("Disk quota exceeded") != std::string::npos ||
+           output.find("daemonlet-image: no_space: ") != std::string::npos;
+}
+
 Images::Images(uv_loop_t* loop, const AgentConfig& config, store::Store& store, platform::Runtime& runtime,
                const platform::Clock& clock, Host& host, std::string image_tool)
     : loop_(loop),
@@ -246,7 +252,25 @@ void Images::on_imported(const std::string& path,
         start_next_import();
         return;
     }
-    if (r.outcome == ProbeOutcome::Success) import_runtime_down_ = false;
+    if (r.outcome != ProbeOutcome::Success && is_disk_full(r.output)) {
+        // The stateDir (or containerd's root) is full: the archive is
+        // fine. As above: not recorded, queued again at the next check of
+        // the directory, said once until an import gets through.
+        host_.image_operation_done("import", false);
+        if (!import_disk_full_) {
+            std::string why = r.output;
+            while (!why.empty() && why.back() == '\n') why.pop_back();
+            log(Level::Err, "image import: " + (why.find(path) == std::string::npos ? path + ": " : "") +
+                                why +
+                                "; the disk is full: nothing of it was imported, it is tried again at the "
+                                "next check of the import directory");
+        }
+        import_disk_full_ = true;
+        import_seen_.erase(path);
+        start_next_import();
+        return;
+    }
+    if (r.outcome == ProbeOutcome::Success) import_runtime_down_ = import_disk_full_ = false;
     host_.image_operation_done("import", r.outcome == ProbeOutcome::Success);
     if (r.outcome != ProbeOutcome::Success) {
         std::string why = r.output;

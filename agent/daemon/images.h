@@ -49,6 +49,10 @@ std::vector<std::string> image_tool_command(const std::string& image_tool, const
 // Whether daemonlet-image's output says the runtime's image store did not
 // answer (containerd down): tried again later, not a bad archive.
 bool is_runtime_unavailable(const std::string& output);
+// Whether daemonlet-image's output says the disk is full (ENOSPC, EDQUOT):
+// the import did not fit, nothing of it was kept (daemonlet-image's import
+// is all or nothing); tried again later, not a bad archive.
+bool is_disk_full(const std::string& output);
 // The JSON objects of daemonlet-image's output, one per line; other lines
 // are skipped.
 std::vector<Json> json_object_lines(const std::string& output);
@@ -216,6 +220,7 @@ class Images {
     bool recalling_imports_ = false;          // daemonlet-image list runs
     bool imports_recalled_ = false;           // the records are checked against the store
     bool import_runtime_down_ = false;        // cri: containerd did not answer (said once)
+    bool import_disk_full_ = false;           // an import did not fit (said once)
     std::map<std::string, ImagePull> pulls_;  // by the image as the pod spec names it
     std::set<ImageWaiter> pulled_;            // Always: this start's pull is done, the next start runs
     uv_timer_t* gc_timer_ = nullptr;          // image GC's period; freed in its close callback

@@ -19,6 +19,7 @@ class FaultyVfs {
     FaultyVfs() {
         state().real = sqlite3_vfs_find(nullptr);
         state().countdown = 0;
+        state().full = false;
         sqlite3_vfs* real = state().real;
         vfs_ = sqlite3_vfs{};
         vfs_.iVersion = 2;
@@ -63,6 +64,10 @@ class FaultyVfs {
         state().fired = false;
     }
     static bool fired() { return state().fired; }
+    // A full disk: every write that would grow a database or WAL file fails
+    // with SQLITE_FULL (as the unix VFS reports ENOSPC); writes within a
+    // file's size (a WAL reused after a checkpoint) still land.
+    static void set_full(bool full) { state().full = full; }
 
   private:
     struct State {
@@ -70,6 +75,7 @@ class FaultyVfs {
         std::int64_t countdown = 0;
         bool persistent = false;
         bool fired = false;
+        bool full = false;
     };
     static State& state() {
         static State s;
@@ -116,6 +122,11 @@ class FaultyVfs {
             };
             io.xWrite = [](sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
                 if (faulty(f) && fail_now()) return SQLITE_IOERR_WRITE;
+                if (faulty(f) && state().full) {
+                    sqlite3_int64 size = 0;
+                    if (inner(f)->pMethods->xFileSize(inner(f), &size) != SQLITE_OK || off + n > size)
+                        return SQLITE_FULL;
+                }
                 return inner(f)->pMethods->xWrite(inner(f), buf, n, off);
             };
             io.xTruncate = [](sqlite3_file* f, sqlite3_int64 size) {

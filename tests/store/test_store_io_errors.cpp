@@ -127,3 +127,18 @@ TEST(StoreIoErrors, AnIoErrorAtOpenIsNotCorruption) {
     }
     CHECK_TEXT(n > 1, std::to_string(n).c_str());
 }
+
+// A full disk (issue 15 §3): SQLITE_FULL is "no_space", so that the agent
+// keeps the write and tries again (agent/daemon/storage.h), and the failed
+// transaction leaves nothing behind.
+TEST(StoreIoErrors, AFullDiskIsNoSpaceAndLeavesTheDatabaseAsItWas) {
+    const std::string before = dump_state(path);
+    FaultyVfs::set_full(true);
+    Status st = roll_out(*s);
+    FaultyVfs::set_full(false);
+    CHECK_FALSE(st.ok());
+    STRCMP_EQUAL("no_space", st.error().code_name());
+    CHECK_TEXT(contains(st.error().message, "full"), st.error().message.c_str());
+    STRCMP_EQUAL(before.c_str(), dump_state(path).c_str());
+    check_intact_and_working(1);
+}

@@ -1,0 +1,346 @@
+// The Storage component (storage.h): the store's writes kept and retried
+// while the stateDir is full or read-only.
+#include "agent/daemon/storage.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <type_traits>
+#include <vector>
+
+#include "core/cluster_report.h"
+#include "platform/log.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+namespace {
+
+// The meta row each retry writes first: a retry that wrote nothing else
+// would commit on a disk that is still full (BEGIN and an empty COMMIT
+// write nothing), and the storage would flap between the two states.
+constexpr const char* kProbeMeta = "storage.checked";
+
+const char* what_is_wrong(ErrorCode code) {
+    return code == ErrorCode::NoSpace ? "full" : code == ErrorCode::ReadOnly ? "read-only" : "not writable";
+}
+
+std::string seq_key(const char* prefix, std::uint64_t seq) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%020llu", static_cast<unsigned long long>(seq));
+    return prefix + std::string(buf);
+}
+
+}  // namespace
+
+class Storage::Tx final : public store::Store::Transaction {
+  public:
+    Tx(Storage& s, std::unique_ptr<Transaction> inner) : s_(s), inner_(std::move(inner)) {
+        s_.in_tx_ = true;
+        s_.tx_refused_ = !inner_;
+        s_.tx_writes_.clear();
+    }
+    ~Tx() override {
+        if (done_) return;
+        inner_.reset();  // rolls back
+        s_.end_tx(false);
+    }
+    Status commit() override {
+        if (done_) return Error{ErrorCode::Invalid, "commit: the transaction is already finished"};
+        done_ = true;
+        if (!inner_ || s_.tx_refused_) {
+            // The disk refused the transaction or one of its writes: SQLite
+            // has rolled it back, or will; none of it lands now, all of it
+            // is kept, to land together later.
+            inner_.reset();
+            s_.end_tx(false);
+            return Ok{};
+        }
+        Status st = inner_->commit();
+        inner_.reset();
+        if (st.ok() || !store_deferred(st.error())) {
+            s_.end_tx(st.ok());
+            return st;
+        }
+        s_.tx_refused_ = true;
+        s_.failed(st.error());
+        s_.end_tx(false);
+        return Ok{};
+    }
+
+  private:
+    Storage& s_;
+    std::unique_ptr<Transaction> inner_;
+    bool done_ = false;
+};
+
+Storage::Storage(uv_loop_t* loop, std::unique_ptr<store::Store> inner, const platform::Clock& clock,
+                 std::string read_only_reason)
+    : loop_(loop), inner_(std::move(inner)), clock_(clock) {
+    if (!read_only_reason.empty()) {
+        opened_read_only_ = true;
+        writable_ = false;
+        error_code_ = ErrorCode::ReadOnly;
+        error_ = std::move(read_only_reason);
+        since_ms_ = clock_.wall_ms();
+    }
+}
+
+Storage::~Storage() {
+    // The timer is the loop's: close() (shutdown) has closed it.
+    if (timer_) std::fprintf(stderr, "daemonlet: storage: destroyed before close()\n");
+}
+
+void Storage::close() {
+    if (closed_) return;
+    closed_ = true;
+    // A last try: the disk may have room again since the last retry.
+    if (!pending_.empty() && !opened_read_only_) (void)retry();
+    if (timer_) {
+        uv_close(reinterpret_cast<uv_handle_t*>(timer_),
+                 [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+        timer_ = nullptr;
+    }
+    if (!pending_.empty())
+        log(Level::Warning, std::to_string(pending_.size()) + " changes were not recorded (stateDir " +
+                                what_is_wrong(error_code_) + ": " + error_ +
+                                "); the next start rebuilds them from the manifests and the running "
+                                "containers");
+    pending_.clear();
+}
+
+Json Storage::status_json() const {
+    // The error and since are the outage's: "" once it is over.
+    return Json{{"writable", writable_},
+                {"error", writable_ ? std::string() : error_},
+                {"since", since_ms_ > 0 && !writable_ ? rfc3339(since_ms_) : std::string()},
+                {"pending", pending_.size()}};
+}
+
+std::string Storage::status_suffix() const {
+    if (writable_) return {};
+    if (opened_read_only_) return ", stateDir read-only: nothing is recorded";
+    return std::string(", stateDir ") + what_is_wrong(error_code_) + ": " + std::to_string(pending_.size()) +
+           " changes not recorded yet";
+}
+
+void Storage::failed(const Error& e) {
+    error_code_ = e.code;
+    error_ = e.message;
+    if (!writable_) return;
+    writable_ = false;
+    since_ms_ = clock_.wall_ms();
+    // Once, here: the callers were answered as if their writes had landed.
+    log(Level::Err, "store: " + e.message + ": the stateDir is " + what_is_wrong(e.code) +
+                        "; the pods run on and are served from memory, what changes is kept and written "
+                        "again every " +
+                        std::to_string(kRetryMs / 1000) + " s until the disk takes it");
+    start_retries();
+    if (on_change_) on_change_();
+}
+
+void Storage::start_retries() {
+    if (opened_read_only_ || !loop_ || closed_) return;
+    if (!timer_) {
+        timer_ = new uv_timer_t;
+        uv_timer_init(loop_, timer_);
+        timer_->data = this;
+    }
+    uv_timer_start(
+        timer_, [](uv_timer_t* t) { (void)static_cast<Storage*>(t->data)->retry(); }, kRetryMs, kRetryMs);
+}
+
+void Storage::keep(const std::string& key, const std::string& forget, Write w) {
+    if (!forget.empty())
+        for (auto it = pending_.lower_bound(forget); it != pending_.end() && it->first.starts_with(forget);)
+            it = pending_.erase(it);
+    pending_[key] = Kept{++seq_, std::move(w)};
+    if (!key.starts_with("event:")) return;
+    std::size_t events = 0;
+    for (auto it = pending_.lower_bound("event:"); it != pending_.end() && it->first.starts_with("event:");
+         ++it)
+        ++events;
+    if (events > kMaxPendingEvents) pending_.erase(pending_.lower_bound("event:"));  // the oldest
+}
+
+void Storage::end_tx(bool landed) {
+    in_tx_ = false;
+    std::vector<TxWrite> writes = std::move(tx_writes_);
+    tx_writes_.clear();
+    if (landed) {
+        for (const auto& w : writes) pending_.erase(w.key);
+    } else if (tx_refused_) {
+        for (auto& w : writes) keep(w.key, w.forget, std::move(w.write));
+    }
+    tx_refused_ = false;
+}
+
+// What a kept write answers: the caller goes on as if it had landed (its
+// state is in memory, the write follows), and says nothing (storage.h).
+template <class T>
+T kept_answer() {
+    if constexpr (std::is_same_v<T, bool>)
+        return true;
+    else
+        return T{};
+}
+
+template <class T, class Op>
+Result<T> Storage::write(const std::string& key, Op op, const std::string& forget) {
+    Write w = [op](store::Store& s) -> Status {
+        auto r = op(s);
+        if (!r.ok()) return r.error();
+        return Ok{};
+    };
+    if (in_tx_) {
+        if (tx_refused_) {
+            tx_writes_.push_back(TxWrite{key, forget, std::move(w)});
+            return kept_answer<T>();
+        }
+        Result<T> r = op(*inner_);
+        tx_writes_.push_back(TxWrite{key, forget, std::move(w)});
+        if (r.ok() || !store_deferred(r.error())) return r;
+        tx_refused_ = true;
+        failed(r.error());
+        return kept_answer<T>();
+    }
+    if (!writable_) {
+        // Behind what is kept: written after it, in order, by the retry (a
+        // revision's DaemonSet may be among the kept writes).
+        keep(key, forget, std::move(w));
+        return kept_answer<T>();
+    }
+    Result<T> r = op(*inner_);
+    if (r.ok() || !store_deferred(r.error())) return r;
+    keep(key, forget, std::move(w));
+    failed(r.error());
+    return kept_answer<T>();
+}
+
+Status Storage::retry() {
+    if (opened_read_only_ || in_tx_) return refusal();
+    auto tx = inner_->begin();
+    if (!tx.ok()) {
+        if (store_deferred(tx.error())) failed(tx.error());
+        return tx.error();
+    }
+    if (auto p = inner_->put_meta(kProbeMeta, std::to_string(clock_.wall_ms())); !p.ok()) {
+        if (store_deferred(p.error())) failed(p.error());
+        return p.error();
+    }
+    std::vector<std::pair<std::uint64_t, std::string>> order;
+    for (const auto& [key, k] : pending_) order.emplace_back(k.seq, key);
+    std::sort(order.begin(), order.end());
+    for (const auto& [seq, key] : order) {
+        Status st = pending_[key].write(*inner_);
+        if (st.ok()) continue;
+        if (store_deferred(st.error())) {
+            failed(st.error());
+            return st;
+        }
+        // Not the disk: this write would fail again on every retry.
+        log(Level::Warning, "store: a change kept while the stateDir was not writable no longer applies (" +
+                                st.error().message + "); dropped");
+    }
+    if (auto st = tx.value()->commit(); !st.ok()) {
+        if (store_deferred(st.error())) failed(st.error());
+        return st;
+    }
+    const std::size_t landed = pending_.size();
+    pending_.clear();
+    if (timer_) uv_timer_stop(timer_);
+    if (!writable_) {
+        writable_ = true;
+        log(Level::Notice, "store: the stateDir takes writes again after " +
+                               std::to_string((clock_.wall_ms() - since_ms_) / 1000) + " s; " +
+                               std::to_string(landed) + " changes kept meanwhile are recorded");
+        if (on_change_) on_change_();
+    }
+    return Ok{};
+}
+
+Result<std::unique_ptr<store::Store::Transaction>> Storage::begin() {
+    if (in_tx_) return inner_->begin();  // the store's own error: a transaction is open
+    // Not writable: the transaction is kept whole, behind what is kept.
+    if (!writable_) return std::unique_ptr<Transaction>(new Tx(*this, nullptr));
+    auto tx = inner_->begin();
+    if (!tx.ok()) {
+        if (!store_deferred(tx.error())) return tx.error();
+        failed(tx.error());
+        // The writes go on into a refused transaction: kept, written later.
+        return std::unique_ptr<Transaction>(new Tx(*this, nullptr));
+    }
+    return std::unique_ptr<Transaction>(new Tx(*this, std::move(tx).value()));
+}
+
+Result<bool> Storage::put_daemonset(const store::StoredDaemonSet& ds) {
+    return write<bool>("ds:" + ds.namespace_ + "/" + ds.name,
+                       [ds](store::Store& s) { return s.put_daemonset(ds); });
+}
+
+Result<bool> Storage::delete_daemonset(const std::string& ns, const std::string& name) {
+    const std::string key = "ds:" + ns + "/" + name;
+    return write<bool>(
+        key, [ns, name](store::Store& s) { return s.delete_daemonset(ns, name); }, key + "/");
+}
+
+Result<bool> Storage::put_revision(const RevisionRecord& rev) {
+    return write<bool>("ds:" + rev.namespace_ + "/" + rev.daemonset + "/rev/" + rev.hash,
+                       [rev](store::Store& s) { return s.put_revision(rev); });
+}
+
+Result<int> Storage::prune_revisions(const std::string& ns, const std::string& ds, int keep,
+                                     const std::vector<std::int64_t>& in_use) {
+    return write<int>("ds:" + ns + "/" + ds + "/prune", [ns, ds, keep, in_use](store::Store& s) {
+        return s.prune_revisions(ns, ds, keep, in_use);
+    });
+}
+
+Result<bool> Storage::put_rollback(const store::StoredRollback& rb) {
+    return write<bool>("ds:" + rb.namespace_ + "/" + rb.name + "/rollback",
+                       [rb](store::Store& s) { return s.put_rollback(rb); });
+}
+
+Result<bool> Storage::delete_rollback(const std::string& ns, const std::string& name) {
+    return write<bool>("ds:" + ns + "/" + name + "/rollback",
+                       [ns, name](store::Store& s) { return s.delete_rollback(ns, name); });
+}
+
+Result<bool> Storage::put_pod(const PodRecord& pod) {
+    return write<bool>("pod:" + pod.uid, [pod](store::Store& s) { return s.put_pod(pod); });
+}
+
+Result<bool> Storage::delete_pod(const std::string& uid) {
+    return write<bool>("pod:" + uid, [uid](store::Store& s) { return s.delete_pod(uid); });
+}
+
+Result<bool> Storage::put_node(const store::StoredNode& node) {
+    return write<bool>("node", [node](store::Store& s) { return s.put_node(node); });
+}
+
+Result<bool> Storage::add_event(const store::EventRecord& ev) {
+    return write<bool>(seq_key("event:", ++event_seq_), [ev](store::Store& s) { return s.add_event(ev); });
+}
+
+Result<bool> Storage::put_manifest_file(const store::StoredManifestFile& file) {
+    return write<bool>("file:" + file.path, [file](store::Store& s) { return s.put_manifest_file(file); });
+}
+
+Result<bool> Storage::delete_manifest_file(const std::string& path) {
+    return write<bool>("file:" + path, [path](store::Store& s) { return s.delete_manifest_file(path); });
+}
+
+Result<bool> Storage::rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) {
+    // Not kept (storage.h): replayed later it would move times recorded since.
+    if (!writable_ || (in_tx_ && tx_refused_)) return refusal();
+    auto r = inner_->rebase_wall_times(from_ms, to_ms, delta_ms);
+    if (!r.ok() && store_deferred(r.error())) failed(r.error());
+    return r;
+}
+
+Result<bool> Storage::put_meta(const std::string& key, const std::string& value) {
+    return write<bool>("meta:" + key, [key, value](store::Store& s) { return s.put_meta(key, value); });
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,174 @@
+// The Storage component: the store as the agent uses it, on a board whose
+// stateDir can fill up or be remounted read-only (a worn-out SD card).
+//
+// The store is the agent's memory across restarts, not its working state:
+// the pods, the DaemonSets in force and the manifests' last good versions
+// live in the agent's memory, as the kubelet's do. So a store that cannot be
+// written does not stop the agent: the pods run on, `get` and `status` are
+// served, and the writes that failed are kept here, the newest per row, and
+// written again (in one transaction, with a probe row that proves the disk
+// takes writes) every kRetryMs until they land. Storage forwards every call
+// to the SQLite store and watches the writes:
+//
+// - a write that fails with no_space or read_only (ErrorCode) is kept and
+//   answers as if it had landed (the caller's state is in memory; the write
+//   follows), the storage becomes not writable, and that is said once: a
+//   log line, the systemd STATUS line (status_suffix) and `daemonlet
+//   status`'s "storage" (status_json);
+// - while it is not writable, every write (and transaction) is kept without
+//   being tried, so that the retry writes them all in their order (a
+//   revision after its DaemonSet);
+// - a transaction that fails so keeps all its writes (SQLite rolled them
+//   back together: nothing is half-written), replayed in their order;
+// - a delete of a DaemonSet drops the kept writes of its revisions and
+//   rollback (the store's ON DELETE CASCADE);
+// - Events kept are bounded (kMaxPendingEvents, the oldest dropped);
+//   a wall-clock re-base is not kept (its times are rewritten again by the
+//   next step);
+// - writes that fail for another reason are returned as before and not kept.
+//
+// What is kept lives in memory only: an agent stopped while its stateDir is
+// not writable loses it, and the next one rebuilds it from the manifests and
+// the running containers (adoption), as after a power cut.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/json.h"
+#include "core/result.h"
+#include "platform/clock.h"
+#include "store/store.h"
+
+namespace daemonlet::agent {
+
+// Whether a store error is the disk's: full or read-only.
+inline bool store_deferred(const Error& e) {
+    return e.code == ErrorCode::NoSpace || e.code == ErrorCode::ReadOnly;
+}
+
+class Storage final : public store::Store {
+  public:
+    static constexpr std::int64_t kRetryMs = 2000;
+    static constexpr std::size_t kMaxPendingEvents = 64;
+
+    // `read_only_reason` non-empty: the database could only be opened
+    // read-only (an agent started on a read-only stateDir); nothing is
+    // written until a restart on a writable one.
+    Storage(uv_loop_t* loop, std::unique_ptr<store::Store> inner, const platform::Clock& clock,
+            std::string read_only_reason = {});
+    ~Storage() override;
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+
+    // Called when writable() changes (the agent updates its STATUS line).
+    void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
+    // Stops the retries (shutdown); says what was not recorded.
+    void close();
+
+    bool writable() const { return writable_; }
+    std::size_t pending() const { return pending_.size(); }
+    // {"writable", "error", "since", "pending"}: `daemonlet status`'s "storage".
+    Json status_json() const;
+    // "" when writable; else ", stateDir not writable (...)" for the STATUS line.
+    std::string status_suffix() const;
+    // Writes what is kept, in one transaction; ok when it all landed (and
+    // the storage is writable again). Run by the retry timer.
+    Status retry();
+
+    Result<std::unique_ptr<Transaction>> begin() override;
+    Result<bool> put_daemonset(const store::StoredDaemonSet& ds) override;
+    Result<bool> delete_daemonset(const std::string& ns, const std::string& name) override;
+    Result<std::optional<store::StoredDaemonSet>> get_daemonset(const std::string& ns,
+                                                                const std::string& name) override {
+        return inner_->get_daemonset(ns, name);
+    }
+    Result<std::vector<store::StoredDaemonSet>> list_daemonsets() override {
+        return inner_->list_daemonsets();
+    }
+    Result<bool> put_revision(const RevisionRecord& rev) override;
+    Result<std::vector<RevisionRecord>> list_revisions(const std::string& ns,
+                                                       const std::string& ds) override {
+        return inner_->list_revisions(ns, ds);
+    }
+    Result<int> prune_revisions(const std::string& ns, const std::string& ds, int keep,
+                                const std::vector<std::int64_t>& in_use) override;
+    Result<bool> put_rollback(const store::StoredRollback& rb) override;
+    Result<std::optional<store::StoredRollback>> get_rollback(const std::string& ns,
+                                                              const std::string& name) override {
+        return inner_->get_rollback(ns, name);
+    }
+    Result<bool> delete_rollback(const std::string& ns, const std::string& name) override;
+    Result<bool> put_pod(const PodRecord& pod) override;
+    Result<bool> delete_pod(const std::string& uid) override;
+    Result<std::vector<PodRecord>> list_pods() override { return inner_->list_pods(); }
+    Result<bool> put_node(const store::StoredNode& node) override;
+    Result<std::optional<store::StoredNode>> get_node() override { return inner_->get_node(); }
+    Result<bool> add_event(const store::EventRecord& ev) override;
+    Result<std::vector<store::EventRecord>> list_events(const std::string& ns, const std::string& object,
+                                                        int limit) override {
+        return inner_->list_events(ns, object, limit);
+    }
+    Result<bool> put_manifest_file(const store::StoredManifestFile& file) override;
+    Result<bool> delete_manifest_file(const std::string& path) override;
+    Result<std::vector<store::StoredManifestFile>> list_manifest_files() override {
+        return inner_->list_manifest_files();
+    }
+    Result<bool> rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) override;
+    Result<bool> put_meta(const std::string& key, const std::string& value) override;
+    Result<std::optional<std::string>> get_meta(const std::string& key) override {
+        return inner_->get_meta(key);
+    }
+    Stats stats() const override { return inner_->stats(); }
+    bool read_only() const override { return inner_->read_only(); }
+
+  private:
+    class Tx;
+    using Write = std::function<Status(store::Store&)>;
+    struct Kept {
+        std::uint64_t seq = 0;
+        Write write;
+    };
+
+    struct TxWrite {
+        std::string key;
+        std::string forget;  // a DaemonSet's delete: the prefix of its revisions' and rollback's keys
+        Write write;
+    };
+
+    // Runs `op` on the store, or only records it in a transaction the disk
+    // has refused; keeps it (under `key`) when the disk refuses it.
+    template <class T, class Op>
+    Result<T> write(const std::string& key, Op op, const std::string& forget = {});
+    void keep(const std::string& key, const std::string& forget, Write w);
+    void end_tx(bool landed);
+    void failed(const Error& e);
+    Error refusal() const { return Error{error_code_, error_}; }
+    void start_retries();
+
+    uv_loop_t* loop_;
+    std::unique_ptr<store::Store> inner_;
+    const platform::Clock& clock_;
+    std::function<void()> on_change_;
+    uv_timer_t* timer_ = nullptr;
+    bool closed_ = false;
+    bool opened_read_only_ = false;
+    bool writable_ = true;
+    ErrorCode error_code_ = ErrorCode::NoSpace;
+    std::string error_;
+    std::int64_t since_ms_ = 0;
+    std::uint64_t seq_ = 0;
+    std::uint64_t event_seq_ = 0;
+    std::map<std::string, Kept> pending_;  // by row ("ds:ns/name", "pod:uid", ...)
+    // The open transaction's writes, in order, and whether the disk refused one.
+    bool in_tx_ = false;
+    bool tx_refused_ = false;
+    std::vector<TxWrite> tx_writes_;
+};
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,162 @@
+// The Storage component (agent/daemon/storage.h) over a real SQLite store
+// whose disk fills up (tests/store/faulty_vfs.h: every write that would grow
+// the database or its -wal fails with SQLITE_FULL, so that SQLite's own
+// handling runs): a write the disk refuses is kept and answers as if it had
+// landed, the storage says it is not writable, nothing is half-written, and
+// a retry once space returns writes what was kept, in one transaction.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent/daemon/storage.h"
+#include "tests/agent/daemon/fake_clock.h"
+#include "tests/store/faulty_vfs.h"
+#include "tests/store/store_fixture.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+using namespace daemonlet::testing;
+
+namespace {
+
+constexpr std::int64_t kNow = 1'717'000'000'000;
+
+}  // namespace
+
+TEST_GROUP(Storage) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+    FaultyVfs vfs;
+    FakeClock clock;
+    std::unique_ptr<agent::Storage> s;
+    void setup() override {
+        auto inner = MUST(store::Store::open(path, kNow, nullptr));
+        CHECK_TRUE(seed_state(*inner).ok());
+        // No loop: the test runs the retries itself.
+        s = std::make_unique<agent::Storage>(nullptr, std::move(inner), clock);
+    }
+    void teardown() override {
+        FaultyVfs::set_full(false);
+        s->close();
+        s.reset();
+    }
+    // What the database holds when `changes` were written to a healthy disk,
+    // with the probe row the retry writes.
+    std::string written_directly(const std::function<Status(store::Store&)>& changes) {
+        TempDir other;
+        const std::string p = other.file("daemonlet.db");
+        auto st = MUST(store::Store::open(p, kNow, nullptr));
+        CHECK_TRUE(seed_state(*st).ok());
+        CHECK_TRUE(changes(*st).ok());
+        CHECK_TRUE(MUST(st->put_meta("storage.checked", std::to_string(clock.wall_ms()))));
+        st.reset();
+        return dump_state(p);
+    }
+};
+
+TEST(Storage, AWriteTheFullDiskRefusesIsKeptAndLandsOnceSpaceReturns) {
+    const std::string before = dump_state(path);
+    FaultyVfs::set_full(true);
+    PodRecord pod = sample_pod("uid-2");
+    CHECK_TRUE(MUST(s->put_pod(pod)));  // kept: the caller goes on
+    CHECK_FALSE(s->writable());
+    LONGS_EQUAL(1, s->pending());
+    const Json st = s->status_json();
+    CHECK_FALSE(st["writable"].get<bool>());
+    CHECK_TEXT(st["error"].get<std::string>().find("full") != std::string::npos, st.dump().c_str());
+    CHECK_TEXT(st["since"].get<std::string>().starts_with("2026-01-01T"), st.dump().c_str());
+    STRCMP_EQUAL(", stateDir full: 1 changes not recorded yet", s->status_suffix().c_str());
+    STRCMP_EQUAL(before.c_str(), dump_state(path).c_str());
+
+    clock.advance(2000);
+    CHECK_FALSE(s->retry().ok());  // still full
+    CHECK_FALSE(s->writable());
+    LONGS_EQUAL(1, s->pending());
+
+    FaultyVfs::set_full(false);
+    clock.advance(2000);
+    CHECK_TRUE(s->retry().ok());
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(0, s->pending());
+    STRCMP_EQUAL("", s->status_suffix().c_str());
+    STRCMP_EQUAL(R"({"writable":true,"error":"","since":"","pending":0})", s->status_json().dump().c_str());
+    STRCMP_EQUAL(written_directly([&](store::Store& d) -> Status {
+                     if (auto r = d.put_pod(pod); !r.ok()) return r.error();
+                     return Ok{};
+                 }).c_str(),
+                 dump_state(path).c_str());
+}
+
+TEST(Storage, ATransactionTheFullDiskRefusesLandsWholeAndInOrder) {
+    const std::string before = dump_state(path);
+    FaultyVfs::set_full(true);
+    CHECK_TRUE(roll_out(*s).ok());  // every write kept, the commit too
+    CHECK_FALSE(s->writable());
+    // Nothing of it is in the database: not half of it.
+    STRCMP_EQUAL(before.c_str(), dump_state(path).c_str());
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    STRCMP_EQUAL(written_directly(roll_out).c_str(), dump_state(path).c_str());
+    {
+        RawDb raw(path, SQLITE_OPEN_READONLY);
+        STRCMP_EQUAL("ok", raw.rows("PRAGMA integrity_check").c_str());
+    }
+}
+
+TEST(Storage, TheNewestWriteOfARowIsTheOneKept) {
+    FaultyVfs::set_full(true);
+    PodRecord pod = sample_pod("uid-2");
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    pod.phase = PodPhase::Failed;
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    CHECK_TRUE(MUST(s->delete_pod("uid-1")));
+    LONGS_EQUAL(2, s->pending());
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    auto pods = MUST(s->list_pods());
+    LONGS_EQUAL(1, pods.size());
+    STRCMP_EQUAL("uid-2", pods[0].uid.c_str());
+    CHECK_TRUE(pods[0].phase == PodPhase::Failed);
+}
+
+TEST(Storage, ADaemonSetDeletedWhileFullTakesItsKeptRevisionsWithIt) {
+    // The store's ON DELETE CASCADE: a kept revision of a DaemonSet deleted
+    // since would fail its foreign key at the retry.
+    FaultyVfs::set_full(true);
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("gone"))));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("gone", 1))));
+    CHECK_TRUE(MUST(s->delete_daemonset("kube-system", "gone")));
+    LONGS_EQUAL(1, s->pending());
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    CHECK_FALSE(MUST(s->get_daemonset("kube-system", "gone")).has_value());
+    LONGS_EQUAL(0, MUST(s->list_revisions("kube-system", "gone")).size());
+}
+
+TEST(Storage, EventsKeptWhileFullAreBounded) {
+    FaultyVfs::set_full(true);
+    for (int i = 0; i < 200; ++i) CHECK_TRUE(MUST(s->add_event(sample_event("Pod/agent-x7k2p", 100 + i))));
+    LONGS_EQUAL(agent::Storage::kMaxPendingEvents, s->pending());
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    // The newest ones landed (the store keeps its own bound per object).
+    auto events = MUST(s->list_events("kube-system", "Pod/agent-x7k2p", 1));
+    LONGS_EQUAL(1, events.size());
+    STRCMP_EQUAL("event 299 of Pod/agent-x7k2p", events.back().message.c_str());
+}
+
+TEST(Storage, AStoreOpenedReadOnlyKeepsEverythingAndSaysItRecordsNothing) {
+    s->close();
+    s = std::make_unique<agent::Storage>(nullptr, MUST(store::Store::open_readonly(path)), clock,
+                                         "/var/lib/daemonlet is on a read-only file system");
+    const std::string before = dump_state(path);
+    CHECK_FALSE(s->writable());
+    CHECK_TRUE(roll_out(*s).ok());
+    CHECK_TRUE(MUST(s->put_meta("resourceVersion", "7")));
+    CHECK_FALSE(s->retry().ok());
+    STRCMP_EQUAL(", stateDir read-only: nothing is recorded", s->status_suffix().c_str());
+    STRCMP_EQUAL(before.c_str(), dump_state(path).c_str());
+    // Reads are the store's.
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# A board's disk on a bad day (issue 15 §3), with the exec runtime. The
+# stateDir is a small ext4 file system on a loop device (errors=remount-ro,
+# as a board's flash is mounted), so that it can be filled and then fail as
+# a worn-out card does: the kernel remounts it read-only under the agent
+# (ext4's trigger_fs_error; a plain `mount -o remount,ro` is refused while
+# the agent and the shims hold files open for writing).
+# 1. Full (ENOSPC): the pod runs on (same process); `daemonlet status -o
+#    json` has storage.writable false with SQLite's error, the STATUS line
+#    and one log line say so (not one per write); the pod's log stops
+#    growing; a DaemonSet added meanwhile is kept, and once space returns it
+#    lands in the store, its pod runs, the log grows again and the database
+#    passes PRAGMA integrity_check.
+# 2. Read-only under the agent: the pod runs on, `status` and `get` are
+#    served and say that nothing can be recorded.
+# 3. An agent started on the read-only stateDir does not crash-loop: READY,
+#    the running pod adopted, the STATUS line says it records nothing.
+# 4. The "reboot" (the pods gone, fsck, mounted read-write): a clean start,
+#    every DaemonSet (the one added while read-only too) runs, and the
+#    database is intact.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: mounting a file system needs root"; exit 0; }
+[[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
+for tool in mkfs.ext4 e2fsck sqlite3 jq; do
+    command -v $tool >/dev/null || { echo "FAIL: $tool is missing (scripts/setup.sh installs it)"; exit 1; }
+done
+
+img=$work/state.img
+mkdir -p "$state"
+truncate -s 16M "$img"
+mkfs.ext4 -q -F -m 0 "$img" || { echo "FAIL: mkfs.ext4"; exit 1; }
+mount -o loop,errors=remount-ro "$img" "$state" || { echo "SKIPPED: cannot mount a loop device here"; exit 0; }
+loopdev=$(findmnt -no SOURCE "$state")
+disk_cleanup() {
+    [[ -n ${DISK_TEST_KEEP_LOGS:-} ]] && mkdir -p "$DISK_TEST_KEEP_LOGS" && cp "$work"/*.log "$DISK_TEST_KEEP_LOGS"/ 2>/dev/null &&
+        cp "$state"/runtime/containers/*/shim.log "$DISK_TEST_KEEP_LOGS"/ 2>/dev/null
+    [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
+    pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
+    pkill -KILL -f "it-marker-$$-" 2>/dev/null
+    mountpoint -q "$state" && umount -l "$state"
+    cleanup
+}
+trap disk_cleanup EXIT
+
+"$listen" "$work/notify.sock" "$work/notify.log" &
+listener=$!
+wait_for "notify listener up" 5 test -S "$work/notify.sock"
+
+write_config "{}" "[]"
+loop='trap \"exit 0\" TERM; while true; do echo tick; sleep 0.05; done'
+write_ds steady.yaml steady "$loop"
+
+storage() { status_json | jq -r ".storage.$1"; }
+last_status_line() { grep STATUS= "$work/notify.log" | tail -1; }
+steady_log() { ls "$state"/runtime/logs/it_steady-*/main/0.log 2>/dev/null | head -1; }
+log_size() { stat -c %s "$(steady_log)"; }
+integrity() { sqlite3 -readonly "$state/daemonlet.db" 'PRAGMA integrity_check'; }
+ds_names() { ds_list_json | jq -r '[.items[].metadata.name] | sort | join(",")'; }
+
+start_own_agent
+wait_ready 0
+wait_for "steady runs" 20 pod_running it steady
+steady_pid=$(pid_of steady)
+[[ -n $steady_pid ]] && ok || fail "no steady process"
+[[ $(storage writable) == true ]] && ok || fail "storage before: $(status_json | jq -c .storage)"
+
+# --- 1. The file system fills up.
+# ext4 keeps some blocks back for its delayed allocation and frees more as
+# its journal commits: small writes are made until they fail too.
+dd if=/dev/zero of="$state/fill" bs=64k 2>/dev/null
+for ((i = 0; i < 64; i++)); do dd if=/dev/zero of="$state/fill.$i" bs=4k count=1 conv=fsync 2>/dev/null || break; done
+dd if=/dev/zero of="$state/probe" bs=4k count=1 conv=fsync 2>/dev/null && fail "the disk is not full: $(df "$state")" || ok
+write_ds late.yaml late "$loop"
+wait_for "status says the stateDir is full" 10 bash -c \
+    "'$dl' status -o json --config '$cfg' | jq -e '.storage.writable == false and (.storage.error | test(\"full|No space\")) and .storage.pending > 0 and (.storage.since | length > 0)'"
+status_json | jq -c .storage
+wait_for "the STATUS line says so" 5 bash -c "grep STATUS= '$work/notify.log' | tail -1 | grep -q 'stateDir full'"
+full_size=$(log_size)
+# The agent keeps retrying (every 2 s) while the late pod's start fails on
+# the full disk and is retried too: wait for a retry of each.
+wait_for "the late pod's start is retried" 15 bash -c "(( \$(grep -c 'pod it/late-.* did not start' '$agent_log') >= 2 ))"
+[[ $(grep -c 'the stateDir is full' "$agent_log") -eq 1 ]] && ok ||
+    fail "the full disk is said $(grep -c 'the stateDir is full' "$agent_log") times, not once"
+[[ $(pid_of steady) == "$steady_pid" ]] && kill -0 "$steady_pid" && ok || fail "steady did not run on while full"
+# Lines still fit in the log's last block (ext4 allocates 4 KiB blocks):
+# past it the log stops growing, and the container runs on.
+(($(log_size) - full_size < 4096)) && ok || fail "steady's log grew on a full disk ($full_size -> $(log_size))"
+[[ $(ds_names) == steady ]] && ok || fail "get ds while full: $(ds_names)"
+
+# Space returns: the kept writes land, in one transaction.
+rm -f "$state"/fill* "$state/probe"
+wait_for "the stateDir takes writes again" 10 bash -c \
+    "'$dl' status -o json --config '$cfg' | jq -e '.storage.writable == true and .storage.pending == 0'"
+grep -q 'takes writes again' "$agent_log" && ok || fail "no log line for the recovery"
+[[ $(ds_names) == late,steady ]] && ok || fail "the DaemonSet added while full is not in the store: $(ds_names)"
+wait_for "late runs" 15 pod_running it late
+wait_for "steady's log grows again" 5 bash -c "(( \$(stat -c %s '$(steady_log)') > $full_size ))"
+[[ $(integrity) == ok ]] && ok || fail "integrity_check after the full disk: $(integrity)"
+[[ $(pid_of steady) == "$steady_pid" ]] && ok || fail "steady was restarted"
+last_status_line | grep -q stateDir && fail "the STATUS line still says: $(last_status_line)" || ok
+
+# --- 2. The card fails and the kernel remounts it read-only. What ext4 had
+# not committed to its journal then is lost (the file system's journal is
+# aborted): flushed first, so that the freed space stays free.
+sync -f "$state"
+trigger=/sys/fs/ext4/$(basename "$loopdev")/trigger_fs_error
+if [[ ! -w $trigger ]]; then
+    echo "the read-only part SKIPPED: this kernel has no $trigger"
+    stop_agent TERM
+    finish
+    exit
+fi
+echo "daemonlet test: worn-out card" >"$trigger"
+wait_for "the stateDir is read-only" 5 bash -c "findmnt -no OPTIONS '$state' | grep -qE '(^|,)(ro|emergency_ro)(,|$)'"
+write_ds late2.yaml late2 "$loop"
+wait_for "status says nothing can be recorded" 10 bash -c \
+    "'$dl' status -o json --config '$cfg' | jq -e '.storage.writable == false and (.storage.error | test(\"[Rr]ead-only|readonly\"))'"
+status_json | jq -c .storage
+wait_for "the STATUS line says so" 5 bash -c "grep STATUS= '$work/notify.log' | tail -1 | grep -q 'stateDir read-only'"
+pods_json | jq -e '[.items[].metadata.name | select(startswith("steady-"))] | length == 1' >/dev/null && ok ||
+    fail "get pods on the read-only stateDir: $(pods_json 2>&1 | head -3)"
+[[ $(pid_of steady) == "$steady_pid" ]] && ok || fail "steady did not run on while read-only"
+stop_agent TERM
+
+# --- 3. An agent started on the read-only stateDir runs from what it reads.
+start_own_agent
+wait_ready 1
+wait_for "its STATUS line says it records nothing" 5 bash -c \
+    "grep STATUS= '$work/notify.log' | tail -1 | grep -q 'stateDir read-only: nothing is recorded'"
+grep -q 'running the pods from what the store holds' "$agent_log" && ok || fail "no log line for the read-only start"
+kill -0 "$agent" 2>/dev/null && ok || fail "the agent started on a read-only stateDir exited"
+[[ $(pid_of steady) == "$steady_pid" ]] && ok || fail "steady was not adopted"
+stop_agent TERM
+
+# --- 4. The reboot: the pods are gone, the card is checked and mounted read-write.
+pkill -KILL -f "daemonlet-shim.*$work"
+pkill -KILL -f "it-marker-$$-"
+wait_for "the stateDir is released" 10 umount "$state"
+e2fsck -fy "$img" >/dev/null 2>&1
+(($? < 4)) && ok || fail "e2fsck could not repair the image"
+mount -o loop,errors=remount-ro "$img" "$state" || fail "mount after fsck"
+[[ $(integrity) == ok ]] && ok || fail "integrity_check after the read-only day: $(integrity)"
+start_own_agent
+wait_ready 2
+[[ $(storage writable) == true ]] && ok || fail "storage after the reboot: $(status_json | jq -c .storage)"
+for ds in steady late late2; do wait_for "$ds runs after the reboot" 15 pod_running it $ds; done
+[[ $(ds_names) == late,late2,steady ]] && ok || fail "get ds after the reboot: $(ds_names)"
+stop_agent TERM
+[[ $(integrity) == ok ]] && ok || fail "integrity_check at the end: $(integrity)"
+finish
