@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/daemon/api_pods.h"
 #include "agent/daemon/cluster_link.h"
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/control_server.h"
@@ -181,6 +182,12 @@ class Agent : private Images::Host {
     // Node it registers (core/node_status.h).
     NodeStatusInput measure_node_status();
     Json registration_object() const;
+    // cluster_pods.cpp: podStatus, the board's DaemonSet pods as Pods of
+    // the API (api_pods.h): what ApiPods reads of the pods
+    void start_api_pods();
+    void close_api_pods();
+    std::vector<BoardPod> board_pods();
+    Json board_pod_status(const LivePod& p, bool terminal) const;
 
     // rollback.cpp: rollout undo over a manifest file's template
     void apply_rollback(Desired& d);
@@ -355,6 +362,7 @@ class Agent : private Images::Host {
     bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
     std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
+    std::unique_ptr<ApiPods> api_pods_;          // podStatus: over cluster_, closed before it
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met
