@@ -12,7 +12,9 @@
 #   2. status_manager.go / PatchPodStatus: Running, the four conditions
 #      Ready, container statuses with restartCount and lastState after a
 #      crash; PATCH of pods/NAME/status with the uid precondition;
-#   3. a restarted agent takes its Pods: no second Pod, no new creation;
+#   3. the controller's Pod for the board (bound to it, of the revision the
+#      board runs) is taken, not doubled; a restarted agent takes its Pods:
+#      no second Pod, no new creation;
 #   4. the DaemonSet gone, its Pod gets its terminal status, then is deleted.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -54,14 +56,23 @@ put_revision() {  # put_revision DS HASH
 
 put_ds web 'exec sleep 600' '{}' '{"annotations": {"deprecated.daemonset.template.generation": "3"}}'
 put_ds flaky "[ -f $work/crashed ] || { touch $work/crashed; exit 3; }; exec sleep 600"
+put_ds made 'exec sleep 600'
+# The controller's Pod for the board, made before the agent saw the revision
+# (syncNodes with the scheduler's binding): Pending, no status of its own.
+ctl PUT pods/it/made-x7k2p "$(jq -c '{metadata: {labels: (.spec.template.metadata.labels + {"controller-revision-hash": "6c5d8b7f94"}),
+    ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "made", uid: .metadata.uid, controller: true, blockOwnerDeletion: true}]},
+    spec: (.spec.template.spec + {nodeName: "it-node"}), status: {phase: "Pending"}}' "$work/ds/made.json")" >/dev/null
 start_own_agent
 wait_for "the board runs web" 10 pod_running it web
 # No ControllerRevision yet: the board creates no Pod (the hash is never guessed).
-[[ $(api_pods | jq '.items | length') == 0 ]] && ok || fail "a Pod before its ControllerRevision: $(api_pods | jq -c '[.items[].metadata.name]')"
+[[ $(api_pods | jq '.items | length') == 1 ]] && ok || fail "a Pod before its ControllerRevision: $(api_pods | jq -c '[.items[].metadata.name]')"
 put_revision web 7d4b9c6f58
 put_revision flaky 5f8c7d9b46
+put_revision made 6c5d8b7f94
 wait_for "kubectl shows web's Pod Running and Ready" 10 running_ready web
 wait_for "kubectl shows flaky's Pod Running and Ready" 10 running_ready flaky
+wait_for "the controller's Pod is taken: Running and Ready" 10 running_ready made
+[[ $(pod_of made | jq -r .metadata.name) == made-x7k2p ]] && ok || fail "the controller's Pod was not taken: $(pod_of made | jq -c .metadata)"
 
 p=$(pod_of web)
 check() {  # check WHAT JQ_EXPR: web's Pod as kubectl printed it satisfies JQ_EXPR
@@ -101,7 +112,7 @@ grep -Eq "^flaky-[a-z0-9]{5} +1/1 +Running +1 .* it-node " <<<"$wide" && grep -E
 # 3. A restarted agent takes its Pods: the same two, none created.
 uids=$(api_pods | jq -c '[.items[].metadata.uid] | sort')
 creates=$(pod_writes create)
-[[ $creates == 2 ]] && ok || fail "Pods created: $creates, not 2"
+[[ $creates == 2 ]] && ok || fail "Pods created: $creates, not 2 (web, flaky; made's was taken)"
 stop_agent TERM
 before=$(ready_count)
 start_own_agent
@@ -109,7 +120,7 @@ wait_ready "$before"
 taken() { grep -c "(taken)" "$agent_log"; }
 export -f taken
 export agent_log
-wait_for "the restarted agent takes both Pods" 10 bash -c '[[ $(taken) == 2 ]]'
+wait_for "the restarted agent takes its three Pods" 10 bash -c '[[ $(taken) == 3 ]]'
 [[ $(api_pods | jq -c '[.items[].metadata.uid] | sort') == "$uids" ]] && ok || fail "the Pods changed across a restart: $(api_pods | jq -c '[.items[].metadata.name]')"
 [[ $(pod_writes create) == 2 ]] && ok || fail "the restarted agent created Pods: $(pod_writes create)"
 
@@ -121,5 +132,5 @@ wait_for "web's Pod is deleted once the DaemonSet is gone" 15 gone
 last=$(stats | jq -c '.deletedPods[-1]')
 jq -e '.metadata.ownerReferences[0].name == "web" and (.status.phase == "Failed" or .status.phase == "Succeeded") and (.status.containerStatuses[0].state | has("terminated")) and any(.status.conditions[]; .type == "Ready" and .status == "False")' <<<"$last" >/dev/null &&
     ok || fail "web's Pod was deleted without its terminal status: $last"
-[[ $(api_pods | jq '.items | length') == 1 ]] && ok || fail "flaky's Pod did not stay alone"
+[[ $(api_pods | jq -c '[.items[].metadata.ownerReferences[0].name] | sort') == '["flaky","made"]' ]] && ok || fail "the other Pods did not stay: $(api_pods | jq -c '[.items[].metadata.name]')"
 finish
