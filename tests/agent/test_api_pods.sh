@@ -124,6 +124,11 @@ wait_for "the restarted agent takes its three Pods" 10 bash -c '[[ $(taken) == 3
 [[ $(api_pods | jq -c '[.items[].metadata.uid] | sort') == "$uids" ]] && ok || fail "the Pods changed across a restart: $(api_pods | jq -c '[.items[].metadata.name]')"
 [[ $(pod_writes create) == 2 ]] && ok || fail "the restarted agent created Pods: $(pod_writes create)"
 
+"$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus | .pods == 3 and .taken == 3 and .lastError == ""' >/dev/null && ok ||
+    fail "daemonlet status does not count the Pods: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
+"$dl" status --config "$cfg" | grep -q "^  Pods:       3 in the API (0 created, 3 taken" && ok ||
+    fail "daemonlet status's Pods line: $("$dl" status --config "$cfg" | grep Pods)"
+
 # 4. The DaemonSet gone: its Pod's terminal status, then the Pod deleted.
 delete_ds web
 gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.ownerReferences[0].name == "web")] | length') == 0 ]]; }
