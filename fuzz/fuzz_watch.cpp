@@ -1,12 +1,18 @@
 // libFuzzer target: what the API server sends, as the cluster source reads
 // it: a watch stream (split at an arbitrary point, as chunks arrive) fed to
 // the reflector, the same bytes as a list page, and as the board's Node read
-// before a status post (registerNode: core/node_status.h).
+// before a status post (registerNode: core/node_status.h), and as the
+// ControllerRevisions and Pods read for the board's Pods (podStatus:
+// core/daemon_pod.h, core/pod_api_status.h).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "core/daemon_pod.h"
+#include "core/json_diff.h"
+#include "core/manifest.h"
 #include "core/node_status.h"
+#include "core/pod_api_status.h"
 #include "core/reflector.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -23,6 +29,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         Json status = node_status(node, &page, 1'700'000'000'000);
         (void)node_status_patch(page, status, {{"kubernetes.io/os", "linux"}});
         (void)node_status_changed(page, status);
+        static const DaemonSet ds = [] {
+            LoadedManifest m = load_manifest(
+                R"({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "a", "namespace": "n",
+                    "uid": "u"}, "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata":
+                    {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})",
+                "fuzz");
+            return std::get<DaemonSet>(m.objects.at(0).object);
+        }();
+        for (const auto& rev : cluster_revisions(ds, page)) (void)daemon_pod_object(ds, rev, "board");
+        for (const Json& pod : controlled_pods(page, "u", "board", true)) {
+            const Json& old = json_member(pod, "status");
+            Json next = pod_api_status(PodRecord{}, PodStatusContext{});
+            keep_transition_times(next, old, "2026-01-01T00:00:00Z");
+            (void)pod_status_patch(old, next, json_text(json_member(pod, "metadata"), "uid"));
+        }
     }
     (void)r.begin(1, 0.5);
     WatchDecoder d(64 * 1024);
