@@ -1,6 +1,7 @@
 // The board's DaemonSet pods as Pods of the API (api_pods.h).
 #include "agent/daemon/api_pods.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -20,8 +21,11 @@ namespace {
 // status.Manager's syncBatch period: every Pod's status is checked again.
 constexpr std::uint64_t kSyncPeriodMs = 10'000;
 // A pod whose template has no ControllerRevision yet: the revisions are
-// listed again this often (the controller writes one within its sync).
+// listed again after 1 s (the controller writes one within its sync), then
+// after twice as long each time, up to 30 s (a cluster whose controller is
+// down costs a request per DaemonSet every 30 s, not every second).
 constexpr std::int64_t kRevisionRetryMs = 1'000;
+constexpr std::int64_t kRevisionRetryMaxMs = 30'000;
 
 std::string selector_of(const DaemonSet& ds) {
     return ds.spec.selector ? label_selector_string(*ds.spec.selector) : std::string();
@@ -102,7 +106,8 @@ void ApiPods::sync() {
     for (const auto& p : pods)
         if (p.ds) in_use.insert(p.ds->metadata.uid);
     std::erase_if(revisions_, [&](const auto& kv) { return !in_use.count(kv.first); });
-    std::erase_if(revisions_listed_ms_, [&](const auto& kv) { return !in_use.count(kv.first); });
+    std::erase_if(revision_waits_,
+                  [&](const auto& kv) { return !in_use.count(kv.first.substr(0, kv.first.find('/'))); });
     const std::int64_t now = clock_.monotonic_ms();
     bool waiting = false;
     // The board's pods that are gone: their Pods finished, then deleted.
@@ -132,9 +137,13 @@ void ApiPods::sync() {
             const ClusterRevision* rev =
                 revs == revisions_.end() ? nullptr : revision_for(revs->second, m.template_hash);
             if (!rev) {
-                auto listed = revisions_listed_ms_.find(m.ds_uid);
-                if (listed == revisions_listed_ms_.end() || now - listed->second >= kRevisionRetryMs)
+                RevisionWait& w = revision_waits_[m.ds_uid + "/" + m.template_hash];
+                if (revs == revisions_.end() || now - w.listed_ms >= w.delay_ms) {
+                    w.listed_ms = now;
+                    w.delay_ms =
+                        w.delay_ms == 0 ? kRevisionRetryMs : std::min(2 * w.delay_ms, kRevisionRetryMaxMs);
                     return list_revisions(it->first, *p.ds);
+                }
                 waiting = true;  // the controller has not written its revision yet
                 continue;
             }
@@ -204,7 +213,6 @@ void ApiPods::list_revisions(const std::string& key, const DaemonSet& ds) {
              Json list = Json::parse(resp.body, nullptr, false);
              if (!list.is_object()) return failed(what + ": the response is not a JSON object", key);
              revisions_[shared->metadata.uid] = cluster_revisions(*shared, list);
-             revisions_listed_ms_[shared->metadata.uid] = clock_.monotonic_ms();
              arm(0);
          });
 }

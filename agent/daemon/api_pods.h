@@ -9,7 +9,8 @@
 //     --> sync(): one request at a time, over ClusterLink::request
 //   a pod of a cluster DaemonSet without its Pod:
 //     GET controllerrevisions?labelSelector=<the DaemonSet's selector>
-//       --> the revision of the template the pod runs (none yet: wait, 1 s)
+//       --> the revision of the template the pod runs (none yet: listed again
+//           after 1 s, 2 s, 4 s ... 30 s)
 //     GET pods?fieldSelector=spec.nodeName=<node>&labelSelector=...
 //       --> the DaemonSet's Pod of that revision on this node: taken (its
 //           name and uid), so a restarted agent or the controller's Pod
@@ -102,10 +103,15 @@ class ApiPods {
     bool busy_ = false;  // a request in flight
     bool closed_ = false;
     std::map<std::string, Mirror> mirrors_;  // by the board pod's uid
-    // The DaemonSets' ControllerRevisions as last listed, by DaemonSet uid,
-    // and when (monotonic): listed again after a second when none matches.
+    // The DaemonSets' ControllerRevisions as last listed, by DaemonSet uid;
+    // and for a template none matched, by "<DaemonSet uid>/<board hash>",
+    // when they were listed for it (monotonic) and the wait before the next.
     std::map<std::string, std::vector<ClusterRevision>> revisions_;
-    std::map<std::string, std::int64_t> revisions_listed_ms_;
+    struct RevisionWait {
+        std::int64_t listed_ms = 0;
+        std::int64_t delay_ms = 0;
+    };
+    std::map<std::string, RevisionWait> revision_waits_;
     std::string error_;
     std::uint64_t created_ = 0, adopted_ = 0, patches_ = 0, deleted_ = 0;
 };
