@@ -130,6 +130,7 @@ wait_for "the restarted agent takes its three Pods" 10 bash -c '[[ $(taken) == 3
     fail "daemonlet status's Pods line: $("$dl" status --config "$cfg" | grep Pods)"
 
 # 4. The DaemonSet gone: its Pod's terminal status, then the Pod deleted.
+web_uid=$(pod_of web | jq -r .metadata.uid)
 delete_ds web
 gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.ownerReferences[0].name == "web")] | length') == 0 ]]; }
 export -f gone
@@ -137,5 +138,8 @@ wait_for "web's Pod is deleted once the DaemonSet is gone" 15 gone
 last=$(stats | jq -c '.deletedPods[-1]')
 jq -e '.metadata.ownerReferences[0].name == "web" and (.status.phase == "Failed" or .status.phase == "Succeeded") and (.status.containerStatuses[0].state | has("terminated")) and any(.status.conditions[]; .type == "Ready" and .status == "False")' <<<"$last" >/dev/null &&
     ok || fail "web's Pod was deleted without its terminal status: $last"
+options=$(stats | jq -c .lastPodDelete)
+jq -e --arg u "$web_uid" '.preconditions.uid == $u and .gracePeriodSeconds == 0' <<<"$options" >/dev/null && ok ||
+    fail "the Pod was deleted without the uid precondition: $options"
 [[ $(api_pods | jq -c '[.items[].metadata.ownerReferences[0].name] | sort') == '["flaky","made"]' ]] && ok || fail "the other Pods did not stay: $(api_pods | jq -c '[.items[].metadata.name]')"
 finish

@@ -134,6 +134,7 @@ struct State {
     std::map<std::string, std::int64_t> pod_writes;   // create, status, delete
     json last_pod_patch;                              // the body of the last Pod status PATCH
     std::vector<json> deleted_pods;                   // as they were when deleted through the API
+    json last_pod_delete;                             // the DeleteOptions of the last Pod DELETE
     std::vector<json> events;
     std::vector<HistoryEntry> history;
     std::map<std::string, std::vector<json>> snapshots;  // continue token -> remaining items
@@ -767,6 +768,7 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                           {"podWrites", S.pod_writes},
                           {"lastPodPatch", S.last_pod_patch},
                           {"deletedPods", S.deleted_pods},
+                          {"lastPodDelete", S.last_pod_delete},
                           {"events", S.events}});
     }
     if (p.size() == 3 && p[2] == "summary") {
@@ -1008,6 +1010,7 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
         map.erase(it);
         ++S.pod_writes["delete"];
         S.deleted_pods.push_back(obj);
+        S.last_pod_delete = in;
         return send_json(c, 200, obj);
     }
     return send_json(c, 405, status_object(405, "MethodNotAllowed", method + " is not supported here"));
