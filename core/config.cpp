@@ -122,10 +122,10 @@ void parse_taints(ConfigReader& r, const Json& v, const std::string& key, std::v
 void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_dir, ApiServerConfig& a) {
     if (!v.is_object()) return r.error("apiServer", "expected {kubeconfig: PATH} or {inCluster: true}");
     a.enabled = true;
-    r.unknown_keys(
-        v, "apiServer.",
-        {"kubeconfig", "inCluster", "serviceAccountDir", "context", "namespaces", "labelSelector",
-         "nodeFromCluster", "leaseNamespace", "requestTimeout", "registerNode", "registerWithTaints"});
+    r.unknown_keys(v, "apiServer.",
+                   {"kubeconfig", "inCluster", "serviceAccountDir", "context", "namespaces", "labelSelector",
+                    "nodeFromCluster", "leaseNamespace", "requestTimeout", "registerNode",
+                    "registerWithTaints", "podStatus"});
     auto boolean = [&](const char* key, bool& out) {
         if (!v.contains(key)) return;
         if (!v[key].is_boolean()) return r.error(std::string("apiServer.") + key, "expected true or false");
@@ -140,6 +140,15 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
     boolean("inCluster", a.in_cluster);
     boolean("nodeFromCluster", a.node_from_cluster);
     boolean("registerNode", a.register_node);
+    // podStatus: on by default with registerNode. A Pod bound to a Node that
+    // does not exist is deleted by the pod garbage collector
+    // (pkg/controller/podgc gcOrphaned): refused without a Node.
+    a.pod_status = a.register_node;
+    boolean("podStatus", a.pod_status);
+    if (a.pod_status && !a.register_node && !a.node_from_cluster)
+        r.error("apiServer.podStatus",
+                "needs the board's Node (registerNode: true, or nodeFromCluster: true with a Node an admin "
+                "created): the pod garbage collector deletes Pods bound to a Node that does not exist");
     if (v.contains("registerWithTaints"))
         parse_taints(r, v["registerWithTaints"], "apiServer.registerWithTaints", a.register_with_taints);
     if (v.contains("context")) r.string(v["context"], "apiServer.context", a.context);

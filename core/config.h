@@ -38,6 +38,7 @@
 //     labelSelector: "edge=true"   # only these DaemonSets
 //     nodeFromCluster: false       # labels, taints from the Node object
 //     registerNode: false          # create the Node, post its status (kubelet's)
+//     podStatus: <registerNode>    # the board's DaemonSet pods as Pods of the API
 //     registerWithTaints:          # the new Node's taints
 //       - {key: daemonlet.io/board, effect: NoSchedule}
 //     leaseNamespace: kube-node-lease
@@ -78,6 +79,12 @@ struct ApiServerConfig {
     // taints the Node is created with (kubelet's --register-with-taints).
     bool register_node = false;
     std::vector<Taint> register_with_taints;
+    // podStatus (default: registerNode): each pod the board runs for a
+    // cluster DaemonSet is a Pod of the API, created or taken as the
+    // DaemonSet controller would have made it, its status kept as the
+    // kubelet's status manager keeps it (core/daemon_pod.h,
+    // core/pod_api_status.h, agent/daemon/api_pods.h).
+    bool pod_status = false;
     std::string lease_namespace = "kube-node-lease";
     // A list page, a Lease renewal, an Event: each gives up after this (a
     // watch lasts its timeoutSeconds). kube-apiserver's own limit is 60 s.

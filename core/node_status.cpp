@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/cluster_report.h"
+#include "core/json_diff.h"
 
 namespace daemonlet {
 
@@ -23,24 +24,6 @@ void observed(bool met, std::int64_t now_ms, std::optional<std::int64_t>& last) 
 
 bool within(const std::optional<std::int64_t>& last, std::int64_t now_ms, std::int64_t period_ms) {
     return last && now_ms - *last < period_ms;
-}
-
-// Equal as JSON values: objects whatever the order of their keys (Json
-// keeps the order; the API server sends its own, the Go fields' order).
-bool same(const Json& a, const Json& b) {
-    if (a.is_object() && b.is_object()) {
-        if (a.size() != b.size()) return false;
-        for (auto it = a.begin(); it != a.end(); ++it)
-            if (!b.contains(it.key()) || !same(it.value(), b[it.key()])) return false;
-        return true;
-    }
-    if (a.is_array() && b.is_array()) {
-        if (a.size() != b.size()) return false;
-        for (std::size_t i = 0; i < a.size(); ++i)
-            if (!same(a[i], b[i])) return false;
-        return true;
-    }
-    return a == b;
 }
 
 // A string field of an object from the server; "" when absent or not a
@@ -87,23 +70,6 @@ Json strip_heartbeats(Json status) {
     std::sort(cs.begin(), cs.end(),
               [](const Json& a, const Json& b) { return text(a, "type") < text(b, "type"); });
     return status;
-}
-
-// The keys of `want` whose values `have` lacks or differs in; maps are
-// compared key by key (what others set in them stays), anything else whole.
-Json merge_diff(const Json& have, const Json& want) {
-    Json out = Json::object();
-    for (auto it = want.begin(); it != want.end(); ++it) {
-        const Json* h = have.is_object() && have.contains(it.key()) ? &have[it.key()] : nullptr;
-        if (h && same(*h, it.value())) continue;
-        if (h && h->is_object() && it.value().is_object()) {
-            Json d = merge_diff(*h, it.value());
-            if (!d.empty()) out[it.key()] = std::move(d);
-        } else {
-            out[it.key()] = it.value();
-        }
-    }
-    return out;
 }
 
 }  // namespace
@@ -221,7 +187,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
             ? old_meta["labels"]
             : empty;
     for (const auto& [k, v] : reconcile)
-        if (!old_labels.contains(k) || !same(old_labels[k], Json(v))) patch["metadata"]["labels"][k] = v;
+        if (!old_labels.contains(k) || !json_same(old_labels[k], Json(v))) patch["metadata"]["labels"][k] = v;
 
     const Json& old_status =
         old_node.is_object() && old_node.contains("status") && old_node["status"].is_object()
@@ -231,7 +197,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
     for (auto it = status.begin(); it != status.end(); ++it) {
         const std::string& key = it.key();
         const Json* have = old_status.contains(key) ? &old_status[key] : nullptr;
-        if (have && same(*have, it.value())) continue;
+        if (have && json_same(*have, it.value())) continue;
         if (key == "conditions") {
             // patchMergeKey type: only the conditions that differ, and the
             // order of them all.
@@ -239,7 +205,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
             for (const Json& c : it.value()) {
                 order.push_back({{"type", c["type"]}});
                 const Json* o = find_condition(&old_node, c["type"].get<std::string>());
-                if (!o || !same(*o, c)) changed.push_back(c);
+                if (!o || !json_same(*o, c)) changed.push_back(c);
             }
             if (changed.empty()) continue;
             st["$setElementOrder/conditions"] = std::move(order);
@@ -252,7 +218,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
             if (have && have->is_array() && !have->empty()) list.push_back({{"$patch", "replace"}});
             st["addresses"] = std::move(list);
         } else if (have && have->is_object() && it.value().is_object()) {
-            Json d = merge_diff(*have, it.value());
+            Json d = json_merge_diff(*have, it.value());
             if (!d.empty()) st[key] = std::move(d);
         } else {
             st[key] = it.value();
@@ -263,7 +229,7 @@ Json node_status_patch(const Json& old_node, const Json& status, const Labels& r
 }
 
 bool node_status_changed(const Json& last_posted, const Json& status) {
-    return !same(strip_heartbeats(last_posted), strip_heartbeats(status));
+    return !json_same(strip_heartbeats(last_posted), strip_heartbeats(status));
 }
 
 bool status_report_due(bool changed, std::optional<std::int64_t> last_report_ms, std::int64_t now_ms) {

@@ -1,14 +1,20 @@
 // libFuzzer target: what the API server sends, as the cluster source reads
 // it: a watch stream (split at an arbitrary point, as chunks arrive) fed to
 // the reflector, the same bytes as a list page, and as the board's Node read
-// before a status post (registerNode: core/node_status.h), and as a
-// TokenRequest's answer (core/service_account.h).
+// before a status post (registerNode: core/node_status.h), as a
+// TokenRequest's answer (core/service_account.h), and as the
+// ControllerRevisions and Pods read for the board's Pods (podStatus:
+// core/daemon_pod.h, core/pod_api_status.h).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "core/daemon_pod.h"
+#include "core/json_diff.h"
+#include "core/manifest.h"
 #include "core/node_status.h"
+#include "core/pod_api_status.h"
 #include "core/reflector.h"
 #include "core/service_account.h"
 
@@ -27,6 +33,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)node_status_patch(page, status, {{"kubernetes.io/os", "linux"}});
         (void)node_status_changed(page, status);
         if (auto t = parse_token_request(page); t.ok()) (void)token_requires_refresh(t.value(), 0, 0);
+        static const DaemonSet ds = [] {
+            LoadedManifest m = load_manifest(
+                R"({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "a", "namespace": "n",
+                    "uid": "u"}, "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata":
+                    {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})",
+                "fuzz");
+            return std::get<DaemonSet>(m.objects.at(0).object);
+        }();
+        for (const auto& rev : cluster_revisions(ds, page)) (void)daemon_pod_object(ds, rev, "board");
+        for (const Json& pod : controlled_pods(page, "u", "board", true)) {
+            const Json& old = json_member(pod, "status");
+            Json next = pod_api_status(PodRecord{}, PodStatusContext{});
+            keep_transition_times(next, old, "2026-01-01T00:00:00Z");
+            (void)pod_status_patch(old, next, json_text(json_member(pod, "metadata"), "uid"));
+        }
     }
     (void)parse_rfc3339(std::string(in.substr(0, 64)));
     (void)api_server_host_port(std::string(in.substr(0, 256)));

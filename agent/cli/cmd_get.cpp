@@ -9,6 +9,7 @@
 #include "agent/cli/cli_flags.h"
 #include "agent/cli/operator_view.h"
 #include "agent/daemon/node_ips.h"
+#include "core/pod_api_status.h"
 #include "platform/system_info.h"
 #include "store/store.h"
 
@@ -32,15 +33,6 @@ Json rfc3339(std::int64_t ms, std::int64_t now) {
     auto t = utc_time(ms, now, "%Y-%m-%dT%H:%M:%SZ");
     if (!t) return nullptr;
     return *t;
-}
-
-// The Ready condition: every app container and every sidecar ready.
-bool pod_ready(const PodRecord& p) {
-    if (p.containers.empty() || p.deleting) return false;
-    auto ready = [](const ContainerStatus& c) { return c.ready; };
-    return std::all_of(p.containers.begin(), p.containers.end(), ready) &&
-           std::all_of(p.init_containers.begin(), p.init_containers.end(),
-                       [](const ContainerStatus& c) { return !c.sidecar || c.ready; });
 }
 
 Json pod_json(const PodRecord& p, const std::string& node, const std::string& runtime,
@@ -74,73 +66,11 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
             Json::array({{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}, {"controller", true}}});
     }
     pod["spec"] = {{"nodeName", node}};
-    std::int64_t latest_ready_change = 0;
-    auto status_json = [&](const ContainerStatus& c) {
-        Json st = Json::object();
-        st["name"] = c.name;
-        st["ready"] = c.ready;
-        st["started"] = c.started;
-        st["restartCount"] = c.restart_count;
-        if (!c.runtime_id.empty()) st["containerID"] = runtime + "://" + c.runtime_id;
-        Json state = Json::object();
-        if (c.state == ContainerState::Running) {
-            state["running"] = {{"startedAt", rfc3339(c.started_at_ms, now)}};
-        } else if (c.state == ContainerState::Terminated) {
-            state["terminated"] = {{"exitCode", c.exit_code},
-                                   {"reason", c.reason},
-                                   {"startedAt", rfc3339(c.started_at_ms, now)},
-                                   {"finishedAt", rfc3339(c.finished_at_ms, now)}};
-        } else {
-            Json w = {{"reason", c.reason}};
-            if (!c.message.empty()) w["message"] = c.message;
-            state["waiting"] = w;
-        }
-        st["state"] = state;
-        // kubelet's lastState: the previous instance's termination, once
-        // the container waits to restart or runs again (a terminated one's
-        // own is in state).
-        Json last = Json::object();
-        if (c.state != ContainerState::Terminated && !c.termination_reason.empty())
-            last["terminated"] = {{"exitCode", c.exit_code},
-                                  {"reason", c.termination_reason},
-                                  {"startedAt", rfc3339(c.termination_started_at_ms, now)},
-                                  {"finishedAt", rfc3339(c.finished_at_ms, now)}};
-        st["lastState"] = last;
-        latest_ready_change = std::max(latest_ready_change, c.started_at_ms);
-        return st;
-    };
-    Json statuses = Json::array();
-    for (const auto& c : p.containers) statuses.push_back(status_json(c));
-    Json init_statuses = Json::array();
-    for (const auto& c : p.init_containers) init_statuses.push_back(status_json(c));
-    bool ready = pod_ready(p);
-    pod["status"] = {
-        {"phase", to_string(p.phase)},
-        {"conditions", Json::array({{{"type", "Ready"},
-                                     {"status", ready ? "True" : "False"},
-                                     {"lastTransitionTime", rfc3339(latest_ready_change, now)}}})},
-        {"containerStatuses", statuses}};
-    if (!p.init_containers.empty()) pod["status"]["initContainerStatuses"] = init_statuses;
-    // kubelet's rejectPod: status.reason and status.message.
-    if (!p.reason.empty()) {
-        pod["status"]["reason"] = p.reason;
-        pod["status"]["message"] = p.message;
-    }
-    // kubelet's generateAPIPodStatus: hostIP is the node's primary IP,
-    // hostIPs the node's (at most a dual-stack pair), on every pod.
-    if (!node_ips.empty()) {
-        pod["status"]["hostIP"] = node_ips.front();
-        Json ips = Json::array();
-        for (std::size_t i = 0; i < node_ips.size() && i < 2; ++i) ips.push_back({{"ip", node_ips[i]}});
-        pod["status"]["hostIPs"] = ips;
-    }
-    // kubelet's convertStatusToAPIStatus: podIP is podIPs[0].
-    if (!p.pod_ips.empty()) {
-        pod["status"]["podIP"] = p.pod_ips.front();
-        Json ips = Json::array();
-        for (const auto& ip : p.pod_ips) ips.push_back({{"ip", ip}});
-        pod["status"]["podIPs"] = ips;
-    }
+    PodStatusContext ctx;
+    ctx.runtime = runtime;
+    ctx.node_ips = node_ips;
+    ctx.now_ms = now;
+    pod["status"] = pod_api_status(p, ctx);
     return pod;
 }
 

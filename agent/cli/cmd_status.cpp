@@ -86,6 +86,14 @@ void print_human(const Json& s) {
                     str(n, "posted").empty() ? "never" : str(n, "posted").c_str(), n.value("posts", 0LL));
         if (!str(n, "lastError").empty()) std::printf("    Error:    %s\n", str(n, "lastError").c_str());
     }
+    if (api.contains("podStatus") && api["podStatus"].is_object()) {
+        const Json& p = api["podStatus"];
+        std::printf(
+            "  Pods:       %lld in the API (%lld created, %lld taken, %lld status patches, %lld deleted)\n",
+            p.value("pods", 0LL), p.value("created", 0LL), p.value("taken", 0LL), p.value("patches", 0LL),
+            p.value("deleted", 0LL));
+        if (!str(p, "lastError").empty()) std::printf("    Error:    %s\n", str(p, "lastError").c_str());
+    }
     if (api.contains("events"))
         std::printf("  Events:     %lld queued, %lld sent, %lld dropped\n",
                     api["events"].value("queued", 0LL), api["events"].value("sent", 0LL),

@@ -347,6 +347,7 @@ void Agent::reload_config() {
             cluster_counts_before_.events_sent += c.events_sent;
             cluster_counts_before_.events_dropped += c.events_dropped;
         }
+        close_api_pods();
         cluster_.reset();
         sources_->keep_followed(config_.api_server);
         if (!config_.api_server.node_from_cluster) cluster_node_.reset();
@@ -382,6 +383,7 @@ void Agent::shutdown() {
     if (notifier_) notifier_->stopping();
     if (watch_) watch_->close();
     if (images_) images_->close();
+    close_api_pods();
     if (cluster_) {
         save_cluster_events();
         cluster_->close();

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/daemon/api_access.h"
+#include "agent/daemon/api_pods.h"
 #include "agent/daemon/cluster_link.h"
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/control_server.h"
@@ -187,6 +188,12 @@ class Agent : private Images::Host {
     // Node it registers (core/node_status.h).
     NodeStatusInput measure_node_status();
     Json registration_object() const;
+    // cluster_pods.cpp: podStatus, the board's DaemonSet pods as Pods of
+    // the API (api_pods.h): what ApiPods reads of the pods
+    void start_api_pods();
+    void close_api_pods();
+    std::vector<BoardPod> board_pods();
+    Json board_pod_status(const LivePod& p, bool terminal) const;
 
     // rollback.cpp: rollout undo over a manifest file's template
     void apply_rollback(Desired& d);
@@ -370,6 +377,7 @@ class Agent : private Images::Host {
     std::unique_ptr<ClusterLink> cluster_;
     // Service-account tokens, kube-root-ca.crt and the admitted specs (api_access.h).
     std::unique_ptr<ApiAccess> api_access_;
+    std::unique_ptr<ApiPods> api_pods_;          // podStatus: over cluster_, closed before it
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met

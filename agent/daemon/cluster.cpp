@@ -109,6 +109,7 @@ void Agent::start_cluster(bool start_now) {
             log(Level::Warning, "store: " + w.error().message);
     }
     if (start_now) cluster_->start();
+    start_api_pods();
 }
 
 // At a stop: the Events the cluster has not had yet, for the next start.
@@ -184,7 +185,10 @@ void Agent::refresh_node() {
     }
 }
 
-void Agent::on_link(LinkState) { update_status(); }
+void Agent::on_link(LinkState) {
+    update_status();
+    if (api_pods_) api_pods_->changed();
+}
 
 // The Node as the kubelet registers it: the automatic labels and nodeLabels,
 // registerWithTaints (not nodeTaints, which are the board's own), and the
@@ -273,6 +277,7 @@ Json Agent::status_json() const {
         if (auto d = desired_.find(key); d != desired_.end() && !d->second.from_api()) ++shadowed;
     api["cached"] = sources_->api().size();
     if (api_access_ && config_.api_server.enabled) api["forPods"] = api_access_->status();
+    if (api_pods_) api["podStatus"] = api_pods_->status();
     return Json{{"node", node_.metadata.name},
                 {"daemonSets",
                  {{"total", desired_.size()},

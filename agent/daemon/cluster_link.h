@@ -88,6 +88,13 @@ class ClusterLink {
     const std::deque<ClusterEvent>& queued_events() const { return events_.items(); }
 
     LinkState state() const { return link_.state(); }
+    // One request of another component (api_pods.h) to the link's server,
+    // with its credentials, counted in its requests and bytes; `done` is
+    // called once, unless the link closes first. An error when it cannot be
+    // sent (then `done` is never called).
+    Result<platform::HttpClient::RequestId> request(const std::string& method, const std::string& target,
+                                                    std::string body,
+                                                    std::function<void(Result<platform::HttpResponse>)> done);
     // For the agent's metrics (metrics.h): counts since the link started.
     struct Counts {
         std::uint64_t relists = 0;         // first pages of a list (each follower's first list too)

@@ -294,6 +294,7 @@ void Agent::save_pod(const LivePod& p) {
                                      static_cast<double>(clock_.wall_ms() - p.rec.created_at_ms) / 1000.0);
     }
     if (auto w = store_->put_pod(p.rec); !w.ok()) log(Level::Err, "store: " + w.error().message);
+    if (api_pods_) api_pods_->changed();
 }
 
 void Agent::create_pod(const PodToCreate& c) {
@@ -741,6 +742,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
         if (!lc.id.empty() || lc.starting) return;  // its exit (or start) brings us back here
     log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
+    if (api_pods_) api_pods_->pod_finished(uid, board_pod_status(pit->second, true));
     for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
     probes_->remove_pod(uid);
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);

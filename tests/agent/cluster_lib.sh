@@ -80,3 +80,16 @@ delete_ds() {
 }
 node_body='{"metadata": {"labels": {"zone": "a"}}, "spec": {}}'
 put_node() { ctl PUT nodes/it-node "$1" >/dev/null; }
+# api_server_config [KEY: VALUE]...: a kubeconfig for the test API server on
+# $port, and the apiServer section that uses it appended to $cfg (after
+# write_config), with the given keys.
+api_server_config() {
+    write_kubeconfig "$work/kubeconfig" "$port"
+    {
+        echo "apiServer:"
+        echo "  kubeconfig: $work/kubeconfig"
+        echo "  requestTimeout: 3s"
+        local kv
+        for kv in "$@"; do echo "  $kv"; done
+    } >>"$cfg"
+}

@@ -20,6 +20,16 @@
 //        spec, the main resource keeps the status, as kube-apiserver's
 //        node strategies
 //   GET  /api, /apis, /api/v1, /apis/GROUP/VERSION: legacy discovery, for kubectl
+//   GET/POST /api/v1[/namespaces/NS]/pods (list: labelSelector, fieldSelector
+//        spec.nodeName; POST: generateName gets 5 random characters, uid,
+//        status.phase Pending), GET/DELETE .../pods/NAME (DeleteOptions
+//        preconditions.uid: 409 when it differs; deleted at once),
+//        PATCH .../pods/NAME/status (strategic merge: conditions by type,
+//        podIPs and hostIPs by ip, other lists replaced; metadata.uid in the
+//        patch is a precondition: 409 when it differs; the spec is kept)
+//        A pods list asked for as a Table (kubectl get's Accept header) is
+//        one, with printPod's columns (kubectl get pods [-o wide])
+//   GET  /apis/apps/v1/namespaces/NS/controllerrevisions (list, labelSelector)
 //   GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
 //   POST/PATCH   /api/v1/namespaces/NS/events[/NAME]
 //   POST /api/v1/namespaces/NS/serviceaccounts/NAME/token: a TokenRequest
@@ -37,6 +47,10 @@
 //   PUT    /_control/daemonsets/NS/NAME   (body: the object) create or update
 //   DELETE /_control/daemonsets/NS/NAME
 //   PUT    /_control/nodes/NAME
+//   PUT    /_control/controllerrevisions/NS/NAME  (body: the object, as the
+//                                         DaemonSet controller writes it)
+//   PUT    /_control/pods/NS/NAME, DELETE /_control/pods/NS/NAME (a Pod as
+//                                         the controller or an admin makes it)
 //   POST   /_control/compact              forget the history (410s follow)
 //   POST   /_control/end-watches {"gone": false}  end every open watch as its
 //                                         timeoutSeconds would (gone: with an
@@ -127,7 +141,13 @@ struct State {
     std::int64_t oldest_rv = 0;              // watches from before this get 410
     std::map<std::string, json> daemonsets;  // "ns/name"
     std::map<std::string, json> nodes;
-    std::map<std::string, json> leases;  // "ns/name"
+    std::map<std::string, json> leases;               // "ns/name"
+    std::map<std::string, json> pods;                 // "ns/name"
+    std::map<std::string, json> controllerrevisions;  // "ns/name"
+    std::map<std::string, std::int64_t> pod_writes;   // create, status, delete
+    json last_pod_patch;                              // the body of the last Pod status PATCH
+    std::vector<json> deleted_pods;                   // as they were when deleted through the API
+    json last_pod_delete;                             // the DeleteOptions of the last Pod DELETE
     std::vector<json> events;
     std::vector<HistoryEntry> history;
     std::map<std::string, std::vector<json>> snapshots;  // continue token -> remaining items
@@ -217,6 +237,9 @@ bool field_matches(const std::string& sel, const json& obj) {
         const json& md = obj["metadata"];
         if (k == "metadata.name" && md.value("name", "") != v) return false;
         if (k == "metadata.namespace" && md.value("namespace", "") != v) return false;
+        if (k == "spec.nodeName" &&
+            (!obj.contains("spec") || !obj["spec"].is_object() || obj["spec"].value("nodeName", "") != v))
+            return false;
     }
     return true;
 }
@@ -401,7 +424,10 @@ void strategic_merge(json& target, const json& patch) {
             target.erase(k);
         } else if (v.is_object()) {
             strategic_merge(target[k], v);
-        } else if (v.is_array() && (k == "conditions" || k == "addresses")) {
+        } else if (v.is_array() &&
+                   (k == "conditions" || k == "addresses" || k == "podIPs" || k == "hostIPs")) {
+            // The merge key: type for conditions and addresses, ip for podIPs and hostIPs.
+            const char* mk = k == "podIPs" || k == "hostIPs" ? "ip" : "type";
             bool replace = false;
             for (const json& e : v)
                 if (e.is_object() && e.value("$patch", "") == "replace") replace = true;
@@ -415,7 +441,7 @@ void strategic_merge(json& target, const json& patch) {
                 }
                 bool found = false;
                 for (auto li = list.begin(); li != list.end(); ++li) {
-                    if (!li->is_object() || li->value("type", "") != e.value("type", "")) continue;
+                    if (!li->is_object() || li->value(mk, "") != e.value(mk, "")) continue;
                     found = true;
                     if (e.value("$patch", "") == "delete")
                         list.erase(li);
@@ -429,6 +455,20 @@ void strategic_merge(json& target, const json& patch) {
             target[k] = v;
         }
     }
+}
+
+// Applies a PATCH body to `obj` by the request's Content-Type (strategic
+// merge or JSON merge patch); false for another type (then 415).
+bool apply_patch(MHD_Connection* c, json& obj, const json& patch, std::string& type) {
+    const char* ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    type = ct ? ct : "";
+    if (type.rfind("application/strategic-merge-patch+json", 0) == 0)
+        strategic_merge(obj, patch);
+    else if (type.rfind("application/merge-patch+json", 0) == 0)
+        obj.merge_patch(patch);
+    else
+        return false;
+    return true;
 }
 
 // Legacy discovery, enough for kubectl to find its resources.
@@ -458,12 +498,14 @@ json discovery(const std::vector<std::string>& p) {
     std::string gv;
     if (p.size() == 3 && p[1] == "api" && p[2] == "v1") {
         gv = "v1";
-        resources = {resource("nodes", "Node", false, all),
-                     resource("nodes/status", "Node", false, {"get", "patch"}),
-                     resource("events", "Event", true, all)};
+        resources = {
+            resource("nodes", "Node", false, all), resource("nodes/status", "Node", false, {"get", "patch"}),
+            resource("pods", "Pod", true, all), resource("pods/status", "Pod", true, {"get", "patch"}),
+            resource("events", "Event", true, all)};
     } else if (p.size() == 4 && p[1] == "apis" && p[2] == "apps" && p[3] == "v1") {
         gv = "apps/v1";
-        resources = {resource("daemonsets", "DaemonSet", true, all)};
+        resources = {resource("daemonsets", "DaemonSet", true, all),
+                     resource("controllerrevisions", "ControllerRevision", true, all)};
     } else if (p.size() == 4 && p[1] == "apis" && p[2] == "coordination.k8s.io" && p[3] == "v1") {
         gv = "coordination.k8s.io/v1";
         resources = {resource("leases", "Lease", true, all)};
@@ -763,6 +805,26 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
         map[key] = obj;
         return send_json(c, created ? 201 : 200, obj);
     }
+    if (p.size() == 5 && (p[2] == "controllerrevisions" || p[2] == "pods") &&
+        (method == "PUT" || method == "DELETE")) {
+        auto& map = p[2] == "pods" ? S.pods : S.controllerrevisions;
+        const std::string key = p[3] + "/" + p[4];
+        auto it = map.find(key);
+        if (method == "DELETE") {
+            if (it == map.end()) return send_json(c, 404, status_object(404, "NotFound", key));
+            json obj = it->second;
+            map.erase(it);
+            return send_json(c, 200, obj);
+        }
+        in["metadata"]["namespace"] = p[3];
+        in["metadata"]["name"] = p[4];
+        json obj = stamp(in, it == map.end() ? nullptr : &it->second, p[2] == "pods" ? "v1" : "apps/v1",
+                         p[2] == "pods" ? "Pod" : "ControllerRevision");
+        obj["metadata"]["resourceVersion"] = std::to_string(++S.rv);
+        const bool created = it == map.end();
+        map[key] = obj;
+        return send_json(c, created ? 201 : 200, obj);
+    }
     if (p.size() == 3 && p[2] == "compact" && method == "POST") {
         S.history_base += S.history.size();
         S.history.clear();
@@ -802,6 +864,10 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                           {"leases", leases},
                           {"nodeWrites", S.node_writes},
                           {"lastNodePatch", S.last_node_patch},
+                          {"podWrites", S.pod_writes},
+                          {"lastPodPatch", S.last_pod_patch},
+                          {"deletedPods", S.deleted_pods},
+                          {"lastPodDelete", S.last_pod_delete},
                           {"events", S.events}});
     }
     if (p.size() == 3 && p[2] == "summary") {
@@ -847,6 +913,208 @@ std::string arg(MHD_Connection* c, const char* name) {
     return v ? v : "";
 }
 
+// Pods as kube-apiserver's table convertor prints them for `kubectl get pods`
+// (pkg/printers/internalversion printPod, the columns of -o wide): READY
+// ready/total containers, STATUS the phase or the reason of the last
+// container that waits or terminated ("Terminating" while being deleted),
+// RESTARTS the sum with "(Xs ago)" of the last termination, AGE, IP, NODE.
+std::string since(const std::string& rfc3339) {
+    std::tm tm{};
+    if (!strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return "<unknown>";
+    const std::int64_t s =
+        static_cast<std::int64_t>(std::time(nullptr)) - static_cast<std::int64_t>(timegm(&tm));
+    if (s < 0) return "<invalid>";
+    if (s < 120) return std::to_string(s) + "s";
+    if (s < 3600) return std::to_string(s / 60) + "m";
+    if (s < 86400) return std::to_string(s / 3600) + "h";
+    return std::to_string(s / 86400) + "d";
+}
+
+json pod_table(const json& items) {
+    auto col = [](const char* name, const char* type, int priority) {
+        return json{
+            {"name", name}, {"type", type}, {"format", ""}, {"description", ""}, {"priority", priority}};
+    };
+    json cols = {col("Name", "string", 0),
+                 col("Ready", "string", 0),
+                 col("Status", "string", 0),
+                 col("Restarts", "string", 0),
+                 col("Age", "string", 0),
+                 col("IP", "string", 1),
+                 col("Node", "string", 1),
+                 col("Nominated Node", "string", 1),
+                 col("Readiness Gates", "string", 1)};
+    cols[0]["format"] = "name";
+    json rows = json::array();
+    for (const json& pod : items) {
+        const json& st = pod.contains("status") ? pod["status"] : json::object();
+        std::string reason = st.value("reason", st.value("phase", ""));
+        int ready = 0, total = 0, restarts = 0;
+        std::string last_finished;
+        bool running = false;
+        const json statuses = st.contains("containerStatuses") ? st["containerStatuses"] : json::array();
+        for (auto it = statuses.rbegin(); it != statuses.rend(); ++it) {
+            const json& cs = *it;
+            ++total;
+            restarts += cs.value("restartCount", 0);
+            const json& state = cs.contains("state") ? cs["state"] : json::object();
+            if (cs.contains("lastState") && cs["lastState"].contains("terminated"))
+                last_finished =
+                    std::max(last_finished, cs["lastState"]["terminated"].value("finishedAt", ""));
+            if (state.contains("waiting") && state["waiting"].value("reason", "") != "") {
+                reason = state["waiting"]["reason"];
+            } else if (state.contains("terminated")) {
+                reason = state["terminated"].value("reason", "");
+                if (reason.empty())
+                    reason = "ExitCode:" + std::to_string(state["terminated"].value("exitCode", 0));
+            } else if (state.contains("running") && cs.value("ready", false)) {
+                running = true;
+                ++ready;
+            }
+        }
+        if (reason == "Completed" && running) reason = "Running";
+        if (pod["metadata"].contains("deletionTimestamp")) reason = "Terminating";
+        std::string restart_cell = std::to_string(restarts);
+        if (restarts > 0 && !last_finished.empty()) restart_cell += " (" + since(last_finished) + " ago)";
+        auto or_none = [](const std::string& v) { return v.empty() ? std::string("<none>") : v; };
+        json meta = pod["metadata"];
+        rows.push_back(
+            {{"cells",
+              {meta.value("name", ""), std::to_string(ready) + "/" + std::to_string(total), reason,
+               restart_cell, since(meta.value("creationTimestamp", "")), or_none(st.value("podIP", "")),
+               or_none(pod.contains("spec") ? pod["spec"].value("nodeName", "") : ""), "<none>", "<none>"}},
+             {"object",
+              {{"kind", "PartialObjectMetadata"}, {"apiVersion", "meta.k8s.io/v1"}, {"metadata", meta}}}});
+    }
+    return {{"kind", "Table"},
+            {"apiVersion", "meta.k8s.io/v1"},
+            {"metadata", {{"resourceVersion", std::to_string(S.rv)}}},
+            {"columnDefinitions", cols},
+            {"rows", rows}};
+}
+
+// Pods and ControllerRevisions, as kube-apiserver serves what the agent's
+// Pods need (no watch, no graceful deletion: the agent deletes a Pod whose
+// containers have stopped, with no grace).
+MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query& q, const std::string& name,
+                      const std::string& sub, const std::string& body) {
+    const bool pods = q.resource == "pods";
+    auto& map = pods ? S.pods : S.controllerrevisions;
+    const char* kind = pods ? "Pod" : "ControllerRevision";
+    const char* api_version = pods ? "v1" : "apps/v1";
+    auto not_found = [&](const std::string& n) {
+        return send_json(c, 404, status_object(404, "NotFound", q.resource + " \"" + n + "\" not found"));
+    };
+    if (method == "GET" && name.empty()) {
+        Query lq = q;
+        lq.label_selector = arg(c, "labelSelector");
+        lq.field_selector = arg(c, "fieldSelector");
+        json items = json::array();
+        for (const auto& [key, obj] : map)
+            if (lq.matches(q.resource, obj)) {
+                json o = obj;
+                o.erase("kind");
+                o.erase("apiVersion");
+                items.push_back(o);
+            }
+        const char* accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+        if (pods && accept && std::string(accept).find("as=Table") != std::string::npos)
+            return send_json(c, 200, pod_table(items));
+        return send_json(c, 200,
+                         {{"kind", std::string(kind) + "List"},
+                          {"apiVersion", api_version},
+                          {"metadata", {{"resourceVersion", std::to_string(S.rv)}}},
+                          {"items", items}});
+    }
+    if (!pods)
+        return send_json(c, 405, status_object(405, "MethodNotAllowed", method + " is not supported here"));
+    const std::string key = q.namespace_ + "/" + name;
+    auto it = map.find(key);
+    if (method == "GET") return it == map.end() ? not_found(name) : send_json(c, 200, it->second);
+    json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
+    if (in.is_discarded() || !in.is_object())
+        return send_json(c, 400, status_object(400, "BadRequest", "the body is not a JSON object"));
+    if (method == "POST" && name.empty()) {
+        if (q.namespace_.empty()) return send_json(c, 404, status_object(404, "NotFound", "no namespace"));
+        json& md = in["metadata"];
+        std::string n = md.value("name", "");
+        if (n.empty() && md.value("generateName", "") != "") {
+            // names.SimpleNameGenerator: 5 random characters of "bcdfghjklmnpqrstvwxz2456789".
+            static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+            static unsigned seed = static_cast<unsigned>(Clock::now().time_since_epoch().count());
+            do {
+                n = md["generateName"].get<std::string>();
+                for (int k = 0; k < 5; ++k) n += alphabet[rand_r(&seed) % (sizeof alphabet - 1)];
+            } while (map.count(q.namespace_ + "/" + n));
+        }
+        if (n.empty())
+            return send_json(
+                c, 422,
+                status_object(422, "Invalid",
+                              "metadata.name: Required value: name or generateName is required"));
+        if (map.count(q.namespace_ + "/" + n))
+            return send_json(c, 409,
+                             status_object(409, "AlreadyExists", "pods \"" + n + "\" already exists"));
+        md["name"] = n;
+        md["namespace"] = q.namespace_;
+        md.erase("uid");
+        json obj = stamp(in, nullptr, "v1", "Pod");
+        {
+            // The time of its creation (AGE in kubectl's table).
+            std::time_t now = std::time(nullptr);
+            char buf[32];
+            std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+            obj["metadata"]["creationTimestamp"] = buf;
+        }
+        // podStrategy.PrepareForCreate: a new Pod's status is Pending.
+        obj["status"] = {{"phase", "Pending"}};
+        obj["metadata"]["resourceVersion"] = std::to_string(++S.rv);
+        map[q.namespace_ + "/" + n] = obj;
+        ++S.pod_writes["create"];
+        return send_json(c, 201, obj);
+    }
+    if (it == map.end()) return not_found(name);
+    const std::string uid = it->second["metadata"].value("uid", "");
+    if (method == "PATCH" && sub == "status") {
+        if (in.contains("metadata") && in["metadata"].is_object() && in["metadata"].contains("uid") &&
+            in["metadata"]["uid"] != uid)
+            return send_json(
+                c, 409,
+                status_object(409, "Conflict",
+                              "Precondition failed: UID in precondition: " + in["metadata"]["uid"].dump() +
+                                  ", UID in object meta: " + uid));
+        json obj = it->second;
+        std::string type;
+        if (!apply_patch(c, obj, in, type))
+            return send_json(c, 415,
+                             status_object(415, "UnsupportedMediaType", "unknown patch type: " + type));
+        // podStatusStrategy: only the status changes.
+        json out = it->second;
+        out["status"] = obj.contains("status") ? obj["status"] : json::object();
+        out["metadata"]["resourceVersion"] = std::to_string(++S.rv);
+        it->second = out;
+        ++S.pod_writes["status"];
+        S.last_pod_patch = in;
+        return send_json(c, 200, out);
+    }
+    if (method == "DELETE") {
+        if (in.contains("preconditions") && in["preconditions"].is_object() &&
+            in["preconditions"].contains("uid") && in["preconditions"]["uid"] != uid)
+            return send_json(
+                c, 409,
+                status_object(409, "Conflict",
+                              "Precondition failed: UID in precondition: " +
+                                  in["preconditions"]["uid"].dump() + ", UID in object meta: " + uid));
+        json obj = it->second;
+        map.erase(it);
+        ++S.pod_writes["delete"];
+        S.deleted_pods.push_back(obj);
+        S.last_pod_delete = in;
+        return send_json(c, 200, obj);
+    }
+    return send_json(c, 405, status_object(405, "MethodNotAllowed", method + " is not supported here"));
+}
+
 MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<std::string>& p,
                const std::string& body) {
     // p: "", "apis", "apps", "v1", ["namespaces", NS], "daemonsets"
@@ -874,10 +1142,12 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
                            ? (arg(c, "watch") == "1" || arg(c, "watch") == "true" ? "watch"
                               : !arg(c, "continue").empty()                       ? "continue"
                                                                                   : "list")
-                       : q.resource == "nodes"  ? "node"
-                       : q.resource == "leases" ? "lease"
-                       : q.resource == "events" ? "event"
-                                                : "other";
+                       : q.resource == "nodes"               ? "node"
+                       : q.resource == "leases"              ? "lease"
+                       : q.resource == "events"              ? "event"
+                       : q.resource == "pods"                ? "pod"
+                       : q.resource == "controllerrevisions" ? "revision"
+                                                             : "other";
     ++S.requests[what];
     ++S.requests["total"];
     count_wire(c, what);
@@ -885,6 +1155,8 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
     MHD_Result ret;
     if (fault && !(fault->mode == "drop" && what == "watch") && apply_fault(c, *fault, ret)) return ret;
 
+    if (q.resource == "pods" || q.resource == "controllerrevisions")
+        return serve_pods(c, method, q, name, i + 2 < p.size() ? p[i + 2] : "", body);
     if (q.resource == "nodes" && !name.empty() && method == "GET") {
         auto it = S.nodes.find(name);
         if (it == S.nodes.end())
@@ -932,14 +1204,9 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
         auto it = S.nodes.find(name);
         if (it == S.nodes.end())
             return send_json(c, 404, status_object(404, "NotFound", "nodes \"" + name + "\" not found"));
-        const char* ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-        const std::string type = ct ? ct : "";
         json obj = it->second;
-        if (type.rfind("application/strategic-merge-patch+json", 0) == 0)
-            strategic_merge(obj, in);
-        else if (type.rfind("application/merge-patch+json", 0) == 0)
-            obj.merge_patch(in);
-        else
+        std::string type;
+        if (!apply_patch(c, obj, in, type))
             return send_json(c, 415,
                              status_object(415, "UnsupportedMediaType",
                                            "the body of the request was in an unknown format: " + type));

@@ -341,6 +341,24 @@ apiServer:
     STRCMP_EQUAL("NoSchedule", a.register_with_taints[0].effect.c_str());
 }
 
+TEST(Config, PodStatusFollowsRegisterNodeUnlessSet) {
+    struct Row {
+        const char* text;
+        bool want;
+    };
+    const Row rows[] = {
+        {"apiServer: {inCluster: true}", false},
+        {"apiServer: {inCluster: true, registerNode: true}", true},
+        {"apiServer: {inCluster: true, registerNode: true, podStatus: false}", false},
+        {"apiServer: {inCluster: true, nodeFromCluster: true, podStatus: true}", true},
+    };
+    for (const auto& row : rows) {
+        auto r = parse_agent_config(row.text, "c.yaml", "/etc/daemonlet");
+        CHECK_TEXT(r.errors.empty(), all(r).c_str());
+        CHECK_EQUAL_TEXT(row.want, r.config.api_server.pod_status, row.text);
+    }
+}
+
 TEST(Config, ApiServerErrorsNameTheKey) {
     struct Row {
         const char* text;
@@ -359,6 +377,10 @@ TEST(Config, ApiServerErrorsNameTheKey) {
         {"apiServer: {inCluster: true, leaseNamespace: ''}", "c.yaml: apiServer.leaseNamespace: "},
         {"apiServer: {inCluster: true, registerNode: yes please}",
          "c.yaml: apiServer.registerNode: expected true or false"},
+        {"apiServer: {inCluster: true, registerNode: true, podStatus: 1}",
+         "c.yaml: apiServer.podStatus: expected true or false"},
+        {"apiServer: {inCluster: true, podStatus: true}",
+         "c.yaml: apiServer.podStatus: needs the board's Node (registerNode: true, or nodeFromCluster: true"},
         {"apiServer: {inCluster: true, registerWithTaints: {key: a}}",
          "c.yaml: apiServer.registerWithTaints: expected a list of {key, value, effect}"},
         {"apiServer: {inCluster: true, registerWithTaints: [{key: a, effect: Never}]}",

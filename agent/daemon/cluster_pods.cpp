@@ -1,0 +1,63 @@
+// apiServer.podStatus: what the ApiPods component (api_pods.h) reads of the
+// agent's pods: each pod the board runs for a DaemonSet, its cluster
+// DaemonSet, and its status as the kubelet reports it
+// (core/pod_api_status.h, the converter `daemonlet get pods -o json` uses).
+#include "agent/daemon/agent.h"
+#include "core/cluster_report.h"
+#include "core/pod_api_status.h"
+#include "core/qos.h"
+
+namespace daemonlet::agent {
+
+void Agent::start_api_pods() {
+    if (!cluster_ || !config_.api_server.pod_status) return;
+    ApiPods::Hooks hooks;
+    hooks.pods = [this] { return board_pods(); };
+    api_pods_ = std::make_unique<ApiPods>(&loop_, *cluster_, node_.metadata.name, clock_, std::move(hooks));
+    api_pods_->start();
+}
+
+void Agent::close_api_pods() {
+    if (api_pods_) api_pods_->close();
+    api_pods_.reset();
+}
+
+Json Agent::board_pod_status(const LivePod& p, bool terminal) const {
+    PodStatusContext ctx;
+    ctx.runtime = config_.runtime_type;
+    if (node_ips_) ctx.node_ips = node_ips_->ips();
+    ctx.now_ms = clock_.wall_ms();
+    ctx.terminal = terminal;
+    // The spec of the pod's own revision: the template in force, or an old
+    // revision's while its DaemonSet rolls.
+    std::shared_ptr<const PodSpec> spec = pod_source(p.rec).spec;
+    if (!spec) {
+        auto old = old_revisions_.find(p.rec.namespace_ + "/" + p.rec.daemonset + "/" + p.rec.revision_hash);
+        if (old != old_revisions_.end())
+            spec = std::make_shared<const PodSpec>(old->second.spec.template_.spec);
+    }
+    if (spec) {
+        for (const auto& c : spec->init_containers) ctx.images.push_back(c.image);
+        for (const auto& c : spec->containers) ctx.images.push_back(c.image);
+        ctx.qos_class = to_string(pod_qos_class(*spec));
+    }
+    return pod_api_status(p.rec, ctx);
+}
+
+std::vector<BoardPod> Agent::board_pods() {
+    std::vector<BoardPod> out;
+    for (const auto& [uid, p] : pods_) {
+        if (p.rec.is_static()) continue;
+        BoardPod b;
+        b.rec = p.rec;
+        if (const Desired* d = desired_for(p.rec); d && d->from_api()) {
+            auto a = sources_->api().find(p.rec.namespace_ + "/" + p.rec.daemonset);
+            if (a != sources_->api().end()) b.ds = a->second.object;
+        }
+        b.status = board_pod_status(p, false);
+        out.push_back(std::move(b));
+    }
+    return out;
+}
+
+}  // namespace daemonlet::agent

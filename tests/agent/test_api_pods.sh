@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The board's DaemonSet pods as Pods of the API (issue 14 §2,
+# apiServer.podStatus): the real agent against the test API server, the Pods
+# checked with the real kubectl. Rules pinned:
+#   1. daemon_controller.go syncNodes / util.CreatePodTemplate /
+#      controller_utils.go GetPodFromTemplate: one Pod per DaemonSet, named
+#      from generateName "<ds>-", labels the template's with
+#      controller-revision-hash (the ControllerRevision's, never guessed: no
+#      Pod before the revision exists) and pod-template-generation, a
+#      controller ownerReference, the daemon tolerations, the node affinity
+#      of ReplaceDaemonSetPodNodeNameNodeAffinity, bound to the board;
+#   2. status_manager.go / PatchPodStatus: Running, the four conditions
+#      Ready, container statuses with restartCount and lastState after a
+#      crash; PATCH of pods/NAME/status with the uid precondition;
+#   3. the controller's Pod for the board (bound to it, of the revision the
+#      board runs) is taken, not doubled; a restarted agent takes its Pods:
+#      no second Pod, no new creation;
+#   4. the DaemonSet gone, its Pod gets its terminal status, then is deleted.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
+command -v kubectl >/dev/null || {
+    echo "kubectl is missing"
+    exit 1
+}
+
+"$listen" "$work/notify.sock" "$work/notify.log" &
+listener=$!
+wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_fake
+write_config "{board: \"true\"}" "[]"
+api_server_config "registerNode: true"
+k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
+# The Pods as kubectl lists them in namespace it.
+api_pods() { k get pods -n it -o json; }
+pod_of() { api_pods | jq -ce --arg d "$1" '[.items[] | select(.metadata.ownerReferences[0].name == $d)] | if length == 1 then .[0] else error("not one") end'; }
+running_ready() {
+    pod_of "$1" | jq -e '.status.phase == "Running" and any(.status.conditions[]; .type == "Ready" and .status == "True")'
+}
+pod_writes() { stats | jq -r ".podWrites[\"$1\"] // 0"; }
+export -f k api_pods pod_of running_ready pod_writes
+
+# A ControllerRevision as the DaemonSet controller writes it
+# (controller_history.go NewControllerRevision, update.go getPatch): name
+# <ds>-<hash>, the template's labels and the hash label, data the template
+# patch, revision 1, owned by the DaemonSet.
+put_revision() {  # put_revision DS HASH
+    jq -c --arg h "$2" --arg n "$1" '{metadata: {name: ($n + "-" + $h),
+        labels: (.spec.template.metadata.labels + {"controller-revision-hash": $h}),
+        ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: $n, uid: .metadata.uid,
+                           controller: true, blockOwnerDeletion: true}]},
+      data: {spec: {template: (.spec.template + {"$patch": "replace"})}}, revision: 1}' "$work/ds/$1.json" \
+        >"$work/rev-$1.json"
+    ctl PUT "controllerrevisions/it/$1-$2" "@$work/rev-$1.json" >/dev/null
+}
+
+put_ds web 'exec sleep 600' '{}' '{"annotations": {"deprecated.daemonset.template.generation": "3"}}'
+put_ds flaky "[ -f $work/crashed ] || { touch $work/crashed; exit 3; }; exec sleep 600"
+put_ds made 'exec sleep 600'
+# The controller's Pod for the board, made before the agent saw the revision
+# (syncNodes with the scheduler's binding): Pending, no status of its own.
+ctl PUT pods/it/made-x7k2p "$(jq -c '{metadata: {labels: (.spec.template.metadata.labels + {"controller-revision-hash": "6c5d8b7f94"}),
+    ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "made", uid: .metadata.uid, controller: true, blockOwnerDeletion: true}]},
+    spec: (.spec.template.spec + {nodeName: "it-node"}), status: {phase: "Pending"}}' "$work/ds/made.json")" >/dev/null
+start_own_agent
+wait_for "the board runs web" 10 pod_running it web
+# No ControllerRevision yet: the board creates no Pod (the hash is never guessed).
+[[ $(api_pods | jq '.items | length') == 1 ]] && ok || fail "a Pod before its ControllerRevision: $(api_pods | jq -c '[.items[].metadata.name]')"
+put_revision web 7d4b9c6f58
+put_revision flaky 5f8c7d9b46
+put_revision made 6c5d8b7f94
+wait_for "kubectl shows web's Pod Running and Ready" 10 running_ready web
+wait_for "kubectl shows flaky's Pod Running and Ready" 10 running_ready flaky
+wait_for "the controller's Pod is taken: Running and Ready" 10 running_ready made
+[[ $(pod_of made | jq -r .metadata.name) == made-x7k2p ]] && ok || fail "the controller's Pod was not taken: $(pod_of made | jq -c .metadata)"
+
+p=$(pod_of web)
+check() {  # check WHAT JQ_EXPR: web's Pod as kubectl printed it satisfies JQ_EXPR
+    if [[ -n $p ]] && jq -e "$2" <<<"$p" >/dev/null; then ok; else
+        fail "$1: $(jq -c "$2" <<<"$p" 2>&1); the Pod: $p"
+    fi
+}
+check "GetPodFromTemplate: generateName <ds>-" '.metadata.generateName == "web-" and (.metadata.name | test("^web-[a-z0-9]{5}$"))'
+check "CreatePodTemplate: the template's labels, the revision's hash, the template generation" \
+    '.metadata.labels == {"app": "web", "controller-revision-hash": "7d4b9c6f58", "pod-template-generation": "3"}'
+check "NewControllerRef: the DaemonSet controls it" \
+    '.metadata.ownerReferences == [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "web", "uid": "uid-web", "controller": true, "blockOwnerDeletion": true}]'
+check "bound to the board" '.spec.nodeName == "it-node"'
+check "ReplaceDaemonSetPodNodeNameNodeAffinity" \
+    '.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["it-node"]}]}]'
+check "AddOrUpdateDaemonPodTolerations" \
+    '[.spec.tolerations[] | .key + ":" + .effect] == ["node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/disk-pressure:NoSchedule", "node.kubernetes.io/memory-pressure:NoSchedule", "node.kubernetes.io/pid-pressure:NoSchedule", "node.kubernetes.io/unschedulable:NoSchedule"]'
+check "generateAPIPodStatus: the conditions in the kubelet's order" \
+    '[.status.conditions[] | .type + "=" + .status] == ["Initialized=True", "Ready=True", "ContainersReady=True", "PodScheduled=True"] and all(.status.conditions[]; .lastTransitionTime | test("^20"))'
+check "container status: image, exec:// containerID, running, ready, started" \
+    '.status.containerStatuses[0] | .name == "main" and .image == "none" and (.containerID | startswith("exec://")) and .ready and .started and .restartCount == 0 and (.state.running.startedAt | test("^20"))'
+check "hostIP, startTime, qosClass" '(.status.hostIP | length > 0) and (.status.startTime | test("^20")) and .status.qosClass == "BestEffort"'
+# PatchPodStatus: the uid precondition in the status patch.
+patch=$(stats | jq -c .lastPodPatch)
+jq -e '.metadata.uid | type == "string" and length > 0' <<<"$patch" >/dev/null && ok ||
+    fail "the status patch has no uid precondition: $patch"
+
+# 2. The crash: restartCount and the last termination, as kubectl reads them.
+crashed() { pod_of flaky | jq -e '.status.containerStatuses[0] | .restartCount == 1 and .lastState.terminated.exitCode == 3 and .lastState.terminated.reason == "Error" and .ready'; }
+export -f crashed
+wait_for "flaky's Pod: restartCount 1, lastState terminated with exit code 3" 10 crashed
+# kubectl's own table: NAME READY STATUS RESTARTS ... NODE.
+wide=$(k get pods -n it -o wide 2>&1)
+grep -Eq "^flaky-[a-z0-9]{5} +1/1 +Running +1 .* it-node " <<<"$wide" && grep -Eq "^web-[a-z0-9]{5} +1/1 +Running +0 .* it-node " <<<"$wide" &&
+    ok || fail "kubectl get pods -o wide: $wide"
+
+# 3. A restarted agent takes its Pods: the same two, none created.
+uids=$(api_pods | jq -c '[.items[].metadata.uid] | sort')
+creates=$(pod_writes create)
+[[ $creates == 2 ]] && ok || fail "Pods created: $creates, not 2 (web, flaky; made's was taken)"
+stop_agent TERM
+before=$(ready_count)
+start_own_agent
+wait_ready "$before"
+taken() { grep -c "(taken)" "$agent_log"; }
+export -f taken
+export agent_log
+wait_for "the restarted agent takes its three Pods" 10 bash -c '[[ $(taken) == 3 ]]'
+[[ $(api_pods | jq -c '[.items[].metadata.uid] | sort') == "$uids" ]] && ok || fail "the Pods changed across a restart: $(api_pods | jq -c '[.items[].metadata.name]')"
+[[ $(pod_writes create) == 2 ]] && ok || fail "the restarted agent created Pods: $(pod_writes create)"
+
+"$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus | .pods == 3 and .taken == 3 and .lastError == ""' >/dev/null && ok ||
+    fail "daemonlet status does not count the Pods: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
+"$dl" status --config "$cfg" | grep -q "^  Pods:       3 in the API (0 created, 3 taken" && ok ||
+    fail "daemonlet status's Pods line: $("$dl" status --config "$cfg" | grep Pods)"
+
+# 4. The DaemonSet gone: its Pod's terminal status, then the Pod deleted.
+web_uid=$(pod_of web | jq -r .metadata.uid)
+delete_ds web
+gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.ownerReferences[0].name == "web")] | length') == 0 ]]; }
+export -f gone
+wait_for "web's Pod is deleted once the DaemonSet is gone" 15 gone
+last=$(stats | jq -c '.deletedPods[-1]')
+jq -e '.metadata.ownerReferences[0].name == "web" and (.status.phase == "Failed" or .status.phase == "Succeeded") and (.status.containerStatuses[0].state | has("terminated")) and any(.status.conditions[]; .type == "Ready" and .status == "False")' <<<"$last" >/dev/null &&
+    ok || fail "web's Pod was deleted without its terminal status: $last"
+options=$(stats | jq -c .lastPodDelete)
+jq -e --arg u "$web_uid" '.preconditions.uid == $u and .gracePeriodSeconds == 0' <<<"$options" >/dev/null && ok ||
+    fail "the Pod was deleted without the uid precondition: $options"
+[[ $(api_pods | jq -c '[.items[].metadata.ownerReferences[0].name] | sort') == '["flaky","made"]' ]] && ok || fail "the other Pods did not stay: $(api_pods | jq -c '[.items[].metadata.name]')"
+finish
