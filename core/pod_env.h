@@ -52,6 +52,12 @@ struct PodFacts {
     // The TokenRequest API's tokens for serviceAccountToken projections;
     // nullptr (no cluster): those sources project nothing.
     const ServiceAccountTokenSource* tokens = nullptr;
+    // A token not there yet projects nothing instead of failing the
+    // volume (the kubelet's projected plugin fails it, and the pod waits):
+    // daemonlet's departure, so that a board that boots without its API
+    // server, and no token kept from before, still starts its pods; the
+    // token is written into the volume when it comes.
+    bool start_without_token = false;
 };
 
 struct ResolvedEnv {

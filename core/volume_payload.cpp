@@ -143,6 +143,7 @@ Result<VolumePayload> token_payload(const ServiceAccountTokenProjection& p, std:
                         pod.service_account_name.empty() ? "default" : pod.service_account_name, p.audience,
                         p.expiration_seconds.value_or(3600)};
     auto t = pod.tokens->token(key);
+    if (!t && pod.start_without_token) return VolumePayload{};
     if (!t) return t.error();
     return VolumePayload{{p.path, FileProjection{std::move(t.value()), mode}}};
 }

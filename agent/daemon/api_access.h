@@ -100,7 +100,8 @@ class ApiAccess : public ServiceAccountTokenSource {
     std::shared_ptr<const PodSpec> admitted(const std::string& uid,
                                             const std::shared_ptr<const PodSpec>& spec, bool automount);
     void forget(const std::string& uid);
-    // True the first time for the pod: the agent then says it starts without a token.
+    // True the first time for the pod: the agent then says it starts without
+    // a token (no API server configured, or none answered yet).
     bool first_without_cluster(const std::string& uid) { return said_no_cluster_.insert(uid).second; }
 
     // For `daemonlet status`: each token's key, expiry and last error, each

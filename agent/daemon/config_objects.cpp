@@ -59,6 +59,7 @@ PodFacts Agent::pod_facts(const LivePod& p) const {
     if (config_.api_server.enabled && api_access_) {
         f.tokens = api_access_.get();
         f.cluster_objects = &api_access_->objects();
+        f.start_without_token = true;
     }
     const Desired* d = desired_for(p.rec);
     const PodSource static_src = p.rec.is_static() ? pod_source(p.rec) : PodSource{};
@@ -111,8 +112,21 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
     // What the pod needs from the cluster is asked for first: a container
     // that waits for it starts when it comes (on_config_objects_changed).
     if (config_.api_server.enabled) {
-        api_access_->need(ApiAccess::keys_of(p.rec.namespace_, *launch.pod_spec));
+        const auto keys = ApiAccess::keys_of(p.rec.namespace_, *launch.pod_spec);
+        api_access_->need(keys);
         api_access_->need_objects(cluster_refs(p.rec.namespace_, *launch.pod_spec));
+        // No token yet (the API server unreachable at a first boot): the
+        // container starts without it (PodFacts::start_without_token), said
+        // once per pod.
+        for (const auto& k : keys)
+            if (auto t = api_access_->token(k); !t && api_access_->first_without_cluster(p.rec.uid)) {
+                log(Level::Warning,
+                    "pod " + pod + ": starts without its service-account token for now (" +
+                        t.error().message + "); it is written into " + kServiceAccountMountPath +
+                        " when the API server answers",
+                    {{"DAEMONLET_POD", pod}});
+                break;
+            }
     } else if (const Desired* d = desired_for(p.rec);
                d && should_automount(d->ds().object) && api_access_->first_without_cluster(p.rec.uid)) {
         log(Level::Notice,

@@ -21,12 +21,16 @@ agents=0
 # 127.0.0.1:10255 would race for the port (the losers log it and run on).
 # test_metrics.sh sets a free port of its own before writing its config.
 metrics_bind='""'
+unmount_under() { awk -v w="$1/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null; }
 cleanup() {
     [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
     [[ -n $listener ]] && kill "$listener" 2>/dev/null
     pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
     pkill -KILL -f "daemonlet-image .*$work" 2>/dev/null
     pkill -KILL -f "it-marker-$$-" 2>/dev/null
+    # What the agent mounted under $work and a kill -9 left (secret and
+    # token volumes are tmpfs mounts when it runs as root), deepest first.
+    unmount_under "$work"
     rm -rf "$work"
 }
 trap cleanup EXIT

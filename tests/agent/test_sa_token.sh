@@ -29,8 +29,6 @@ command -v jq >/dev/null || {
     exit 1
 }
 fake=
-# The token volumes are tmpfs mounts when the agent runs as root.
-unmount_under() { awk -v w="$1/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null; }
 # KEEP_LOGS=DIR keeps the logs of a run for a post-mortem.
 trap '[[ -n ${KEEP_LOGS:-} ]] && cp "$work"/*.log "$KEEP_LOGS"/; [[ -n $fake ]] && kill "$fake" 2>/dev/null
       [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null; unmount_under "$work"; cleanup' EXIT

@@ -197,11 +197,16 @@ converged() {
     [[ -z $others ]] || { say "get ds lists $others"; ok=1; }
     shims=$(pgrep -fc "daemonlet-shim.*$work")
     ((shims <= running)) || { say "$shims shims for $running pods"; ok=1; }
-    # A root filesystem mount per runc container (overlay), none for exec.
-    mounts=$(awk -v w="$work/" 'index($5, w) == 1' /proc/self/mountinfo | wc -l)
+    # A root filesystem mount per runc container (overlay), none for exec;
+    # and, following the API server as root, a kube-api-access volume's
+    # tmpfs per pod (issue 13 §3), counted apart.
+    local tokens
+    tokens=$(awk -v w="$work/" 'index($5, w) == 1 && $5 ~ /\/kube-api-access-[a-z0-9]+$/' /proc/self/mountinfo | wc -l)
+    mounts=$(($(awk -v w="$work/" 'index($5, w) == 1' /proc/self/mountinfo | wc -l) - tokens))
     local allowed=0
     [[ $runtime == runc ]] && allowed=$running
     ((mounts <= allowed)) || { say "$mounts mounts under $work for $running pods"; ok=1; }
+    ((tokens <= running)) || { say "$tokens token volumes under $work for $running pods"; ok=1; }
     if [[ $runtime == runc ]]; then
         local containers
         containers=$(rc list -q 2>/dev/null | wc -l)

@@ -310,6 +310,14 @@ TEST(ServiceAccount, ApiAccessVolumePayload) {
     auto waiting = volume_payload(v, pod);
     CHECK(!waiting.ok());
     STRCMP_EQUAL("failed to fetch token: not yet", waiting.error().message.c_str());
+    // daemonlet's departure (PodFacts::start_without_token): the volume
+    // without its token, the rest projected, so that the pod starts.
+    pod.start_without_token = true;
+    auto without = volume_payload(v, pod);
+    CHECK_TEXT(without.ok(), without.ok() ? "" : without.error().message.c_str());
+    CHECK(without.value().count("token") == 0);
+    STRCMP_EQUAL("ns", without.value().at("namespace").data.c_str());
+    pod.start_without_token = false;
 
     pod.tokens = nullptr;
     auto none = volume_payload(v, pod);
