@@ -2,6 +2,7 @@
 // core/grpc_health.h for the wire format and where each message comes from.
 #include "core/grpc_health.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <iterator>
 #include <optional>
@@ -92,6 +93,17 @@ GrpcProbeAnswer rpc_error(std::int64_t code, const std::string& message, std::in
 }
 
 }  // namespace
+
+std::string grpc_timeout_header(std::int64_t timeout_ms) {
+    constexpr std::int64_t kMax = 99'999'999;  // 8 digits (the gRPC spec's TimeoutValue)
+    std::int64_t v = std::max<std::int64_t>(1, timeout_ms);
+    if (v <= kMax) return std::to_string(v) + "m";
+    v = (v + 999) / 1000;  // rounded up, as encodeTimeout's div
+    if (v <= kMax) return std::to_string(v) + "S";
+    v = (v + 59) / 60;
+    if (v <= kMax) return std::to_string(v) + "M";
+    return std::to_string(std::min<std::int64_t>((v + 59) / 60, kMax)) + "H";
+}
 
 std::string grpc_health_request(std::string_view service) {
     // proto3 leaves a field with its default value (the empty string) out.

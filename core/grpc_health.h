@@ -44,6 +44,11 @@ namespace daemonlet {
 // The request body: HealthCheckRequest{service} as one gRPC message.
 std::string grpc_health_request(std::string_view service);
 
+// The grpc-timeout header's value for a deadline in milliseconds, as
+// grpc-go's encodeTimeout writes it: at most 8 digits, in the finest unit
+// that fits (m, S, M, H); at least 1m.
+std::string grpc_timeout_header(std::int64_t timeout_ms);
+
 // The path of the call (the method's full name).
 inline constexpr const char* kGrpcHealthCheckPath = "/grpc.health.v1.Health/Check";
 

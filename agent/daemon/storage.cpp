@@ -108,6 +108,7 @@ void Storage::close() {
                                 "); the next start rebuilds them from the manifests and the running "
                                 "containers");
     pending_.clear();
+    clear_held();
 }
 
 Json Storage::status_json() const {
@@ -155,7 +156,22 @@ void Storage::keep(const std::string& key, const std::string& forget, Write w) {
     if (!forget.empty())
         for (auto it = pending_.lower_bound(forget); it != pending_.end() && it->first.starts_with(forget);)
             it = pending_.erase(it);
-    pending_[key] = Kept{++seq_, std::move(w)};
+    const bool deletes = !forget.empty();
+    if (auto found = pending_.find(key); found == pending_.end()) {
+        pending_.emplace(key, Kept{++seq_, {}, std::move(w), deletes});
+    } else {
+        // The row keeps its place in the replay (a DaemonSet before its
+        // revisions), and a put after a DaemonSet's delete keeps the delete
+        // before it: the store's cascade removes the old revisions first.
+        Kept& k = found->second;
+        if (deletes) {
+            k.before = {};
+        } else if (k.deletes) {
+            k.before = std::move(k.write);
+        }
+        k.write = std::move(w);
+        k.deletes = deletes;
+    }
     if (!key.starts_with("event:")) return;
     std::size_t events = 0;
     for (auto it = pending_.lower_bound("event:"); it != pending_.end() && it->first.starts_with("event:");
@@ -232,23 +248,29 @@ Status Storage::retry() {
     std::vector<std::pair<std::uint64_t, std::string>> order;
     for (const auto& [key, k] : pending_) order.emplace_back(k.seq, key);
     std::sort(order.begin(), order.end());
+    std::vector<std::string> dropped;
     for (const auto& [seq, key] : order) {
-        Status st = pending_[key].write(*inner_);
+        const Kept& k = pending_[key];
+        Status st = k.before ? k.before(*inner_) : Status(Ok{});
+        if (st.ok()) st = k.write(*inner_);
         if (st.ok()) continue;
         if (store_deferred(st.error())) {
             failed(st.error());
             return st;
         }
-        // Not the disk: this write would fail again on every retry.
+        // Not the disk: this write would fail again on every retry (said once).
         log(Level::Warning, "store: a change kept while the stateDir was not writable no longer applies (" +
                                 st.error().message + "); dropped");
+        dropped.push_back(key);
     }
+    for (const auto& key : dropped) pending_.erase(key);
     if (auto st = tx.value()->commit(); !st.ok()) {
         if (store_deferred(st.error())) failed(st.error());
         return st;
     }
     const std::size_t landed = pending_.size();
     pending_.clear();
+    clear_held();
     if (timer_) uv_timer_stop(timer_);
     if (!writable_) {
         writable_ = true;
@@ -275,19 +297,93 @@ Result<std::unique_ptr<store::Store::Transaction>> Storage::begin() {
 }
 
 Result<bool> Storage::put_daemonset(const store::StoredDaemonSet& ds) {
-    return write<bool>("ds:" + ds.namespace_ + "/" + ds.name,
-                       [ds](store::Store& s) { return s.put_daemonset(ds); });
+    auto r = write<bool>("ds:" + ds.namespace_ + "/" + ds.name,
+                         [ds](store::Store& s) { return s.put_daemonset(ds); });
+    if (!writable_) held_ds_[ds.namespace_ + "/" + ds.name] = ds;
+    return r;
 }
 
 Result<bool> Storage::delete_daemonset(const std::string& ns, const std::string& name) {
     const std::string key = "ds:" + ns + "/" + name;
-    return write<bool>(
+    auto r = write<bool>(
         key, [ns, name](store::Store& s) { return s.delete_daemonset(ns, name); }, key + "/");
+    if (!writable_) {
+        const std::string id = ns + "/" + name;
+        held_ds_[id] = std::nullopt;
+        held_revisions_.erase(id);
+        held_rollbacks_.erase(id);
+        held_cascades_.insert(id);
+    }
+    return r;
 }
 
 Result<bool> Storage::put_revision(const RevisionRecord& rev) {
-    return write<bool>("ds:" + rev.namespace_ + "/" + rev.daemonset + "/rev/" + rev.hash,
-                       [rev](store::Store& s) { return s.put_revision(rev); });
+    auto r = write<bool>("ds:" + rev.namespace_ + "/" + rev.daemonset + "/rev/" + rev.hash,
+                         [rev](store::Store& s) { return s.put_revision(rev); });
+    if (!writable_) held_revisions_[rev.namespace_ + "/" + rev.daemonset][rev.hash] = rev;
+    return r;
+}
+
+void Storage::clear_held() {
+    held_ds_.clear();
+    held_revisions_.clear();
+    held_rollbacks_.clear();
+    held_cascades_.clear();
+}
+
+Result<std::optional<store::StoredDaemonSet>> Storage::get_daemonset(const std::string& ns,
+                                                                     const std::string& name) {
+    if (auto it = held_ds_.find(ns + "/" + name); it != held_ds_.end()) return it->second;
+    return inner_->get_daemonset(ns, name);
+}
+
+Result<std::vector<store::StoredDaemonSet>> Storage::list_daemonsets() {
+    auto stored = inner_->list_daemonsets();
+    if (!stored.ok() || held_ds_.empty()) return stored;
+    std::map<std::string, store::StoredDaemonSet> by_id;
+    for (auto& ds : stored.value()) by_id[ds.namespace_ + "/" + ds.name] = std::move(ds);
+    for (const auto& [id, ds] : held_ds_) {
+        if (ds)
+            by_id[id] = *ds;
+        else
+            by_id.erase(id);
+    }
+    std::vector<store::StoredDaemonSet> out;
+    for (auto& [id, ds] : by_id) out.push_back(std::move(ds));
+    return out;
+}
+
+Result<std::vector<RevisionRecord>> Storage::list_revisions(const std::string& ns, const std::string& ds) {
+    const std::string id = ns + "/" + ds;
+    const auto held = held_revisions_.find(id);
+    const bool cascaded = held_cascades_.count(id) > 0;
+    if (held == held_revisions_.end() && !cascaded) return inner_->list_revisions(ns, ds);
+    std::vector<RevisionRecord> out;
+    if (!cascaded) {
+        auto stored = inner_->list_revisions(ns, ds);
+        if (!stored.ok()) return stored;
+        out = std::move(stored).value();
+    }
+    if (held != held_revisions_.end())
+        for (const auto& [hash, rev] : held->second) {
+            auto same =
+                std::find_if(out.begin(), out.end(), [&](const RevisionRecord& r) { return r.hash == hash; });
+            if (same != out.end())
+                *same = rev;
+            else
+                out.push_back(rev);
+        }
+    std::sort(out.begin(), out.end(),
+              [](const RevisionRecord& a, const RevisionRecord& b) { return a.revision < b.revision; });
+    return out;
+}
+
+Result<std::optional<store::StoredRollback>> Storage::get_rollback(const std::string& ns,
+                                                                   const std::string& name) {
+    const std::string id = ns + "/" + name;
+    if (auto it = held_rollbacks_.find(id); it != held_rollbacks_.end()) return it->second;
+    if (held_cascades_.count(id)) return std::optional<store::StoredRollback>();
+    return inner_->get_rollback(ns, name);
 }
 
 Result<int> Storage::prune_revisions(const std::string& ns, const std::string& ds, int keep,
@@ -298,13 +394,17 @@ Result<int> Storage::prune_revisions(const std::string& ns, const std::string& d
 }
 
 Result<bool> Storage::put_rollback(const store::StoredRollback& rb) {
-    return write<bool>("ds:" + rb.namespace_ + "/" + rb.name + "/rollback",
-                       [rb](store::Store& s) { return s.put_rollback(rb); });
+    auto r = write<bool>("ds:" + rb.namespace_ + "/" + rb.name + "/rollback",
+                         [rb](store::Store& s) { return s.put_rollback(rb); });
+    if (!writable_) held_rollbacks_[rb.namespace_ + "/" + rb.name] = rb;
+    return r;
 }
 
 Result<bool> Storage::delete_rollback(const std::string& ns, const std::string& name) {
-    return write<bool>("ds:" + ns + "/" + name + "/rollback",
-                       [ns, name](store::Store& s) { return s.delete_rollback(ns, name); });
+    auto r = write<bool>("ds:" + ns + "/" + name + "/rollback",
+                         [ns, name](store::Store& s) { return s.delete_rollback(ns, name); });
+    if (!writable_) held_rollbacks_[ns + "/" + name] = std::nullopt;
+    return r;
 }
 
 Result<bool> Storage::put_pod(const PodRecord& pod) {

@@ -38,6 +38,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "core/json.h"
@@ -84,25 +85,19 @@ class Storage final : public store::Store {
     Result<std::unique_ptr<Transaction>> begin() override;
     Result<bool> put_daemonset(const store::StoredDaemonSet& ds) override;
     Result<bool> delete_daemonset(const std::string& ns, const std::string& name) override;
+    // The reads below that the agent's own decisions rest on (a revision's
+    // number, a DaemonSet's generation, a rollback in force) see the writes
+    // kept meanwhile, as if they had landed.
     Result<std::optional<store::StoredDaemonSet>> get_daemonset(const std::string& ns,
-                                                                const std::string& name) override {
-        return inner_->get_daemonset(ns, name);
-    }
-    Result<std::vector<store::StoredDaemonSet>> list_daemonsets() override {
-        return inner_->list_daemonsets();
-    }
+                                                                const std::string& name) override;
+    Result<std::vector<store::StoredDaemonSet>> list_daemonsets() override;
     Result<bool> put_revision(const RevisionRecord& rev) override;
-    Result<std::vector<RevisionRecord>> list_revisions(const std::string& ns,
-                                                       const std::string& ds) override {
-        return inner_->list_revisions(ns, ds);
-    }
+    Result<std::vector<RevisionRecord>> list_revisions(const std::string& ns, const std::string& ds) override;
     Result<int> prune_revisions(const std::string& ns, const std::string& ds, int keep,
                                 const std::vector<std::int64_t>& in_use) override;
     Result<bool> put_rollback(const store::StoredRollback& rb) override;
     Result<std::optional<store::StoredRollback>> get_rollback(const std::string& ns,
-                                                              const std::string& name) override {
-        return inner_->get_rollback(ns, name);
-    }
+                                                              const std::string& name) override;
     Result<bool> delete_rollback(const std::string& ns, const std::string& name) override;
     Result<bool> put_pod(const PodRecord& pod) override;
     Result<bool> delete_pod(const std::string& uid) override;
@@ -131,8 +126,10 @@ class Storage final : public store::Store {
     class Tx;
     using Write = std::function<Status(store::Store&)>;
     struct Kept {
-        std::uint64_t seq = 0;
+        std::uint64_t seq = 0;  // of the row's first kept write: its place in the replay
+        Write before;           // a DaemonSet's delete that a put of it follows (the cascade)
         Write write;
+        bool deletes = false;  // `write` is a DaemonSet's delete
     };
 
     struct TxWrite {
@@ -165,6 +162,15 @@ class Storage final : public store::Store {
     std::uint64_t seq_ = 0;
     std::uint64_t event_seq_ = 0;
     std::map<std::string, Kept> pending_;  // by row ("ds:ns/name", "pod:uid", ...)
+    // What the kept writes say, for the reads above, by "ns/name": a
+    // DaemonSet (none: deleted), its revisions by hash, its rollback (none:
+    // deleted); DaemonSets whose stored revisions a kept delete removes.
+    // Cleared when the kept writes land (or are given up).
+    std::map<std::string, std::optional<store::StoredDaemonSet>> held_ds_;
+    std::map<std::string, std::map<std::string, RevisionRecord>> held_revisions_;
+    std::map<std::string, std::optional<store::StoredRollback>> held_rollbacks_;
+    std::set<std::string> held_cascades_;
+    void clear_held();
     // The open transaction's writes, in order, and whether the disk refused one.
     bool in_tx_ = false;
     bool tx_refused_ = false;

@@ -53,8 +53,8 @@ Result<Prober::Id> Prober::run_grpc(Id id, const ProbeAction& a, Callback cb) {
     req.headers = {{"Content-Type", "application/grpc"},
                    {"TE", "trailers"},
                    {"User-Agent", kUserAgent},
-                   // grpc-go sends the context's deadline; "m": milliseconds.
-                   {"grpc-timeout", std::to_string(std::max<std::int64_t>(1, a.timeout_ms)) + "m"}};
+                   // grpc-go sends the context's deadline.
+                   {"grpc-timeout", grpc_timeout_header(a.timeout_ms)}};
     auto rid = http_.request(req, [this, id, addr, timeout_s](Result<HttpResponse> r) {
         auto oit = ops_.find(id);
         if (oit == ops_.end()) return;

@@ -236,3 +236,13 @@ TEST(GrpcHealth, AnyBytesGiveAnOutcome) {
         }
     }
 }
+
+// grpc-go's encodeTimeout (internal/transport/http_util.go): at most 8
+// digits (the spec's TimeoutValue), in the finest unit that fits.
+TEST(GrpcHealth, TimeoutHeaderAsGrpcGosEncodeTimeout) {
+    STRCMP_EQUAL("1000m", grpc_timeout_header(1000).c_str());
+    STRCMP_EQUAL("1m", grpc_timeout_header(0).c_str());
+    STRCMP_EQUAL("99999999m", grpc_timeout_header(99'999'999).c_str());
+    STRCMP_EQUAL("100000S", grpc_timeout_header(100'000'000).c_str());  // timeoutSeconds 100000
+    STRCMP_EQUAL("2147484S", grpc_timeout_header(2'147'483'647'000 / 1000).c_str());
+}

@@ -134,6 +134,65 @@ TEST(Storage, ADaemonSetDeletedWhileFullTakesItsKeptRevisionsWithIt) {
     LONGS_EQUAL(0, MUST(s->list_revisions("kube-system", "gone")).size());
 }
 
+TEST(Storage, ReadsSeeTheWritesKeptWhileFull) {
+    // The agent numbers a new revision from list_revisions and a
+    // generation from get_daemonset: while the disk is full they must see
+    // the kept writes, or a second edit would take the first one's number
+    // (and fail UNIQUE at the retry).
+    FaultyVfs::set_full(true);
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent", 2))));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 2))));
+    auto revs = MUST(s->list_revisions("kube-system", "agent"));
+    LONGS_EQUAL(2, revs.size());
+    LONGS_EQUAL(2, revs.back().revision);
+    LONGS_EQUAL(2, MUST(s->get_daemonset("kube-system", "agent"))->generation);
+    store::StoredRollback rb;
+    rb.namespace_ = "kube-system";
+    rb.name = "agent";
+    rb.file_hash = "file-1";
+    rb.revision_hash = "hash-1";
+    rb.template_json = "{}";
+    CHECK_TRUE(MUST(s->put_rollback(rb)));
+    STRCMP_EQUAL("hash-1", MUST(s->get_rollback("kube-system", "agent"))->revision_hash.c_str());
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    LONGS_EQUAL(2, MUST(s->list_revisions("kube-system", "agent")).size());
+    STRCMP_EQUAL("hash-1", MUST(s->get_rollback("kube-system", "agent"))->revision_hash.c_str());
+}
+
+TEST(Storage, ADaemonSetWrittenAgainWhileFullStaysBeforeItsRevisions) {
+    // The row keeps its first place in the replay: a revision kept after a
+    // new DaemonSet lands after it even when the DaemonSet is written again.
+    FaultyVfs::set_full(true);
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("new", 1))));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("new", 1))));
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("new", 2))));
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    LONGS_EQUAL(2, MUST(s->get_daemonset("kube-system", "new"))->generation);
+    LONGS_EQUAL(1, MUST(s->list_revisions("kube-system", "new")).size());
+}
+
+TEST(Storage, ADaemonSetDeletedAndAddedAgainWhileFullLosesItsOldRevisions) {
+    // The delete stays before the new put: the store's cascade removes the
+    // old revisions, which the new ones' numbers would otherwise meet.
+    FaultyVfs::set_full(true);
+    CHECK_TRUE(MUST(s->delete_daemonset("kube-system", "agent")));
+    LONGS_EQUAL(0, MUST(s->list_revisions("kube-system", "agent")).size());
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent", 1))));
+    RevisionRecord fresh = sample_revision("agent", 1);
+    fresh.hash = "hash-new";
+    CHECK_TRUE(MUST(s->put_revision(fresh)));
+    auto held = MUST(s->list_revisions("kube-system", "agent"));
+    LONGS_EQUAL(1, held.size());
+    STRCMP_EQUAL("hash-new", held[0].hash.c_str());
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    auto revs = MUST(s->list_revisions("kube-system", "agent"));
+    LONGS_EQUAL(1, revs.size());
+    STRCMP_EQUAL("hash-new", revs[0].hash.c_str());
+}
+
 TEST(Storage, EventsKeptWhileFullAreBounded) {
     FaultyVfs::set_full(true);
     for (int i = 0; i < 200; ++i) CHECK_TRUE(MUST(s->add_event(sample_event("Pod/agent-x7k2p", 100 + i))));
