@@ -56,7 +56,8 @@ struct PodFacts {
     // volume (the kubelet's projected plugin fails it, and the pod waits):
     // daemonlet's departure, so that a board that boots without its API
     // server, and no token kept from before, still starts its pods; the
-    // token is written into the volume when it comes.
+    // token is written into the volume when it comes. The same for the
+    // kube-root-ca.crt ConfigMap that volume projects.
     bool start_without_token = false;
 };
 

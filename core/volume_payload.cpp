@@ -186,8 +186,13 @@ Result<VolumePayload> volume_payload(const Volume& v, const PodFacts& pod) {
         if (s.secret)
             part = secret_payload(s.secret->name, s.secret->items, s.secret->optional, mode, pod);
         else if (s.config_map)
-            part = config_map_payload(s.config_map->name, s.config_map->items, s.config_map->optional, mode,
-                                      pod);
+            // The cluster's CA, with start_without_token: as the token, not
+            // there yet (a first boot offline, no CA in the kubeconfig)
+            // projects nothing rather than holding the pod's start.
+            part = config_map_payload(
+                s.config_map->name, s.config_map->items,
+                s.config_map->optional || (pod.start_without_token && s.config_map->name == kRootCAConfigMap),
+                mode, pod);
         else if (s.downward_api)
             part = downward_payload(*s.downward_api, mode, pod);
         else if (s.service_account_token && pod.tokens)

@@ -17,6 +17,7 @@ namespace {
 constexpr const char* kTokensMeta = "api.serviceAccountTokens";  // tokens and CAs, for an offline boot
 constexpr std::int64_t kFirstRetryMs = 5'000;
 constexpr std::int64_t kMaxRetryMs = 120'000;
+constexpr std::int64_t kWallRecheckMs = 60'000;
 std::string describe(const TokenRequestKey& k) {
     return "service account " + k.namespace_ + "/" + k.service_account +
            (k.audience.empty() ? std::string() : " (audience " + k.audience + ")");
@@ -168,6 +169,7 @@ void ApiAccess::fetch(const TokenRequestKey& key, Entry& e) {
     e.inflight = false;
     if (!link_) {
         e.last_error = why_no_link_;
+        e.retry_at_ms = now + kMaxRetryMs;  // asked again only as rarely as a failure would be
         return;
     }
     const std::string target =
@@ -203,6 +205,15 @@ void ApiAccess::on_token(const TokenRequestKey& key, Result<platform::HttpRespon
             e.backoff_ms = 0;
             log(Level::Info, describe(key) + ": token " + (fresh ? "issued" : "refreshed") + ", expires " +
                                  rfc3339(e.token->expiration_ms));
+            if (token_requires_refresh(*e.token, clock_.wall_ms(), 0)) {
+                // Due as soon as issued: the board's clock runs ahead of the
+                // server's. Asked again as a failure would be, not at once.
+                e.retry_at_ms = clock_.monotonic_ms() + kMaxRetryMs;
+                log(Level::Warning, describe(key) +
+                                        ": the token is due for a refresh as soon as issued (the "
+                                        "board's clock reads " +
+                                        rfc3339(clock_.wall_ms()) + "; is it ahead of the API server's?)");
+            }
             save();
             arm();
             if (changed_) changed_();
@@ -307,6 +318,10 @@ void ApiAccess::arm() {
             delay = std::min(delay, kFirstRetryMs);
         }
     }
+    // A token's due time is on the wall clock, the timer on the monotonic
+    // one: looked at again each minute, so that a step of the wall clock
+    // (NTP setting a board's clock) moves the refresh with it.
+    if (!tokens_.empty()) delay = std::min(delay, kWallRecheckMs);
     delay = std::min(delay, objects_due_in(mono));
     if (delay == INT64_MAX) {
         uv_timer_stop(timer_);

@@ -77,6 +77,11 @@ void ApiPods::arm(std::uint64_t delay_ms) {
 
 void ApiPods::changed() { arm(0); }
 
+void ApiPods::reconnected() {
+    for (auto& [key, m] : mirrors_) m.posted = Json::object();
+    arm(0);
+}
+
 void ApiPods::pod_finished(const std::string& uid, Json final_status) {
     auto it = mirrors_.find(uid);
     if (it == mirrors_.end()) return;
@@ -93,7 +98,21 @@ void ApiPods::sync() {
     std::map<std::string, const BoardPod*> by_uid;
     for (const auto& p : pods) by_uid[p.rec.uid] = &p;
     for (const auto& p : pods) {
-        if (!p.ds || mirrors_.count(p.rec.uid)) continue;
+        if (!p.ds) continue;
+        if (auto known = mirrors_.find(p.rec.uid); known != mirrors_.end()) {
+            Mirror& m = known->second;
+            if (m.ds_uid != p.ds->metadata.uid) {
+                // The DaemonSet was deleted and made again (its Pods went
+                // with the old one): the pod gets a Pod of the new one.
+                m.ds_uid = p.ds->metadata.uid;
+                m.ds_name = p.ds->metadata.name;
+                m.name.clear();
+                m.uid.clear();
+                m.looked_up = false;
+                m.posted = Json::object();
+            }
+            continue;
+        }
         Mirror m;
         m.ns = p.rec.namespace_;
         m.ds_name = p.ds->metadata.name;
@@ -257,6 +276,10 @@ void ApiPods::list_pods(const std::string& key, const DaemonSet& ds, const Clust
 }
 
 void ApiPods::create(const std::string& key, const DaemonSet& ds, const ClusterRevision& rev) {
+    // Each create follows its own list: a create whose answer is lost (a
+    // timeout after the server made the Pod) finds that Pod next time
+    // instead of making a second one.
+    mirrors_.at(key).looked_up = false;
     send("POST", "/api/v1/namespaces/" + ds.metadata.namespace_ + "/pods",
          daemon_pod_object(ds, rev, node_name_),
          "create a Pod of DaemonSet " + ds.metadata.namespace_ + "/" + ds.metadata.name, key,

@@ -64,6 +64,12 @@ class ApiPods {
     void close();  // the timer; the link's close cancels the requests
     // A pod may have changed (or the link connected): a sync this loop turn.
     void changed();
+    // The link connected again: every Pod's whole status is patched anew
+    // (what the board posted may have been changed meanwhile, as the node
+    // lifecycle controller's MarkPodsNotReady does; the kubelet's
+    // syncBatch reconciles with the server's copy), and a Pod the server
+    // lost is made again (the patch's 404).
+    void reconnected();
     // The board's pod `uid` is gone; `final_status` is its terminal status
     // (pod_api_status with terminal), patched before the Pod is deleted.
     void pod_finished(const std::string& uid, Json final_status);

@@ -185,9 +185,14 @@ void Agent::refresh_node() {
     }
 }
 
-void Agent::on_link(LinkState) {
+void Agent::on_link(LinkState state) {
     update_status();
-    if (api_pods_) api_pods_->changed();
+    if (api_pods_) {
+        if (state == LinkState::Connected)
+            api_pods_->reconnected();
+        else
+            api_pods_->changed();
+    }
 }
 
 // The Node as the kubelet registers it: the automatic labels and nodeLabels,

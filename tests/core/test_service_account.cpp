@@ -317,7 +317,16 @@ TEST(ServiceAccount, ApiAccessVolumePayload) {
     CHECK_TEXT(without.ok(), without.ok() ? "" : without.error().message.c_str());
     CHECK(without.value().count("token") == 0);
     STRCMP_EQUAL("ns", without.value().at("namespace").data.c_str());
+    // ... and without the cluster's CA (none read, none in the kubeconfig).
+    const ConfigObjects* cluster_objects = pod.cluster_objects;
+    ConfigObjects no_objects;
+    pod.cluster_objects = &no_objects;
+    auto no_ca = volume_payload(v, pod);
+    CHECK_TEXT(no_ca.ok(), no_ca.ok() ? "" : no_ca.error().message.c_str());
+    CHECK(no_ca.value().count("ca.crt") == 0);
     pod.start_without_token = false;
+    CHECK(!volume_payload(v, pod).ok());  // the kubelet's projected plugin: the volume fails
+    pod.cluster_objects = cluster_objects;
 
     pod.tokens = nullptr;
     auto none = volume_payload(v, pod);
