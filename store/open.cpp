@@ -2,9 +2,11 @@
 // checking it, migrating it, and moving a bad one aside.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/io_error.h"
@@ -166,6 +168,31 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, std::int64_t
     return open_once(path, rep);
 }
 
+namespace {
+
+// Whether the file system holding `path` is mounted read-only.
+bool on_read_only_fs(const std::string& path) {
+    struct statvfs vfs {};
+    return ::statvfs(path.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
+}
+
+// `path` as an SQLite URI that opens it immutable (sqlite.org/uri.html).
+std::string immutable_uri(const std::string& path) {
+    std::string uri = "file:";
+    for (char c : path) {
+        if (c == '%' || c == '?' || c == '#') {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+            uri += buf;
+        } else {
+            uri += c;
+        }
+    }
+    return uri + "?immutable=1";
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_readonly: " + e.message}; };
     struct stat st {};
@@ -173,6 +200,19 @@ Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
     auto db = connect(path, SQLITE_OPEN_READONLY);
     if (!db) return in_context(db.error());
     auto version = user_version(db.value().get());
+    if (!version && on_read_only_fs(path)) {
+        // A WAL database on a read-only file system whose -wal and -shm an
+        // agent's clean stop removed: SQLite can neither make them nor read
+        // without them (SQLITE_CANTOPEN), except immutable, which nothing
+        // can change there anyway.
+        auto immutable = connect(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+        if (immutable) {
+            if (auto v = user_version(immutable.value().get()); v) {
+                db = std::move(immutable);
+                version = v;
+            }
+        }
+    }
     if (!version) return in_context(version.error());
     if (version.value() != sql::kSchemaVersion)
         return in_context(Error{ErrorCode::Schema,

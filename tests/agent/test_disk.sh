@@ -18,6 +18,8 @@
 # 4. The "reboot" (the pods gone, fsck, mounted read-write): a clean start,
 #    every DaemonSet (the one added while read-only too) runs, and the
 #    database is intact.
+# 5. Read-only after a clean stop: `get` is served and an agent starts and
+#    runs the pods from what the store holds.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 [[ $(id -u) -eq 0 ]] || { echo "SKIPPED: mounting a file system needs root"; exit 0; }
@@ -148,4 +150,24 @@ for ds in steady late late2; do wait_for "$ds runs after the reboot" 15 pod_runn
 [[ $(ds_names) == late,late2,steady ]] && ok || fail "get ds after the reboot: $(ds_names)"
 stop_agent TERM
 [[ $(integrity) == ok ]] && ok || fail "integrity_check at the end: $(integrity)"
+
+# --- 5. Read-only after a clean stop, the database's -wal and -shm gone:
+# SQLite can neither make them on a read-only file system nor read without
+# them (the store then opens the database immutable): `get` is served and
+# an agent starts, and runs the pods the "reboot" took from what the store
+# holds, in memory only.
+pkill -KILL -f "daemonlet-shim.*$work"
+pkill -KILL -f "it-marker-$$-"
+# The last connection's close after a checkpoint removes the -wal and -shm
+# (the agent's own close leaves them: it does not checkpoint on close).
+sqlite3 "$state/daemonlet.db" 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
+[[ ! -e $state/daemonlet.db-wal && ! -e $state/daemonlet.db-shm ]] && ok ||
+    fail "the -wal or -shm stayed: $(cd "$state" && ls daemonlet.db*)"
+wait_for "the stateDir is remounted read-only" 10 mount -o remount,ro "$state"
+[[ $(ds_names) == late,late2,steady ]] && ok || fail "get ds on a read-only stateDir after a clean stop: $(ds_names 2>&1)"
+start_own_agent
+wait_ready 3
+kill -0 "$agent" 2>/dev/null && ok || fail "the agent started on a read-only stateDir (no -wal) exited"
+wait_for "steady runs again from the read-only store" 15 pod_running it steady
+stop_agent TERM
 finish
