@@ -177,17 +177,27 @@ echo "kubectl delete pod took $((($(date +%s%N) - t0) / 1000000)) ms"
 options=$(stats | jq -c .lastPodDelete)
 jq -e --arg u "$old_pod_uid" '.preconditions.uid == $u and .gracePeriodSeconds == 0' <<<"$options" >/dev/null && ok ||
     fail "the deletion was not confirmed with grace 0 and the uid precondition: $options"
-restarted() {
+restarted() {  # restarted DS: a board pod other than $old_board, its one Pod other than $old_pod, Running and Ready
     local b
-    b=$(board_uid made)
-    [[ -n $b && $b != "$old_board" ]] && running_ready made && [[ $(pod_of made | jq -r .metadata.name) != "$old_pod" ]]
+    b=$(board_uid "$1")
+    [[ -n $b && $b != "$old_board" ]] && running_ready "$1" && [[ $(pod_of "$1" | jq -r .metadata.name) != "$old_pod" ]]
 }
 export -f restarted board_uid
-wait_for "a new board pod of made, with a new Pod Running and Ready" 10 restarted
+wait_for "a new board pod of made, with a new Pod Running and Ready" 10 restarted made
 [[ $(api_pods | jq --arg n "$old_pod" '[.items[] | select(.metadata.name == $n)] | length') == 0 ]] && ok ||
     fail "the old Pod $old_pod is still there"
 "$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus.restarted == 1' >/dev/null && ok ||
     fail "daemonlet status does not count the restart: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
+
+# A forced delete (grace 0: the Pod removed outright, a DELETED event,
+# HandlePodRemoves) restarts the board's pod too.
+old_board=$(board_uid flaky)
+old_pod=$(pod_of flaky | jq -r .metadata.name)
+k delete pod -n it "$old_pod" --grace-period=0 --force >/dev/null 2>"$work/kdelete.err" && ok ||
+    fail "kubectl delete pod --force $old_pod: $(cat "$work/kdelete.err")"
+wait_for "a new board pod of flaky, with a new Pod Running and Ready" 10 restarted flaky
+"$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus.restarted == 2' >/dev/null && ok ||
+    fail "daemonlet status does not count the second restart: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
 
 # A Pod the controller made for a DaemonSet the board's labels do not run: refused.
 put_ds away 'exec sleep 600' '{"nodeSelector": {"zone": "b"}}'
