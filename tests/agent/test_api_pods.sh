@@ -207,4 +207,8 @@ ctl PUT pods/it/away-q2w3e "$(jq -c '{metadata: {labels: .spec.template.metadata
 refused() { k get pod -n it away-q2w3e -o json | jq -e '.status.phase == "Failed" and .status.reason == "NodeAffinity" and (.status.message | startswith("Pod was rejected: Predicate NodeAffinity failed"))'; }
 export -f refused
 wait_for "the Pod of away is refused: phase Failed, reason NodeAffinity" 10 refused
+[[ $(api_pods | jq '[.items[] | select(.metadata.name == "away-q2w3e")] | length') == 1 ]] && ok ||
+    fail "the refused Pod was deleted by the board (it is the controller's to delete)"
+"$dl" status --config "$cfg" | grep -q "^  Pods: .*, 2 restarts by a deletion, 1 refused)$" && ok ||
+    fail "daemonlet status's Pods line: $("$dl" status --config "$cfg" | grep Pods)"
 finish
