@@ -143,6 +143,12 @@ class ApiPods {
     void refuse(const NodePod& pod, const NodePodVerdict& v);
     void finish_node_pod(const NodePod& pod, const std::string& why);
     void check_owner(const NodePod& pod);
+    // The requests about a Pod of the node no board pod has are keyed apart
+    // from the board pods' (by Pod uid), for their retry.
+    static constexpr const char* kNodeKey = "node/";
+    static std::string pod_path(const std::string& ns, const std::string& name);
+    static Json confirm_delete_options(const std::string& uid);
+    static bool terminal_phase(const std::string& phase);
 
     uv_loop_t* loop_;
     ClusterLink& link_;
