@@ -26,7 +26,8 @@
 // once, not up to 10 s later, and an idle board costs a bookmark now and
 // then instead of a list of its Pods every 10 s (the link already keeps an
 // HTTP/2 connection whose streams the watch shares). Only a summary of each
-// Pod is kept (NodePod).
+// Pod is kept (NodePod). Acted on in sync, so only while connected
+// (api_node_pods.cpp):
 //   a board pod's Pod gets a deletionTimestamp (kubectl delete pod, the
 //     controller's rollout) --> hooks.restart: its containers stopped
 //     within the Pod's deletionGracePeriodSeconds, then the terminal status
