@@ -79,6 +79,13 @@ NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView&
     }
     // The board runs none yet: it starts one, which takes this Pod.
     if (owner.board_pods == 0) return v;
+    // Beside the board pod's own Pod: a duplicate of its revision, or of an
+    // old one, is a left-over; one of the current revision the board's pod
+    // does not run yet (or of a revision not known yet) may be the
+    // controller's surge Pod (rollingUpdate with maxSurge): kept.
+    const bool duplicate = std::find(owner.board_pod_hashes.begin(), owner.board_pod_hashes.end(),
+                                     pod.revision_hash) != owner.board_pod_hashes.end();
+    if (!duplicate && (owner.current_hash.empty() || pod.revision_hash == owner.current_hash)) return v;
     v.action = NodePodAction::Finish;
     v.message = "a left-over: the board's pod of DaemonSet " + pod.owner_name + " has another Pod";
     return v;

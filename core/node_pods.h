@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/decision.h"
 #include "core/json.h"
@@ -61,6 +62,11 @@ struct OwnerView {
     // cache (a pod still without one may take this Pod).
     std::size_t board_pods = 0;
     bool all_have_pods = false;
+    // The controller-revision-hash of the board pods' Pods, and the
+    // controller's hash of the DaemonSet's current template ("" unknown: its
+    // ControllerRevisions not listed yet).
+    std::vector<std::string> board_pod_hashes;
+    std::string current_hash;
 };
 
 enum class NodePodAction {
@@ -68,6 +74,9 @@ enum class NodePodAction {
     RestartBoardPod,  // the board's pod's Pod is being deleted: stop it, confirm, start a fresh one
     Refuse,           // phase Failed with reason and message (the kubelet's admission failure)
     Finish,           // terminal status, then DELETE with grace 0 and the uid precondition
+                      // (a left-over: of a revision a board pod's Pod has, or not the current one;
+                      // a current-revision Pod beside an older board pod's is kept: the
+                      // controller's surge Pod, the rollout's business)
     CheckOwner,       // GET the owning DaemonSet first
 };
 struct NodePodVerdict {

@@ -8,6 +8,7 @@
 #include "core/json_diff.h"
 #include "core/pod_api_status.h"
 #include "core/reflector.h"
+#include "core/template_hash.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -78,14 +79,26 @@ bool ApiPods::tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now
     std::set<std::string> claimed;
     for (const auto& [key, m] : mirrors_)
         if (!m.uid.empty()) claimed.insert(m.uid);
-    // Per DaemonSet uid: the board's pods of it, and whether each has its Pod.
-    std::map<std::string, std::pair<std::size_t, bool>> per_ds;
+    // Per DaemonSet uid: the board's pods of it, whether each has its Pod,
+    // their Pods' revisions and the controller's current one.
+    std::map<std::string, OwnerView> per_ds;
     for (const auto& p : pods) {
         if (!p.ds) continue;
-        auto& [count, all] = per_ds[p.ds->metadata.uid];
-        if (count++ == 0) all = true;
+        OwnerView& o = per_ds[p.ds->metadata.uid];
+        if (o.board_pods++ == 0) {
+            o.all_have_pods = true;
+            auto revs = revisions_.find(p.ds->metadata.uid);
+            const std::string current = template_hash(
+                json_member(json_member(p.ds->object, "spec"), "template"), p.ds->status.collision_count);
+            if (const ClusterRevision* rev =
+                    revs == revisions_.end() ? nullptr : revision_for(revs->second, current))
+                o.current_hash = rev->hash;
+        }
         auto m = mirrors_.find(p.rec.uid);
-        all = all && m != mirrors_.end() && !m->second.uid.empty() && node_pods_.count(m->second.uid);
+        auto w =
+            m == mirrors_.end() || m->second.uid.empty() ? node_pods_.end() : node_pods_.find(m->second.uid);
+        o.all_have_pods = o.all_have_pods && w != node_pods_.end();
+        if (w != node_pods_.end()) o.board_pod_hashes.push_back(w->second.pod.revision_hash);
     }
     for (const auto& [uid, w] : node_pods_) {
         if (claimed.count(uid)) continue;
@@ -97,8 +110,10 @@ bool ApiPods::tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now
                 owner.state == OwnerState::Unchecked && o != owner_present_.end())
                 owner.state = o->second ? OwnerState::NotFollowed : OwnerState::Absent;
             if (auto e = per_ds.find(w.pod.owner_uid); e != per_ds.end()) {
-                owner.board_pods = e->second.first;
-                owner.all_have_pods = e->second.second;
+                owner.board_pods = e->second.board_pods;
+                owner.all_have_pods = e->second.all_have_pods;
+                owner.board_pod_hashes = e->second.board_pod_hashes;
+                owner.current_hash = e->second.current_hash;
             }
         }
         const NodePodVerdict v = judge_node_pod(w.pod, false, owner);

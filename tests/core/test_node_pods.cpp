@@ -38,6 +38,20 @@ OwnerView owner(OwnerState state, bool should_run = true, std::size_t board_pods
     if (!should_run) v.decision.reasons = {"node(s) didn't match Pod's node affinity/selector"};
     v.board_pods = board_pods;
     v.all_have_pods = all;
+    v.board_pod_hashes = {"rev1"};  // the board pod's own Pod
+    v.current_hash = "rev2";
+    return v;
+}
+
+NodePod of_revision(const std::string& hash) {
+    NodePod p = ds_pod();
+    p.revision_hash = hash;
+    return p;
+}
+
+OwnerView current_unknown() {
+    OwnerView v = owner(OwnerState::Followed);
+    v.current_hash.clear();
     return v;
 }
 
@@ -79,8 +93,14 @@ TEST(NodePods, JudgesEachPodAsTheKubeletAndTheStatusManagerDo) {
          owner(OwnerState::Followed, true, 1, false), NodePodAction::Keep, 0},
         {"syncNodes made it before the board's pod started: the board's pod takes it", ds_pod(), false,
          owner(OwnerState::Followed, true, 0, true), NodePodAction::Keep, 0},
-        {"a left-over beside the board pod's own Pod (an earlier board pod's): finished and deleted",
-         ds_pod(), false, owner(OwnerState::Followed, true, 1, true), NodePodAction::Finish, 0},
+        {"a left-over of the board pod's revision beside its own Pod (an earlier board pod's): deleted",
+         of_revision("rev1"), false, owner(OwnerState::Followed), NodePodAction::Finish, 0},
+        {"a left-over of an old revision (neither the board pod's nor the current): deleted",
+         of_revision("rev0"), false, owner(OwnerState::Followed), NodePodAction::Finish, 0},
+        {"rollingUpdate maxSurge: the controller's Pod of the current revision beside an old board pod: kept",
+         of_revision("rev2"), false, owner(OwnerState::Followed), NodePodAction::Keep, 0},
+        {"the current revision not known yet (ControllerRevisions not listed): kept, never guessed",
+         of_revision("rev0"), false, current_unknown(), NodePodAction::Keep, 0},
         {"Admit: the board's decision does not run it (labels differ): refused", ds_pod(), false,
          owner(OwnerState::Followed, false, 0, true), NodePodAction::Refuse, 0},
         {"rejectPod once: a refused Pod (phase Failed) is the controller's", ds_pod(false, "Failed"), false,
