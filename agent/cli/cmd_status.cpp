@@ -89,9 +89,10 @@ void print_human(const Json& s) {
     if (api.contains("podStatus") && api["podStatus"].is_object()) {
         const Json& p = api["podStatus"];
         std::printf(
-            "  Pods:       %lld in the API (%lld created, %lld taken, %lld status patches, %lld deleted)\n",
+            "  Pods:       %lld in the API (%lld created, %lld taken, %lld status patches, %lld deleted, "
+            "%lld restarts by a deletion, %lld refused)\n",
             p.value("pods", 0LL), p.value("created", 0LL), p.value("taken", 0LL), p.value("patches", 0LL),
-            p.value("deleted", 0LL));
+            p.value("deleted", 0LL), p.value("restarted", 0LL), p.value("refused", 0LL));
         if (!str(p, "lastError").empty()) std::printf("    Error:    %s\n", str(p, "lastError").c_str());
     }
     if (api.contains("events"))

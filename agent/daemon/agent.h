@@ -135,6 +135,9 @@ class Agent : private Images::Host {
         std::vector<LiveContainer> containers;
         std::optional<std::int64_t> ready_since_mono_ms;
         bool deleted_by_user = false;
+        // Its Pod was deleted through the API: its containers' stop grace
+        // (the Pod's deletionGracePeriodSeconds, core kill_grace_seconds).
+        std::optional<std::int64_t> grace_override;
         // kubelet_pod_start_duration_seconds has seen it run (or it was
         // adopted running): observed once per pod.
         mutable bool start_observed = false;
@@ -194,6 +197,8 @@ class Agent : private Images::Host {
     void close_api_pods();
     std::vector<BoardPod> board_pods();
     Json board_pod_status(const LivePod& p, bool terminal) const;
+    void restart_for_api(const std::string& uid, std::optional<std::int64_t> grace, const std::string& why);
+    OwnerView pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const;
 
     // rollback.cpp: rollout undo over a manifest file's template
     void apply_rollback(Desired& d);

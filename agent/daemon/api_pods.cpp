@@ -2,6 +2,7 @@
 #include "agent/daemon/api_pods.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <utility>
 
@@ -32,6 +33,20 @@ std::string selector_of(const DaemonSet& ds) {
 }
 
 }  // namespace
+
+std::string ApiPods::pod_path(const std::string& ns, const std::string& name) {
+    return "/api/v1/namespaces/" + ns + "/pods/" + name;
+}
+
+// status.Manager's deletePod: no grace (the containers have stopped), the uid as a precondition.
+Json ApiPods::confirm_delete_options(const std::string& uid) {
+    return Json{{"apiVersion", "v1"},
+                {"kind", "DeleteOptions"},
+                {"gracePeriodSeconds", 0},
+                {"preconditions", {{"uid", uid}}}};
+}
+
+bool ApiPods::terminal_phase(const std::string& phase) { return phase == "Failed" || phase == "Succeeded"; }
 
 Result<platform::HttpClient::RequestId> ClusterLink::request(
     const std::string& method, const std::string& target, std::string body,
@@ -129,6 +144,7 @@ void ApiPods::sync() {
                   [&](const auto& kv) { return !in_use.count(kv.first.substr(0, kv.first.find('/'))); });
     const std::int64_t now = clock_.monotonic_ms();
     bool waiting = false;
+    restart_deleted(by_uid);
     // The board's pods that are gone: their Pods finished, then deleted.
     for (auto it = mirrors_.begin(); it != mirrors_.end();) {
         if (by_uid.count(it->first)) {
@@ -142,6 +158,7 @@ void ApiPods::sync() {
             return finish(it->first);
         }
     }
+    if (tend_node_pods(pods, now)) return;
     for (const auto& p : pods) {
         auto it = mirrors_.find(p.rec.uid);
         if (it == mirrors_.end()) continue;
@@ -151,7 +168,8 @@ void ApiPods::sync() {
             continue;
         }
         if (m.uid.empty()) {
-            if (!p.ds) continue;
+            // A pod that stops gets no Pod again (its own was deleted).
+            if (!p.ds || m.restarting || p.rec.deleting) continue;
             auto revs = revisions_.find(m.ds_uid);
             const ClusterRevision* rev =
                 revs == revisions_.end() ? nullptr : revision_for(revs->second, m.template_hash);
@@ -188,6 +206,8 @@ bool ApiPods::send(const std::string& method, const std::string& target, Json bo
                                 if (!res.ok()) return failed(what + ": " + res.error().message, key);
                                 if (auto it = mirrors_.find(key); it != mirrors_.end())
                                     it->second.retry_at_ms = 0;
+                                if (key.rfind(kNodeKey, 0) == 0)
+                                    node_retry_at_.erase(key.substr(std::strlen(kNodeKey)));
                                 if (res.value().status < 300 && !error_.empty()) {
                                     log(Level::Notice, "API server: Pods of node " + node_name_ + ": " +
                                                            what + " succeeded after an error");
@@ -209,6 +229,9 @@ bool ApiPods::send(const std::string& method, const std::string& target, Json bo
 void ApiPods::failed(const std::string& what, const std::string& key) {
     if (auto it = mirrors_.find(key); it != mirrors_.end())
         it->second.retry_at_ms = clock_.monotonic_ms() + static_cast<std::int64_t>(kSyncPeriodMs);
+    if (key.rfind(kNodeKey, 0) == 0)
+        node_retry_at_[key.substr(std::strlen(kNodeKey))] =
+            clock_.monotonic_ms() + static_cast<std::int64_t>(kSyncPeriodMs);
     if (what != error_)
         log(Level::Warning,
             "API server: Pods of node " + node_name_ + ": " + what +
@@ -256,10 +279,18 @@ void ApiPods::list_pods(const std::string& key, const DaemonSet& ds, const Clust
              std::set<std::string> claimed;
              for (const auto& [k, other] : mirrors_)
                  if (!other.uid.empty()) claimed.insert(other.uid);
-             for (const Json& pod : controlled_pods(list, ds_uid, node_name_)) {
+             // A Pod being deleted is taken only when no other is (an agent
+             // that was down when it was deleted: its pod then restarts); a
+             // finished one (refused, failed) never is.
+             std::vector<Json> candidates = controlled_pods(list, ds_uid, node_name_, true);
+             std::stable_partition(candidates.begin(), candidates.end(), [](const Json& pod) {
+                 return json_member(json_member(pod, "metadata"), "deletionTimestamp").is_null();
+             });
+             for (const Json& pod : candidates) {
                  const Json& meta = json_member(pod, "metadata");
                  if (claimed.count(json_text(meta, "uid")) ||
-                     json_text(json_member(meta, "labels"), kControllerRevisionHashLabel) != hash)
+                     json_text(json_member(meta, "labels"), kControllerRevisionHashLabel) != hash ||
+                     terminal_phase(json_text(json_member(pod, "status"), "phase")))
                      continue;
                  m.name = json_text(meta, "name");
                  m.uid = json_text(meta, "uid");
@@ -347,12 +378,8 @@ void ApiPods::finish(const std::string& key) {
         keep_transition_times(status, m.posted, rfc3339(clock_.wall_ms()));
         if (!pod_status_patch(m.posted, status, m.uid).empty()) return patch_status(key, std::move(status));
     }
-    Json options = {{"apiVersion", "v1"},
-                    {"kind", "DeleteOptions"},
-                    {"gracePeriodSeconds", 0},
-                    {"preconditions", {{"uid", m.uid}}}};
-    send("DELETE", "/api/v1/namespaces/" + m.ns + "/pods/" + m.name, std::move(options),
-         "delete Pod " + m.ns + "/" + m.name, key, [this, key](const platform::HttpResponse& resp) {
+    send("DELETE", pod_path(m.ns, m.name), confirm_delete_options(m.uid), "delete Pod " + m.ns + "/" + m.name,
+         key, [this, key](const platform::HttpResponse& resp) {
              auto it = mirrors_.find(key);
              if (it == mirrors_.end()) return arm(0);
              Mirror& cur = it->second;
@@ -375,7 +402,8 @@ Json ApiPods::status() const {
     for (const auto& [k, m] : mirrors_)
         if (!m.uid.empty()) ++kept;
     return Json{{"pods", kept},        {"created", created_}, {"taken", adopted_},
-                {"patches", patches_}, {"deleted", deleted_}, {"lastError", error_}};
+                {"patches", patches_}, {"deleted", deleted_}, {"restarted", restarted_},
+                {"refused", refused_}, {"lastError", error_}};
 }
 
 }  // namespace daemonlet::agent

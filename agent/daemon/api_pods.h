@@ -19,8 +19,33 @@
 //     when it differs from the one the server has
 //   the pod gone: its terminal status patched, then DELETE (uid precondition)
 //
+// The node's Pods (issue 14 §3/§4, core/node_pods.h) come from a watch,
+// as the kubelet's pod source has them (config/apiserver.go): ClusterLink
+// lists, then watches, /api/v1/pods?fieldSelector=spec.nodeName=<node>
+// (on_pods). A watch, not a list in the 10 s sync: a deletion is seen at
+// once, not up to 10 s later, and an idle board costs a bookmark now and
+// then instead of a list of its Pods every 10 s (the link already keeps an
+// HTTP/2 connection whose streams the watch shares). Only a summary of each
+// Pod is kept (NodePod). Acted on in sync, so only while connected
+// (api_node_pods.cpp):
+//   a board pod's Pod gets a deletionTimestamp (kubectl delete pod, the
+//     controller's rollout) --> hooks.restart: its containers stopped
+//     within the Pod's deletionGracePeriodSeconds, then the terminal status
+//     and the confirming DELETE (grace 0, uid precondition) above, and the
+//     board's fresh pod of the DaemonSet gets a new Pod; a DELETED event
+//     (removed outright) restarts it too. A Pod merely absent from a relist
+//     does not: a server that lost its state would restart every pod (§4),
+//     the Pod is made again instead (the status patch's 404)
+//   a DaemonSet's Pod bound here that no board pod has:
+//     being deleted --> confirmed (DELETE, grace 0); its DaemonSet gone
+//     (GET daemonsets/NAME: 404 or another uid) or a left-over beside the
+//     board pod's Pod --> terminal status, then DELETE; one the board's own
+//     decision does not run (local labels, taints) --> phase Failed with
+//     the kubelet's admission reason and message, left to the controller
+//
 // Kubelet counterparts: status.Manager (syncBatch every 10 s, syncPod,
-// PatchPodStatus), the DaemonSet controller's syncNodes for the creation.
+// PatchPodStatus, canBeDeleted/deletePod), the DaemonSet controller's
+// syncNodes for the creation.
 #pragma once
 
 #include <uv.h>
@@ -35,6 +60,7 @@
 
 #include "agent/daemon/cluster_link.h"
 #include "core/daemon_pod.h"
+#include "core/node_pods.h"
 #include "core/pod.h"
 #include "platform/clock.h"
 
@@ -53,6 +79,14 @@ class ApiPods {
   public:
     struct Hooks {
         std::function<std::vector<BoardPod>()> pods;  // every pod the board runs but static pods
+        // The board's pod `uid` is to stop (its Pod is being deleted, or is
+        // gone) and be replaced; `grace`: the Pod's deletionGracePeriodSeconds.
+        std::function<void(const std::string& uid, std::optional<std::int64_t> grace, const std::string& why)>
+            restart;
+        // What the board knows of the DaemonSet NS/NAME whose uid a Pod names
+        // (state and decision; the counts are ApiPods').
+        std::function<OwnerView(const std::string& ns, const std::string& name, const std::string& uid)>
+            owner;
     };
     ApiPods(uv_loop_t* loop, ClusterLink& link, std::string node_name, const platform::Clock& clock,
             Hooks hooks);
@@ -73,6 +107,8 @@ class ApiPods {
     // The board's pod `uid` is gone; `final_status` is its terminal status
     // (pod_api_status with terminal), patched before the Pod is deleted.
     void pod_finished(const std::string& uid, Json final_status);
+    // The pod watch's changes (ClusterLink hooks.pods).
+    void on_pods(ReflectorChanges&& changes);
     // For `daemonlet status`: Pods kept, creations, adoptions, patches, deletions, the last error.
     Json status() const;
 
@@ -82,6 +118,8 @@ class ApiPods {
         std::string template_hash;         // the board's hash of the template the pod runs
         std::string name, uid;             // the Pod's; empty before it is created or taken
         bool looked_up = false;            // the node's Pods of its DaemonSet were listed
+        bool restarting = false;           // its Pod is being deleted: the board's pod stops
+        bool pod_deleted = false;          // its Pod was removed outright (a DELETED event)
         Json posted;                       // the status the server has (as last written or read)
         std::optional<Json> final_status;  // the pod is gone: patched, then the Pod deleted
         // A request for it failed: it waits until then (monotonic), so that
@@ -99,6 +137,19 @@ class ApiPods {
     void create(const std::string& key, const DaemonSet& ds, const ClusterRevision& rev);
     void patch_status(const std::string& key, Json status);
     void finish(const std::string& key);
+    // The node's Pods no board pod has (core judge_node_pod): one step,
+    // true when a request went.
+    bool tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now);
+    void restart_deleted(const std::map<std::string, const BoardPod*>& by_uid);
+    void refuse(const NodePod& pod, const NodePodVerdict& v);
+    void finish_node_pod(const NodePod& pod, const std::string& why);
+    void check_owner(const NodePod& pod);
+    // The requests about a Pod of the node no board pod has are keyed apart
+    // from the board pods' (by Pod uid), for their retry.
+    static constexpr const char* kNodeKey = "node/";
+    static std::string pod_path(const std::string& ns, const std::string& name);
+    static Json confirm_delete_options(const std::string& uid);
+    static bool terminal_phase(const std::string& phase);
 
     uv_loop_t* loop_;
     ClusterLink& link_;
@@ -118,8 +169,19 @@ class ApiPods {
         std::int64_t delay_ms = 0;
     };
     std::map<std::string, RevisionWait> revision_waits_;
+    // The Pods bound to this node as the watch has them, by uid; synced
+    // once a complete list came. Their status is kept too, for a finished
+    // Pod's terminal status.
+    struct WatchedPod {
+        NodePod pod;
+        Json status;
+    };
+    std::map<std::string, WatchedPod> node_pods_;
+    bool node_pods_synced_ = false;
+    std::map<std::string, bool> owner_present_;          // DaemonSet uid -> in the cluster (GET)
+    std::map<std::string, std::int64_t> node_retry_at_;  // Pod uid -> after a failed request (monotonic)
     std::string error_;
-    std::uint64_t created_ = 0, adopted_ = 0, patches_ = 0, deleted_ = 0;
+    std::uint64_t created_ = 0, adopted_ = 0, patches_ = 0, deleted_ = 0, restarted_ = 0, refused_ = 0;
 };
 
 }  // namespace daemonlet::agent

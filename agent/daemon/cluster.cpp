@@ -72,6 +72,9 @@ void Agent::start_cluster(bool start_now) {
         on_api_daemonsets(scope, std::move(ch));
     };
     hooks.node = [this](ReflectorChanges&& ch) { on_api_node(std::move(ch)); };
+    hooks.pods = [this](ReflectorChanges&& ch) {
+        if (api_pods_ && !stopping_) api_pods_->on_pods(std::move(ch));
+    };
     hooks.link = [this](LinkState s) { on_link(s); };
     if (config_.api_server.register_node) {
         hooks.node_status = [this] { return measure_node_status(); };

@@ -159,6 +159,12 @@ Status ClusterLink::init() {
     };
     if (config_.node_from_cluster)
         add("", true, {"/api/v1/nodes", "v1", "Node", "", "metadata.name=" + node_name_});
+    if (config_.pod_status) {
+        // The kubelet's pod source (config/apiserver.go): the node's Pods,
+        // listed, then watched, for their deletions (api_pods.h).
+        add("", false, {"/api/v1/pods", "v1", "Pod", "", "spec.nodeName=" + node_name_});
+        followers_.back()->pods = true;
+    }
     if (config_.namespaces.empty())
         add("", false, {"/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet", config_.label_selector, ""});
     for (const auto& ns : config_.namespaces)
@@ -188,7 +194,8 @@ void ClusterLink::start() {
     }
     log(Level::Notice, "API server " + endpoint_.server + ": following DaemonSets" + where +
                            (config_.label_selector.empty() ? "" : " matching " + config_.label_selector) +
-                           (config_.node_from_cluster ? ", and the Node " + node_name_ : ""));
+                           (config_.node_from_cluster ? ", and the Node " + node_name_ : "") +
+                           (config_.pod_status ? ", and the Pods bound to " + node_name_ : ""));
     for (auto& f : followers_) step(*f);
     uv_timer_start(
         lease_timer_, [](uv_timer_t* t) { static_cast<ClusterLink*>(t->data)->renew_lease(); }, 0,
@@ -311,10 +318,13 @@ void ClusterLink::on_list(Follower& f, Result<platform::HttpResponse> r) {
         // tick, so that the link is called connected 3 s later, not 13.
         if (!f.last_error.empty() && !lease_ok_) renew_lease();
         f.last_error.clear();
-        if (f.node)
+        if (f.pods) {
+            if (hooks_.pods) hooks_.pods(std::move(ch).value());
+        } else if (f.node) {
             hooks_.node(std::move(ch).value());
-        else
+        } else {
             hooks_.daemonsets(f.scope, std::move(ch).value());
+        }
     }
     report_health();
     schedule(f, 0);
@@ -338,10 +348,13 @@ bool ClusterLink::on_watch_data(Follower& f, long status, std::string_view data)
         ++f.events;
         ReflectorChanges ch = f.reflector.on_watch_event(ev, now_ms(), jitter());
         if (!ch.objects.empty() || !ch.deleted.empty()) {
-            if (f.node)
+            if (f.pods) {
+                if (hooks_.pods) hooks_.pods(std::move(ch));
+            } else if (f.node) {
                 hooks_.node(std::move(ch));
-            else
+            } else {
                 hooks_.daemonsets(f.scope, std::move(ch));
+            }
         }
         if (!f.reflector.watching()) {
             // An ERROR event: 410 lists again at once, others after a back-off.
@@ -380,8 +393,9 @@ void ClusterLink::failed(Follower& f, int status, bool refused, std::int64_t ret
                          const std::string& why) {
     if (closed_) return;
     f.reflector.on_failure(status, refused, retry_after, now_ms(), jitter());
-    const std::string what =
-        f.node ? "Node " + node_name_ : "DaemonSets" + (f.scope.empty() ? std::string() : " in " + f.scope);
+    const std::string what = f.pods   ? "Pods of node " + node_name_
+                             : f.node ? "Node " + node_name_
+                                      : "DaemonSets" + (f.scope.empty() ? std::string() : " in " + f.scope);
     // Once per distinct error (numbers aside: curl says "after 3 ms"): a
     // link down for an hour is one line, not 200.
     auto shape = [](std::string s) {
@@ -402,6 +416,9 @@ void ClusterLink::report_health() {
     bool healthy = lease_ok_;
     std::string why = lease_error_;
     for (const auto& f : followers_) {
+        // The Pods' watch is not the link's health: the board follows its
+        // DaemonSets without it (a cluster whose RBAC lacks pods watch).
+        if (f->pods) continue;
         if (f->reflector.synced() && f->reflector.consecutive_failures() == 0 && f->last_error.empty())
             continue;
         healthy = false;
@@ -565,7 +582,9 @@ Json ClusterLink::status() const {
     const std::int64_t mono = clock_.monotonic_ms();
     Json followers = Json::array();
     for (const auto& f : followers_)
-        followers.push_back({{"resource", f->node ? "nodes" : "daemonsets"},
+        followers.push_back({{"resource", f->pods   ? "pods"
+                                          : f->node ? "nodes"
+                                                    : "daemonsets"},
                              {"namespace", f->scope},
                              {"synced", f->reflector.synced()},
                              {"resourceVersion", f->reflector.resource_version()},

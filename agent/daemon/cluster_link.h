@@ -9,6 +9,8 @@
 //   Reflector.begin --> HttpClient GET (list page | streamed watch)
 //     --> WatchDecoder --> Reflector.on_* --> hooks.daemonsets / hooks.node
 //   every 10 s: Lease GET/POST/PUT; then queued Events, oldest first
+//   podStatus: a reflector of the Pods bound to the node --> hooks.pods
+//     (not part of the link's health)
 //   registerNode, every 10 s: the Node's status from hooks.node_status;
 //     posted (GET, then PATCH of nodes/NAME/status) when it changed, every
 //     5 min, and at once on reconnecting; POST when the Node is absent
@@ -56,6 +58,9 @@ struct ClusterHooks {
     std::function<void(const std::string& scope, ReflectorChanges&&)> daemonsets;
     // The Node reflector's changes (nodeFromCluster).
     std::function<void(ReflectorChanges&&)> node;
+    // podStatus: the changes of the Pods bound to this node
+    // (fieldSelector spec.nodeName=<node>, api_pods.h).
+    std::function<void(ReflectorChanges&&)> pods;
     std::function<void(LinkState)> link;
     // registerNode: the board's status now (measured when called), and the
     // Node it registers (make_local_node's object: automatic labels,
@@ -126,6 +131,7 @@ class ClusterLink {
             : scope(std::move(s)), node(n), reflector(std::move(t)) {}
         std::string scope;  // namespace, "" for all; "node" reflector: unused
         bool node = false;
+        bool pods = false;  // apiServer.podStatus: the Pods bound to this node
         Reflector reflector;
         uv_timer_t* timer = nullptr;
         std::optional<platform::HttpClient::RequestId> inflight;

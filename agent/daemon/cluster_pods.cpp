@@ -4,8 +4,10 @@
 // (core/pod_api_status.h, the converter `daemonlet get pods -o json` uses).
 #include "agent/daemon/agent.h"
 #include "core/cluster_report.h"
+#include "core/decision.h"
 #include "core/pod_api_status.h"
 #include "core/qos.h"
+#include "platform/log.h"
 
 namespace daemonlet::agent {
 
@@ -13,6 +15,11 @@ void Agent::start_api_pods() {
     if (!cluster_ || !config_.api_server.pod_status) return;
     ApiPods::Hooks hooks;
     hooks.pods = [this] { return board_pods(); };
+    hooks.restart = [this](const std::string& uid, std::optional<std::int64_t> grace,
+                           const std::string& why) { restart_for_api(uid, grace, why); };
+    hooks.owner = [this](const std::string& ns, const std::string& name, const std::string& uid) {
+        return pod_owner(ns, name, uid);
+    };
     api_pods_ = std::make_unique<ApiPods>(&loop_, *cluster_, node_.metadata.name, clock_, std::move(hooks));
     api_pods_->start();
 }
@@ -20,6 +27,49 @@ void Agent::start_api_pods() {
 void Agent::close_api_pods() {
     if (api_pods_) api_pods_->close();
     api_pods_.reset();
+}
+
+// `kubectl delete pod` (or the controller's rollout) on a board pod's Pod:
+// the pod stops as `daemonlet delete pod` stops it (the reconcile replaces
+// it), its containers within the Pod's grace (core kill_grace_seconds).
+// A cluster DaemonSet's pod only: a file's DaemonSet, a static pod, are
+// the board's alone.
+void Agent::restart_for_api(const std::string& uid, std::optional<std::int64_t> grace,
+                            const std::string& why) {
+    auto it = pods_.find(uid);
+    if (it == pods_.end()) return;
+    LivePod& p = it->second;
+    const Desired* d = desired_for(p.rec);
+    if (!d || !d->from_api() || p.rec.deleting || p.deleted_by_user) return;
+    const std::shared_ptr<const PodSpec> spec = pod_source(p.rec).spec;
+    const std::int64_t spec_grace = (spec ? spec->termination_grace_period_seconds
+                                          : d->ds().spec.template_.spec.termination_grace_period_seconds)
+                                        .value_or(30);
+    p.grace_override = kill_grace_seconds(grace, spec_grace);
+    p.deleted_by_user = true;
+    log(platform::Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + ": " + why +
+                                     "; stopping it within " + std::to_string(*p.grace_override) +
+                                     " s, a new pod replaces it");
+    schedule_reconcile();
+}
+
+// What the board knows of a Pod's owning DaemonSet (core OwnerView).
+OwnerView Agent::pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const {
+    OwnerView v;
+    auto a = sources_->api().find(ns + "/" + name);
+    if (a == sources_->api().end()) return v;  // Unchecked: the server is asked
+    if (a->second.uid != uid) {
+        v.state = OwnerState::Absent;  // made again since: the Pod's DaemonSet is gone
+        return v;
+    }
+    auto d = desired_.find(ns + "/" + name);
+    if (d == desired_.end() || !d->second.from_api()) {
+        v.state = OwnerState::NotFollowed;  // a manifest file of that name wins: not the cluster's here
+        return v;
+    }
+    v.state = OwnerState::Followed;
+    v.decision = node_should_run_daemon_pod(node_, d->second.ds());
+    return v;
 }
 
 Json Agent::board_pod_status(const LivePod& p, bool terminal) const {

@@ -122,6 +122,7 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
         if (auto env = container_env(p, *spec)) lc.hook_target.env = std::move(env.value());
         lc.grace_seconds = *grace;
     }
+    if (p.grace_override) lc.grace_seconds = *p.grace_override;  // its Pod's deletion grace
     const auto& spec = lc.hook_target.spec;
     if (!spec->lifecycle || !spec->lifecycle->pre_stop || lc.grace_seconds <= 0) return false;
     cancel_hook(lc);  // a postStart still running

@@ -569,7 +569,8 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
 void Agent::stop_container(const std::string& uid, std::size_t index, const std::string& expected,
                            const std::string& why) {
     if (run_pre_stop(uid, index, expected, why)) return;  // the stop follows its preStop hook
-    stop_now(uid, index, expected, why, std::nullopt);
+    auto pit = pods_.find(uid);
+    stop_now(uid, index, expected, why, pit == pods_.end() ? std::nullopt : pit->second.grace_override);
 }
 
 void Agent::stop_now(const std::string& uid, std::size_t index, const std::string& expected,

@@ -15,7 +15,16 @@
 #   3. the controller's Pod for the board (bound to it, of the revision the
 #      board runs) is taken, not doubled; a restarted agent takes its Pods:
 #      no second Pod, no new creation;
-#   4. the DaemonSet gone, its Pod gets its terminal status, then is deleted.
+#   4. the DaemonSet gone, its Pod gets its terminal status, then is deleted;
+#   5. (issue 14 §3/§4, the node's Pods watched with fieldSelector
+#      spec.nodeName, config/apiserver.go) a Pod of a DaemonSet that is gone,
+#      made with kubectl before the agent started, is finished and deleted;
+#      `kubectl delete pod` (graceful: deletionTimestamp, then the kubelet's
+#      confirming DELETE with grace 0 and the uid precondition,
+#      status_manager.go canBeDeleted/deletePod) restarts the board's pod:
+#      a new board pod, one Pod of the DaemonSet, the old one gone; a Pod the
+#      controller made for a DaemonSet the board's labels do not run is
+#      refused (phase Failed, NodeAffinity: predicate.go Admit, rejectPod).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
@@ -62,8 +71,18 @@ put_ds made 'exec sleep 600'
 ctl PUT pods/it/made-x7k2p "$(jq -c '{metadata: {labels: (.spec.template.metadata.labels + {"controller-revision-hash": "6c5d8b7f94"}),
     ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "made", uid: .metadata.uid, controller: true, blockOwnerDeletion: true}]},
     spec: (.spec.template.spec + {nodeName: "it-node"}), status: {phase: "Pending"}}' "$work/ds/made.json")" >/dev/null
+# A Pod of a DaemonSet removed while the agent was down, made with the real kubectl.
+jq -nc '{apiVersion: "v1", kind: "Pod", metadata: {name: "gone-b7x4k", namespace: "it", labels: {app: "gone"},
+    ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "gone", uid: "uid-gone", controller: true}]},
+    spec: {nodeName: "it-node", containers: [{name: "main", image: "none"}]}}' >"$work/stale.json"
+k create --validate=false -f "$work/stale.json" >/dev/null && ok || fail "kubectl create of the stale Pod failed"
 start_own_agent
 wait_for "the board runs web" 10 pod_running it web
+stale_gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.name == "gone-b7x4k")] | length') == 0 ]]; }
+export -f stale_gone
+wait_for "the stale Pod of the absent DaemonSet gone is deleted" 10 stale_gone
+stats | jq -e '.deletedPods | any(.metadata.name == "gone-b7x4k" and .status.phase == "Failed" and .status.containerStatuses == null)' >/dev/null &&
+    ok || fail "the stale Pod was not finished (phase Failed) before its deletion: $(stats | jq -c '[.deletedPods[] | {n: .metadata.name, s: .status}]')"
 # No ControllerRevision yet: the board creates no Pod (the hash is never guessed).
 [[ $(api_pods | jq '.items | length') == 1 ]] && ok || fail "a Pod before its ControllerRevision: $(api_pods | jq -c '[.items[].metadata.name]')"
 put_revision web 7d4b9c6f58
@@ -112,7 +131,7 @@ grep -Eq "^flaky-[a-z0-9]{5} +1/1 +Running +1 .* it-node " <<<"$wide" && grep -E
 # 3. A restarted agent takes its Pods: the same two, none created.
 uids=$(api_pods | jq -c '[.items[].metadata.uid] | sort')
 creates=$(pod_writes create)
-[[ $creates == 2 ]] && ok || fail "Pods created: $creates, not 2 (web, flaky; made's was taken)"
+[[ $creates == 3 ]] && ok || fail "Pods created: $creates, not 3 (kubectl's stale one, web, flaky; made's was taken)"
 stop_agent TERM
 before=$(ready_count)
 start_own_agent
@@ -122,7 +141,7 @@ export -f taken
 export agent_log
 wait_for "the restarted agent takes its three Pods" 10 bash -c '[[ $(taken) == 3 ]]'
 [[ $(api_pods | jq -c '[.items[].metadata.uid] | sort') == "$uids" ]] && ok || fail "the Pods changed across a restart: $(api_pods | jq -c '[.items[].metadata.name]')"
-[[ $(pod_writes create) == 2 ]] && ok || fail "the restarted agent created Pods: $(pod_writes create)"
+[[ $(pod_writes create) == 3 ]] && ok || fail "the restarted agent created Pods: $(pod_writes create)"
 
 "$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus | .pods == 3 and .taken == 3 and .lastError == ""' >/dev/null && ok ||
     fail "daemonlet status does not count the Pods: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
@@ -142,4 +161,54 @@ options=$(stats | jq -c .lastPodDelete)
 jq -e --arg u "$web_uid" '.preconditions.uid == $u and .gracePeriodSeconds == 0' <<<"$options" >/dev/null && ok ||
     fail "the Pod was deleted without the uid precondition: $options"
 [[ $(api_pods | jq -c '[.items[].metadata.ownerReferences[0].name] | sort') == '["flaky","made"]' ]] && ok || fail "the other Pods did not stay: $(api_pods | jq -c '[.items[].metadata.name]')"
+
+# 5. kubectl delete pod (graceful, waiting for the deletion as kubectl does):
+# the board's pod of made restarts and gets a new Pod.
+board_uid() { pods_json | jq -r --arg d "$1" '[.items[] | select(.metadata.ownerReferences[0].name == $d)] | if length == 1 then .[0].metadata.uid else "" end'; }
+old_board=$(board_uid made)
+old_pod=$(pod_of made | jq -r .metadata.name)
+old_pod_uid=$(pod_of made | jq -r .metadata.uid)
+export old_board old_pod
+graceful0=$(pod_writes graceful)
+t0=$(date +%s%N)
+k delete pod -n it "$old_pod" --timeout=15s >/dev/null 2>"$work/kdelete.err" && ok || fail "kubectl delete pod $old_pod: $(cat "$work/kdelete.err")"
+echo "kubectl delete pod took $((($(date +%s%N) - t0) / 1000000)) ms"
+[[ $(pod_writes graceful) -gt $graceful0 ]] && ok || fail "the Pod was not deleted gracefully (no deletionTimestamp)"
+options=$(stats | jq -c .lastPodDelete)
+jq -e --arg u "$old_pod_uid" '.preconditions.uid == $u and .gracePeriodSeconds == 0' <<<"$options" >/dev/null && ok ||
+    fail "the deletion was not confirmed with grace 0 and the uid precondition: $options"
+restarted() {  # restarted DS: a board pod other than $old_board, its one Pod other than $old_pod, Running and Ready
+    local b
+    b=$(board_uid "$1")
+    [[ -n $b && $b != "$old_board" ]] && running_ready "$1" && [[ $(pod_of "$1" | jq -r .metadata.name) != "$old_pod" ]]
+}
+export -f restarted board_uid
+wait_for "a new board pod of made, with a new Pod Running and Ready" 10 restarted made
+[[ $(api_pods | jq --arg n "$old_pod" '[.items[] | select(.metadata.name == $n)] | length') == 0 ]] && ok ||
+    fail "the old Pod $old_pod is still there"
+"$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus.restarted == 1' >/dev/null && ok ||
+    fail "daemonlet status does not count the restart: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
+
+# A forced delete (grace 0: the Pod removed outright, a DELETED event,
+# HandlePodRemoves) restarts the board's pod too.
+old_board=$(board_uid flaky)
+old_pod=$(pod_of flaky | jq -r .metadata.name)
+k delete pod -n it "$old_pod" --grace-period=0 --force >/dev/null 2>"$work/kdelete.err" && ok ||
+    fail "kubectl delete pod --force $old_pod: $(cat "$work/kdelete.err")"
+wait_for "a new board pod of flaky, with a new Pod Running and Ready" 10 restarted flaky
+"$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus.restarted == 2' >/dev/null && ok ||
+    fail "daemonlet status does not count the second restart: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
+
+# A Pod the controller made for a DaemonSet the board's labels do not run: refused.
+put_ds away 'exec sleep 600' '{"nodeSelector": {"zone": "b"}}'
+ctl PUT pods/it/away-q2w3e "$(jq -c '{metadata: {labels: .spec.template.metadata.labels,
+    ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "away", uid: .metadata.uid, controller: true}]},
+    spec: (.spec.template.spec + {nodeName: "it-node"}), status: {phase: "Pending"}}' "$work/ds/away.json")" >/dev/null
+refused() { k get pod -n it away-q2w3e -o json | jq -e '.status.phase == "Failed" and .status.reason == "NodeAffinity" and (.status.message | startswith("Pod was rejected: Predicate NodeAffinity failed"))'; }
+export -f refused
+wait_for "the Pod of away is refused: phase Failed, reason NodeAffinity" 10 refused
+[[ $(api_pods | jq '[.items[] | select(.metadata.name == "away-q2w3e")] | length') == 1 ]] && ok ||
+    fail "the refused Pod was deleted by the board (it is the controller's to delete)"
+"$dl" status --config "$cfg" | grep -q "^  Pods: .*, 2 restarts by a deletion, 1 refused)$" && ok ||
+    fail "daemonlet status's Pods line: $("$dl" status --config "$cfg" | grep Pods)"
 finish

@@ -12,6 +12,7 @@
 //        allowWatchBookmarks, timeoutSeconds), chunked JSON event lines;
 //        a resourceVersion older than the last compaction gets an ERROR
 //        event with a 410 Status, an expired continue token a 410.
+//   GET  .../namespaces/NS/daemonsets/NAME: one, or 404
 //   GET  /api/v1/nodes (the same, for the Node object)
 //   GET/POST /api/v1/nodes[/NAME], PATCH /api/v1/nodes/NAME[/status]
 //        (application/strategic-merge-patch+json with Node's merge keys:
@@ -21,9 +22,17 @@
 //        node strategies
 //   GET  /api, /apis, /api/v1, /apis/GROUP/VERSION: legacy discovery, for kubectl
 //   GET/POST /api/v1[/namespaces/NS]/pods (list: labelSelector, fieldSelector
-//        spec.nodeName; POST: generateName gets 5 random characters, uid,
-//        status.phase Pending), GET/DELETE .../pods/NAME (DeleteOptions
-//        preconditions.uid: 409 when it differs; deleted at once),
+//        spec.nodeName or metadata.name; watch=1 as for DaemonSets, the
+//        kubelet's pod source and kubectl delete's wait; POST: generateName
+//        gets 5 random characters, uid, status.phase Pending),
+//        GET/DELETE .../pods/NAME (DeleteOptions preconditions.uid: 409
+//        when it differs; graceful deletion as podStrategy's
+//        CheckGracefulDelete: a Pod bound to a node and not terminal gets
+//        metadata.deletionTimestamp and deletionGracePeriodSeconds
+//        (gracePeriodSeconds, else spec.terminationGracePeriodSeconds, else
+//        30; a later DELETE may shorten it), and is removed by a DELETE
+//        with gracePeriodSeconds 0 (the kubelet's confirmation); an unbound
+//        or terminal Pod, or grace 0, is removed at once),
 //        PATCH .../pods/NAME/status (strategic merge: conditions by type,
 //        podIPs and hostIPs by ip, other lists replaced; metadata.uid in the
 //        patch is a precondition: 409 when it differs; the spec is kept)
@@ -518,7 +527,7 @@ json discovery(const std::vector<std::string>& p) {
 
 json list_items(const Query& q) {
     json items = json::array();
-    const auto& src = q.resource == "nodes" ? S.nodes : S.daemonsets;
+    const auto& src = q.resource == "nodes" ? S.nodes : q.resource == "pods" ? S.pods : S.daemonsets;
     for (const auto& [key, obj] : src)
         if (q.matches(q.resource, obj)) {
             json o = obj;
@@ -561,10 +570,13 @@ MHD_Result serve_list(MHD_Connection* c, const Query& q, std::int64_t limit, con
 }
 
 json bookmark(const Query& q) {
+    const bool core = q.resource == "nodes" || q.resource == "pods";
     return {{"type", "BOOKMARK"},
             {"object",
-             {{"kind", q.resource == "nodes" ? "Node" : "DaemonSet"},
-              {"apiVersion", q.resource == "nodes" ? "v1" : "apps/v1"},
+             {{"kind", q.resource == "nodes"  ? "Node"
+                       : q.resource == "pods" ? "Pod"
+                                              : "DaemonSet"},
+              {"apiVersion", core ? "v1" : "apps/v1"},
               {"metadata", {{"resourceVersion", std::to_string(S.rv)}}}}}};
 }
 
@@ -814,14 +826,20 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
             if (it == map.end()) return send_json(c, 404, status_object(404, "NotFound", key));
             json obj = it->second;
             map.erase(it);
+            if (p[2] == "pods") record("pods", "DELETED", obj);
             return send_json(c, 200, obj);
         }
         in["metadata"]["namespace"] = p[3];
         in["metadata"]["name"] = p[4];
         json obj = stamp(in, it == map.end() ? nullptr : &it->second, p[2] == "pods" ? "v1" : "apps/v1",
                          p[2] == "pods" ? "Pod" : "ControllerRevision");
-        obj["metadata"]["resourceVersion"] = std::to_string(++S.rv);
         const bool created = it == map.end();
+        if (p[2] == "pods") {
+            record("pods", created ? "ADDED" : "MODIFIED", obj);
+            obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+        } else {
+            obj["metadata"]["resourceVersion"] = std::to_string(++S.rv);
+        }
         map[key] = obj;
         return send_json(c, created ? 201 : 200, obj);
     }
@@ -993,9 +1011,25 @@ json pod_table(const json& items) {
             {"rows", rows}};
 }
 
+// podStrategy.CheckGracefulDelete: the grace a DELETE gives a Pod (0:
+// removed at once). An unbound Pod or a terminal one goes at once; else the
+// options' gracePeriodSeconds, else the spec's terminationGracePeriodSeconds
+// (default 30).
+std::int64_t pod_delete_grace(const json& pod, const json& options) {
+    const json& spec = pod.contains("spec") && pod["spec"].is_object() ? pod["spec"] : json::object();
+    const json& st = pod.contains("status") && pod["status"].is_object() ? pod["status"] : json::object();
+    if (spec.value("nodeName", "").empty()) return 0;
+    const std::string phase = st.value("phase", "");
+    if (phase == "Failed" || phase == "Succeeded") return 0;
+    if (options.contains("gracePeriodSeconds") && options["gracePeriodSeconds"].is_number_integer())
+        return std::max<std::int64_t>(0, options["gracePeriodSeconds"].get<std::int64_t>());
+    if (spec.contains("terminationGracePeriodSeconds") && spec["terminationGracePeriodSeconds"].is_number())
+        return spec["terminationGracePeriodSeconds"].get<std::int64_t>();
+    return 30;
+}
+
 // Pods and ControllerRevisions, as kube-apiserver serves what the agent's
-// Pods need (no watch, no graceful deletion: the agent deletes a Pod whose
-// containers have stopped, with no grace).
+// Pods need (Pods with watch and graceful deletion, tests/apiserver header).
 MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query& q, const std::string& name,
                       const std::string& sub, const std::string& body) {
     const bool pods = q.resource == "pods";
@@ -1009,6 +1043,9 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
         Query lq = q;
         lq.label_selector = arg(c, "labelSelector");
         lq.field_selector = arg(c, "fieldSelector");
+        if (pods && (arg(c, "watch") == "1" || arg(c, "watch") == "true"))
+            return serve_watch(c, lq, arg(c, "resourceVersion"), arg(c, "allowWatchBookmarks") == "true",
+                               std::atoll(arg(c, "timeoutSeconds").c_str()), nullptr);
         json items = json::array();
         for (const auto& [key, obj] : map)
             if (lq.matches(q.resource, obj)) {
@@ -1068,7 +1105,8 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
         }
         // podStrategy.PrepareForCreate: a new Pod's status is Pending.
         obj["status"] = {{"phase", "Pending"}};
-        obj["metadata"]["resourceVersion"] = std::to_string(++S.rv);
+        record("pods", "ADDED", obj);
+        obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
         map[q.namespace_ + "/" + n] = obj;
         ++S.pod_writes["create"];
         return send_json(c, 201, obj);
@@ -1091,7 +1129,8 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
         // podStatusStrategy: only the status changes.
         json out = it->second;
         out["status"] = obj.contains("status") ? obj["status"] : json::object();
-        out["metadata"]["resourceVersion"] = std::to_string(++S.rv);
+        record("pods", "MODIFIED", out);
+        out["metadata"]["resourceVersion"] = std::to_string(S.rv);
         it->second = out;
         ++S.pod_writes["status"];
         S.last_pod_patch = in;
@@ -1106,10 +1145,25 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
                               "Precondition failed: UID in precondition: " +
                                   in["preconditions"]["uid"].dump() + ", UID in object meta: " + uid));
         json obj = it->second;
+        S.last_pod_delete = in;
+        const std::int64_t grace = pod_delete_grace(obj, in);
+        json& md = obj["metadata"];
+        if (grace > 0 && (!md.contains("deletionGracePeriodSeconds") ||
+                          grace < md["deletionGracePeriodSeconds"].get<std::int64_t>())) {
+            // Graceful: marked, the kubelet stops its containers and confirms.
+            md["deletionTimestamp"] = rfc3339_utc(std::time(nullptr) + grace);
+            md["deletionGracePeriodSeconds"] = grace;
+            record("pods", "MODIFIED", obj);
+            obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+            it->second = obj;
+            ++S.pod_writes["graceful"];
+            return send_json(c, 200, obj);
+        }
+        if (grace > 0) return send_json(c, 200, obj);  // being deleted already, with a shorter grace
         map.erase(it);
+        record("pods", "DELETED", obj);
         ++S.pod_writes["delete"];
         S.deleted_pods.push_back(obj);
-        S.last_pod_delete = in;
         return send_json(c, 200, obj);
     }
     return send_json(c, 405, status_object(405, "MethodNotAllowed", method + " is not supported here"));
@@ -1161,6 +1215,13 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
         auto it = S.nodes.find(name);
         if (it == S.nodes.end())
             return send_json(c, 404, status_object(404, "NotFound", "nodes \"" + name + "\" not found"));
+        return send_json(c, 200, it->second);
+    }
+    if (q.resource == "daemonsets" && !name.empty() && method == "GET") {
+        auto it = S.daemonsets.find(q.namespace_ + "/" + name);
+        if (it == S.daemonsets.end())
+            return send_json(c, 404,
+                             status_object(404, "NotFound", "daemonsets.apps \"" + name + "\" not found"));
         return send_json(c, 200, it->second);
     }
     if ((q.resource == "daemonsets" || q.resource == "nodes") && method == "GET") {

@@ -70,5 +70,21 @@ base=https://127.0.0.1:$(cat "$work/port")
 check "--fault answers the first request" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets') == 503 ]]"
 c -X DELETE "$base/_control/fault" >/dev/null
 check "...until the faults are cleared" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/apis/apps/v1/daemonsets') == 200 ]]"
+# Pods: graceful deletion as podStrategy.CheckGracefulDelete, seen by a
+# watch with fieldSelector spec.nodeName (the kubelet's pod source).
+c -X PUT "$base/_control/pods/edge/bound" -d '{"spec":{"nodeName":"n1","terminationGracePeriodSeconds":5},"status":{"phase":"Running"}}' >/dev/null
+c -X PUT "$base/_control/pods/edge/loose" -d '{"spec":{},"status":{"phase":"Pending"}}' >/dev/null
+rv=$(api "$base/api/v1/pods?fieldSelector=spec.nodeName%3Dn1" | jq -r .metadata.resourceVersion)
+check "a pod list with fieldSelector spec.nodeName has the bound Pod only" bash -c "[[ \$(curl -s --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' '$base/api/v1/pods?fieldSelector=spec.nodeName%3Dn1' | jq -c '[.items[].metadata.name]') == '[\"bound\"]' ]]"
+api -X DELETE "$base/api/v1/namespaces/edge/pods/bound" -d '{}' >"$work/graceful"
+check "DELETE of a bound Pod sets deletionTimestamp and the spec's grace" jq -e '.metadata.deletionGracePeriodSeconds == 5 and (.metadata.deletionTimestamp | length > 0)' "$work/graceful"
+check "...and keeps it" bash -c "curl -s --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' $base/api/v1/namespaces/edge/pods/bound | jq -e .metadata.deletionTimestamp"
+check "a DELETE with another uid precondition is refused (409)" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' -X DELETE -d '{\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":\"other\"}}' $base/api/v1/namespaces/edge/pods/bound) == 409 ]]"
+api -X DELETE "$base/api/v1/namespaces/edge/pods/bound" -d '{"gracePeriodSeconds":0}' >/dev/null
+check "DELETE with grace 0 removes it" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' $base/api/v1/namespaces/edge/pods/bound) == 404 ]]"
+api -X DELETE "$base/api/v1/namespaces/edge/pods/loose" -d '{}' >/dev/null
+check "an unbound Pod goes at once" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' $base/api/v1/namespaces/edge/pods/loose) == 404 ]]"
+api -N "$base/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dn1&resourceVersion=$rv&timeoutSeconds=1" >"$work/podwatch"
+check "a pod watch streams the deletion: MODIFIED with deletionTimestamp, then DELETED, the unbound Pod not at all" bash -c "[[ \$(jq -sc '[.[] | select(.type != \"BOOKMARK\") | .type + \":\" + .object.metadata.name + \":\" + (.object.metadata | has(\"deletionTimestamp\") | tostring)]' '$work/podwatch') == '[\"MODIFIED:bound:true\",\"DELETED:bound:true\"]' ]]"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

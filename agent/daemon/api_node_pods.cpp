@@ -1,0 +1,223 @@
+// The Pods bound to this node, as the pod watch has them, and what the
+// board does about each (api_pods.h; the rules are core/node_pods.h).
+#include "agent/daemon/api_pods.h"
+
+#include <set>
+
+#include "core/cluster_report.h"
+#include "core/json_diff.h"
+#include "core/pod_api_status.h"
+#include "core/reflector.h"
+#include "core/template_hash.h"
+#include "platform/log.h"
+
+namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
+
+void ApiPods::on_pods(ReflectorChanges&& changes) {
+    if (changes.replace) {
+        node_pods_.clear();
+        node_pods_synced_ = true;
+    }
+    for (const Json& o : changes.objects) {
+        NodePod pod = node_pod_of(o);
+        if (pod.uid.empty()) continue;
+        const Json& status = json_member(o, "status");
+        const std::string uid = pod.uid;
+        node_pods_[uid] = WatchedPod{std::move(pod), status.is_object() ? status : Json::object()};
+    }
+    for (const Json& o : changes.deleted) {
+        const std::string uid = json_text(json_member(o, "metadata"), "uid");
+        node_pods_.erase(uid);
+        node_retry_at_.erase(uid);
+        // Removed outright (HandlePodRemoves): the board's pod whose Pod it
+        // was stops (sync, while connected). Not on a relist that lacks it:
+        // a server that lost its state would restart every pod.
+        for (auto& [key, m] : mirrors_)
+            if (!uid.empty() && m.uid == uid && !m.final_status) m.pod_deleted = true;
+    }
+    arm(0);
+}
+
+// The board pods whose Pod is being deleted (a deletionTimestamp:
+// HandlePodUpdates) or was deleted (HandlePodRemoves): each stops, within
+// the Pod's grace, and is replaced (Hooks::restart). Cluster DaemonSets'
+// pods only.
+void ApiPods::restart_deleted(const std::map<std::string, const BoardPod*>& by_uid) {
+    for (auto& [key, m] : mirrors_) {
+        auto bp = by_uid.find(key);
+        if (bp == by_uid.end() || !bp->second->ds || m.restarting || m.final_status) continue;
+        std::optional<std::int64_t> grace;
+        if (m.pod_deleted) {
+            grace = 0;
+        } else {
+            auto w = m.uid.empty() ? node_pods_.end() : node_pods_.find(m.uid);
+            if (w == node_pods_.end()) continue;
+            const NodePodVerdict v = judge_node_pod(w->second.pod, true, OwnerView{});
+            if (v.action != NodePodAction::RestartBoardPod) continue;
+            grace = w->second.pod.deletion_grace_seconds;
+        }
+        m.restarting = true;
+        ++restarted_;
+        const std::string why = "its Pod " + m.ns + "/" + m.name +
+                                (m.pod_deleted ? " was deleted" : " is being deleted") + " through the API";
+        log(Level::Notice, "API server: the board's pod of DaemonSet " + m.ds_name + " restarts: " + why);
+        if (m.pod_deleted) {
+            m.name.clear();  // nothing left to confirm
+            m.uid.clear();
+        }
+        if (hooks_.restart) hooks_.restart(key, grace, why);
+    }
+}
+
+// The node's Pods no board pod has, judged (core judge_node_pod) against
+// what the board runs: the first that needs a request gets it.
+bool ApiPods::tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now) {
+    if (!node_pods_synced_) return false;
+    std::set<std::string> claimed;
+    for (const auto& [key, m] : mirrors_)
+        if (!m.uid.empty()) claimed.insert(m.uid);
+    // Per DaemonSet uid: the board's pods of it, whether each has its Pod,
+    // their Pods' revisions and the controller's current one.
+    std::map<std::string, OwnerView> per_ds;
+    for (const auto& p : pods) {
+        if (!p.ds) continue;
+        OwnerView& o = per_ds[p.ds->metadata.uid];
+        if (o.board_pods++ == 0) {
+            o.all_have_pods = true;
+            auto revs = revisions_.find(p.ds->metadata.uid);
+            const std::string current = template_hash(
+                json_member(json_member(p.ds->object, "spec"), "template"), p.ds->status.collision_count);
+            if (const ClusterRevision* rev =
+                    revs == revisions_.end() ? nullptr : revision_for(revs->second, current))
+                o.current_hash = rev->hash;
+        }
+        auto m = mirrors_.find(p.rec.uid);
+        auto w =
+            m == mirrors_.end() || m->second.uid.empty() ? node_pods_.end() : node_pods_.find(m->second.uid);
+        o.all_have_pods = o.all_have_pods && w != node_pods_.end();
+        if (w != node_pods_.end()) o.board_pod_hashes.push_back(w->second.pod.revision_hash);
+    }
+    for (const auto& [uid, w] : node_pods_) {
+        if (claimed.count(uid)) continue;
+        if (auto r = node_retry_at_.find(uid); r != node_retry_at_.end() && r->second > now) continue;
+        OwnerView owner;
+        if (w.pod.owner_kind == "DaemonSet" && !w.pod.owner_uid.empty() && hooks_.owner) {
+            owner = hooks_.owner(w.pod.namespace_, w.pod.owner_name, w.pod.owner_uid);
+            if (auto o = owner_present_.find(w.pod.owner_uid);
+                owner.state == OwnerState::Unchecked && o != owner_present_.end())
+                owner.state = o->second ? OwnerState::NotFollowed : OwnerState::Absent;
+            if (auto e = per_ds.find(w.pod.owner_uid); e != per_ds.end()) {
+                owner.board_pods = e->second.board_pods;
+                owner.all_have_pods = e->second.all_have_pods;
+                owner.board_pod_hashes = e->second.board_pod_hashes;
+                owner.current_hash = e->second.current_hash;
+            }
+        }
+        const NodePodVerdict v = judge_node_pod(w.pod, false, owner);
+        switch (v.action) {
+        case NodePodAction::Keep:
+        case NodePodAction::RestartBoardPod: continue;
+        case NodePodAction::Refuse: refuse(w.pod, v); return true;
+        case NodePodAction::Finish: finish_node_pod(w.pod, v.message); return true;
+        case NodePodAction::CheckOwner: check_owner(w.pod); return true;
+        }
+    }
+    return false;
+}
+
+// kubelet.go rejectPod: phase Failed, the predicate's reason and message.
+void ApiPods::refuse(const NodePod& pod, const NodePodVerdict& v) {
+    Json patch = {{"metadata", {{"uid", pod.uid}}},
+                  {"status", {{"phase", "Failed"}, {"reason", v.reason}, {"message", v.message}}}};
+    const std::string key = kNodeKey + pod.uid, name = pod.namespace_ + "/" + pod.name;
+    send("PATCH", pod_path(pod.namespace_, pod.name) + "/status", std::move(patch), "refuse Pod " + name, key,
+         [this, key, name, uid = pod.uid, v](const platform::HttpResponse& resp) {
+             if (resp.status == 404 || resp.status == 409) {
+                 node_pods_.erase(uid);  // gone, or another Pod of that name
+                 return arm(0);
+             }
+             if (resp.status != 200)
+                 return failed("refuse Pod " + name + ": " + describe_status(resp.status, resp.body), key);
+             if (auto it = node_pods_.find(uid); it != node_pods_.end()) {
+                 it->second.pod.phase = "Failed";
+                 it->second.pod.reason = v.reason;
+             }
+             ++refused_;
+             log(Level::Notice,
+                 "API server: the Pod " + name + " bound to this node is refused: " + v.message);
+             arm(0);
+         });
+}
+
+// A Pod bound here that no board pod has and none will: its terminal
+// status (unless it has one), then deleted as the status manager deletes a
+// finished Pod.
+void ApiPods::finish_node_pod(const NodePod& pod, const std::string& why) {
+    auto it = node_pods_.find(pod.uid);
+    if (it == node_pods_.end()) return;
+    const std::string key = kNodeKey + pod.uid, name = pod.namespace_ + "/" + pod.name;
+    if (!terminal_phase(pod.phase)) {
+        Json status = orphan_terminal_status(it->second.status, rfc3339(clock_.wall_ms()));
+        Json patch = pod_status_patch(it->second.status, status, pod.uid);
+        if (!patch.empty()) {
+            send("PATCH", pod_path(pod.namespace_, pod.name) + "/status", std::move(patch),
+                 "status of Pod " + name, key,
+                 [this, key, name, uid = pod.uid, status](const platform::HttpResponse& resp) {
+                     auto w = node_pods_.find(uid);
+                     if (resp.status == 404 || resp.status == 409) {
+                         if (w != node_pods_.end()) node_pods_.erase(w);
+                         return arm(0);
+                     }
+                     if (resp.status != 200)
+                         return failed(
+                             "status of Pod " + name + ": " + describe_status(resp.status, resp.body), key);
+                     if (w != node_pods_.end()) {
+                         w->second.pod.phase = "Failed";
+                         w->second.status = status;
+                     }
+                     ++patches_;
+                     arm(0);
+                 });
+            return;
+        }
+    }
+    send("DELETE", pod_path(pod.namespace_, pod.name), confirm_delete_options(pod.uid), "delete Pod " + name,
+         key, [this, key, name, why, uid = pod.uid](const platform::HttpResponse& resp) {
+             if (resp.status != 200 && resp.status != 202 && resp.status != 404 && resp.status != 409)
+                 return failed("delete Pod " + name + ": " + describe_status(resp.status, resp.body), key);
+             if (resp.status == 200 || resp.status == 202) {
+                 ++deleted_;
+                 log(Level::Notice, "API server: deleted the Pod " + name + " bound to this node: " + why);
+             }
+             node_pods_.erase(uid);
+             arm(0);
+         });
+}
+
+// A DaemonSet the board does not follow (another namespace, another
+// selector) or that is gone: GET it once. 403: taken as not the board's.
+void ApiPods::check_owner(const NodePod& pod) {
+    const std::string key = kNodeKey + pod.uid;
+    const std::string what = "DaemonSet " + pod.namespace_ + "/" + pod.owner_name + " of Pod " + pod.name;
+    send("GET", "/apis/apps/v1/namespaces/" + pod.namespace_ + "/daemonsets/" + pod.owner_name, nullptr, what,
+         key, [this, key, what, owner_uid = pod.owner_uid](const platform::HttpResponse& resp) {
+             if (resp.status == 200) {
+                 Json ds = Json::parse(resp.body, nullptr, false);
+                 owner_present_[owner_uid] = json_text(json_member(ds, "metadata"), "uid") == owner_uid;
+             } else if (resp.status == 404) {
+                 owner_present_[owner_uid] = false;
+             } else if (resp.status == 403) {
+                 owner_present_[owner_uid] = true;
+                 log(Level::Notice, "API server: " + what + ": " + describe_status(resp.status, resp.body) +
+                                        "; its Pods are left alone");
+             } else {
+                 return failed(what + ": " + describe_status(resp.status, resp.body), key);
+             }
+             arm(0);
+         });
+}
+
+}  // namespace daemonlet::agent

@@ -1,0 +1,152 @@
+#include "core/node_pods.h"
+
+#include <algorithm>
+
+#include "core/daemon_pod.h"
+#include "core/json_diff.h"
+
+namespace daemonlet {
+
+namespace {
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool terminal(const std::string& phase) { return phase == "Failed" || phase == "Succeeded"; }
+
+}  // namespace
+
+NodePod node_pod_of(const Json& pod) {
+    NodePod p;
+    const Json& meta = json_member(pod, "metadata");
+    p.namespace_ = json_text(meta, "namespace");
+    p.name = json_text(meta, "name");
+    p.uid = json_text(meta, "uid");
+    p.revision_hash = json_text(json_member(meta, "labels"), kControllerRevisionHashLabel);
+    const Json& refs = json_member(meta, "ownerReferences");
+    if (refs.is_array())
+        for (const Json& r : refs)
+            if (json_member(r, "controller") == Json(true)) {
+                p.owner_kind = json_text(r, "kind");
+                p.owner_name = json_text(r, "name");
+                p.owner_uid = json_text(r, "uid");
+                break;
+            }
+    p.deleting = !json_member(meta, "deletionTimestamp").is_null();
+    const Json& grace = json_member(meta, "deletionGracePeriodSeconds");
+    if (grace.is_number_integer()) p.deletion_grace_seconds = grace.get<std::int64_t>();
+    const Json& status = json_member(pod, "status");
+    p.phase = json_text(status, "phase");
+    p.reason = json_text(status, "reason");
+    return p;
+}
+
+NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView& owner) {
+    NodePodVerdict v;
+    if (claimed) {
+        // HandlePodUpdates with a DeletionTimestamp: the pod worker kills it.
+        if (pod.deleting) {
+            v.action = NodePodAction::RestartBoardPod;
+            v.grace_seconds = pod.deletion_grace_seconds.value_or(0);
+        }
+        return v;
+    }
+    // Not a DaemonSet's: mirror pods, other controllers' (not this slice's business).
+    if (pod.owner_kind != "DaemonSet" || pod.owner_uid.empty()) return v;
+    if (pod.deleting) {
+        // Nothing runs it here: canBeDeleted holds, the deletion is confirmed.
+        v.action = NodePodAction::Finish;
+        v.message = "being deleted, and the board runs no pod of it";
+        return v;
+    }
+    switch (owner.state) {
+    case OwnerState::Unchecked: v.action = NodePodAction::CheckOwner; return v;
+    case OwnerState::NotFollowed: return v;
+    case OwnerState::Absent:
+        v.action = NodePodAction::Finish;
+        v.message = "its DaemonSet " + pod.owner_name + " is gone";
+        return v;
+    case OwnerState::Followed: break;
+    }
+    // A board pod still without its Pod may take this one (list_pods).
+    if (owner.board_pods > 0 && !owner.all_have_pods) return v;
+    if (!owner.decision.should_run) {
+        if (terminal(pod.phase)) return v;  // refused already (or finished): the controller's now
+        const AdmissionRefusal r = admission_refusal(owner.decision);
+        v.action = NodePodAction::Refuse;
+        v.reason = r.reason;
+        v.message = r.message;
+        return v;
+    }
+    // The board runs none yet: it starts one, which takes this Pod.
+    if (owner.board_pods == 0) return v;
+    // Beside the board pod's own Pod: a duplicate of its revision, or of an
+    // old one, is a left-over; one of the current revision the board's pod
+    // does not run yet (or of a revision not known yet) may be the
+    // controller's surge Pod (rollingUpdate with maxSurge): kept.
+    const bool duplicate = std::find(owner.board_pod_hashes.begin(), owner.board_pod_hashes.end(),
+                                     pod.revision_hash) != owner.board_pod_hashes.end();
+    if (!duplicate && (owner.current_hash.empty() || pod.revision_hash == owner.current_hash)) return v;
+    v.action = NodePodAction::Finish;
+    v.message = "a left-over: the board's pod of DaemonSet " + pod.owner_name + " has another Pod";
+    return v;
+}
+
+std::int64_t kill_grace_seconds(std::optional<std::int64_t> deletion_grace, std::int64_t spec_grace) {
+    constexpr std::int64_t kMinimumGracePeriodSeconds = 2;
+    return std::max(deletion_grace.value_or(spec_grace), kMinimumGracePeriodSeconds);
+}
+
+AdmissionRefusal admission_refusal(const Decision& decision) {
+    const std::string first = decision.reasons.empty() ? std::string() : decision.reasons.front();
+    std::string name, desc;
+    if (starts_with(first, "template nodeName")) {
+        name = "NodeName";
+        desc = "node(s) didn't match the requested node name";  // nodename.ErrReason
+    } else if (starts_with(first, "node(s) didn't match Pod's node affinity")) {
+        name = "NodeAffinity";
+        desc = "node(s) didn't match Pod's node affinity/selector";  // nodeaffinity.ErrReasonPod
+    } else if (starts_with(first, "taint {")) {
+        name = "TaintToleration";
+        desc = "node(s) had taints that the pod didn't tolerate";  // tainttoleration.ErrReasonNotMatch
+    } else {
+        // GeneralPredicates failed due to unknown reason.
+        return {"UnexpectedAdmissionError", "Pod was rejected: the board does not run it" +
+                                                (first.empty() ? std::string() : ": " + first)};
+    }
+    std::string message = "Pod was rejected: Predicate " + name + " failed: " + desc;
+    std::string details;
+    for (const auto& r : decision.reasons)
+        if (r != desc) details += (details.empty() ? "" : "; ") + r;
+    if (!details.empty()) message += " (" + details + ")";
+    return {name, message};
+}
+
+Json orphan_terminal_status(const Json& status, const std::string& now) {
+    Json out = status.is_object() ? status : Json::object();
+    out["phase"] = "Failed";
+    if (out.contains("conditions") && out["conditions"].is_array())
+        for (Json& c : out["conditions"]) {
+            const std::string type = json_text(c, "type");
+            if ((type == "Ready" || type == "ContainersReady") && json_text(c, "status") != "False") {
+                c["status"] = "False";
+                c["lastTransitionTime"] = now;
+            }
+        }
+    for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+        if (!out.contains(list) || !out[list].is_array()) continue;
+        for (Json& cs : out[list]) {
+            if (!cs.is_object()) continue;
+            cs["ready"] = false;
+            if (cs.contains("started")) cs["started"] = false;
+            const Json& state = json_member(cs, "state");
+            if (state.is_object() && state.contains("terminated")) continue;
+            cs["state"] = {{"terminated",
+                            {{"exitCode", 137},
+                             {"reason", "ContainerStatusUnknown"},
+                             {"message", "The container could not be located when the pod was terminated"}}}};
+        }
+    }
+    return out;
+}
+
+}  // namespace daemonlet

@@ -1,0 +1,111 @@
+// The Pods bound to this node, as the agent's pod watch has them
+// (apiServer.podStatus, issue 14 §3/§4), and what the board does about
+// each: pure decisions, carried out by agent/daemon/api_pods.cpp.
+//
+// Upstream (pkg/kubelet):
+//   config/apiserver.go NewSourceApiserver: the node's pods are listed and
+//     watched with fieldSelector spec.nodeName=<node>;
+//   a Pod of the board's pod being deleted (metadata.deletionTimestamp set
+//     by the API server's graceful deletion, podStrategy
+//     CheckGracefulDelete) stops it within deletionGracePeriodSeconds
+//     (kubelet.go HandlePodUpdates -> pod worker's terminating path,
+//     kuberuntime killContainer: at least minimumGracePeriodInSeconds, 2);
+//     a Pod removed outright (a DELETED event) stops it too (HandlePodRemoves);
+//   status/status_manager.go canBeDeleted / deletePod: a Pod whose
+//     containers have stopped is deleted with gracePeriodSeconds 0 and its
+//     uid as a precondition (the agent's ApiPods::finish);
+//   lifecycle/predicate.go Admit + kubelet.go rejectPod: a Pod the node
+//     would not admit is given phase Failed, reason the failed predicate's
+//     name, message "Pod was rejected: Predicate <name> failed: <desc>",
+//     and left to its controller (the DaemonSet controller deletes failed
+//     daemon pods);
+//   kubelet_pods.go convertToAPIContainerStatuses: a container the kubelet
+//     cannot find when the pod terminates is terminated with exit code 137,
+//     reason ContainerStatusUnknown.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/decision.h"
+#include "core/json.h"
+
+namespace daemonlet {
+
+// What the agent keeps of a Pod bound to this node (not the whole object:
+// a board has little memory).
+struct NodePod {
+    std::string namespace_, name, uid;
+    // Its controller ownerReference (controller: true); "" when none.
+    std::string owner_kind, owner_name, owner_uid;
+    std::string revision_hash;  // its controller-revision-hash label
+    bool deleting = false;      // metadata.deletionTimestamp set
+    std::optional<std::int64_t> deletion_grace_seconds;
+    std::string phase, reason;
+};
+NodePod node_pod_of(const Json& pod);
+
+// A Pod the board neither runs nor should run is left to others unless it
+// is a DaemonSet's; what the board knows of that DaemonSet.
+enum class OwnerState {
+    Followed,     // one of the board's cluster DaemonSets (same uid)
+    Absent,       // gone from the cluster (its name has another uid, or a GET said 404)
+    NotFollowed,  // in the cluster, outside the board's namespaces or selector
+    Unchecked,    // not in the board's cache: the server is asked (GET)
+};
+struct OwnerView {
+    OwnerState state = OwnerState::Unchecked;
+    Decision decision;  // the board's own, for a Followed DaemonSet
+    // The board's pods of it, and whether each has its Pod in the watch's
+    // cache (a pod still without one may take this Pod).
+    std::size_t board_pods = 0;
+    bool all_have_pods = false;
+    // The controller-revision-hash of the board pods' Pods, and the
+    // controller's hash of the DaemonSet's current template ("" unknown: its
+    // ControllerRevisions not listed yet).
+    std::vector<std::string> board_pod_hashes;
+    std::string current_hash;
+};
+
+enum class NodePodAction {
+    Keep,             // nothing to do
+    RestartBoardPod,  // the board's pod's Pod is being deleted: stop it, confirm, start a fresh one
+    Refuse,           // phase Failed with reason and message (the kubelet's admission failure)
+    Finish,           // terminal status, then DELETE with grace 0 and the uid precondition
+                      // (a left-over: of a revision a board pod's Pod has, or not the current one;
+                      // a current-revision Pod beside an older board pod's is kept: the
+                      // controller's surge Pod, the rollout's business)
+    CheckOwner,       // GET the owning DaemonSet first
+};
+struct NodePodVerdict {
+    NodePodAction action = NodePodAction::Keep;
+    std::string reason;              // Refuse: the predicate's name
+    std::string message;             // Refuse: the status message; Finish: why, for the log
+    std::int64_t grace_seconds = 0;  // RestartBoardPod: the Pod's deletionGracePeriodSeconds (0: none)
+};
+
+// `claimed`: the Pod is the one of a pod the board runs (created or taken).
+NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView& owner);
+
+// killContainer's grace: the Pod's deletionGracePeriodSeconds when set,
+// else the spec's terminationGracePeriodSeconds; at least 2 s
+// (minimumGracePeriodInSeconds).
+std::int64_t kill_grace_seconds(std::optional<std::int64_t> deletion_grace, std::int64_t spec_grace);
+
+// predicateAdmitHandler.Admit's reason and message for a DaemonSet pod the
+// board's decision does not run (template nodeName: NodeName; node
+// affinity or selector: NodeAffinity; a taint: TaintToleration), the
+// board's own reasons after the upstream message.
+struct AdmissionRefusal {
+    std::string reason, message;
+};
+AdmissionRefusal admission_refusal(const Decision& decision);
+
+// A finished Pod's status when the board never ran it (or no longer knows
+// its containers): phase Failed, not Ready, each container of `status`
+// not terminated yet set terminated as ContainerStatusUnknown.
+Json orphan_terminal_status(const Json& status, const std::string& now);
+
+}  // namespace daemonlet
