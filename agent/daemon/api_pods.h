@@ -36,6 +36,7 @@
 #include "agent/daemon/cluster_link.h"
 #include "core/daemon_pod.h"
 #include "core/pod.h"
+#include "core/pod_events.h"
 #include "platform/clock.h"
 
 namespace daemonlet::agent {
@@ -73,6 +74,8 @@ class ApiPods {
     // The board's pod `uid` is gone; `final_status` is its terminal status
     // (pod_api_status with terminal), patched before the Pod is deleted.
     void pod_finished(const std::string& uid, Json final_status);
+    // The board pod `uid`'s Pod, when the API has it (created or taken).
+    std::optional<ApiPodRef> pod_of(const std::string& uid) const;
     // For `daemonlet status`: Pods kept, creations, adoptions, patches, deletions, the last error.
     Json status() const;
 
