@@ -19,7 +19,8 @@
 #   5. Pod Events as the kubelet records them, read with kubectl get events:
 #      startContainer's Created and Started, doBackOff's BackOff (format.Pod
 #      in its message), killContainer's Killing, involvedObject the Pod with
-#      fieldPath spec.containers{main}; those of a pod that ran before its
+#      fieldPath spec.containers{main}; prober.go's Unhealthy, once for a
+#      probe that keeps failing alike; those of a pod that ran before its
 #      Pod existed are sent once it does.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -63,7 +64,10 @@ put_ds web 'exec sleep 600' '{}' '{"annotations": {"deprecated.daemonset.templat
 # flaky crashes twice: the first restart is at once, the second after the
 # crash-loop back-off (doBackOff: a BackOff Event).
 put_ds flaky "[ -f $work/crashed2 ] || { [ -f $work/crashed ] && touch $work/crashed2 || touch $work/crashed; exit 3; }; exec sleep 600"
-put_ds made 'exec sleep 600'
+# made is not ready until $work/made-ready exists: prober.go's Unhealthy.
+put_ds made 'exec sleep 600' "$(jq -nc --arg m "it-marker-$$-made" --arg f "$work/made-ready" '{containers: [{name: "main", image: "none",
+    command: ["/bin/sh", "-c", "exec sleep 600", $m],
+    readinessProbe: {exec: {command: ["/bin/sh", "-c", ("test -f " + $f + " || { echo not ready yet; exit 1; }")]}, periodSeconds: 1}}]}')"
 # The controller's Pod for the board, made before the agent saw the revision
 # (syncNodes with the scheduler's binding): Pending, no status of its own.
 ctl PUT pods/it/made-x7k2p "$(jq -c '{metadata: {labels: (.spec.template.metadata.labels + {"controller-revision-hash": "6c5d8b7f94"}),
@@ -78,7 +82,14 @@ put_revision flaky 5f8c7d9b46
 put_revision made 6c5d8b7f94
 wait_for "kubectl shows web's Pod Running and Ready" 10 running_ready web
 wait_for "kubectl shows flaky's Pod Running and Ready" 10 running_ready flaky
+made_unhealthy() {
+    k get events -n it -o json | jq -e --arg u "$(pod_of made | jq -r .metadata.uid)" \
+        '[.items[] | select(.involvedObject.uid == $u and .reason == "Unhealthy")] | length == 1 and (.[0] | .type == "Warning" and .involvedObject.fieldPath == "spec.containers{main}" and (.message | startswith("Readiness probe failed: not ready yet")))' >/dev/null
+}
+wait_for "the controller's Pod, taken: one Unhealthy Event for its failing readiness probe (repeats not sent again)" 10 made_unhealthy
+touch "$work/made-ready"
 wait_for "the controller's Pod is taken: Running and Ready" 10 running_ready made
+made_unhealthy && ok || fail "the probe's repeated failures made more than one Unhealthy Event: $(k get events -n it -o json | jq -c '[.items[] | select(.reason == "Unhealthy") | .message]')"
 [[ $(pod_of made | jq -r .metadata.name) == made-x7k2p ]] && ok || fail "the controller's Pod was not taken: $(pod_of made | jq -c .metadata)"
 
 p=$(pod_of web)
