@@ -84,6 +84,12 @@ PodEvent failed_event(const ContainerRef& c, const std::string& what, std::int64
     return make(c, "Warning", "Failed", "Error: " + what, now_ms);
 }
 
+PodEvent warning_event(const ContainerRef* c, const char* reason, std::string message, std::int64_t now_ms) {
+    PodEvent ev = make(c ? *c : ContainerRef{}, "Warning", reason, std::move(message), now_ms);
+    if (!c) ev.field_path.clear();
+    return ev;
+}
+
 PodEvent created_event(const ContainerRef& c, std::int64_t now_ms) {
     return make(c, "Normal", "Created", "Created container " + c.name, now_ms);
 }

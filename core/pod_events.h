@@ -80,6 +80,12 @@ PodEvent never_pull_event(const ContainerRef& c, const std::string& image, std::
 // startContainer's Failed "Error: <what>": ErrImagePull, ImagePullBackOff,
 // a CreateContainerConfigError's message, the runtime's error.
 PodEvent failed_event(const ContainerRef& c, const std::string& what, std::int64_t now_ms);
+// A Warning of `reason` with `message`, on the container (or on the Pod
+// itself when `c` is null): the volume manager's FailedMount (Pod),
+// startContainer's FailedPostStartHook and killContainer's
+// FailedPreStopHook ("PostStartHook failed": the hook's output is kept out
+// of the Event, as upstream keeps it).
+PodEvent warning_event(const ContainerRef* c, const char* reason, std::string message, std::int64_t now_ms);
 PodEvent created_event(const ContainerRef& c, std::int64_t now_ms);
 PodEvent started_event(const ContainerRef& c, std::int64_t now_ms);
 // `probe`: the probe that failed (Liveness, Startup) or none (a stop).

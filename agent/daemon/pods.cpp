@@ -581,11 +581,7 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
             record_pod_event(p, failed_event(ref, error.message, clock_.wall_ms()));
         } else {
             // The volume manager's FailedMount, on the Pod.
-            PodEvent mount = failed_event(ref, error.message, clock_.wall_ms());
-            mount.field_path.clear();
-            mount.reason = "FailedMount";
-            mount.message = error.message;
-            record_pod_event(p, std::move(mount));
+            record_pod_event(p, warning_event(nullptr, "FailedMount", error.message, clock_.wall_ms()));
         }
         if (!again)
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
