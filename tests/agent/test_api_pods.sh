@@ -73,6 +73,8 @@ put_ds made 'exec sleep 600' "$(jq -nc --arg m "it-marker-$$-made" --arg f "$wor
 ctl PUT pods/it/made-x7k2p "$(jq -c '{metadata: {labels: (.spec.template.metadata.labels + {"controller-revision-hash": "6c5d8b7f94"}),
     ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "made", uid: .metadata.uid, controller: true, blockOwnerDeletion: true}]},
     spec: (.spec.template.spec + {nodeName: "it-node"}), status: {phase: "Pending"}}' "$work/ds/made.json")" >/dev/null
+# A manifest file's DaemonSet: the board's alone, no Pod, so no Pod Events.
+write_ds local.yaml local 'exec sleep 600'
 start_own_agent
 wait_for "the board runs web" 10 pod_running it web
 # No ControllerRevision yet: the board creates no Pod (the hash is never guessed).
@@ -140,6 +142,9 @@ wait_for "web's Pod: Created and Started, recorded before its Pod existed" 10 we
 wait_for "flaky's Pod: doBackOff's BackOff, format.Pod in the message" 10 flaky_backoff
 n=$(k get events -n it -o json | jq --arg u "$(pod_of web | jq -r .metadata.uid)" '[.items[] | select(.involvedObject.uid == $u and .reason == "Started")] | length')
 [[ $n == 1 ]] && ok || fail "web's Pod has $n Started Events, not 1"
+wait_for "the board runs the manifest file's DaemonSet" 10 pod_running it local
+n=$(k get events -n it -o json | jq '[.items[] | select(.involvedObject.name | startswith("local"))] | length')
+[[ $n == 0 ]] && ok || fail "Events for the manifest file's pod, which has no Pod: $(k get events -n it -o json | jq -c '[.items[] | select(.involvedObject.name | startswith("local")) | .reason]')"
 
 # 3. A restarted agent takes its Pods: the same two, none created.
 uids=$(api_pods | jq -c '[.items[].metadata.uid] | sort')
