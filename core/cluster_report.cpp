@@ -15,7 +15,8 @@ void EventQueue::rebase(const WallStep& step) {
 void EventQueue::add(ClusterEvent ev) {
     for (auto& q : q_) {
         if (q.namespace_ == ev.namespace_ && q.kind == ev.kind && q.name == ev.name &&
-            q.reason == ev.reason && q.message == ev.message && q.type == ev.type) {
+            q.reason == ev.reason && q.message == ev.message && q.type == ev.type &&
+            q.field_path == ev.field_path) {
             q.count += ev.count;
             q.last_ms = ev.last_ms > ev.first_ms ? ev.last_ms : ev.first_ms;
             return;
@@ -58,6 +59,7 @@ Json event_object(const ClusterEvent& ev, const std::string& node_name) {
     involved["name"] = ev.name;
     if (!ev.uid.empty()) involved["uid"] = ev.uid;
     involved["apiVersion"] = ev.kind == "DaemonSet" ? "apps/v1" : "v1";
+    if (!ev.field_path.empty()) involved["fieldPath"] = ev.field_path;
     Json e = Json::object();
     e["apiVersion"] = "v1";
     e["kind"] = "Event";

@@ -30,6 +30,10 @@ struct ClusterEvent {
     std::int64_t first_ms = 0;  // wall clock
     std::int64_t last_ms = 0;
     std::int32_t count = 1;
+    // involvedObject.fieldPath: the container an Event of a Pod is about
+    // ("spec.containers{main}"), as the kubelet's container references;
+    // empty for the object itself.
+    std::string field_path = {};
 };
 
 class EventQueue {

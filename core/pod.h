@@ -35,6 +35,16 @@ struct ContainerStatus {
     // CrashLoopBackOff or runs again. Empty before the first exit.
     std::string termination_reason;
     std::int64_t termination_started_at_ms = 0;
+    // The last termination's runtime id: lastState.terminated.containerID
+    // (the current instance's is runtime_id).
+    std::string termination_runtime_id;
+    // The image the runtime ran it from, as the runtime names it: CRI's
+    // ContainerStatus.image_ref (containerd: the repo digest
+    // "docker.io/library/busybox@sha256:...", or the image id "sha256:..."),
+    // the runc runtime's "<repository>@<manifest digest>"; empty when the
+    // runtime has no image (exec) or has not said yet. kubelet's
+    // containerStatuses[].imageID.
+    std::string image_id;
     bool ready = false;
     bool started = false;  // startup probe passed (or none)
     bool sidecar = false;  // an init container with restartPolicy Always: runs beside the app containers

@@ -84,6 +84,7 @@ bool pod_is_ready(const PodRecord& p) {
 Json pod_api_status(const PodRecord& p, const PodStatusContext& ctx) {
     const std::int64_t now = ctx.now_ms;
     std::int64_t latest_ready_change = 0;
+    std::int64_t first_start = 0;  // the pod's first container start: its sandbox made
     auto status_json = [&](const ContainerStatus& c, std::size_t index) {
         Json st = Json::object();
         st["name"] = c.name;
@@ -92,9 +93,13 @@ Json pod_api_status(const PodRecord& p, const PodStatusContext& ctx) {
         st["restartCount"] = c.restart_count;
         if (index < ctx.images.size() && !ctx.images[index].empty()) {
             st["image"] = ctx.images[index];
-            st["imageID"] = "";
+            // convertContainerStatus: "Converting the digested image ref to
+            // the Kubernetes public ContainerStatus.ImageID is historically
+            // intentional": the runtime's imageRef.
+            st["imageID"] = c.image_id;
         }
-        if (!c.runtime_id.empty()) st["containerID"] = ctx.runtime + "://" + c.runtime_id;
+        const std::string container_id = c.runtime_id.empty() ? "" : ctx.runtime + "://" + c.runtime_id;
+        if (!container_id.empty()) st["containerID"] = container_id;
         Json state = Json::object();
         if (c.state == ContainerState::Running) {
             state["running"] = {{"startedAt", api_time(c.started_at_ms, now)}};
@@ -103,6 +108,8 @@ Json pod_api_status(const PodRecord& p, const PodStatusContext& ctx) {
                                    {"reason", c.reason},
                                    {"startedAt", api_time(c.started_at_ms, now)},
                                    {"finishedAt", api_time(c.finished_at_ms, now)}};
+            // ContainerStateTerminated.containerID: the instance that ended.
+            if (!container_id.empty()) state["terminated"]["containerID"] = container_id;
         } else {
             Json w = {{"reason", c.reason}};
             if (!c.message.empty()) w["message"] = c.message;
@@ -112,13 +119,19 @@ Json pod_api_status(const PodRecord& p, const PodStatusContext& ctx) {
         // lastState: the previous instance's termination, once the container
         // waits to restart or runs again (a terminated one's own is in state).
         Json last = Json::object();
-        if (c.state != ContainerState::Terminated && !c.termination_reason.empty())
+        if (c.state != ContainerState::Terminated && !c.termination_reason.empty()) {
             last["terminated"] = {{"exitCode", c.exit_code},
                                   {"reason", c.termination_reason},
                                   {"startedAt", api_time(c.termination_started_at_ms, now)},
                                   {"finishedAt", api_time(c.finished_at_ms, now)}};
+            if (!c.termination_runtime_id.empty())
+                last["terminated"]["containerID"] = ctx.runtime + "://" + c.termination_runtime_id;
+        }
         st["lastState"] = last;
         latest_ready_change = std::max(latest_ready_change, c.started_at_ms);
+        const std::int64_t began =
+            c.termination_started_at_ms > 0 ? c.termination_started_at_ms : c.started_at_ms;
+        if (began > 0 && (first_start == 0 || began < first_start)) first_start = began;
         return st;
     };
     Json init_statuses = Json::array();
@@ -143,6 +156,17 @@ Json pod_api_status(const PodRecord& p, const PodStatusContext& ctx) {
         if (!done) incomplete.push_back(c.name);
     }
     Json conditions = Json::array();
+    // GeneratePodReadyToStartContainersCondition (PodReadyToStartContainers,
+    // beta and on since 1.29; PodHasNetwork before 1.28): True while the
+    // pod's sandbox, network configured, exists (PodSandboxChanged says no
+    // new one is needed). The board's runtimes make a pod's sandbox with its
+    // first container: True once one has started, False before and once the
+    // pod is gone (its sandbox removed).
+    bool sandbox = !p.pod_ips.empty();
+    for (const auto* list : {&p.init_containers, &p.containers})
+        for (const auto& c : *list) sandbox = sandbox || c.started_at_ms > 0 || !c.runtime_id.empty();
+    conditions.push_back(
+        condition("PodReadyToStartContainers", sandbox && !ctx.terminal, "", "", api_time(first_start, now)));
     if (incomplete.empty() || app_started || phase == PodPhase::Succeeded)
         conditions.push_back(
             condition("Initialized", true,

@@ -3,14 +3,17 @@
 // agent keeps in the API (issue 14 §2, agent/daemon/api_pods.cpp).
 //
 // Upstream (pkg/kubelet):
-//   kubelet_pods.go generateAPIPodStatus: phase; conditions Initialized,
-//     Ready, ContainersReady, PodScheduled, in that order
-//     (status/generate.go GeneratePodInitializedCondition,
-//     GeneratePodReadyCondition, GenerateContainersReadyCondition);
+//   kubelet_pods.go generateAPIPodStatus: phase; conditions
+//     PodReadyToStartContainers, Initialized, Ready, ContainersReady,
+//     PodScheduled, in that order (status/generate.go
+//     GeneratePodReadyToStartContainersCondition,
+//     GeneratePodInitializedCondition, GeneratePodReadyCondition,
+//     GenerateContainersReadyCondition);
 //     hostIP/hostIPs (the node's, at most a dual-stack pair); podIP is
 //     podIPs[0] (convertStatusToAPIStatus); startTime; qosClass;
 //   convertToAPIContainerStatuses: name, state, lastState (the previous
-//     termination), ready, started, restartCount, image, imageID,
+//     termination, with the containerID of the instance that ended), ready,
+//     started, restartCount, image, imageID (the runtime's image ref),
 //     containerID; app container statuses sorted by name
 //     (kubetypes.SortedContainerStatuses), init containers in spec order;
 //   getPhase(podIsTerminal): a pod that is gone is Succeeded when every

@@ -87,6 +87,11 @@ struct ContainerInfo {
     std::string pod_name;
     std::string pod_namespace;
     std::map<std::string, std::string> labels;  // as given at start
+    // The image it runs, as the runtime names it (the kubelet's
+    // containerStatuses[].imageID): CRI's ContainerStatus.image_ref, the
+    // runc runtime's "<repository>@<manifest digest>"; empty for the exec
+    // runtime, and when unknown.
+    std::string image_ref;
 };
 
 // The network a container's pod is in, as its runtime set it up.

@@ -120,19 +120,23 @@ Result<std::vector<Taint>> decode_taints(std::string_view text) {
 namespace {
 
 Json encode_container(const ContainerStatus& c) {
-    return Json{{"name", c.name},
-                {"runtimeId", c.runtime_id},
-                {"state", to_string(c.state)},
-                {"reason", c.reason},
-                {"message", c.message},
-                {"restartCount", c.restart_count},
-                {"exitCode", c.exit_code},
-                {"startedAtMs", c.started_at_ms},
-                {"finishedAtMs", c.finished_at_ms},
-                {"terminationReason", c.termination_reason},
-                {"terminationStartedAtMs", c.termination_started_at_ms},
-                {"ready", c.ready},
-                {"started", c.started}};
+    Json j{{"name", c.name},
+           {"runtimeId", c.runtime_id},
+           {"state", to_string(c.state)},
+           {"reason", c.reason},
+           {"message", c.message},
+           {"restartCount", c.restart_count},
+           {"exitCode", c.exit_code},
+           {"startedAtMs", c.started_at_ms},
+           {"finishedAtMs", c.finished_at_ms},
+           {"terminationReason", c.termination_reason},
+           {"terminationStartedAtMs", c.termination_started_at_ms},
+           {"ready", c.ready},
+           {"started", c.started}};
+    // Written only when known, so that older records read the same.
+    if (!c.termination_runtime_id.empty()) j["terminationRuntimeId"] = c.termination_runtime_id;
+    if (!c.image_id.empty()) j["imageId"] = c.image_id;
+    return j;
 }
 
 }  // namespace
@@ -165,7 +169,8 @@ Result<std::vector<ContainerStatus>> decode_containers(std::string_view text,
             !read(e, "startedAtMs", c.started_at_ms) || !read(e, "finishedAtMs", c.finished_at_ms) ||
             !read(e, "terminationReason", c.termination_reason) ||
             !read(e, "terminationStartedAtMs", c.termination_started_at_ms) || !read(e, "ready", c.ready) ||
-            !read(e, "started", c.started) || !read(e, "init", init) || !read(e, "sidecar", c.sidecar))
+            !read(e, "started", c.started) || !read(e, "init", init) || !read(e, "sidecar", c.sidecar) ||
+            !read(e, "terminationRuntimeId", c.termination_runtime_id) || !read(e, "imageId", c.image_id))
             return corrupt("containers_json", "malformed container status " + dump(e));
         auto s = decode_state(state);
         if (!s) return s.error();

@@ -35,8 +35,32 @@ Json rfc3339(std::int64_t ms, std::int64_t now) {
     return *t;
 }
 
+// The images of the pod's own revision's template, init containers first
+// (containerStatuses[].image, and imageID with it); none for a static pod
+// or a revision the store no longer has.
+std::vector<std::string> pod_images(store::Store& store, const PodRecord& p) {
+    std::vector<std::string> out;
+    if (p.is_static() || p.daemonset.empty()) return out;
+    auto revs = store.list_revisions(p.namespace_, p.daemonset);
+    if (!revs.ok()) return out;
+    for (const auto& r : revs.value()) {
+        if (r.hash != p.revision_hash) continue;
+        const Json t = Json::parse(r.template_json, nullptr, false);
+        if (!t.is_object() || !t.contains("spec") || !t["spec"].is_object()) return out;
+        for (const char* list : {"initContainers", "containers"}) {
+            if (!t["spec"].contains(list) || !t["spec"][list].is_array()) continue;
+            for (const Json& c : t["spec"][list])
+                out.push_back(c.is_object() && c.contains("image") && c["image"].is_string()
+                                  ? c["image"].get<std::string>()
+                                  : std::string());
+        }
+        return out;
+    }
+    return out;
+}
+
 Json pod_json(const PodRecord& p, const std::string& node, const std::string& runtime,
-              const std::vector<std::string>& node_ips, std::int64_t now) {
+              const std::vector<std::string>& node_ips, std::vector<std::string> images, std::int64_t now) {
     Json pod = Json::object();
     pod["apiVersion"] = "v1";
     pod["kind"] = "Pod";
@@ -69,6 +93,7 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
     PodStatusContext ctx;
     ctx.runtime = runtime;
     ctx.node_ips = node_ips;
+    ctx.images = std::move(images);
     ctx.now_ms = now;
     pod["status"] = pod_api_status(p, ctx);
     return pod;
@@ -138,7 +163,8 @@ int cmd_get(const std::vector<std::string>& args) {
             Json items = Json::array();
             const std::vector<std::string> node_ips = stored_node_ips(store);
             for (const auto& p : list)
-                items.push_back(pod_json(p, node_name, cfg.value().runtime_type, node_ips, now));
+                items.push_back(
+                    pod_json(p, node_name, cfg.value().runtime_type, node_ips, pod_images(store, p), now));
             Json out = {
                 {"apiVersion", "v1"}, {"kind", "PodList"}, {"metadata", Json::object()}, {"items", items}};
             std::printf("%s\n", out.dump(4).c_str());

@@ -110,6 +110,7 @@ std::optional<PodRecord> rebuild_record(const std::vector<platform::ContainerInf
             if (it == rec.init_containers.end() || !it->sidecar) return std::nullopt;
         }
         it->runtime_id = info.id;
+        it->image_id = info.image_ref;
         it->state = ContainerState::Running;
         it->reason.clear();
         it->started_at_ms = info.started_at_ms;
@@ -151,6 +152,7 @@ static std::map<std::string, platform::ContainerInfo>::iterator unrecorded_insta
     cs.message.clear();
     cs.started_at_ms = it->second.started_at_ms;
     cs.started = true;
+    if (!it->second.image_ref.empty()) cs.image_id = it->second.image_ref;
     return it;
 }
 
@@ -188,6 +190,7 @@ void Agent::adopt() {
             }
             p.containers[i].id = cs.runtime_id;
             p.containers[i].started_mono_ms = clock_.monotonic_ms();
+            if (cs.image_id.empty()) cs.image_id = it->second.image_ref;  // started by an older agent
             by_id_[cs.runtime_id] = {rec.uid, i};
             if (!it->second.running) exited.push_back(cs.runtime_id);
             by_id.erase(it);

@@ -161,7 +161,9 @@ Status Agent::init() {
     probes_ = std::make_unique<Probes>(
         *runtime_, make_loop_prober(&loop_), make_loop_ticker(&loop_), clock_,
         [this](const std::string& uid, std::size_t) { on_probe_result_changed(uid); },
-        [this](const std::string& uid, std::size_t index) { on_probe_failed(uid, index); });
+        [this](const std::string& uid, std::size_t index, ProbeKind kind) {
+            on_probe_failed(uid, index, kind);
+        });
     hooks_ = std::make_unique<LifecycleHooks>(&loop_, *runtime_, make_loop_prober(&loop_));
 
     start_metrics();

@@ -34,6 +34,7 @@
 #include "agent/daemon/lifecycle_hooks.h"
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/node_ips.h"
+#include "agent/daemon/pod_events.h"
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/sources.h"
 #include "agent/daemon/storage.h"
@@ -196,6 +197,10 @@ class Agent : private Images::Host {
     void start_api_pods();
     void close_api_pods();
     std::vector<BoardPod> board_pods();
+    // pod_events.cpp: the pod's Events on its Pod (core/pod_events.h).
+    static ContainerRef container_ref(const LivePod& p, std::size_t index);
+    void record_pod_event(const LivePod& p, PodEvent ev);
+    void flush_pod_events();
     Json board_pod_status(const LivePod& p, bool terminal) const;
     void restart_for_api(const std::string& uid, std::optional<std::int64_t> grace, const std::string& why);
     OwnerView pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const;
@@ -231,10 +236,15 @@ class Agent : private Images::Host {
     void start_container(const std::string& uid, std::size_t index);
     void on_started(const std::string& uid, std::size_t index, const Container& spec, Result<std::string> id);
     void start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error);
+    // The started container's image as its runtime names it (its imageID),
+    // asked off the loop; the exec runtime has none.
+    void note_image_id(const std::string& uid, std::size_t index, const std::string& id);
     // Stops the container, after any start of its pod still in flight;
-    // `expected` (non-empty): only if that instance still runs.
+    // `expected` (non-empty): only if that instance still runs. `killing`:
+    // the Pod's Killing Event "Stopping container X" (false: the caller
+    // recorded its own).
     void stop_container(const std::string& uid, std::size_t index, const std::string& expected,
-                        const std::string& why);
+                        const std::string& why, bool killing = true);
     // The stop itself, with `grace_seconds` when a preStop hook took some.
     void stop_now(const std::string& uid, std::size_t index, const std::string& expected,
                   const std::string& why, std::optional<std::int64_t> grace_seconds);
@@ -306,6 +316,8 @@ class Agent : private Images::Host {
     void start_pulled(const ImageWaiter& w) override;
     void retry_image_after(const ImageWaiter& w, std::int64_t delay_ms, bool save) override;
     void pulls_changed() override;
+    void record_container_event(const ImageWaiter& w,
+                                const std::function<PodEvent(const ContainerRef&)>& make) override;
     void record_image_event(const PodRecord& pod, const char* type, const char* reason,
                             const std::string& message) override;
     std::set<std::string> images_in_use() override;
@@ -333,7 +345,7 @@ class Agent : private Images::Host {
     const Container* probed_spec(const LivePod& pod, std::size_t index);
     void start_probes(const std::string& uid, std::size_t index);
     void ensure_probes();
-    void on_probe_failed(const std::string& uid, std::size_t index);
+    void on_probe_failed(const std::string& uid, std::size_t index, ProbeKind kind);
     void on_probe_result_changed(const std::string& uid);
 
     AgentConfig config_;
@@ -383,6 +395,7 @@ class Agent : private Images::Host {
     // Service-account tokens, kube-root-ca.crt and the admitted specs (api_access.h).
     std::unique_ptr<ApiAccess> api_access_;
     std::unique_ptr<ApiPods> api_pods_;          // podStatus: over cluster_, closed before it
+    PodEvents pod_events_;                       // their Events, kept until the Pod exists
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met

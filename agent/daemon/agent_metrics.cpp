@@ -14,18 +14,22 @@ void Agent::start_metrics() {
         std::make_unique<AgentMetrics>(&loop_, clock_,
                                        AgentMetrics::Hooks{[this](MetricRegistry& r) { collect_metrics(r); },
                                                            [this] { return store_problem(); }});
-    probes_->set_observer(
-        [this](const std::string& uid, std::size_t index, ProbeKind kind, ProbeOutcome outcome) {
-            auto pit = pods_.find(uid);
-            if (pit == pods_.end() || index >= pit->second.containers.size()) return;
-            LivePod& p = pit->second;
-            // prober_probe_total's results (pkg/kubelet/prober/prober_manager.go).
-            const char* result = outcome == ProbeOutcome::Success   ? "successful"
-                                 : outcome == ProbeOutcome::Failure ? "failed"
-                                                                    : "unknown";
-            metrics_->registry().add("prober_probe_total", {to_string(kind), result, p.rec.namespace_,
-                                                            p.rec.daemonset, p.status(index).name});
-        });
+    probes_->set_observer([this](const std::string& uid, std::size_t index, ProbeKind kind,
+                                 ProbeOutcome outcome, const std::string& output) {
+        auto pit = pods_.find(uid);
+        if (pit == pods_.end() || index >= pit->second.containers.size()) return;
+        LivePod& p = pit->second;
+        // prober_probe_total's results (pkg/kubelet/prober/prober_manager.go).
+        const char* result = outcome == ProbeOutcome::Success   ? "successful"
+                             : outcome == ProbeOutcome::Failure ? "failed"
+                                                                : "unknown";
+        metrics_->registry().add("prober_probe_total", {to_string(kind), result, p.rec.namespace_,
+                                                        p.rec.daemonset, p.status(index).name});
+        // prober.go runProbe: each failed run is an Unhealthy Event.
+        if (outcome == ProbeOutcome::Failure)
+            record_pod_event(p,
+                             unhealthy_event(container_ref(p, index), kind, output, false, clock_.wall_ms()));
+    });
     if (auto s = metrics_->start(config_.metrics_bind_address); !s.ok())
         // As the kubelet's healthz server: said, and the agent runs on.
         log(Level::Err, s.error().message + "; /metrics and /healthz are not served");

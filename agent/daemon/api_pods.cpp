@@ -397,6 +397,12 @@ void ApiPods::finish(const std::string& key) {
          });
 }
 
+std::optional<ApiPodRef> ApiPods::pod_of(const std::string& uid) const {
+    auto it = mirrors_.find(uid);
+    if (it == mirrors_.end() || it->second.uid.empty()) return std::nullopt;
+    return ApiPodRef{it->second.ns, it->second.name, it->second.uid};
+}
+
 Json ApiPods::status() const {
     std::size_t kept = 0;
     for (const auto& [k, m] : mirrors_)

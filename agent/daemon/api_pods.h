@@ -62,6 +62,7 @@
 #include "core/daemon_pod.h"
 #include "core/node_pods.h"
 #include "core/pod.h"
+#include "core/pod_events.h"
 #include "platform/clock.h"
 
 namespace daemonlet::agent {
@@ -109,6 +110,8 @@ class ApiPods {
     void pod_finished(const std::string& uid, Json final_status);
     // The pod watch's changes (ClusterLink hooks.pods).
     void on_pods(ReflectorChanges&& changes);
+    // The board pod `uid`'s Pod, when the API has it (created or taken).
+    std::optional<ApiPodRef> pod_of(const std::string& uid) const;
     // For `daemonlet status`: Pods kept, creations, adoptions, patches, deletions, the last error.
     Json status() const;
 

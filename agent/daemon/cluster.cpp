@@ -102,11 +102,11 @@ void Agent::start_cluster(bool start_now) {
         if (arr.is_array())
             for (const Json& e : arr) {
                 if (!e.is_object()) continue;
-                cluster_->add_event(ClusterEvent{e.value("namespace", ""), e.value("kind", ""),
-                                                 e.value("name", ""), e.value("uid", ""), e.value("type", ""),
-                                                 e.value("reason", ""), e.value("message", ""),
-                                                 e.value("first", std::int64_t{0}),
-                                                 e.value("last", std::int64_t{0}), e.value("count", 1)});
+                cluster_->add_event(ClusterEvent{
+                    e.value("namespace", ""), e.value("kind", ""), e.value("name", ""), e.value("uid", ""),
+                    e.value("type", ""), e.value("reason", ""), e.value("message", ""),
+                    e.value("first", std::int64_t{0}), e.value("last", std::int64_t{0}), e.value("count", 1),
+                    e.value("fieldPath", "")});
             }
         if (auto w = store_->put_meta(kEventsMeta, ""); !w.ok())
             log(Level::Warning, "store: " + w.error().message);
@@ -129,7 +129,8 @@ void Agent::save_cluster_events() {
                        {"message", ev.message},
                        {"first", ev.first_ms},
                        {"last", ev.last_ms},
-                       {"count", ev.count}});
+                       {"count", ev.count},
+                       {"fieldPath", ev.field_path}});
     if (auto w = store_->put_meta(kEventsMeta, arr.dump()); !w.ok())
         log(Level::Warning, "store: queued events not kept: " + w.error().message);
 }
@@ -265,7 +266,7 @@ void Agent::send_cluster_event(const std::string& ns, const std::string& daemons
     if (it == sources_->api().end()) return;
     const std::int64_t now = clock_.wall_ms();
     cluster_->add_event(
-        ClusterEvent{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1});
+        ClusterEvent{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1, ""});
 }
 
 Json Agent::status_json() const {

@@ -95,6 +95,9 @@ Json Agent::board_pod_status(const LivePod& p, bool terminal) const {
 }
 
 std::vector<BoardPod> Agent::board_pods() {
+    // ApiPods syncs after each Pod it makes or takes: the Events its pod
+    // had meanwhile go now.
+    flush_pod_events();
     std::vector<BoardPod> out;
     for (const auto& [uid, p] : pods_) {
         if (p.rec.is_static()) continue;

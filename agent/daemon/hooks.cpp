@@ -73,7 +73,15 @@ void Agent::run_post_start(const std::string& uid, std::size_t index) {
                     {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
                 record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPostStartHook,
                              "PostStartHook failed");
-                stop_container(uid, index, id, "pod " + name + " (FailedPostStartHook)");
+                // startContainer: the hook's Event on the Pod, then
+                // killContainer's Killing with the message "FailedPostStartHook".
+                const std::int64_t now = clock_.wall_ms();
+                const ContainerRef ref = container_ref(pod, index);
+                record_pod_event(pod, warning_event(&ref, kFailedPostStartHook, "PostStartHook failed", now));
+                PodEvent killing = killing_event(ref, nullptr, now);
+                killing.message = kFailedPostStartHook;
+                record_pod_event(pod, std::move(killing));
+                stop_container(uid, index, id, "pod " + name + " (FailedPostStartHook)", false);
             }
             // The containers after it start now (SyncPod goes on
             // after a failed start too).
@@ -130,25 +138,28 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
     const std::string id = lc.id;
     const std::int64_t grace = lc.grace_seconds;
     const std::int64_t t0 = clock_.monotonic_ms();
-    lc.hook =
-        hooks_->run(*spec->lifecycle->pre_stop, lc.hook_target, grace * 1000,
-                    [this, uid, index, id, why, grace, t0](Status s) {
-                        auto it = pods_.find(uid);
-                        if (it == pods_.end()) return;
-                        LivePod& pod = it->second;
-                        LiveContainer& c = pod.containers[index];
-                        c.hook.reset();
-                        c.pre_stopping = false;
-                        const std::int64_t took = clock_.monotonic_ms() - t0;
-                        if (!s.ok()) {
-                            const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
-                            log(Level::Warning, s.error().message,
-                                {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
-                            record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPreStopHook,
-                                         "PreStopHook failed");
-                        }
-                        stop_now(uid, index, id, why, grace_after_pre_stop(grace, took));
-                    });
+    lc.hook = hooks_->run(
+        *spec->lifecycle->pre_stop, lc.hook_target, grace * 1000,
+        [this, uid, index, id, why, grace, t0](Status s) {
+            auto it = pods_.find(uid);
+            if (it == pods_.end()) return;
+            LivePod& pod = it->second;
+            LiveContainer& c = pod.containers[index];
+            c.hook.reset();
+            c.pre_stopping = false;
+            const std::int64_t took = clock_.monotonic_ms() - t0;
+            if (!s.ok()) {
+                const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
+                log(Level::Warning, s.error().message,
+                    {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
+                record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPreStopHook,
+                             "PreStopHook failed");
+                const ContainerRef ref = container_ref(pod, index);
+                record_pod_event(
+                    pod, warning_event(&ref, kFailedPreStopHook, "PreStopHook failed", clock_.wall_ms()));
+            }
+            stop_now(uid, index, id, why, grace_after_pre_stop(grace, took));
+        });
     return true;
 }
 

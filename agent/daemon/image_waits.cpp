@@ -66,6 +66,13 @@ void Agent::retry_image_after(const ImageWaiter& w, std::int64_t delay_ms, bool 
 
 void Agent::pulls_changed() { schedule_reconcile(); }
 
+void Agent::record_container_event(const ImageWaiter& w,
+                                   const std::function<PodEvent(const ContainerRef&)>& make) {
+    auto pit = pods_.find(w.uid);
+    if (pit == pods_.end() || w.index >= pit->second.containers.size()) return;
+    record_pod_event(pit->second, make(container_ref(pit->second, w.index)));
+}
+
 void Agent::record_image_event(const PodRecord& pod, const char* type, const char* reason,
                                const std::string& message) {
     record_event(pod.namespace_, pod.daemonset, type, reason, message);

@@ -352,10 +352,15 @@ void Images::request_pull(const ImageWaiter& w, const PodRecord& pod, const Cont
     const std::int64_t now = clock_.monotonic_ms();
     cs.state = ContainerState::Waiting;
     const ImagePullStep step = image_pull_step(pull.running, pull.retry_at_mono_ms, now);
+    const std::int64_t wall = clock_.wall_ms();
     if (step == ImagePullStep::BackOff) {
         // kubelet's images.ErrImagePullBackOff: "Back-off pulling image".
         cs.reason = "ImagePullBackOff";
         cs.message = "Back-off pulling image \"" + spec.image + "\": " + pull.error;
+        host_.record_container_event(
+            w, [&](const ContainerRef& c) { return pull_backoff_event(c, spec.image, wall); });
+        host_.record_container_event(w,
+                                     [&](const ContainerRef& c) { return failed_event(c, cs.reason, wall); });
         host_.retry_image_after(w, pull.retry_at_mono_ms - now, false);
         return;
     }
@@ -364,6 +369,9 @@ void Images::request_pull(const ImageWaiter& w, const PodRecord& pod, const Cont
         cs.reason = "ContainerCreating";
         cs.message = "pulling image \"" + spec.image + "\"";
     }
+    // EnsureImageExists: each container that waits for the pull says so.
+    host_.record_container_event(w,
+                                 [&](const ContainerRef& c) { return pulling_event(c, spec.image, wall); });
     if (step == ImagePullStep::Join) return;
     pull.running = true;
     pull.started_mono_ms = now;
@@ -416,6 +424,10 @@ void Images::on_image_pulled(const std::string& image, const Status& result) {
             host_.record_image_event(
                 p, "Normal", "Pulled",
                 "Successfully pulled image \"" + image + "\" in " + std::to_string(took) + "ms");
+        const std::int64_t wall = clock_.wall_ms();
+        if (result.ok())
+            host_.record_container_event(
+                w, [&](const ContainerRef& r) { return pulled_event(r, image, took, took, wall); });
         if (!c.spec || !c.status) continue;
         touched = true;
         const bool always = c.spec->image_pull_policy == "Always";
@@ -425,10 +437,14 @@ void Images::on_image_pulled(const std::string& image, const Status& result) {
                                          "Failed to pull image \"" + image + "\": " + pull.error);
                 host_.record_image_event(p, "Normal", "BackOff", "Back-off pulling image \"" + image + "\"");
             }
+            host_.record_container_event(
+                w, [&](const ContainerRef& r) { return pull_failed_event(r, image, pull.error, wall); });
             ContainerStatus& cs = *c.status;
             const bool again = is_image_wait(cs.reason);
             cs.state = ContainerState::Waiting;
             cs.reason = image_wait_reason(false, again);
+            host_.record_container_event(
+                w, [&](const ContainerRef& r) { return failed_event(r, cs.reason, wall); });
             cs.message = pull.error;
             host_.retry_image_after(w, delay, true);
             continue;

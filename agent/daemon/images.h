@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "core/json.h"
 #include "core/model.h"
 #include "core/pod.h"
+#include "core/pod_events.h"
 #include "core/wall_clock.h"
 #include "platform/clock.h"
 #include "platform/dir_watch.h"
@@ -100,6 +102,13 @@ class Images {
         // An event for describe (and the API server).
         virtual void record_image_event(const PodRecord& pod, const char* type, const char* reason,
                                         const std::string& message) = 0;
+        // An Event of the waiting container on its Pod (core/pod_events.h):
+        // `make` builds it for the container.
+        virtual void record_container_event(const ImageWaiter& w,
+                                            const std::function<PodEvent(const ContainerRef&)>& make) {
+            (void)w;
+            (void)make;
+        }
         // What image GC never removes (image_key of each).
         virtual std::set<std::string> images_in_use() = 0;
         // A pull or an import ended (for the metrics): `what` is "pull" or

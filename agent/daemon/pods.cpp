@@ -469,6 +469,11 @@ void Agent::on_started(const std::string& uid, std::size_t index, const Containe
         cs.reason.clear();
         cs.message.clear();
         cs.started_at_ms = clock_.wall_ms();
+        // startContainer's Created and Started: the runtimes here create
+        // and start in one call.
+        record_pod_event(p, created_event(container_ref(p, index), cs.started_at_ms));
+        record_pod_event(p, started_event(container_ref(p, index), cs.started_at_ms));
+        note_image_id(uid, index, lc.id);
         // A pod removed meanwhile: the stop queued behind this start stops
         // it; an agent that stops records it for the next one to adopt.
         if (!p.rec.deleting && !stopping_) start_probes(uid, index);
@@ -494,6 +499,21 @@ void Agent::on_started(const std::string& uid, std::size_t index, const Containe
     save_pod(p);
 }
 
+void Agent::note_image_id(const std::string& uid, std::size_t index, const std::string& id) {
+    if (std::string_view(runtime_->name()) == "exec") return;
+    const std::uint64_t t0 = uv_hrtime();
+    runtime_->inspect_async(id, [this, uid, index, id, t0](Result<platform::ContainerInfo> info) {
+        metrics_->count_runtime_operation("container_status", t0, info.ok());
+        if (stopping_ || !info.ok() || info.value().image_ref.empty()) return;
+        auto pit = pods_.find(uid);
+        if (pit == pods_.end() || pit->second.containers[index].id != id) return;
+        ContainerStatus& cs = pit->second.status(index);
+        if (cs.image_id == info.value().image_ref) return;
+        cs.image_id = info.value().image_ref;
+        save_pod(pit->second);
+    });
+}
+
 void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error) {
     const std::string& uid = p.rec.uid;
     ContainerStatus& cs = p.status(index);
@@ -510,6 +530,7 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         images_->request_pull({uid, index}, p.rec, spec, cs);
         return;
     }
+    const ContainerRef ref = container_ref(p, index);
     if (error.code == ErrorCode::ImageNotFound) {
         // kubelet's images.ErrImagePull, then ImagePullBackOff while it
         // backs off; ErrImageNeverPull for imagePullPolicy Never
@@ -520,6 +541,9 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         cs.state = ContainerState::Waiting;
         cs.reason = image_wait_reason(never, again);
         cs.message = error.message + "; import it into " + image_import_dir_of(config_);
+        const std::int64_t now = clock_.wall_ms();
+        if (never) record_pod_event(p, never_pull_event(ref, spec.image, now));
+        record_pod_event(p, failed_event(ref, cs.reason, now));
         const std::int64_t delay = next_restart_delay(lc.backoff, 0, crash_loop_policy(config_));
         if (!again)  // once per wait, not per retry
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
@@ -533,6 +557,7 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         cs.state = ContainerState::Waiting;
         cs.reason = "RunContainerError";
         cs.message = error.message;
+        record_pod_event(p, failed_event(ref, error.message, clock_.wall_ms()));
         if (lc.runtime_down_ms == 0)  // once per outage, not per retry
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
                                 " did not start: " + cs.message + "; retrying until the runtime answers");
@@ -552,6 +577,12 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         cs.state = ContainerState::Waiting;
         cs.reason = reason;
         cs.message = error.message;
+        if (error.code == ErrorCode::ContainerConfig) {
+            record_pod_event(p, failed_event(ref, error.message, clock_.wall_ms()));
+        } else {
+            // The volume manager's FailedMount, on the Pod.
+            record_pod_event(p, warning_event(nullptr, "FailedMount", error.message, clock_.wall_ms()));
+        }
         if (!again)
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
                                 cs.message + "; retrying with back-off");
@@ -561,13 +592,18 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
     cs.state = ContainerState::Waiting;
     cs.reason = "RunContainerError";
     cs.message = error.message;
+    record_pod_event(p, failed_event(ref, error.message, clock_.wall_ms()));
     log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
                         " did not start: " + cs.message + "; retrying with back-off");
     schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
 }
 
 void Agent::stop_container(const std::string& uid, std::size_t index, const std::string& expected,
-                           const std::string& why) {
+                           const std::string& why, bool killing) {
+    // killContainer records Killing before its preStop hook and the stop.
+    if (auto pit = pods_.find(uid); killing && pit != pods_.end())
+        record_pod_event(pit->second,
+                         killing_event(container_ref(pit->second, index), nullptr, clock_.wall_ms()));
     if (run_pre_stop(uid, index, expected, why)) return;  // the stop follows its preStop hook
     auto pit = pods_.find(uid);
     stop_now(uid, index, expected, why, pit == pods_.end() ? std::nullopt : pit->second.grace_override);
@@ -658,6 +694,8 @@ void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const s
     cs.ready = false;
     cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
     cs.termination_started_at_ms = cs.started_at_ms;
+    cs.termination_runtime_id = id;
+    if (info.ok() && !info.value().image_ref.empty()) cs.image_id = info.value().image_ref;
     lc.id.clear();
     const std::uint64_t t0 = uv_hrtime();
     runtime_->remove_async(id, [this, t0](Status r) {
@@ -708,6 +746,7 @@ void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const s
     if (delay > 0) {
         set_crash_loop_waiting(cs, delay);
         record_backoff(p.rec, cs.name);
+        record_pod_event(p, backoff_event(container_ref(p, index), clock_.wall_ms()));
     }
     schedule_restart(uid, index, delay);
     refresh_readiness(p);

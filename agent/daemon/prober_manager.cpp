@@ -232,7 +232,7 @@ void Probes::record(const Key& key, std::size_t probe, platform::ProbeResult r) 
     Entry& e = it->second;
     Worker& w = e.workers[probe];
     const std::string kind = to_string(w.worker.kind);
-    if (observed_) observed_(key.first, key.second, w.worker.kind, r.outcome);
+    if (observed_) observed_(key.first, key.second, w.worker.kind, r.outcome, r.output);
     // kubelet records an event per failed run ("Readiness probe failed:
     // ..."); a board's journal gets one line per transition instead.
     if (r.outcome == ProbeOutcome::Failure && !w.failing) {
@@ -253,7 +253,7 @@ void Probes::record(const Key& key, std::size_t probe, platform::ProbeResult r) 
         log(Level::Warning,
             "pod " + e.pod + " container " + e.container + " failed " + what + " probe, will be restarted",
             {{"DAEMONLET_POD", e.pod}, {"DAEMONLET_CONTAINER", e.container}});
-        failed_(key.first, key.second);
+        failed_(key.first, key.second, w.worker.kind);
     }
     // The callbacks may have removed the container's probes: `e` and `w` are not read after.
     if (rec.result_changed) changed_(key.first, key.second);

@@ -70,8 +70,8 @@ class Probes {
   public:
     // Container `index` of pod `uid`: its started or ready result changed.
     using ResultChanged = std::function<void(const std::string& uid, std::size_t index)>;
-    // Its liveness or startup probe crossed failureThreshold: stop it.
-    using Failed = std::function<void(const std::string& uid, std::size_t index)>;
+    // Its liveness or startup probe (`kind`) crossed failureThreshold: stop it.
+    using Failed = std::function<void(const std::string& uid, std::size_t index, ProbeKind kind)>;
 
     // `runtime` places the probes (probe_netns, pod_network, exec_in).
     Probes(platform::Runtime& runtime, std::unique_ptr<ProbeRunner> runner, std::unique_ptr<Ticker> ticker,
@@ -95,8 +95,10 @@ class Probes {
     // Everything removed, the runner closed.
     void close();
 
-    // Every run's outcome, for prober_probe_total (the agent's metrics).
-    using Observed = std::function<void(const std::string& uid, std::size_t index, ProbeKind, ProbeOutcome)>;
+    // Every run's outcome, for prober_probe_total (the agent's metrics),
+    // and its output (what a failure says: the Pod's Unhealthy Event).
+    using Observed = std::function<void(const std::string& uid, std::size_t index, ProbeKind, ProbeOutcome,
+                                        const std::string& output)>;
     void set_observer(Observed observed) { observed_ = std::move(observed); }
 
   private:

@@ -91,14 +91,16 @@ void Agent::ensure_probes() {
 // A liveness or startup probe failed failureThreshold times: the container
 // is stopped, and the exit handler restarts it with restart_count + 1 and
 // crash-loop back-off.
-void Agent::on_probe_failed(const std::string& uid, std::size_t index) {
+void Agent::on_probe_failed(const std::string& uid, std::size_t index, ProbeKind kind) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
     LivePod& p = pit->second;
     LiveContainer& lc = p.containers[index];
     if (lc.id.empty()) return;
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
-    stop_container(uid, index, lc.id, "pod " + pod_name);
+    // computePodActions' message for killContainer's Killing Event.
+    record_pod_event(p, killing_event(container_ref(p, index), &kind, clock_.wall_ms()));
+    stop_container(uid, index, lc.id, "pod " + pod_name, false);
 }
 
 // A container's started or ready changed: the pod's readiness, hence

@@ -304,6 +304,7 @@ class GrpcCriClient final : public CriClient {
         out.reason = st.reason();
         out.message = st.message();
         out.log_path = st.log_path();
+        out.image_ref = st.image_ref();
         if (out.container.state == CriState::Running) out.pid = pid_of(resp.info());
         return out;
     }

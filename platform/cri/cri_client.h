@@ -51,6 +51,9 @@ struct CriContainerStatus {
     std::string message;
     std::string log_path;
     int pid = 0;  // from the verbose info, 0 when not running
+    // image_ref: containerd's repo digest of the image ("docker.io/library/
+    // busybox@sha256:..."), or its id ("sha256:...") when it has none.
+    std::string image_ref;
 };
 
 struct CriSandbox {

@@ -384,6 +384,7 @@ ContainerInfo CriRuntime::info_of(const CriContainerStatus& st) const {
     info.pid = st.pid;
     info.started_at_ms = st.started_at_ns / 1'000'000;
     info.log_path = st.log_path;
+    info.image_ref = st.image_ref;
     if (!info.running) {
         info.exit_code = st.exit_code;
         info.reason = !st.reason.empty() ? st.reason : st.exit_code == 0 ? "Completed" : "Error";

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -11,6 +12,7 @@
 #include <system_error>
 
 #include "core/cgroup_oom.h"
+#include "core/image_reference.h"
 #include "core/json.h"
 #include "core/oci_image.h"
 #include "core/oci_spec.h"
@@ -19,6 +21,7 @@
 #include "platform/exec/exec_runtime.h"
 #include "platform/exec/shim_state.h"
 #include "platform/file.h"
+#include "platform/image/image_index.h"
 #include "platform/image/overlay_mount.h"
 #include "platform/run_command.h"
 #include "platform/runc/runc_security.h"
@@ -121,6 +124,23 @@ RuncRuntime::RuncRuntime(std::unique_ptr<Runtime> exec, ImageTool images, std::s
 
 namespace {
 
+// A bundle's image reference, as inspect() reads it back.
+constexpr const char* kImageRefFile = "image-ref";
+
+// The image's reference as containerd's CRI reports a container's
+// image_ref (its first repo digest): "<repository>@<manifest digest>",
+// from the image store's index; empty when the image is not there.
+std::string stored_image_ref(const std::string& store, const std::string& image) {
+    auto ref = normalize_image_reference(image);
+    if (!ref) return {};
+    if (!ref.value().digest.empty()) return ref.value().name() + "@" + ref.value().digest;
+    auto index = read_index(store + "/images.json");
+    if (!index) return {};
+    for (const auto& e : index.value())
+        if (e.name == ref.value().str()) return ref.value().name() + "@" + e.digest;
+    return {};
+}
+
 Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
                    const std::vector<std::string>& capabilities, const RuncPodSettings& settings,
                    const ContainerLaunch& launch, const std::string& id, const std::string& bundle) {
@@ -130,6 +150,12 @@ Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
     if (auto s = make_dirs(bundle); !s) return s;
     auto image = prepare_rootfs(images, c.image, bundle);
     if (!image) return image.error();
+    // What inspect() reports as its image_ref; none when unknown.
+    if (const std::string ref = stored_image_ref(images.store, c.image); !ref.empty())
+        if (std::FILE* f = std::fopen((bundle + "/" + kImageRefFile).c_str(), "we")) {
+            std::fputs(ref.c_str(), f);
+            std::fclose(f);
+        }
 
     OciSpecInput in;
     in.container = &c;
@@ -299,9 +325,17 @@ void RuncRuntime::add_oom_reason(ContainerInfo& info) const {
     if (kills && ended_by_oom_kill(*info.exit_code, kills.value())) info.reason = kOomKilledReason;
 }
 
+void RuncRuntime::add_image_ref(ContainerInfo& info) const {
+    auto ref = read_file(bundle_dir(info.id) + "/" + kImageRefFile, 4096);
+    if (ref) info.image_ref = trim(ref.value());
+}
+
 Result<ContainerInfo> RuncRuntime::inspect(const std::string& id) {
     auto info = exec_->inspect(id);
-    if (info) add_oom_reason(info.value());
+    if (info) {
+        add_oom_reason(info.value());
+        add_image_ref(info.value());
+    }
     return info;
 }
 
@@ -322,7 +356,10 @@ Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
     }
     auto adopted = exec_->adopt_all();
     if (!adopted) return adopted;
-    for (auto& info : adopted.value()) add_oom_reason(info);
+    for (auto& info : adopted.value()) {
+        add_oom_reason(info);
+        add_image_ref(info);
+    }
     std::set<std::string> known;
     for (const auto& info : adopted.value()) known.insert(info.id);
     std::vector<std::string> leftovers;

@@ -190,6 +190,8 @@ class RuncRuntime final : public Runtime {
     static Status delete_bundle(const std::string& bundle);
     // Sets info.reason to OOMKilled when the container's exit was the OOM killer's.
     void add_oom_reason(ContainerInfo& info) const;
+    // The image reference make_bundle kept in the bundle.
+    void add_image_ref(ContainerInfo& info) const;
     // Undoes a start: runc's container (when runc may have made one), the bundle.
     void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
     // Whether config.json gives the container a network namespace of its

@@ -25,6 +25,12 @@
 #      a new board pod, one Pod of the DaemonSet, the old one gone; a Pod the
 #      controller made for a DaemonSet the board's labels do not run is
 #      refused (phase Failed, NodeAffinity: predicate.go Admit, rejectPod).
+#   6. Pod Events as the kubelet records them, read with kubectl get events:
+#      startContainer's Created and Started, doBackOff's BackOff (format.Pod
+#      in its message), killContainer's Killing, involvedObject the Pod with
+#      fieldPath spec.containers{main}; prober.go's Unhealthy, once for a
+#      probe that keeps failing alike; those of a pod that ran before its
+#      Pod existed are sent once it does.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
@@ -64,8 +70,13 @@ put_revision() {  # put_revision DS HASH
 }
 
 put_ds web 'exec sleep 600' '{}' '{"annotations": {"deprecated.daemonset.template.generation": "3"}}'
-put_ds flaky "[ -f $work/crashed ] || { touch $work/crashed; exit 3; }; exec sleep 600"
-put_ds made 'exec sleep 600'
+# flaky crashes twice: the first restart is at once, the second after the
+# crash-loop back-off (doBackOff: a BackOff Event).
+put_ds flaky "[ -f $work/crashed2 ] || { [ -f $work/crashed ] && touch $work/crashed2 || touch $work/crashed; exit 3; }; exec sleep 600"
+# made is not ready until $work/made-ready exists: prober.go's Unhealthy.
+put_ds made 'exec sleep 600' "$(jq -nc --arg m "it-marker-$$-made" --arg f "$work/made-ready" '{containers: [{name: "main", image: "none",
+    command: ["/bin/sh", "-c", "exec sleep 600", $m],
+    readinessProbe: {exec: {command: ["/bin/sh", "-c", ("test -f " + $f + " || { echo not ready yet; exit 1; }")]}, periodSeconds: 1}}]}')"
 # The controller's Pod for the board, made before the agent saw the revision
 # (syncNodes with the scheduler's binding): Pending, no status of its own.
 ctl PUT pods/it/made-x7k2p "$(jq -c '{metadata: {labels: (.spec.template.metadata.labels + {"controller-revision-hash": "6c5d8b7f94"}),
@@ -76,6 +87,8 @@ jq -nc '{apiVersion: "v1", kind: "Pod", metadata: {name: "gone-b7x4k", namespace
     ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "gone", uid: "uid-gone", controller: true}]},
     spec: {nodeName: "it-node", containers: [{name: "main", image: "none"}]}}' >"$work/stale.json"
 k create --validate=false -f "$work/stale.json" >/dev/null && ok || fail "kubectl create of the stale Pod failed"
+# A manifest file's DaemonSet: the board's alone, no Pod, so no Pod Events.
+write_ds local.yaml local 'exec sleep 600'
 start_own_agent
 wait_for "the board runs web" 10 pod_running it web
 stale_gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.name == "gone-b7x4k")] | length') == 0 ]]; }
@@ -90,7 +103,14 @@ put_revision flaky 5f8c7d9b46
 put_revision made 6c5d8b7f94
 wait_for "kubectl shows web's Pod Running and Ready" 10 running_ready web
 wait_for "kubectl shows flaky's Pod Running and Ready" 10 running_ready flaky
+made_unhealthy() {
+    k get events -n it -o json | jq -e --arg u "$(pod_of made | jq -r .metadata.uid)" \
+        '[.items[] | select(.involvedObject.uid == $u and .reason == "Unhealthy")] | length == 1 and (.[0] | .type == "Warning" and .involvedObject.fieldPath == "spec.containers{main}" and (.message | startswith("Readiness probe failed: not ready yet")))' >/dev/null
+}
+wait_for "the controller's Pod, taken: one Unhealthy Event for its failing readiness probe (repeats not sent again)" 10 made_unhealthy
+touch "$work/made-ready"
 wait_for "the controller's Pod is taken: Running and Ready" 10 running_ready made
+made_unhealthy && ok || fail "the probe's repeated failures made more than one Unhealthy Event: $(k get events -n it -o json | jq -c '[.items[] | select(.reason == "Unhealthy") | .message]')"
 [[ $(pod_of made | jq -r .metadata.name) == made-x7k2p ]] && ok || fail "the controller's Pod was not taken: $(pod_of made | jq -c .metadata)"
 
 p=$(pod_of web)
@@ -110,9 +130,9 @@ check "ReplaceDaemonSetPodNodeNameNodeAffinity" \
 check "AddOrUpdateDaemonPodTolerations" \
     '[.spec.tolerations[] | .key + ":" + .effect] == ["node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/disk-pressure:NoSchedule", "node.kubernetes.io/memory-pressure:NoSchedule", "node.kubernetes.io/pid-pressure:NoSchedule", "node.kubernetes.io/unschedulable:NoSchedule"]'
 check "generateAPIPodStatus: the conditions in the kubelet's order" \
-    '[.status.conditions[] | .type + "=" + .status] == ["Initialized=True", "Ready=True", "ContainersReady=True", "PodScheduled=True"] and all(.status.conditions[]; .lastTransitionTime | test("^20"))'
-check "container status: image, exec:// containerID, running, ready, started" \
-    '.status.containerStatuses[0] | .name == "main" and .image == "none" and (.containerID | startswith("exec://")) and .ready and .started and .restartCount == 0 and (.state.running.startedAt | test("^20"))'
+    '[.status.conditions[] | .type + "=" + .status] == ["PodReadyToStartContainers=True", "Initialized=True", "Ready=True", "ContainersReady=True", "PodScheduled=True"] and all(.status.conditions[]; .lastTransitionTime | test("^20"))'
+check "container status: image, imageID (none: the exec runtime has no image), exec:// containerID, running, ready, started" \
+    '.status.containerStatuses[0] | .name == "main" and .image == "none" and .imageID == "" and (.containerID | startswith("exec://")) and .ready and .started and .restartCount == 0 and (.state.running.startedAt | test("^20"))'
 check "hostIP, startTime, qosClass" '(.status.hostIP | length > 0) and (.status.startTime | test("^20")) and .status.qosClass == "BestEffort"'
 # PatchPodStatus: the uid precondition in the status patch.
 patch=$(stats | jq -c .lastPodPatch)
@@ -120,13 +140,30 @@ jq -e '.metadata.uid | type == "string" and length > 0' <<<"$patch" >/dev/null &
     fail "the status patch has no uid precondition: $patch"
 
 # 2. The crash: restartCount and the last termination, as kubectl reads them.
-crashed() { pod_of flaky | jq -e '.status.containerStatuses[0] | .restartCount == 1 and .lastState.terminated.exitCode == 3 and .lastState.terminated.reason == "Error" and .ready'; }
+crashed() { pod_of flaky | jq -e '.status.containerStatuses[0] | .restartCount == 2 and .lastState.terminated.exitCode == 3 and .lastState.terminated.reason == "Error" and (.lastState.terminated.containerID | startswith("exec://")) and .lastState.terminated.containerID != .containerID and .ready'; }
 export -f crashed
-wait_for "flaky's Pod: restartCount 1, lastState terminated with exit code 3" 10 crashed
+wait_for "flaky's Pod: restartCount 2, lastState terminated with exit code 3" 10 crashed
 # kubectl's own table: NAME READY STATUS RESTARTS ... NODE.
 wide=$(k get pods -n it -o wide 2>&1)
-grep -Eq "^flaky-[a-z0-9]{5} +1/1 +Running +1 .* it-node " <<<"$wide" && grep -Eq "^web-[a-z0-9]{5} +1/1 +Running +0 .* it-node " <<<"$wide" &&
+grep -Eq "^flaky-[a-z0-9]{5} +1/1 +Running +2 .* it-node " <<<"$wide" && grep -Eq "^web-[a-z0-9]{5} +1/1 +Running +0 .* it-node " <<<"$wide" &&
     ok || fail "kubectl get pods -o wide: $wide"
+
+# 5. Pod Events (kubectl get events): on the Pod, with the container's fieldPath.
+has_event() {  # has_event DS TYPE REASON MESSAGE: an Event of DS's Pod, as kubectl lists it
+    local pod
+    pod=$(pod_of "$1") || return 1
+    k get events -n it -o json | jq -e --argjson p "$pod" --arg t "$2" --arg r "$3" --arg m "$4" \
+        'any(.items[]; .involvedObject == {kind: "Pod", apiVersion: "v1", namespace: "it", name: $p.metadata.name, uid: $p.metadata.uid, fieldPath: "spec.containers{main}"} and .type == $t and .reason == $r and .message == ($m | gsub("<pod>"; $p.metadata.name + "_it(" + $p.metadata.uid + ")")))' >/dev/null
+}
+web_started() { has_event web Normal Created "Created container main" && has_event web Normal Started "Started container main"; }
+flaky_backoff() { has_event flaky Warning BackOff "Back-off restarting failed container main in pod <pod>"; }
+wait_for "web's Pod: Created and Started, recorded before its Pod existed" 10 web_started
+wait_for "flaky's Pod: doBackOff's BackOff, format.Pod in the message" 10 flaky_backoff
+n=$(k get events -n it -o json | jq --arg u "$(pod_of web | jq -r .metadata.uid)" '[.items[] | select(.involvedObject.uid == $u and .reason == "Started")] | length')
+[[ $n == 1 ]] && ok || fail "web's Pod has $n Started Events, not 1"
+wait_for "the board runs the manifest file's DaemonSet" 10 pod_running it local
+n=$(k get events -n it -o json | jq '[.items[] | select(.involvedObject.name | startswith("local"))] | length')
+[[ $n == 0 ]] && ok || fail "Events for the manifest file's pod, which has no Pod: $(k get events -n it -o json | jq -c '[.items[] | select(.involvedObject.name | startswith("local")) | .reason]')"
 
 # 3. A restarted agent takes its Pods: the same two, none created.
 uids=$(api_pods | jq -c '[.items[].metadata.uid] | sort')
@@ -157,6 +194,9 @@ wait_for "web's Pod is deleted once the DaemonSet is gone" 15 gone
 last=$(stats | jq -c '.deletedPods[-1]')
 jq -e '.metadata.ownerReferences[0].name == "web" and (.status.phase == "Failed" or .status.phase == "Succeeded") and (.status.containerStatuses[0].state | has("terminated")) and any(.status.conditions[]; .type == "Ready" and .status == "False")' <<<"$last" >/dev/null &&
     ok || fail "web's Pod was deleted without its terminal status: $last"
+killing=$(k get events -n it -o json | jq -c --arg u "$web_uid" '[.items[] | select(.involvedObject.uid == $u and .reason == "Killing") | {type, message, fieldPath: .involvedObject.fieldPath}]')
+[[ $killing == '[{"type":"Normal","message":"Stopping container main","fieldPath":"spec.containers{main}"}]' ]] && ok ||
+    fail "killContainer's Killing Event on web's Pod: $killing"
 options=$(stats | jq -c .lastPodDelete)
 jq -e --arg u "$web_uid" '.preconditions.uid == $u and .gracePeriodSeconds == 0' <<<"$options" >/dev/null && ok ||
     fail "the Pod was deleted without the uid precondition: $options"

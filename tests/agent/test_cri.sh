@@ -69,6 +69,12 @@ wait_for "pod of bb runs (and is ready: its exec probe ran inside)" 30 pod_runni
 id=$(container_id bb)
 pid=$(task_pid "$id")
 [[ -n $id && -n $pid ]] && ok || fail "no running CRI container for bb (id '$id', pid '$pid')"
+# convertContainerStatus's imageID: containerd's image_ref (a repo digest, or
+# the image id for an image without one).
+image_id_is_ref() {
+    [[ $(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("bb-")) | .status.containerStatuses[0].imageID') =~ ^(docker\.io/library/busybox@)?sha256:[0-9a-f]{64}$ ]]
+}
+wait_for "bb's imageID is containerd's image_ref" 10 image_id_is_ref
 
 # 2. Its own PID and mount namespaces, the image's rootfs, the hostPath volume.
 wait_for "the container wrote its pid into the hostPath volume" 10 test -s "$data/pid"

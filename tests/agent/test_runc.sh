@@ -49,6 +49,13 @@ wait_for "the container wrote its pid into the hostPath volume" 10 test -s "$dat
 [[ $(cat "$data/pid") == 1 ]] && ok || fail "the container's shell is pid $(cat "$data/pid"), not 1: no PID namespace"
 [[ $(cat "$data/version" 2>&1) == 1 ]] && ok || fail "\$(VERSION) in the command was not expanded: $(cat "$data/version" 2>&1)"
 wait_for "runc runs one container" 10 one_running
+# convertContainerStatus's imageID: the image's repo digest, as containerd's
+# CRI names it (<repository>@<the manifest digest the import logged>).
+digest=$(grep -o "imported docker.io/library/busybox:latest sha256:[0-9a-f]*" "$work/agent.log" | head -1 | awk '{ print $3 }')
+image_id_is_digest() {
+    [[ $("$dl" get pods -n it -o json --config "$cfg" | jq -r '.items[] | select(.metadata.name | startswith("bb-")) | .status.containerStatuses[0].imageID') == "docker.io/library/busybox@$digest" ]]
+}
+wait_for "bb's imageID is docker.io/library/busybox@$digest" 10 image_id_is_digest
 id=$(running_ids)
 pid=$(container_pid "$id")
 [[ -n $pid && $pid != 1 ]] && ok || fail "runc state gives no host pid for $id"

@@ -41,6 +41,7 @@
 //   GET  /apis/apps/v1/namespaces/NS/controllerrevisions (list, labelSelector)
 //   GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
 //   POST/PATCH   /api/v1/namespaces/NS/events[/NAME]
+//   GET          /api/v1[/namespaces/NS]/events: the Events posted (an EventList)
 //   POST /api/v1/namespaces/NS/serviceaccounts/NAME/token: a TokenRequest
 //        answered with a JWT-shaped token (header, claims as kube-apiserver
 //        sets them, a fake signature) and expirationTimestamp = now +
@@ -1231,6 +1232,24 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
             return serve_watch(c, q, arg(c, "resourceVersion"), arg(c, "allowWatchBookmarks") == "true",
                                std::atoll(arg(c, "timeoutSeconds").c_str()), std::move(fault));
         return serve_list(c, q, std::atoll(arg(c, "limit").c_str()), arg(c, "continue"));
+    }
+    if (q.resource == "events" && method == "GET" && name.empty()) {
+        // The Events posted, as `kubectl get events -o json` lists them.
+        json list = {{"kind", "EventList"},
+                     {"apiVersion", "v1"},
+                     {"metadata", {{"resourceVersion", std::to_string(S.rv)}}},
+                     {"items", json::array()}};
+        for (const auto& e : S.events) {
+            if (!e.is_object() || !e.contains("metadata") || !e["metadata"].is_object() ||
+                (!q.namespace_.empty() && e["metadata"].value("namespace", "") != q.namespace_))
+                continue;
+            json o = e;
+            o.erase("_method");
+            o.erase("kind");
+            o.erase("apiVersion");
+            list["items"].push_back(o);
+        }
+        return send_json(c, 200, list);
     }
     json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
     if (in.is_discarded() || !in.is_object())

@@ -259,6 +259,17 @@ ContainerStatus running(const char* name, bool ready) {
     return c;
 }
 
+// A container that ended once (Error) and runs again.
+ContainerStatus ran_again(const char* name, std::int32_t restarts, std::int32_t exit_code) {
+    ContainerStatus c = running(name, true);
+    c.restart_count = restarts;
+    c.termination_reason = "Error";
+    c.exit_code = exit_code;
+    c.termination_started_at_ms = 1'767'225'550'000;
+    c.finished_at_ms = 1'767'225'560'000;
+    return c;
+}
+
 PodRecord pod_with(std::vector<ContainerStatus> containers, PodPhase phase = PodPhase::Running) {
     PodRecord p;
     p.uid = "u1";
@@ -290,6 +301,13 @@ TEST(PodApiStatus, ConditionsAsGenerateAPIPodStatusOrdersAndReasonsThem) {
     killed.state = ContainerState::Terminated;
     killed.exit_code = 143;
     killed.reason = "Error";
+    ContainerStatus creating;
+    creating.name = "a";
+    creating.reason = "ContainerCreating";
+    ContainerStatus backing_off = killed;
+    backing_off.state = ContainerState::Waiting;
+    backing_off.reason = "CrashLoopBackOff";
+    backing_off.termination_reason = "Error";
     struct Row {
         const char* name;
         PodRecord pod;
@@ -299,17 +317,29 @@ TEST(PodApiStatus, ConditionsAsGenerateAPIPodStatusOrdersAndReasonsThem) {
     };
     const Row rows[] = {
         {"all ready: Initialized, Ready, ContainersReady, PodScheduled True", pod_with({running("a", true)}),
-         false, "Running", "Initialized=True Ready=True ContainersReady=True PodScheduled=True "},
+         false, "Running",
+         "PodReadyToStartContainers=True Initialized=True Ready=True ContainersReady=True "
+         "PodScheduled=True "},
         {"GenerateContainersReadyCondition: an unready container",
          pod_with({running("a", true), running("b", false)}), false, "Running",
-         "Initialized=True Ready=False(ContainersNotReady) ContainersReady=False(ContainersNotReady) "
-         "PodScheduled=True "},
+         "PodReadyToStartContainers=True Initialized=True Ready=False(ContainersNotReady) "
+         "ContainersReady=False(ContainersNotReady) PodScheduled=True "},
         {"getPhase(podIsTerminal): every container exited 0: Succeeded, PodCompleted", pod_with({crashed}),
          true, "Succeeded",
-         "Initialized=True Ready=False(PodCompleted) ContainersReady=False(PodCompleted) PodScheduled=True "},
+         "PodReadyToStartContainers=False Initialized=True Ready=False(PodCompleted) "
+         "ContainersReady=False(PodCompleted) PodScheduled=True "},
         {"getPhase(podIsTerminal): one failed: Failed, PodFailed", pod_with({crashed, killed}), true,
          "Failed",
-         "Initialized=True Ready=False(PodFailed) ContainersReady=False(PodFailed) PodScheduled=True "},
+         "PodReadyToStartContainers=False Initialized=True Ready=False(PodFailed) "
+         "ContainersReady=False(PodFailed) PodScheduled=True "},
+        {"GeneratePodReadyToStartContainersCondition: no sandbox yet (nothing started): False",
+         pod_with({creating}, PodPhase::Pending), false, "Pending",
+         "PodReadyToStartContainers=False Initialized=True Ready=False(ContainersNotReady) "
+         "ContainersReady=False(ContainersNotReady) PodScheduled=True "},
+        {"GeneratePodReadyToStartContainersCondition: the sandbox stays while it backs off: True",
+         pod_with({backing_off}), false, "Running",
+         "PodReadyToStartContainers=True Initialized=True Ready=False(ContainersNotReady) "
+         "ContainersReady=False(ContainersNotReady) PodScheduled=True "},
     };
     for (const auto& r : rows) {
         PodStatusContext ctx;
@@ -323,16 +353,11 @@ TEST(PodApiStatus, ConditionsAsGenerateAPIPodStatusOrdersAndReasonsThem) {
     PodStatusContext ctx;
     const Json st = pod_api_status(pod_with({running("a", false), running("b", false)}), ctx);
     STRCMP_EQUAL("containers with unready status: [a b]",
-                 st["conditions"][1]["message"].get<std::string>().c_str());
+                 st["conditions"][2]["message"].get<std::string>().c_str());
 }
 
 TEST(PodApiStatus, ContainerStatusesSortedByNameWithImageAndLastState) {
-    ContainerStatus z = running("z", true);
-    z.restart_count = 2;
-    z.termination_reason = "Error";
-    z.exit_code = 3;
-    z.termination_started_at_ms = 1'767'225'550'000;
-    z.finished_at_ms = 1'767'225'560'000;
+    const ContainerStatus z = ran_again("z", 2, 3);
     PodStatusContext ctx;
     ctx.runtime = "exec";
     ctx.images = {"img-z", "img-a"};
@@ -353,6 +378,53 @@ TEST(PodApiStatus, ContainerStatusesSortedByNameWithImageAndLastState) {
     STRCMP_EQUAL("10.0.0.2", st["hostIP"].get<std::string>().c_str());
     STRCMP_EQUAL("2025-12-31T23:58:20Z", st["startTime"].get<std::string>().c_str());
     STRCMP_EQUAL("BestEffort", st["qosClass"].get<std::string>().c_str());
+}
+
+TEST(PodApiStatus, ContainerStatusFieldsAsConvertContainerStatus) {
+    // A container that crashed once and runs again, its image known to the
+    // runtime; another that has just ended.
+    ContainerStatus again = ran_again("a", 1, 2);
+    again.termination_runtime_id = "id-a-0";
+    again.image_id = "docker.io/library/busybox@sha256:0123";
+    ContainerStatus ended = running("b", false);
+    ended.state = ContainerState::Terminated;
+    ended.started = false;
+    ended.exit_code = 1;
+    ended.reason = "Error";
+    ended.finished_at_ms = 1'767'225'650'000;
+    PodStatusContext ctx;
+    ctx.runtime = "containerd";
+    ctx.images = {"busybox:1.36", "busybox:1.36"};
+    ctx.now_ms = 1'767'225'700'000;
+    const Json st = pod_api_status(pod_with({again, ended}), ctx);
+    const Json& a = st["containerStatuses"][0];
+    const Json& b = st["containerStatuses"][1];
+    struct Row {
+        const char* name;
+        Json got;
+        Json want;
+    };
+    const Row rows[] = {
+        {"convertContainerStatus: imageID is the runtime's imageRef", a["imageID"],
+         "docker.io/library/busybox@sha256:0123"},
+        {"convertContainerStatus: imageID empty while the runtime has not said", b["imageID"], ""},
+        {"convertContainerStatus: containerID <runtime>://<id>", a["containerID"], "containerd://id-a"},
+        {"convertToAPIContainerStatuses: lastState.terminated of the previous instance, its containerID",
+         a["lastState"]["terminated"],
+         {{"exitCode", 2},
+          {"reason", "Error"},
+          {"startedAt", "2025-12-31T23:59:10Z"},
+          {"finishedAt", "2025-12-31T23:59:20Z"},
+          {"containerID", "containerd://id-a-0"}}},
+        {"convertContainerStatus: state.terminated carries its containerID",
+         b["state"]["terminated"]["containerID"], "containerd://id-b"},
+        {"prober UpdatePodStatus: started true while running", a["started"], true},
+        {"prober UpdatePodStatus: started false once terminated", b["started"], false},
+        {"restartCount", a["restartCount"], 1},
+        {"no previous termination: lastState {}", b["lastState"], Json::object()},
+    };
+    for (const auto& r : rows)
+        CHECK_TEXT(r.got == r.want, (std::string(r.name) + ": " + r.got.dump()).c_str());
 }
 
 TEST_GROUP(PodStatusPatch){};

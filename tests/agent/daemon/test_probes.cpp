@@ -115,7 +115,7 @@ TEST_GROUP(Probes) {
         probes = std::make_unique<Probes>(
             runtime, std::move(p), std::move(t), clock,
             [this](const std::string&, std::size_t) { ++changes; },
-            [this](const std::string&, std::size_t) { ++kills; });
+            [this](const std::string&, std::size_t, ProbeKind) { ++kills; });
         spec.name = "app";
     }
     void teardown() override { probes.reset(); }

@@ -1,0 +1,164 @@
+#include "core/pod_events.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/security_context.h"
+
+namespace daemonlet {
+
+namespace {
+
+// Go's %q of a string that is printable ASCII (image references are).
+std::string go_quote(const std::string& s) {
+    std::string out = "\"";
+    for (char ch : s) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        out += ch;
+    }
+    return out + "\"";
+}
+
+PodEvent make(const ContainerRef& c, const char* type, const char* reason, std::string message,
+              std::int64_t now_ms) {
+    PodEvent ev;
+    ev.field_path = container_field_path(c);
+    ev.type = type;
+    ev.reason = reason;
+    ev.message = std::move(message);
+    ev.time_ms = now_ms;
+    return ev;
+}
+
+}  // namespace
+
+std::string container_field_path(const ContainerRef& c) {
+    return std::string(c.init ? "spec.initContainers{" : "spec.containers{") + c.name + "}";
+}
+
+std::string go_duration(std::int64_t ms) {
+    if (ms <= 0) return "0s";
+    if (ms < 1000) return std::to_string(ms) + "ms";
+    std::string out;
+    const std::int64_t h = ms / 3'600'000, m = ms / 60'000 % 60;
+    if (h > 0) out += std::to_string(h) + "h";
+    if (h > 0 || m > 0) out += std::to_string(m) + "m";
+    out += std::to_string(ms / 1000 % 60);
+    if (const std::int64_t frac = ms % 1000; frac != 0) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, ".%03lld", static_cast<long long>(frac));
+        std::string f = buf;
+        while (f.back() == '0') f.pop_back();
+        out += f;
+    }
+    return out + "s";
+}
+
+PodEvent pulling_event(const ContainerRef& c, const std::string& image, std::int64_t now_ms) {
+    return make(c, "Normal", "Pulling", "Pulling image " + go_quote(image), now_ms);
+}
+
+PodEvent pulled_event(const ContainerRef& c, const std::string& image, std::int64_t pull_ms,
+                      std::int64_t total_ms, std::int64_t now_ms) {
+    return make(c, "Normal", "Pulled",
+                "Successfully pulled image " + go_quote(image) + " in " + go_duration(pull_ms) + " (" +
+                    go_duration(total_ms) + " including waiting)",
+                now_ms);
+}
+
+PodEvent pull_failed_event(const ContainerRef& c, const std::string& image, const std::string& error,
+                           std::int64_t now_ms) {
+    return make(c, "Warning", "Failed", "Failed to pull image " + go_quote(image) + ": " + error, now_ms);
+}
+
+PodEvent pull_backoff_event(const ContainerRef& c, const std::string& image, std::int64_t now_ms) {
+    return make(c, "Normal", "BackOff", "Back-off pulling image " + go_quote(image), now_ms);
+}
+
+PodEvent never_pull_event(const ContainerRef& c, const std::string& image, std::int64_t now_ms) {
+    return make(c, "Warning", "ErrImageNeverPull",
+                "Container image " + go_quote(image) + " is not present with pull policy of Never", now_ms);
+}
+
+PodEvent failed_event(const ContainerRef& c, const std::string& what, std::int64_t now_ms) {
+    return make(c, "Warning", "Failed", "Error: " + what, now_ms);
+}
+
+PodEvent warning_event(const ContainerRef* c, const char* reason, std::string message, std::int64_t now_ms) {
+    PodEvent ev = make(c ? *c : ContainerRef{}, "Warning", reason, std::move(message), now_ms);
+    if (!c) ev.field_path.clear();
+    return ev;
+}
+
+PodEvent created_event(const ContainerRef& c, std::int64_t now_ms) {
+    return make(c, "Normal", "Created", "Created container " + c.name, now_ms);
+}
+
+PodEvent started_event(const ContainerRef& c, std::int64_t now_ms) {
+    return make(c, "Normal", "Started", "Started container " + c.name, now_ms);
+}
+
+PodEvent killing_event(const ContainerRef& c, const ProbeKind* probe, std::int64_t now_ms) {
+    std::string message = "Stopping container " + c.name;
+    if (probe && *probe != ProbeKind::Readiness)
+        message = "Container " + c.name + " failed " +
+                  (*probe == ProbeKind::Liveness ? "liveness" : "startup") + " probe, will be restarted";
+    return make(c, "Normal", "Killing", std::move(message), now_ms);
+}
+
+PodEvent backoff_event(const ContainerRef& c, std::int64_t now_ms) {
+    PodEvent ev = make(c, "Warning", "BackOff", "Back-off restarting failed container " + c.name, now_ms);
+    ev.names_pod = true;
+    return ev;
+}
+
+PodEvent unhealthy_event(const ContainerRef& c, ProbeKind kind, const std::string& output, bool errored,
+                         std::int64_t now_ms) {
+    return make(c, "Warning", "Unhealthy",
+                std::string(to_string(kind)) + (errored ? " probe errored: " : " probe failed: ") + output,
+                now_ms);
+}
+
+ClusterEvent pod_cluster_event(const PodEvent& ev, const ApiPodRef& pod) {
+    ClusterEvent out;
+    out.namespace_ = pod.namespace_;
+    out.kind = "Pod";
+    out.name = pod.name;
+    out.uid = pod.uid;
+    out.type = ev.type;
+    out.reason = ev.reason;
+    out.message =
+        ev.names_pod ? ev.message + " in pod " + format_pod(pod.name, pod.namespace_, pod.uid) : ev.message;
+    out.first_ms = out.last_ms = ev.time_ms;
+    out.field_path = ev.field_path;
+    return out;
+}
+
+bool PodEventFilter::allow(const std::string& pod, const PodEvent& ev, std::int64_t now_ms) {
+    auto it = pods_.find(pod);
+    if (it == pods_.end()) {
+        if (pods_.size() >= kMaxPods) {
+            auto idle = std::min_element(pods_.begin(), pods_.end(), [](const auto& a, const auto& b) {
+                return a.second.refilled_ms < b.second.refilled_ms;
+            });
+            pods_.erase(idle);
+        }
+        it = pods_.emplace(pod, State{kSpamBurst, now_ms, {}}).first;
+    }
+    State& s = it->second;
+    const std::string key = ev.field_path + "\n" + ev.reason + "\n" + ev.message;
+    if (key == s.last) return false;
+    // golang.org/x/time/rate as the spam filter uses it: tokens refill with
+    // the time passed, up to the burst.
+    if (now_ms > s.refilled_ms) {
+        s.tokens = std::min(kSpamBurst, s.tokens + static_cast<double>(now_ms - s.refilled_ms) /
+                                                       static_cast<double>(kSpamRefillMs));
+        s.refilled_ms = now_ms;
+    }
+    if (s.tokens < 1) return false;
+    s.tokens -= 1;
+    s.last = key;
+    return true;
+}
+
+}  // namespace daemonlet

@@ -1,0 +1,141 @@
+// A board pod's Events on its Pod as the kubelet records them (issue 14
+// §2, core/pod_events.h). Rows name the kubelet function whose reason and
+// message they pin (Kubernetes 1.30), and client-go's spam filter.
+#include <string>
+#include <vector>
+
+#include "core/json_diff.h"
+#include "core/pod_events.h"
+
+// CppUTest last: its leak-detection macros redefine new.
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+
+TEST_GROUP(PodEvents){};
+
+TEST(PodEvents, ReasonsAndMessagesAsTheKubeletRecordsThem) {
+    const ContainerRef app{"main", false};
+    const ContainerRef init{"setup", true};
+    const ProbeKind liveness = ProbeKind::Liveness, startup = ProbeKind::Startup;
+    struct Row {
+        const char* name;
+        PodEvent ev;
+        const char* field_path;
+        const char* type;
+        const char* reason;
+        const char* message;
+    };
+    const Row rows[] = {
+        {"image_manager.go EnsureImageExists: Pulling", pulling_event(app, "busybox:1.36", 1),
+         "spec.containers{main}", "Normal", "Pulling", "Pulling image \"busybox:1.36\""},
+        {"EnsureImageExists: Pulled, the pull's time and the wait's",
+         pulled_event(app, "busybox:1.36", 1500, 2250, 1), "spec.containers{main}", "Normal", "Pulled",
+         "Successfully pulled image \"busybox:1.36\" in 1.5s (2.25s including waiting)"},
+        {"EnsureImageExists: Failed (FailedToPullImage)", pull_failed_event(app, "x:1", "not found", 1),
+         "spec.containers{main}", "Warning", "Failed", "Failed to pull image \"x:1\": not found"},
+        {"EnsureImageExists: BackOff (BackOffPullImage) is Normal", pull_backoff_event(app, "x:1", 1),
+         "spec.containers{main}", "Normal", "BackOff", "Back-off pulling image \"x:1\""},
+        {"EnsureImageExists: ErrImageNeverPull", never_pull_event(app, "x:1", 1), "spec.containers{main}",
+         "Warning", "ErrImageNeverPull", "Container image \"x:1\" is not present with pull policy of Never"},
+        {"startContainer: Failed \"Error: %v\" with the pull's error", failed_event(app, "ErrImagePull", 1),
+         "spec.containers{main}", "Warning", "Failed", "Error: ErrImagePull"},
+        {"volume manager: FailedMount on the Pod, no fieldPath",
+         warning_event(nullptr, "FailedMount", "hostPath type check failed", 1), "", "Warning", "FailedMount",
+         "hostPath type check failed"},
+        {"startContainer: FailedPostStartHook on the container",
+         warning_event(&app, "FailedPostStartHook", "PostStartHook failed", 1), "spec.containers{main}",
+         "Warning", "FailedPostStartHook", "PostStartHook failed"},
+        {"startContainer: Created", created_event(app, 1), "spec.containers{main}", "Normal", "Created",
+         "Created container main"},
+        {"startContainer: Started; GenerateContainerRef of an init container", started_event(init, 1),
+         "spec.initContainers{setup}", "Normal", "Started", "Started container setup"},
+        {"killContainer: Killing, Stopping container", killing_event(app, nullptr, 1),
+         "spec.containers{main}", "Normal", "Killing", "Stopping container main"},
+        {"computePodActions: liveness failed, will be restarted", killing_event(app, &liveness, 1),
+         "spec.containers{main}", "Normal", "Killing",
+         "Container main failed liveness probe, will be restarted"},
+        {"computePodActions: startup failed, will be restarted", killing_event(app, &startup, 1),
+         "spec.containers{main}", "Normal", "Killing",
+         "Container main failed startup probe, will be restarted"},
+        {"prober.go runProbe: Unhealthy, probe failed",
+         unhealthy_event(app, ProbeKind::Readiness, "HTTP probe failed with statuscode: 503", false, 1),
+         "spec.containers{main}", "Warning", "Unhealthy",
+         "Readiness probe failed: HTTP probe failed with statuscode: 503"},
+        {"prober.go runProbe: Unhealthy, probe errored",
+         unhealthy_event(app, ProbeKind::Liveness, "timeout", true, 1), "spec.containers{main}", "Warning",
+         "Unhealthy", "Liveness probe errored: timeout"},
+    };
+    for (const auto& r : rows) {
+        STRCMP_EQUAL_TEXT(r.field_path, r.ev.field_path.c_str(), r.name);
+        STRCMP_EQUAL_TEXT(r.type, r.ev.type.c_str(), r.name);
+        STRCMP_EQUAL_TEXT(r.reason, r.ev.reason.c_str(), r.name);
+        STRCMP_EQUAL_TEXT(r.message, r.ev.message.c_str(), r.name);
+    }
+}
+
+TEST(PodEvents, GoDurationAsTimeDurationString) {
+    struct Row {
+        const char* name;
+        std::int64_t ms;
+        const char* want;
+    };
+    const Row rows[] = {
+        {"zero: 0s", 0, "0s"},
+        {"under a second: ms", 850, "850ms"},
+        {"whole seconds", 2000, "2s"},
+        {"fraction trimmed", 1500, "1.5s"},
+        {"minutes: 2m0s", 120'000, "2m0s"},
+        {"minutes and a fraction", 123'004, "2m3.004s"},
+        {"hours: 1h0m1s", 3'601'000, "1h0m1s"},
+    };
+    for (const auto& r : rows) STRCMP_EQUAL_TEXT(r.want, go_duration(r.ms).c_str(), r.name);
+}
+
+TEST(PodEvents, TheEventOnThePodWithItsContainerFieldPath) {
+    const ApiPodRef pod{"edge", "agent-x7k2p", "uid-1"};
+    // doBackOff: "in pod %s" with format.Pod of the API's Pod.
+    ClusterEvent ev = pod_cluster_event(backoff_event({"main", false}, 1'767'225'600'000), pod);
+    STRCMP_EQUAL("Back-off restarting failed container main in pod agent-x7k2p_edge(uid-1)",
+                 ev.message.c_str());
+    STRCMP_EQUAL("Warning", ev.type.c_str());
+    const Json obj = event_object(ev, "board-1");
+    const Json want = {{"kind", "Pod"},         {"apiVersion", "v1"}, {"namespace", "edge"},
+                       {"name", "agent-x7k2p"}, {"uid", "uid-1"},     {"fieldPath", "spec.containers{main}"}};
+    CHECK_TEXT(json_same(obj["involvedObject"], want), obj["involvedObject"].dump().c_str());
+    STRCMP_EQUAL("BackOff", obj["reason"].get<std::string>().c_str());
+    // Queued twice: folded into one with count 2 (EventCorrelator); another
+    // container's is its own.
+    EventQueue q;
+    q.add(ev);
+    q.add(ev);
+    ClusterEvent other = ev;
+    other.field_path = "spec.containers{side}";
+    q.add(other);
+    LONGS_EQUAL(2, q.size());
+    LONGS_EQUAL(2, q.front().count);
+}
+
+TEST(PodEvents, FilterAsEventSourceObjectSpamFilterAndNoRepeatOfTheNewest) {
+    PodEventFilter f;
+    const ContainerRef app{"main", false};
+    // An identical repeat of the Pod's newest is not sent; another is.
+    CHECK_TRUE(f.allow("p1", started_event(app, 1), 0));
+    CHECK_FALSE(f.allow("p1", started_event(app, 2), 0));
+    CHECK_TRUE(f.allow("p1", backoff_event(app, 3), 0));
+    CHECK_TRUE(f.allow("p1", started_event(app, 4), 0));
+    // The burst of 25 per Pod (3 taken), then one per 5 minutes.
+    int sent = 0;
+    for (int i = 0; i < 40; ++i)
+        if (f.allow("p1", unhealthy_event(app, ProbeKind::Readiness, std::to_string(i), false, 1), 1000))
+            ++sent;
+    LONGS_EQUAL(22, sent);
+    CHECK_FALSE(f.allow("p1", unhealthy_event(app, ProbeKind::Readiness, "x", false, 1), 200'000));
+    CHECK_TRUE(f.allow("p1", unhealthy_event(app, ProbeKind::Readiness, "y", false, 1), 301'000));
+    // Another Pod has its own bucket.
+    CHECK_TRUE(f.allow("p2", unhealthy_event(app, ProbeKind::Readiness, "x", false, 1), 301'000));
+    // Bounded: the longest idle Pod is forgotten past kMaxPods.
+    for (std::size_t i = 0; i < PodEventFilter::kMaxPods + 10; ++i)
+        f.allow("q" + std::to_string(i), started_event(app, 1), 400'000 + static_cast<std::int64_t>(i));
+    LONGS_EQUAL(PodEventFilter::kMaxPods, f.size());
+}
