@@ -319,12 +319,29 @@ TEST(ManifestErrors, AliasExpansionIsBounded) {
         prev = n;
     }
     // A small limit keeps the test fast under CppUTest's leak detector; the
-    // default (200000 values) goes through the same check.
+    // default (50000 values) goes through the same check.
     ManifestLimits limits;
     limits.max_nodes = 20000;
     auto m = load_manifest(s, "lol.yaml", limits);
     STRCMP_EQUAL("lol.yaml: document 1: e: document expands to more than 20000 values (alias expansion?)",
                  first_error(m).c_str());
+}
+
+// The default bound is what fits a 32 MiB board (issue 15 §5,
+// bench/memory.sh): a parsed value costs the agent about 170 bytes, and a
+// 3 MiB file of 200 000 short strings had it OOM-killed.
+TEST(ManifestErrors, ADocumentOfMoreThanFiftyThousandValuesIsRefusedByDefault) {
+    std::string s = "a: [0";
+    for (int k = 1; k < 50000; ++k) s += ",0";
+    s += "]\n";  // 50 000 numbers, the sequence and the mapping: 50 002 values
+    std::string err = first_error(load_manifest(s, "big.yaml"));
+    CHECK_TEXT(err.rfind("big.yaml: document 1: ", 0) == 0 &&
+                   err.find("document expands to more than 50000 values") != std::string::npos,
+               err.c_str());
+    s = "a: [0";
+    for (int k = 1; k < 49998; ++k) s += ",0";
+    s += "]\n";  // 50 000 values: parsed (and refused for lacking a kind)
+    CHECK(first_error(load_manifest(s, "big.yaml")).find("more than 50000 values") == std::string::npos);
 }
 
 TEST(ManifestErrors, ErrorsFromTheApiValidationCarryTheirPath) {
