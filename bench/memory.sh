@@ -93,7 +93,7 @@ cgroup_cleanup() {
     for cg in "$limited" "$pods_cg"; do
         [[ -d $cg ]] || continue
         for ((tries = 0; tries < 50; tries++)); do
-            [[ -s $cg/cgroup.procs ]] || break
+            [[ -n $(cat "$cg/cgroup.procs") ]] || break  # cgroupfs files have no size: not -s
             while read -r pid; do kill -9 "$pid" 2>/dev/null; done <"$cg/cgroup.procs"
             sleep 0.2
         done
