@@ -28,9 +28,9 @@ struct ManifestLimits {
     // Real objects nest about 15 deep; anything past this is an attack or a bug.
     std::size_t max_depth = 64;
     // JSON values one document may expand to, aliases included (billion
-    // laughs). A parsed value costs the agent about 170 bytes: 200 000 of
-    // them (a 3 MiB file of short strings) took 34 MB and had the agent
-    // OOM-killed in a 32 MiB cgroup (bench/memory.sh); 50 000 cost at most
+    // laughs). A parsed value costs the agent about 170 bytes besides its
+    // text: 185 000 short strings (a 3 MiB file) took 34 MB and had the
+    // agent OOM-killed in a 32 MiB cgroup (bench/memory.sh); 50 000 cost
     // about 9 MB. A DaemonSet holds a few hundred.
     std::size_t max_nodes = 50000;
     std::size_t max_documents = 10000;
