@@ -2,6 +2,12 @@
 
 namespace daemonlet {
 
+namespace {
+// The most of a bad value an error quotes: upstream quotes a value whole,
+// but no message needs more than this (issue 15 §5).
+constexpr std::size_t kMaxRenderedValue = 1024;
+}  // namespace
+
 FieldPath FieldPath::child(std::string_view name) const {
     if (s_.empty()) return FieldPath(std::string(name));
     std::string out = s_;
@@ -23,7 +29,17 @@ FieldPath FieldPath::key(std::string_view k) const {
 std::string render_value(const Json& v) {
     // error_handler::replace: a bad byte in a value must never throw while
     // we are only trying to report it.
-    return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+    std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (s.size() <= kMaxRenderedValue) return s;
+    // An error is logged, kept as a file's last error and stored: a 3 MiB
+    // manifest's array quoted whole was megabytes, copied at each step, and
+    // had the agent OOM-killed in 32 MiB (bench/memory.sh). Cut on a UTF-8
+    // character boundary, saying how much there was.
+    std::size_t cut = kMaxRenderedValue;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    std::string out = s.substr(0, cut);
+    out += "... (" + std::to_string(s.size()) + " bytes)";
+    return out;
 }
 
 std::string render_string(std::string_view s) { return render_value(Json(std::string(s))); }

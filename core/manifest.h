@@ -27,8 +27,12 @@ struct ManifestLimits {
     std::size_t max_bytes = 3 * 1024 * 1024;
     // Real objects nest about 15 deep; anything past this is an attack or a bug.
     std::size_t max_depth = 64;
-    // JSON values one document may expand to, aliases included (billion laughs).
-    std::size_t max_nodes = 200000;
+    // JSON values one document may expand to, aliases included (billion
+    // laughs). A parsed value costs the agent about 170 bytes besides its
+    // text: 185 000 short strings (a 3 MiB file) took 34 MB and had the
+    // agent OOM-killed in a 32 MiB cgroup (bench/memory.sh); 50 000 cost
+    // about 9 MB. A DaemonSet holds a few hundred.
+    std::size_t max_nodes = 50000;
     std::size_t max_documents = 10000;
 };
 

@@ -70,7 +70,7 @@ int cmd_run(const std::vector<std::string>& args) {
         return kExitUsage;
     }
     // A fixed mmap threshold: a large buffer (an API server list page, up to
-    // 16 MiB) is mmap'ed and given back when freed. glibc's default raises
+    // 4 MiB) is mmap'ed and given back when freed. glibc's default raises
     // the threshold after such a free, and the next one then stays in the
     // heap for good: 12 MiB more RSS for the agent's lifetime on a board.
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);

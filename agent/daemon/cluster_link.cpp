@@ -22,10 +22,12 @@ constexpr std::int64_t kLeaseRenewMs = 10'000;   // kubelet's renewInterval: 1/4
 constexpr std::int32_t kLeaseDurationS = 40;     // kubelet's nodeLeaseDurationSeconds
 constexpr std::int64_t kTokenRereadMs = 60'000;  // client-go's cachingTokenSource period
 // A board has little memory: pages of 100 (client-go asks 500), each at
-// most 16 MiB (a real DaemonSet is 2-20 KiB). Larger is an error, retried
-// with back-off, never a partial list.
+// most 4 MiB (a real DaemonSet is 2-20 KiB: a full page of them is at most
+// 2 MiB). Larger is an error, retried with back-off, never a partial list.
+// 16 MiB had the agent OOM-killed in a 32 MiB cgroup while it buffered an
+// oversized page (bench/memory.sh, issue 15 §5).
 constexpr std::int64_t kPageSize = 100;
-constexpr std::size_t kMaxListBytes = 16 << 20;
+constexpr std::size_t kMaxListBytes = 4 << 20;
 constexpr std::size_t kMaxErrorBody = 64 * 1024;  // of a failed response, for its message
 
 // Retry-After in seconds (the API server sends seconds, never a date).

@@ -163,7 +163,7 @@ check_survived "a list cut mid-body"
 note_rss
 restart_agent
 rss_fresh=$(rss_kib)
-# Bigger than the agent's 16 MiB bound on a list; a watch line over 4 MiB.
+# Bigger than the agent's 4 MiB bound on a list; a watch line over 4 MiB.
 inject "oversized list" list '{"match": "list", "mode": "oversized", "bytes": 100000000}'
 check_survived "an oversized list"
 note_rss

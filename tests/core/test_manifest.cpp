@@ -319,12 +319,49 @@ TEST(ManifestErrors, AliasExpansionIsBounded) {
         prev = n;
     }
     // A small limit keeps the test fast under CppUTest's leak detector; the
-    // default (200000 values) goes through the same check.
+    // default (50000 values) goes through the same check.
     ManifestLimits limits;
     limits.max_nodes = 20000;
     auto m = load_manifest(s, "lol.yaml", limits);
     STRCMP_EQUAL("lol.yaml: document 1: e: document expands to more than 20000 values (alias expansion?)",
                  first_error(m).c_str());
+}
+
+// The default bound is what fits a 32 MiB board (issue 15 §5,
+// bench/memory.sh): a parsed value costs the agent about 170 bytes, and a
+// 3 MiB file of 200 000 short strings had it OOM-killed.
+TEST(ManifestErrors, ADocumentOfMoreThanFiftyThousandValuesIsRefusedByDefault) {
+    std::string s = "a: [0";
+    for (int k = 1; k < 50000; ++k) s += ",0";
+    s += "]\n";  // 50 000 numbers, the sequence and the mapping: 50 002 values
+    std::string err = first_error(load_manifest(s, "big.yaml"));
+    CHECK_TEXT(err.rfind("big.yaml: document 1: ", 0) == 0 &&
+                   err.find("document expands to more than 50000 values") != std::string::npos,
+               err.c_str());
+    s = "a: [0";
+    for (int k = 1; k < 49000; ++k) s += ",0";
+    s += "]\n";  // 49 002 values: parsed (and refused for lacking a kind)
+    CHECK(first_error(load_manifest(s, "big.yaml")).find("more than 50000 values") == std::string::npos);
+}
+
+// A bad value is quoted in its error up to 1 KiB (issue 15 §5: a 3 MiB
+// array quoted whole, copied into the log, the file's last error and the
+// store, had the agent OOM-killed in 32 MiB).
+TEST(ManifestErrors, ABadValueIsQuotedUpToOneKibibyte) {
+    std::string s =
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: big\n  namespace: it\n  annotations:\n    "
+        "big: [";
+    for (int k = 0; k < 2000; ++k)
+        s += std::string(k ? ", " : "") + "\"\u00e9t\u00e9-" + std::to_string(k) + "\"";
+    s += "]\n";
+    std::string err = first_error(load_manifest(s, "big.yaml"));
+    CHECK_TEXT(
+        err.rfind("big.yaml: document 1: metadata.annotations[big]: Invalid value: [\"\u00e9t\u00e9-0\",",
+                  0) == 0,
+        err.c_str());
+    CHECK_TEXT(err.find("... (") != std::string::npos && err.size() < 1200, err.c_str());
+    // Cut on a character boundary: what is quoted is valid UTF-8.
+    CHECK(!Json(err).dump(-1, ' ', false, Json::error_handler_t::strict).empty());
 }
 
 TEST(ManifestErrors, ErrorsFromTheApiValidationCarryTheirPath) {
