@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace daemonlet::detail {
 namespace {
@@ -140,6 +141,10 @@ struct Frame {
     std::string key;
     bool key_is_merge = false;
     std::vector<Json> merges;  // `<<` sources, applied at the end (explicit keys win)
+    // A mapping's keys so far: ordered_json finds a key by a linear search,
+    // which made a mapping of n keys take n^2 (8,000 keys: 3.9 s); with
+    // the set it is one pass, and the object is appended to as it grows.
+    std::unordered_set<std::string> keys;
 };
 
 // Builds one document at a time from parser events.
@@ -372,12 +377,12 @@ class Builder {
             fail(doc_number_, path() + ".<<", "map merge requires a map or a sequence of maps as the value");
             return false;
         }
-        if (top.value.contains(top.key)) {
+        if (!top.keys.insert(top.key).second) {
             fail(doc_number_, path() + (path().empty() ? "" : ".") + top.key,
                  "mapping key " + render(top.key) + " already defined");
             return false;
         }
-        top.value[top.key] = std::move(v);
+        top.value.get_ref<Json::object_t&>().emplace_back(top.key, std::move(v));
         return true;
     }
 
