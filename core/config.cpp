@@ -12,6 +12,7 @@
 #include "core/names.h"
 #include "core/node_ips.h"
 #include "core/quantity.h"
+#include "core/sysctl.h"
 
 namespace daemonlet {
 
@@ -284,11 +285,11 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
         return out;
     }
     AgentConfig& c = out.config;
-    r.unknown_keys(
-        doc, "",
-        {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "nodeIP", "manifestDir", "stateDir",
-         "runtime", "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize", "containerLogMaxFiles",
-         "apiServer", "seccompProfileRoot", "clusterDNS", "clusterDomain", "metricsBindAddress"});
+    r.unknown_keys(doc, "",
+                   {"nodeName", "nodeLabels", "nodeTaints", "nodeUnschedulable", "nodeIP", "manifestDir",
+                    "stateDir", "runtime", "fileCheckFrequency", "crashLoopBackoff", "containerLogMaxSize",
+                    "containerLogMaxFiles", "apiServer", "seccompProfileRoot", "clusterDNS", "clusterDomain",
+                    "metricsBindAddress", "allowedUnsafeSysctls"});
     for (auto it = doc.begin(); it != doc.end(); ++it) {
         const std::string& k = it.key();
         const Json& v = it.value();
@@ -342,6 +343,23 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                     continue;
                 }
                 c.cluster_dns.push_back(ip);
+            }
+        } else if (k == "allowedUnsafeSysctls") {
+            // kubelet's allowedUnsafeSysctls: NewAllowlist's checks, which
+            // keep a kubelet from starting.
+            if (!v.is_array()) {
+                r.error(k, "expected a list of sysctl names or patterns ending in '*'");
+                continue;
+            }
+            for (std::size_t i = 0; i < v.size(); ++i) {
+                const std::string p = k + "[" + std::to_string(i) + "]";
+                std::string name;
+                if (!r.string(v[i], p, name)) continue;
+                if (auto w = new_sysctl_allowlist({name}); !w.ok()) {
+                    r.error(p, w.error().message);
+                    continue;
+                }
+                c.allowed_unsafe_sysctls.push_back(name);
             }
         } else if (k == "clusterDomain") {
             if (r.string(v, k, c.cluster_domain))

@@ -16,6 +16,8 @@
 //   clusterDNS: [10.96.0.10]       # kubelet's: ClusterFirst pods' nameservers;
 //                                  # default none: such pods get the host's resolver
 //   clusterDomain: cluster.local   # kubelet's: searches and subdomain FQDNs
+//   allowedUnsafeSysctls: ["net.core.somaxconn", "kernel.msg*"]  # kubelet's: beside
+//                                  # the safe set (core/sysctl.h); namespaced only
 //   runtime: {type: exec}           # or, for containers from images:
 //                                  # every type: maxParallelOperations: 4
 //                                  # (starts and stops of different pods at once)
@@ -110,6 +112,10 @@ struct AgentConfig {
     // resolv.conf for dnsPolicy ClusterFirst; none: the host's resolver.
     std::vector<std::string> cluster_dns;
     std::string cluster_domain = "cluster.local";
+    // kubelet's allowedUnsafeSysctls: the sysctls (names, or prefixes
+    // ending in '*') a pod may set beside the safe set, each namespaced
+    // (core/sysctl.h new_sysctl_allowlist checked them).
+    std::vector<std::string> allowed_unsafe_sysctls;
     std::string runtime_type = "exec";  // "exec", "runc" or "cri"
     // runc: archives dropped here are imported into the image store (cri:
     // into containerd's); empty:

@@ -90,6 +90,14 @@ struct RevisionRecord {
 const char* to_string(ContainerState s);
 const char* to_string(PodPhase p);
 
+// Why the kubelet refuses a pod at admission, as rejectPod records it:
+// phase Failed with this reason and message, and nothing runs (core
+// admit_static_pod's predicates, core admit_sysctls).
+struct PodRejection {
+    std::string reason;
+    std::string message;
+};
+
 // kubectl get pods' READY, STATUS and RESTARTS columns (kubectl
 // pkg/cmd/get printers: printPod, Kubernetes 1.28 to 1.30): "Terminating";
 // while initializing, the first unfinished init container gives

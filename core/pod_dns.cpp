@@ -88,7 +88,11 @@ PodDNSFiles pod_dns_files(const PodDNSInput& in) {
             "fe00::0\tip6-mcastprefix\n"
             "fe00::1\tip6-allnodes\n"
             "fe00::2\tip6-allrouters\n";
-        for (const auto& ip : in.pod_ips)
+        // A pod without an IP (under runc, alone in a network namespace
+        // with only loopback) still finds its own name: at 127.0.0.1.
+        const std::vector<std::string> ips =
+            in.pod_ips.empty() ? std::vector<std::string>{"127.0.0.1"} : in.pod_ips;
+        for (const auto& ip : ips)
             out.hosts += domain.empty() ? ip + "\t" + hostname + "\n"
                                         : ip + "\t" + hostname + "." + domain + "\t" + hostname + "\n";
         out.hosts += aliases;

@@ -9,9 +9,15 @@
 //                       <subdomain>.<namespace>.svc.<clusterDomain>.
 //   /etc/hosts          kubelet_pods.go managedHostsFileContent (pod network:
 //                       the loopback and ip6 lines, then "<IP>\t<fqdn>\t<hostname>"
-//                       per pod IP) and nodeHostsFileContent (hostNetwork:
+//                       per pod IP, or "<IP>\t<hostname>" without a
+//                       subdomain) and nodeHostsFileContent (hostNetwork:
 //                       the node's file under its own header); hostAliases
-//                       appended (hostsEntriesFromHostAliases).
+//                       appended (hostsEntriesFromHostAliases). A pod without
+//                       an IP (a runc pod's loopback-only network; the
+//                       kubelet would not mount the file at all) gets its
+//                       name line at 127.0.0.1, as podman gives a
+//                       --network none container (podman PR 8101), so that
+//                       it resolves its own name.
 //   DNS                 pkg/kubelet/network/dns/dns.go GetPodDNS and
 //                       getPodDNSType: None: dnsConfig only; ClusterFirst
 //                       (without hostNetwork) and ClusterFirstWithHostNet:

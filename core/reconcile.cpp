@@ -86,8 +86,9 @@ struct Removal {
 // One DaemonSet's pass: manage, then (if manage did nothing) the rolling update.
 class DaemonSetPlanner {
   public:
-    DaemonSetPlanner(const DesiredDaemonSet& d, std::vector<const ObservedPod*> pods, std::int64_t now)
-        : d_(d), ds_(*d.ds), pods_(std::move(pods)), now_(now) {
+    DaemonSetPlanner(const DesiredDaemonSet& d, std::vector<const ObservedPod*> pods, std::int64_t now,
+                     FailedPodsBackoff& failed_backoff)
+        : d_(d), ds_(*d.ds), pods_(std::move(pods)), now_(now), failed_backoff_(failed_backoff) {
         std::sort(pods_.begin(), pods_.end(), older);
     }
 
@@ -103,7 +104,7 @@ class DaemonSetPlanner {
     // Upstream re-queues the DaemonSet minReadySeconds after a pod turns
     // ready (updatePod); the plan names the moment instead.
     std::optional<std::int64_t> wake_at() const {
-        std::optional<std::int64_t> wake;
+        std::optional<std::int64_t> wake = failed_wake_;
         if (ds_.spec.min_ready_seconds <= 0) return wake;
         for (const ObservedPod* p : live_) {
             if (removed(p) || !p->ready || !p->ready_since_mono_ms) continue;
@@ -124,6 +125,28 @@ class DaemonSetPlanner {
     void remove(const ObservedPod* p, std::string reason) {
         removes_.push_back(Removal{p, std::move(reason)});
     }
+    // failedPodsBackoff.IsInBackOffSinceUpdate; when it holds, the pass is
+    // planned again as it ends (upstream's enqueueDaemonSetAfter).
+    bool in_failed_backoff() {
+        auto it = failed_backoff_.entries.find(key());
+        if (it == failed_backoff_.entries.end()) return false;
+        const FailedPodsBackoff::Entry& e = it->second;
+        if (now_ - e.last_update_ms > 2 * failed_backoff_.max_ms) return false;  // hasExpired
+        if (now_ - e.last_update_ms >= e.backoff_ms) return false;
+        failed_wake_ = e.last_update_ms + e.backoff_ms;
+        return true;
+    }
+    // failedPodsBackoff.Next: initial at first (or once expired), then doubled up to max.
+    void next_failed_backoff() {
+        auto [it, fresh] = failed_backoff_.entries.try_emplace(key());
+        FailedPodsBackoff::Entry& e = it->second;
+        if (fresh || now_ - e.last_update_ms > 2 * failed_backoff_.max_ms)
+            e.backoff_ms = failed_backoff_.initial_ms;
+        else
+            e.backoff_ms = std::min(e.backoff_ms * 2, failed_backoff_.max_ms);
+        e.last_update_ms = now_;
+    }
+    DsKey key() const { return {ds_.metadata.namespace_, ds_.metadata.name}; }
     std::string current_revision() const {
         return "revision " + std::to_string(d_.revision) + " (" + d_.hash + ")";
     }
@@ -150,6 +173,10 @@ class DaemonSetPlanner {
         std::vector<const ObservedPod*> running;
         for (const ObservedPod* p : live_) {
             if (p->pod.phase == PodPhase::Failed) {
+                // "This is a critical place where DS is often fighting with
+                // kubelet that rejects pods": back off.
+                if (in_failed_backoff()) continue;
+                next_failed_backoff();
                 remove(p, "failed daemon pod (phase Failed)");
             } else if (p->pod.phase == PodPhase::Succeeded) {
                 remove(p, "succeeded daemon pod (phase Succeeded)");
@@ -174,8 +201,9 @@ class DaemonSetPlanner {
         }
 
         if (running.empty()) {
-            // Surging: a stopping pod does not hold back its replacement.
-            create_ = decision.should_run;
+            // Surging: a stopping pod does not hold back its replacement; a
+            // Failed one kept by the back-off does (upstream's `exists`).
+            create_ = decision.should_run && !failed_wake_;
             return;
         }
         if (running.size() == 1) return;
@@ -262,6 +290,8 @@ class DaemonSetPlanner {
     std::vector<const ObservedPod*> pods_;  // oldest first; deleted terminal pods left out
     std::vector<const ObservedPod*> live_;  // not being deleted, oldest first
     std::int64_t now_;
+    FailedPodsBackoff& failed_backoff_;
+    std::optional<std::int64_t> failed_wake_;  // a Failed pod kept by the back-off: plan again then
     bool create_ = false;
     std::vector<Removal> removes_;
 };
@@ -276,7 +306,13 @@ bool pod_available(const ObservedPod& pod, std::int32_t min_ready_seconds, std::
 }
 
 ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired,
-                             const std::vector<ObservedPod>& pods, std::int64_t now_mono_ms) {
+                             const std::vector<ObservedPod>& pods, std::int64_t now_mono_ms,
+                             FailedPodsBackoff* failed_backoff) {
+    FailedPodsBackoff fresh;
+    FailedPodsBackoff& backoff = failed_backoff ? *failed_backoff : fresh;
+    // failedPodsBackoff.GC: entries not updated for 2 x max go.
+    std::erase_if(backoff.entries,
+                  [&](const auto& e) { return now_mono_ms - e.second.last_update_ms > 2 * backoff.max_ms; });
     // Desired DaemonSets by key, in key order; a repeated key keeps its first entry.
     std::map<DsKey, const DesiredDaemonSet*> by_key;
     for (const auto& d : desired) {
@@ -302,7 +338,7 @@ ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired,
     for (const auto& [key, d] : by_key) {
         auto it = owned.find(key);
         DaemonSetPlanner planner(*d, it == owned.end() ? std::vector<const ObservedPod*>{} : it->second,
-                                 now_mono_ms);
+                                 now_mono_ms, backoff);
         planner.run(plan.create, removes);
         if (auto wake = planner.wake_at(); wake && (!plan.wake_at_mono_ms || *wake < *plan.wake_at_mono_ms))
             plan.wake_at_mono_ms = wake;

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/decision.h"
@@ -61,10 +63,32 @@ struct ReconcilePlan {
 // millisecond later, which would make wake_at_mono_ms one tick early.
 bool pod_available(const ObservedPod& pod, std::int32_t min_ready_seconds, std::int64_t now_mono_ms);
 
+// The DaemonSet controller's failedPodsBackoff (daemon_controller.go:
+// flowcontrol.NewBackOff(1 s, 15 min), keyed by DaemonSet and node; here
+// the node is this one). A Failed pod (one the kubelet rejected at
+// admission) is deleted only when its DaemonSet is not in back-off, and
+// each deletion doubles the back-off (Next), so a pod the node keeps
+// rejecting is not made and deleted in a hot loop; while in back-off the
+// Failed pod stays, as upstream, and no new pod is made beside it. An
+// entry not updated for 2 x max is forgotten (hasExpired, GC). Kept in
+// memory by the caller across passes, as upstream's (a restart starts
+// afresh).
+struct FailedPodsBackoff {
+    struct Entry {
+        std::int64_t backoff_ms = 0;
+        std::int64_t last_update_ms = 0;  // monotonic
+    };
+    std::map<std::pair<std::string, std::string>, Entry> entries;  // (namespace, DaemonSet)
+    std::int64_t initial_ms = 1'000;
+    std::int64_t max_ms = 15 * 60'000;
+};
+
 // One pass over every DaemonSet and every pod (pods of DaemonSets no longer
-// desired are removed).
+// desired are removed). `failed_backoff`: the back-off state, updated;
+// none: a fresh one for this pass alone.
 ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired,
-                             const std::vector<ObservedPod>& pods, std::int64_t now_mono_ms);
+                             const std::vector<ObservedPod>& pods, std::int64_t now_mono_ms,
+                             FailedPodsBackoff* failed_backoff = nullptr);
 
 // A run longer than this forgets a container's crash-loop back-off: 2 x the
 // kubelet's MaxContainerBackOff of 300 s (flowcontrol.Backoff hasExpired).

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/strings.h"
+#include "core/sysctl.h"
 
 namespace daemonlet {
 namespace {
@@ -60,28 +61,6 @@ std::vector<std::string> split_commas(const std::string& s) {
         start = end + 1;
     }
     return out;
-}
-
-// component-helpers/node/util/sysctl NamespacedBy: "ipc", "net" or "" (not namespaced).
-std::string sysctl_namespace(const std::string& name) {
-    static constexpr const char* kIpc[] = {"kernel.sem",    "kernel.shmall",         "kernel.shmmax",
-                                           "kernel.shmmni", "kernel.msgmax",         "kernel.msgmnb",
-                                           "kernel.msgmni", "kernel.shm_rmid_forced"};
-    for (const char* n : kIpc)
-        if (name == n) return "ipc";
-    for (const char* prefix : {"kernel.shm", "kernel.msg", "fs.mqueue."})
-        if (name.rfind(prefix, 0) == 0) return "ipc";
-    if (name.rfind("net.", 0) == 0) return "net";
-    return "";
-}
-
-// utilsysctl.NormalizeName: "net/ipv4/ip_forward" -> "net.ipv4.ip_forward"
-// (a name whose first separator is '/' has its '.' and '/' swapped).
-std::string normalize_sysctl(std::string name) {
-    const auto first = name.find_first_of("./");
-    if (first == std::string::npos || name[first] != '/') return name;
-    for (char& ch : name) ch = ch == '/' ? '.' : ch == '.' ? '/' : ch;
-    return name;
 }
 
 }  // namespace

@@ -28,7 +28,9 @@
 //                    component-helpers/node/util/sysctl namespace.go: only
 //                    namespaced sysctls (net.*, kernel.shm*, kernel.msg*,
 //                    kernel.sem, fs.mqueue.*), and none of a namespace the
-//                    pod shares with the host.
+//                    pod shares with the host. The pod was admitted against
+//                    the kubelet's allowlist before (core/sysctl.h); this is
+//                    the runtimes' last check when a container is made.
 //   image user       containerd's ImageStatus / kuberuntime getImageUser:
 //                    "uid[:gid]" numeric is a uid, anything else a name;
 //                    no user is root. A name resolves through the image's

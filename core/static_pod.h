@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/pod.h"
 
 namespace daemonlet {
 
@@ -40,10 +41,6 @@ Pod make_static_pod(Pod pod, const std::string& node_name, const std::string& pa
 // Taints are not checked (Admit skips them for static pods), nor the node
 // name (applyDefaults has set it), nor resources (the board has no
 // scheduler accounting).
-struct PodRejection {
-    std::string reason;
-    std::string message;
-};
 std::optional<PodRejection> admit_static_pod(const Pod& pod, const Node& node,
                                              const std::vector<const PodSpec*>& active = {});
 

@@ -48,6 +48,9 @@ struct ContainerLaunch {
     // target), by volume name; runc and CRI bind-mount them as they do
     // hostPath and emptyDir volumes.
     std::map<std::string, std::string> volume_host_paths;
+    // The tmpfs size of each Memory emptyDir, by volume name, as the kubelet
+    // sizes it (core/empty_dir.h); absent: the kernel's default.
+    std::map<std::string, std::int64_t> memory_volume_bytes;
     std::int64_t grace_seconds = 30;  // SIGTERM, then SIGKILL after this
     // The container's oom_score_adj as the kubelet sets it per QoS class
     // (core/qos.h), restricted to what the machine allows; none: the

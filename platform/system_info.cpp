@@ -28,6 +28,12 @@ std::string machine() {
     return u.machine;
 }
 
+std::string kernel_release() {
+    struct utsname u {};
+    if (uname(&u) != 0) return {};
+    return u.release;
+}
+
 namespace {
 std::int64_t clock_ms(clockid_t id) {
     struct timespec ts {};
@@ -131,8 +137,7 @@ HostFacts read_host_facts() {
     f.machine_id = first_line("/etc/machine-id");
     f.system_uuid = first_line("/sys/class/dmi/id/product_uuid");
     f.boot_id = first_line("/proc/sys/kernel/random/boot_id");
-    struct utsname u {};
-    if (uname(&u) == 0) f.kernel_version = u.release;
+    f.kernel_version = kernel_release();
     if (auto r = read_file("/etc/os-release", kSmallFile); r.ok()) {
         std::istringstream in(r.value());
         std::string line;

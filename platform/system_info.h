@@ -9,6 +9,7 @@ namespace daemonlet::platform {
 
 std::string host_name();       // gethostname(), empty on failure
 std::string machine();         // uname -m, e.g. "aarch64"
+std::string kernel_release();  // uname -r, e.g. "6.1.0-18-arm64"; empty on failure
 std::int64_t wall_clock_ms();  // CLOCK_REALTIME, for people and timestamps
 std::int64_t monotonic_ms();   // CLOCK_MONOTONIC, for durations that drive decisions
 std::int64_t since_boot_ms();  // CLOCK_BOOTTIME: CLOCK_MONOTONIC with the suspends

@@ -58,11 +58,10 @@ bool is_tmpfs_mount(const std::string& dir) {
     return here.st_dev != parent.st_dev;
 }
 
-Status mount_memory_medium(const Volume& v, const std::string& dir) {
+Status mount_memory_medium(const Volume& v, const std::string& dir, std::optional<std::int64_t> size) {
     if (v.empty_dir_medium != "Memory" || is_tmpfs_mount(dir)) return Ok{};
     std::string options = "mode=1777";
-    if (v.empty_dir_size_limit && v.empty_dir_size_limit->value() > 0)
-        options += ",size=" + std::to_string(v.empty_dir_size_limit->value());
+    if (size && *size > 0) options += ",size=" + std::to_string(*size);
     if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0)
         return Error{ErrorCode::Io, "emptyDir \"" + v.name + "\" (medium Memory): mount tmpfs on " + dir +
                                         ": " + std::strerror(errno)};
@@ -116,9 +115,17 @@ Status set_up_host_path(const Volume& v) {
     return Ok{};
 }
 
-Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<std::int64_t> fs_group) {
+std::optional<std::int64_t> tmpfs_size_of(const std::map<std::string, std::int64_t>& sizes,
+                                          const std::string& name) {
+    auto it = sizes.find(name);
+    if (it == sizes.end()) return std::nullopt;
+    return it->second;
+}
+
+Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<std::int64_t> fs_group,
+                        std::optional<std::int64_t> tmpfs_size) {
     if (auto s = make_dir_mode(dir, 0777); !s) return s;
-    if (auto s = mount_memory_medium(v, dir); !s) return s;
+    if (auto s = mount_memory_medium(v, dir, tmpfs_size); !s) return s;
     if (fs_group) set_volume_ownership(dir, *fs_group);
     return Ok{};
 }

@@ -4,6 +4,7 @@
 // emptyDir mounted as a tmpfs. In runtime_base, for the CRI module too.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -21,11 +22,17 @@ Status set_up_host_path(const Volume& v);
 
 // An emptyDir's host directory `dir`, made (0777 as the kubelet's
 // emptyDir, pkg/volume/emptydir): for medium Memory, a tmpfs mounted on it
-// unless one is (size=sizeLimit in bytes when given: the kubelet's
-// SizeMemoryBackedVolumes). With the pod's fsGroup, the volume's files
-// are the group's, group read-write, and its directories setgid
+// unless one is, size=`tmpfs_size` bytes when given (the kubelet's
+// SizeMemoryBackedVolumes: core/empty_dir.h empty_dir_memory_size), else
+// the kernel's default. With the pod's fsGroup, the volume's files are the
+// group's, group read-write, and its directories setgid
 // (pkg/volume/volume_linux.go SetVolumeOwnership). Errors name the directory.
-Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<std::int64_t> fs_group);
+Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<std::int64_t> fs_group,
+                        std::optional<std::int64_t> tmpfs_size);
+
+// The launch's size for emptyDir `name` (ContainerLaunch::memory_volume_bytes), if any.
+std::optional<std::int64_t> tmpfs_size_of(const std::map<std::string, std::int64_t>& sizes,
+                                          const std::string& name);
 
 // Unmounts every tmpfs below `dir` (a pod's volumes directory) before it
 // is deleted: a Memory emptyDir's. Best effort.

@@ -63,7 +63,7 @@ std::string strategy_text(const Json& us) {
 
 // The component upstream would name as the event's source.
 const char* event_source(const std::string& reason) {
-    if (reason == "BackOff") return "kubelet";
+    if (reason == "BackOff" || reason == "SysctlForbidden") return "kubelet";  // its rejectPod's event
     if (reason == "TaintManagerEviction") return "taint-eviction-controller";
     if (reason.rfind("Roll", 0) == 0) return "daemonlet";
     return "daemonset-controller";

@@ -150,6 +150,8 @@ Status Agent::init() {
         log(Level::Notice,
             "no clusterDNS configured: pods of dnsPolicy ClusterFirst get the node's resolver "
             "(/etc/resolv.conf), as the kubelet falls back to dnsPolicy Default");
+    // Which safe sysctls pods may set (core/sysctl.h SafeSysctlAllowlist).
+    kernel_release_ = platform::kernel_release();
     runtime_ = std::move(rt).value();
     runtime_->attach_loop(&loop_);
     runtime_ops_.set_limit(config_.max_parallel_operations);

@@ -230,6 +230,14 @@ class Agent : private Images::Host {
     void adopt();
     void create_pod(const PodToCreate& c);
     static void add_containers(LivePod& p, const PodSpec& spec);
+    // The kubelet's admit handlers that apply to every pod, in its order
+    // (canAdmitPod): the sysctl allowlist (core/sysctl.h) from the safe set
+    // of this kernel and config allowedUnsafeSysctls. A static pod's
+    // predicates follow (static_pods.cpp).
+    std::optional<PodRejection> admit_pod(const PodSpec& spec) const;
+    // rejectPod: the new pod is Failed with the handler's reason and
+    // message, runs nothing, and is kept (saved, said once).
+    void reject_pod(LivePod p, const PodRejection& rejected, const std::string& what);
     void remove_pod(const std::string& uid, const std::string& reason);
     // Asks for the container's start, queued behind the pod's earlier
     // runtime operations (runtime_ops_); on_started takes the outcome.
@@ -364,7 +372,10 @@ class Agent : private Images::Host {
     std::unique_ptr<Probes> probes_;         // kubelet's prober manager: the running containers' probes
     std::unique_ptr<LifecycleHooks> hooks_;  // kubelet's HandlerRunner: postStart and preStop
     std::int64_t node_memory_bytes_ = 0;     // the OOM score's memory capacity; 0: none set (exec)
-    std::optional<int> oom_score_floor_;     // the lowest oom_score_adj the machine allows (system_info.h)
+    std::string kernel_release_;             // uname -r: which safe sysctls the kernel namespaces
+    // The DaemonSet controller's back-off on deleting Failed pods (core/reconcile.h).
+    FailedPodsBackoff failed_pods_backoff_;
+    std::optional<int> oom_score_floor_;  // the lowest oom_score_adj the machine allows (system_info.h)
     // Imports, pulls, their back-off and image GC (images.h).
     std::unique_ptr<Images> images_;
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "agent/daemon/agent.h"
+#include "core/empty_dir.h"
 #include "core/pod_network.h"
 #include "core/service_account.h"
 #include "platform/log.h"
@@ -143,6 +144,13 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
     auto volumes = config_volumes_->prepare(facts, launch.pod_spec);
     if (!volumes) return wait(volumes.error().message);
     launch.volume_host_paths = std::move(volumes.value());
+    // calculateEmptyDirMemorySize, against the node's allocatable memory.
+    const std::optional<std::int64_t> allocatable_memory =
+        facts.allocatable_memory ? std::optional<std::int64_t>(facts.allocatable_memory->value())
+                                 : std::nullopt;
+    for (const auto& v : launch.pod_spec->volumes)
+        if (auto size = empty_dir_memory_size(v, *launch.pod_spec, allocatable_memory))
+            launch.memory_volume_bytes[v.name] = *size;
     return true;
 }
 

@@ -1,7 +1,7 @@
 // Events for `daemonlet describe`: what the agent did to a DaemonSet's pods
 // and why, recorded in the store on the DaemonSet (bounded per object there).
 // Reasons follow upstream's where there is one (the DaemonSet controller's
-// SuccessfulCreate, SuccessfulDelete, FailedPlacement; the kubelet's
+// SuccessfulCreate, SuccessfulDelete, FailedPlacement, FailedDaemonPod; the kubelet's
 // BackOff; the taint manager's TaintManagerEviction).
 //
 // Flash wears out: an event identical to the DaemonSet's newest one (same
@@ -37,6 +37,11 @@ void Agent::record_event(const std::string& ns, const std::string& daemonset, co
 }
 
 void Agent::record_pod_removed(const PodRecord& pod, const std::string& reason) {
+    // The DaemonSet controller's FailedDaemonPod, before its delete.
+    if (pod.phase == PodPhase::Failed && reason.rfind("failed daemon pod", 0) == 0)
+        record_event(pod.namespace_, pod.daemonset, "Warning", "FailedDaemonPod",
+                     "Found failed daemon pod " + pod.namespace_ + "/" + pod.name + " on node " +
+                         node_.metadata.name + ", will try to kill it");
     if (reason.find("NoExecute") != std::string::npos)
         record_event(pod.namespace_, pod.daemonset, "Warning", "TaintManagerEviction",
                      "Marking for deletion Pod " + pod.namespace_ + "/" + pod.name + ": " + reason);

@@ -16,6 +16,7 @@
 #include "core/image_wait.h"
 #include "core/pod_lifecycle.h"
 #include "core/pod_network.h"
+#include "core/sysctl.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
 
@@ -169,7 +170,7 @@ void Agent::reconcile() {
     start_waiting_containers();
     reconcile_static_pods();
     const std::int64_t now = clock_.monotonic_ms();
-    ReconcilePlan plan = plan_reconcile(want, seen, now);
+    ReconcilePlan plan = plan_reconcile(want, seen, now, &failed_pods_backoff_);
     for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
     // A few creations per loop turn, the rest planned again on the next
     // one (scheduled below): each costs store writes, and 50 DaemonSets
@@ -309,17 +310,47 @@ void Agent::create_pod(const PodToCreate& c) {
     p.rec.revision_hash = c.hash;
     p.rec.revision = c.revision;
     p.rec.created_at_ms = clock_.wall_ms();
-    add_containers(p, ds.spec.template_.spec);
     const std::string uid = p.rec.uid;
     log(Level::Notice,
         "pod " + c.namespace_ + "/" + p.rec.name + " created for DaemonSet " + c.daemonset + " revision " +
             std::to_string(c.revision),
         {{"DAEMONLET_POD", c.namespace_ + "/" + p.rec.name}});
     record_event(c.namespace_, c.daemonset, "Normal", "SuccessfulCreate", "Created pod: " + p.rec.name);
+    // The DaemonSet controller made it; the kubelet admits it, or rejects
+    // it (the planner then deletes it under failedPodsBackoff).
+    if (auto rejected = admit_pod(ds.spec.template_.spec)) {
+        const std::string what = "pod " + c.namespace_ + "/" + p.rec.name;
+        return reject_pod(std::move(p), *rejected, what);
+    }
+    add_containers(p, ds.spec.template_.spec);
     pods_.emplace(uid, std::move(p));
     advance_pod(uid);
     ensure_probes();
     refresh_readiness(pods_[uid]);
+    save_pod(pods_[uid]);
+}
+
+std::optional<PodRejection> Agent::admit_pod(const PodSpec& spec) const {
+    // allowedUnsafeSysctls was checked with the configuration (the
+    // kubelet's NewAllowlist would not start): an error here is a bug.
+    auto allowlist = kubelet_sysctl_allowlist(kernel_release_, config_.allowed_unsafe_sysctls);
+    if (!allowlist) return PodRejection{kSysctlForbiddenReason, allowlist.error().message};
+    return admit_sysctls(allowlist.value(), spec);
+}
+
+void Agent::reject_pod(LivePod p, const PodRejection& rejected, const std::string& what) {
+    p.rec.reason = rejected.reason;
+    p.rec.message = rejected.message;
+    p.rec.phase = PodPhase::Failed;
+    const std::string name = p.rec.namespace_ + "/" + p.rec.name;
+    log(Level::Warning, what + " rejected: " + rejected.reason + ": " + rejected.message,
+        {{"DAEMONLET_POD", name}});
+    // The kubelet's event on the pod; here on its DaemonSet (a static pod's
+    // is its log line).
+    record_event(p.rec.namespace_, p.rec.daemonset, "Warning", rejected.reason.c_str(),
+                 rejected.message + " (pod " + p.rec.name + ")");
+    const std::string uid = p.rec.uid;
+    pods_.emplace(uid, std::move(p));
     save_pod(pods_[uid]);
 }
 

@@ -113,19 +113,11 @@ void Agent::create_static_pod(const std::string& uid, const StaticDesired& s) {
             held.push_back(std::move(spec));
         }
     }
-    if (auto rejected = admit_static_pod(pod, node_, active)) {
-        // kubelet's rejectPod: Failed, with the predicate's reason; nothing runs.
-        p.rec.reason = rejected->reason;
-        p.rec.message = rejected->message;
-        p.rec.phase = PodPhase::Failed;
-        log(Level::Warning,
-            "static pod " + name + " from " + s.path + " rejected: " + rejected->reason + ": " +
-                rejected->message,
-            {{"DAEMONLET_POD", name}});
-        pods_.emplace(uid, std::move(p));
-        save_pod(pods_[uid]);
-        return;
-    }
+    // kubelet's canAdmitPod: the sysctl handler, then the predicates;
+    // rejectPod: Failed, with the first refusal's reason; nothing runs.
+    auto rejected = admit_pod(pod.spec);
+    if (!rejected) rejected = admit_static_pod(pod, node_, active);
+    if (rejected) return reject_pod(std::move(p), *rejected, "static pod " + name + " from " + s.path);
     add_containers(p, pod.spec);
     log(Level::Notice,
         "static pod " + name + " created from " + s.path + " (restartPolicy " + restart_policy_of(p.rec) +

@@ -326,7 +326,10 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
             // Per pod, not per container: it outlives the container's restarts.
             std::string dir = pod_dir(launch.pod_uid) + "/volumes/" + v.name;
             const auto& psc = launch.pod_spec->security_context;
-            if (auto s = set_up_empty_dir(v, dir, psc ? psc->fs_group : std::nullopt); !s) return s.error();
+            if (auto s = set_up_empty_dir(v, dir, psc ? psc->fs_group : std::nullopt,
+                                          tmpfs_size_of(launch.memory_volume_bytes, v.name));
+                !s)
+                return s.error();
             in.volume_host_paths[v.name] = dir;
         }
     }

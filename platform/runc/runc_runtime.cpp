@@ -185,7 +185,10 @@ Status make_bundle(const ImageTool& images, const std::string& runtime_dir,
         } else if (v.source == Volume::Source::EmptyDir) {
             // Per pod, not per container: it outlives the container's restarts.
             std::string dir = runtime_dir + "/pods/" + launch.pod_uid + "/volumes/" + v.name;
-            if (auto s = set_up_empty_dir(v, dir, fs_group); !s) return s;
+            if (auto s =
+                    set_up_empty_dir(v, dir, fs_group, tmpfs_size_of(launch.memory_volume_bytes, v.name));
+                !s)
+                return s;
             in.volume_host_paths[v.name] = dir;
         }
     }

@@ -7,9 +7,12 @@
 # CapEff, CapBnd, NoNewPrivs, Seccomp, the root's mount); an image USER given
 # as a name, resolved from the image's /etc/passwd and /etc/group; hostPath
 # DirectoryOrCreate and FileOrCreate created as the kubelet creates them;
-# an emptyDir of medium Memory as a tmpfs with its sizeLimit; a privileged
+# an emptyDir of medium Memory as a tmpfs with its sizeLimit, or without one
+# the node's allocatable memory; sysctls admitted as the kubelet admits them
+# (allowedUnsafeSysctls; a forbidden one rejects the pod); a privileged
 # container with every capability and the host's devices; /etc/hosts,
-# /etc/hostname and /etc/resolv.conf per dnsPolicy and dnsConfig; and
+# /etc/hostname and /etc/resolv.conf per dnsPolicy and dnsConfig (the pod's
+# own name in /etc/hosts); and
 # runAsNonRoot with a root image and a missing `Directory` hostPath waiting
 # with the kubelet's reasons and messages; lifecycle postStart and preStop
 # (exec, in the container), a failing postStart stopping its container; the
@@ -29,13 +32,14 @@ IMAGE_USER=app "$here/../data/make_busybox_image.sh" "$import/named.tar" example
 data=$work/data
 mkdir -p "$data" && chmod 0777 "$data"
 write_runc_config "$import"
+echo "allowedUnsafeSysctls: ['kernel.msg*']" >>"$cfg"
 
 bb=/bin/busybox
 # Each container reports what it sees into the hostPath volume at /data, as FILE.<name>.
 report="$bb id > /data/id.\$(NAME); $bb grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status > /data/status.\$(NAME);
 $bb grep -E '^[^ ]+ / ' /proc/mounts | $bb tail -1 | $bb cut -d' ' -f4 | $bb cut -c1-2 > /data/root.\$(NAME);
 [ -f /lock ] && echo file > /data/lock.\$(NAME); cat /etc/hosts > /data/hosts.\$(NAME);
-cat /etc/resolv.conf > /data/resolv.\$(NAME); cat /proc/self/oom_score_adj > /data/oom.\$(NAME); cat /etc/hostname > /data/hostname.\$(NAME); $bb grep ' /mem ' /proc/mounts > /data/mem.\$(NAME); echo > /data/done.\$(NAME);
+cat /etc/resolv.conf > /data/resolv.\$(NAME); cat /proc/self/oom_score_adj > /data/oom.\$(NAME); cat /etc/hostname > /data/hostname.\$(NAME); $bb grep ' /mem ' /proc/mounts > /data/mem.\$(NAME); cat /proc/sys/kernel/msgmax > /data/msgmax.\$(NAME); echo > /data/done.\$(NAME);
 while :; do sleep 1; done"
 env_name() { echo "          env: [{name: NAME, value: $1}]"; }
 
@@ -51,19 +55,22 @@ DS_IMAGE=busybox write_ds sec.yaml sec "$report" \
           securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}
           volumeMounts: [{name: data, mountPath: /data}, {name: made, mountPath: /made}, {name: lock, mountPath: /lock}, {name: mem, mountPath: /mem}]"
 DS_IMAGE=example.com/edge/named:1 write_ds named.yaml named "$report" \
-    "volumes: [{name: data, hostPath: {path: $data}}]
+    "volumes: [{name: data, hostPath: {path: $data}}, {name: mem, emptyDir: {medium: Memory}}]
       hostname: web
       dnsPolicy: None
-      dnsConfig: {nameservers: [203.0.113.1], searches: [x.example], options: [{name: ndots, value: '2'}]}" "" \
+      dnsConfig: {nameservers: [203.0.113.1], searches: [x.example], options: [{name: ndots, value: '2'}]}
+      securityContext: {sysctls: [{name: kernel.msgmax, value: '12345'}]}" "" \
     "$(env_name named)
           imagePullPolicy: Never
-          volumeMounts: [{name: data, mountPath: /data}]"
+          volumeMounts: [{name: data, mountPath: /data}, {name: mem, mountPath: /mem}]"
 DS_IMAGE=busybox write_ds priv.yaml priv "$report" \
     "volumes: [{name: data, hostPath: {path: $data}}]" "" \
     "$(env_name priv)
           imagePullPolicy: Never
           securityContext: {privileged: true}
           volumeMounts: [{name: data, mountPath: /data}]"
+DS_IMAGE=busybox write_ds forbidden.yaml forbidden 'sleep 1000' \
+    "securityContext: {sysctls: [{name: net.core.somaxconn, value: '1024'}]}" "" "          imagePullPolicy: Never"
 DS_IMAGE=busybox write_ds nonroot.yaml nonroot 'sleep 1000' "securityContext: {runAsNonRoot: true}" "" \
     "          imagePullPolicy: Never"
 DS_IMAGE=busybox write_ds missing.yaml missing 'sleep 1000' \
@@ -109,6 +116,12 @@ grep -q '^tmpfs /mem tmpfs .*size=16384k' "$data/mem.sec" && ok || fail "emptyDi
 wait_for "named reports" 20 test -e "$data/done.named"
 [[ $(cat "$data/id.named") == "uid=1234(app) gid=1234(app) groups=1234(app),2345(extra)" ]] && ok ||
     fail "image USER app: id says $(cat "$data/id.named")"
+# A Memory emptyDir without sizeLimit, BestEffort: the node's allocatable
+# memory, here the machine's, sysconf's as the agent's (calculateEmptyDirMemorySize).
+grep -q "^tmpfs /mem tmpfs .*size=$(($(getconf _PHYS_PAGES) * $(getconf PAGESIZE) / 1024))k" "$data/mem.named" && ok ||
+    fail "emptyDir Memory without sizeLimit: /mem is $(cat "$data/mem.named")"
+# kernel.msgmax through allowedUnsafeSysctls kernel.msg* (the allowlist's prefixes).
+[[ $(cat "$data/msgmax.named") == 12345 ]] && ok || fail "sysctl kernel.msgmax is $(cat "$data/msgmax.named")"
 grep -qx $'Seccomp:\t0' "$data/status.named" && grep -qx $'NoNewPrivs:\t0' "$data/status.named" &&
     [[ $(cat "$data/root.named") == rw ]] && ok ||
     fail "no securityContext: Unconfined, no_new_privs off: $(cat "$data/status.named")"
@@ -131,6 +144,9 @@ fi
 # ClusterFirst pod gets the node's resolver, said once in the log.
 [[ $(head -1 "$data/hosts.sec") == "# Kubernetes-managed hosts file." ]] && grep -qx $'127.0.0.1\tlocalhost' "$data/hosts.sec" &&
     ok || fail "sec's /etc/hosts: $(cat "$data/hosts.sec")"
+# The pod's own name (no pod IP under runc: at the loopback address).
+grep -qx $'127.0.0.1\t'"$(cat "$data/hostname.sec")" "$data/hosts.sec" && grep -qx $'127.0.0.1\tweb' "$data/hosts.named" &&
+    ok || fail "the own-name line: $(cat "$data/hosts.sec" "$data/hosts.named")"
 [[ $(grep '^nameserver' "$data/resolv.sec") == "$(grep '^nameserver' /etc/resolv.conf | awk '{print "nameserver " $2}' | head -3)" ]] &&
     ok || fail "ClusterFirst without clusterDNS: the node's nameservers, not $(cat "$data/resolv.sec")"
 [[ $(grep -c 'no clusterDNS configured' "$agent_log") -eq 1 ]] && ok || fail "the fallback to the node's resolver is not said once"
@@ -145,6 +161,16 @@ wait_for "runAsNonRoot with a root image: CreateContainerConfigError" 20 waiting
 wait_for "a missing Directory hostPath waits with the kubelet's message" 20 waiting_as missing ContainerCreating \
     "MountVolume.SetUp failed for volume \"gone\" : hostPath type check failed: $work/nope is not a directory"
 [[ ! -e $work/nope ]] && ok || fail "a Directory hostPath was created"
+# A sysctl neither safe nor allowed: the kubelet's admission rejects the pod
+# (allowlist.go Admit), which never starts; describe shows the event.
+rejected_sysctl() {
+    [[ $(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("forbidden-"))
+        | "\(.status.phase)|\(.status.reason)|\(.status.message)|\(.status.containerStatuses // [] | length)"' |
+        head -1) == 'Failed|SysctlForbidden|forbidden sysctl: "net.core.somaxconn" not allowlisted|0' ]]
+}
+wait_for "a forbidden sysctl: the pod is rejected (SysctlForbidden)" 20 rejected_sysctl
+"$dl" describe daemonset forbidden -n it --config "$cfg" | grep -q 'SysctlForbidden .*kubelet .*forbidden sysctl: "net.core.somaxconn"' &&
+    ok || fail "describe: $("$dl" describe daemonset forbidden -n it --config "$cfg" | tail -5)"
 
 # 5. Lifecycle hooks (kuberuntime_container.go): postStart in the container
 # once it started; preStop before the stop signal when the pod goes; a

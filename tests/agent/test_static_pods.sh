@@ -5,7 +5,8 @@
 # and it stays so; OnFailure: a failure restarts it, a success finishes it;
 # Always: it runs. A pod whose nodeSelector does not match is rejected
 # (Failed, reason NodeAffinity), as is one whose host port another pod has
-# (NodePorts). An edit replaces the pod (a new UID), a
+# (NodePorts), or one with a sysctl the kubelet does not allow (SysctlForbidden,
+# its handler before the predicates). An edit replaces the pod (a new UID), a
 # broken edit keeps the last good version, `delete pod` starts it again,
 # removing the file stops it; a restart of the agent adopts the running pod
 # without restarting it, and a file removed while the agent is down stops
@@ -59,6 +60,8 @@ write_pod onfailure.yaml flaky OnFailure "if [ -e $flaky_mark ]; then exit 0; fi
 probe="      readinessProbe: {exec: {command: [test, -e, $work/web-ready]}, periodSeconds: 1}"
 write_pod always.yaml web Always "$loop" "" "$probe"
 write_pod picky.yaml picky Always "$loop" "nodeSelector: {role: core}"
+write_pod sysctl.yaml sysctl Always "$loop" "nodeSelector: {role: core}
+  securityContext: {sysctls: [{name: kernel.panic, value: '1'}]}"
 # Two pods asking for the same host port: the first file's runs.
 port="      ports: [{containerPort: 18080, hostPort: 18080}]"
 write_pod port-a.yaml porta Always "$loop" "" "$port"
@@ -88,6 +91,9 @@ pgrep -f "it-marker-$$-picky" >/dev/null && fail "a rejected pod runs" || ok
 described=$("$dl" describe pod picky-it-node -n it --config "$cfg")
 grepq -E '^Reason: +NodeAffinity$' <<<"$described" && grepq -E '^Controlled By: +Node/it-node$' <<<"$described" &&
     ok || fail "describe pod does not show the rejection and the Node as controller: $described"
+wait_for "a node-wide sysctl: rejected as SysctlForbidden, before the predicates" 20 pod sysctl \
+    '.status.phase == "Failed" and .status.reason == "SysctlForbidden"
+     and .status.message == "forbidden sysctl: \"kernel.panic\" not allowlisted"'
 wait_for "a host port already taken: rejected as NodePorts" 20 pod portb \
     '.status.phase == "Failed" and .status.reason == "NodePorts"'
 pod porta '.status.phase == "Running"' >/dev/null && ok || fail "the first file's pod does not keep its host port"

@@ -424,3 +424,26 @@ TEST(Config, MetricsBindAddressErrorsNameTheKeyAndTheReason) {
         CHECK_TEXT(has(r, row.error), (std::string(row.yaml) + " gave:\n" + all(r)).c_str());
     }
 }
+
+// kubelet's allowedUnsafeSysctls: names and prefix patterns, each checked
+// as NewAllowlist checks them (core/test_sysctl.cpp has the table).
+TEST(Config, AllowedUnsafeSysctlsAreNamespacedNamesOrPatterns) {
+    auto r = parse_agent_config(
+        "allowedUnsafeSysctls: [net.core.somaxconn, 'kernel.msg*', net/ipv4/ip_forward]\n", "c.yaml", "/");
+    CHECK_TRUE(r.errors.empty());
+    CHECK_TRUE((r.config.allowed_unsafe_sysctls ==
+                std::vector<std::string>{"net.core.somaxconn", "kernel.msg*", "net/ipv4/ip_forward"}));
+    CHECK_TRUE(parse_agent_config("", "c.yaml", "/").config.allowed_unsafe_sysctls.empty());
+
+    auto bad =
+        parse_agent_config("allowedUnsafeSysctls: [vm.swappiness, 'net.*', 'Net.X', 3]\n", "c.yaml", "/");
+    CHECK_TRUE(has(bad,
+                   "c.yaml: allowedUnsafeSysctls[0]: the sysctl \"vm.swappiness\" are not known to be "
+                   "namespaced"));
+    CHECK_TRUE(
+        has(bad, "c.yaml: allowedUnsafeSysctls[2]: sysctl \"Net.X\" must have at most 253 characters"));
+    CHECK_TRUE(has(bad, "c.yaml: allowedUnsafeSysctls[3]:"));
+    CHECK_EQUAL(3u, bad.errors.size());
+    CHECK_TRUE(has(parse_agent_config("allowedUnsafeSysctls: net.*\n", "c.yaml", "/"),
+                   "c.yaml: allowedUnsafeSysctls: expected a list"));
+}

@@ -89,39 +89,95 @@ TEST(PodDNS, ResolvConfPerDnsPolicyAsGetPodDNS) {
     }
 }
 
+// kubelet_pods_test.go TestManagedHostsFileContent and
+// TestNodeHostsFileContent, TestGeneratePodHostNameAndDomain.
 TEST(PodDNS, HostsAndHostnameAsTheKubelet) {
-    PodSpec spec;
-    PodDNSInput in;
-    in.spec = &spec;
-    in.pod_name = "agent-x7k2p";
-    in.namespace_ = "edge";
-    in.host_hosts = "127.0.0.1 localhost\n10.0.0.5 board\n";
-    in.node_hostname = "board";
-
-    // TestManagedHostsFileContent: no pod IP (a runc pod's loopback-only network): no hostname line.
-    PodDNSFiles f = pod_dns_files(in);
-    STRCMP_EQUAL(
+    const std::string managed =
         "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-        "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n",
-        f.hosts.c_str());
-    STRCMP_EQUAL("agent-x7k2p\n", f.hostname.c_str());
-
-    // TestGeneratePodHostNameAndDomain: hostname and subdomain; a pod IP gets the FQDN line; hostAliases
-    // appended.
-    spec.hostname = "web";
-    spec.subdomain = "svc1";
-    spec.host_aliases = {PodHostAlias{"10.1.2.3", {"foo", "bar"}}};
-    in.pod_ips = {"10.244.0.7"};
-    f = pod_dns_files(in);
-    CHECK(f.hosts.find("10.244.0.7\tweb.svc1.edge.svc.cluster.local\tweb\n") != std::string::npos);
-    CHECK(f.hosts.find("\n# Entries added by HostAliases.\n10.1.2.3\tfoo\tbar\n") != std::string::npos);
-    STRCMP_EQUAL("web\n", f.hostname.c_str());
-
-    // TestNodeHostsFileContent: hostNetwork: the node's file under its header, and its hostname.
-    spec = PodSpec{};
-    spec.host_network = true;
-    f = pod_dns_files(in);
-    STRCMP_EQUAL("# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n10.0.0.5 board\n",
-                 f.hosts.c_str());
-    STRCMP_EQUAL("board\n", f.hostname.c_str());
+        "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n";
+    const std::string node_hosts =
+        "# hosts file for testing.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+        "123.45.67.89\tsome.domain\n";
+    const std::string fqdn = "podFoo.domainFoo.edge.svc.cluster.local";
+    struct Row {
+        const char* name;
+        std::function<void(PodSpec&, PodDNSInput&)> setup;
+        std::string hosts, hostname;
+    };
+    const Row rows[] = {
+        {"TestManagedHostsFileContent: one IP, no domain: <IP>\t<hostname>",
+         [](PodSpec& s, PodDNSInput& in) {
+             s.hostname = "podFoo";
+             in.pod_ips = {"123.45.67.89"};
+         },
+         managed + "123.45.67.89\tpodFoo\n", "podFoo\n"},
+        {"TestManagedHostsFileContent: a domain: <IP>\t<fqdn>\t<hostname>",
+         [](PodSpec& s, PodDNSInput& in) {
+             s.hostname = "podFoo";
+             s.subdomain = "domainFoo";
+             in.pod_ips = {"203.0.113.1"};
+         },
+         managed + "203.0.113.1\t" + fqdn + "\tpodFoo\n", "podFoo\n"},
+        {"TestManagedHostsFileContent: hostAliases appended, one line per IP",
+         [](PodSpec& s, PodDNSInput& in) {
+             s.hostname = "podFoo";
+             s.subdomain = "domainFoo";
+             s.host_aliases = {PodHostAlias{"123.45.67.89", {"foo", "bar", "baz"}},
+                               PodHostAlias{"456.78.90.123", {"park", "doo", "boo"}}};
+             in.pod_ips = {"203.0.113.1"};
+         },
+         managed + "203.0.113.1\t" + fqdn +
+             "\tpodFoo\n\n# Entries added by "
+             "HostAliases.\n123.45.67.89\tfoo\tbar\tbaz\n456.78.90.123\tpark\tdoo\t"
+             "boo\n",
+         "podFoo\n"},
+        {"TestManagedHostsFileContent: dual stack: a line per pod IP",
+         [](PodSpec& s, PodDNSInput& in) {
+             s.hostname = "podFoo";
+             s.subdomain = "domainFoo";
+             in.pod_ips = {"203.0.113.1", "fd00::6"};
+         },
+         managed + "203.0.113.1\t" + fqdn + "\tpodFoo\nfd00::6\t" + fqdn + "\tpodFoo\n", "podFoo\n"},
+        {"GeneratePodHostNameAndDomain: no hostname: the pod's name",
+         [](PodSpec&, PodDNSInput& in) { in.pod_ips = {"10.244.0.7"}; },
+         managed + "10.244.0.7\tagent-x7k2p\n", "agent-x7k2p\n"},
+        {"daemonlet: no pod IP (runc, loopback only): the own-name line at 127.0.0.1",
+         [](PodSpec&, PodDNSInput&) {}, managed + "127.0.0.1\tagent-x7k2p\n", "agent-x7k2p\n"},
+        {"daemonlet: no pod IP, a subdomain: the FQDN at 127.0.0.1, then hostAliases",
+         [](PodSpec& s, PodDNSInput&) {
+             s.hostname = "podFoo";
+             s.subdomain = "domainFoo";
+             s.host_aliases = {PodHostAlias{"10.1.2.3", {"foo"}}};
+         },
+         managed + "127.0.0.1\t" + fqdn + "\tpodFoo\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo\n",
+         "podFoo\n"},
+        {"TestNodeHostsFileContent: hostNetwork: the node's file under its header",
+         [](PodSpec& s, PodDNSInput& in) {
+             s.host_network = true;
+             in.pod_ips = {"10.0.0.5"};
+         },
+         "# Kubernetes-managed hosts file (host network).\n" + node_hosts, "board\n"},
+        {"TestNodeHostsFileContent: hostNetwork with hostAliases appended",
+         [](PodSpec& s, PodDNSInput&) {
+             s.host_network = true;
+             s.hostname = "ignored";
+             s.host_aliases = {PodHostAlias{"123.45.67.89", {"foo", "bar", "baz"}}};
+         },
+         "# Kubernetes-managed hosts file (host network).\n" + node_hosts +
+             "\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\tbaz\n",
+         "board\n"},
+    };
+    for (const auto& row : rows) {
+        PodSpec spec;
+        PodDNSInput in;
+        in.spec = &spec;
+        in.pod_name = "agent-x7k2p";
+        in.namespace_ = "edge";
+        in.host_hosts = node_hosts;
+        in.node_hostname = "board";
+        row.setup(spec, in);
+        const PodDNSFiles f = pod_dns_files(in);
+        STRCMP_EQUAL_TEXT(row.hosts.c_str(), f.hosts.c_str(), row.name);
+        STRCMP_EQUAL_TEXT(row.hostname.c_str(), f.hostname.c_str(), row.name);
+    }
 }

@@ -364,3 +364,63 @@ TEST(Reconcile, EveryRemovalCarriesAReason) {
             CHECK_TEXT(!r.reason.empty(), row.name);
     }
 }
+
+// The DaemonSet controller's failedPodsBackoff (1 s doubling to 15 min),
+// one pass after another on a kept state: daemon_controller_test.go
+// TestDaemonKillFailedPodsBackoff, then Next's doubling and the expiry
+// (flowcontrol.Backoff hasExpired: 2 x max without an update).
+TEST(Reconcile, FailedPodsAreDeletedUnderTheFailedPodsBackoff) {
+    struct Step {
+        const char* name;
+        std::int64_t now;
+        bool surge;
+        bool deleted;                      // the Failed pod is deleted in this pass
+        std::optional<std::int64_t> wake;  // else kept until then
+        std::int64_t backoff_after;        // the entry's back-off after the pass
+    };
+    const Step steps[] = {
+        {"TestDaemonKillFailedPodsBackoff: the first sync deletes the pod, initialising the back-off", s(100),
+         false, true, std::nullopt, s(1)},
+        {"TestDaemonKillFailedPodsBackoff: an immediate sync is limited by the back-off, which is not raised",
+         s(100), false, false, s(101), s(1)},
+        {"TestDaemonKillFailedPodsBackoff: just before its end, still in back-off", s(101) - 1, false, false,
+         s(101), s(1)},
+        {"TestDaemonKillFailedPodsBackoff: at its end, the failed pod is deleted (Next: doubled)", s(101),
+         false, true, std::nullopt, s(2)},
+        {"Backoff.Next: 2 s later, doubled again", s(103), false, true, std::nullopt, s(4)},
+        {"podsShouldBeOnNode with surge: the kept Failed pod holds back its replacement (exists)", s(104),
+         true, false, s(107), s(4)},
+        {"Backoff hasExpired: 2 x 15 min without an update starts again at 1 s", s(103) + 2 * 900'000 + 1,
+         false, true, std::nullopt, s(1)},
+    };
+    FailedPodsBackoff backoff;
+    for (const auto& step : steps) {
+        const Desired d = want(step.surge ? surge(num(1)) : daemonset("default", "foo"));
+        const std::vector<DesiredDaemonSet> desired{DesiredDaemonSet{&d.ds, d.hash, d.revision, d.decision}};
+        const std::vector<ObservedPod> pods{pod("f").created(s(10)).phase(PodPhase::Failed)};
+        const ReconcilePlan plan = plan_reconcile(desired, pods, step.now, &backoff);
+        CHECK_TEXT(plan.create.empty(), step.name);  // never beside a Failed pod, kept or being deleted
+        CHECK_EQUAL_TEXT(step.deleted ? 1u : 0u, plan.remove.size(), step.name);
+        CHECK_EQUAL_TEXT(step.wake.has_value(), plan.wake_at_mono_ms.has_value(), step.name);
+        if (step.wake && plan.wake_at_mono_ms)
+            LONGLONGS_EQUAL_TEXT(*step.wake, *plan.wake_at_mono_ms, step.name);
+        const auto& entry = backoff.entries.at({"default", "foo"});
+        LONGLONGS_EQUAL_TEXT(step.backoff_after, entry.backoff_ms, step.name);
+    }
+}
+
+// Two Failed pods in one pass: the first deletion updates the back-off, so
+// the second waits for the next one (upstream's loop over daemonPods).
+TEST(Reconcile, OneFailedPodIsDeletedPerBackoffStep) {
+    const Desired d = want(daemonset("default", "foo"));
+    const std::vector<DesiredDaemonSet> desired{DesiredDaemonSet{&d.ds, d.hash, d.revision, d.decision}};
+    const std::vector<ObservedPod> pods{pod("f").created(s(10)).phase(PodPhase::Failed),
+                                        pod("g").created(s(20)).phase(PodPhase::Failed)};
+    FailedPodsBackoff backoff;
+    ReconcilePlan plan = plan_reconcile(desired, pods, s(100), &backoff);
+    CHECK_EQUAL(1u, plan.remove.size());
+    STRCMP_EQUAL("f", plan.remove[0].uid.c_str());
+    CHECK_TRUE(plan.wake_at_mono_ms == s(101));
+    // Without a kept state every pass starts afresh: the first goes again.
+    CHECK_EQUAL(1u, plan_reconcile(desired, pods, s(100)).remove.size());
+}

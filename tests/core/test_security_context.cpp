@@ -153,35 +153,6 @@ TEST(SecurityContext, VerifyRunAsNonRootAsTheKubelet) {
     }
 }
 
-// pkg/kubelet/sysctl allowlist_test.go TestAllowlist (every namespaced
-// sysctl allowed, as a kubelet with them all in allowedUnsafeSysctls).
-TEST(SecurityContext, OnlyNamespacedSysctlsNotSharedWithTheHost) {
-    struct Row {
-        const char* name;
-        std::string sysctl;
-        bool host_net, host_ipc;
-        std::string error;
-    };
-    const Row rows[] = {
-        {"net.* in the pod's network namespace", "net.ipv4.ip_local_port_range", false, false, ""},
-        {"slash form normalised (NormalizeName)", "net/ipv4/ip_forward", false, false, ""},
-        {"kernel.shm_rmid_forced (ipc)", "kernel.shm_rmid_forced", false, false, ""},
-        {"fs.mqueue.* (ipc)", "fs.mqueue.msg_max", false, false, ""},
-        {"not namespaced", "kernel.panic", false, false, "\"kernel.panic\" not allowlisted"},
-        {"net with hostNetwork", "net.core.somaxconn", true, false,
-         "\"net.core.somaxconn\" not allowed with host net enabled"},
-        {"ipc with hostIPC", "kernel.msgmax", false, true,
-         "\"kernel.msgmax\" not allowed with host ipc enabled"},
-    };
-    for (const auto& row : rows) {
-        Subject p;
-        p.psc().sysctls = {{row.sysctl, "1"}};
-        p.spec.host_network = row.host_net;
-        p.spec.host_ipc = row.host_ipc;
-        STRCMP_EQUAL_TEXT(row.error.c_str(), check_sysctls(p.spec).value_or("").c_str(), row.name);
-    }
-}
-
 // containerd's getUserFromImage and the kubelet's getImageUser.
 TEST(SecurityContext, ImageUserIsAUidOrAName) {
     CHECK(image_user("").uid == 0);
