@@ -271,7 +271,8 @@ class Builder {
         // YAML merge keys: explicit keys win; earlier sources win over later.
         for (const Json& src : f.merges)
             for (auto it = src.begin(); it != src.end(); ++it)
-                if (!f.value.contains(it.key())) f.value[it.key()] = it.value();
+                if (f.keys.insert(it.key()).second)
+                    f.value.get_ref<Json::object_t&>().emplace_back(it.key(), it.value());
     }
 
     bool scalar(const yaml_event_t& e) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/field_error.h"
 #include "core/manifest.h"
 #include "core/yaml_reader.h"
 
@@ -362,6 +363,16 @@ TEST(ManifestErrors, ABadValueIsQuotedUpToOneKibibyte) {
     CHECK_TEXT(err.find("... (") != std::string::npos && err.size() < 1200, err.c_str());
     // Cut on a character boundary: what is quoted is valid UTF-8.
     CHECK(!Json(err).dump(-1, ' ', false, Json::error_handler_t::strict).empty());
+}
+
+// The cut itself, where it falls inside a character: the quote and 1022
+// letters are 1023 bytes, so byte 1024 is the second of a 2-byte "\u00e9"
+// (or the third of a 4-byte emoji, after 1021 letters): cut before it.
+TEST(ManifestErrors, AQuotedValueIsCutOnACharacterBoundary) {
+    const std::string two = render_value(Json(std::string(1022, 'a') + "\u00e9\u00e9\u00e9"));
+    STRCMP_EQUAL(("\"" + std::string(1022, 'a') + "... (1030 bytes)").c_str(), two.c_str());
+    const std::string four = render_value(Json(std::string(1021, 'a') + "\U0001F600\U0001F600"));
+    STRCMP_EQUAL(("\"" + std::string(1021, 'a') + "... (1031 bytes)").c_str(), four.c_str());
 }
 
 TEST(ManifestErrors, ErrorsFromTheApiValidationCarryTheirPath) {
