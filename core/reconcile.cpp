@@ -128,7 +128,7 @@ class DaemonSetPlanner {
     // failedPodsBackoff.IsInBackOffSinceUpdate; when it holds, the pass is
     // planned again as it ends (upstream's enqueueDaemonSetAfter).
     bool in_failed_backoff() {
-        auto it = failed_backoff_.entries.find(key());
+        auto it = failed_backoff_.entries.find(backoff_key());
         if (it == failed_backoff_.entries.end()) return false;
         const FailedPodsBackoff::Entry& e = it->second;
         if (now_ - e.last_update_ms > 2 * failed_backoff_.max_ms) return false;  // hasExpired
@@ -138,7 +138,7 @@ class DaemonSetPlanner {
     }
     // failedPodsBackoff.Next: initial at first (or once expired), then doubled up to max.
     void next_failed_backoff() {
-        auto [it, fresh] = failed_backoff_.entries.try_emplace(key());
+        auto [it, fresh] = failed_backoff_.entries.try_emplace(backoff_key());
         FailedPodsBackoff::Entry& e = it->second;
         if (fresh || now_ - e.last_update_ms > 2 * failed_backoff_.max_ms)
             e.backoff_ms = failed_backoff_.initial_ms;
@@ -147,6 +147,14 @@ class DaemonSetPlanner {
         e.last_update_ms = now_;
     }
     DsKey key() const { return {ds_.metadata.namespace_, ds_.metadata.name}; }
+    // failedPodsBackoffKey: "<ds.UID>/<ObservedGeneration>/<node>"; here the
+    // template's hash stands for the generation (a pod's rejection depends
+    // on its template), so that a fixed template (or a DaemonSet made anew
+    // under the same name) starts at the initial back-off, not behind the
+    // old one's 15 minutes.
+    std::pair<std::string, std::string> backoff_key() const {
+        return {ds_.metadata.namespace_, ds_.metadata.name + "/" + ds_.metadata.uid + "/" + d_.hash};
+    }
     std::string current_revision() const {
         return "revision " + std::to_string(d_.revision) + " (" + d_.hash + ")";
     }

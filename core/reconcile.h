@@ -78,7 +78,7 @@ struct FailedPodsBackoff {
         std::int64_t backoff_ms = 0;
         std::int64_t last_update_ms = 0;  // monotonic
     };
-    std::map<std::pair<std::string, std::string>, Entry> entries;  // (namespace, DaemonSet)
+    std::map<std::pair<std::string, std::string>, Entry> entries;  // (namespace, "name/uid/template hash")
     std::int64_t initial_ms = 1'000;
     std::int64_t max_ms = 15 * 60'000;
 };

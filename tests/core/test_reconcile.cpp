@@ -404,7 +404,7 @@ TEST(Reconcile, FailedPodsAreDeletedUnderTheFailedPodsBackoff) {
         CHECK_EQUAL_TEXT(step.wake.has_value(), plan.wake_at_mono_ms.has_value(), step.name);
         if (step.wake && plan.wake_at_mono_ms)
             LONGLONGS_EQUAL_TEXT(*step.wake, *plan.wake_at_mono_ms, step.name);
-        const auto& entry = backoff.entries.at({"default", "foo"});
+        const auto& entry = backoff.entries.at({"default", "foo/" + d.ds.metadata.uid + "/" + d.hash});
         LONGLONGS_EQUAL_TEXT(step.backoff_after, entry.backoff_ms, step.name);
     }
 }
@@ -423,4 +423,22 @@ TEST(Reconcile, OneFailedPodIsDeletedPerBackoffStep) {
     CHECK_TRUE(plan.wake_at_mono_ms == s(101));
     // Without a kept state every pass starts afresh: the first goes again.
     CHECK_EQUAL(1u, plan_reconcile(desired, pods, s(100)).remove.size());
+}
+
+// failedPodsBackoffKey is "<ds.UID>/<ObservedGeneration>/<node>": a new
+// template (here its hash) is not held behind the old one's back-off.
+TEST(Reconcile, FailedPodBackoffIsPerTemplate) {
+    const std::vector<ObservedPod> pods{pod("f").created(s(10)).phase(PodPhase::Failed)};
+    FailedPodsBackoff backoff;
+    const Desired old_template = want(daemonset("default", "foo"), runs(), "h2");
+    const std::vector<DesiredDaemonSet> old_desired{
+        DesiredDaemonSet{&old_template.ds, old_template.hash, old_template.revision, old_template.decision}};
+    CHECK_EQUAL(1u, plan_reconcile(old_desired, pods, s(100), &backoff).remove.size());
+    CHECK_EQUAL(0u, plan_reconcile(old_desired, pods, s(100) + 500, &backoff).remove.size());  // in back-off
+    // The new template's pod Failed too (rejected again): deleted at once.
+    const std::vector<ObservedPod> new_pods{pod("g").rev("h3", 3).created(s(11)).phase(PodPhase::Failed)};
+    const Desired new_template = want(daemonset("default", "foo"), runs(), "h3", 3);
+    const std::vector<DesiredDaemonSet> new_desired{
+        DesiredDaemonSet{&new_template.ds, new_template.hash, new_template.revision, new_template.decision}};
+    CHECK_EQUAL(1u, plan_reconcile(new_desired, new_pods, s(100) + 500, &backoff).remove.size());
 }
