@@ -53,6 +53,11 @@ NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView&
     // Not a DaemonSet's: mirror pods, other controllers' (not this slice's business).
     if (pod.owner_kind != "DaemonSet" || pod.owner_uid.empty()) return v;
     if (pod.deleting) {
+        // A board pod of its DaemonSet still without its Pod (the agent
+        // restarted while it was being deleted) may be running it:
+        // list_pods takes it, and its deletion then restarts that pod
+        // (HandlePodUpdates). Not confirmed under running containers.
+        if (owner.board_pods > 0 && !owner.all_have_pods) return v;
         // Nothing runs it here: canBeDeleted holds, the deletion is confirmed.
         v.action = NodePodAction::Finish;
         v.message = "being deleted, and the board runs no pod of it";

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/cluster_report.h"
+#include "core/int_or_percent.h"
 #include "core/json_diff.h"
 #include "core/pod_api_status.h"
 #include "core/reflector.h"
@@ -18,7 +19,11 @@ using platform::log;
 
 void ApiPods::on_pods(ReflectorChanges&& changes) {
     if (changes.replace) {
+        // A relist: what was kept per Pod and per owner starts afresh (so
+        // neither grows with Pods and DaemonSets long gone).
         node_pods_.clear();
+        node_retry_at_.clear();
+        owner_present_.clear();
         node_pods_synced_ = true;
     }
     for (const Json& o : changes.objects) {
@@ -57,6 +62,7 @@ void ApiPods::restart_deleted(const std::map<std::string, const BoardPod*>& by_u
             if (w == node_pods_.end()) continue;
             const NodePodVerdict v = judge_node_pod(w->second.pod, true, OwnerView{});
             if (v.action != NodePodAction::RestartBoardPod) continue;
+            if (take_twin(m, *bp->second->ds, w->second.pod)) continue;
             grace = w->second.pod.deletion_grace_seconds;
         }
         m.restarting = true;
@@ -70,6 +76,36 @@ void ApiPods::restart_deleted(const std::map<std::string, const BoardPod*>& by_u
         }
         if (hooks_.restart) hooks_.restart(key, grace, why);
     }
+}
+
+// The board made its Pod while the DaemonSet controller made one for the
+// node too (both saw none): without surge the controller keeps the oldest
+// and deletes the other (podsShouldBeOnNode, "delete the excess daemon
+// pods"). When it deletes the board's, the board takes the twin (a live Pod
+// of the same DaemonSet and revision on this node that no board pod has)
+// instead of restarting containers that did not change. With surge a
+// second Pod is the controller's next one, and a deletion restarts.
+bool ApiPods::take_twin(Mirror& m, const DaemonSet& ds, const NodePod& deleting) {
+    const auto surge = surge_count(ds, 1);
+    if (surge.ok() && surge.value() > 0) return false;
+    std::set<std::string> claimed;
+    for (const auto& [key, other] : mirrors_)
+        if (!other.uid.empty()) claimed.insert(other.uid);
+    for (const auto& [uid, w] : node_pods_) {
+        const NodePod& p = w.pod;
+        if (p.deleting || claimed.count(uid) || p.phase == "Failed" || p.phase == "Succeeded" ||
+            p.owner_uid != deleting.owner_uid || p.revision_hash != deleting.revision_hash)
+            continue;
+        log(Level::Info, "API server: DaemonSet " + m.ds_name + ": its Pod " + m.ns + "/" + m.name +
+                             " is deleted as a duplicate; the board's pod takes " + p.namespace_ + "/" +
+                             p.name);
+        m.name = p.name;
+        m.uid = p.uid;
+        m.posted = w.status;
+        ++adopted_;
+        return true;
+    }
+    return false;
 }
 
 // The node's Pods no board pod has, judged (core judge_node_pod) against
@@ -206,7 +242,10 @@ void ApiPods::check_owner(const NodePod& pod) {
          key, [this, key, what, owner_uid = pod.owner_uid](const platform::HttpResponse& resp) {
              if (resp.status == 200) {
                  Json ds = Json::parse(resp.body, nullptr, false);
-                 owner_present_[owner_uid] = json_text(json_member(ds, "metadata"), "uid") == owner_uid;
+                 const std::string uid = json_text(json_member(ds, "metadata"), "uid");
+                 // A body that says nothing is no proof the DaemonSet is gone.
+                 if (uid.empty()) return failed(what + ": the answer has no metadata.uid", key);
+                 owner_present_[owner_uid] = uid == owner_uid;
              } else if (resp.status == 404) {
                  owner_present_[owner_uid] = false;
              } else if (resp.status == 403) {

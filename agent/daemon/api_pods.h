@@ -143,6 +143,7 @@ class ApiPods {
     // The node's Pods no board pod has (core judge_node_pod): one step,
     // true when a request went.
     bool tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now);
+    bool take_twin(Mirror& m, const DaemonSet& ds, const NodePod& deleting);
     void restart_deleted(const std::map<std::string, const BoardPod*>& by_uid);
     void refuse(const NodePod& pod, const NodePodVerdict& v);
     void finish_node_pod(const NodePod& pod, const std::string& why);

@@ -83,6 +83,9 @@ TEST(NodePods, JudgesEachPodAsTheKubeletAndTheStatusManagerDo) {
          NodePodAction::Keep, 0},
         {"canBeDeleted: a DaemonSet's Pod being deleted that nothing runs here: confirmed", ds_pod(true),
          false, owner(OwnerState::Followed), NodePodAction::Finish, 0},
+        {"deleted while the agent was down, its board pod without its Pod yet: kept for the board pod to take"
+         " (then HandlePodUpdates restarts it), never confirmed under running containers",
+         ds_pod(true), false, owner(OwnerState::Followed, true, 1, false), NodePodAction::Keep, 0},
         {"its DaemonSet not in the board's cache: the server is asked first", ds_pod(), false,
          owner(OwnerState::Unchecked), NodePodAction::CheckOwner, 0},
         {"its DaemonSet is gone (removed while the agent was down): finished and deleted", ds_pod(), false,
