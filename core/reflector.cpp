@@ -41,6 +41,12 @@ Result<WatchEvent> to_event(const Json& line) {
 
 }  // namespace
 
+bool Reflector::shrink_page() {
+    if (target_.page_size <= 1) return false;
+    target_.page_size = std::max<std::int64_t>(1, target_.page_size / 2);
+    return true;
+}
+
 Result<std::vector<WatchEvent>> WatchDecoder::feed(std::string_view data) {
     std::vector<WatchEvent> out;
     while (!data.empty()) {

@@ -101,6 +101,12 @@ class Reflector {
     // The server ended the watch. A watch that ended within a second with
     // no event is a failure, as client-go's "very short watch".
     void on_watch_end(std::int64_t now_ms, double jitter);
+    // A list page was larger than the client takes: the next pages (from
+    // the list's start again, after on_failure's back-off) ask for half as
+    // many objects, down to one, so that large objects (annotations,
+    // managedFields) still list a page at a time. False at one already.
+    bool shrink_page();
+    std::int64_t page_size() const { return target_.page_size; }
     // A request failed: HTTP status (0: no response, `refused` when the
     // connection was refused), Retry-After in ms (0: none).
     void on_failure(int status, bool refused, std::int64_t retry_after_ms, std::int64_t now_ms,

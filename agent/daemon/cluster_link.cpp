@@ -21,7 +21,8 @@ namespace {
 constexpr std::int64_t kLeaseRenewMs = 10'000;   // kubelet's renewInterval: 1/4 of the duration
 constexpr std::int32_t kLeaseDurationS = 40;     // kubelet's nodeLeaseDurationSeconds
 constexpr std::int64_t kTokenRereadMs = 60'000;  // client-go's cachingTokenSource period
-// A board has little memory: pages of 100 (client-go asks 500), each at
+// A board has little memory: pages of 100 (client-go asks 500; halved for
+// a follower whose page was over the bound, down to 1), each at
 // most 4 MiB (a real DaemonSet is 2-20 KiB: a full page of them is at most
 // 2 MiB). Larger is an error, retried with back-off, never a partial list.
 // 16 MiB had the agent OOM-killed in a 32 MiB cgroup while it buffered an
@@ -305,7 +306,18 @@ void ClusterLink::schedule(Follower& f, std::int64_t delay_ms) {
 }
 
 void ClusterLink::on_list(Follower& f, Result<platform::HttpResponse> r) {
-    if (!r.ok()) return failed(f, 0, r.error().code == ErrorCode::Refused, 0, "list: " + r.error().message);
+    if (!r.ok()) {
+        // A page over kMaxListBytes: the list starts again with smaller pages.
+        if (r.error().code == ErrorCode::TooLarge && f.reflector.shrink_page())
+            log(Level::Warning, "API server: a list page of " +
+                                    std::string(f.pods   ? "Pods"
+                                                : f.node ? "Nodes"
+                                                         : "DaemonSets") +
+                                    " was larger than " + std::to_string(kMaxListBytes) +
+                                    " bytes: pages of " + std::to_string(f.reflector.page_size()) +
+                                    " from now on");
+        return failed(f, 0, r.error().code == ErrorCode::Refused, 0, "list: " + r.error().message);
+    }
     const platform::HttpResponse& resp = r.value();
     bytes_in_ += resp.body.size();
     if (resp.status != 200)

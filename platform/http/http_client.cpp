@@ -148,7 +148,7 @@ struct HttpClient::Impl {
             if (t->stopped) {
                 out = Error{ErrorCode::Stopped, "stopped by the receiver"};
             } else if (t->overflow) {
-                out = Error{ErrorCode::Http,
+                out = Error{ErrorCode::TooLarge,
                             "response body larger than " + std::to_string(t->max_body) + " bytes"};
             } else if (code != CURLE_OK) {
                 std::string why = !t->netns_error.empty() ? t->netns_error

@@ -100,6 +100,22 @@ TEST(Reflector, AFailedPageDropsTheListAndBacksOff) {
     LONGS_EQUAL(1, done.value().objects.size());  // page 1's items are not kept
 }
 
+// A page over the client's byte bound (large objects): the list starts
+// over with pages half as large, down to one object a page.
+TEST(Reflector, APageTooLargeListsAgainWithSmallerPages) {
+    Reflector r = Reflector({"/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet", "", "", 100});
+    CHECK(r.begin(0, 0).target.find("?limit=100") != std::string::npos);
+    CHECK_TRUE(r.shrink_page());
+    r.on_failure(0, false, 0, 0, 0);
+    auto again = r.begin(10'000, 0);
+    CHECK(again.kind == Kind::List);
+    CHECK_TEXT(again.target.find("?limit=50") != std::string::npos, again.target.c_str());
+    LONGS_EQUAL(50, r.page_size());
+    for (int k = 0; k < 5; ++k) CHECK_TRUE(r.shrink_page());  // 25 12 6 3 1
+    LONGS_EQUAL(1, r.page_size());
+    CHECK_FALSE(r.shrink_page());
+}
+
 TEST(Reflector, AnExpiredContinueTokenListsAgainAtOnce) {
     // tools/pager: a 410 on a continuation page falls back to a full list.
     Reflector r = daemonsets();
