@@ -257,9 +257,19 @@ wait_for "before the purge: bb's sandbox and container run" 20 managed_run || {
     DAEMONLET_POSTRM_FUNCTIONS=1
     # shellcheck source=dist/debian/postrm
     . "$here/../../dist/debian/postrm"
+    set -x
     PATH=$(dirname "$ctr_bin"):/usr/bin:/bin stop_cri_pods "$state"
-)
-[[ $(running_managed) -eq 0 ]] && ok || fail "after the purge's stop_cri_pods: $(running_managed) managed tasks still run"
+) 2>"$work/stop_cri_pods.trace"
+# Polled: a task SIGKILLed by stop_cri_pods is STOPPED once its shim has
+# reaped it, a moment after ctr returns.
+no_managed_run() { (($(running_managed) == 0)); }
+wait_for "after the purge's stop_cri_pods: no managed task runs" 10 no_managed_run || {
+    echo "---- containerd's managed containers, then its tasks"
+    c containers ls 'labels."io.daemonlet.managed"==true' 2>&1
+    c tasks ls 2>&1
+    echo "---- stop_cri_pods, traced"
+    cat "$work/stop_cri_pods.trace"
+}
 other_runs && ok || fail "the purge stopped a container that is not the agent's"
 c tasks kill --signal SIGKILL "other-$$" >/dev/null 2>&1
 
