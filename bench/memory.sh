@@ -176,13 +176,8 @@ echo "memory: seed $seed, $daemonsets DaemonSets, cgroup v$cg_version $limited, 
 listener=$!
 wait_for "notify listener up" 5 test -S "$work/notify.sock"
 start_fake
-write_kubeconfig "$work/kubeconfig" "$port"
 write_config "{board: \"true\"}" "[]"
-cat >>"$cfg" <<EOF
-apiServer:
-  kubeconfig: $work/kubeconfig
-  requestTimeout: 3s
-EOF
+api_server_config
 
 # The anonymous memory of the limited cgroup, sampled every 100 ms.
 (
