@@ -58,6 +58,18 @@ PodStartStep next_start_step(const PodRecord& pod, const std::vector<bool>& idle
     return step;
 }
 
+namespace {
+
+// Its regular containers are done and none restarts: computePodActions'
+// keepCount == 0 with nothing to start.
+bool pod_finished(const PodRecord& pod, const std::string& restart_policy) {
+    if (restart_policy == "Always" || restart_policy.empty()) return false;
+    const PodPhase phase = pod_phase(pod, restart_policy);
+    return phase == PodPhase::Succeeded || phase == PodPhase::Failed;
+}
+
+}  // namespace
+
 bool container_restarts(const std::string& restart_policy, std::int32_t exit_code) {
     if (restart_policy == "Never") return false;
     if (restart_policy == "OnFailure") return exit_code != 0;
@@ -68,11 +80,20 @@ ExitAction container_exit_action(const PodRecord& pod, std::size_t index, const 
     if (pod.deleting) return ExitAction::FinishPod;
     const ContainerStatus& cs = container_at(pod, index);
     if (index < pod.init_containers.size()) {
-        if (cs.sidecar) return ExitAction::Restart;
+        if (cs.sidecar) return pod_finished(pod, restart_policy) ? ExitAction::Done : ExitAction::Restart;
         if (cs.exit_code == 0) return ExitAction::InitCompleted;
         return restart_policy == "Never" ? ExitAction::Done : ExitAction::Restart;
     }
     return container_restarts(restart_policy, cs.exit_code) ? ExitAction::Restart : ExitAction::Done;
+}
+
+std::vector<std::size_t> sidecars_to_stop(const PodRecord& pod, const std::string& restart_policy) {
+    std::vector<std::size_t> stop;
+    if (!pod_finished(pod, restart_policy)) return stop;
+    for (std::size_t i = pod.init_containers.size(); i-- > 0;)
+        if (pod.init_containers[i].sidecar && pod.init_containers[i].state == ContainerState::Running)
+            stop.push_back(i);
+    return stop;
 }
 
 PodPhase pod_phase(const PodRecord& pod, const std::string& restart_policy) {

@@ -71,11 +71,22 @@ bool container_restarts(const std::string& restart_policy, std::int32_t exit_cod
 //                  regular init container under Never fails the pod
 //                  (kuberuntime computePodActions / computeInitContainerActions);
 //   Restart        anything else, after the crash-loop back-off: sidecars
-//                  always (restartPolicy Always of their own), failed init
+//                  (restartPolicy Always of their own) unless the pod is
+//                  finished (sidecars_to_stop: then Done), failed init
 //                  containers unless the pod's policy is Never.
 enum class ExitAction { FinishPod, InitCompleted, Done, Restart };
 ExitAction container_exit_action(const PodRecord& pod, std::size_t index,
                                  const std::string& restart_policy = "Always");
+
+// The sidecars to stop because the pod's regular containers are done: under
+// restartPolicy OnFailure or Never once the phase is Succeeded or Failed
+// (pod_phase, which leaves sidecars out), nothing is kept running
+// (kuberuntime_manager.go computePodActions: keepCount == 0 and nothing to
+// start sets KillPod, and InitContainersToStart is cleared "to prevent the
+// restartable init containers to keep pod alive"). The running sidecars'
+// indices, the last declared first (sidecars stop in reverse order, KEP-753).
+// Empty under Always, or while a regular container runs or restarts.
+std::vector<std::size_t> sidecars_to_stop(const PodRecord& pod, const std::string& restart_policy);
 
 // The pod's phase as kubelet_pods.go getPhase gives it for restartPolicy
 // OnFailure and Never (static pods): a pod rejected at admission is Failed;

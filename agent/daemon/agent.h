@@ -129,6 +129,7 @@ class Agent : private Images::Host {
         std::int64_t grace_seconds = 30;
         std::optional<LifecycleHooks::Id> hook;  // its postStart or preStop, running
         bool pre_stopping = false;               // its preStop runs: its stop follows
+        std::string finishing_id;                // a finished pod's sidecar: the instance asked to stop
     };
     struct LivePod {
         PodRecord rec;
@@ -276,6 +277,8 @@ class Agent : private Images::Host {
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
     bool advance_pod(const std::string& uid);
+    // A finished pod's sidecars stop (core sidecars_to_stop), once each.
+    void stop_finished_sidecars(const std::string& uid);
     // hooks.cpp: container `index` runs its postStart, or starts and has
     // one: the containers after it wait (kubelet's SyncPod starts them one
     // by one, each startContainer returning after its postStart).

@@ -231,6 +231,20 @@ bool Agent::advance_pod(const std::string& uid) {
     }
 }
 
+void Agent::stop_finished_sidecars(const std::string& uid) {
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end() || pit->second.rec.deleting) return;
+    LivePod& p = pit->second;
+    for (std::size_t i : sidecars_to_stop(p.rec, restart_policy_of(p.rec))) {
+        LiveContainer& lc = p.containers[i];
+        if (lc.id.empty() || lc.finishing_id == lc.id) continue;
+        lc.finishing_id = lc.id;
+        stop_container(
+            uid, i, lc.id,
+            "pod " + p.rec.namespace_ + "/" + p.rec.name + " finished: sidecar " + p.status(i).name);
+    }
+}
+
 // Containers with neither a process nor a pending restart: those of pods
 // adopted from the store whose process is gone, and those that waited for
 // their DaemonSet to be known.
@@ -238,6 +252,7 @@ void Agent::start_waiting_containers() {
     std::vector<std::string> uids;
     for (const auto& [uid, p] : pods_) uids.push_back(uid);
     for (const auto& uid : uids) {
+        stop_finished_sidecars(uid);  // adopted finished, its sidecars still running
         if (!advance_pod(uid)) continue;
         refresh_readiness(pods_[uid]);
         save_pod(pods_[uid]);
@@ -761,6 +776,7 @@ void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const s
             {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
         refresh_readiness(p);
         save_pod(p);
+        stop_finished_sidecars(uid);
         schedule_reconcile();
         return;
     }

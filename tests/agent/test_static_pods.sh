@@ -3,7 +3,7 @@
 # kubelet's static pods, named <name>-<nodeName>, owned by the Node.
 # restartPolicy Never: a container that exits 0 leaves the pod Succeeded,
 # and it stays so; OnFailure: a failure restarts it, a success finishes it;
-# Always: it runs. A pod whose nodeSelector does not match is rejected
+# Always: it runs; a finished pod's sidecar is stopped. A pod whose nodeSelector does not match is rejected
 # (Failed, reason NodeAffinity), as is one whose host port another pod has
 # (NodePorts), or one with a sysctl the kubelet does not allow (SysctlForbidden,
 # its handler before the predicates). An edit replaces the pod (a new UID), a
@@ -55,6 +55,15 @@ gone() {
 
 flaky_mark=$work/flaky.ran
 write_pod never.yaml once Never 'echo static-once-says-hi; exit 0'
+# A sidecar (an init container with restartPolicy Always) of a Never pod:
+# once the app container has exited the pod is finished and the sidecar is
+# stopped, not kept running nor restarted (computePodActions: KillPod).
+write_pod sided.yaml sided Never "while [ ! -e $work/side.up ]; do sleep 0.1; done; exit 0" \
+    "initContainers:
+    - name: side
+      image: none
+      restartPolicy: Always
+      command: [/bin/sh, -c, 'touch $work/side.up; trap \"exit 0\" TERM; while true; do sleep 0.2; done', it-marker-$$-side]"
 write_pod onfailure.yaml flaky OnFailure "if [ -e $flaky_mark ]; then exit 0; fi; touch $flaky_mark; exit 3"
 # Probed as any pod: ready once its readiness probe passes.
 probe="      readinessProbe: {exec: {command: [test, -e, $work/web-ready]}, periodSeconds: 1}"
@@ -80,6 +89,9 @@ pod web '.metadata.ownerReferences == [{"apiVersion": "v1", "kind": "Node", "nam
 wait_for "Never: a container that exits 0 leaves the pod Succeeded" 20 pod once \
     '.status.phase == "Succeeded" and .status.containerStatuses[0].state.terminated.exitCode == 0'
 "$dl" logs once-it-node -n it --config "$cfg" | grepq -x static-once-says-hi && ok || fail "logs of a static pod"
+wait_for "Never with a sidecar: the app container exits 0, the pod is Succeeded and its sidecar stopped" 20 pod sided \
+    '.status.phase == "Succeeded" and .status.initContainerStatuses[0].state.terminated != null'
+pgrep -f "it-marker-$$-side" >/dev/null && fail "a finished pod's sidecar still runs" || ok
 wait_for "OnFailure: it fails once, restarts, then succeeds" 20 pod flaky \
     '.status.phase == "Succeeded" and .status.containerStatuses[0].restartCount == 1'
 wait_for "a nodeSelector that does not match: rejected as the kubelet's admission" 20 pod picky \

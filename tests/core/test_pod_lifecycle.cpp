@@ -392,6 +392,22 @@ const PolicyExitRow kPolicyExitRows[] = {
      0,
      "Never",
      ExitAction::Restart},
+    {"computePodActions: keepCount 0 sets KillPod and clears InitContainersToStart: a finished pod's sidecar "
+     "is not restarted (Never)",
+     {sidecar(ContainerState::Terminated), app_exited(0)},
+     0,
+     "Never",
+     ExitAction::Done},
+    {"computePodActions: the same under OnFailure once every app container exited 0",
+     {sidecar(ContainerState::Terminated), app_exited(0)},
+     0,
+     "OnFailure",
+     ExitAction::Done},
+    {"computePodActions: OnFailure with a failed app container restarting keeps its sidecar",
+     {sidecar(ContainerState::Terminated), app_exited(1)},
+     0,
+     "OnFailure",
+     ExitAction::Restart},
 };
 
 struct PhaseRow {
@@ -444,6 +460,56 @@ TEST(PodLifecycle, ExitActionFollowsRestartPolicy) {
     for (const auto& row : kPolicyExitRows) {
         PodRecord pod = make_pod(row.pod);
         CHECK_TEXT(container_exit_action(pod, row.index, row.policy) == row.expected, row.name);
+    }
+}
+
+namespace {
+
+struct SidecarStopRow {
+    const char* name;
+    std::vector<C> pod;
+    const char* policy;
+    std::vector<std::size_t> stop;
+};
+
+const SidecarStopRow kSidecarStopRows[] = {
+    {"computePodActions: Never, the app container exited 0: KillPod stops the running sidecars, the last "
+     "declared first (KEP-753's reverse termination order)",
+     {sidecar(ContainerState::Running, true, false), kDoneInit, sidecar(ContainerState::Running, true, false),
+      app_exited(0)},
+     "Never",
+     {2, 0}},
+    {"computePodActions: Never, the app container failed: Failed, the sidecar stops",
+     {sidecar(ContainerState::Running, true, false), app_exited(1)},
+     "Never",
+     {0}},
+    {"computePodActions: an app container still runs: keepCount > 0, nothing stops",
+     {sidecar(ContainerState::Running, true, false), app(ContainerState::Running, false), app_exited(0)},
+     "Never",
+     {}},
+    {"computePodActions: OnFailure, a failed app container restarts: its sidecar stays",
+     {sidecar(ContainerState::Running, true, false), app_exited(1)},
+     "OnFailure",
+     {}},
+    {"restartPolicy Always (every DaemonSet pod): the pod never finishes, nothing stops",
+     {sidecar(ContainerState::Running, true, false), app_exited(0)},
+     "Always",
+     {}},
+    {"a sidecar already stopped is not stopped again",
+     {sidecar(ContainerState::Terminated), app_exited(0)},
+     "Never",
+     {}},
+};
+
+}  // namespace
+
+TEST(PodLifecycle, FinishedPodStopsItsSidecars) {
+    for (const auto& row : kSidecarStopRows) {
+        const PodRecord pod = make_pod(row.pod);
+        std::string got, want;
+        for (auto i : sidecars_to_stop(pod, row.policy)) got += std::to_string(i) + " ";
+        for (auto i : row.stop) want += std::to_string(i) + " ";
+        STRCMP_EQUAL_TEXT(want.c_str(), got.c_str(), row.name);
     }
 }
 
