@@ -42,8 +42,18 @@ done
 
 section "daemonlet run --config $cfg (the agent, in the background for the demo)"
 state=build/demo-state
-stop_pods() {  # the demo's pods: their shims stop them gracefully
-    pkill -TERM -f "daemonlet-shim.*$(realpath -m "$state")" 2>/dev/null || true
+unmount_under() {  # the pods' volumes (tmpfs for tokens and secrets) the stopped pods leave
+    local dir
+    dir=$(realpath -m "$1")
+    findmnt -rn -o TARGET | grep "^$dir/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+stop_pods() {  # the demo's pods: their shims stop them gracefully, then their volumes go
+    local pattern
+    pattern="daemonlet-shim.*$(realpath -m "$state")"
+    pkill -TERM -f "$pattern" 2>/dev/null || true
+    for _ in $(seq 100); do pgrep -f "$pattern" >/dev/null || break; sleep 0.1; done
+    [[ $(id -u) -eq 0 ]] && unmount_under "$state"
+    return 0
 }
 stop_pods
 rm -rf "$state"
@@ -152,6 +162,7 @@ stop_runc() {  # the runc demo's agent, shims and containers
     [[ -n ${ragent:-} ]] && kill -9 "$ragent" 2>/dev/null
     pkill -KILL -f "daemonlet-shim.*$rd" 2>/dev/null || true
     for id in $(rrc list -q 2>/dev/null); do rrc delete --force "$id" >/dev/null 2>&1 || true; done
+    unmount_under "$rd"
 }
 if [[ $(id -u) -eq 0 ]] && command -v runc >/dev/null && [[ -x /bin/busybox ]]; then
     section "real containers: runtime {type: runc}, a busybox image imported offline"
