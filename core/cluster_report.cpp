@@ -1,5 +1,6 @@
 #include "core/cluster_report.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -17,7 +18,7 @@ void EventQueue::add(ClusterEvent ev) {
         if (q.namespace_ == ev.namespace_ && q.kind == ev.kind && q.name == ev.name &&
             q.reason == ev.reason && q.message == ev.message && q.type == ev.type &&
             q.field_path == ev.field_path) {
-            q.count += ev.count;
+            q.count = ev.repeat ? std::max(q.count, ev.count) : q.count + ev.count;
             q.last_ms = ev.last_ms > ev.first_ms ? ev.last_ms : ev.first_ms;
             return;
         }
@@ -50,9 +51,17 @@ std::string rfc3339(std::int64_t wall_ms, bool micro) {
     return s + "Z";
 }
 
-Json event_object(const ClusterEvent& ev, const std::string& node_name) {
+std::string event_name(const ClusterEvent& ev) {
     char hex[24];
     std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(ev.first_ms) * 1'000'000ULL);
+    return ev.name + "." + hex;
+}
+
+Json event_patch(const ClusterEvent& ev) {
+    return Json{{"count", ev.count}, {"lastTimestamp", rfc3339(ev.last_ms)}, {"message", ev.message}};
+}
+
+Json event_object(const ClusterEvent& ev, const std::string& node_name) {
     Json involved = Json::object();
     involved["kind"] = ev.kind;
     involved["namespace"] = ev.namespace_;
@@ -64,7 +73,7 @@ Json event_object(const ClusterEvent& ev, const std::string& node_name) {
     e["apiVersion"] = "v1";
     e["kind"] = "Event";
     e["metadata"] = Json::object();
-    e["metadata"]["name"] = ev.name + "." + hex;
+    e["metadata"]["name"] = event_name(ev);
     e["metadata"]["namespace"] = ev.namespace_;
     e["involvedObject"] = involved;
     e["type"] = ev.type;

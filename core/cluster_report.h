@@ -34,6 +34,10 @@ struct ClusterEvent {
     // ("spec.containers{main}"), as the kubelet's container references;
     // empty for the object itself.
     std::string field_path = {};
+    // An Event sent before (its name from first_ms) whose count this
+    // updates: sent as event_patch (client-go's recorder PATCHes it, and
+    // creates it when the PATCH finds none).
+    bool repeat = false;
 };
 
 class EventQueue {
@@ -41,12 +45,15 @@ class EventQueue {
     explicit EventQueue(std::size_t capacity = 1000) : capacity_(capacity) {}
 
     // Adds an event, folding it into a queued one for the same object,
-    // reason and message.
+    // reason and message (a repeat's count is its Event's total: it
+    // replaces the queued count).
     void add(ClusterEvent ev);
     bool empty() const { return q_.empty(); }
     std::size_t size() const { return q_.size(); }
     const ClusterEvent& front() const { return q_.front(); }
     void pop() { q_.pop_front(); }
+    // The front repeat's Event was not found: it is created instead.
+    void front_repeat_created() { q_.front().repeat = false; }
     std::uint64_t dropped() const { return dropped_; }
     const std::deque<ClusterEvent>& items() const { return q_; }
     // A step of the wall clock (wall_clock.h): the queued events' times move.
@@ -65,6 +72,10 @@ std::string rfc3339(std::int64_t wall_ms, bool micro = false);
 // A core/v1 Event (POST /api/v1/namespaces/NS/events), named as client-go's
 // recorder names them: <object>.<hex of the first time in nanoseconds>.
 Json event_object(const ClusterEvent& ev, const std::string& node_name);
+std::string event_name(const ClusterEvent& ev);
+// A repeat's strategic-merge patch, as eventObserve makes it: count,
+// lastTimestamp and message.
+Json event_patch(const ClusterEvent& ev);
 
 // The agent's heartbeat (coordination.k8s.io/v1 Lease named after the node),
 // as kubelet's node lease: holderIdentity the node, renewTime now.

@@ -134,7 +134,7 @@ ClusterEvent pod_cluster_event(const PodEvent& ev, const ApiPodRef& pod) {
     return out;
 }
 
-bool PodEventFilter::allow(const std::string& pod, const PodEvent& ev, std::int64_t now_ms) {
+PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms) {
     auto it = pods_.find(pod);
     if (it == pods_.end()) {
         if (pods_.size() >= kMaxPods) {
@@ -146,8 +146,22 @@ bool PodEventFilter::allow(const std::string& pod, const PodEvent& ev, std::int6
         it = pods_.emplace(pod, State{kSpamBurst, now_ms, {}}).first;
     }
     State& s = it->second;
-    const std::string key = ev.field_path + "\n" + ev.reason + "\n" + ev.message;
-    if (key == s.last) return false;
+    // eventObserve: a key seen before counts on its Event, the newest last.
+    PodEventSend out;
+    std::string key = ev.field_path + "\n" + ev.type + "\n" + ev.reason + "\n" + ev.message;
+    auto seen = std::find_if(s.seen.begin(), s.seen.end(), [&](const Seen& x) { return x.key == key; });
+    Seen entry{std::move(key), ev.time_ms, 0};
+    if (seen != s.seen.end()) {
+        entry = std::move(*seen);
+        s.seen.erase(seen);
+        out.repeat = true;
+    } else if (s.seen.size() >= kSeenPerPod) {
+        s.seen.erase(s.seen.begin());
+    }
+    entry.count += 1;
+    out.count = entry.count;
+    out.first_ms = entry.first_ms;
+    s.seen.push_back(std::move(entry));
     // golang.org/x/time/rate as the spam filter uses it: tokens refill with
     // the time passed, up to the burst.
     if (now_ms > s.refilled_ms) {
@@ -155,10 +169,10 @@ bool PodEventFilter::allow(const std::string& pod, const PodEvent& ev, std::int6
                                                        static_cast<double>(kSpamRefillMs));
         s.refilled_ms = now_ms;
     }
-    if (s.tokens < 1) return false;
+    if (s.tokens < 1) return PodEventSend{};
     s.tokens -= 1;
-    s.last = key;
-    return true;
+    out.send = true;
+    return out;
 }
 
 }  // namespace daemonlet

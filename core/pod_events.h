@@ -23,15 +23,18 @@
 //
 // Bounded as client-go's recorder bounds them (tools/record
 // events_cache.go EventSourceObjectSpamFilter: per object a token bucket
-// of 25, refilled one per 5 minutes), and an Event identical to the Pod's
-// newest (same container, reason and message) is not sent again, as the
-// agent's DaemonSet Events (agent/daemon/events.cpp).
+// of 25, refilled one per 5 minutes), and an Event identical to one the Pod
+// already has (same container, type, reason and message) counted on it
+// (events_cache.go eventLogger.eventObserve: the same name and
+// firstTimestamp, count + 1, sent as a PATCH of count, lastTimestamp and
+// message).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/cluster_report.h"
 #include "core/probe.h"
@@ -98,26 +101,46 @@ PodEvent unhealthy_event(const ContainerRef& c, ProbeKind kind, const std::strin
 // The Event for `ev` on the Pod.
 ClusterEvent pod_cluster_event(const PodEvent& ev, const ApiPodRef& pod);
 
-// Which of a Pod's Events are sent: EventSourceObjectSpamFilter's token
-// bucket per Pod (kSpamBurst, one more each kSpamRefillMs), and none
-// identical to the Pod's newest. `pod` names the Pod (its uid); `now_ms`
-// is monotonic (a step of the wall clock refills nothing).
+// How a Pod's Event goes out, as client-go's EventCorrelator decides
+// (events_cache.go EventCorrelate: eventObserve, then the spam filter):
+// not at all (the filter's tokens are spent), as a new Event, or as a
+// repeat of one sent before, counted on it.
+struct PodEventSend {
+    bool send = false;
+    bool repeat = false;        // PATCH the Event named by `first_ms` (ClusterEvent::repeat)
+    std::int32_t count = 1;     // its count with this one
+    std::int64_t first_ms = 0;  // the first one's time (wall clock): its name and firstTimestamp
+};
+
+// EventSourceObjectSpamFilter's token bucket per Pod (kSpamBurst, one more
+// each kSpamRefillMs) and eventLogger's cache of the Events seen (per Pod
+// the kSeenPerPod newest keys; client-go keeps 4096 for the whole node).
+// A repeat is counted even when the filter holds it back, so the next one
+// let through carries the count, as eventObserve runs before the filter.
+// `pod` names the Pod (its uid); `now_ms` is monotonic (a step of the wall
+// clock refills nothing); the Event's own time_ms is its wall time.
 class PodEventFilter {
   public:
     static constexpr double kSpamBurst = 25;
     static constexpr std::int64_t kSpamRefillMs = 300'000;
     // Bounded: more Pods than this and the longest idle is forgotten.
     static constexpr std::size_t kMaxPods = 512;
+    static constexpr std::size_t kSeenPerPod = 16;
 
-    bool allow(const std::string& pod, const PodEvent& ev, std::int64_t now_ms);
+    PodEventSend decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms);
     void forget(const std::string& pod) { pods_.erase(pod); }
     std::size_t size() const { return pods_.size(); }
 
   private:
+    struct Seen {
+        std::string key;  // field path, type, reason and message
+        std::int64_t first_ms = 0;
+        std::int32_t count = 0;
+    };
     struct State {
         double tokens = kSpamBurst;
         std::int64_t refilled_ms = 0;
-        std::string last;  // field path, reason and message of the newest sent
+        std::vector<Seen> seen;  // the newest last
     };
     std::map<std::string, State> pods_;
 };

@@ -106,7 +106,7 @@ void Agent::start_cluster(bool start_now) {
                     e.value("namespace", ""), e.value("kind", ""), e.value("name", ""), e.value("uid", ""),
                     e.value("type", ""), e.value("reason", ""), e.value("message", ""),
                     e.value("first", std::int64_t{0}), e.value("last", std::int64_t{0}), e.value("count", 1),
-                    e.value("fieldPath", "")});
+                    e.value("fieldPath", ""), e.value("repeat", false)});
             }
         if (auto w = store_->put_meta(kEventsMeta, ""); !w.ok())
             log(Level::Warning, "store: " + w.error().message);
@@ -130,7 +130,8 @@ void Agent::save_cluster_events() {
                        {"first", ev.first_ms},
                        {"last", ev.last_ms},
                        {"count", ev.count},
-                       {"fieldPath", ev.field_path}});
+                       {"fieldPath", ev.field_path},
+                       {"repeat", ev.repeat}});
     if (auto w = store_->put_meta(kEventsMeta, arr.dump()); !w.ok())
         log(Level::Warning, "store: queued events not kept: " + w.error().message);
 }

@@ -561,13 +561,23 @@ void ClusterLink::send_events() {
     // rather than as an Event of 1970.
     const std::int64_t now = clock_.wall_ms();
     if (wall_time_known(now) && !wall_time_known(ev.first_ms)) ev.first_ms = ev.last_ms = now;
-    platform::HttpRequest r = base_request("POST", "/api/v1/namespaces/" + ev.namespace_ + "/events");
-    r.body = event_object(ev, node_name_).dump(-1, ' ', false, Json::error_handler_t::replace);
+    // A repeat PATCHes its Event's count (client-go's recordToSink).
+    const std::string events = "/api/v1/namespaces/" + ev.namespace_ + "/events";
+    platform::HttpRequest r =
+        ev.repeat ? base_request("PATCH", events + "/" + event_name(ev)) : base_request("POST", events);
+    r.body = (ev.repeat ? event_patch(ev) : event_object(ev, node_name_))
+                 .dump(-1, ' ', false, Json::error_handler_t::replace);
     r.timeout_ms = config_.request_timeout_ms;
-    auto id = http_->request(r, [this](Result<platform::HttpResponse> res) {
+    auto id = http_->request(r, [this, repeat = ev.repeat](Result<platform::HttpResponse> res) {
         event_inflight_.reset();
         if (!res.ok()) return;  // kept: sent again with the next Lease renewal
         const long s = res.value().status;
+        if (repeat && s == 404 && !events_.empty()) {
+            // Gone (its TTL, a fresh server) or never made: created, with
+            // its count, as the recorder does when the PATCH finds none.
+            events_.front_repeat_created();
+            return send_events();
+        }
         if (s >= 200 && s < 300) {
             ++events_sent_;
         } else if (s >= 400 && s < 500 && s != 429) {

@@ -10,7 +10,13 @@
 namespace daemonlet::agent {
 
 void PodEvents::send_one(const ApiPodRef& pod, const PodEvent& ev, std::int64_t mono_ms, const Send& send) {
-    if (filter_.allow(pod.uid, ev, mono_ms)) send(pod_cluster_event(ev, pod));
+    const PodEventSend how = filter_.decide(pod.uid, ev, mono_ms);
+    if (!how.send) return;
+    ClusterEvent out = pod_cluster_event(ev, pod);
+    out.repeat = how.repeat;
+    out.count = how.count;
+    out.first_ms = how.first_ms;
+    send(std::move(out));
 }
 
 void PodEvents::record(const std::string& board_uid, const std::optional<ApiPodRef>& pod, bool may_get_one,

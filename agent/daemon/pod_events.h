@@ -4,7 +4,8 @@
 // waits for it, at most kPendingPerPod of them per pod (the oldest go);
 // those of a pod that never gets one (a manifest file's DaemonSet, a static
 // pod) are not kept at all. Sent through ClusterLink's Event queue, as the
-// DaemonSets' Events: bounded, folded, kept across a disconnection.
+// DaemonSets' Events: bounded, folded, kept across a disconnection; a
+// repeat of one of the Pod's Events PATCHes its count (core PodEventFilter).
 #pragma once
 
 #include <cstdint>

@@ -103,14 +103,18 @@ put_revision flaky 5f8c7d9b46
 put_revision made 6c5d8b7f94
 wait_for "kubectl shows web's Pod Running and Ready" 10 running_ready web
 wait_for "kubectl shows flaky's Pod Running and Ready" 10 running_ready flaky
-made_unhealthy() {
-    k get events -n it -o json | jq -e --arg u "$(pod_of made | jq -r .metadata.uid)" \
-        '[.items[] | select(.involvedObject.uid == $u and .reason == "Unhealthy")] | length == 1 and (.[0] | .type == "Warning" and .involvedObject.fieldPath == "spec.containers{main}" and (.message | startswith("Readiness probe failed: not ready yet")))' >/dev/null
+made_unhealthy() {  # made_unhealthy MIN_COUNT
+    k get events -n it -o json | jq -e --arg u "$(pod_of made | jq -r .metadata.uid)" --argjson n "$1" \
+        '[.items[] | select(.involvedObject.uid == $u and .reason == "Unhealthy")] | length == 1 and (.[0] | .type == "Warning" and .involvedObject.fieldPath == "spec.containers{main}" and (.message | startswith("Readiness probe failed: not ready yet")) and .count >= $n and .lastTimestamp >= .firstTimestamp)' >/dev/null
 }
-wait_for "the controller's Pod, taken: one Unhealthy Event for its failing readiness probe (repeats not sent again)" 10 made_unhealthy
+# eventLogger: the failing probe's repeats count on one Event (a PATCH of
+# its count), as kubectl describe shows "(x3 over 3s)".
+wait_for "the controller's Pod, taken: one Unhealthy Event for its failing readiness probe, its repeats counted on it" 10 made_unhealthy 3
+event_patched() { stats | jq -e '.eventPatches >= 1'; }
+wait_for "...a repeat after the Event was made is a PATCH of its count" 10 event_patched
 touch "$work/made-ready"
 wait_for "the controller's Pod is taken: Running and Ready" 10 running_ready made
-made_unhealthy && ok || fail "the probe's repeated failures made more than one Unhealthy Event: $(k get events -n it -o json | jq -c '[.items[] | select(.reason == "Unhealthy") | .message]')"
+made_unhealthy 3 && ok || fail "the probe's repeated failures made more than one Unhealthy Event: $(k get events -n it -o json | jq -c '[.items[] | select(.reason == "Unhealthy") | {message, count}]')"
 [[ $(pod_of made | jq -r .metadata.name) == made-x7k2p ]] && ok || fail "the controller's Pod was not taken: $(pod_of made | jq -c .metadata)"
 
 p=$(pod_of web)

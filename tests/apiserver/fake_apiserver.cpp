@@ -40,7 +40,7 @@
 //        one, with printPod's columns (kubectl get pods [-o wide])
 //   GET  /apis/apps/v1/namespaces/NS/controllerrevisions (list, labelSelector)
 //   GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
-//   POST/PATCH   /api/v1/namespaces/NS/events[/NAME]
+//   POST         /api/v1/namespaces/NS/events; PATCH .../events/NAME merges into the Event (404 if none)
 //   GET          /api/v1[/namespaces/NS]/events: the Events posted (an EventList)
 //   POST /api/v1/namespaces/NS/serviceaccounts/NAME/token: a TokenRequest
 //        answered with a JWT-shaped token (header, claims as kube-apiserver
@@ -159,6 +159,7 @@ struct State {
     std::vector<json> deleted_pods;                   // as they were when deleted through the API
     json last_pod_delete;                             // the DeleteOptions of the last Pod DELETE
     std::vector<json> events;
+    std::uint64_t event_patches = 0;  // PATCHes of an Event's count
     std::vector<HistoryEntry> history;
     std::map<std::string, std::vector<json>> snapshots;  // continue token -> remaining items
     std::int64_t next_token = 1;
@@ -887,7 +888,8 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                           {"lastPodPatch", S.last_pod_patch},
                           {"deletedPods", S.deleted_pods},
                           {"lastPodDelete", S.last_pod_delete},
-                          {"events", S.events}});
+                          {"events", S.events},
+                          {"eventPatches", S.event_patches}});
     }
     if (p.size() == 3 && p[2] == "summary") {
         // What the agent told the cluster, one line each, for people (the demo).
@@ -1322,7 +1324,25 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
         S.leases[key] = in;
         return send_json(c, method == "POST" ? 201 : 200, in);
     }
-    if (q.resource == "events" && (method == "POST" || method == "PATCH" || method == "PUT")) {
+    if (q.resource == "events" && method == "PATCH" && !name.empty()) {
+        // The recorder's count update: merged into the Event of that name
+        // (a strategic-merge patch of scalars is a merge), 404 when none.
+        for (auto& e : S.events) {
+            if (!e.is_object() || !e.contains("metadata") || !e["metadata"].is_object() ||
+                e["metadata"].value("name", "") != name ||
+                e["metadata"].value("namespace", "") != q.namespace_)
+                continue;
+            if (!in.is_object()) return send_json(c, 400, status_object(400, "BadRequest", "not an object"));
+            for (auto& [k, v] : in.items())
+                if (k != "metadata") e[k] = v;
+            ++S.rv;
+            e["metadata"]["resourceVersion"] = std::to_string(S.rv);
+            ++S.event_patches;
+            return send_json(c, 200, e);
+        }
+        return send_json(c, 404, status_object(404, "NotFound", "events \"" + name + "\" not found"));
+    }
+    if (q.resource == "events" && (method == "POST" || method == "PUT")) {
         in["_method"] = method;
         S.events.push_back(in);
         return send_json(c, method == "POST" ? 201 : 200, in);

@@ -116,26 +116,80 @@ TEST(PodEvents, TheEventOnThePodWithItsContainerFieldPath) {
     LONGS_EQUAL(2, q.front().count);
 }
 
-TEST(PodEvents, FilterAsEventSourceObjectSpamFilterAndNoRepeatOfTheNewest) {
+TEST(PodEvents, FilterAsEventSourceObjectSpamFilterAndEventLoggerCounts) {
     PodEventFilter f;
     const ContainerRef app{"main", false};
-    // An identical repeat of the Pod's newest is not sent; another is.
-    CHECK_TRUE(f.allow("p1", started_event(app, 1), 0));
-    CHECK_FALSE(f.allow("p1", started_event(app, 2), 0));
-    CHECK_TRUE(f.allow("p1", backoff_event(app, 3), 0));
-    CHECK_TRUE(f.allow("p1", started_event(app, 4), 0));
-    // The burst of 25 per Pod (3 taken), then one per 5 minutes.
+    auto send = [&](const std::string& pod, const PodEvent& ev, std::int64_t now) {
+        return f.decide(pod, ev, now).send;
+    };
+    // eventObserve: an Event identical to one the Pod has is a repeat, its
+    // count and first time the first one's (a PATCH); another is new, and
+    // a repeat of an older key counts on that one.
+    PodEventSend d = f.decide("p1", started_event(app, 1'000), 0);
+    CHECK_TRUE(d.send && !d.repeat);
+    LONGS_EQUAL(1, d.count);
+    d = f.decide("p1", started_event(app, 2'000), 0);
+    CHECK_TRUE_TEXT(d.send && d.repeat, "eventObserve: the same key counts on its Event");
+    LONGS_EQUAL(2, d.count);
+    LONGS_EQUAL(1'000, d.first_ms);
+    d = f.decide("p1", backoff_event(app, 3'000), 0);
+    CHECK_TRUE(d.send && !d.repeat);
+    d = f.decide("p1", started_event(app, 4'000), 0);
+    CHECK_TRUE_TEXT(d.send && d.repeat && d.count == 3 && d.first_ms == 1'000,
+                    "eventObserve: an older key (not the newest) still counts on its Event");
+    // The burst of 25 per Pod (4 taken), then one per 5 minutes.
     int sent = 0;
     for (int i = 0; i < 40; ++i)
-        if (f.allow("p1", unhealthy_event(app, ProbeKind::Readiness, std::to_string(i), false, 1), 1000))
-            ++sent;
-    LONGS_EQUAL(22, sent);
-    CHECK_FALSE(f.allow("p1", unhealthy_event(app, ProbeKind::Readiness, "x", false, 1), 200'000));
-    CHECK_TRUE(f.allow("p1", unhealthy_event(app, ProbeKind::Readiness, "y", false, 1), 301'000));
+        if (send("p1", unhealthy_event(app, ProbeKind::Readiness, std::to_string(i), false, 1), 1000)) ++sent;
+    LONGS_EQUAL(21, sent);
+    CHECK_FALSE(send("p1", unhealthy_event(app, ProbeKind::Readiness, "x", false, 1), 200'000));
+    CHECK_TRUE(send("p1", unhealthy_event(app, ProbeKind::Readiness, "y", false, 1), 301'000));
+    // eventObserve runs before the spam filter: a repeat held back still
+    // counts, and the next one let through carries the count.
+    PodEventFilter g;
+    for (int i = 0; i < 30; ++i) g.decide("p1", backoff_event(app, 5'000 + i), 0);
+    d = g.decide("p1", backoff_event(app, 9'000), 600'000);
+    CHECK_TRUE(d.send && d.repeat);
+    LONGS_EQUAL(31, d.count);
+    LONGS_EQUAL(5'000, d.first_ms);
     // Another Pod has its own bucket.
-    CHECK_TRUE(f.allow("p2", unhealthy_event(app, ProbeKind::Readiness, "x", false, 1), 301'000));
-    // Bounded: the longest idle Pod is forgotten past kMaxPods.
+    CHECK_TRUE(send("p2", unhealthy_event(app, ProbeKind::Readiness, "x", false, 1), 301'000));
+    // Bounded: kSeenPerPod keys per Pod (the oldest forgotten: new again),
+    // the longest idle Pod forgotten past kMaxPods.
+    PodEventFilter h;
+    h.decide("p1", started_event(app, 1), 0);
+    for (std::size_t i = 0; i < PodEventFilter::kSeenPerPod; ++i)
+        h.decide("p1", unhealthy_event(app, ProbeKind::Readiness, std::to_string(i), false, 2), 0);
+    CHECK_FALSE(h.decide("p1", started_event(app, 3), 0).repeat);
     for (std::size_t i = 0; i < PodEventFilter::kMaxPods + 10; ++i)
-        f.allow("q" + std::to_string(i), started_event(app, 1), 400'000 + static_cast<std::int64_t>(i));
+        f.decide("q" + std::to_string(i), started_event(app, 1), 400'000 + static_cast<std::int64_t>(i));
     LONGS_EQUAL(PodEventFilter::kMaxPods, f.size());
+}
+
+TEST(PodEvents, RepeatIsPatchedOnItsEventAndFoldsAsATotal) {
+    const ClusterEvent ev =
+        pod_cluster_event(backoff_event({"main", false}, 1'000), {"it", "web-x1", "uid-1"});
+    ClusterEvent again = ev;
+    again.repeat = true;
+    again.count = 3;
+    again.last_ms = 5'000;
+    // recordToSink: the repeat's PATCH names the first one's Event.
+    STRCMP_EQUAL(event_object(ev, "n")["metadata"]["name"].get<std::string>().c_str(),
+                 event_name(again).c_str());
+    const Json patch = event_patch(again);
+    CHECK(patch == Json({{"count", 3}, {"lastTimestamp", "1970-01-01T00:00:05Z"}, {"message", ev.message}}));
+    // Queued before its first was sent: the first goes with the total.
+    EventQueue q;
+    q.add(ev);
+    q.add(again);
+    LONGS_EQUAL(1, q.size());
+    LONGS_EQUAL(3, q.front().count);
+    CHECK_FALSE(q.front().repeat);
+    // The first sent already: the repeat is queued, a PATCH, and a PATCH
+    // that finds no Event creates it (front_repeat_created).
+    q.pop();
+    q.add(again);
+    CHECK_TRUE(q.front().repeat);
+    q.front_repeat_created();
+    CHECK_FALSE(q.front().repeat);
 }
