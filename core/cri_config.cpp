@@ -30,6 +30,21 @@ std::map<std::string, std::string> pod_labels(const CriPodInput& pod) {
     return l;
 }
 
+// GetPodDNS's and ensureHostsFile's input: the pod's names and the node's files.
+PodDNSInput dns_input(const CriPodInput& pod) {
+    PodDNSInput dns;
+    dns.spec = pod.spec;
+    dns.pod_name = pod.name;
+    dns.namespace_ = pod.namespace_;
+    dns.cluster_dns = pod.cluster_dns;
+    dns.cluster_domain = pod.cluster_domain;
+    dns.host_resolv_conf = pod.host_resolv_conf;
+    dns.host_hosts = pod.host_hosts;
+    return dns;
+}
+
+constexpr char kEtcHosts[] = "/etc/hosts";  // kubelet_pods.go etcHostsPath
+
 }  // namespace
 
 std::string cri_pod_log_directory(const std::string& log_root, const std::string& namespace_,
@@ -70,14 +85,7 @@ CriSandboxConfig cri_sandbox_config(const CriPodInput& pod) {
     s.namespace_ = pod.namespace_;
     s.uid = pod.uid;
     s.attempt = pod.attempt;
-    PodDNSInput dns;
-    dns.spec = &spec;
-    dns.pod_name = pod.name;
-    dns.namespace_ = pod.namespace_;
-    dns.cluster_dns = pod.cluster_dns;
-    dns.cluster_domain = pod.cluster_domain;
-    dns.host_resolv_conf = pod.host_resolv_conf;
-    const PodDNSFiles files = pod_dns_files(dns);
+    const PodDNSFiles files = pod_dns_files(dns_input(pod));
     s.dns = files.dns;
     if (!spec.host_network) s.hostname = files.hostname.substr(0, files.hostname.size() - 1);
     s.log_directory = cri_pod_log_directory(pod.log_root, pod.namespace_, pod.name, pod.uid);
@@ -182,6 +190,27 @@ Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const Cr
     out.pid = spec.host_pid ? CriNamespaceMode::Node : CriNamespaceMode::Container;
     out.ipc = spec.host_ipc ? CriNamespaceMode::Node : CriNamespaceMode::Pod;
     return out;
+}
+
+std::optional<std::string> cri_hosts_file(const CriPodInput& pod, const Container& c,
+                                          const std::vector<std::string>& pod_ips) {
+    // shouldMountHostsFile: a pod of its own network gets the file once its
+    // sandbox has an IP; a hostNetwork pod always (the node's file).
+    if (pod_ips.empty() && !pod.spec->host_network) return std::nullopt;
+    // makeMounts: a container mounting a volume on /etc/hosts keeps it.
+    for (const auto& vm : c.volume_mounts)
+        if (vm.mount_path == kEtcHosts) return std::nullopt;
+    PodDNSInput dns = dns_input(pod);
+    dns.pod_ips = pod_ips;
+    return pod_dns_files(dns).hosts;
+}
+
+CriMount cri_hosts_mount(const std::string& host_path) {
+    CriMount m;
+    m.container_path = kEtcHosts;
+    m.host_path = host_path;
+    m.readonly = false;
+    return m;
 }
 
 }  // namespace daemonlet

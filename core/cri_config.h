@@ -53,7 +53,17 @@
 //   DNS                the sandbox's dns_config from dnsPolicy and dnsConfig
 //                      (core/pod_dns.h GetPodDNS; kuberuntime_sandbox.go);
 //                      hostname spec.hostname, else the pod's name
-//                      (GeneratePodHostNameAndDomain).
+//                      (GeneratePodHostNameAndDomain). The CRI runtime
+//                      writes /etc/resolv.conf and /etc/hostname from them.
+//   /etc/hosts         the kubelet's own file, not the CRI runtime's
+//                      (kubelet_pods.go makeMounts, shouldMountHostsFile,
+//                      makeHostsMount): managedHostsFileContent with the
+//                      sandbox's IPs, nodeHostsFileContent with
+//                      hostNetwork (core/pod_dns.h), mounted read-write at
+//                      /etc/hosts, where containerd then mounts none of its
+//                      own (containerMounts: isInCRIMounts). None for a pod
+//                      of its own network whose sandbox has no IP, nor for a
+//                      container with a volumeMount at /etc/hosts.
 //   port mappings      every port of the app containers (not init
 //                      containers), hostPort 0 included, each named port
 //                      (else family-protocol-hostIP:containerPort:hostPort)
@@ -173,6 +183,7 @@ struct CriPodInput {
     std::vector<std::string> cluster_dns;            // config clusterDNS
     std::string cluster_domain = "cluster.local";    // config clusterDomain
     std::string host_resolv_conf;                    // the node's /etc/resolv.conf text
+    std::string host_hosts;                          // the node's /etc/hosts text (hostNetwork)
 };
 
 struct CriContainerInput {
@@ -206,5 +217,16 @@ std::vector<CriPortMapping> cri_port_mappings(const Container& c);
 // mountPropagation. Code "container_config": runAsNonRoot or a sysctl
 // refused, with the kubelet's message.
 Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const CriContainerInput& in);
+
+// The text of the pod's hosts file for container `c`, whose sandbox reports
+// `pod_ips` (PodSandboxStatus network.ip and additional_ips), or none when
+// the kubelet mounts none (shouldMountHostsFile: no IP and no hostNetwork;
+// makeMounts: a volumeMount at /etc/hosts). See /etc/hosts above.
+std::optional<std::string> cri_hosts_file(const CriPodInput& pod, const Container& c,
+                                          const std::vector<std::string>& pod_ips);
+
+// makeHostsMount: the pod's hosts file at `host_path` on /etc/hosts,
+// read-write whatever readOnlyRootFilesystem says, propagation private.
+CriMount cri_hosts_mount(const std::string& host_path);
 
 }  // namespace daemonlet

@@ -1,7 +1,10 @@
 // /etc/hosts, /etc/hostname and /etc/resolv.conf of a pod, as the kubelet
 // and its CRI runtime make them. Pure: the caller gives the host's
 // /etc/hosts and /etc/resolv.conf text and the agent's cluster DNS, and
-// writes the files (platform/runc bind-mounts them into each container).
+// writes the files (platform/runc bind-mounts them into each container;
+// under CRI the hosts text alone is the agent's, mounted as the kubelet's
+// own by core/cri_config.h cri_hosts_file, and the CRI runtime writes the
+// other two from the sandbox's hostname and dns_config).
 //
 //   hostname / domain   pkg/kubelet/kubelet_pods.go GeneratePodHostNameAndDomain:
 //                       spec.hostname, else the pod's name (at most 63

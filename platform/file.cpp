@@ -57,4 +57,25 @@ Status make_dirs(const std::string& path, mode_t mode) {
     return Ok{};
 }
 
+Status replace_file(const std::string& path, const std::string& text, const std::string& tag, mode_t mode) {
+    const std::string tmp = path + ".tmp-" + tag;
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+    if (fd.get() < 0) return io_error(tmp, "cannot create");
+    std::size_t done = 0;
+    int err = 0;
+    while (done < text.size() && err == 0) {
+        const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno != EINTR) err = errno;
+        if (n > 0) done += static_cast<std::size_t>(n);
+    }
+    if (err == 0 && ::fchmod(fd.get(), mode) != 0) err = errno;
+    if (err == 0 && ::close(fd.release()) != 0) err = errno;
+    if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+    if (err != 0) {
+        ::unlink(tmp.c_str());
+        return io_error(path, "cannot write", err);
+    }
+    return Ok{};
+}
+
 }  // namespace daemonlet::platform

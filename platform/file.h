@@ -1,6 +1,6 @@
 // Reading a whole file with a size limit: manifests and configuration are
 // read this way, so an oversized or special file never exhausts memory.
-// And creating directories.
+// Creating directories, and replacing a file's content as a whole.
 #pragma once
 
 #include <sys/types.h>
@@ -19,5 +19,14 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes);
 // mkdir -p: creates `path` and its missing parents with `mode` (less the
 // umask); directories already there are left as they are.
 Status make_dirs(const std::string& path, mode_t mode = 0777);
+
+// Writes `text` to `path` with `mode` (umask or not) through
+// `path`.tmp-<tag>, renamed over `path`: a reader, a container that
+// bind-mounts the file among them, sees the old or the new whole file,
+// never part of one; writers with distinct tags never share a temporary
+// file. A container that mounted the old file keeps it (a bind mount holds
+// the inode).
+Status replace_file(const std::string& path, const std::string& text, const std::string& tag,
+                    mode_t mode = 0644);
 
 }  // namespace daemonlet::platform

@@ -155,6 +155,8 @@ class CriRuntime final : public Runtime {
         sandbox_of_[s.id] = s.sandbox_id;
     }
     Result<std::string> ensure_sandbox(const CriSandboxConfig& base, CriSandboxConfig& used) const;
+    Status mount_hosts_file(const std::string& sandbox_id, CriPodInput& pod, const Container& c,
+                            CriContainerConfig& config) const;
     Result<std::string> create(const std::string& sandbox_id, const CriContainerConfig& config,
                                const CriLabels& annotations, const CriSandboxConfig& sandbox) const;
     void watch(const std::string& id, std::int64_t grace_seconds) {
@@ -232,6 +234,37 @@ Result<std::string> CriRuntime::create(const std::string& sandbox_id, const CriC
         if (c.attempt == config.attempt && c.state != CriState::Running)
             (void)client_->remove_container(c.id, kCreateDeadlineMs);
     return client_->create_container(sandbox_id, config, annotations, sandbox, kCreateDeadlineMs);
+}
+
+// The kubelet's /etc/hosts rather than containerd's (cri_hosts_file), as
+// makeMounts gives it to each container at its start: written again from
+// the sandbox's IPs (one PodSandboxStatus, of up to kShortDeadlineMs; a
+// new sandbox has them once RunPodSandbox has returned) and the node's
+// /etc/hosts, to <pod dir>/etc-hosts (kubelet_pods.go getEtcHostsPath).
+// Each container of the pod writes the same text under its own temporary
+// name (replace_file), so two starting at once never mix their writes.
+Status CriRuntime::mount_hosts_file(const std::string& sandbox_id, CriPodInput& pod, const Container& c,
+                                    CriContainerConfig& config) const {
+    auto st = client_->sandbox_status(sandbox_id, kShortDeadlineMs);
+    if (!st) return st.error();
+    if (pod.spec->host_network) {
+        // nodeHostsFileContent: the node's file, bounded as the runc
+        // runtime reads it (runc_security.cpp); the kubelet fails the
+        // container without it.
+        auto hosts = read_file("/etc/hosts", 1024 * 1024);
+        if (!hosts)
+            return Error{ErrorCode::Io,
+                         "the node's hosts file for hostNetwork pods: " + hosts.error().message};
+        pod.host_hosts = std::move(hosts).value();
+    }
+    const auto text = cri_hosts_file(pod, c, sandbox_pod_ips(st.value().ip, st.value().additional_ips));
+    if (!text) return Ok{};
+    const std::string dir = pod_dir(pod.uid);
+    if (auto s = make_dirs(dir); !s) return s;
+    const std::string path = dir + "/etc-hosts";
+    if (auto s = replace_file(path, *text, c.name); !s) return s;
+    config.mounts.push_back(cri_hosts_mount(path));
+    return Ok{};
 }
 
 Status CriRuntime::check(const ContainerLaunch& launch) const {
@@ -338,6 +371,7 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
     CriSandboxConfig sandbox;
     auto sandbox_id = ensure_sandbox(cri_sandbox_config(pod), sandbox);
     if (!sandbox_id) return sandbox_id.error();
+    if (auto s = mount_hosts_file(sandbox_id.value(), pod, c, config.value()); !s) return s.error();
     std::error_code ec;
     fs::create_directories(sandbox.log_directory + "/" + c.name, ec);
     const CriLabels annotations = {{kGraceAnnotation, std::to_string(launch.grace_seconds)},

@@ -8,10 +8,7 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include "core/pod_dns.h"
@@ -130,14 +127,8 @@ Status write_pod_etc_files(const RuncPodSettings& settings, const ContainerLaunc
         {"hosts", &files.hosts}, {"hostname", &files.hostname}, {"resolv.conf", &files.resolv_conf}};
     for (const auto& [name, text] : wanted) {
         const std::string path = dir + "/" + name;
-        const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + launch.container_name;
-        {
-            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-            out << *text;
-            if (!out.flush()) return Error{ErrorCode::Io, tmp + ": cannot write"};
-        }
-        if (::rename(tmp.c_str(), path.c_str()) != 0)
-            return Error{ErrorCode::Io, "rename " + tmp + ": " + std::strerror(errno)};
+        if (auto s = replace_file(path, *text, std::to_string(::getpid()) + "-" + launch.container_name); !s)
+            return s;
         in.etc_files["/etc/" + std::string(name)] = path;
     }
     return Ok{};

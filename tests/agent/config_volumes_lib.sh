@@ -1,7 +1,7 @@
 # Shared by test_config_volumes_runc.sh and test_config_volumes_cri.sh
 # (sourced after lib.sh): a pod with a downwardAPI and a projected volume
-# and a hostPath $out where its container writes what it sees, and the
-# checks of what it wrote. EXTRA_SPEC_YAML (e.g. "hostNetwork: true") goes
+# and a hostPath $out where its container writes what it sees (its
+# /etc/hosts and /etc/hostname too), and the checks of what it wrote. EXTRA_SPEC_YAML (e.g. "hostNetwork: true") goes
 # into the pod spec.
 out=$work/out
 mkdir -p "$out"
@@ -10,6 +10,7 @@ write_down_ds() {  # write_down_ds [EXTRA_SPEC_YAML]
     script='cat /etc/podinfo/labels > /out/labels; stat -L -c %a /etc/podinfo/name > /out/mode;'
     script+=' if touch /etc/podinfo/x 2>/dev/null; then echo rw; else echo ro; fi > /out/ro;'
     script+=' ls /etc/proj > /out/proj; cat /etc/proj/podname > /out/podname;'
+    script+=' cat /etc/hosts > /out/hosts; cat /etc/hostname > /out/hostname;'
     script+=' env > /out/env.tmp; mv /out/env.tmp /out/env; while :; do sleep 1; done'
     DS_IMAGE=${DS_IMAGE:-busybox} write_ds down.yaml down "$script" "$(
         cat <<EOF

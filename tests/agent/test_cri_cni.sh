@@ -20,7 +20,9 @@
 # on a closed port keeps another pod unready, the reason
 # in the agent's log; two DaemonSets listening on the same port do not
 # conflict; kill -9 of the agent, and the new agent adopts the pod with the
-# same IP and it is ready again.
+# same IP and it is ready again. The pod's /etc/hosts is the kubelet's
+# (kubelet_pods.go makeMounts, managedHostsFileContent: its header and the
+# pod's IP with its name, the sandbox's hostname), not containerd's.
 # Needs root, containerd, ip, nsenter and the bridge plugin; skips without.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -55,7 +57,7 @@ pod_not_ready_running() { get_pods | grep -E "^it +$1-[a-z0-9]+ +0/1 +Running"; 
 # readiness probe (no host: the pod's IP).
 write_web_ds() {  # write_web_ds FILE NAME [HOST_PORT]
     DS_IMAGE=busybox:latest write_ds "$1" "$2" \
-        'busybox mkdir -p /www && echo $POD > /www/index.html && exec busybox httpd -f -p 8080 -h /www' "" "" \
+        'busybox mkdir -p /www && echo $POD > /www/index.html && cat /etc/hosts > /www/hosts && cat /etc/hostname > /www/hostname && exec busybox httpd -f -p 8080 -h /www' "" "" \
         "          env: [{name: POD, value: \"$2\"}]
           imagePullPolicy: IfNotPresent
           ports: [{name: http, containerPort: 8080${3:+, hostPort: $3}}]
@@ -94,6 +96,15 @@ nsenter --net="/proc/$pid/ns/net" ip -o -4 addr show | grepq " $ip/" && ok ||
 # The probe went to the pod's IP: nothing listens on 8080 in the agent's namespace.
 ! "${in_cri_netns[@]}" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080' 2>/dev/null && ok ||
     fail "something listens on 127.0.0.1:8080 in the agent's namespace: the probe's target is not proven"
+
+# /etc/hosts from inside: the kubelet's header, the pod's IP with its
+# name (its hostname, the sandbox's).
+name=$(pod_json web | jq -r .metadata.name)
+hosts=$("${in_cri_netns[@]}" busybox wget -q -O - "http://$ip:8080/hosts" 2>&1)
+[[ $(head -1 <<<"$hosts") == "# Kubernetes-managed hosts file." ]] && grep -qx "$ip"$'\t'"$name" <<<"$hosts" && ok ||
+    fail "web's /etc/hosts is not the kubelet's: $hosts"
+[[ $("${in_cri_netns[@]}" busybox wget -q -O - "http://$ip:8080/hostname" 2>&1) == "$name" ]] && ok ||
+    fail "web's /etc/hostname is not its name $name"
 
 # 2. Another DaemonSet on the same port: its own IP, no conflict, ready.
 write_web_ds web2.yaml web2

@@ -6,7 +6,9 @@
 // pkg/kubelet/kubelet_pods.go; pkg/kubelet/cm/helpers_linux.go).
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/cri_config.h"
 #include "core/quantity.h"
@@ -427,4 +429,71 @@ TEST(CriConfig, EachRowBuildsTheKubeletsSandboxAndContainerConfig) {
         const std::string got = row.check(s, c.value());
         if (!got.empty()) FAIL((std::string(row.rule) + ": got " + got).c_str());
     }
+}
+
+// kubelet_pods.go makeMounts' /etc/hosts under the CRI runtime: whether the
+// kubelet mounts its own file (shouldMountHostsFile, the volumeMount check)
+// and its text (ensureHostsFile: managedHostsFileContent,
+// nodeHostsFileContent; the texts' own rows are tests/core/test_pod_dns.cpp).
+TEST(CriConfig, HostsFileAsMakeMounts) {
+    const std::string managed =
+        "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+        "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n";
+    const std::string node_hosts = "127.0.0.1\tlocalhost\n192.168.1.20\tboard\n";
+    struct HostsRow {
+        const char* rule;
+        std::function<void(Case&)> setup;
+        std::vector<std::string> pod_ips;
+        std::optional<std::string> hosts;
+    };
+    const HostsRow rows[] = {
+        {"shouldMountHostsFile, managedHostsFileContent: the sandbox's IP with the pod's name",
+         [](Case&) {},
+         {"10.213.77.5"},
+         managed + "10.213.77.5\tagent-x7k2p\n"},
+        {"managedHostsFileContent: every sandbox IP (dual stack), hostname and subdomain's FQDN",
+         [](Case& k) {
+             k.spec.hostname = "web";
+             k.spec.subdomain = "sub";
+         },
+         {"10.213.77.5", "fd00::5"},
+         managed + "10.213.77.5\tweb.sub.edge.svc.cluster.local\tweb\nfd00::5\tweb.sub.edge.svc.cluster."
+                   "local\tweb\n"},
+        {"hostsEntriesFromHostAliases: appended under their header",
+         [](Case& k) {
+             k.spec.host_aliases = {PodHostAlias{"203.0.113.9", {"reg", "reg.local"}}};
+         },
+         {"10.213.77.5"},
+         managed +
+             "10.213.77.5\tagent-x7k2p\n\n# Entries added by HostAliases.\n203.0.113.9\treg\treg.local\n"},
+        {"shouldMountHostsFile: a pod of its own network without an IP gets none (the runtime's own)",
+         [](Case&) {},
+         {},
+         std::nullopt},
+        {"shouldMountHostsFile, nodeHostsFileContent: hostNetwork, no sandbox IP: the node's file",
+         [&](Case& k) {
+             k.spec.host_network = true;
+             k.spec.host_aliases = {PodHostAlias{"203.0.113.9", {"reg"}}};
+             k.pod.host_hosts = node_hosts;
+         },
+         {},
+         "# Kubernetes-managed hosts file (host network).\n" + node_hosts +
+             "\n# Entries added by HostAliases.\n203.0.113.9\treg\n"},
+        {"makeMounts: a container with a volumeMount at /etc/hosts keeps it",
+         [](Case& k) { mount(k, "data", "/etc/hosts", "hosts"); },
+         {"10.213.77.5"},
+         std::nullopt},
+    };
+    for (const auto& row : rows) {
+        Case k = base_case();
+        row.setup(k);
+        k.pod.spec = &k.spec;
+        const auto got = cri_hosts_file(k.pod, k.container, row.pod_ips);
+        CHECK_EQUAL_TEXT(row.hosts.has_value(), got.has_value(), row.rule);
+        if (row.hosts) STRCMP_EQUAL_TEXT(row.hosts->c_str(), got->c_str(), row.rule);
+    }
+    // makeHostsMount: read-write at /etc/hosts, private.
+    const CriMount m = cri_hosts_mount("/var/lib/daemonlet/runtime/pods/0b1c/etc-hosts");
+    CHECK_TRUE(m == (CriMount{"/etc/hosts", "/var/lib/daemonlet/runtime/pods/0b1c/etc-hosts", false,
+                              CriPropagation::Private}));
 }
