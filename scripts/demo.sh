@@ -45,15 +45,14 @@ state=build/demo-state
 unmount_under() {  # the pods' volumes (tmpfs for tokens and secrets) the stopped pods leave
     local dir
     dir=$(realpath -m "$1")
-    findmnt -rn -o TARGET | grep "^$dir/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    { findmnt -rn -o TARGET | grep "^$dir/" || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 }
 stop_pods() {  # the demo's pods: their shims stop them gracefully, then their volumes go
     local pattern
     pattern="daemonlet-shim.*$(realpath -m "$state")"
     pkill -TERM -f "$pattern" 2>/dev/null || true
     for _ in $(seq 100); do pgrep -f "$pattern" >/dev/null || break; sleep 0.1; done
-    [[ $(id -u) -eq 0 ]] && unmount_under "$state"
-    return 0
+    if [[ $(id -u) -eq 0 ]]; then unmount_under "$state"; fi
 }
 stop_pods
 rm -rf "$state"
