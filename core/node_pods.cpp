@@ -31,6 +31,7 @@ NodePod node_pod_of(const Json& pod) {
                 p.owner_uid = json_text(r, "uid");
                 break;
             }
+    p.mirror = json_member(json_member(meta, "annotations"), kConfigMirrorAnnotation).is_string();
     p.deleting = !json_member(meta, "deletionTimestamp").is_null();
     const Json& grace = json_member(meta, "deletionGracePeriodSeconds");
     if (grace.is_number_integer()) p.deletion_grace_seconds = grace.get<std::int64_t>();
@@ -50,8 +51,25 @@ NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView&
         }
         return v;
     }
-    // Not a DaemonSet's: mirror pods, other controllers' (not this slice's business).
-    if (pod.owner_kind != "DaemonSet" || pod.owner_uid.empty()) return v;
+    // Mirror pods: the API's view of static pods, never run (the board's
+    // own are kept by ApiPods).
+    if (pod.mirror) return v;
+    if (pod.owner_kind != "DaemonSet" || pod.owner_uid.empty()) {
+        // Not a DaemonSet's (the departure in node_pods.h): refused once;
+        // being deleted, nothing runs it here, so the deletion is
+        // confirmed (canBeDeleted) rather than left hanging.
+        if (pod.deleting) {
+            v.action = NodePodAction::Finish;
+            v.message = "being deleted, and the board never runs a Pod that is not a DaemonSet's";
+            return v;
+        }
+        if (terminal(pod.phase)) return v;
+        const AdmissionRefusal r = not_daemon_set_refusal(pod);
+        v.action = NodePodAction::Refuse;
+        v.reason = r.reason;
+        v.message = r.message;
+        return v;
+    }
     if (pod.deleting) {
         // A board pod of its DaemonSet still without its Pod (the agent
         // restarted while it was being deleted) may be running it:
@@ -124,6 +142,16 @@ AdmissionRefusal admission_refusal(const Decision& decision) {
         if (r != desc) details += (details.empty() ? "" : "; ") + r;
     if (!details.empty()) message += " (" + details + ")";
     return {name, message};
+}
+
+AdmissionRefusal not_daemon_set_refusal(const NodePod& pod) {
+    std::string message =
+        "Pod was rejected: the node (daemonlet) runs only DaemonSet pods and its own static pods; ";
+    if (pod.owner_kind.empty())
+        message += "this Pod has no controller";
+    else
+        message += "this Pod's controller is " + pod.owner_kind + " " + pod.owner_name;
+    return {kNotDaemonSetPodReason, message};
 }
 
 Json orphan_terminal_status(const Json& status, const std::string& now) {

@@ -19,6 +19,14 @@
 //     name, message "Pod was rejected: Predicate <name> failed: <desc>",
 //     and left to its controller (the DaemonSet controller deletes failed
 //     daemon pods);
+//   a deliberate departure: the kubelet admits any pod bound to it; a board
+//     runs only DaemonSet pods and its own static pods (issue 14 §1), so
+//     any other Pod bound to it (a bare Pod, a ReplicaSet's, a Job's) is
+//     rejected as rejectPod rejects one: phase Failed, reason
+//     NotDaemonSetPod (a single word, as PodAdmitResult's reasons are),
+//     a message naming its controller. Mirror pods (the annotation
+//     kubernetes.io/config.mirror, pod/mirror_client.go IsMirrorPod) are
+//     not pods the kubelet runs and are never refused;
 //   kubelet_pods.go convertToAPIContainerStatuses: a container the kubelet
 //     cannot find when the pod terminates is terminated with exit code 137,
 //     reason ContainerStatusUnknown.
@@ -34,6 +42,10 @@
 
 namespace daemonlet {
 
+// kubetypes.ConfigMirrorAnnotationKey: a mirror pod's (its value the static
+// pod's config hash).
+inline constexpr const char* kConfigMirrorAnnotation = "kubernetes.io/config.mirror";
+
 // What the agent keeps of a Pod bound to this node (not the whole object:
 // a board has little memory).
 struct NodePod {
@@ -41,6 +53,7 @@ struct NodePod {
     // Its controller ownerReference (controller: true); "" when none.
     std::string owner_kind, owner_name, owner_uid;
     std::string revision_hash;  // its controller-revision-hash label
+    bool mirror = false;        // annotation kubernetes.io/config.mirror (IsMirrorPod)
     bool deleting = false;      // metadata.deletionTimestamp set
     std::optional<std::int64_t> deletion_grace_seconds;
     std::string phase, reason;
@@ -102,6 +115,11 @@ struct AdmissionRefusal {
     std::string reason, message;
 };
 AdmissionRefusal admission_refusal(const Decision& decision);
+
+// The departure above: a Pod bound to the board that is neither a
+// DaemonSet's nor a mirror pod.
+inline constexpr const char* kNotDaemonSetPodReason = "NotDaemonSetPod";
+AdmissionRefusal not_daemon_set_refusal(const NodePod& pod);
 
 // A finished Pod's status when the board never ran it (or no longer knows
 // its containers): phase Failed, not Ready, each container of `status`

@@ -24,7 +24,11 @@
 #      status_manager.go canBeDeleted/deletePod) restarts the board's pod:
 #      a new board pod, one Pod of the DaemonSet, the old one gone; a Pod the
 #      controller made for a DaemonSet the board's labels do not run is
-#      refused (phase Failed, NodeAffinity: predicate.go Admit, rejectPod).
+#      refused (phase Failed, NodeAffinity: predicate.go Admit, rejectPod);
+#      a bare Pod bound to the board (kubectl create) is refused the same
+#      way, reason NotDaemonSetPod, and never run (a deliberate departure:
+#      the kubelet admits any pod, a board runs only DaemonSet pods and its
+#      static pods; issue 14 §1).
 #   6. Pod Events as the kubelet records them, read with kubectl get events:
 #      startContainer's Created and Started, doBackOff's BackOff (format.Pod
 #      in its message), killContainer's Killing, involvedObject the Pod with
@@ -249,6 +253,16 @@ export -f refused
 wait_for "the Pod of away is refused: phase Failed, reason NodeAffinity" 10 refused
 [[ $(api_pods | jq '[.items[] | select(.metadata.name == "away-q2w3e")] | length') == 1 ]] && ok ||
     fail "the refused Pod was deleted by the board (it is the controller's to delete)"
-"$dl" status --config "$cfg" | grep -q "^  Pods: .*, 2 restarts by a deletion, 1 refused)$" && ok ||
+# A bare Pod bound to the board, made with the real kubectl: refused (issue
+# 14 §1, rejectPod's phase Failed with a reason and message), never run.
+jq -nc '{apiVersion: "v1", kind: "Pod", metadata: {name: "bare", namespace: "it"},
+    spec: {nodeName: "it-node", containers: [{name: "main", image: "none", command: ["/bin/sh", "-c", "exec sleep 600"]}]}}' >"$work/bare.json"
+k create --validate=false -f "$work/bare.json" >/dev/null && ok || fail "kubectl create of the bare Pod failed"
+bare_refused() { k get pod -n it bare -o json | jq -e '.status.phase == "Failed" and .status.reason == "NotDaemonSetPod" and (.status.message | startswith("Pod was rejected: the node (daemonlet) runs only DaemonSet pods and its own static pods; this Pod has no controller"))'; }
+export -f bare_refused
+wait_for "the bare Pod is refused: phase Failed, reason NotDaemonSetPod" 10 bare_refused
+[[ $(pods_json | jq '[.items[] | select(.metadata.name | startswith("bare"))] | length') == 0 ]] && ! grep -q "pod it/bare" "$agent_log" && ok ||
+    fail "the board runs a pod for the bare Pod: $(pods_json | jq -c '[.items[].metadata.name]')"
+"$dl" status --config "$cfg" | grep -q "^  Pods: .*, 2 restarts by a deletion, 2 refused)$" && ok ||
     fail "daemonlet status's Pods line: $("$dl" status --config "$cfg" | grep Pods)"
 finish
