@@ -114,6 +114,47 @@ NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView&
     return v;
 }
 
+NodePodVerdict judge_mirror_pod(const NodePod& pod, const std::string& node_name, bool board_has_it) {
+    NodePodVerdict v;
+    if (!pod.mirror || pod.owner_kind != "Node" || pod.owner_name != node_name || board_has_it) return v;
+    v.action = NodePodAction::DeleteMirror;
+    v.message = "an orphaned mirror pod: the board runs no static pod of it";
+    return v;
+}
+
+Json mirror_pod_object(const Json& pod, const std::string& hash, const std::string& node_name,
+                       const std::string& node_uid) {
+    Json meta = json_member(pod, "metadata").is_object() ? json_member(pod, "metadata") : Json::object();
+    for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+                          "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generateName"})
+        meta.erase(k);
+    if (!meta.contains("annotations") || !meta["annotations"].is_object())
+        meta["annotations"] = Json::object();
+    meta["annotations"][kConfigMirrorAnnotation] = hash;
+    if (!meta["annotations"].contains("kubernetes.io/config.hash"))
+        meta["annotations"]["kubernetes.io/config.hash"] = hash;
+    meta["ownerReferences"] = Json::array({{{"apiVersion", "v1"},
+                                            {"kind", "Node"},
+                                            {"name", node_name},
+                                            {"uid", node_uid},
+                                            {"controller", true}}});
+    Json spec = json_member(pod, "spec").is_object() ? json_member(pod, "spec") : Json::object();
+    spec["nodeName"] = node_name;
+    return Json{
+        {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)}, {"spec", std::move(spec)}};
+}
+
+bool is_mirror_pod_of(const Json& pod, const std::string& hash, const std::string& node_uid) {
+    const Json& meta = json_member(pod, "metadata");
+    if (json_text(json_member(meta, "annotations"), kConfigMirrorAnnotation) != hash || hash.empty())
+        return false;
+    const Json& refs = json_member(meta, "ownerReferences");
+    if (!refs.is_array()) return false;
+    for (const Json& r : refs)
+        if (json_text(r, "kind") == "Node" && json_text(r, "uid") == node_uid) return true;
+    return false;
+}
+
 std::int64_t kill_grace_seconds(std::optional<std::int64_t> deletion_grace, std::int64_t spec_grace) {
     constexpr std::int64_t kMinimumGracePeriodSeconds = 2;
     return std::max(deletion_grace.value_or(spec_grace), kMinimumGracePeriodSeconds);

@@ -178,6 +178,51 @@ TEST(NodePods, NotADaemonSetsPodIsRefusedWithItsController) {
     }
 }
 
+TEST(NodePods, OrphanedMirrorPodsAreDeletedAsHandlePodCleanupsDoes) {
+    const NodePod mirror = node_owned_pod("board", true);
+    struct Row {
+        const char* name;
+        NodePod pod;
+        bool board_has_it;
+        NodePodAction want;
+    };
+    const std::vector<Row> rows = {
+        {"deleteOrphanedMirrorPods: a mirror pod of this Node no static pod has: DeleteMirrorPod", mirror,
+         false, NodePodAction::DeleteMirror},
+        {"a mirror pod of a static pod the board runs: kept (syncPod keeps it, or remakes it)", mirror, true,
+         NodePodAction::Keep},
+        {"a mirror pod owned by another Node: not this kubelet's", node_owned_pod("elsewhere", true), false,
+         NodePodAction::Keep},
+        {"IsMirrorPod false (no kubernetes.io/config.mirror): not a mirror pod",
+         node_owned_pod("board", false), false, NodePodAction::Keep},
+    };
+    for (const auto& r : rows)
+        CHECK_EQUAL_TEXT(static_cast<int>(r.want),
+                         static_cast<int>(judge_mirror_pod(r.pod, "board", r.board_has_it).action), r.name);
+}
+
+TEST(NodePods, MirrorPodIsTheStaticPodsCopyOwnedByTheNode) {
+    // mirror_client.go CreateMirrorPod: a copy, the config.mirror annotation
+    // set to the hash, the Node as its controller owner; IsMirrorPodOf.
+    const Json pod = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-board", "namespace": "kube-system", "uid": "h1", "resourceVersion": "7",
+                     "labels": {"app": "web"}, "annotations": {"kubernetes.io/config.hash": "h1"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]}, "status": {"phase": "Running"}})");
+    const Json m = mirror_pod_object(pod, "h1", "board", "node-uid");
+    const Json want = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-board", "namespace": "kube-system", "labels": {"app": "web"},
+                     "annotations": {"kubernetes.io/config.hash": "h1", "kubernetes.io/config.mirror": "h1"},
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "board", "uid": "node-uid",
+                                          "controller": true}]},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}], "nodeName": "board"}})");
+    STRCMP_EQUAL(want.dump().c_str(), m.dump().c_str());
+    CHECK_TRUE(is_mirror_pod_of(m, "h1", "node-uid"));
+    CHECK_FALSE(is_mirror_pod_of(m, "h2", "node-uid"));        // outdated: another config hash
+    CHECK_FALSE(is_mirror_pod_of(m, "h1", "other-node-uid"));  // the Node was made again
+    CHECK_FALSE(is_mirror_pod_of(pod, "h1", "node-uid"));      // the static pod itself: no annotation
+    CHECK_TRUE(node_pod_of(m).mirror);
+}
+
 TEST(NodePods, KillGraceIsTheDeletionGraceAtLeastTwoSeconds) {
     struct Row {
         const char* name;
