@@ -40,7 +40,9 @@
 #      each have a mirror Pod: their name, kubernetes.io/config.mirror the
 #      config hash, owned by the Node (its uid), Running; kept across an
 #      agent restart; `kubectl delete pod` of it makes a new one without
-#      restarting the pod; the manifest file removed, it is deleted.
+#      restarting the pod; the manifest file removed, it is deleted; removed
+#      while the agent was down, its orphan is deleted at the restart
+#      (HandlePodCleanups deleteOrphanedMirrorPods).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
@@ -100,7 +102,9 @@ k create --validate=false -f "$work/stale.json" >/dev/null && ok || fail "kubect
 # A manifest file's DaemonSet and a static pod: the board's alone, shown
 # by mirror Pods, which get no Pod Events.
 write_ds local.yaml local 'exec sleep 600'
-printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: st, namespace: it, labels: {app: st}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers: [{name: main, image: none, command: ["/bin/sh", "-c", "exec sleep 600"]}]\n' >"$man/st.yaml"
+for st in st st2; do
+    printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: it, labels: {app: st}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers: [{name: main, image: none, command: ["/bin/sh", "-c", "exec sleep 600"]}]\n' "$st" >"$man/$st.yaml"
+done
 start_own_agent
 wait_for "the board runs web" 10 pod_running it web
 stale_gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.name == "gone-b7x4k")] | length') == 0 ]]; }
@@ -194,14 +198,18 @@ export -f mirror_ok
 export node_uid
 wait_for "the static pod's mirror Pod: annotation, owner the Node, Running" 10 mirror_ok st-it-node
 wait_for "the manifest file's DaemonSet pod's mirror Pod" 10 mirror_ok "$local_name"
+wait_for "the second static pod's mirror Pod" 10 mirror_ok st2-it-node
 n=$(k get events -n it -o json | jq '[.items[] | select(.involvedObject.name | startswith("local"))] | length')
 [[ $n == 0 ]] && ok || fail "Events for the manifest file's pod, which has no Pod: $(k get events -n it -o json | jq -c '[.items[] | select(.involvedObject.name | startswith("local")) | .reason]')"
 
 # 3. A restarted agent takes its Pods: the same two, none created.
-uids=$(api_pods | jq -c '[.items[].metadata.uid] | sort')
+# st2's manifest file is removed while the agent is down: its mirror Pod
+# is an orphan the restarted agent deletes (deleteOrphanedMirrorPods).
+uids=$(api_pods | jq -c '[.items[] | select(.metadata.name != "st2-it-node") | .metadata.uid] | sort')
 creates=$(pod_writes create)
-[[ $creates == 5 ]] && ok || fail "Pods created: $creates, not 5 (kubectl's stale one, web, flaky, the two mirror Pods; made's was taken)"
+[[ $creates == 6 ]] && ok || fail "Pods created: $creates, not 6 (kubectl's stale one, web, flaky, the three mirror Pods; made's was taken)"
 stop_agent TERM
+rm "$man/st2.yaml"
 before=$(ready_count)
 start_own_agent
 wait_ready "$before"
@@ -209,8 +217,13 @@ taken() { grep -c "(taken)" "$agent_log"; }
 export -f taken
 export agent_log
 wait_for "the restarted agent takes its three Pods" 10 bash -c '[[ $(taken) == 3 ]]'
+st2_gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.name == "st2-it-node")] | length') == 0 ]]; }
+export -f st2_gone
+wait_for "the orphaned mirror Pod of st2 (its file removed while the agent was down) is deleted" 10 st2_gone
 [[ $(api_pods | jq -c '[.items[].metadata.uid] | sort') == "$uids" ]] && ok || fail "the Pods changed across a restart: $(api_pods | jq -c '[.items[].metadata.name]')"
-[[ $(pod_writes create) == 5 ]] && ok || fail "the restarted agent created Pods (its mirror Pods are kept, not made again): $(pod_writes create)"
+[[ $(pod_writes create) == 6 ]] && ok || fail "the restarted agent created Pods (its mirror Pods are kept, not made again): $(pod_writes create)"
+"$dl" status --config "$cfg" | grep -q "^  Mirrors:    2 mirror pods (0 created, 1 deleted)$" && ok ||
+    fail "daemonlet status's Mirrors line: $("$dl" status --config "$cfg" | grep Mirrors)"
 
 "$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus | .pods == 3 and .taken == 3 and .lastError == ""' >/dev/null && ok ||
     fail "daemonlet status does not count the Pods: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
