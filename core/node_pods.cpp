@@ -31,6 +31,7 @@ NodePod node_pod_of(const Json& pod) {
                 p.owner_uid = json_text(r, "uid");
                 break;
             }
+    p.mirror = json_member(json_member(meta, "annotations"), kConfigMirrorAnnotation).is_string();
     p.deleting = !json_member(meta, "deletionTimestamp").is_null();
     const Json& grace = json_member(meta, "deletionGracePeriodSeconds");
     if (grace.is_number_integer()) p.deletion_grace_seconds = grace.get<std::int64_t>();
@@ -50,8 +51,25 @@ NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView&
         }
         return v;
     }
-    // Not a DaemonSet's: mirror pods, other controllers' (not this slice's business).
-    if (pod.owner_kind != "DaemonSet" || pod.owner_uid.empty()) return v;
+    // Mirror pods: the API's view of static pods, never run (the board's
+    // own are kept by ApiPods).
+    if (pod.mirror) return v;
+    if (pod.owner_kind != "DaemonSet" || pod.owner_uid.empty()) {
+        // Not a DaemonSet's (the departure in node_pods.h): refused once;
+        // being deleted, nothing runs it here, so the deletion is
+        // confirmed (canBeDeleted) rather than left hanging.
+        if (pod.deleting) {
+            v.action = NodePodAction::Finish;
+            v.message = "being deleted, and the board never runs a Pod that is not a DaemonSet's";
+            return v;
+        }
+        if (terminal(pod.phase)) return v;
+        const AdmissionRefusal r = not_daemon_set_refusal(pod);
+        v.action = NodePodAction::Refuse;
+        v.reason = r.reason;
+        v.message = r.message;
+        return v;
+    }
     if (pod.deleting) {
         // A board pod of its DaemonSet still without its Pod (the agent
         // restarted while it was being deleted) may be running it:
@@ -96,6 +114,47 @@ NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView&
     return v;
 }
 
+NodePodVerdict judge_mirror_pod(const NodePod& pod, const std::string& node_name, bool board_has_it) {
+    NodePodVerdict v;
+    if (!pod.mirror || pod.owner_kind != "Node" || pod.owner_name != node_name || board_has_it) return v;
+    v.action = NodePodAction::DeleteMirror;
+    v.message = "an orphaned mirror pod: the board runs no static pod of it";
+    return v;
+}
+
+Json mirror_pod_object(const Json& pod, const std::string& hash, const std::string& node_name,
+                       const std::string& node_uid) {
+    Json meta = json_member(pod, "metadata").is_object() ? json_member(pod, "metadata") : Json::object();
+    for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+                          "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generateName"})
+        meta.erase(k);
+    if (!meta.contains("annotations") || !meta["annotations"].is_object())
+        meta["annotations"] = Json::object();
+    meta["annotations"][kConfigMirrorAnnotation] = hash;
+    if (!meta["annotations"].contains("kubernetes.io/config.hash"))
+        meta["annotations"]["kubernetes.io/config.hash"] = hash;
+    meta["ownerReferences"] = Json::array({{{"apiVersion", "v1"},
+                                            {"kind", "Node"},
+                                            {"name", node_name},
+                                            {"uid", node_uid},
+                                            {"controller", true}}});
+    Json spec = json_member(pod, "spec").is_object() ? json_member(pod, "spec") : Json::object();
+    spec["nodeName"] = node_name;
+    return Json{
+        {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)}, {"spec", std::move(spec)}};
+}
+
+bool is_mirror_pod_of(const Json& pod, const std::string& hash, const std::string& node_uid) {
+    const Json& meta = json_member(pod, "metadata");
+    if (json_text(json_member(meta, "annotations"), kConfigMirrorAnnotation) != hash || hash.empty())
+        return false;
+    const Json& refs = json_member(meta, "ownerReferences");
+    if (!refs.is_array()) return false;
+    for (const Json& r : refs)
+        if (json_text(r, "kind") == "Node" && json_text(r, "uid") == node_uid) return true;
+    return false;
+}
+
 std::int64_t kill_grace_seconds(std::optional<std::int64_t> deletion_grace, std::int64_t spec_grace) {
     constexpr std::int64_t kMinimumGracePeriodSeconds = 2;
     return std::max(deletion_grace.value_or(spec_grace), kMinimumGracePeriodSeconds);
@@ -124,6 +183,16 @@ AdmissionRefusal admission_refusal(const Decision& decision) {
         if (r != desc) details += (details.empty() ? "" : "; ") + r;
     if (!details.empty()) message += " (" + details + ")";
     return {name, message};
+}
+
+AdmissionRefusal not_daemon_set_refusal(const NodePod& pod) {
+    std::string message =
+        "Pod was rejected: the node (daemonlet) runs only DaemonSet pods and its own static pods; ";
+    if (pod.owner_kind.empty())
+        message += "this Pod has no controller";
+    else
+        message += "this Pod's controller is " + pod.owner_kind + " " + pod.owner_name;
+    return {kNotDaemonSetPodReason, message};
 }
 
 Json orphan_terminal_status(const Json& status, const std::string& now) {

@@ -19,6 +19,19 @@
 //     name, message "Pod was rejected: Predicate <name> failed: <desc>",
 //     and left to its controller (the DaemonSet controller deletes failed
 //     daemon pods);
+//   a deliberate departure: the kubelet admits any pod bound to it; a board
+//     runs only DaemonSet pods and its own static pods (issue 14 §1), so
+//     any other Pod bound to it (a bare Pod, a ReplicaSet's, a Job's) is
+//     rejected as rejectPod rejects one: phase Failed, reason
+//     NotDaemonSetPod (a single word, as PodAdmitResult's reasons are),
+//     a message naming its controller. Mirror pods (the annotation
+//     kubernetes.io/config.mirror, pod/mirror_client.go IsMirrorPod) are
+//     not pods the kubelet runs and are never refused;
+//   pod/mirror_client.go and kubelet.go syncPod / HandlePodCleanups: a
+//     static pod (and, on a board, a manifest file's DaemonSet pod) has a
+//     mirror pod, the annotation kubernetes.io/config.mirror, owned by the
+//     Node; made again when deleted or outdated, deleted when its pod
+//     goes; deleting it never restarts the pod;
 //   kubelet_pods.go convertToAPIContainerStatuses: a container the kubelet
 //     cannot find when the pod terminates is terminated with exit code 137,
 //     reason ContainerStatusUnknown.
@@ -34,6 +47,10 @@
 
 namespace daemonlet {
 
+// kubetypes.ConfigMirrorAnnotationKey: a mirror pod's (its value the static
+// pod's config hash).
+inline constexpr const char* kConfigMirrorAnnotation = "kubernetes.io/config.mirror";
+
 // What the agent keeps of a Pod bound to this node (not the whole object:
 // a board has little memory).
 struct NodePod {
@@ -41,6 +58,7 @@ struct NodePod {
     // Its controller ownerReference (controller: true); "" when none.
     std::string owner_kind, owner_name, owner_uid;
     std::string revision_hash;  // its controller-revision-hash label
+    bool mirror = false;        // annotation kubernetes.io/config.mirror (IsMirrorPod)
     bool deleting = false;      // metadata.deletionTimestamp set
     std::optional<std::int64_t> deletion_grace_seconds;
     std::string phase, reason;
@@ -78,6 +96,7 @@ enum class NodePodAction {
                       // a current-revision Pod beside an older board pod's is kept: the
                       // controller's surge Pod, the rollout's business)
     CheckOwner,       // GET the owning DaemonSet first
+    DeleteMirror,     // an orphaned mirror pod of this node: DELETE, grace 0, uid precondition
 };
 struct NodePodVerdict {
     NodePodAction action = NodePodAction::Keep;
@@ -88,6 +107,26 @@ struct NodePodVerdict {
 
 // `claimed`: the Pod is the one of a pod the board runs (created or taken).
 NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView& owner);
+
+// The node's mirror pods no pod of the board has (judge_node_pod keeps
+// every mirror pod): one owned by this Node whose static pod (or
+// manifest-file DaemonSet pod) the board no longer runs is deleted, as
+// HandlePodCleanups' deleteOrphanedMirrorPods does (DeleteMirrorPod:
+// grace 0, the uid precondition). `board_has_it`: a pod of the board is
+// to have a mirror pod of that namespace and name (about to take it).
+NodePodVerdict judge_mirror_pod(const NodePod& pod, const std::string& node_name, bool board_has_it);
+
+// pod/mirror_client.go CreateMirrorPod: a copy of the pod `pod` (its
+// metadata and spec; no uid, resourceVersion or status), the annotation
+// kubernetes.io/config.mirror set to its config hash `hash`
+// (kubernetes.io/config.hash too when absent), and one ownerReference, to
+// the Node (apiVersion v1, kind Node, name, uid, controller: true); bound
+// to the node.
+Json mirror_pod_object(const Json& pod, const std::string& hash, const std::string& node_name,
+                       const std::string& node_uid);
+// kubepod.IsMirrorPodOf for a Pod as the server has it: a mirror pod of
+// that hash, owned by the Node of that uid.
+bool is_mirror_pod_of(const Json& pod, const std::string& hash, const std::string& node_uid);
 
 // killContainer's grace: the Pod's deletionGracePeriodSeconds when set,
 // else the spec's terminationGracePeriodSeconds; at least 2 s
@@ -102,6 +141,11 @@ struct AdmissionRefusal {
     std::string reason, message;
 };
 AdmissionRefusal admission_refusal(const Decision& decision);
+
+// The departure above: a Pod bound to the board that is neither a
+// DaemonSet's nor a mirror pod.
+inline constexpr const char* kNotDaemonSetPodReason = "NotDaemonSetPod";
+AdmissionRefusal not_daemon_set_refusal(const NodePod& pod);
 
 // A finished Pod's status when the board never ran it (or no longer knows
 // its containers): phase Failed, not Ready, each container of `status`

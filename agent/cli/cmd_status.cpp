@@ -93,6 +93,10 @@ void print_human(const Json& s) {
             "%lld restarts by a deletion, %lld refused)\n",
             p.value("pods", 0LL), p.value("created", 0LL), p.value("taken", 0LL), p.value("patches", 0LL),
             p.value("deleted", 0LL), p.value("restarted", 0LL), p.value("refused", 0LL));
+        if (p.value("mirrorPods", 0LL) + p.value("mirrorsCreated", 0LL) > 0)
+            std::printf("  Mirrors:    %lld mirror pods (%lld created, %lld deleted)\n",
+                        p.value("mirrorPods", 0LL), p.value("mirrorsCreated", 0LL),
+                        p.value("mirrorsDeleted", 0LL));
         if (!str(p, "lastError").empty()) std::printf("    Error:    %s\n", str(p, "lastError").c_str());
     }
     if (api.contains("events"))

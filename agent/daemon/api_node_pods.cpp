@@ -136,9 +136,22 @@ bool ApiPods::tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now
         o.all_have_pods = o.all_have_pods && w != node_pods_.end();
         if (w != node_pods_.end()) o.board_pod_hashes.push_back(w->second.pod.revision_hash);
     }
+    // The mirror pods the board's pods are to have (namespace/name).
+    std::set<std::string> mirror_names;
+    for (const auto& p : pods)
+        if (!p.mirror.is_null())
+            mirror_names.insert(p.rec.namespace_ + "/" +
+                                json_text(json_member(p.mirror, "metadata"), "name"));
     for (const auto& [uid, w] : node_pods_) {
         if (claimed.count(uid)) continue;
         if (auto r = node_retry_at_.find(uid); r != node_retry_at_.end() && r->second > now) continue;
+        if (hooks_.mirror_pods && w.pod.mirror) {
+            const NodePodVerdict v = judge_mirror_pod(
+                w.pod, node_name_, mirror_names.count(w.pod.namespace_ + "/" + w.pod.name) > 0);
+            if (v.action != NodePodAction::DeleteMirror) continue;
+            finish_node_pod(w.pod, v.message, false);
+            return true;
+        }
         OwnerView owner;
         if (w.pod.owner_kind == "DaemonSet" && !w.pod.owner_uid.empty() && hooks_.owner) {
             owner = hooks_.owner(w.pod.namespace_, w.pod.owner_name, w.pod.owner_uid);
@@ -155,6 +168,7 @@ bool ApiPods::tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now
         const NodePodVerdict v = judge_node_pod(w.pod, false, owner);
         switch (v.action) {
         case NodePodAction::Keep:
+        case NodePodAction::DeleteMirror:
         case NodePodAction::RestartBoardPod: continue;
         case NodePodAction::Refuse: refuse(w.pod, v); return true;
         case NodePodAction::Finish: finish_node_pod(w.pod, v.message); return true;
@@ -191,11 +205,12 @@ void ApiPods::refuse(const NodePod& pod, const NodePodVerdict& v) {
 // A Pod bound here that no board pod has and none will: its terminal
 // status (unless it has one), then deleted as the status manager deletes a
 // finished Pod.
-void ApiPods::finish_node_pod(const NodePod& pod, const std::string& why) {
+// A mirror pod (`status_first` false) is deleted at once (DeleteMirrorPod).
+void ApiPods::finish_node_pod(const NodePod& pod, const std::string& why, bool status_first) {
     auto it = node_pods_.find(pod.uid);
     if (it == node_pods_.end()) return;
     const std::string key = kNodeKey + pod.uid, name = pod.namespace_ + "/" + pod.name;
-    if (!terminal_phase(pod.phase)) {
+    if (status_first && !terminal_phase(pod.phase)) {
         Json status = orphan_terminal_status(it->second.status, rfc3339(clock_.wall_ms()));
         Json patch = pod_status_patch(it->second.status, status, pod.uid);
         if (!patch.empty()) {
@@ -221,11 +236,11 @@ void ApiPods::finish_node_pod(const NodePod& pod, const std::string& why) {
         }
     }
     send("DELETE", pod_path(pod.namespace_, pod.name), confirm_delete_options(pod.uid), "delete Pod " + name,
-         key, [this, key, name, why, uid = pod.uid](const platform::HttpResponse& resp) {
+         key, [this, key, name, why, status_first, uid = pod.uid](const platform::HttpResponse& resp) {
              if (resp.status != 200 && resp.status != 202 && resp.status != 404 && resp.status != 409)
                  return failed("delete Pod " + name + ": " + describe_status(resp.status, resp.body), key);
              if (resp.status == 200 || resp.status == 202) {
-                 ++deleted_;
+                 ++(status_first ? deleted_ : mirrors_deleted_);
                  log(Level::Notice, "API server: deleted the Pod " + name + " bound to this node: " + why);
              }
              node_pods_.erase(uid);
@@ -255,6 +270,100 @@ void ApiPods::check_owner(const NodePod& pod) {
              } else {
                  return failed(what + ": " + describe_status(resp.status, resp.body), key);
              }
+             arm(0);
+         });
+}
+
+}  // namespace daemonlet::agent
+
+namespace daemonlet::agent {
+
+// CreateMirrorPod: the pod's copy, of its name. AlreadyExists: the Pod of
+// that name is read (adopt_mirror).
+void ApiPods::create_mirror(const std::string& key, const BoardPod& pod) {
+    Mirror& m = mirrors_.at(key);
+    const std::string node_uid = link_.node_uid();
+    Json obj = mirror_pod_object(pod.mirror, m.template_hash, node_name_, node_uid);
+    const std::string name = json_text(json_member(obj, "metadata"), "name");
+    const std::string what = "create the mirror pod " + m.ns + "/" + name;
+    send("POST", "/api/v1/namespaces/" + m.ns + "/pods", std::move(obj), what, key,
+         [this, key, name, node_uid, what](const platform::HttpResponse& resp) {
+             auto it = mirrors_.find(key);
+             if (it == mirrors_.end()) return arm(0);
+             Mirror& cur = it->second;
+             if (resp.status == 409) return adopt_mirror(key, name, cur.template_hash);
+             if (resp.status != 201 && resp.status != 200)
+                 return failed(what + ": " + describe_status(resp.status, resp.body), key);
+             Json made = Json::parse(resp.body, nullptr, false);
+             const Json& meta = json_member(made, "metadata");
+             if (json_text(meta, "uid").empty()) return failed(what + ": the response has no uid", key);
+             cur.name = json_text(meta, "name");
+             cur.uid = json_text(meta, "uid");
+             cur.node_uid = node_uid;
+             cur.posted =
+                 json_member(made, "status").is_object() ? json_member(made, "status") : Json::object();
+             ++mirrors_created_;
+             log(Level::Notice, "API server: created the mirror pod " + cur.ns + "/" + cur.name);
+             arm(0);
+         });
+}
+
+// The Pod of the mirror pod's name: one IsMirrorPodOf this pod and Node
+// is kept (an earlier run's); another mirror pod (outdated) is deleted and
+// made again; a Pod that is no mirror pod is left alone, and the mirror
+// pod waits (the kubelet's CreateMirrorPod fails alike).
+void ApiPods::adopt_mirror(const std::string& key, const std::string& name, const std::string& hash) {
+    const std::string ns = mirrors_.at(key).ns;
+    const std::string what = "the mirror pod " + ns + "/" + name;
+    send("GET", pod_path(ns, name), nullptr, what, key,
+         [this, key, name, hash, what](const platform::HttpResponse& resp) {
+             auto it = mirrors_.find(key);
+             if (it == mirrors_.end() || resp.status == 404) return arm(0);
+             if (resp.status != 200)
+                 return failed(what + ": " + describe_status(resp.status, resp.body), key);
+             Json pod = Json::parse(resp.body, nullptr, false);
+             const Json& meta = json_member(pod, "metadata");
+             const std::string uid = json_text(meta, "uid");
+             if (is_mirror_pod_of(pod, hash, link_.node_uid()) &&
+                 json_member(meta, "deletionTimestamp").is_null()) {
+                 Mirror& cur = it->second;
+                 cur.name = name;
+                 cur.uid = uid;
+                 cur.node_uid = link_.node_uid();
+                 cur.posted =
+                     json_member(pod, "status").is_object() ? json_member(pod, "status") : Json::object();
+                 log(Level::Info,
+                     "API server: the mirror pod " + cur.ns + "/" + name + " is the board's (kept)");
+                 return arm(0);
+             }
+             if (json_member(json_member(meta, "annotations"), kConfigMirrorAnnotation).is_string() &&
+                 !uid.empty())
+                 return delete_mirror(key, name, uid, "it is outdated");
+             failed(what + ": a Pod of that name that is not a mirror pod exists", key);
+         });
+}
+
+// DeleteMirrorPod: no grace, the uid as a precondition. The pod runs on;
+// its mirror pod is made again at the next sync if the pod is still there.
+void ApiPods::delete_mirror(const std::string& key, const std::string& name, const std::string& uid,
+                            const std::string& why) {
+    const std::string ns = mirrors_.at(key).ns;
+    const std::string what = "delete the mirror pod " + ns + "/" + name;
+    send("DELETE", pod_path(ns, name), confirm_delete_options(uid), what, key,
+         [this, key, name, uid, why, what](const platform::HttpResponse& resp) {
+             if (resp.status != 200 && resp.status != 202 && resp.status != 404 && resp.status != 409)
+                 return failed(what + ": " + describe_status(resp.status, resp.body), key);
+             if (resp.status == 200 || resp.status == 202) {
+                 ++mirrors_deleted_;
+                 log(Level::Notice, "API server: deleted the mirror pod " + name + ": " + why);
+             }
+             if (auto it = mirrors_.find(key); it != mirrors_.end() && it->second.uid == uid) {
+                 it->second.name.clear();
+                 it->second.uid.clear();
+                 it->second.pod_deleted = false;
+                 it->second.posted = Json::object();
+             }
+             node_pods_.erase(uid);
              arm(0);
          });
 }

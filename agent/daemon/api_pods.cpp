@@ -113,6 +113,13 @@ void ApiPods::sync() {
     std::map<std::string, const BoardPod*> by_uid;
     for (const auto& p : pods) by_uid[p.rec.uid] = &p;
     for (const auto& p : pods) {
+        if (!p.mirror.is_null() && !mirrors_.count(p.rec.uid)) {
+            Mirror m;
+            m.mirror_pod = true;
+            m.ns = p.rec.namespace_;
+            m.template_hash = p.rec.uid;  // the config hash
+            mirrors_.emplace(p.rec.uid, std::move(m));
+        }
         if (!p.ds) continue;
         if (auto known = mirrors_.find(p.rec.uid); known != mirrors_.end()) {
             Mirror& m = known->second;
@@ -167,7 +174,30 @@ void ApiPods::sync() {
             waiting = true;  // its last request failed: tried again after a while
             continue;
         }
-        if (m.uid.empty()) {
+        if (m.mirror_pod) {
+            if (p.mirror.is_null()) continue;
+            const std::string& node_uid = link_.node_uid();
+            if (node_uid.empty()) {
+                waiting = true;  // the Node not read yet: no owner to name
+                continue;
+            }
+            if (m.pod_deleted) {
+                // Removed outright (a forced delete): made again; the pod runs on.
+                if (!m.uid.empty())
+                    log(Level::Notice, "API server: the mirror pod " + m.ns + "/" + m.name +
+                                           " was deleted; making it again");
+                m.name.clear();
+                m.uid.clear();
+                m.pod_deleted = false;
+                m.posted = Json::object();
+            }
+            if (m.uid.empty()) return create_mirror(it->first, p);
+            auto w = node_pods_.find(m.uid);
+            if (m.node_uid != node_uid || (w != node_pods_.end() && w->second.pod.deleting))
+                return delete_mirror(
+                    it->first, m.name, m.uid,
+                    m.node_uid != node_uid ? "it names another Node uid" : "it is being deleted");
+        } else if (m.uid.empty()) {
             // A pod that stops gets no Pod again (its own was deleted).
             if (!p.ds || m.restarting || p.rec.deleting) continue;
             auto revs = revisions_.find(m.ds_uid);
@@ -373,6 +403,8 @@ void ApiPods::patch_status(const std::string& key, Json status) {
 // stopped already).
 void ApiPods::finish(const std::string& key) {
     Mirror& m = mirrors_.at(key);
+    // A mirror pod is deleted at once (deleteOrphanedMirrorPods).
+    if (m.mirror_pod) return delete_mirror(key, m.name, m.uid, "its pod is gone");
     if (m.final_status) {
         Json status = *m.final_status;
         keep_transition_times(status, m.posted, rfc3339(clock_.wall_ms()));
@@ -399,17 +431,26 @@ void ApiPods::finish(const std::string& key) {
 
 std::optional<ApiPodRef> ApiPods::pod_of(const std::string& uid) const {
     auto it = mirrors_.find(uid);
-    if (it == mirrors_.end() || it->second.uid.empty()) return std::nullopt;
+    // Mirror pods get no Events (the kubelet's go on the static pod).
+    if (it == mirrors_.end() || it->second.uid.empty() || it->second.mirror_pod) return std::nullopt;
     return ApiPodRef{it->second.ns, it->second.name, it->second.uid};
 }
 
 Json ApiPods::status() const {
-    std::size_t kept = 0;
+    std::size_t kept = 0, mirrors = 0;
     for (const auto& [k, m] : mirrors_)
-        if (!m.uid.empty()) ++kept;
-    return Json{{"pods", kept},        {"created", created_}, {"taken", adopted_},
-                {"patches", patches_}, {"deleted", deleted_}, {"restarted", restarted_},
-                {"refused", refused_}, {"lastError", error_}};
+        if (!m.uid.empty()) ++(m.mirror_pod ? mirrors : kept);
+    return Json{{"pods", kept},
+                {"created", created_},
+                {"taken", adopted_},
+                {"patches", patches_},
+                {"deleted", deleted_},
+                {"restarted", restarted_},
+                {"refused", refused_},
+                {"mirrorPods", mirrors},
+                {"mirrorsCreated", mirrors_created_},
+                {"mirrorsDeleted", mirrors_deleted_},
+                {"lastError", error_}};
 }
 
 }  // namespace daemonlet::agent

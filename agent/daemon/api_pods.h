@@ -43,6 +43,16 @@
 //     decision does not run (local labels, taints) --> phase Failed with
 //     the kubelet's admission reason and message, left to the controller
 //
+// Mirror pods (registerNode; issue 14 §3): each static pod and each pod of
+// a manifest file's DaemonSet has one Pod of its own name, a copy of the
+// pod with the annotation kubernetes.io/config.mirror (its config hash, the
+// pod's uid) and a controller ownerReference to the Node (core
+// mirror_pod_object), its status patched as above. Made again when it is
+// deleted (a deletionTimestamp: DELETE grace 0 with the uid precondition,
+// then POST; a DELETED event: POST) or names another Node uid; deleted
+// when its pod goes; an orphan of this Node no pod has is deleted. Deleting
+// it never restarts the pod (kubelet.go syncPod, mirror_client.go).
+//
 // Kubelet counterparts: status.Manager (syncBatch every 10 s, syncPod,
 // PatchPodStatus, canBeDeleted/deletePod), the DaemonSet controller's
 // syncNodes for the creation.
@@ -74,6 +84,10 @@ struct BoardPod {
     // is not the cluster's (any more): such a pod only keeps a Pod it has.
     std::shared_ptr<const DaemonSet> ds;
     Json status;  // pod_api_status now
+    // A static pod's, or a manifest file's DaemonSet pod's: the pod its
+    // mirror pod copies (core mirror_pod_object, the config hash its uid);
+    // null for a cluster DaemonSet's pod, or without registerNode.
+    Json mirror;
 };
 
 class ApiPods {
@@ -88,6 +102,9 @@ class ApiPods {
         // (state and decision; the counts are ApiPods').
         std::function<OwnerView(const std::string& ns, const std::string& name, const std::string& uid)>
             owner;
+        // registerNode: the board's static pods (and manifest files'
+        // DaemonSet pods) have mirror pods, and orphaned ones are deleted.
+        bool mirror_pods = false;
     };
     ApiPods(uv_loop_t* loop, ClusterLink& link, std::string node_name, const platform::Clock& clock,
             Hooks hooks);
@@ -117,6 +134,13 @@ class ApiPods {
 
   private:
     struct Mirror {
+        // A mirror pod (kubernetes.io/config.mirror, owned by the Node) of
+        // a static pod or a manifest file's DaemonSet pod, not a DaemonSet
+        // Pod: made with the pod's name, never taken by a list, and its
+        // deletion through the API makes it again, never restarts the pod
+        // (mirror_client.go, syncPod).
+        bool mirror_pod = false;
+        std::string node_uid;  // the Node uid its ownerReference names
         std::string ns, ds_name, ds_uid;
         std::string template_hash;         // the board's hash of the template the pod runs
         std::string name, uid;             // the Pod's; empty before it is created or taken
@@ -140,13 +164,19 @@ class ApiPods {
     void create(const std::string& key, const DaemonSet& ds, const ClusterRevision& rev);
     void patch_status(const std::string& key, Json status);
     void finish(const std::string& key);
+    // mirror_client.go CreateMirrorPod (409: taken when IsMirrorPodOf,
+    // else the outdated one deleted) and DeleteMirrorPod (grace 0, uid).
+    void create_mirror(const std::string& key, const BoardPod& pod);
+    void adopt_mirror(const std::string& key, const std::string& name, const std::string& hash);
+    void delete_mirror(const std::string& key, const std::string& name, const std::string& uid,
+                       const std::string& why);
     // The node's Pods no board pod has (core judge_node_pod): one step,
     // true when a request went.
     bool tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now);
     bool take_twin(Mirror& m, const DaemonSet& ds, const NodePod& deleting);
     void restart_deleted(const std::map<std::string, const BoardPod*>& by_uid);
     void refuse(const NodePod& pod, const NodePodVerdict& v);
-    void finish_node_pod(const NodePod& pod, const std::string& why);
+    void finish_node_pod(const NodePod& pod, const std::string& why, bool status_first = true);
     void check_owner(const NodePod& pod);
     // The requests about a Pod of the node no board pod has are keyed apart
     // from the board pods' (by Pod uid), for their retry.
@@ -186,6 +216,7 @@ class ApiPods {
     std::map<std::string, std::int64_t> node_retry_at_;  // Pod uid -> after a failed request (monotonic)
     std::string error_;
     std::uint64_t created_ = 0, adopted_ = 0, patches_ = 0, deleted_ = 0, restarted_ = 0, refused_ = 0;
+    std::uint64_t mirrors_created_ = 0, mirrors_deleted_ = 0;
 };
 
 }  // namespace daemonlet::agent

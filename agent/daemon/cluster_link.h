@@ -114,6 +114,9 @@ class ClusterLink {
     // For `daemonlet status` and the STATUS= line.
     Json status() const;
     const std::string& server() const { return endpoint_.server; }
+    // registerNode: the Node's metadata.uid as last read or created (the
+    // owner of the board's mirror pods); "" before.
+    const std::string& node_uid() const { return node_uid_; }
 
     // cluster_api.cpp: one request of the agent's own (a TokenRequest, a
     // ConfigMap's GET: api_access.h) with the link's endpoint and
@@ -197,7 +200,8 @@ class ClusterLink {
     uv_timer_t* node_timer_ = nullptr;
     std::optional<platform::HttpClient::RequestId> node_inflight_;
     bool node_registered_ = false;  // created by us, or found: PATCH from now on
-    Json node_posted_;              // status last posted; null: none yet
+    std::string node_uid_;
+    Json node_posted_;  // status last posted; null: none yet
     std::optional<std::int64_t> node_posted_ms_;
     std::int64_t node_posted_wall_ms_ = 0;  // for `daemonlet status`
     bool node_post_now_ = true;

@@ -10,6 +10,7 @@
 // taints an admin set stay. Absent, it is created (POST). One request at a
 // time; a failure is retried at the next tick.
 #include "agent/daemon/cluster_link.h"
+#include "core/json_diff.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -101,6 +102,8 @@ void ClusterLink::get_node() {
         // tryRegisterWithAPIServer's reconcile of the default labels.
         const bool first = !node_registered_;
         node_registered_ = true;
+        if (const std::string uid = json_text(json_member(node, "metadata"), "uid"); !uid.empty())
+            node_uid_ = uid;
         patch_node_status(node, labels_of(hooks_.node_object(), first ? kDefaultLabels : kStatusLabels));
     });
 }
@@ -120,6 +123,9 @@ void ClusterLink::register_node(const Json& status) {
                 return node_failed("create: " + describe_status(resp.status, resp.body));
             log(Level::Notice, "API server: registered the Node " + node_name_);
             node_registered_ = true;
+            const Json node = Json::parse(resp.body, nullptr, false);
+            if (const std::string uid = json_text(json_member(node, "metadata"), "uid"); !uid.empty())
+                node_uid_ = uid;
             node_posted(status);
         });
 }

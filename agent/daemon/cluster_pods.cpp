@@ -5,6 +5,7 @@
 #include "agent/daemon/agent.h"
 #include "core/cluster_report.h"
 #include "core/decision.h"
+#include "core/json_diff.h"
 #include "core/pod_api_status.h"
 #include "core/qos.h"
 #include "platform/log.h"
@@ -20,6 +21,7 @@ void Agent::start_api_pods() {
     hooks.owner = [this](const std::string& ns, const std::string& name, const std::string& uid) {
         return pod_owner(ns, name, uid);
     };
+    hooks.mirror_pods = config_.api_server.register_node;
     api_pods_ = std::make_unique<ApiPods>(&loop_, *cluster_, node_.metadata.name, clock_, std::move(hooks));
     api_pods_->start();
 }
@@ -99,13 +101,31 @@ std::vector<BoardPod> Agent::board_pods() {
     // had meanwhile go now.
     flush_pod_events();
     std::vector<BoardPod> out;
+    const bool mirrors = config_.api_server.register_node;
     for (const auto& [uid, p] : pods_) {
-        if (p.rec.is_static()) continue;
         BoardPod b;
         b.rec = p.rec;
-        if (const Desired* d = desired_for(p.rec); d && d->from_api()) {
+        if (p.rec.is_static()) {
+            // Its mirror pod copies the static pod of its file; a pod no
+            // file defines any more has none (it is deleted).
+            auto s = static_pods_.find(uid);
+            if (!mirrors || s == static_pods_.end()) continue;
+            b.mirror = s->second.pod->object;
+        } else if (const Desired* d = desired_for(p.rec); d && d->from_api()) {
             auto a = sources_->api().find(p.rec.namespace_ + "/" + p.rec.daemonset);
             if (a != sources_->api().end()) b.ds = a->second.object;
+        } else if (d && mirrors) {
+            // A manifest file's DaemonSet pod: its mirror pod copies its
+            // template, under the pod's name.
+            const Json& tmpl = json_member(json_member(d->ds().object, "spec"), "template");
+            Json meta =
+                json_member(tmpl, "metadata").is_object() ? json_member(tmpl, "metadata") : Json::object();
+            meta["name"] = p.rec.name;
+            meta["namespace"] = p.rec.namespace_;
+            meta["labels"][kControllerRevisionHashLabel] = p.rec.revision_hash;
+            meta["annotations"]["kubernetes.io/config.source"] = "file";
+            meta["annotations"]["daemonlet.io/daemonset"] = p.rec.daemonset;
+            b.mirror = Json{{"metadata", std::move(meta)}, {"spec", json_member(tmpl, "spec")}};
         }
         b.status = board_pod_status(p, false);
         out.push_back(std::move(b));

@@ -24,13 +24,25 @@
 #      status_manager.go canBeDeleted/deletePod) restarts the board's pod:
 #      a new board pod, one Pod of the DaemonSet, the old one gone; a Pod the
 #      controller made for a DaemonSet the board's labels do not run is
-#      refused (phase Failed, NodeAffinity: predicate.go Admit, rejectPod).
+#      refused (phase Failed, NodeAffinity: predicate.go Admit, rejectPod);
+#      a bare Pod bound to the board (kubectl create) is refused the same
+#      way, reason NotDaemonSetPod, and never run (a deliberate departure:
+#      the kubelet admits any pod, a board runs only DaemonSet pods and its
+#      static pods; issue 14 §1).
 #   6. Pod Events as the kubelet records them, read with kubectl get events:
 #      startContainer's Created and Started, doBackOff's BackOff (format.Pod
 #      in its message), killContainer's Killing, involvedObject the Pod with
 #      fieldPath spec.containers{main}; prober.go's Unhealthy, once for a
 #      probe that keeps failing alike; those of a pod that ran before its
 #      Pod existed are sent once it does.
+#   7. (issue 14 §3, mirror_client.go CreateMirrorPod / DeleteMirrorPod,
+#      kubelet.go syncPod) a static pod and a manifest file's DaemonSet pod
+#      each have a mirror Pod: their name, kubernetes.io/config.mirror the
+#      config hash, owned by the Node (its uid), Running; kept across an
+#      agent restart; `kubectl delete pod` of it makes a new one without
+#      restarting the pod; the manifest file removed, it is deleted; removed
+#      while the agent was down, its orphan is deleted at the restart
+#      (HandlePodCleanups deleteOrphanedMirrorPods).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
@@ -87,8 +99,12 @@ jq -nc '{apiVersion: "v1", kind: "Pod", metadata: {name: "gone-b7x4k", namespace
     ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "gone", uid: "uid-gone", controller: true}]},
     spec: {nodeName: "it-node", containers: [{name: "main", image: "none"}]}}' >"$work/stale.json"
 k create --validate=false -f "$work/stale.json" >/dev/null && ok || fail "kubectl create of the stale Pod failed"
-# A manifest file's DaemonSet: the board's alone, no Pod, so no Pod Events.
+# A manifest file's DaemonSet and a static pod: the board's alone, shown
+# by mirror Pods, which get no Pod Events.
 write_ds local.yaml local 'exec sleep 600'
+for st in st st2; do
+    printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: it, labels: {app: st}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers: [{name: main, image: none, command: ["/bin/sh", "-c", "exec sleep 600"]}]\n' "$st" >"$man/$st.yaml"
+done
 start_own_agent
 wait_for "the board runs web" 10 pod_running it web
 stale_gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.name == "gone-b7x4k")] | length') == 0 ]]; }
@@ -97,7 +113,8 @@ wait_for "the stale Pod of the absent DaemonSet gone is deleted" 10 stale_gone
 stats | jq -e '.deletedPods | any(.metadata.name == "gone-b7x4k" and .status.phase == "Failed" and .status.containerStatuses == null)' >/dev/null &&
     ok || fail "the stale Pod was not finished (phase Failed) before its deletion: $(stats | jq -c '[.deletedPods[] | {n: .metadata.name, s: .status}]')"
 # No ControllerRevision yet: the board creates no Pod (the hash is never guessed).
-[[ $(api_pods | jq '.items | length') == 1 ]] && ok || fail "a Pod before its ControllerRevision: $(api_pods | jq -c '[.items[].metadata.name]')"
+not_mirrors='[.items[] | select(.metadata.annotations["kubernetes.io/config.mirror"] == null)]'
+[[ $(api_pods | jq "$not_mirrors | length") == 1 ]] && ok || fail "a Pod before its ControllerRevision: $(api_pods | jq -c '[.items[].metadata.name]')"
 put_revision web 7d4b9c6f58
 put_revision flaky 5f8c7d9b46
 put_revision made 6c5d8b7f94
@@ -166,14 +183,37 @@ wait_for "flaky's Pod: doBackOff's BackOff, format.Pod in the message" 10 flaky_
 n=$(k get events -n it -o json | jq --arg u "$(pod_of web | jq -r .metadata.uid)" '[.items[] | select(.involvedObject.uid == $u and .reason == "Started")] | length')
 [[ $n == 1 ]] && ok || fail "web's Pod has $n Started Events, not 1"
 wait_for "the board runs the manifest file's DaemonSet" 10 pod_running it local
+# Mirror pods (mirror_client.go CreateMirrorPod): one per static pod and
+# per manifest file's DaemonSet pod, of the pod's name, annotation
+# kubernetes.io/config.mirror the config hash (the pod's uid), owned by the
+# Node (its uid), its status the board's.
+st_running() { pods_json | jq -e '.items[] | select(.metadata.name == "st-it-node") | .status.phase == "Running"' >/dev/null; }
+export -f st_running
+wait_for "the board runs the static pod" 10 st_running
+node_uid=$(k get node it-node -o json | jq -r .metadata.uid)
+mirror_ok() {  # mirror_ok NAME: the mirror Pod of the board's pod NAME, Running
+    local uid
+    uid=$(pods_json | jq -r --arg n "$1" '.items[] | select(.metadata.name == $n) | .metadata.uid')
+    [[ -n $uid ]] && k get pod -n it "$1" -o json | jq -e --arg u "$uid" --arg nu "$node_uid" \
+        '.metadata.annotations["kubernetes.io/config.mirror"] == $u and .metadata.ownerReferences == [{apiVersion: "v1", kind: "Node", name: "it-node", uid: $nu, controller: true}] and .spec.nodeName == "it-node" and .status.phase == "Running" and .status.reason == null and .status.containerStatuses[0].ready' >/dev/null
+}
+local_name=$(pods_json | jq -r '.items[] | select(.metadata.ownerReferences[0].name == "local") | .metadata.name')
+export -f mirror_ok
+export node_uid
+wait_for "the static pod's mirror Pod: annotation, owner the Node, Running" 10 mirror_ok st-it-node
+wait_for "the manifest file's DaemonSet pod's mirror Pod" 10 mirror_ok "$local_name"
+wait_for "the second static pod's mirror Pod" 10 mirror_ok st2-it-node
 n=$(k get events -n it -o json | jq '[.items[] | select(.involvedObject.name | startswith("local"))] | length')
 [[ $n == 0 ]] && ok || fail "Events for the manifest file's pod, which has no Pod: $(k get events -n it -o json | jq -c '[.items[] | select(.involvedObject.name | startswith("local")) | .reason]')"
 
 # 3. A restarted agent takes its Pods: the same two, none created.
-uids=$(api_pods | jq -c '[.items[].metadata.uid] | sort')
+# st2's manifest file is removed while the agent is down: its mirror Pod
+# is an orphan the restarted agent deletes (deleteOrphanedMirrorPods).
+uids=$(api_pods | jq -c '[.items[] | select(.metadata.name != "st2-it-node") | .metadata.uid] | sort')
 creates=$(pod_writes create)
-[[ $creates == 3 ]] && ok || fail "Pods created: $creates, not 3 (kubectl's stale one, web, flaky; made's was taken)"
+[[ $creates == 6 ]] && ok || fail "Pods created: $creates, not 6 (kubectl's stale one, web, flaky, the three mirror Pods; made's was taken)"
 stop_agent TERM
+rm "$man/st2.yaml"
 before=$(ready_count)
 start_own_agent
 wait_ready "$before"
@@ -181,8 +221,13 @@ taken() { grep -c "(taken)" "$agent_log"; }
 export -f taken
 export agent_log
 wait_for "the restarted agent takes its three Pods" 10 bash -c '[[ $(taken) == 3 ]]'
+st2_gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.name == "st2-it-node")] | length') == 0 ]]; }
+export -f st2_gone
+wait_for "the orphaned mirror Pod of st2 (its file removed while the agent was down) is deleted" 10 st2_gone
 [[ $(api_pods | jq -c '[.items[].metadata.uid] | sort') == "$uids" ]] && ok || fail "the Pods changed across a restart: $(api_pods | jq -c '[.items[].metadata.name]')"
-[[ $(pod_writes create) == 3 ]] && ok || fail "the restarted agent created Pods: $(pod_writes create)"
+[[ $(pod_writes create) == 6 ]] && ok || fail "the restarted agent created Pods (its mirror Pods are kept, not made again): $(pod_writes create)"
+"$dl" status --config "$cfg" | grep -q "^  Mirrors:    2 mirror pods (0 created, 1 deleted)$" && ok ||
+    fail "daemonlet status's Mirrors line: $("$dl" status --config "$cfg" | grep Mirrors)"
 
 "$dl" status -o json --config "$cfg" | jq -e '.apiServer.podStatus | .pods == 3 and .taken == 3 and .lastError == ""' >/dev/null && ok ||
     fail "daemonlet status does not count the Pods: $("$dl" status -o json --config "$cfg" | jq -c .apiServer.podStatus)"
@@ -204,7 +249,7 @@ killing=$(k get events -n it -o json | jq -c --arg u "$web_uid" '[.items[] | sel
 options=$(stats | jq -c .lastPodDelete)
 jq -e --arg u "$web_uid" '.preconditions.uid == $u and .gracePeriodSeconds == 0' <<<"$options" >/dev/null && ok ||
     fail "the Pod was deleted without the uid precondition: $options"
-[[ $(api_pods | jq -c '[.items[].metadata.ownerReferences[0].name] | sort') == '["flaky","made"]' ]] && ok || fail "the other Pods did not stay: $(api_pods | jq -c '[.items[].metadata.name]')"
+[[ $(api_pods | jq -c "$not_mirrors | [.[].metadata.ownerReferences[0].name] | sort") == '["flaky","made"]' ]] && ok || fail "the other Pods did not stay: $(api_pods | jq -c '[.items[].metadata.name]')"
 
 # 5. kubectl delete pod (graceful, waiting for the deletion as kubectl does):
 # the board's pod of made restarts and gets a new Pod.
@@ -253,6 +298,40 @@ export -f refused
 wait_for "the Pod of away is refused: phase Failed, reason NodeAffinity" 10 refused
 [[ $(api_pods | jq '[.items[] | select(.metadata.name == "away-q2w3e")] | length') == 1 ]] && ok ||
     fail "the refused Pod was deleted by the board (it is the controller's to delete)"
-"$dl" status --config "$cfg" | grep -q "^  Pods: .*, 2 restarts by a deletion, 1 refused)$" && ok ||
+# A bare Pod bound to the board, made with the real kubectl: refused (issue
+# 14 §1, rejectPod's phase Failed with a reason and message), never run.
+jq -nc '{apiVersion: "v1", kind: "Pod", metadata: {name: "bare", namespace: "it"},
+    spec: {nodeName: "it-node", containers: [{name: "main", image: "none", command: ["/bin/sh", "-c", "exec sleep 600"]}]}}' >"$work/bare.json"
+k create --validate=false -f "$work/bare.json" >/dev/null && ok || fail "kubectl create of the bare Pod failed"
+bare_refused() { k get pod -n it bare -o json | jq -e '.status.phase == "Failed" and .status.reason == "NotDaemonSetPod" and (.status.message | startswith("Pod was rejected: the node (daemonlet) runs only DaemonSet pods and its own static pods; this Pod has no controller"))'; }
+export -f bare_refused
+wait_for "the bare Pod is refused: phase Failed, reason NotDaemonSetPod" 10 bare_refused
+[[ $(pods_json | jq '[.items[] | select(.metadata.name | startswith("bare"))] | length') == 0 ]] && ! grep -q "pod it/bare" "$agent_log" && ok ||
+    fail "the board runs a pod for the bare Pod: $(pods_json | jq -c '[.items[].metadata.name]')"
+"$dl" status --config "$cfg" | grep -q "^  Pods: .*, 2 restarts by a deletion, 2 refused)$" && ok ||
     fail "daemonlet status's Pods line: $("$dl" status --config "$cfg" | grep Pods)"
+
+# kubectl delete pod of a mirror Pod (syncPod: DeleteMirrorPod, then
+# CreateMirrorPod): a new mirror Pod, the static pod not restarted.
+st_uid=$(pods_json | jq -r '.items[] | select(.metadata.name == "st-it-node") | .metadata.uid')
+st_cid=$(pods_json | jq -r '.items[] | select(.metadata.name == "st-it-node") | .status.containerStatuses[0].containerID')
+old_mirror=$(k get pod -n it st-it-node -o json | jq -r .metadata.uid)
+# --wait=false: kubectl's wait for the deletion relists by name, and the
+# mirror Pod made again under that name may come first (a new uid).
+k delete pod -n it st-it-node --wait=false >/dev/null 2>"$work/kdelete.err" && ok || fail "kubectl delete pod st-it-node: $(cat "$work/kdelete.err")"
+remade() { mirror_ok st-it-node && [[ $(k get pod -n it st-it-node -o json | jq -r .metadata.uid) != "$old_mirror" ]]; }
+export -f remade
+export old_mirror
+wait_for "the mirror Pod is made again" 10 remade
+options=$(stats | jq -c .lastPodDelete)
+jq -e --arg u "$old_mirror" '.preconditions.uid == $u and .gracePeriodSeconds == 0' <<<"$options" >/dev/null && ok ||
+    fail "DeleteMirrorPod: not deleted with grace 0 and the uid precondition: $options"
+[[ $(pods_json | jq -r '.items[] | select(.metadata.name == "st-it-node") | .metadata.uid + " " + .status.containerStatuses[0].containerID') == "$st_uid $st_cid" ]] && ok ||
+    fail "deleting the mirror Pod restarted the static pod: $(pods_json | jq -c '.items[] | select(.metadata.name == "st-it-node") | [.metadata.uid, .status.containerStatuses[0].containerID]')"
+# The manifest file removed: the static pod stops, its mirror Pod is deleted.
+rm "$man/st.yaml"
+mirror_gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.name == "st-it-node")] | length') == 0 ]]; }
+export -f mirror_gone
+wait_for "the mirror Pod is deleted with its static pod's manifest file" 10 mirror_gone
+mirror_ok "$local_name" && ok || fail "the manifest DaemonSet's mirror Pod did not stay: $(api_pods | jq -c '[.items[].metadata.name]')"
 finish

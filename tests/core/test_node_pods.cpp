@@ -49,6 +49,17 @@ NodePod of_revision(const std::string& hash) {
     return p;
 }
 
+// A Pod whose controller is the Node `node`; `mirror`: with the
+// annotation kubernetes.io/config.mirror.
+NodePod node_owned_pod(const char* node, bool mirror) {
+    NodePod p = ds_pod();
+    p.owner_kind = "Node";
+    p.owner_name = node;
+    p.owner_uid = "node-uid";
+    p.mirror = mirror;
+    return p;
+}
+
 OwnerView current_unknown() {
     OwnerView v = owner(OwnerState::Followed);
     v.current_hash.clear();
@@ -62,8 +73,17 @@ TEST_GROUP(NodePods){};
 TEST(NodePods, JudgesEachPodAsTheKubeletAndTheStatusManagerDo) {
     NodePod other = ds_pod();
     other.owner_kind = "ReplicaSet";
-    NodePod mirror = ds_pod();
-    mirror.owner_kind = "Node";
+    other.owner_name = "web-5d8f";
+    NodePod bare = other;
+    bare.owner_kind = bare.owner_name = bare.owner_uid = "";
+    const NodePod mirror = node_owned_pod("board", true);
+    const NodePod node_owned = node_owned_pod("board", false);  // without the annotation: not a mirror pod
+    NodePod other_failed = other;
+    other_failed.phase = "Failed";
+    NodePod other_deleting = other;
+    other_deleting.deleting = true;
+    NodePod mirror_deleting = mirror;
+    mirror_deleting.deleting = true;
     struct Row {
         const char* name;
         NodePod pod;
@@ -77,10 +97,21 @@ TEST(NodePods, JudgesEachPodAsTheKubeletAndTheStatusManagerDo) {
          ds_pod(true), true, owner(OwnerState::Followed), NodePodAction::RestartBoardPod, 7},
         {"the board pod's Pod, not being deleted: kept", ds_pod(), true, owner(OwnerState::Followed),
          NodePodAction::Keep, 0},
-        {"not a DaemonSet's Pod (a ReplicaSet's): not the board's business", other, false,
+        {"departure from predicate.go Admit (the kubelet admits it): a ReplicaSet's Pod bound to the board is"
+         " refused as rejectPod refuses, NotDaemonSetPod",
+         other, false, owner(OwnerState::Unchecked), NodePodAction::Refuse, 0},
+        {"departure from predicate.go Admit: a bare Pod (no controller) bound to the board: refused", bare,
+         false, owner(OwnerState::Unchecked), NodePodAction::Refuse, 0},
+        {"departure: owned by a Node without kubernetes.io/config.mirror (IsMirrorPod false): refused",
+         node_owned, false, owner(OwnerState::Unchecked), NodePodAction::Refuse, 0},
+        {"rejectPod once: a refused (phase Failed) Pod that is not a DaemonSet's: left alone", other_failed,
+         false, owner(OwnerState::Unchecked), NodePodAction::Keep, 0},
+        {"canBeDeleted: a Pod that is not a DaemonSet's, being deleted, never run here: confirmed",
+         other_deleting, false, owner(OwnerState::Unchecked), NodePodAction::Finish, 0},
+        {"IsMirrorPod (the annotation kubernetes.io/config.mirror): never run, never refused", mirror, false,
          owner(OwnerState::Unchecked), NodePodAction::Keep, 0},
-        {"a mirror pod (owned by the Node): left alone", mirror, false, owner(OwnerState::Unchecked),
-         NodePodAction::Keep, 0},
+        {"IsMirrorPod: a mirror pod being deleted is not the pod worker's: left alone", mirror_deleting,
+         false, owner(OwnerState::Unchecked), NodePodAction::Keep, 0},
         {"canBeDeleted: a DaemonSet's Pod being deleted that nothing runs here: confirmed", ds_pod(true),
          false, owner(OwnerState::Followed), NodePodAction::Finish, 0},
         {"deleted while the agent was down, its board pod without its Pod yet: kept for the board pod to take"
@@ -114,6 +145,82 @@ TEST(NodePods, JudgesEachPodAsTheKubeletAndTheStatusManagerDo) {
         CHECK_EQUAL_TEXT(static_cast<int>(r.want), static_cast<int>(v.action), r.name);
         LONGS_EQUAL_TEXT(r.grace, v.grace_seconds, r.name);
     }
+}
+
+TEST(NodePods, NotADaemonSetsPodIsRefusedWithItsController) {
+    // kubelet.go rejectPod: phase Failed, a single-word reason
+    // (PodAdmitResult), a message saying why; the departure from Admit
+    // (which admits any pod) named in the message.
+    struct Row {
+        const char* name;
+        const char* kind;
+        const char* owner;
+        const char* message;
+    };
+    const std::vector<Row> rows = {
+        {"a ReplicaSet's Pod", "ReplicaSet", "web-5d8f",
+         "Pod was rejected: the node (daemonlet) runs only DaemonSet pods and its own static pods; this "
+         "Pod's "
+         "controller is ReplicaSet web-5d8f"},
+        {"a bare Pod", "", "",
+         "Pod was rejected: the node (daemonlet) runs only DaemonSet pods and its own static pods; this Pod "
+         "has no controller"},
+    };
+    for (const auto& r : rows) {
+        NodePod p = ds_pod();
+        p.owner_kind = r.kind;
+        p.owner_name = r.owner;
+        p.owner_uid = *r.kind ? "u" : "";
+        const NodePodVerdict v = judge_node_pod(p, false, OwnerView{});
+        CHECK_EQUAL_TEXT(static_cast<int>(NodePodAction::Refuse), static_cast<int>(v.action), r.name);
+        STRCMP_EQUAL_TEXT("NotDaemonSetPod", v.reason.c_str(), r.name);
+        STRCMP_EQUAL_TEXT(r.message, v.message.c_str(), r.name);
+    }
+}
+
+TEST(NodePods, OrphanedMirrorPodsAreDeletedAsHandlePodCleanupsDoes) {
+    const NodePod mirror = node_owned_pod("board", true);
+    struct Row {
+        const char* name;
+        NodePod pod;
+        bool board_has_it;
+        NodePodAction want;
+    };
+    const std::vector<Row> rows = {
+        {"deleteOrphanedMirrorPods: a mirror pod of this Node no static pod has: DeleteMirrorPod", mirror,
+         false, NodePodAction::DeleteMirror},
+        {"a mirror pod of a static pod the board runs: kept (syncPod keeps it, or remakes it)", mirror, true,
+         NodePodAction::Keep},
+        {"a mirror pod owned by another Node: not this kubelet's", node_owned_pod("elsewhere", true), false,
+         NodePodAction::Keep},
+        {"IsMirrorPod false (no kubernetes.io/config.mirror): not a mirror pod",
+         node_owned_pod("board", false), false, NodePodAction::Keep},
+    };
+    for (const auto& r : rows)
+        CHECK_EQUAL_TEXT(static_cast<int>(r.want),
+                         static_cast<int>(judge_mirror_pod(r.pod, "board", r.board_has_it).action), r.name);
+}
+
+TEST(NodePods, MirrorPodIsTheStaticPodsCopyOwnedByTheNode) {
+    // mirror_client.go CreateMirrorPod: a copy, the config.mirror annotation
+    // set to the hash, the Node as its controller owner; IsMirrorPodOf.
+    const Json pod = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-board", "namespace": "kube-system", "uid": "h1", "resourceVersion": "7",
+                     "labels": {"app": "web"}, "annotations": {"kubernetes.io/config.hash": "h1"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]}, "status": {"phase": "Running"}})");
+    const Json m = mirror_pod_object(pod, "h1", "board", "node-uid");
+    const Json want = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-board", "namespace": "kube-system", "labels": {"app": "web"},
+                     "annotations": {"kubernetes.io/config.hash": "h1", "kubernetes.io/config.mirror": "h1"},
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "board", "uid": "node-uid",
+                                          "controller": true}]},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}], "nodeName": "board"}})");
+    STRCMP_EQUAL(want.dump().c_str(), m.dump().c_str());
+    CHECK_TRUE(is_mirror_pod_of(m, "h1", "node-uid"));
+    CHECK_FALSE(is_mirror_pod_of(m, "h2", "node-uid"));        // outdated: another config hash
+    CHECK_FALSE(is_mirror_pod_of(m, "h1", "other-node-uid"));  // the Node was made again
+    CHECK_FALSE(is_mirror_pod_of(pod, "h1", "node-uid"));      // the static pod itself: no annotation
+    CHECK_TRUE(node_pod_of(m).mirror);
 }
 
 TEST(NodePods, KillGraceIsTheDeletionGraceAtLeastTwoSeconds) {
@@ -168,6 +275,7 @@ TEST(NodePods, RefusalNamesThePredicateAsAdmitDoes) {
 TEST(NodePods, NodePodReadsTheControllerAndTheDeletion) {
     const Json pod = Json::parse(R"({"metadata": {"namespace": "it", "name": "web-x", "uid": "u1",
         "labels": {"controller-revision-hash": "abc"},
+        "annotations": {"kubernetes.io/config.mirror": "h1"},
         "deletionTimestamp": "2026-01-01T00:00:00Z", "deletionGracePeriodSeconds": 5,
         "ownerReferences": [{"kind": "Node", "name": "n", "uid": "n1"},
                             {"kind": "DaemonSet", "name": "web", "uid": "d1", "controller": true}]},
@@ -177,6 +285,8 @@ TEST(NodePods, NodePodReadsTheControllerAndTheDeletion) {
     STRCMP_EQUAL("d1", p.owner_uid.c_str());
     STRCMP_EQUAL("abc", p.revision_hash.c_str());
     CHECK_TRUE(p.deleting);
+    CHECK_TRUE(p.mirror);
+    CHECK_FALSE(node_pod_of(Json::parse(R"({"metadata": {"uid": "u"}})")).mirror);
     LONGS_EQUAL(5, *p.deletion_grace_seconds);
     STRCMP_EQUAL("Running", p.phase.c_str());
 }
