@@ -97,6 +97,12 @@ void CriLog::write(const char* stream, char tag, const char* data, std::size_t l
         if (n < 0) {
             if (errno == EINTR) continue;
             report("cannot write", errno);
+            // A record the disk took only part of (a full file system
+            // fills the last block, then refuses) is cut off again: the
+            // file ends at its last whole line, so the next record, once
+            // there is room, starts a line of its own (CRI log readers
+            // parse line by line). Shrinking a file needs no free space.
+            if (written > 0 && ::ftruncate(fd_, static_cast<off_t>(size_)) == 0) written = 0;
             break;
         }
         written += static_cast<std::size_t>(n);

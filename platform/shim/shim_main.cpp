@@ -105,6 +105,11 @@ int main(int argc, char** argv) {
     sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
     // Writing the readiness byte to an agent that died must not kill us.
     signal(SIGPIPE, SIG_IGN);
+    // A file size limit (a unit's LimitFSIZE=) on the container's log fails
+    // the write (EFBIG, handled as a full disk), rather than killing the
+    // shim and the container's supervision with it. The container itself
+    // starts with every signal at its default (uv_spawn, shim_runc).
+    signal(SIGXFSZ, SIG_IGN);
 
     ensure_stdio();
     int ready_fd = ::fcntl(kReadyFd, F_SETFD, FD_CLOEXEC) == 0 ? kReadyFd : -1;

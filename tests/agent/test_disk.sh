@@ -98,6 +98,11 @@ grep -q 'takes writes again' "$agent_log" && ok || fail "no log line for the rec
 [[ $(ds_names) == late,steady ]] && ok || fail "the DaemonSet added while full is not in the store: $(ds_names)"
 wait_for "late runs" 15 pod_running it late
 wait_for "steady's log grows again" 5 bash -c "(( \$(stat -c %s '$(steady_log)') > $full_size ))"
+# Only whole CRI records: a record the full disk took part of was cut off
+# again, not left for the next one to be glued to.
+glued=$(grep -cE '.[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9:]+) (stdout|stderr) [FP] ' "$(steady_log)")
+bad=$(grep -cvE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9:]+) (stdout|stderr) [FP] ' "$(steady_log)")
+((glued == 0 && bad == 0)) && ok || fail "steady's log has $glued glued and $bad broken records after the full disk"
 [[ $(integrity) == ok ]] && ok || fail "integrity_check after the full disk: $(integrity)"
 [[ $(pid_of steady) == "$steady_pid" ]] && ok || fail "steady was restarted"
 last_status_line | grep -q stateDir && fail "the STATUS line still says: $(last_status_line)" || ok

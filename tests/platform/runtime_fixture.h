@@ -127,7 +127,8 @@ class RuntimeFixture {
     // Starts `l`, failing the test if start() fails.
     std::string start(const platform::ContainerLaunch& l);
     // Waits until the exit handler has been called for `id`, then inspects it.
-    platform::ContainerInfo wait_exit(const std::string& id);
+    // `shim_says`: what the shim's stderr holds, once (none: it is empty).
+    platform::ContainerInfo wait_exit(const std::string& id, const std::string& shim_says = "");
     // The container's state.json, read back (shim pid and start time, ...).
     std::int64_t state_field(const std::string& id, const char* key);
 

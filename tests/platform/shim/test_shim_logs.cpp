@@ -1,6 +1,9 @@
 // The container's log as daemonlet-shim writes it: CRI records, partial
 // records for long lines, rotation by size keeping at most N files.
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -35,6 +38,33 @@ TEST(ShimLogs, LongLinesAreSplitIntoPartialRecords) {
     }
     CHECK(std::all_of(records[0].text.begin(), records[0].text.end(), [](char c) { return c == 'a'; }));
     STRCMP_EQUAL("short", records[3].text.c_str());
+}
+
+TEST(ShimLogs, ARecordTheFileCannotTakeIsCutOffNotLeftHalf) {
+    // A log file that takes no more: a full disk fills the last block and
+    // then refuses (a short write, then ENOSPC); a file size limit does the
+    // same, deterministically (a short write, then EFBIG). The file must
+    // end at the last whole record, so that what is written once there is
+    // room starts a line of its own.
+    struct rlimit old {};
+    CHECK(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+    struct rlimit lim = old;
+    lim.rlim_cur = 3001;                        // not a multiple of a record's length
+    auto prev = std::signal(SIGXFSZ, SIG_IGN);  // inherited by the shim: EFBIG, not a kill
+    CHECK(::setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    auto id = f.start(
+        launch({"/bin/sh", "-c", "i=1; while [ $i -le 300 ]; do echo \"line $i\"; i=$((i+1)); done"}));
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, prev);
+    auto info = f.wait_exit(id, "cannot write " + f.dir + "/logs/ns_pod_uid-1/c/0.log: file too large");
+    LONGS_EQUAL(0, *info.exit_code);
+    const std::string text = read_text(info.log_path);
+    CHECK(!text.empty() && text.size() <= 3001);
+    CHECK_TEXT(text.back() == '\n', "the file ends inside a record");
+    auto records = read_cri_log(info.log_path);
+    CHECK(records.size() > 10 && records.size() < 300);
+    for (std::size_t i = 0; i < records.size(); ++i)
+        STRCMP_EQUAL(("line " + std::to_string(i + 1)).c_str(), records[i].text.c_str());
 }
 
 TEST(ShimLogs, RotationBySizeKeepsAtMostMaxFiles) {
