@@ -800,10 +800,14 @@ void Bench::teardown() {
     obs_->wait_exits(procs, "a shim or container exits at the end");
 }
 
-// After a failure too: nothing of the bench's may keep running.
+// After a failure too: nothing of the bench's may keep running, and no
+// mount may stay: the pods' projected service account volumes (tmpfs, the
+// agent mounts them as root) outlive the agent, as their pods do; detached
+// so that the work directory can go.
 void Bench::cleanup() {
     if (w_.root.empty()) return;
     server_.kill();
+    if (!o_.keep) unmount_below(w_.root);
     kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_cluster");
 }
 
