@@ -305,6 +305,7 @@ class Bench {
     void offline_boot();
     void teardown();
     void cleanup();
+
     Options o_;
     WorkDir w_;
     std::unique_ptr<Observer> obs_;
@@ -380,9 +381,8 @@ void Bench::quiet(int created, int deleted) {
         bool pods = true;
         if (o_.pod_status) {
             const Json& p = a["podStatus"];
-            pods = p.value("pods", 0) == static_cast<int>(o_.daemonsets) &&
-                   p.value("created", 0) >= created && p.value("deleted", 0) >= deleted &&
-                   counters(p) == last;
+            pods = p.value("pods", 0) == o_.daemonsets && p.value("created", 0) >= created &&
+                   p.value("deleted", 0) >= deleted && counters(p) == last;
             last = counters(p);
         }
         if (events && pods) return;
@@ -578,7 +578,7 @@ void Bench::memory() {
 //   (libcurl is loaded on the first request to the API server, curl_api.h):
 //   ldd of the mapped libcurl, less ldd of the agent;
 //   the libraries the agent links (ldd of the agent);
-//   other files (loaded with dlopen, e.g. libcrypto for kubeconfig -data);
+//   other files (loaded with dlopen and not libcurl's, or not libraries);
 //   anonymous memory (heap, stacks, malloc arenas);
 //   the kernel's ([vdso], [vvar], [vsyscall]).
 void Bench::smaps(pid_t pid) {
