@@ -4,6 +4,7 @@
 //
 //   bench_cluster [--daemonlet PATH] [--fake-apiserver PATH] [--daemonsets N]
 //                 [--changes N] [--idle-minutes N] [--offline-daemonsets N]
+//                 [--register-node] [--pod-status]
 //                 [--work-parent DIR] [--keep]
 //
 // It makes a self-signed certificate (openssl), starts the fake API server
@@ -15,12 +16,19 @@
 //   sh -c 'echo $$ > MARKS/$(POD_NAME); exec /bin/sleep infinity'
 // so a container runs when its mark file is closed (inotify, no polling).
 //
+// --register-node and --pod-status set apiServer.registerNode and
+// apiServer.podStatus (both written, false when not given); with
+// --pod-status the bench writes each DaemonSet's ControllerRevisions as the
+// DaemonSet controller does, since the agent creates no Pod before them.
+//
 // Phases, in order: start with N DaemonSets on the server; template changes
 // PUT on the server, cycling through the DaemonSets (the default
 // RollingUpdate: old pod stopped, then the new one started), each timed from
-// just before the PUT to the new container's mark; the agent's memory; an
-// idle connected window, with the server's request and wire-byte counters
-// read before and after; then all but K DaemonSets deleted on the server,
+// just before the PUT to the new container's mark, the server's request and
+// wire-byte counters read before the first and once the agent is quiet after
+// the last (the rollout window); the agent's memory, with where its resident
+// pages are (smaps, per mapped file); an idle connected window, with the
+// same counters read before and after; then all but K DaemonSets deleted on the server,
 // the server killed (no network), the agent, shims and containers killed
 // (a reboot), and the agent started again from its cache alone.
 //
@@ -33,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +51,8 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -63,8 +74,63 @@ struct Options {
     int changes = 100;
     int idle_minutes = 5;
     int offline = 50;
+    bool register_node = false;  // apiServer.registerNode
+    bool pod_status = false;     // apiServer.podStatus
     std::string work_parent = "/tmp";
     bool keep = false;
+};
+
+// What the agent asked of the server between two /_control/stats, per kind
+// of request (the server's: lease, watch, list, node, pod, event, revision):
+// requests, and the bytes on the wire each way (down: server to agent).
+struct Traffic {
+    double requests = 0, down = 0, up = 0;
+};
+std::map<std::string, Traffic> traffic(const Json& s0, const Json& s1) {
+    auto count = [](const Json& s, const std::string& kind) {
+        return static_cast<double>(s["requests"].value(kind, std::int64_t{0}));
+    };
+    auto wire = [](const Json& s, const std::string& kind, const char* dir) {
+        return s["wire"].contains(kind) ? static_cast<double>(s["wire"][kind].value(dir, std::int64_t{0}))
+                                        : 0.0;
+    };
+    // The kinds the server counts bytes for: every request has one. Its
+    // other counters (configmaps, secrets, token) count requests of "other"
+    // again, so they are left out of the sum (requestsByVerb names them).
+    std::map<std::string, Traffic> out;
+    for (const auto& [kind, v] : s1["wire"].items()) {
+        if (kind == "control") continue;
+        out[kind] = {count(s1, kind) - count(s0, kind), wire(s1, kind, "sent") - wire(s0, kind, "sent"),
+                     wire(s1, kind, "received") - wire(s0, kind, "received")};
+    }
+    return out;
+}
+
+// "pods/status patch 12.0, leases update 6.0": the server's requestsByVerb
+// between two stats, each times `scale`, most first.
+std::string by_verb(const Json& s0, const Json& s1, double scale) {
+    std::vector<std::pair<double, std::string>> v;
+    for (const auto& [key, n] : s1["requestsByVerb"].items()) {
+        const double d =
+            static_cast<double>(n.get<std::int64_t>() - s0["requestsByVerb"].value(key, std::int64_t{0}));
+        if (d > 0) v.emplace_back(d * scale, key);
+    }
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string out;
+    for (const auto& [n, key] : v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " %.1f", n);
+        out += (out.empty() ? "" : ", ") + key + buf;
+    }
+    return out.empty() ? "none" : out;
+}
+
+// One mapping of /proc/PID/smaps, summed over its ranges: a file's path,
+// or [heap], [stack], [anon] (no name), [vdso], ...
+struct Mapping {
+    std::string name;
+    std::int64_t rss_kib = 0, pss_kib = 0;
+    std::string group;
 };
 
 // Runs a command to its end, its stdout to `out` (replaced) and its stderr
@@ -202,16 +268,19 @@ class Bench {
 
     void run();
     const std::vector<Row>& rows() const { return rows_; }
+    const std::vector<Mapping>& mappings() const { return mappings_; }
 
   private:
     Json daemonset(int i) const;
     // PUTs DaemonSet i on the server; returns the time just before.
-    Ns put(int i) { return put_body(ds_name(i), daemonset(i).dump()); }
-    Ns put_body(const std::string& name, const std::string& body) {
+    Ns put(int i) { return put_body(i, daemonset(i).dump()); }
+    Ns put_body(int i, const std::string& body) {
         Ns t = mono_ns();
-        control_.call("PUT", "/daemonsets/bench/" + name, body);
+        Json r = control_.call("PUT", "/daemonsets/bench/" + ds_name(i), body);
+        uids_[static_cast<std::size_t>(i)] = r["metadata"].value("uid", "");
         return t;
     }
+    void put_revision(int i);
     int running_since(Ns since) const;
     // `daemonlet status -o json` of the running agent.
     Json agent_status() const {
@@ -224,12 +293,14 @@ class Bench {
         return j["apiServer"];
     }
     void settle(int daemonsets, const char* link);
+    void quiet(int created, int deleted);
     void start_agent() { agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log); }
 
     void setup();
     void fresh_start();
     void changes();
     void memory();
+    void smaps(pid_t pid);
     void idle();
     void offline_boot();
     void teardown();
@@ -242,7 +313,9 @@ class Bench {
     Control control_;
     AgentProcess agent_;
     std::vector<int> generation_;
+    std::vector<std::string> uids_;
     std::vector<Row> rows_;
+    std::vector<Mapping> mappings_;  // the agent's, most resident first; the groups' sums last
 };
 
 Json Bench::daemonset(int i) const {
@@ -263,6 +336,62 @@ Json Bench::daemonset(int i) const {
               {"template",
                {{"metadata", {{"labels", {{"app", n}}}}},
                 {"spec", {{"terminationGracePeriodSeconds", 2}, {"containers", {container}}}}}}}}};
+}
+
+// DaemonSet i's current ControllerRevision as the DaemonSet controller
+// writes it (controller_history.go NewControllerRevision, update.go
+// getPatch), as tests/agent/test_api_pods.sh does: name <ds>-<hash>, the
+// template's labels and the hash label, data the template as a patch,
+// revision the generation, owned by the DaemonSet. The hash is the bench's
+// (the agent reads it, never computes it).
+void Bench::put_revision(int i) {
+    const std::string n = ds_name(i);
+    const int gen = generation_[static_cast<std::size_t>(i)];
+    const std::string hash = "bench" + std::to_string(gen);
+    Json tmpl = daemonset(i)["spec"]["template"];
+    tmpl["$patch"] = "replace";
+    Json rev = {{"metadata",
+                 {{"name", n + "-" + hash},
+                  {"labels", {{"app", n}, {"controller-revision-hash", hash}}},
+                  {"ownerReferences",
+                   {{{"apiVersion", "apps/v1"},
+                     {"kind", "DaemonSet"},
+                     {"name", n},
+                     {"uid", uids_[static_cast<std::size_t>(i)]},
+                     {"controller", true},
+                     {"blockOwnerDeletion", true}}}}}},
+                {"data", {{"spec", {{"template", tmpl}}}}},
+                {"revision", gen}};
+    control_.call("PUT", "/controllerrevisions/bench/" + n + "-" + hash, rev.dump());
+}
+
+// The agent has nothing left to tell the server: no Event queued and, with
+// pod status, a Pod per DaemonSet, at least `created` Pods created and
+// `deleted` deleted since its start, and no Pod request for one status
+// check period (10 s, the status manager's syncBatch). Checked every 11 s,
+// at most 12 times.
+void Bench::quiet(int created, int deleted) {
+    auto counters = [](const Json& p) {
+        return p.value("created", 0) + p.value("taken", 0) + p.value("patches", 0) + p.value("deleted", 0);
+    };
+    Json a = agent_status();
+    int last = -1;
+    for (int k = 0;; ++k) {
+        const bool events = a["events"].value("queued", 0) == 0;
+        bool pods = true;
+        if (o_.pod_status) {
+            const Json& p = a["podStatus"];
+            pods = p.value("pods", 0) == o_.daemonsets && p.value("created", 0) >= created &&
+                   p.value("deleted", 0) >= deleted && counters(p) == last;
+            last = counters(p);
+        }
+        if (events && pods) return;
+        if (k == 12)
+            throw Failure("the agent did not turn quiet: events " + a["events"].dump() + ", podStatus " +
+                          a["podStatus"].dump());
+        obs_->wait_until(11 * kSecond, [] { return false; });
+        a = agent_status();
+    }
 }
 
 // How many DaemonSets have had a container started since `since`.
@@ -305,9 +434,14 @@ void Bench::setup() {
                              << "\nruntime: {type: exec}\nfileCheckFrequency: 20s\n"
                                 "crashLoopBackoff: {initial: 10s, max: 300s}\n"
                                 "apiServer: {kubeconfig: "
-                             << kubeconfig << "}\n";
+                             << kubeconfig << ", registerNode: " << (o_.register_node ? "true" : "false")
+                             << ", podStatus: " << (o_.pod_status ? "true" : "false") << "}\n";
     generation_.assign(static_cast<std::size_t>(o_.daemonsets), 1);
-    for (int i = 0; i < o_.daemonsets; ++i) put(i);
+    uids_.assign(static_cast<std::size_t>(o_.daemonsets), "");
+    for (int i = 0; i < o_.daemonsets; ++i) {
+        put(i);
+        if (o_.pod_status) put_revision(i);
+    }
 }
 
 void Bench::fresh_start() {
@@ -333,7 +467,13 @@ void Bench::fresh_start() {
 }
 
 void Bench::changes() {
+    // The start's requests (with pod status: a Pod created and patched per
+    // DaemonSet) are done before the window.
+    quiet(o_.daemonsets, 0);
+    Json a0 = agent_status();
     std::fprintf(stderr, "bench_cluster: %d template changes on the server\n", o_.changes);
+    const Json s0 = control_.call("GET", "/stats");
+    const Ns t0 = mono_ns();
     Row started{"server change (PUT) -> new process running (maxUnavailable 1: old stopped first)",
                 {},
                 "ms",
@@ -346,20 +486,67 @@ void Bench::changes() {
         const std::string name = ds_name(i);
         ++generation_[static_cast<std::size_t>(i)];
         const std::string body = daemonset(i).dump();
+        // The controller writes the new revision when it sees the change;
+        // written first, the agent never waits for it (its retry is timed
+        // by the agent, not the server).
+        if (o_.pod_status) put_revision(i);
         auto r = obs_->replace(
             name,
             [&] {
-                Ns t0 = put_body(name, body);
-                answered.samples.push_back(ms(mono_ns() - t0));
-                return t0;
+                Ns t = put_body(i, body);
+                answered.samples.push_back(ms(mono_ns() - t));
+                return t;
             },
             "the new pod runs and the old one is gone after a change on the server");
         started.samples.push_back(ms(r.started));
         gone.samples.push_back(ms(r.gone));
     }
+    const Ns t1 = mono_ns();
     rows_.push_back(started);
     rows_.push_back(gone);
     rows_.push_back(answered);
+
+    // The rollout window: from just before the first PUT until the agent is
+    // quiet after the last change (its Pods' terminal statuses, deletions,
+    // creations and status patches sent), per change, and per hour at the
+    // bench's pace of changes (the first PUT to the last change's new
+    // container, the quiet wait not counted in the hour but its requests
+    // counted in the changes).
+    settle(o_.daemonsets, "connected");
+    const int created0 = o_.pod_status ? a0["podStatus"].value("created", 0) : 0;
+    const int deleted0 = o_.pod_status ? a0["podStatus"].value("deleted", 0) : 0;
+    quiet(created0 + o_.changes, deleted0 + o_.changes);
+    const Json s1 = control_.call("GET", "/stats");
+    const double per_change = 1.0 / o_.changes;
+    const double changes_per_hour = o_.changes * 3600.0 * kSecond / static_cast<double>(t1 - t0);
+    const std::string w = "rollout, " + std::to_string(o_.changes) + " changes, per change: ";
+    Traffic all;
+    for (const auto& [kind, t] : traffic(s0, s1)) {
+        all.requests += t.requests;
+        all.down += t.down;
+        all.up += t.up;
+        if (t.requests + t.down + t.up == 0) continue;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%.1f requests, %.2f KiB down, %.2f KiB up", t.requests * per_change,
+                      t.down * per_change / 1024.0, t.up * per_change / 1024.0);
+        rows_.push_back({w + kind, {}, "", "", buf});
+    }
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.1f requests, %.2f KiB down, %.2f KiB up", all.requests * per_change,
+                  all.down * per_change / 1024.0, all.up * per_change / 1024.0);
+    rows_.push_back({w + "all (TCP payload, down: server to agent)", {}, "", "", buf});
+    rows_.push_back(
+        {w + "requests by verb (the server's requestsByVerb)", {}, "", "", by_verb(s0, s1, per_change)});
+    std::snprintf(buf, sizeof buf, "%.0f changes an hour: %.0f requests, %.0f KiB down, %.0f KiB up",
+                  changes_per_hour, all.requests * per_change * changes_per_hour,
+                  all.down * per_change * changes_per_hour / 1024.0,
+                  all.up * per_change * changes_per_hour / 1024.0);
+    rows_.push_back({"rollout, per hour at the bench's pace (first PUT to last new container: " +
+                         fmt(ms(t1 - t0) / 1000.0, "s") + ")",
+                     {},
+                     "",
+                     "",
+                     buf});
 }
 
 void Bench::memory() {
@@ -374,6 +561,116 @@ void Bench::memory() {
                      mib(a.vm_rss_kib)});
     rows_.push_back({"agent Pss (smaps_rollup)", {}, "", "", mib(a.pss_kib)});
     rows_.push_back({"agent RssAnon (heap, stacks)", {}, "", "", mib(a.rss_anon_kib)});
+    smaps(agent_.pid());
+    for (const auto& m : mappings_)
+        if (m.name.rfind("group: ", 0) == 0)
+            rows_.push_back({"agent Rss of " + m.name.substr(7),
+                             {},
+                             "",
+                             "",
+                             mib(m.rss_kib) + " (Pss " + mib(m.pss_kib) + ")"});
+}
+
+// Where the agent's resident pages are: /proc/PID/smaps summed per mapping
+// name (a file, or [heap], [stack], [anon] ...), each in a group:
+//   the agent's binary;
+//   libcurl and the libraries it needs that the agent does not link itself
+//   (libcurl is loaded on the first request to the API server, curl_api.h):
+//   ldd of the mapped libcurl, less ldd of the agent;
+//   the libraries the agent links (ldd of the agent);
+//   other files (loaded with dlopen and not libcurl's, or not libraries);
+//   anonymous memory (heap, stacks, malloc arenas);
+//   the kernel's ([vdso], [vvar], [vsyscall]).
+void Bench::smaps(pid_t pid) {
+    std::map<std::string, Mapping> by_name;
+    {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
+        std::string line, current;
+        while (std::getline(in, line)) {
+            const auto colon = line.find(':');
+            const auto space = line.find(' ');
+            // A range's header: "start-end perms offset dev inode [path]".
+            if (space != std::string::npos && (colon == std::string::npos || space < colon) &&
+                line.find('-') < space) {
+                std::istringstream h(line);
+                std::string range, perms, offset, dev, inode;
+                h >> range >> perms >> offset >> dev >> inode;
+                std::string name;
+                std::getline(h >> std::ws, name);
+                current = name.empty() ? "[anon]" : name;
+                by_name[current].name = current;
+                continue;
+            }
+            if (current.empty() || colon == std::string::npos) continue;
+            const std::string key = line.substr(0, colon);
+            if (key != "Rss" && key != "Pss") continue;
+            const std::int64_t kib = std::atoll(line.c_str() + colon + 1);
+            (key == "Rss" ? by_name[current].rss_kib : by_name[current].pss_kib) += kib;
+        }
+    }
+    if (by_name.empty()) throw Failure("/proc/" + std::to_string(pid) + "/smaps: nothing read");
+    // The libraries ldd lists for an ELF file, by their canonical paths (as
+    // smaps names them: /usr/lib/..., symbolic links resolved).
+    auto ldd = [&](const std::string& file) {
+        const std::string out = w_.root + "/ldd.txt";
+        run_command({"ldd", file}, out, w_.root + "/ldd.log");
+        std::set<std::string> libs;
+        std::ifstream in(out);
+        for (std::string line; std::getline(in, line);) {
+            const auto arrow = line.find("=> /");
+            std::string path = arrow != std::string::npos ? line.substr(arrow + 3)
+                               : line.find_first_not_of(" \t") != std::string::npos &&
+                                       line[line.find_first_not_of(" \t")] == '/'
+                                   ? line.substr(line.find_first_not_of(" \t"))
+                                   : "";
+            path = path.substr(0, path.find(" ("));
+            std::error_code ec;
+            if (!path.empty()) libs.insert(fs::canonical(path, ec).string());
+        }
+        return libs;
+    };
+    const std::string self = fs::canonical(o_.daemonlet).string();
+    const std::set<std::string> linked = ldd(self);
+    std::set<std::string> curl;
+    for (const auto& [name, m] : by_name)
+        if (name.find("/libcurl") != std::string::npos && name.find(".so") != std::string::npos) {
+            curl = ldd(name);
+            curl.insert(name);
+        }
+    for (auto& [name, m] : by_name) {
+        if (name == self)
+            m.group = "the agent's binary";
+        else if (name[0] == '/' && curl.count(name) && !linked.count(name))
+            m.group = "libcurl and its closure";
+        else if (name[0] == '/' && linked.count(name))
+            m.group = "the libraries the agent links";
+        else if (name[0] == '/')
+            m.group = "other files (dlopen)";
+        else if (name == "[vdso]" || name == "[vvar]" || name == "[vsyscall]")
+            m.group = "the kernel's ([vdso], [vvar])";
+        else
+            m.group = "anonymous (heap, stacks, arenas)";
+        mappings_.push_back(m);
+    }
+    std::sort(mappings_.begin(), mappings_.end(),
+              [](const Mapping& a, const Mapping& b) { return a.rss_kib > b.rss_kib; });
+    std::map<std::string, Mapping> groups;
+    std::map<std::string, int> files;
+    for (const auto& m : mappings_) {
+        Mapping& g = groups[m.group];
+        g.name = "group: " + m.group;
+        g.rss_kib += m.rss_kib;
+        g.pss_kib += m.pss_kib;
+        ++files[m.group];
+    }
+    std::vector<Mapping> sums;
+    for (auto& [name, g] : groups) {
+        g.group = std::to_string(files[name]) + (files[name] == 1 ? " mapping" : " mappings");
+        sums.push_back(g);
+    }
+    std::sort(sums.begin(), sums.end(),
+              [](const Mapping& a, const Mapping& b) { return a.rss_kib > b.rss_kib; });
+    mappings_.insert(mappings_.end(), sums.begin(), sums.end());
 }
 
 void Bench::idle() {
@@ -398,26 +695,10 @@ void Bench::idle() {
     if (obs_->status().find("API server connected") == std::string::npos)
         throw Failure("the link did not stay connected while idle: " + obs_->status());
 
-    auto requests = [&](const std::string& kind) {
-        auto n = [&](const Json& s) { return s["requests"].value(kind, std::int64_t{0}); };
-        return static_cast<double>(n(s1) - n(s0));
-    };
-    auto wire = [&](const std::string& kind, const char* dir) {
-        auto n = [&](const Json& s) {
-            return s["wire"].contains(kind) ? s["wire"][kind].value(dir, std::int64_t{0}) : std::int64_t{0};
-        };
-        return static_cast<double>(n(s1) - n(s0));
-    };
-    // Every kind the agent asked for, split into the Lease and the rest
-    // (the DaemonSet watch and lists, the Node, Events).
-    std::vector<std::string> kinds;
-    for (const auto& [kind, v] : s1["wire"].items())
-        if (kind != "control") kinds.push_back(kind);
-    for (const auto& [kind, v] : s1["requests"].items())
-        if (kind != "total" && !s1["wire"].contains(kind)) kinds.push_back(kind);
     // A row per kind of request (lease: the Lease renewals; watch: the
-    // DaemonSet watch, its bookmarks and re-watches; list, event, node),
-    // counted in the window, then their sum.
+    // DaemonSet watch, its bookmarks and re-watches; list, event, node, pod
+    // (the node's Pods watched, their status), revision), counted in the
+    // window, then their sum.
     const std::string w = "idle connected " + std::to_string(o_.idle_minutes) + " min, per hour: ";
     auto per_hour = [&](double v) { return v / hours; };
     auto kib = [&](double bytes) { return fmt(per_hour(bytes) / 1024.0, "KiB"); };
@@ -428,8 +709,8 @@ void Bench::idle() {
             {w + what, {}, "", "", std::string(buf) + ", " + kib(down) + " down, " + kib(up) + " up"});
     };
     double all_n = 0, all_down = 0, all_up = 0;
-    for (const auto& kind : kinds) {
-        const double n = requests(kind), down = wire(kind, "sent"), up = wire(kind, "received");
+    for (const auto& [kind, t] : traffic(s0, s1)) {
+        const double n = t.requests, down = t.down, up = t.up;
         all_n += n;
         all_down += down;
         all_up += up;
@@ -440,6 +721,8 @@ void Bench::idle() {
              n, down, up);
     }
     line("all (TCP payload: TLS records, HTTP framing; down: server to agent)", all_n, all_down, all_up);
+    rows_.push_back(
+        {w + "requests by verb (the server's requestsByVerb)", {}, "", "", by_verb(s0, s1, 1.0 / hours)});
     auto counted = [&](const char* key) {
         return static_cast<double>(a1.value(key, std::int64_t{0}) - a0.value(key, std::int64_t{0}));
     };
@@ -517,10 +800,14 @@ void Bench::teardown() {
     obs_->wait_exits(procs, "a shim or container exits at the end");
 }
 
-// After a failure too: nothing of the bench's may keep running.
+// After a failure too: nothing of the bench's may keep running, and no
+// mount may stay: the pods' projected service account volumes (tmpfs, the
+// agent mounts them as root) outlive the agent, as their pods do; detached
+// so that the work directory can go.
 void Bench::cleanup() {
     if (w_.root.empty()) return;
     server_.kill();
+    if (!o_.keep) unmount_below(w_.root);
     kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_cluster");
 }
 
@@ -534,9 +821,26 @@ void Bench::run() {
     teardown();
 }
 
+// The agent's smaps by mapping: the `top` most resident, then the groups'
+// sums.
+void print_mappings(const std::vector<Mapping>& mappings, std::size_t top) {
+    if (mappings.empty()) return;
+    auto mib = [](std::int64_t kib) { return fmt(static_cast<double>(kib) / 1024.0, "MiB"); };
+    std::printf("\nThe agent's resident memory by mapping (/proc/PID/smaps, after the changes):\n\n");
+    std::printf("| Mapping | Rss | Pss | group |\n|---|---|---|---|\n");
+    std::size_t shown = 0;
+    for (const auto& m : mappings) {
+        const bool sum = m.name.rfind("group: ", 0) == 0;
+        if (!sum && shown++ >= top) continue;
+        std::printf("| %s%s%s | %s | %s | %s |\n", sum ? "**" : "", m.name.c_str(), sum ? "**" : "",
+                    mib(m.rss_kib).c_str(), mib(m.pss_kib).c_str(), m.group.c_str());
+    }
+}
+
 const char* const kUsage =
     "usage: bench_cluster [--daemonlet PATH] [--fake-apiserver PATH] [--daemonsets N] [--changes N]\n"
-    "                     [--idle-minutes N] [--offline-daemonsets N] [--work-parent DIR] [--keep]\n";
+    "                     [--idle-minutes N] [--offline-daemonsets N] [--register-node] [--pod-status]\n"
+    "                     [--work-parent DIR] [--keep]\n";
 
 }  // namespace
 
@@ -550,7 +854,7 @@ int main(int argc, char** argv) {
          {"--changes", &o.changes},
          {"--idle-minutes", &o.idle_minutes},
          {"--offline-daemonsets", &o.offline}},
-        {{"--keep", &o.keep}}};
+        {{"--keep", &o.keep}, {"--register-node", &o.register_node}, {"--pod-status", &o.pod_status}}};
     if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;
     if (o.daemonsets < 1 || o.daemonsets > 999 || o.changes < 1 || o.idle_minutes < 1 || o.offline < 1 ||
         o.offline > o.daemonsets) {
@@ -558,6 +862,12 @@ int main(int argc, char** argv) {
             "bench_cluster: --daemonsets 1..999, --changes and --idle-minutes at least 1, "
             "--offline-daemonsets 1..--daemonsets\n",
             stderr);
+        return 2;
+    }
+    if (o.pod_status && !o.register_node) {
+        // The agent refuses podStatus without a Node (core/config.cpp); the
+        // bench registers one, it does not create the Node itself.
+        std::fputs("bench_cluster: --pod-status needs --register-node\n", stderr);
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -575,9 +885,11 @@ int main(int argc, char** argv) {
         std::printf("command: %s\n", command.c_str());
         std::printf(
             "bench_cluster: %d DaemonSets from the test API server (TLS, loopback), %d changes, "
-            "idle %d min, boot with %d cached\n",
-            o.daemonsets, o.changes, o.idle_minutes, o.offline);
+            "idle %d min, boot with %d cached, apiServer.registerNode %s, apiServer.podStatus %s\n",
+            o.daemonsets, o.changes, o.idle_minutes, o.offline, o.register_node ? "true" : "false",
+            o.pod_status ? "true" : "false");
         print_table(bench.rows());
+        print_mappings(bench.mappings(), 15);
     }
     curl_global_cleanup();
     return rc;

@@ -72,7 +72,9 @@
 //                            "status": 500, "retryAfter": 3, "count": 1,
 //                            "afterEvents": 0, "bytes": 67108864}
 //   DELETE /_control/fault                clear every fault (and stalls end)
-//   GET    /_control/stats                requests, bytes, leases, events, and
+//   GET    /_control/stats                requests, bytes, leases, events,
+//          "requestsByVerb": {"pods/status patch": N, "leases update": N, ...}
+//          (kube-apiserver's apiserver_request_total labels), and
 //          "wire": per kind of request, the bytes on the TCP connections in
 //          each direction (TLS and HTTP framing included, from TCP_INFO), a
 //          connection's bytes counted to the kind of request it was serving
@@ -169,6 +171,9 @@ struct State {
     std::int64_t watch_epoch = 0;  // /_control/end-watches
     bool watch_end_gone = false;
     std::map<std::string, std::int64_t> requests;
+    // "RESOURCE[/SUBRESOURCE] VERB", as kube-apiserver's apiserver_request_total
+    // labels a request (get, list, watch, create, update, patch, delete).
+    std::map<std::string, std::int64_t> requests_by_verb;
     std::int64_t bytes_sent = 0;
     std::map<MHD_Connection*, Conn> conns;
     std::map<std::string, Wire> wire;  // per kind: "list", "watch", "lease", ..., "control"
@@ -878,6 +883,7 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
         for (const auto& [kind, w] : S.wire) wire[kind] = {{"sent", w.sent}, {"received", w.received}};
         return send_json(c, 200,
                          {{"requests", S.requests},
+                          {"requestsByVerb", S.requests_by_verb},
                           {"bytesSent", S.bytes_sent},
                           {"wire", wire},
                           {"resourceVersion", S.rv},
@@ -1207,6 +1213,19 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
                                                              : "other";
     ++S.requests[what];
     ++S.requests["total"];
+    {
+        const bool watch = arg(c, "watch") == "1" || arg(c, "watch") == "true";
+        const std::string verb = method == "GET"      ? (watch          ? "watch"
+                                                         : name.empty() ? "list"
+                                                                        : "get")
+                                 : method == "POST"   ? "create"
+                                 : method == "PUT"    ? "update"
+                                 : method == "PATCH"  ? "patch"
+                                 : method == "DELETE" ? "delete"
+                                                      : method;
+        const std::string sub = i + 2 < p.size() ? "/" + p[i + 2] : "";
+        ++S.requests_by_verb[q.resource + sub + " " + verb];
+    }
     count_wire(c, what);
     auto fault = take_fault(what);
     MHD_Result ret;

@@ -86,5 +86,6 @@ api -X DELETE "$base/api/v1/namespaces/edge/pods/loose" -d '{}' >/dev/null
 check "an unbound Pod goes at once" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' $base/api/v1/namespaces/edge/pods/loose) == 404 ]]"
 api -N "$base/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dn1&resourceVersion=$rv&timeoutSeconds=1" >"$work/podwatch"
 check "a pod watch streams the deletion: MODIFIED with deletionTimestamp, then DELETED, the unbound Pod not at all" bash -c "[[ \$(jq -sc '[.[] | select(.type != \"BOOKMARK\") | .type + \":\" + .object.metadata.name + \":\" + (.object.metadata | has(\"deletionTimestamp\") | tostring)]' '$work/podwatch') == '[\"MODIFIED:bound:true\",\"DELETED:bound:true\"]' ]]"
+check "stats count requests by resource and verb (apiserver_request_total's labels)" bash -c "curl -s --cacert $work/cert.pem $base/_control/stats | jq -e '.requestsByVerb | .[\"pods delete\"] == 4 and .[\"pods watch\"] == 1 and .[\"pods list\"] == 2 and .[\"pods get\"] == 3'"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
