@@ -27,6 +27,9 @@ using platform::log;
 
 namespace {
 
+// A manifest file from this size on is followed by return_free_heap().
+constexpr std::size_t kLargeFile = 256 * 1024;
+
 // What is compared and stored of a cluster object: not its status, which
 // the upstream controller rewrites, nor the server's bookkeeping. The keys
 // are sorted: a list item gets its apiVersion and kind appended by the
@@ -224,6 +227,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
         list_error_ = list_error;
     }
     bool changed = false;
+    bool large = false;  // a file this large leaves free heap worth returning
     std::set<std::string> seen;
     for (const auto& e : entries) {
         seen.insert(e.path);
@@ -241,6 +245,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
             save(e.path, fs);
             continue;
         }
+        large = large || data.value().size() >= kLargeFile;
         std::uint64_t h = fnv1a64(data.value());
         if (h == fs.content_hash && fs.errors.empty()) continue;  // touched, not changed
         fs.content_hash = h;
@@ -266,7 +271,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
             continue;
         }
         take_version(fs, std::move(m), e.path);
-        fs.good_text = data.value();
+        fs.good_text = std::move(data).value();  // up to 3 MiB: not copied
         save(e.path, fs);
         changed = true;
     }
@@ -280,6 +285,9 @@ Sources::Changes Sources::rescan(const std::string& dir) {
             ++it;
         }
     }
+    // The file's text, its parsed tree and what loading it made are freed
+    // by now; glibc keeps that memory unless told (system_info.h).
+    if (large) platform::return_free_heap();
     Changes out;
     out.daemonsets = changed;
     if (changed) out.config_objects = merge_config_objects();
