@@ -347,8 +347,8 @@ large_hwm_before=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$agent/status")
 # A manifest file just under the 3 MiB limit, of a shape that costs much
 # parsed: a sequence of strings, just under the 50 000 values a document may
 # hold, refused by the decoder after the parse (its error quotes the value).
-# (A mapping of as many keys costs as much memory, but its parse is
-# quadratic in its keys: operating.md names it.)
+# (A mapping of as many keys costs as much memory; its parse is linear in
+# its keys since the readers index a large mapping's keys.)
 {
     printf 'apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: big\n  namespace: it\n  annotations:\n    big:\n'
     awk 'BEGIN { for (i = 0; i < 49900; i++) printf "      - k%07d%045d\n", i, 0 }'
