@@ -88,8 +88,14 @@ void Sources::take_version(FileState& fs, LoadedManifest&& m, const std::string&
             // A later document of the same name replaces an earlier one, as
             // `kubectl apply -f` leaves the last one in the cluster.
             auto key = std::make_pair(cm->metadata.namespace_, cm->metadata.name);
+            // Pods read `data` and `binaryData`; the document as read is
+            // not kept: it held every value a second time (3 MiB for a
+            // file of three ConfigMaps at upstream's 1 MiB, copied again
+            // into the merged objects).
+            cm->object = Json();
             fs.config.config_maps.insert_or_assign(key, std::move(*cm));
         } else if (auto* secret = std::get_if<Secret>(&o.object)) {
+            secret->object = Json();  // redacted already; not read either
             auto key = std::make_pair(secret->metadata.namespace_, secret->metadata.name);
             fs.config.secrets.insert_or_assign(key, std::move(*secret));
         } else if (std::holds_alternative<Node>(o.object)) {
@@ -208,10 +214,13 @@ void Sources::load(const ApiServerConfig& api) {
         log(Level::Info, std::to_string(api_.size()) + " DaemonSets from the API server's cache");
 }
 
-void Sources::save(const std::string& path, const FileState& fs) {
-    store::StoredManifestFile row{path, fs.good_text, !fs.errors.empty(), joined(fs.errors),
+void Sources::save(const std::string& path, FileState& fs) {
+    // The text (up to 3 MiB) is lent to the row and taken back, not copied.
+    store::StoredManifestFile row{path, std::move(fs.good_text), !fs.errors.empty(), joined(fs.errors),
                                   clock_.wall_ms()};
-    if (auto w = store_.put_manifest_file(row); !w.ok()) log(Level::Err, "store: " + w.error().message);
+    auto w = store_.put_manifest_file(row);
+    fs.good_text = std::move(row.good_content);
+    if (!w.ok()) log(Level::Err, "store: " + w.error().message);
 }
 
 void Sources::forget(const std::string& path) {
