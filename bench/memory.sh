@@ -5,7 +5,8 @@
 # storm of tests/agent/test_storm.sh (the agent SIGKILLed at random points
 # while DaemonSets change, then a clean agent that must converge), and then
 # meets the largest inputs each source may send it: a manifest file at the
-# 3 MiB limit, a list response and a watch event beyond theirs. It must
+# 3 MiB limit (refused), a valid one just under it, a list response and a
+# watch event beyond theirs. It must
 # never be OOM-killed.
 #
 #   bench/memory.sh [--build DIR] [--daemonsets N] [--batches B] [--kills K] [--seed S] [--limit-mib M]
