@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/decision.h"
+#include "core/json_parse.h"
 #include "core/manifest.h"
 
 using namespace daemonlet;
@@ -147,6 +148,24 @@ int main(int argc, char** argv) {
     double parse_json = rate(budget, [&] { (void)parse_documents(json, "bench.json"); });
     double load_json = rate(budget, [&] { (void)load_manifest(json, "bench.json"); });
 
+    // A JSON object of n keys (an API answer or a JSON manifest of one large
+    // mapping): parse_json is linear in n, nlohmann's own parser quadratic.
+    auto keys_json = [](int n) {
+        std::string text = "{";
+        for (int k = 0; k < n; ++k) text += (k ? ",\"key-" : "\"key-") + std::to_string(k) + "\":\"v\"";
+        return text + "}";
+    };
+    auto once_ms = [](auto fn) {
+        auto start = Clock::now();
+        if (fn() == 0) std::abort();  // keep the result alive
+        return seconds_since(start) * 1e3;
+    };
+    const std::string keys_5k = keys_json(5000), keys_20k = keys_json(20000);
+    const double ours_5k = once_ms([&] { return daemonlet::parse_json(keys_5k).size(); });
+    const double ours_20k = once_ms([&] { return daemonlet::parse_json(keys_20k).size(); });
+    const double theirs_5k = once_ms([&] { return Json::parse(keys_5k, nullptr, false).size(); });
+    const double theirs_20k = once_ms([&] { return Json::parse(keys_20k, nullptr, false).size(); });
+
     std::printf("bench_core: %d DaemonSets, one node (%d placed), %.1f s per figure\n", count, runs, budget);
     std::printf("  decisions per second            %12.0f\n", decide_sets * count);
     std::printf("  time per decision               %12.2f us\n", 1e6 / (decide_sets * count));
@@ -158,6 +177,8 @@ int main(int argc, char** argv) {
     std::printf("  JSON parse only                 %12.2f MB/s\n", parse_json * mb_json);
     std::printf("  JSON full load                  %12.2f MB/s  (%.0f DaemonSets/s)\n", load_json * mb_json,
                 load_json * count);
+    std::printf("  JSON object of 5k / 20k keys    %8.1f / %.1f ms  (nlohmann's parser: %.1f / %.1f ms)\n",
+                ours_5k, ours_20k, theirs_5k, theirs_20k);
     std::printf("  peak RSS                        %12ld KiB\n", max_rss_kib());
     return 0;
 }

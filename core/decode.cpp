@@ -129,7 +129,8 @@ void decode_toleration(Reader& r, const Json& v, const FieldPath& p, Toleration&
 
 using detail::Reader;
 
-FieldErrors decode_daemonset(const Json& obj, DaemonSet& out) {
+namespace {
+FieldErrors daemonset_fields(const Json& obj, DaemonSet& out) {
     FieldErrors errs;
     Reader r(errs);
     FieldPath root;
@@ -152,7 +153,19 @@ FieldErrors decode_daemonset(const Json& obj, DaemonSet& out) {
     }
     if (const Json* st = Reader::member(obj, "status"))
         detail::decode_status(r, *st, root.child("status"), out.status);
+    return errs;
+}
+}  // namespace
+
+FieldErrors decode_daemonset(const Json& obj, DaemonSet& out) {
+    FieldErrors errs = daemonset_fields(obj, out);
     out.object = obj;
+    return errs;
+}
+
+FieldErrors decode_daemonset(Json&& obj, DaemonSet& out) {
+    FieldErrors errs = daemonset_fields(obj, out);
+    out.object = std::move(obj);
     return errs;
 }
 

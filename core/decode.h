@@ -12,9 +12,13 @@
 namespace daemonlet {
 
 FieldErrors decode_daemonset(const Json& obj, DaemonSet& out);
+// The same, keeping `obj` as `object` without a copy (a manifest's loader
+// owns its document: a copy held the document twice).
+FieldErrors decode_daemonset(Json&& obj, DaemonSet& out);
 FieldErrors decode_node(const Json& obj, Node& out);
 // v1 ConfigMap: binaryData base64-decoded.
 FieldErrors decode_config_map(const Json& obj, ConfigMap& out);
+FieldErrors decode_config_map(Json&& obj, ConfigMap& out);
 // v1 Secret: data base64-decoded, stringData merged over it; `object` kept
 // with every value redacted. No error carries a value.
 FieldErrors decode_secret(const Json& obj, Secret& out);

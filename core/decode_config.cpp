@@ -87,7 +87,8 @@ Json redacted_secret(const Json& obj) {
 
 }  // namespace
 
-FieldErrors decode_config_map(const Json& obj, ConfigMap& out) {
+namespace {
+FieldErrors config_map_fields(const Json& obj, ConfigMap& out) {
     FieldErrors errs;
     Reader r(errs);
     FieldPath root;
@@ -95,7 +96,19 @@ FieldErrors decode_config_map(const Json& obj, ConfigMap& out) {
     bytes_map(errs, obj, root, "data", false, Values::Shown, out.data);
     bytes_map(errs, obj, root, "binaryData", true, Values::Shown, out.binary_data);
     r.boolean(obj, root, "immutable", out.immutable);
+    return errs;
+}
+}  // namespace
+
+FieldErrors decode_config_map(const Json& obj, ConfigMap& out) {
+    FieldErrors errs = config_map_fields(obj, out);
     out.object = obj;
+    return errs;
+}
+
+FieldErrors decode_config_map(Json&& obj, ConfigMap& out) {
+    FieldErrors errs = config_map_fields(obj, out);
+    out.object = std::move(obj);
     return errs;
 }
 

@@ -1,11 +1,36 @@
 #include "core/field_error.h"
 
+#include <algorithm>
+#include <memory>
+
 namespace daemonlet {
 
 namespace {
 // The most of a bad value an error quotes: upstream quotes a value whole,
 // but no message needs more than this (issue 15 §5).
 constexpr std::size_t kMaxRenderedValue = 1024;
+
+// Keeps the first `cap` bytes of what the serializer writes and counts the
+// rest: a value is never rendered whole to be cut afterwards (a 3 MiB
+// manifest's array took a 5.4 MiB string for a 1 KiB quote).
+class CappedOutput : public nlohmann::detail::output_adapter_protocol<char> {
+  public:
+    CappedOutput(std::string& out, std::size_t cap) : out_(out), cap_(cap) {}
+    void write_character(char c) override {
+        if (out_.size() < cap_) out_.push_back(c);
+        ++total_;
+    }
+    void write_characters(const char* s, std::size_t n) override {
+        if (out_.size() < cap_) out_.append(s, std::min(n, cap_ - out_.size()));
+        total_ += n;
+    }
+    std::size_t total() const { return total_; }
+
+  private:
+    std::string& out_;
+    std::size_t cap_;
+    std::size_t total_ = 0;
+};
 }  // namespace
 
 FieldPath FieldPath::child(std::string_view name) const {
@@ -29,8 +54,13 @@ FieldPath FieldPath::key(std::string_view k) const {
 std::string render_value(const Json& v) {
     // error_handler::replace: a bad byte in a value must never throw while
     // we are only trying to report it.
-    std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-    if (s.size() <= kMaxRenderedValue) return s;
+    std::string s;
+    // One byte past the quote, to find a character boundary at the cut.
+    auto sink = std::make_shared<CappedOutput>(s, kMaxRenderedValue + 1);
+    nlohmann::detail::serializer<Json> serializer(sink, ' ', Json::error_handler_t::replace);
+    serializer.dump(v, false, false, 0);
+    const std::size_t total = sink->total();
+    if (total <= kMaxRenderedValue) return s;
     // An error is logged, kept as a file's last error and stored: a 3 MiB
     // manifest's array quoted whole was megabytes, copied at each step, and
     // had the agent OOM-killed in 32 MiB (bench/memory.sh). Cut on a UTF-8
@@ -38,7 +68,7 @@ std::string render_value(const Json& v) {
     std::size_t cut = kMaxRenderedValue;
     while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
     std::string out = s.substr(0, cut);
-    out += "... (" + std::to_string(s.size()) + " bytes)";
+    out += "... (" + std::to_string(total) + " bytes)";
     return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/decode.h"
 #include "core/defaults.h"
+#include "core/json_parse.h"
 #include "core/names.h"
 #include "core/validation.h"
 #include "core/yaml_reader.h"
@@ -58,7 +59,7 @@ std::size_t line_of(std::string_view d, std::size_t pos) {
 }  // namespace
 
 ParsedDocuments parse_json_stream(std::string_view data, const std::string& file,
-                                  const ManifestLimits& limits) {
+                                  const ManifestLimits& limits, const DocumentSink& sink) {
     ParsedDocuments out;
     std::size_t pos = 0;
     std::size_t number = 0;
@@ -73,23 +74,12 @@ ParsedDocuments parse_json_stream(std::string_view data, const std::string& file
         }
         std::size_t end = value_end(data, pos);
         std::string_view slice = data.substr(pos, end - pos);
-        std::size_t nodes = 0;
-        bool too_deep = false;
-        bool too_many = false;
-        // The callback sees every value with its depth: bound both before
-        // anything is kept.
-        auto cb = [&](int depth, Json::parse_event_t ev, Json&) {
-            if (static_cast<std::size_t>(depth) > limits.max_depth) too_deep = true;
-            if (ev == Json::parse_event_t::value || ev == Json::parse_event_t::object_start ||
-                ev == Json::parse_event_t::array_start)
-                if (++nodes > limits.max_nodes) too_many = true;
-            return !too_deep && !too_many;
-        };
-        Json value;
-        try {
-            value = Json::parse(slice.begin(), slice.end(), cb);
-        } catch (const Json::exception& e) {
-            std::string msg = e.what();
+        JsonLimits bounds;
+        bounds.max_depth = limits.max_depth;
+        bounds.max_values = limits.max_nodes;
+        JsonParsed parsed = parse_json_text(slice, bounds);
+        if (parsed.failure == JsonFailure::Syntax) {
+            std::string msg = std::move(parsed.message);
             // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> from "parse error".
             auto at = msg.find("] ");
             if (at != std::string::npos) msg = msg.substr(at + 2);
@@ -101,25 +91,31 @@ ParsedDocuments parse_json_stream(std::string_view data, const std::string& file
             out.errors.push_back({file, number, "", std::move(msg)});
             return out;
         }
-        if (too_deep) {
+        if (parsed.failure == JsonFailure::TooDeep) {
             out.errors.push_back(
                 {file, number, "", "nesting deeper than " + std::to_string(limits.max_depth) + " levels"});
             return out;
         }
-        if (too_many) {
+        if (parsed.failure == JsonFailure::TooManyValues) {
             out.errors.push_back(
                 {file, number, "", "document has more than " + std::to_string(limits.max_nodes) + " values"});
             return out;
         }
-        if (!value.is_null()) out.docs.push_back({number, std::move(value)});
+        Json value = std::move(parsed.value);
         pos = end;
+        if (value.is_null()) continue;
+        if (!sink) {
+            out.docs.push_back({number, std::move(value)});
+        } else if (!sink({number, std::move(value)})) {
+            return out;
+        }
     }
 }
 
-}  // namespace detail
+namespace {
 
-ParsedDocuments parse_documents_partial(std::string_view data, const std::string& file,
-                                        const ManifestLimits& limits) {
+ParsedDocuments parse_stream(std::string_view data, const std::string& file, const ManifestLimits& limits,
+                             const DocumentSink& sink) {
     if (data.size() > limits.max_bytes) {
         ParsedDocuments out;
         out.errors.push_back({file, 0, "",
@@ -149,8 +145,16 @@ ParsedDocuments parse_documents_partial(std::string_view data, const std::string
            (body[first] == ' ' || body[first] == '\t' || body[first] == '\n' || body[first] == '\r'))
         ++first;
     // kubectl's YAMLOrJSONDecoder: a stream whose first byte is '{' is JSON.
-    if (first < body.size() && body[first] == '{') return detail::parse_json_stream(body, file, limits);
-    return detail::parse_yaml_stream(body, file, limits);
+    if (first < body.size() && body[first] == '{') return parse_json_stream(body, file, limits, sink);
+    return parse_yaml_stream(body, file, limits, sink);
+}
+
+}  // namespace
+}  // namespace detail
+
+ParsedDocuments parse_documents_partial(std::string_view data, const std::string& file,
+                                        const ManifestLimits& limits) {
+    return detail::parse_stream(data, file, limits, {});
 }
 
 Result<std::vector<Document>> parse_documents(std::string_view data, const std::string& file,
@@ -186,6 +190,9 @@ namespace {
 struct Loader {
     const std::string& file;
     LoadedManifest& out;
+    std::size_t max_objects = 0;
+    std::size_t objects = 0;
+    bool full = false;  // past max_objects: the rest of the file is not read
 
     void error(std::size_t doc, const std::string& prefix, const std::string& field, std::string message) {
         out.errors.push_back({file, doc, prefix + field, std::move(message)});
@@ -220,6 +227,17 @@ struct Loader {
             list(doc, obj);
             return;
         }
+        // Each object kept costs the agent its typed model besides its
+        // document (about 4 KiB for a small DaemonSet, 10 000 of them
+        // 99 MB): a file may hold at most max_objects.
+        if (++objects > max_objects) {
+            std::string item = prefix;  // "items[3]." -> "items[3]"
+            if (!item.empty()) item.pop_back();
+            error(doc, item, "",
+                  "more than " + std::to_string(max_objects) + " objects in one file; split it");
+            full = true;
+            return;
+        }
         if (kind == "DaemonSet" &&
             (api == "apps/v1" || api == "apps/v1beta2" || api == "extensions/v1beta1")) {
             if (api != "apps/v1") {
@@ -230,23 +248,31 @@ struct Loader {
                 obj["apiVersion"] = "apps/v1";
             }
             default_daemonset(obj);
-            return typed<DaemonSet>(doc, where, prefix, obj, decode_daemonset, validate_daemonset);
+            // The document moves into the DaemonSet's `object`: not copied.
+            return typed<DaemonSet>(
+                doc, where, prefix, std::move(obj),
+                [](Json&& j, DaemonSet& d) { return decode_daemonset(std::move(j), d); }, validate_daemonset);
         }
         if (api == "v1" && kind == "Node")
-            return typed<Node>(doc, where, prefix, obj, decode_node, validate_node);
+            return typed<Node>(doc, where, prefix, std::move(obj), decode_node, validate_node);
         if (api == "v1" && kind == "ConfigMap") {
             default_namespace(obj);
-            return typed<ConfigMap>(doc, where, prefix, obj, decode_config_map, validate_config_map);
+            return typed<ConfigMap>(
+                doc, where, prefix, std::move(obj),
+                [](Json&& j, ConfigMap& c) { return decode_config_map(std::move(j), c); },
+                validate_config_map);
         }
         if (api == "v1" && kind == "Secret") {
             default_secret(obj);
-            return typed<Secret>(doc, where, prefix, obj, decode_secret, validate_secret);
+            return typed<Secret>(doc, where, prefix, std::move(obj), decode_secret, validate_secret);
         }
         if (api == "v1" && kind == "Pod") {
             default_pod(obj);
             static const Json kNull;
             const Json& raw = obj.contains("spec") ? obj["spec"] : kNull;
-            return typed<Pod>(doc, where, prefix, obj, decode_pod,
+            // decode_pod copies the document (it takes it by const
+            // reference), so `raw` stays valid for the validation.
+            return typed<Pod>(doc, where, prefix, std::move(obj), decode_pod,
                               [&](const Pod& pod) { return validate_pod(pod, raw); });
         }
         // Any other kind: not used on a board, but still an object the API
@@ -260,10 +286,10 @@ struct Loader {
 
     // Decoded, then validated when it decoded: kept when both passed.
     template <class T, class Decode, class Validate>
-    void typed(std::size_t doc, const std::string& where, const std::string& prefix, const Json& obj,
+    void typed(std::size_t doc, const std::string& where, const std::string& prefix, Json&& obj,
                Decode decode, Validate validate) {
         T object;
-        FieldErrors errs = decode(obj, object);
+        FieldErrors errs = decode(std::move(obj), object);
         if (errs.empty()) errs = validate(object);
         keep(doc, where, prefix, errs, std::move(object));
     }
@@ -285,7 +311,7 @@ struct Loader {
             error(doc, "", "items", "expected an array, got " + std::string(it->type_name()));
             return;
         }
-        for (std::size_t i = 0; i < it->size(); ++i) {
+        for (std::size_t i = 0; i < it->size() && !full; ++i) {
             std::string item = "items[" + std::to_string(i) + "]";
             object(doc, "document " + std::to_string(doc) + ", " + item, item + ".", std::move((*it)[i]));
         }
@@ -296,10 +322,13 @@ struct Loader {
 
 LoadedManifest load_manifest(std::string_view data, const std::string& file, const ManifestLimits& limits) {
     LoadedManifest out;
-    ParsedDocuments parsed = parse_documents_partial(data, file, limits);
-    Loader loader{file, out};
-    for (auto& d : parsed.docs)
+    Loader loader{file, out, limits.max_objects};
+    // Each document is loaded as soon as it is parsed and its tree freed
+    // then: the file's documents are never all held at once.
+    ParsedDocuments parsed = detail::parse_stream(data, file, limits, [&](Document&& d) {
         loader.object(d.number, "document " + std::to_string(d.number), "", std::move(d.value));
+        return !loader.full;
+    });
     // A syntax error comes after the documents that parsed before it.
     for (auto& e : parsed.errors) out.errors.push_back(std::move(e));
     return out;

@@ -34,6 +34,10 @@ struct ManifestLimits {
     // about 9 MB. A DaemonSet holds a few hundred.
     std::size_t max_nodes = 50000;
     std::size_t max_documents = 10000;
+    // Objects load_manifest keeps from one file (List items counted): each
+    // costs its typed model besides its document, about 4 KiB for a small
+    // DaemonSet; 10 000 of them in a 3 MiB file took 99 MB to load.
+    std::size_t max_objects = 1000;
 };
 
 struct ManifestError {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/json_parse.h"
+
 namespace daemonlet {
 namespace {
 
@@ -61,7 +63,7 @@ Result<std::vector<WatchEvent>> WatchDecoder::feed(std::string_view data) {
         std::string line = std::move(buf_);
         buf_.clear();
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+        Json j = parse_json(line);
         if (j.is_discarded()) return Error{ErrorCode::Invalid, "watch event: not JSON"};
         auto ev = to_event(j);
         if (!ev.ok()) return ev.error();

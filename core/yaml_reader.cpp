@@ -13,7 +13,8 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
-#include <unordered_set>
+
+#include "core/json_parse.h"
 
 namespace daemonlet::detail {
 namespace {
@@ -143,14 +144,15 @@ struct Frame {
     std::vector<Json> merges;  // `<<` sources, applied at the end (explicit keys win)
     // A mapping's keys so far: ordered_json finds a key by a linear search,
     // which made a mapping of n keys take n^2 (8,000 keys: 3.9 s); with
-    // the set it is one pass, and the object is appended to as it grows.
-    std::unordered_set<std::string> keys;
+    // an index it is one pass, and the object is appended to as it grows.
+    ObjectKeys keys;
 };
 
 // Builds one document at a time from parser events.
 class Builder {
   public:
-    Builder(const std::string& file, const ManifestLimits& limits) : file_(file), limits_(limits) {}
+    Builder(const std::string& file, const ManifestLimits& limits, const DocumentSink& sink)
+        : file_(file), limits_(limits), sink_(sink) {}
 
     ParsedDocuments run(std::string_view data) {
         std::unique_ptr<yaml_parser_t, ParserDeleter> parser(new yaml_parser_t);
@@ -222,10 +224,15 @@ class Builder {
             root_ = Json();
             nodes_ = 0;
             return true;
-        case YAML_DOCUMENT_END_EVENT:
-            if (!root_.is_null()) out_.docs.push_back({doc_number_, std::move(root_)});
+        case YAML_DOCUMENT_END_EVENT: {
+            if (root_.is_null()) return true;
+            anchors_.clear();  // the document's anchors hold copies of its values
+            Document d{doc_number_, std::move(root_)};
             root_ = Json();
+            if (sink_) return sink_(std::move(d));
+            out_.docs.push_back(std::move(d));
             return true;
+        }
         case YAML_SCALAR_EVENT: return scalar(e);
         case YAML_ALIAS_EVENT: return alias(e);
         case YAML_SEQUENCE_START_EVENT:
@@ -269,10 +276,10 @@ class Builder {
 
     void apply_merges(Frame& f) {
         // YAML merge keys: explicit keys win; earlier sources win over later.
+        auto& obj = f.value.get_ref<Json::object_t&>();
         for (const Json& src : f.merges)
             for (auto it = src.begin(); it != src.end(); ++it)
-                if (f.keys.insert(it.key()).second)
-                    f.value.get_ref<Json::object_t&>().emplace_back(it.key(), it.value());
+                if (f.keys.find(obj, it.key()) == ObjectKeys::npos) obj.emplace_back(it.key(), it.value());
     }
 
     bool scalar(const yaml_event_t& e) {
@@ -281,9 +288,12 @@ class Builder {
         std::string tag = str(s.tag);
         if (tag.rfind("!!", 0) == 0) tag = "tag:yaml.org,2002:" + tag.substr(2);
         const bool plain = s.style == YAML_PLAIN_SCALAR_STYLE;
+        const bool merge_key = plain && tag.empty() && text == "<<";
         Json v;
+        // A string value moves into the tree: a scalar near the 3 MiB file
+        // bound is already held by the file, libyaml's buffer and its event.
         if (tag == kTagStr) {
-            v = text;
+            v = std::move(text);
         } else if (tag == kTagInt || tag == kTagFloat || tag == kTagBool || tag == kTagNull) {
             auto r = resolve_plain_scalar(text);
             const char* want = tag == kTagInt     ? "int"
@@ -308,12 +318,12 @@ class Builder {
             }
             v = std::move(*r);
         } else {
-            v = text;  // quoted, literal and folded scalars are strings
+            v = std::move(text);  // quoted, literal and folded scalars are strings
         }
         if (!count(1)) return false;
         std::string anchor = str(s.anchor);
         if (!anchor.empty()) anchors_[anchor] = {v, 1};
-        return add(std::move(v), plain && tag.empty() && text == "<<");
+        return add(std::move(v), merge_key);
     }
 
     static std::string render(const std::string& s) {
@@ -378,12 +388,13 @@ class Builder {
             fail(doc_number_, path() + ".<<", "map merge requires a map or a sequence of maps as the value");
             return false;
         }
-        if (!top.keys.insert(top.key).second) {
+        auto& obj = top.value.get_ref<Json::object_t&>();
+        if (top.keys.find(obj, top.key) != ObjectKeys::npos) {
             fail(doc_number_, path() + (path().empty() ? "" : ".") + top.key,
                  "mapping key " + render(top.key) + " already defined");
             return false;
         }
-        top.value.get_ref<Json::object_t&>().emplace_back(top.key, std::move(v));
+        obj.emplace_back(std::move(top.key), std::move(v));
         return true;
     }
 
@@ -394,6 +405,7 @@ class Builder {
 
     const std::string& file_;
     const ManifestLimits& limits_;
+    const DocumentSink& sink_;
     ParsedDocuments out_;
     std::vector<Frame> stack_;
     std::unordered_map<std::string, Anchor> anchors_;
@@ -426,8 +438,8 @@ std::optional<Json> resolve_plain_scalar(std::string_view s) {
 }
 
 ParsedDocuments parse_yaml_stream(std::string_view data, const std::string& file,
-                                  const ManifestLimits& limits) {
-    return Builder(file, limits).run(data);
+                                  const ManifestLimits& limits, const DocumentSink& sink) {
+    return Builder(file, limits, sink).run(data);
 }
 
 }  // namespace daemonlet::detail

@@ -20,8 +20,15 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
     if (static_cast<std::size_t>(st.st_size) > max_bytes)
         return Error{ErrorCode::Io, path + ": file is " + std::to_string(st.st_size) +
                                         " bytes, over the limit of " + std::to_string(max_bytes) + " bytes"};
+    // One byte more than the file's size, so that EOF is read without
+    // growing the string: growing it by the 4096 below doubles its capacity
+    // (a 3 MiB manifest took a 6 MiB buffer, and the 3 MiB copy beside it).
+    // A file that says it is empty (/proc, /sys) is read with 4 KiB at once:
+    // a sysctl's file answers one read only (a 1-byte read of pid_max gave
+    // "3" and then EOF).
+    const std::size_t first = st.st_size > 0 ? static_cast<std::size_t>(st.st_size) + 1 : 4096;
     std::string data;
-    data.resize(static_cast<std::size_t>(st.st_size));
+    data.resize(std::min(max_bytes + 1, first));
     std::size_t got = 0;
     // The file may grow while we read it: read to EOF, but never past the limit.
     for (;;) {

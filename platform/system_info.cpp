@@ -1,5 +1,9 @@
 #include "platform/system_info.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
@@ -151,6 +155,16 @@ HostFacts read_host_facts() {
     }
     if (f.os_image.empty()) f.os_image = "Linux";
     return f;
+}
+
+}  // namespace daemonlet::platform
+
+namespace daemonlet::platform {
+
+void return_free_heap() {
+#if defined(__GLIBC__)
+    ::malloc_trim(0);
+#endif
 }
 
 }  // namespace daemonlet::platform

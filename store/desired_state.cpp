@@ -100,7 +100,10 @@ Result<bool> SqliteStore::delete_rollback(const std::string& ns, const std::stri
 }
 
 Result<bool> SqliteStore::put_manifest_file(const StoredManifestFile& f) {
-    Row row{{f.path}, {f.good_content, std::int64_t{f.broken ? 1 : 0}, f.error}, {f.updated_at_ms}};
+    // The text (up to 3 MiB) is bound where it is, not copied into the row.
+    Row row{{f.path},
+            {std::string_view(f.good_content), std::int64_t{f.broken ? 1 : 0}, f.error},
+            {f.updated_at_ms}};
     return put_row("put_manifest_file", s_.mf_compare, s_.mf_upsert, row);
 }
 

@@ -14,8 +14,8 @@ constexpr std::int64_t kEventsTotal = 2000;
 
 Result<bool> SqliteStore::put_pod(const PodRecord& pod) {
     Row row{{pod.uid},
-            {pod.name, pod.namespace_, pod.daemonset, pod.revision_hash, pod.revision, to_string(pod.phase),
-             pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0},
+            {pod.name, pod.namespace_, pod.daemonset, pod.revision_hash, pod.revision,
+             std::string(to_string(pod.phase)), pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0},
              codec::encode_containers(pod.containers, pod.init_containers),
              codec::encode_strings(pod.pod_ips), pod.source, pod.reason, pod.message},
             {}};

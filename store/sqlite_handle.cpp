@@ -131,6 +131,7 @@ Query& Query::bind(int index, std::string_view v) {
 
 Query& Query::bind(int index, const Value& v) {
     if (const auto* i = std::get_if<std::int64_t>(&v)) return bind(index, *i);
+    if (const auto* view = std::get_if<std::string_view>(&v)) return bind(index, *view);
     return bind(index, std::string_view(std::get<std::string>(v)));
 }
 
@@ -163,7 +164,8 @@ bool Query::columns_equal(int first, const std::vector<Value>& values) const {
             if (sqlite3_column_type(stmt_, col) != SQLITE_INTEGER || sqlite3_column_int64(stmt_, col) != *i)
                 return false;
         } else {
-            const std::string& s = std::get<std::string>(v);
+            const auto* view = std::get_if<std::string_view>(&v);
+            const std::string_view s = view ? *view : std::string_view(std::get<std::string>(v));
             if (sqlite3_column_type(stmt_, col) != SQLITE_TEXT) return false;
             const unsigned char* p = sqlite3_column_text(stmt_, col);
             int n = sqlite3_column_bytes(stmt_, col);

@@ -65,7 +65,9 @@ class Statement {
 };
 
 // A value bound to or read from a column: SQLite's INTEGER or TEXT.
-using Value = std::variant<std::int64_t, std::string>;
+// A string_view is bound without a copy: a manifest file's text (up to
+// 3 MiB) copied into a Row had the agent OOM-killed in 32 MiB.
+using Value = std::variant<std::int64_t, std::string, std::string_view>;
 
 // One use of a Statement: binds, steps, reads. Binding errors are kept and
 // reported by the first step, so that binds can be chained.

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "agent/daemon/sources.h"
+#include "core/json_parse.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -55,7 +56,7 @@ void ApiAccess::load() {
     }
     if (!saved.value() || saved.value()->empty()) return;
     saved_ = *saved.value();
-    Json j = Json::parse(saved_, nullptr, false);
+    Json j = parse_json(saved_);
     if (!j.is_object()) return;
     if (j.contains("tokens") && j["tokens"].is_array())
         for (const Json& t : j["tokens"]) {
@@ -194,7 +195,7 @@ void ApiAccess::on_token(const TokenRequestKey& key, Result<platform::HttpRespon
         if (r.value().status == 403)
             error += " (check the RBAC in dist/rbac.yaml: serviceaccounts/token create)";
     } else {
-        auto t = parse_token_request(Json::parse(r.value().body, nullptr, false));
+        auto t = parse_token_request(parse_json(r.value().body));
         if (!t)
             error = t.error().message;
         else {
@@ -242,7 +243,7 @@ void ApiAccess::fetch_root_ca(const std::string& ns) {
                         } else if (r.value().status != 200) {
                             why = describe_status(r.value().status, r.value().body);
                         } else {
-                            Json cm = Json::parse(r.value().body, nullptr, false);
+                            Json cm = parse_json(r.value().body);
                             if (cm.is_object() && cm.contains("data") && cm["data"].is_object() &&
                                 cm["data"].contains(kRootCAKey) && cm["data"][kRootCAKey].is_string()) {
                                 set_root_ca(ns, cm["data"][kRootCAKey].get<std::string>(), true);

@@ -7,6 +7,7 @@
 #include "core/cluster_report.h"
 #include "core/int_or_percent.h"
 #include "core/json_diff.h"
+#include "core/json_parse.h"
 #include "core/pod_api_status.h"
 #include "core/reflector.h"
 #include "core/template_hash.h"
@@ -256,7 +257,7 @@ void ApiPods::check_owner(const NodePod& pod) {
     send("GET", "/apis/apps/v1/namespaces/" + pod.namespace_ + "/daemonsets/" + pod.owner_name, nullptr, what,
          key, [this, key, what, owner_uid = pod.owner_uid](const platform::HttpResponse& resp) {
              if (resp.status == 200) {
-                 Json ds = Json::parse(resp.body, nullptr, false);
+                 Json ds = parse_json(resp.body);
                  const std::string uid = json_text(json_member(ds, "metadata"), "uid");
                  // A body that says nothing is no proof the DaemonSet is gone.
                  if (uid.empty()) return failed(what + ": the answer has no metadata.uid", key);

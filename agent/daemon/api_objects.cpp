@@ -6,6 +6,7 @@
 #include "agent/daemon/api_access.h"
 #include "agent/daemon/sources.h"
 #include "core/decode.h"
+#include "core/json_parse.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -154,7 +155,7 @@ void ApiAccess::on_object(const ObjectRef& ref, Result<platform::HttpResponse> r
             error += std::string(" (check the RBAC in dist/rbac.yaml: ") +
                      (ref.secret ? "secrets" : "configmaps") + " get)";
     } else {
-        Json obj = Json::parse(r.value().body, nullptr, false);
+        Json obj = parse_json(r.value().body);
         if (obj.is_object() && obj.contains("metadata") && obj["metadata"].is_object())
             obj["metadata"].erase("managedFields");
         e.last_error.clear();

@@ -8,6 +8,7 @@
 
 #include "core/cluster_report.h"
 #include "core/json_diff.h"
+#include "core/json_parse.h"
 #include "core/pod_api_status.h"
 #include "core/reflector.h"
 #include "platform/log.h"
@@ -282,7 +283,7 @@ void ApiPods::list_revisions(const std::string& key, const DaemonSet& ds) {
                                       "/" + shared->metadata.name;
              if (resp.status != 200)
                  return failed(what + ": " + describe_status(resp.status, resp.body), key);
-             Json list = Json::parse(resp.body, nullptr, false);
+             Json list = parse_json(resp.body);
              if (!list.is_object()) return failed(what + ": the response is not a JSON object", key);
              revisions_[shared->metadata.uid] = cluster_revisions(*shared, list);
              arm(0);
@@ -304,7 +305,7 @@ void ApiPods::list_pods(const std::string& key, const DaemonSet& ds, const Clust
              const std::string what = "pods of DaemonSet " + m.ns + "/" + m.ds_name;
              if (resp.status != 200)
                  return failed(what + ": " + describe_status(resp.status, resp.body), key);
-             Json list = Json::parse(resp.body, nullptr, false);
+             Json list = parse_json(resp.body);
              if (!list.is_object()) return failed(what + ": the response is not a JSON object", key);
              std::set<std::string> claimed;
              for (const auto& [k, other] : mirrors_)
@@ -352,7 +353,7 @@ void ApiPods::create(const std::string& key, const DaemonSet& ds, const ClusterR
                  return failed("create a Pod of DaemonSet " + m.ns + "/" + m.ds_name + ": " +
                                    describe_status(resp.status, resp.body),
                                key);
-             Json pod = Json::parse(resp.body, nullptr, false);
+             Json pod = parse_json(resp.body);
              const Json& meta = json_member(pod, "metadata");
              if (json_text(meta, "name").empty() || json_text(meta, "uid").empty())
                  return failed("create a Pod of DaemonSet " + m.ns + "/" + m.ds_name +

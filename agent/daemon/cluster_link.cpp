@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/json_parse.h"
 #include "core/strings.h"
 #include "platform/http/credentials.h"
 #include "platform/log.h"
@@ -74,7 +75,7 @@ Result<std::string> pem(const std::string& file, const std::string& data, bool s
 
 std::string describe_status(long status, const std::string& body) {
     std::string out = "HTTP " + std::to_string(status);
-    Json j = Json::parse(body, nullptr, false);
+    Json j = parse_json(body);
     if (j.is_object() && j.contains("message") && j["message"].is_string())
         out += ": " + j["message"].get<std::string>().substr(0, 300);
     return out;
@@ -323,7 +324,7 @@ void ClusterLink::on_list(Follower& f, Result<platform::HttpResponse> r) {
     if (resp.status != 200)
         return failed(f, static_cast<int>(resp.status), false, retry_after_ms(resp),
                       "list: " + describe_status(resp.status, resp.body));
-    Json page = Json::parse(resp.body, nullptr, false);
+    Json page = parse_json(resp.body);
     if (page.is_discarded()) return failed(f, 0, false, 0, "list: the response is not JSON");
     auto ch = f.reflector.on_list_page(page);
     if (!ch.ok()) return failed(f, 0, false, 0, ch.error().message);
@@ -514,7 +515,7 @@ void ClusterLink::on_lease(const std::string& method, Result<platform::HttpRespo
     }
     const auto& resp = r.value();
     bytes_in_ += resp.body.size();
-    Json j = Json::parse(resp.body, nullptr, false);
+    Json j = parse_json(resp.body);
     std::string rv;
     if (j.is_object() && j.contains("metadata") && j["metadata"].is_object())
         rv = j["metadata"].value("resourceVersion", "");

@@ -27,6 +27,9 @@ using platform::log;
 
 namespace {
 
+// A manifest file from this size on is followed by return_free_heap().
+constexpr std::size_t kLargeFile = 256 * 1024;
+
 // What is compared and stored of a cluster object: not its status, which
 // the upstream controller rewrites, nor the server's bookkeeping. The keys
 // are sorted: a list item gets its apiVersion and kind appended by the
@@ -85,8 +88,14 @@ void Sources::take_version(FileState& fs, LoadedManifest&& m, const std::string&
             // A later document of the same name replaces an earlier one, as
             // `kubectl apply -f` leaves the last one in the cluster.
             auto key = std::make_pair(cm->metadata.namespace_, cm->metadata.name);
+            // Pods read `data` and `binaryData`; the document as read is
+            // not kept: it held every value a second time (3 MiB for a
+            // file of three ConfigMaps at upstream's 1 MiB, copied again
+            // into the merged objects).
+            cm->object = Json();
             fs.config.config_maps.insert_or_assign(key, std::move(*cm));
         } else if (auto* secret = std::get_if<Secret>(&o.object)) {
+            secret->object = Json();  // redacted already; not read either
             auto key = std::make_pair(secret->metadata.namespace_, secret->metadata.name);
             fs.config.secrets.insert_or_assign(key, std::move(*secret));
         } else if (std::holds_alternative<Node>(o.object)) {
@@ -205,10 +214,13 @@ void Sources::load(const ApiServerConfig& api) {
         log(Level::Info, std::to_string(api_.size()) + " DaemonSets from the API server's cache");
 }
 
-void Sources::save(const std::string& path, const FileState& fs) {
-    store::StoredManifestFile row{path, fs.good_text, !fs.errors.empty(), joined(fs.errors),
+void Sources::save(const std::string& path, FileState& fs) {
+    // The text (up to 3 MiB) is lent to the row and taken back, not copied.
+    store::StoredManifestFile row{path, std::move(fs.good_text), !fs.errors.empty(), joined(fs.errors),
                                   clock_.wall_ms()};
-    if (auto w = store_.put_manifest_file(row); !w.ok()) log(Level::Err, "store: " + w.error().message);
+    auto w = store_.put_manifest_file(row);
+    fs.good_text = std::move(row.good_content);
+    if (!w.ok()) log(Level::Err, "store: " + w.error().message);
 }
 
 void Sources::forget(const std::string& path) {
@@ -224,6 +236,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
         list_error_ = list_error;
     }
     bool changed = false;
+    bool large = false;  // a file this large leaves free heap worth returning
     std::set<std::string> seen;
     for (const auto& e : entries) {
         seen.insert(e.path);
@@ -241,6 +254,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
             save(e.path, fs);
             continue;
         }
+        large = large || data.value().size() >= kLargeFile;
         std::uint64_t h = fnv1a64(data.value());
         if (h == fs.content_hash && fs.errors.empty()) continue;  // touched, not changed
         fs.content_hash = h;
@@ -266,7 +280,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
             continue;
         }
         take_version(fs, std::move(m), e.path);
-        fs.good_text = data.value();
+        fs.good_text = std::move(data).value();  // up to 3 MiB: not copied
         save(e.path, fs);
         changed = true;
     }
@@ -280,6 +294,9 @@ Sources::Changes Sources::rescan(const std::string& dir) {
             ++it;
         }
     }
+    // The file's text, its parsed tree and what loading it made are freed
+    // by now; glibc keeps that memory unless told (system_info.h).
+    if (large) platform::return_free_heap();
     Changes out;
     out.daemonsets = changed;
     if (changed) out.config_objects = merge_config_objects();

@@ -129,7 +129,7 @@ class Sources {
     // Merges the files' ConfigMaps and Secrets; true when they changed.
     bool merge_config_objects();
     // Writes the file's state when it changed (compare-then-write).
-    void save(const std::string& path, const FileState& fs);
+    void save(const std::string& path, FileState& fs);
     void forget(const std::string& path);
 
     store::Store& store_;
