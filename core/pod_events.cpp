@@ -134,6 +134,11 @@ ClusterEvent pod_cluster_event(const PodEvent& ev, const ApiPodRef& pod) {
     return out;
 }
 
+void PodEventFilter::rebase(const WallStep& step) {
+    for (auto& [pod, s] : pods_)
+        for (auto& seen : s.seen) seen.first_ms = daemonlet::rebase(seen.first_ms, step);
+}
+
 PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms) {
     auto it = pods_.find(pod);
     if (it == pods_.end()) {
@@ -151,6 +156,12 @@ PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, 
     std::string key = ev.field_path + "\n" + ev.type + "\n" + ev.reason + "\n" + ev.message;
     auto seen = std::find_if(s.seen.begin(), s.seen.end(), [&](const Seen& x) { return x.key == key; });
     Seen entry{std::move(key), ev.time_ms, 0};
+    // An Event first seen before the clock was set (the link sends it under
+    // the time it is sent at, core/wall_clock.h) starts a new one once it is.
+    if (seen != s.seen.end() && !wall_time_known(seen->first_ms) && wall_time_known(ev.time_ms)) {
+        s.seen.erase(seen);
+        seen = s.seen.end();
+    }
     if (seen != s.seen.end()) {
         entry = std::move(*seen);
         s.seen.erase(seen);

@@ -128,6 +128,9 @@ class PodEventFilter {
     static constexpr std::size_t kSeenPerPod = 16;
 
     PodEventSend decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms);
+    // A step of the wall clock (wall_clock.h): the first times move, as the
+    // queued Events' do, so that a repeat still names its Event.
+    void rebase(const WallStep& step);
     void forget(const std::string& pod) { pods_.erase(pod); }
     std::size_t size() const { return pods_.size(); }
 

@@ -91,7 +91,7 @@ std::vector<std::size_t> sidecars_to_stop(const PodRecord& pod, const std::strin
     std::vector<std::size_t> stop;
     if (!pod_finished(pod, restart_policy)) return stop;
     for (std::size_t i = pod.init_containers.size(); i-- > 0;)
-        if (pod.init_containers[i].sidecar && pod.init_containers[i].state == ContainerState::Running)
+        if (pod.init_containers[i].sidecar && pod.init_containers[i].state != ContainerState::Terminated)
             stop.push_back(i);
     return stop;
 }

@@ -83,8 +83,10 @@ ExitAction container_exit_action(const PodRecord& pod, std::size_t index,
 // (pod_phase, which leaves sidecars out), nothing is kept running
 // (kuberuntime_manager.go computePodActions: keepCount == 0 and nothing to
 // start sets KillPod, and InitContainersToStart is cleared "to prevent the
-// restartable init containers to keep pod alive"). The running sidecars'
-// indices, the last declared first (sidecars stop in reverse order, KEP-753).
+// restartable init containers to keep pod alive"). The indices of the
+// sidecars not terminated (running, or waiting out a crash-loop back-off:
+// not started again), the last declared first (sidecars stop in reverse
+// order, KEP-753).
 // Empty under Always, or while a regular container runs or restarts.
 std::vector<std::size_t> sidecars_to_stop(const PodRecord& pod, const std::string& restart_policy);
 

@@ -337,6 +337,11 @@ void ApiPods::adopt_mirror(const std::string& key, const std::string& name, cons
                      "API server: the mirror pod " + cur.ns + "/" + name + " is the board's (kept)");
                  return arm(0);
              }
+             // Deleted already and held by a finalizer: waited for, not
+             // deleted again and again.
+             if (!json_member(meta, "deletionTimestamp").is_null() &&
+                 json_member(meta, "finalizers").is_array() && !json_member(meta, "finalizers").empty())
+                 return failed(what + ": still being deleted (a finalizer holds it)", key);
              if (json_member(json_member(meta, "annotations"), kConfigMirrorAnnotation).is_string() &&
                  !uid.empty())
                  return delete_mirror(key, name, uid, "it is outdated");
@@ -365,6 +370,13 @@ void ApiPods::delete_mirror(const std::string& key, const std::string& name, con
                  it->second.posted = Json::object();
              }
              node_pods_.erase(uid);
+             // Kept by a finalizer (the answer is the Pod, still there, its
+             // finalizers listed): the next create waits a sync period
+             // rather than looping.
+             const Json kept = Json::parse(resp.body, nullptr, false);
+             const Json& finalizers = json_member(json_member(kept, "metadata"), "finalizers");
+             if (resp.status == 200 && finalizers.is_array() && !finalizers.empty())
+                 return failed(what + ": kept by a finalizer", key);
              arm(0);
          });
 }

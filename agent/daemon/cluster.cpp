@@ -106,7 +106,7 @@ void Agent::start_cluster(bool start_now) {
                     e.value("namespace", ""), e.value("kind", ""), e.value("name", ""), e.value("uid", ""),
                     e.value("type", ""), e.value("reason", ""), e.value("message", ""),
                     e.value("first", std::int64_t{0}), e.value("last", std::int64_t{0}), e.value("count", 1),
-                    e.value("fieldPath", ""), e.value("repeat", false)});
+                    e.value("fieldPath", ""), (e.contains("repeat") && e["repeat"] == Json(true))});
             }
         if (auto w = store_->put_meta(kEventsMeta, ""); !w.ok())
             log(Level::Warning, "store: " + w.error().message);

@@ -52,6 +52,12 @@ void PodEvents::flush(const PodOf& pod_of, const std::set<std::string>& live, st
         if (auto pod = pod_of(uid)) flush_one(uid, *pod, mono_ms, send);
 }
 
+void PodEvents::rebase(const WallStep& step) {
+    filter_.rebase(step);
+    for (auto& [uid, q] : pending_)
+        for (auto& ev : q) ev.time_ms = daemonlet::rebase(ev.time_ms, step);
+}
+
 std::size_t PodEvents::pending() const {
     std::size_t n = 0;
     for (const auto& [uid, q] : pending_) n += q.size();

@@ -36,6 +36,8 @@ class PodEvents {
     void flush(const PodOf& pod_of, const std::set<std::string>& live, std::int64_t mono_ms,
                const Send& send);
     std::size_t pending() const;
+    // A step of the wall clock: the kept and the counted Events' times move.
+    void rebase(const WallStep& step);
 
   private:
     void send_one(const ApiPodRef& pod, const PodEvent& ev, std::int64_t mono_ms, const Send& send);

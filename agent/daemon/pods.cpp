@@ -237,6 +237,18 @@ void Agent::stop_finished_sidecars(const std::string& uid) {
     LivePod& p = pit->second;
     for (std::size_t i : sidecars_to_stop(p.rec, restart_policy_of(p.rec))) {
         LiveContainer& lc = p.containers[i];
+        if (lc.id.empty() && lc.restart_timer) {
+            // Waiting out its back-off: not started again, terminated as it last ended.
+            close_restart_timer(lc.restart_timer);
+            ContainerStatus& cs = p.status(i);
+            if (!cs.termination_reason.empty()) {
+                cs.state = ContainerState::Terminated;
+                cs.reason = cs.termination_reason;
+                cs.message.clear();
+            }
+            save_pod(p);
+            continue;
+        }
         if (lc.id.empty() || lc.finishing_id == lc.id) continue;
         lc.finishing_id = lc.id;
         stop_container(

@@ -47,6 +47,7 @@ void Agent::check_wall_clock() {
     if (auto moved = store_->rebase_wall_times(step->from_ms, step->to_ms, step->delta_ms); !moved.ok())
         log(Level::Err, "store: " + moved.error().message);
     if (cluster_) cluster_->rebase_wall_times(*step);
+    pod_events_.rebase(*step);
     if (images_) images_->rebase_wall_times(*step);
     log(Level::Notice,
         "the wall clock stepped by " + step_text(step->delta_ms) +

@@ -495,6 +495,11 @@ const SidecarStopRow kSidecarStopRows[] = {
      {sidecar(ContainerState::Running, true, false), app_exited(0)},
      "Always",
      {}},
+    {"computePodActions: InitContainersToStart cleared: a sidecar waiting out its back-off is not started "
+     "again",
+     {sidecar(ContainerState::Waiting), app_exited(0)},
+     "Never",
+     {0}},
     {"a sidecar already stopped is not stopped again",
      {sidecar(ContainerState::Terminated), app_exited(0)},
      "Never",
