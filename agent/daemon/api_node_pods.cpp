@@ -293,6 +293,12 @@ void ApiPods::create_mirror(const std::string& key, const BoardPod& pod) {
              if (it == mirrors_.end()) return arm(0);
              Mirror& cur = it->second;
              if (resp.status == 409) return adopt_mirror(key, name, cur.template_hash);
+             // Refused for what it is (kube-apiserver's admission: a mirror
+             // pod may not reference a ServiceAccount, Secrets or
+             // ConfigMaps, as upstream's static pods may not; an invalid
+             // object): asked again every 5 minutes, not every sync.
+             if (resp.status == 400 || resp.status == 403 || resp.status == 422)
+                 return failed(what + ": " + describe_status(resp.status, resp.body), key, 300'000);
              if (resp.status != 201 && resp.status != 200)
                  return failed(what + ": " + describe_status(resp.status, resp.body), key);
              Json made = Json::parse(resp.body, nullptr, false);

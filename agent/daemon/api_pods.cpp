@@ -20,8 +20,6 @@ using platform::log;
 
 namespace {
 
-// status.Manager's syncBatch period: every Pod's status is checked again.
-constexpr std::uint64_t kSyncPeriodMs = 10'000;
 // A pod whose template has no ControllerRevision yet: the revisions are
 // listed again after 1 s (the controller writes one within its sync), then
 // after twice as long each time, up to 30 s (a cluster whose controller is
@@ -257,17 +255,18 @@ bool ApiPods::send(const std::string& method, const std::string& target, Json bo
 // Logged once per distinct error. The pod's next request waits
 // kSyncPeriodMs (the status manager tries again at its next syncBatch); the
 // other pods go on.
-void ApiPods::failed(const std::string& what, const std::string& key) {
+void ApiPods::failed(const std::string& what, const std::string& key, std::uint64_t retry_ms) {
     if (auto it = mirrors_.find(key); it != mirrors_.end())
-        it->second.retry_at_ms = clock_.monotonic_ms() + static_cast<std::int64_t>(kSyncPeriodMs);
+        it->second.retry_at_ms = clock_.monotonic_ms() + static_cast<std::int64_t>(retry_ms);
     if (key.rfind(kNodeKey, 0) == 0)
         node_retry_at_[key.substr(std::strlen(kNodeKey))] =
-            clock_.monotonic_ms() + static_cast<std::int64_t>(kSyncPeriodMs);
+            clock_.monotonic_ms() + static_cast<std::int64_t>(retry_ms);
     if (what != error_)
-        log(Level::Warning,
-            "API server: Pods of node " + node_name_ + ": " + what +
-                (what.find("HTTP 403") != std::string::npos ? " (check the RBAC in dist/rbac.yaml)" : "") +
-                "; retrying in " + std::to_string(kSyncPeriodMs / 1000) + " s");
+        log(Level::Warning, "API server: Pods of node " + node_name_ + ": " + what +
+                                (what.find("HTTP 403") != std::string::npos && retry_ms == kSyncPeriodMs
+                                     ? " (check the RBAC in dist/rbac.yaml)"
+                                     : "") +
+                                "; retrying in " + std::to_string(retry_ms / 1000) + " s");
     error_ = what;
     arm(0);  // the others go on; this one waits for its retry_at_ms
 }

@@ -92,6 +92,8 @@ struct BoardPod {
 
 class ApiPods {
   public:
+    // status.Manager's syncBatch period: every Pod's status is checked again.
+    static constexpr std::uint64_t kSyncPeriodMs = 10'000;
     struct Hooks {
         std::function<std::vector<BoardPod>()> pods;  // every pod the board runs but static pods
         // The board's pod `uid` is to stop (its Pod is being deleted, or is
@@ -158,7 +160,9 @@ class ApiPods {
     bool send(const std::string& method, const std::string& target, Json body, const std::string& what,
               const std::string& key, std::function<void(const platform::HttpResponse&)> done);
     // `key`: the board pod whose request failed ("" for none).
-    void failed(const std::string& what, const std::string& key);
+    // `retry_ms`: when the key's request goes again (a sync period; a
+    // mirror pod the server refuses for good, longer).
+    void failed(const std::string& what, const std::string& key, std::uint64_t retry_ms = kSyncPeriodMs);
     void list_revisions(const std::string& key, const DaemonSet& ds);
     void list_pods(const std::string& key, const DaemonSet& ds, const ClusterRevision& rev);
     void create(const std::string& key, const DaemonSet& ds, const ClusterRevision& rev);
