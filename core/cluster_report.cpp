@@ -14,7 +14,8 @@ void EventQueue::rebase(const WallStep& step) {
 }
 
 void EventQueue::add(ClusterEvent ev) {
-    for (auto& q : q_) {
+    for (auto it = q_.begin() + (front_in_flight_ && !q_.empty() ? 1 : 0); it != q_.end(); ++it) {
+        ClusterEvent& q = *it;
         if (q.namespace_ == ev.namespace_ && q.kind == ev.kind && q.name == ev.name &&
             q.reason == ev.reason && q.message == ev.message && q.type == ev.type &&
             q.field_path == ev.field_path) {
@@ -24,11 +25,16 @@ void EventQueue::add(ClusterEvent ev) {
         }
     }
     if (ev.last_ms < ev.first_ms) ev.last_ms = ev.first_ms;
-    while (capacity_ > 0 && q_.size() >= capacity_) {
-        q_.pop_front();
+    if (capacity_ == 0) return;
+    const std::size_t keep = front_in_flight_ && !q_.empty() ? 1 : 0;  // the one being sent stays
+    while (q_.size() >= capacity_ && q_.size() > keep) {
+        q_.erase(q_.begin() + static_cast<std::ptrdiff_t>(keep));
         ++dropped_;
     }
-    if (capacity_ > 0) q_.push_back(std::move(ev));
+    if (q_.size() < capacity_)
+        q_.push_back(std::move(ev));
+    else
+        ++dropped_;  // a queue of one, being sent
 }
 
 std::string rfc3339(std::int64_t wall_ms, bool micro) {

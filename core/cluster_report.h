@@ -51,7 +51,14 @@ class EventQueue {
     bool empty() const { return q_.empty(); }
     std::size_t size() const { return q_.size(); }
     const ClusterEvent& front() const { return q_.front(); }
-    void pop() { q_.pop_front(); }
+    void pop() {
+        q_.pop_front();
+        front_in_flight_ = false;
+    }
+    // The front is being sent: until its answer, add() neither folds into
+    // it (the count would be lost with its pop) nor drops it (the answer
+    // would pop another).
+    void set_front_in_flight(bool in_flight) { front_in_flight_ = in_flight; }
     // The front repeat's Event was not found: it is created instead.
     void front_repeat_created() { q_.front().repeat = false; }
     std::uint64_t dropped() const { return dropped_; }
@@ -63,6 +70,7 @@ class EventQueue {
     std::size_t capacity_;
     std::deque<ClusterEvent> q_;
     std::uint64_t dropped_ = 0;
+    bool front_in_flight_ = false;
 };
 
 // RFC 3339 in UTC: seconds ("2026-11-21T15:04:05Z", metav1.Time) or

@@ -571,6 +571,7 @@ void ClusterLink::send_events() {
     r.timeout_ms = config_.request_timeout_ms;
     auto id = http_->request(r, [this, repeat = ev.repeat](Result<platform::HttpResponse> res) {
         event_inflight_.reset();
+        events_.set_front_in_flight(false);
         if (!res.ok()) return;  // kept: sent again with the next Lease renewal
         const long s = res.value().status;
         if (repeat && s == 404 && !events_.empty()) {
@@ -594,7 +595,10 @@ void ClusterLink::send_events() {
         events_.pop();
         send_events();
     });
-    if (id.ok()) event_inflight_ = id.value();
+    if (id.ok()) {
+        event_inflight_ = id.value();
+        events_.set_front_in_flight(true);
+    }
 }
 
 void ClusterLink::rebase_wall_times(const WallStep& step) {

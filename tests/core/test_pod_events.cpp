@@ -193,3 +193,26 @@ TEST(PodEvents, RepeatIsPatchedOnItsEventAndFoldsAsATotal) {
     q.front_repeat_created();
     CHECK_FALSE(q.front().repeat);
 }
+
+TEST(PodEvents, TheEventBeingSentIsNeitherFoldedIntoNorDropped) {
+    ClusterEvent a = pod_cluster_event(backoff_event({"main", false}, 1'000), {"it", "a", "uid-a"});
+    ClusterEvent b = pod_cluster_event(backoff_event({"main", false}, 1'000), {"it", "b", "uid-b"});
+    EventQueue q(2);
+    q.add(a);
+    q.set_front_in_flight(true);
+    // A repeat of the one in flight is queued on its own: folded, its
+    // count would go with the answer's pop.
+    q.add(a);
+    LONGS_EQUAL(2, q.size());
+    LONGS_EQUAL(1, q.front().count);
+    // Full: the oldest not in flight goes, never the one being sent.
+    q.add(b);
+    LONGS_EQUAL(2, q.size());
+    STRCMP_EQUAL("a", q.items()[0].name.c_str());
+    STRCMP_EQUAL("b", q.items()[1].name.c_str());
+    LONGS_EQUAL(1, q.dropped());
+    q.pop();  // the answer: the one sent goes, nothing in flight now
+    q.add(b);
+    LONGS_EQUAL(1, q.size());
+    LONGS_EQUAL(2, q.front().count);
+}
