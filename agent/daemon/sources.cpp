@@ -291,6 +291,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
     for (auto it = files_.begin(); it != files_.end();) {
         if (!seen.count(it->first)) {
             log(Level::Notice, it->first + ": removed; its DaemonSets and static pods go");
+            large = large || it->second.size >= static_cast<std::int64_t>(kLargeFile);
             forget(it->first);
             it = files_.erase(it);
             changed = true;
@@ -298,12 +299,14 @@ Sources::Changes Sources::rescan(const std::string& dir) {
             ++it;
         }
     }
-    // The file's text, its parsed tree and what loading it made are freed
-    // by now; glibc keeps that memory unless told (system_info.h).
-    if (large) platform::return_free_heap();
     Changes out;
     out.daemonsets = changed;
     if (changed) out.config_objects = merge_config_objects();
+    // A large file's text, its parsed tree and what loading it made, or a
+    // removed large file's objects (and the merged set's last version),
+    // are freed by now; glibc keeps that memory unless told
+    // (system_info.h): an API list page after it would not find it.
+    if (large) platform::return_free_heap();
     return out;
 }
 
