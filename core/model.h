@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -449,16 +450,19 @@ struct OtherObject {
 };
 
 // The ConfigMaps and Secrets pods may reference, by namespace and name.
+// Shared, never copied: a ConfigMap holds up to 1 MiB of data, and the
+// agent's sets of them (a file's, the files' merged) hold the same objects.
+// An object is replaced, never changed in place.
 struct ConfigObjects {
-    std::map<std::pair<std::string, std::string>, ConfigMap> config_maps;
-    std::map<std::pair<std::string, std::string>, Secret> secrets;
+    std::map<std::pair<std::string, std::string>, std::shared_ptr<const ConfigMap>> config_maps;
+    std::map<std::pair<std::string, std::string>, std::shared_ptr<const Secret>> secrets;
     const ConfigMap* config_map(const std::string& ns, const std::string& name) const {
         auto it = config_maps.find({ns, name});
-        return it == config_maps.end() ? nullptr : &it->second;
+        return it == config_maps.end() ? nullptr : it->second.get();
     }
     const Secret* secret(const std::string& ns, const std::string& name) const {
         auto it = secrets.find({ns, name});
-        return it == secrets.end() ? nullptr : &it->second;
+        return it == secrets.end() ? nullptr : it->second.get();
     }
 };
 

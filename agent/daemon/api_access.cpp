@@ -96,8 +96,8 @@ void ApiAccess::save() {
     }
     Json cas = Json::object();
     for (const auto& [key, cm] : objects_.config_maps) {
-        auto it = cm.data.find(kRootCAKey);
-        if (it == cm.data.end()) continue;
+        auto it = cm->data.find(kRootCAKey);
+        if (it == cm->data.end()) continue;
         cas[key.first] = {{"pem", it->second}, {"fromCluster", ca_from_cluster_[key.first]}};
     }
     Json objects = Json::array();
@@ -263,11 +263,13 @@ void ApiAccess::fetch_root_ca(const std::string& ns) {
 void ApiAccess::set_root_ca(const std::string& ns, const std::string& pem, bool from_cluster) {
     if (pem.empty()) return;
     if (!from_cluster && ca_from_cluster_[ns] && objects_.config_map(ns, kRootCAConfigMap)) return;
-    ConfigMap& cm = objects_.config_maps[{ns, kRootCAConfigMap}];
+    auto& slot = objects_.config_maps[{ns, kRootCAConfigMap}];
+    ConfigMap cm = slot ? *slot : ConfigMap{};  // replaced, not changed in place (model.h)
     const bool same = cm.data[kRootCAKey] == pem && ca_from_cluster_[ns] == from_cluster;
     cm.metadata.namespace_ = ns;
     cm.metadata.name = kRootCAConfigMap;
     cm.data[kRootCAKey] = pem;
+    slot = std::make_shared<const ConfigMap>(std::move(cm));
     ca_from_cluster_[ns] = from_cluster;
     if (same) return;
     save();

@@ -184,10 +184,10 @@ bool ApiAccess::take_object(const ObjectRef& ref, const Json& obj) {
             return false;
         }
         auto old = objects_.secrets.find(key);
-        if (old != objects_.secrets.end() && old->second.data == s.data && old->second.type == s.type &&
-            old->second.immutable == s.immutable)
+        if (old != objects_.secrets.end() && old->second->data == s.data && old->second->type == s.type &&
+            old->second->immutable == s.immutable)
             return false;
-        objects_.secrets[key] = std::move(s);
+        objects_.secrets[key] = std::make_shared<const Secret>(std::move(s));
         return true;
     }
     ConfigMap cm;
@@ -196,10 +196,10 @@ bool ApiAccess::take_object(const ObjectRef& ref, const Json& obj) {
         return false;
     }
     auto old = objects_.config_maps.find(key);
-    if (old != objects_.config_maps.end() && old->second.data == cm.data &&
-        old->second.binary_data == cm.binary_data && old->second.immutable == cm.immutable)
+    if (old != objects_.config_maps.end() && old->second->data == cm.data &&
+        old->second->binary_data == cm.binary_data && old->second->immutable == cm.immutable)
         return false;
-    objects_.config_maps[key] = std::move(cm);
+    objects_.config_maps[key] = std::make_shared<const ConfigMap>(std::move(cm));
     return true;
 }
 

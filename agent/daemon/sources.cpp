@@ -93,11 +93,11 @@ void Sources::take_version(FileState& fs, LoadedManifest&& m, const std::string&
             // file of three ConfigMaps at upstream's 1 MiB, copied again
             // into the merged objects).
             cm->object = Json();
-            fs.config.config_maps.insert_or_assign(key, std::move(*cm));
+            fs.config.config_maps.insert_or_assign(key, std::make_shared<const ConfigMap>(std::move(*cm)));
         } else if (auto* secret = std::get_if<Secret>(&o.object)) {
             secret->object = Json();  // redacted already; not read either
             auto key = std::make_pair(secret->metadata.namespace_, secret->metadata.name);
-            fs.config.secrets.insert_or_assign(key, std::move(*secret));
+            fs.config.secrets.insert_or_assign(key, std::make_shared<const Secret>(std::move(*secret)));
         } else if (std::holds_alternative<Node>(o.object)) {
             log(Level::Warning, path + ": " + o.where +
                                     ": a Node in the manifest directory is ignored; "
@@ -127,14 +127,18 @@ bool same_meta(const ObjectMeta& a, const ObjectMeta& b) {
 }
 
 bool same_config(const ConfigObjects& a, const ConfigObjects& b) {
+    // The same object (shared) is the same; another is compared by value.
     auto same_cm = [](const auto& x, const auto& y) {
-        return x.first == y.first && x.second.data == y.second.data &&
-               x.second.binary_data == y.second.binary_data && x.second.immutable == y.second.immutable &&
-               same_meta(x.second.metadata, y.second.metadata);
+        const ConfigMap &p = *x.second, &q = *y.second;
+        return x.first == y.first &&
+               (x.second == y.second || (p.data == q.data && p.binary_data == q.binary_data &&
+                                         p.immutable == q.immutable && same_meta(p.metadata, q.metadata)));
     };
     auto same_secret = [](const auto& x, const auto& y) {
-        return x.first == y.first && x.second.data == y.second.data && x.second.type == y.second.type &&
-               x.second.immutable == y.second.immutable && same_meta(x.second.metadata, y.second.metadata);
+        const Secret &p = *x.second, &q = *y.second;
+        return x.first == y.first &&
+               (x.second == y.second || (p.data == q.data && p.type == q.type && p.immutable == q.immutable &&
+                                         same_meta(p.metadata, q.metadata)));
     };
     return std::equal(a.config_maps.begin(), a.config_maps.end(), b.config_maps.begin(), b.config_maps.end(),
                       same_cm) &&
@@ -152,7 +156,7 @@ bool Sources::merge_config_objects() {
             auto where = std::make_pair(std::string(kind), key.first + "/" + key.second);
             auto [it, fresh] = from.emplace(where, path);
             if (fresh) {
-                into.emplace(key, object);
+                into.emplace(key, object);  // shared, not copied
                 continue;
             }
             if (reported_conflicts_.insert(where.first + " " + where.second + "|" + it->second + "|" + path)
@@ -287,6 +291,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
     for (auto it = files_.begin(); it != files_.end();) {
         if (!seen.count(it->first)) {
             log(Level::Notice, it->first + ": removed; its DaemonSets and static pods go");
+            large = large || it->second.size >= static_cast<std::int64_t>(kLargeFile);
             forget(it->first);
             it = files_.erase(it);
             changed = true;
@@ -294,12 +299,14 @@ Sources::Changes Sources::rescan(const std::string& dir) {
             ++it;
         }
     }
-    // The file's text, its parsed tree and what loading it made are freed
-    // by now; glibc keeps that memory unless told (system_info.h).
-    if (large) platform::return_free_heap();
     Changes out;
     out.daemonsets = changed;
     if (changed) out.config_objects = merge_config_objects();
+    // A large file's text, its parsed tree and what loading it made, or a
+    // removed large file's objects (and the merged set's last version),
+    // are freed by now; glibc keeps that memory unless told
+    // (system_info.h): an API list page after it would not find it.
+    if (large) platform::return_free_heap();
     return out;
 }
 
@@ -426,13 +433,13 @@ Json Sources::config_status() const {
     for (const auto& [key, cm] : config_objects_.config_maps)
         maps.push_back({{"namespace", key.first},
                         {"name", key.second},
-                        {"keys", cm.data.size() + cm.binary_data.size()},
+                        {"keys", cm->data.size() + cm->binary_data.size()},
                         {"file", file_of("ConfigMap", key)}});
     for (const auto& [key, s] : config_objects_.secrets)
         secrets.push_back({{"namespace", key.first},
                            {"name", key.second},
-                           {"type", s.type},
-                           {"keys", s.data.size()},
+                           {"type", s->type},
+                           {"keys", s->data.size()},
                            {"file", file_of("Secret", key)}});
     return Json{{"configMaps", maps}, {"secrets", secrets}};
 }

@@ -202,20 +202,31 @@ T kept_answer() {
         return T{};
 }
 
-template <class T, class Op>
-Result<T> Storage::write(const std::string& key, Op op, const std::string& forget) {
-    Write w = [op](store::Store& s) -> Status {
+template <class Op>
+Storage::Write Storage::as_write(Op op) {
+    return [op = std::move(op)](store::Store& s) -> Status {
         auto r = op(s);
         if (!r.ok()) return r.error();
         return Ok{};
     };
+}
+
+template <class T, class Op>
+Result<T> Storage::write(const std::string& key, Op op, const std::string& forget) {
+    return write_lent<T>(
+        key, op, [&op] { return as_write(op); }, forget);
+}
+
+template <class T, class Op, class MakeKept>
+Result<T> Storage::write_lent(const std::string& key, const Op& op, const MakeKept& kept,
+                              const std::string& forget) {
     if (in_tx_) {
         if (tx_refused_) {
-            tx_writes_.push_back(TxWrite{key, forget, std::move(w)});
+            tx_writes_.push_back(TxWrite{key, forget, kept()});
             return kept_answer<T>();
         }
         Result<T> r = op(*inner_);
-        tx_writes_.push_back(TxWrite{key, forget, std::move(w)});
+        tx_writes_.push_back(TxWrite{key, forget, kept()});
         if (r.ok() || !store_deferred(r.error())) return r;
         tx_refused_ = true;
         failed(r.error());
@@ -224,12 +235,12 @@ Result<T> Storage::write(const std::string& key, Op op, const std::string& forge
     if (!writable_) {
         // Behind what is kept: written after it, in order, by the retry (a
         // revision's DaemonSet may be among the kept writes).
-        keep(key, forget, std::move(w));
+        keep(key, forget, kept());
         return kept_answer<T>();
     }
     Result<T> r = op(*inner_);
     if (r.ok() || !store_deferred(r.error())) return r;
-    keep(key, forget, std::move(w));
+    keep(key, forget, kept());
     failed(r.error());
     return kept_answer<T>();
 }
@@ -424,7 +435,12 @@ Result<bool> Storage::add_event(const store::EventRecord& ev) {
 }
 
 Result<bool> Storage::put_manifest_file(const store::StoredManifestFile& file) {
-    return write<bool>("file:" + file.path, [file](store::Store& s) { return s.put_manifest_file(file); });
+    // The file's text (up to 3 MiB) is written from where it is; it is
+    // copied only into a write that is kept (the disk refused it).
+    auto now = [&file](store::Store& s) { return s.put_manifest_file(file); };
+    return write_lent<bool>("file:" + file.path, now, [&file] {
+        return as_write([file](store::Store& s) { return s.put_manifest_file(file); });
+    });
 }
 
 Result<bool> Storage::delete_manifest_file(const std::string& path) {

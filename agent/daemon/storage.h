@@ -142,6 +142,13 @@ class Storage final : public store::Store {
     // has refused; keeps it (under `key`) when the disk refuses it.
     template <class T, class Op>
     Result<T> write(const std::string& key, Op op, const std::string& forget = {});
+    // The same, `op` run on the caller's data (not copied); `kept()` makes
+    // the Write to keep, owning its data, only when one is kept.
+    template <class T, class Op, class MakeKept>
+    Result<T> write_lent(const std::string& key, const Op& op, const MakeKept& kept,
+                         const std::string& forget = {});
+    template <class Op>
+    static Write as_write(Op op);
     void keep(const std::string& key, const std::string& forget, Write w);
     void end_tx(bool landed);
     void failed(const Error& e);

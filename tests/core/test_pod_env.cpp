@@ -29,12 +29,12 @@ ConfigObjects objects() {
                {"1z", "abc"},
                {"key", "value"}};
     cm.binary_data = {{"binary", "bytes"}};
-    o.config_maps[{"test1", "test-configmap"}] = cm;
+    o.config_maps[{"test1", "test-configmap"}] = std::make_shared<const ConfigMap>(cm);
     Secret s;
     s.metadata.namespace_ = "test1";
     s.metadata.name = "test-secret";
     s.data = {{"REPLACE_ME", "FROM_SECRET"}, {"DUPE_TEST", "SECRET"}, {"a!b", "x"}, {"key", "s3cr3t"}};
-    o.secrets[{"test1", "test-secret"}] = s;
+    o.secrets[{"test1", "test-secret"}] = std::make_shared<const Secret>(s);
     return o;
 }
 

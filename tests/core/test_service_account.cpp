@@ -286,7 +286,7 @@ TEST(ServiceAccount, ApiAccessVolumePayload) {
     ConfigMap ca;
     ca.metadata = {};
     ca.data = {{"ca.crt", "PEM"}};
-    cluster.config_maps[{"ns", "kube-root-ca.crt"}] = ca;
+    cluster.config_maps[{"ns", "kube-root-ca.crt"}] = std::make_shared<const ConfigMap>(ca);
     FakeTokens tokens;
     tokens.tokens[{"ns", "agent", "", 3607}] = "h.p.s";
     PodFacts pod;

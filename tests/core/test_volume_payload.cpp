@@ -22,12 +22,12 @@ ConfigObjects objects() {
     cm.metadata.name = "cm";
     cm.data = {{"foo", "foo"}, {"bar", "bar"}};
     cm.binary_data = {{"bin", std::string("\x00\x01", 2)}};
-    o.config_maps[{"ns", "cm"}] = cm;
+    o.config_maps[{"ns", "cm"}] = std::make_shared<const ConfigMap>(cm);
     Secret s;
     s.metadata.namespace_ = "ns";
     s.metadata.name = "sec";
     s.data = {{"foo", "foo"}, {"bar", "bar"}};
-    o.secrets[{"ns", "sec"}] = s;
+    o.secrets[{"ns", "sec"}] = std::make_shared<const Secret>(s);
     return o;
 }
 

@@ -87,7 +87,8 @@ TEST_GROUP(ConfigVolumes) {
 
 TEST(ConfigVolumes, AMissingSecretIsTheKubeletsErrorAndItsArrivalWritesTheVolumes) {
     ConfigObjects objects;
-    objects.config_maps[{"edge", "agent-config"}] = config_map("level=info\n");
+    objects.config_maps[{"edge", "agent-config"}] =
+        std::make_shared<const ConfigMap>(config_map("level=info\n"));
     ConfigVolumes volumes(root + "/pod-volumes");
     auto first = volumes.prepare(facts(objects), spec());
     CHECK_FALSE(first.ok());
@@ -97,7 +98,7 @@ TEST(ConfigVolumes, AMissingSecretIsTheKubeletsErrorAndItsArrivalWritesTheVolume
     s.metadata.namespace_ = "edge";
     s.metadata.name = "agent-creds";
     s.data = {{"token", "t0k3n"}};
-    objects.secrets[{"edge", "agent-creds"}] = s;
+    objects.secrets[{"edge", "agent-creds"}] = std::make_shared<const Secret>(s);
     auto again = volumes.prepare(facts(objects), spec());
     CHECK_TEXT(again.ok(), again.ok() ? "" : again.error().message.c_str());
     const auto& paths = again.value();
@@ -121,8 +122,8 @@ TEST(ConfigVolumes, AMissingSecretIsTheKubeletsErrorAndItsArrivalWritesTheVolume
 
 TEST(ConfigVolumes, AConfigMapEditIsRewrittenInPlaceAndTheRemovalKeepsTheLastContent) {
     ConfigObjects objects;
-    objects.config_maps[{"edge", "agent-config"}] = config_map("v1");
-    objects.secrets[{"edge", "agent-creds"}] = Secret{};
+    objects.config_maps[{"edge", "agent-config"}] = std::make_shared<const ConfigMap>(config_map("v1"));
+    objects.secrets[{"edge", "agent-creds"}] = std::make_shared<const Secret>(Secret{});
     ConfigVolumes volumes(root + "/pod-volumes");
     auto paths = volumes.prepare(facts(objects), spec());
     CHECK(paths.ok());
@@ -134,7 +135,7 @@ TEST(ConfigVolumes, AConfigMapEditIsRewrittenInPlaceAndTheRemovalKeepsTheLastCon
     CHECK(volumes.rewrite(objects).empty());
     STRCMP_EQUAL(data_dir.c_str(), fs::read_symlink(paths.value().at("config") + "/..data").c_str());
 
-    objects.config_maps[{"edge", "agent-config"}] = config_map("v2");
+    objects.config_maps[{"edge", "agent-config"}] = std::make_shared<const ConfigMap>(config_map("v2"));
     CHECK(volumes.rewrite(objects).empty());
     STRCMP_EQUAL("v2", slurp(file).c_str());
 
@@ -149,8 +150,8 @@ TEST(ConfigVolumes, AConfigMapEditIsRewrittenInPlaceAndTheRemovalKeepsTheLastCon
 
 TEST(ConfigVolumes, ForgetRemovesThePodsVolumes) {
     ConfigObjects objects;
-    objects.config_maps[{"edge", "agent-config"}] = config_map("v1");
-    objects.secrets[{"edge", "agent-creds"}] = Secret{};
+    objects.config_maps[{"edge", "agent-config"}] = std::make_shared<const ConfigMap>(config_map("v1"));
+    objects.secrets[{"edge", "agent-creds"}] = std::make_shared<const Secret>(Secret{});
     ConfigVolumes volumes(root + "/pod-volumes");
     CHECK(volumes.prepare(facts(objects), spec()).ok());
     CHECK(fs::exists(root + "/pod-volumes/uid-1/config"));
@@ -159,15 +160,15 @@ TEST(ConfigVolumes, ForgetRemovesThePodsVolumes) {
     CHECK_FALSE(volumes.knows("uid-1"));
     CHECK_FALSE(fs::exists(root + "/pod-volumes/uid-1"));
     // Forgotten: a later change writes nothing for it.
-    objects.config_maps[{"edge", "agent-config"}] = config_map("v2");
+    objects.config_maps[{"edge", "agent-config"}] = std::make_shared<const ConfigMap>(config_map("v2"));
     CHECK(volumes.rewrite(objects).empty());
     CHECK_FALSE(fs::exists(root + "/pod-volumes/uid-1"));
 }
 
 TEST(ConfigVolumes, SweepRemovesThePodsThatAreGone) {
     ConfigObjects objects;
-    objects.config_maps[{"edge", "agent-config"}] = config_map("v1");
-    objects.secrets[{"edge", "agent-creds"}] = Secret{};
+    objects.config_maps[{"edge", "agent-config"}] = std::make_shared<const ConfigMap>(config_map("v1"));
+    objects.secrets[{"edge", "agent-creds"}] = std::make_shared<const Secret>(Secret{});
     ConfigVolumes volumes(root + "/pod-volumes");
     CHECK(volumes.prepare(facts(objects), spec()).ok());
     PodFacts other = facts(objects);
