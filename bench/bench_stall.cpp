@@ -28,7 +28,7 @@
 // table then also counts the flushes made on the agent's loop thread in
 // each phase (each holds the loop N ms).
 //
-// --wait-s N (default 180): how long the cold start waits for every
+// --wait-s N (default 180): how long each phase waits for every
 // container. When they do not all run by then (a CRI endpoint so slow that
 // the agent's calls time out: bench_stall_cri.sh --slow-ms), the phase
 // still gives the longest stall over those N seconds and how many ran, and
@@ -256,7 +256,7 @@ void Bench::reboot() {
     (void)loop_flushes();
     const Ns t0 = mono_ns();
     agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log);
-    obs_->expect("every container running again", 180 * kSecond,
+    obs_->expect("every container running again", o_.wait_s * kSecond,
                  [&] { return obs_->marks().size() >= marks_before + static_cast<std::size_t>(o_.pods); });
     Ns last = 0;
     for (std::size_t i = marks_before; i < obs_->marks().size(); ++i)
