@@ -60,6 +60,16 @@ std::string label(const std::map<std::string, std::string>& labels, std::string_
     return it == labels.end() ? std::string() : it->second;
 }
 
+// A sandbox's network as pod_network keeps it: none while a sandbox of its
+// own network has no IP yet (asked again next time).
+std::optional<PodNetwork> network_of(const CriSandboxStatus& st) {
+    PodNetwork net;
+    net.host_network = st.host_network;
+    net.ips = sandbox_pod_ips(st.ip, st.additional_ips);
+    if (net.host_network || !net.ips.empty()) return net;
+    return std::nullopt;
+}
+
 bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
 
 // The error codes of Runtime::pull_image from containerd's reasons.
@@ -144,6 +154,10 @@ class CriRuntime final : public Runtime {
     struct Started {
         std::string id;
         std::string sandbox_id;
+        // The sandbox's network, from the PodSandboxStatus the start made
+        // on its worker: kept for pod_network, which the agent asks on the
+        // loop as the container is seen running.
+        std::optional<PodNetwork> network;
     };
     // What start() checks on the loop, before any call.
     Status check(const ContainerLaunch& launch) const;
@@ -153,10 +167,11 @@ class CriRuntime final : public Runtime {
     void started(const Started& s, std::int64_t grace_seconds) {
         watch(s.id, grace_seconds);
         sandbox_of_[s.id] = s.sandbox_id;
+        if (s.network) networks_[s.id] = *s.network;
     }
     Result<std::string> ensure_sandbox(const CriSandboxConfig& base, CriSandboxConfig& used) const;
     Status mount_hosts_file(const std::string& sandbox_id, CriPodInput& pod, const Container& c,
-                            CriContainerConfig& config) const;
+                            CriContainerConfig& config, std::optional<PodNetwork>& network) const;
     Result<std::string> create(const std::string& sandbox_id, const CriContainerConfig& config,
                                const CriLabels& annotations, const CriSandboxConfig& sandbox) const;
     void watch(const std::string& id, std::int64_t grace_seconds) {
@@ -244,9 +259,11 @@ Result<std::string> CriRuntime::create(const std::string& sandbox_id, const CriC
 // Each container of the pod writes the same text under its own temporary
 // name (replace_file), so two starting at once never mix their writes.
 Status CriRuntime::mount_hosts_file(const std::string& sandbox_id, CriPodInput& pod, const Container& c,
-                                    CriContainerConfig& config) const {
+                                    CriContainerConfig& config, std::optional<PodNetwork>& network) const {
     auto st = client_->sandbox_status(sandbox_id, kShortDeadlineMs);
     if (!st) return st.error();
+    // What pod_network would ask on the loop, kept as it keeps it.
+    network = network_of(st.value());
     if (pod.spec->host_network) {
         // nodeHostsFileContent: the node's file, bounded as the runc
         // runtime reads it (runc_security.cpp); the kubelet fails the
@@ -371,7 +388,8 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
     CriSandboxConfig sandbox;
     auto sandbox_id = ensure_sandbox(cri_sandbox_config(pod), sandbox);
     if (!sandbox_id) return sandbox_id.error();
-    if (auto s = mount_hosts_file(sandbox_id.value(), pod, c, config.value()); !s) return s.error();
+    std::optional<PodNetwork> network;
+    if (auto s = mount_hosts_file(sandbox_id.value(), pod, c, config.value(), network); !s) return s.error();
     std::error_code ec;
     fs::create_directories(sandbox.log_directory + "/" + c.name, ec);
     const CriLabels annotations = {{kGraceAnnotation, std::to_string(launch.grace_seconds)},
@@ -382,7 +400,7 @@ Result<CriRuntime::Started> CriRuntime::run_start(const ContainerLaunch& launch)
         (void)client_->remove_container(id.value(), kCreateDeadlineMs);
         return s.error();
     }
-    return Started{id.value(), sandbox_id.value()};
+    return Started{id.value(), sandbox_id.value(), std::move(network)};
 }
 
 Status CriRuntime::stop(const std::string& id) {
@@ -553,12 +571,14 @@ Result<PodNetwork> CriRuntime::pod_network(const std::string& id) const {
         return Error{ErrorCode::NotFound, "cri runtime: container " + id + " has no known pod sandbox"};
     auto st = client_->sandbox_status(sb->second, kShortDeadlineMs);
     if (!st) return st.error();
-    PodNetwork net;
-    net.host_network = st.value().host_network;
-    net.ips = sandbox_pod_ips(st.value().ip, st.value().additional_ips);
-    // A sandbox of its own network without an IP (yet): asked again next time.
-    if (net.host_network || !net.ips.empty()) networks_[id] = net;
-    return net;
+    auto net = network_of(st.value());
+    if (!net) {  // a sandbox of its own network without an IP (yet): asked again next time
+        PodNetwork none;
+        none.host_network = false;
+        return none;
+    }
+    networks_[id] = *net;
+    return *net;
 }
 
 void CriRuntime::pull_image(const std::string& image, std::function<void(Status)> done) {
