@@ -90,6 +90,10 @@ class Bench {
     }
     // The largest gap between pings from `from` on, less the period.
     double stall_ms(Ns from) const;
+    // A phase whose pods did not all run within --wait-s: its longest stall
+    // since `from` and how many ran, as two rows.
+    void not_all_ran(const std::string& stall_what, Ns from, const std::string& running_what,
+                     std::size_t running);
     void setup();
     void cold_start();
     void reboot();
@@ -173,6 +177,18 @@ void Bench::setup() {
     ::unsetenv("WATCHDOG_PID");
 }
 
+void Bench::not_all_ran(const std::string& stall_what, Ns from, const std::string& running_what,
+                        std::size_t running) {
+    const std::string wait = std::to_string(o_.wait_s) + " s";
+    rows_.push_back(
+        {stall_what + " in " + wait + " (not all ran)", {}, "", "<= 50 ms", fmt(stall_ms(from), "ms")});
+    rows_.push_back({running_what + " after " + wait,
+                     {},
+                     "",
+                     "",
+                     std::to_string(running) + " of " + std::to_string(o_.pods)});
+}
+
 void Bench::cold_start() {
     std::fprintf(stderr, "bench_stall: %d DaemonSets into a running agent (%s)\n", o_.pods,
                  o_.runtime.c_str());
@@ -196,17 +212,8 @@ void Bench::cold_start() {
     const std::string n = std::to_string(o_.pods);
     if (!obs_->wait_until(o_.wait_s * kSecond,
                           [&] { return obs_->latest().size() == static_cast<std::size_t>(o_.pods); })) {
-        rows_.push_back({n + " DaemonSets written at once -> longest loop stall in " +
-                             std::to_string(o_.wait_s) + " s (not all ran)",
-                         {},
-                         "",
-                         "<= 50 ms",
-                         fmt(stall_ms(t0), "ms")});
-        rows_.push_back({"containers running after " + std::to_string(o_.wait_s) + " s",
-                         {},
-                         "",
-                         "",
-                         std::to_string(obs_->latest().size()) + " of " + n});
+        not_all_ran(n + " DaemonSets written at once -> longest loop stall", t0, "containers running",
+                    obs_->latest().size());
         return;
     }
     all_started_ = true;
@@ -268,17 +275,8 @@ void Bench::reboot() {
                          "",
                          "",
                          fmt(ms(first - t0), "ms")});
-        rows_.push_back({"boot -> longest loop stall after the first ping, in " + std::to_string(o_.wait_s) +
-                             " s (not all ran)",
-                         {},
-                         "",
-                         "<= 50 ms",
-                         fmt(stall_ms(first), "ms")});
-        rows_.push_back({"containers running again after " + std::to_string(o_.wait_s) + " s",
-                         {},
-                         "",
-                         "",
-                         std::to_string(obs_->marks().size() - marks_before) + " of " + n});
+        not_all_ran("boot -> longest loop stall after the first ping", first, "containers running again",
+                    obs_->marks().size() - marks_before);
         return;
     }
     Ns last = 0;
