@@ -176,10 +176,9 @@ void ApiPods::sync() {
         if (m.mirror_pod) {
             if (p.mirror.is_null()) continue;
             const std::string& node_uid = link_.node_uid();
-            if (node_uid.empty()) {
-                waiting = true;  // the Node not read yet: no owner to name
-                continue;
-            }
+            // The Node not read yet: no owner to name. Its uid's arrival
+            // (ClusterHooks::node_uid) syncs again.
+            if (node_uid.empty()) continue;
             if (m.pod_deleted) {
                 // Removed outright (a forced delete): made again; the pod runs on.
                 if (!m.uid.empty())

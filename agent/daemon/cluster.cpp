@@ -76,6 +76,9 @@ void Agent::start_cluster(bool start_now) {
         if (api_pods_ && !stopping_) api_pods_->on_pods(std::move(ch));
     };
     hooks.link = [this](LinkState s) { on_link(s); };
+    hooks.node_uid = [this] {
+        if (api_pods_ && !stopping_) api_pods_->changed();
+    };
     if (config_.api_server.register_node) {
         hooks.node_status = [this] { return measure_node_status(); };
         hooks.node_object = [this] { return registration_object(); };

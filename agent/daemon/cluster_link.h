@@ -62,6 +62,9 @@ struct ClusterHooks {
     // (fieldSelector spec.nodeName=<node>, api_pods.h).
     std::function<void(ReflectorChanges&&)> pods;
     std::function<void(LinkState)> link;
+    // registerNode: the Node's uid became known or changed (read or
+    // created): mirror Pods name it as their owner.
+    std::function<void()> node_uid;
     // registerNode: the board's status now (measured when called), and the
     // Node it registers (make_local_node's object: automatic labels,
     // nodeLabels, registerWithTaints).
@@ -166,6 +169,7 @@ class ClusterLink {
     void node_tick();
     void post_node_status_now();
     void get_node();
+    void set_node_uid(const std::string& uid);
     void register_node(const Json& status);
     void patch_node_status(const Json& server_node, const Labels& reconcile);
     void node_failed(const std::string& why);

@@ -102,10 +102,15 @@ void ClusterLink::get_node() {
         // tryRegisterWithAPIServer's reconcile of the default labels.
         const bool first = !node_registered_;
         node_registered_ = true;
-        if (const std::string uid = json_text(json_member(node, "metadata"), "uid"); !uid.empty())
-            node_uid_ = uid;
+        set_node_uid(json_text(json_member(node, "metadata"), "uid"));
         patch_node_status(node, labels_of(hooks_.node_object(), first ? kDefaultLabels : kStatusLabels));
     });
+}
+
+void ClusterLink::set_node_uid(const std::string& uid) {
+    if (uid.empty() || uid == node_uid_) return;
+    node_uid_ = uid;
+    if (hooks_.node_uid) hooks_.node_uid();
 }
 
 void ClusterLink::register_node(const Json& status) {
@@ -124,8 +129,7 @@ void ClusterLink::register_node(const Json& status) {
             log(Level::Notice, "API server: registered the Node " + node_name_);
             node_registered_ = true;
             const Json node = Json::parse(resp.body, nullptr, false);
-            if (const std::string uid = json_text(json_member(node, "metadata"), "uid"); !uid.empty())
-                node_uid_ = uid;
+            set_node_uid(json_text(json_member(node, "metadata"), "uid"));
             node_posted(status);
         });
 }
