@@ -410,6 +410,7 @@ class Agent : private Images::Host {
     std::unique_ptr<ApiAccess> api_access_;
     std::unique_ptr<ApiPods> api_pods_;          // podStatus: over cluster_, closed before it
     PodEvents pod_events_;                       // their Events, kept until the Pod exists
+    PodEventFilter ds_event_filter_;             // the cluster DaemonSets' Events: repeats counted
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met

@@ -269,8 +269,14 @@ void Agent::send_cluster_event(const std::string& ns, const std::string& daemons
     auto it = sources_->api().find(ns + "/" + daemonset);
     if (it == sources_->api().end()) return;
     const std::int64_t now = clock_.wall_ms();
-    cluster_->add_event(
-        ClusterEvent{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1, ""});
+    // The DaemonSet controller's recorder correlates as the kubelet's: a
+    // repeat PATCHes the count of the Event sent before, the spam filter
+    // per DaemonSet (core PodEventFilter, keyed by its uid).
+    const PodEventSend send = ds_event_filter_.decide(
+        it->second.uid, PodEvent{"", type, reason, message, false, now}, clock_.monotonic_ms());
+    if (!send.send) return;
+    cluster_->add_event(ClusterEvent{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message,
+                                     send.first_ms, now, send.count, "", send.repeat});
 }
 
 Json Agent::status_json() const {

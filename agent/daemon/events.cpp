@@ -6,7 +6,8 @@
 //
 // Flash wears out: an event identical to the DaemonSet's newest one (same
 // reason and message) is not written again, so a decision that keeps saying
-// no, or a crash loop, is one event until something else happens.
+// no, or a crash loop, is one event until something else happens. The
+// cluster's Event counts it (a PATCH of its count, as client-go's recorder).
 #include "agent/daemon/agent.h"
 #include "platform/log.h"
 #include "platform/system_info.h"
@@ -27,13 +28,15 @@ void Agent::record_event(const std::string& ns, const std::string& daemonset, co
     ev.reason = reason;
     ev.message = message;
     ev.time_ms = clock_.wall_ms();
+    // The cluster counts a repeat on its Event (send_cluster_event); the
+    // store keeps one row for it.
+    send_cluster_event(ns, daemonset, type, reason, message);
     auto last = store_->list_events(ns, ev.object, 1);
     if (last.ok() && !last.value().empty() && last.value().back().reason == ev.reason &&
         last.value().back().message == ev.message)
         return;
     if (auto w = store_->add_event(ev); !w.ok())
         log(Level::Warning, "store: event not recorded: " + w.error().message);
-    send_cluster_event(ns, daemonset, type, reason, message);
 }
 
 void Agent::record_pod_removed(const PodRecord& pod, const std::string& reason) {

@@ -299,6 +299,13 @@ wait_for "STATUS= says connected again" 5 bash -c "grep STATUS= '$work/notify.lo
 wait_for "the queued BackOff reached the server" 10 bash -c "stats | jq -e '.events | any(.reason == \"BackOff\" and .involvedObject.name == \"crasher\")'"
 first=$(stats | jq -r '[.events[] | select(.reason == "BackOff" and .involvedObject.name == "crasher")][0].firstTimestamp')
 (($(date -d "$first" +%s) <= t_restart)) && ok || fail "BackOff firstTimestamp $first is not before the reconnect ($(date -u -d @"$t_restart" +%FT%TZ))"
+# The crash loop's next BackOffs count on that Event, a PATCH of its count
+# (client-go's recorder, EventCorrelator's eventLogger), not new Events.
+backoff_counted() {
+    stats | jq -e '.eventPatches >= 1 and ([.events[] | select(.reason == "BackOff" and .involvedObject.kind == "DaemonSet" and .involvedObject.name == "crasher")] | length == 1 and .[0].count >= 2)' >/dev/null
+}
+export -f backoff_counted
+wait_for "the DaemonSet's repeated BackOff counts on its one Event (PATCH)" 20 backoff_counted
 wait_for "the Lease exists" 15 bash -c "stats | jq -e '.leases[\"kube-node-lease/it-node\"].spec.holderIdentity == \"it-node\"'"
 renew1=$(stats | jq -r '.leases["kube-node-lease/it-node"].spec.renewTime')
 
