@@ -139,6 +139,37 @@ void PodEventFilter::rebase(const WallStep& step) {
         for (auto& seen : s.seen) seen.first_ms = daemonlet::rebase(seen.first_ms, step);
 }
 
+void apply_send(const PodEventSend& how, ClusterEvent& ev) {
+    ev.repeat = how.repeat;
+    ev.count = how.count;
+    ev.first_ms = how.first_ms;
+    if (how.combined) ev.message = kCombinedPrefix + ev.message;
+}
+
+// events_cache.go EventAggregate: the messages of one object, type and
+// reason (the aggregate key, without the message or the field path) within
+// kAggregateIntervalMs of the last; from the kAggregateMaxEvents-th
+// different one on, the Event is the combined one (one of the messages is
+// dropped, PopAny, so the set stays below the bound).
+bool PodEventFilter::aggregate(State& s, const PodEvent& ev, std::int64_t now_ms) {
+    const std::string key = ev.type + "\n" + ev.reason;
+    auto it =
+        std::find_if(s.similar.begin(), s.similar.end(), [&](const Similar& x) { return x.key == key; });
+    Similar rec{key, {}, now_ms};
+    if (it != s.similar.end()) {
+        if (now_ms - it->last_ms <= kAggregateIntervalMs) rec.messages = std::move(it->messages);
+        s.similar.erase(it);
+    } else if (s.similar.size() >= kSeenPerPod) {
+        s.similar.erase(s.similar.begin());
+    }
+    if (std::find(rec.messages.begin(), rec.messages.end(), ev.message) == rec.messages.end())
+        rec.messages.push_back(ev.message);
+    const bool combined = rec.messages.size() >= kAggregateMaxEvents;
+    if (combined) rec.messages.erase(rec.messages.begin());
+    s.similar.push_back(std::move(rec));
+    return combined;
+}
+
 PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms) {
     auto it = pods_.find(pod);
     if (it == pods_.end()) {
@@ -148,12 +179,15 @@ PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, 
             });
             pods_.erase(idle);
         }
-        it = pods_.emplace(pod, State{kSpamBurst, now_ms, {}}).first;
+        it = pods_.emplace(pod, State{kSpamBurst, now_ms, {}, {}}).first;
     }
     State& s = it->second;
-    // eventObserve: a key seen before counts on its Event, the newest last.
     PodEventSend out;
-    std::string key = ev.field_path + "\n" + ev.type + "\n" + ev.reason + "\n" + ev.message;
+    out.combined = aggregate(s, ev, now_ms);
+    // eventObserve: a key seen before counts on its Event, the newest last;
+    // a combined Event's key is the aggregate key (no message, no field path).
+    std::string key = out.combined ? "\n\n" + ev.type + "\n" + ev.reason
+                                   : ev.field_path + "\n" + ev.type + "\n" + ev.reason + "\n" + ev.message;
     auto seen = std::find_if(s.seen.begin(), s.seen.end(), [&](const Seen& x) { return x.key == key; });
     Seen entry{std::move(key), ev.time_ms, 0};
     // An Event first seen before the clock was set (the link sends it under

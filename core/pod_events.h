@@ -27,7 +27,9 @@
 // already has (same container, type, reason and message) counted on it
 // (events_cache.go eventLogger.eventObserve: the same name and
 // firstTimestamp, count + 1, sent as a PATCH of count, lastTimestamp and
-// message).
+// message), after EventAggregator has combined similar ones (the same
+// object, type and reason with 10 different messages within 10 minutes:
+// one Event "(combined from similar events): <the newest message>").
 #pragma once
 
 #include <cstddef>
@@ -110,7 +112,13 @@ struct PodEventSend {
     bool repeat = false;        // PATCH the Event named by `first_ms` (ClusterEvent::repeat)
     std::int32_t count = 1;     // its count with this one
     std::int64_t first_ms = 0;  // the first one's time (wall clock): its name and firstTimestamp
+    bool combined = false;      // EventAggregator's: the message is kCombinedPrefix + its own
 };
+inline constexpr const char* kCombinedPrefix = "(combined from similar events): ";
+
+// The decision applied to the Event made of it (its count, first time,
+// repeat and, combined, its message).
+void apply_send(const PodEventSend& how, ClusterEvent& ev);
 
 // EventSourceObjectSpamFilter's token bucket per Pod (kSpamBurst, one more
 // each kSpamRefillMs) and eventLogger's cache of the Events seen (per Pod
@@ -123,6 +131,9 @@ class PodEventFilter {
   public:
     static constexpr double kSpamBurst = 25;
     static constexpr std::int64_t kSpamRefillMs = 300'000;
+    // EventAggregator: defaultAggregateMaxEvents, defaultAggregateIntervalInSeconds.
+    static constexpr std::size_t kAggregateMaxEvents = 10;
+    static constexpr std::int64_t kAggregateIntervalMs = 600'000;
     // Bounded: more Pods than this and the longest idle is forgotten.
     static constexpr std::size_t kMaxPods = 512;
     static constexpr std::size_t kSeenPerPod = 16;
@@ -140,11 +151,20 @@ class PodEventFilter {
         std::int64_t first_ms = 0;
         std::int32_t count = 0;
     };
+    // EventAggregator's record of one type and reason: the messages seen.
+    struct Similar {
+        std::string key;  // type and reason
+        std::vector<std::string> messages;
+        std::int64_t last_ms = 0;  // monotonic
+    };
     struct State {
         double tokens = kSpamBurst;
         std::int64_t refilled_ms = 0;
-        std::vector<Seen> seen;  // the newest last
+        std::vector<Seen> seen;        // the newest last
+        std::vector<Similar> similar;  // the newest last, kSeenPerPod at most
     };
+    // EventAggregate: true when `ev` is to be combined with its similar ones.
+    static bool aggregate(State& s, const PodEvent& ev, std::int64_t now_ms);
     std::map<std::string, State> pods_;
 };
 

@@ -275,8 +275,9 @@ void Agent::send_cluster_event(const std::string& ns, const std::string& daemons
     const PodEventSend send = ds_event_filter_.decide(
         it->second.uid, PodEvent{"", type, reason, message, false, now}, clock_.monotonic_ms());
     if (!send.send) return;
-    cluster_->add_event(ClusterEvent{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message,
-                                     send.first_ms, now, send.count, "", send.repeat});
+    ClusterEvent ev{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1, ""};
+    apply_send(send, ev);
+    cluster_->add_event(std::move(ev));
 }
 
 Json Agent::status_json() const {

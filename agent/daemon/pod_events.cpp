@@ -13,9 +13,7 @@ void PodEvents::send_one(const ApiPodRef& pod, const PodEvent& ev, std::int64_t 
     const PodEventSend how = filter_.decide(pod.uid, ev, mono_ms);
     if (!how.send) return;
     ClusterEvent out = pod_cluster_event(ev, pod);
-    out.repeat = how.repeat;
-    out.count = how.count;
-    out.first_ms = how.first_ms;
+    apply_send(how, out);
     send(std::move(out));
 }
 

@@ -156,14 +156,55 @@ TEST(PodEvents, FilterAsEventSourceObjectSpamFilterAndEventLoggerCounts) {
     CHECK_TRUE(send("p2", unhealthy_event(app, ProbeKind::Readiness, "x", false, 1), 301'000));
     // Bounded: kSeenPerPod keys per Pod (the oldest forgotten: new again),
     // the longest idle Pod forgotten past kMaxPods.
+    // (Each over 10 minutes after the last: EventAggregator combines none.)
     PodEventFilter h;
     h.decide("p1", started_event(app, 1), 0);
+    std::int64_t t = 0;
     for (std::size_t i = 0; i < PodEventFilter::kSeenPerPod; ++i)
-        h.decide("p1", unhealthy_event(app, ProbeKind::Readiness, std::to_string(i), false, 2), 0);
-    CHECK_FALSE(h.decide("p1", started_event(app, 3), 0).repeat);
+        h.decide("p1", unhealthy_event(app, ProbeKind::Readiness, std::to_string(i), false, 2),
+                 t += PodEventFilter::kAggregateIntervalMs + 1);
+    CHECK_FALSE(h.decide("p1", started_event(app, 3), t).repeat);
     for (std::size_t i = 0; i < PodEventFilter::kMaxPods + 10; ++i)
         f.decide("q" + std::to_string(i), started_event(app, 1), 400'000 + static_cast<std::int64_t>(i));
     LONGS_EQUAL(PodEventFilter::kMaxPods, f.size());
+}
+
+// client-go tools/record events_cache.go EventAggregate (and
+// TestEventAggregatorByReasonFunc's key): the same object, type and reason
+// with kAggregateMaxEvents different messages within 10 minutes are one
+// Event "(combined from similar events): <message>", counted by
+// eventObserve under the aggregate key.
+TEST(PodEvents, SimilarEventsCombinedAsEventAggregator) {
+    PodEventFilter f;
+    const ContainerRef app{"main", false};
+    auto probe = [&](int i, std::int64_t wall) {
+        return unhealthy_event(app, ProbeKind::Readiness, "out " + std::to_string(i), false, wall);
+    };
+    for (int i = 0; i < 9; ++i) {
+        const PodEventSend d = f.decide("p1", probe(i, 1'000 + i), 0);
+        CHECK_TEXT(d.send && !d.combined && !d.repeat, "below the threshold: the Event as it is");
+    }
+    // A repeat of a message seen: no new local key, counted on its own Event.
+    PodEventSend d = f.decide("p1", probe(3, 1'500), 0);
+    CHECK_TRUE(d.send && !d.combined && d.repeat && d.count == 2);
+    // Another reason of the same object keeps its own record.
+    CHECK_FALSE(f.decide("p1", backoff_event(app, 1'600), 0).combined);
+    // The 10th different message: the combined Event, new.
+    d = f.decide("p1", probe(9, 2'000), 0);
+    CHECK_TRUE_TEXT(d.send && d.combined && !d.repeat && d.count == 1 && d.first_ms == 2'000,
+                    "EventAggregate: the maxEvents-th local key gives the aggregate Event");
+    ClusterEvent ev = pod_cluster_event(probe(9, 2'000), {"it", "web-x1", "uid-1"});
+    const std::string own = ev.message;
+    apply_send(d, ev);
+    STRCMP_EQUAL((std::string(kCombinedPrefix) + own).c_str(), ev.message.c_str());
+    // The next different one (in another container too: the aggregate key
+    // has no field path) counts on the combined Event.
+    d = f.decide("p1", unhealthy_event({"side", false}, ProbeKind::Readiness, "out 10", false, 3'000), 1'000);
+    CHECK_TRUE_TEXT(d.send && d.combined && d.repeat && d.count == 2 && d.first_ms == 2'000,
+                    "eventObserve under the aggregate key: a PATCH of the combined Event");
+    // More than 10 minutes after the last: a fresh record, the Event as it is.
+    d = f.decide("p1", probe(11, 700'000), 1'000 + PodEventFilter::kAggregateIntervalMs + 1);
+    CHECK_TRUE(d.send && !d.combined && !d.repeat);
 }
 
 TEST(PodEvents, RepeatIsPatchedOnItsEventAndFoldsAsATotal) {
