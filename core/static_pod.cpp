@@ -102,4 +102,25 @@ std::optional<PodRejection> admit_static_pod(const Pod& pod, const Node& node,
     return std::nullopt;
 }
 
+std::vector<StaticReadmission> readmit_static_pods(std::vector<AdoptedStaticPod> pods, const Node& node,
+                                                   const SysctlAllowlist& sysctls,
+                                                   std::vector<const PodSpec*> active) {
+    std::sort(pods.begin(), pods.end(), [](const AdoptedStaticPod& a, const AdoptedStaticPod& b) {
+        if (a.created_at_ms != b.created_at_ms) return a.created_at_ms < b.created_at_ms;
+        return a.pod->metadata.name < b.pod->metadata.name;
+    });
+    std::vector<StaticReadmission> out;
+    for (const AdoptedStaticPod& p : pods) {
+        std::optional<PodRejection> now = admit_sysctls(sysctls, p.pod->spec);
+        if (!now) now = admit_static_pod(*p.pod, node, active);
+        if (!now) {
+            active.push_back(&p.pod->spec);
+            if (p.rejected) out.push_back({p.pod->metadata.uid, std::nullopt});
+        } else if (!p.rejected || p.rejected->reason != now->reason || p.rejected->message != now->message) {
+            out.push_back({p.pod->metadata.uid, std::move(now)});
+        }
+    }
+    return out;
+}
+
 }  // namespace daemonlet
