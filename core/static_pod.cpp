@@ -102,4 +102,30 @@ std::optional<PodRejection> admit_static_pod(const Pod& pod, const Node& node,
     return std::nullopt;
 }
 
+std::vector<StaticReadmission> readmit_static_pods(std::vector<AdoptedStaticPod> pods, const Node& node,
+                                                   const SysctlAllowlist& sysctls,
+                                                   std::vector<const PodSpec*> active) {
+    // PodsByCreationTime, the name breaking a tie. An insertion sort: a
+    // board has a few static pods, and std::sort's instantiation would cost
+    // the agent's binary a kilobyte.
+    auto before = [](const AdoptedStaticPod& a, const AdoptedStaticPod& b) {
+        if (a.created_at_ms != b.created_at_ms) return a.created_at_ms < b.created_at_ms;
+        return a.pod->metadata.name < b.pod->metadata.name;
+    };
+    for (std::size_t i = 1; i < pods.size(); ++i)
+        for (std::size_t j = i; j > 0 && before(pods[j], pods[j - 1]); --j) std::swap(pods[j], pods[j - 1]);
+    std::vector<StaticReadmission> out;
+    for (const AdoptedStaticPod& p : pods) {
+        std::optional<PodRejection> now = admit_sysctls(sysctls, p.pod->spec);
+        if (!now) now = admit_static_pod(*p.pod, node, active);
+        if (!now) {
+            active.push_back(&p.pod->spec);
+            if (p.rejected) out.push_back({p.pod->metadata.uid, std::nullopt});
+        } else if (!p.rejected || p.rejected->reason != now->reason || p.rejected->message != now->message) {
+            out.push_back({p.pod->metadata.uid, std::move(now)});
+        }
+    }
+    return out;
+}
+
 }  // namespace daemonlet

@@ -195,13 +195,17 @@ Status Agent::init() {
         *store_, [] { return platform::read_host_network(); }, [this] { on_node_ips_changed(); });
     node_ips_->start(&loop_, config_.node_ips);
     // The cached pods first: adopt what runs, then read the manifests and
-    // start what is missing, all before READY.
+    // start what is missing, all before READY. The static pods of the files'
+    // stored versions first: a pod whose file went while the agent was down
+    // stops with its preStop hooks and grace period.
+    rebuild_static_pods();
     adopt();
     // Always rebuilt once: with no file changed since the last run, the
     // store still loses what went while the agent was down.
     const bool config_changed = sources_->rescan(config_.manifest_dir).config_objects;
     rebuild_desired();
     if (config_changed) on_config_objects_changed();
+    readmit_adopted_static_pods();
     reconcile();
     // Only then the API server: READY never waits for the network.
     if (cluster_) cluster_->start();

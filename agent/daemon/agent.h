@@ -299,6 +299,12 @@ class Agent : private Images::Host {
     void rebuild_static_pods();
     void reconcile_static_pods();
     void create_static_pod(const std::string& uid, const StaticDesired& s);
+    // At start, once the sources are read: the adopted static pods through
+    // the kubelet's admission again (core readmit_static_pods).
+    void readmit_adopted_static_pods();
+    // The static pod the pod `uid` runs: its file's, or, while it stops, the
+    // one its file offered last.
+    const StaticDesired* static_pod_of(const std::string& uid) const;
     const Container* container_spec(const LivePod& pod, std::size_t index) const;
     static const Container* find_container(const PodSpec& spec, const LivePod& pod, std::size_t index);
 
@@ -399,6 +405,11 @@ class Agent : private Images::Host {
     std::unique_ptr<ConfigVolumes> config_volumes_;     // configMap, secret, downwardAPI, projected volumes
     std::map<std::string, Desired> desired_;            // by "namespace/name"
     std::map<std::string, StaticDesired> static_pods_;  // by pod uid (derived from the file's pod)
+    // Static pods no file offers any more whose containers have not all
+    // stopped yet: their spec for the preStop hooks and the grace period
+    // (a file removed or edited while the agent was down included: the
+    // store's last good version of the file gives it at the start).
+    std::map<std::string, StaticDesired> static_leaving_;
     // Static pods `delete pod` stopped: started again a reconcile after the
     // one that saw them gone, so that the delete's waiter is answered.
     std::set<std::string> static_deleted_;

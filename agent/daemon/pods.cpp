@@ -75,10 +75,9 @@ const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
 // static pod's is its file's pod, whose UID it has.
 Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
     if (rec.is_static()) {
-        auto it = static_pods_.find(rec.uid);
-        if (it == static_pods_.end()) return {};
-        const auto& pod = it->second.pod;
-        return {std::shared_ptr<const PodSpec>(pod, &pod->spec), &pod->metadata};
+        const StaticDesired* s = static_pod_of(rec.uid);
+        if (!s) return {};
+        return {std::shared_ptr<const PodSpec>(s->pod, &s->pod->spec), &s->pod->metadata};
     }
     const Desired* d = desired_for(rec);
     if (!d || d->hash != rec.revision_hash) return {};
@@ -94,9 +93,9 @@ Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
 
 std::string Agent::restart_policy_of(const PodRecord& rec) const {
     if (!rec.is_static()) return "Always";
-    auto it = static_pods_.find(rec.uid);
-    if (it == static_pods_.end() || it->second.pod->spec.restart_policy.empty()) return "Always";
-    return it->second.pod->spec.restart_policy;
+    const StaticDesired* s = static_pod_of(rec.uid);
+    if (!s || s->pod->spec.restart_policy.empty()) return "Always";
+    return s->pod->spec.restart_policy;
 }
 
 const Container* Agent::container_spec(const LivePod& p, std::size_t index) const {
@@ -846,6 +845,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
     probes_->remove_pod(uid);
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
     api_access_->forget(uid);
+    static_leaving_.erase(uid);
     pods_.erase(pit);
     runtime_->pod_removed(uid);
     schedule_reconcile();

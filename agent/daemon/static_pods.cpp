@@ -9,15 +9,22 @@
 // started, as the kubelet treats a changed static pod as a new pod; a pod
 // no file offers any more is stopped. `delete pod` stops it and the next
 // reconcile starts it again under the same UID, as the kubelet recreates a
-// static pod. Admission (core admit_static_pod: NodeAffinity, NodePorts
-// against the pods that run) is decided once, when the pod is created: a
-// rejected pod stays, Failed with the kubelet's reason, until its file
-// changes or goes (or `delete pod` makes it try again).
+// static pod. Admission (the sysctl handler, then core admit_static_pod:
+// NodeAffinity, NodePorts against the pods that run) is decided when the
+// pod is created, and again for every adopted static pod when the agent
+// starts, as the kubelet admits every pod again at its start (core
+// readmit_static_pods): one no longer admissible stops and is Failed with
+// the kubelet's reason, one refused before and admissible now starts. A
+// rejected pod otherwise stays, Failed, until its file changes or goes (or
+// `delete pod` makes it try again). A pod its file no longer offers (the
+// file removed or edited, while the agent ran or before it started) stops
+// with its preStop hooks and grace period, from the file's last version.
 #include <algorithm>
 #include <set>
 #include <tuple>
 
 #include "agent/daemon/agent.h"
+#include "core/sysctl.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -43,7 +50,58 @@ void Agent::rebuild_static_pods() {
         next[pod->metadata.uid] = StaticDesired{pod, f.path};
     }
     std::erase_if(static_deleted_, [&](const std::string& uid) { return !next.count(uid); });
+    // A pod its file no longer offers keeps its spec until it has stopped.
+    for (auto& [uid, s] : static_pods_)
+        if (!next.count(uid) && pods_.count(uid)) static_leaving_.emplace(uid, std::move(s));
+    std::erase_if(static_leaving_, [&](const auto& e) { return next.count(e.first) > 0; });
     static_pods_ = std::move(next);
+}
+
+const Agent::StaticDesired* Agent::static_pod_of(const std::string& uid) const {
+    auto it = static_pods_.find(uid);
+    if (it != static_pods_.end()) return &it->second;
+    it = static_leaving_.find(uid);
+    return it == static_leaving_.end() ? nullptr : &it->second;
+}
+
+void Agent::readmit_adopted_static_pods() {
+    // allowedUnsafeSysctls was checked with the configuration: an error
+    // here is a bug, and admits nothing anew.
+    auto allowlist = kubelet_sysctl_allowlist(kernel_release_, config_.allowed_unsafe_sysctls);
+    if (!allowlist) return;
+    std::vector<AdoptedStaticPod> adopted;
+    std::vector<std::shared_ptr<const PodSpec>> held;
+    std::vector<const PodSpec*> active;  // the DaemonSets' pods that run
+    for (const auto& [uid, p] : pods_) {
+        if (p.rec.deleting || p.rec.phase == PodPhase::Succeeded) continue;
+        if (!p.rec.is_static()) {
+            if (p.rec.phase == PodPhase::Failed) continue;
+            if (auto spec = pod_source(p.rec).spec) {
+                active.push_back(spec.get());
+                held.push_back(std::move(spec));
+            }
+            continue;
+        }
+        auto s = static_pods_.find(uid);
+        if (s == static_pods_.end()) continue;  // its file went: it stops
+        AdoptedStaticPod a;
+        a.pod = s->second.pod.get();
+        a.created_at_ms = p.rec.created_at_ms;
+        if (p.rec.phase == PodPhase::Failed) {
+            // Finished (restartPolicy Never or OnFailure): it stays so. A
+            // refused pod ran no container.
+            if (!p.rec.containers.empty() || p.rec.reason.empty()) continue;
+            a.rejected = PodRejection{p.rec.reason, p.rec.message};
+        }
+        adopted.push_back(a);
+    }
+    // Each change stops the pod; the reconcile then creates it again, through
+    // create_static_pod's admission: Failed with the refusal's reason (its
+    // processes gone), or started.
+    for (const auto& r : readmit_static_pods(std::move(adopted), node_, allowlist.value(), std::move(active)))
+        remove_pod(r.uid, r.rejection ? "not admitted at this start: " + r.rejection->reason + ": " +
+                                            r.rejection->message
+                                      : "admitted at this start (refused before): it starts");
 }
 
 void Agent::reconcile_static_pods() {

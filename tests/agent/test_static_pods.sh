@@ -10,7 +10,14 @@
 # broken edit keeps the last good version, `delete pod` starts it again,
 # removing the file stops it; a restart of the agent adopts the running pod
 # without restarting it, and a file removed while the agent is down stops
-# its pod at the next start. Exec runtime; every oracle is `get pods -o json`.
+# its pod at the next start, after its preStop hook, as a removal seen
+# while running would. At a start every adopted static pod is admitted
+# again, as the kubelet admits every pod at its start (HandlePodAdditions):
+# with allowedUnsafeSysctls narrowed, a running pod whose sysctl it allowed
+# is Failed (SysctlForbidden) and its process gone; with the node's labels
+# changed, a running pod whose nodeSelector no longer matches is Failed
+# (NodeAffinity), and one refused before whose selector matches now runs. Exec runtime; every
+# oracle is `get pods -o json`, a process or a file.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -18,6 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 listener=$!
 wait_for "notify listener up" 30 test -S "$work/notify.sock"
 write_config "{role: edge}" "[]"
+echo "allowedUnsafeSysctls: ['kernel.msg*']" >>"$cfg"  # narrowed at the restart below
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 
 write_pod() {  # write_pod FILE NAME RESTART_POLICY SCRIPT [EXTRA_SPEC_YAML] [CONTAINER_EXTRA_YAML]
@@ -75,6 +83,15 @@ write_pod sysctl.yaml sysctl Always "$loop" "nodeSelector: {role: core}
 port="      ports: [{containerPort: 18080, hostPort: 18080}]"
 write_pod port-a.yaml porta Always "$loop" "" "$port"
 write_pod port-b.yaml portb Always "$loop" "" "$port"
+# Admitted while the node's labels match (they change at the restart below).
+write_pod edgy.yaml edgy Always "$loop" "nodeSelector: {role: edge}"
+# Admitted through allowedUnsafeSysctls (the exec runtime sets no sysctl).
+write_pod unsafe.yaml unsafe Always "$loop" "securityContext: {sysctls: [{name: kernel.msgmax, value: '65536'}]}"
+# A preStop hook that leaves a file; the container says whether the hook ran
+# before its stop signal.
+write_pod prestop.yaml prestop Always \
+    "trap 'if [ -e $work/prestop.ran ]; then echo hook-first; else echo signal-first; fi >$work/prestop.order; exit 0' TERM; while true; do sleep 0.2; done" \
+    "" "      lifecycle: {preStop: {exec: {command: [/bin/sh, -c, 'touch $work/prestop.ran']}}}"
 start_own_agent
 
 wait_for "Always: web-it-node runs" 20 pod web '.status.phase == "Running"'
@@ -156,12 +173,31 @@ wait_for "a deleted static pod starts again" 20 pod web \
 [[ $(pid_of web) != "$pid" ]] && ok || fail "delete pod did not restart the container"
 
 # A restart of the agent adopts the running pod without restarting it; the
-# finished pods stay finished; a file removed meanwhile stops its pod.
-pid=$(pid_of web)
+# finished pods stay finished; a file removed meanwhile stops its pod (with
+# its preStop hook); a pod no longer admissible is refused.
+wait_for "allowedUnsafeSysctls admits a pod with that sysctl" 20 pod unsafe '.status.phase == "Running"'
+wait_for "the preStop pod runs" 20 pod prestop '.status.phase == "Running"'
+wait_for "a pod whose nodeSelector matches runs" 20 pod edgy '.status.phase == "Running"'
+pid=$(pid_of web) unsafe_pid=$(pid_of unsafe) prestop_pid=$(pid_of prestop) edgy_pid=$(pid_of edgy)
+[[ -n $unsafe_pid && -n $prestop_pid && -n $edgy_pid ]] && ok || fail "no process for unsafe, prestop or edgy"
 kill -TERM "$agent"; wait "$agent"; agent=
-rm -f "$man/never.yaml"
+rm -f "$man/never.yaml" "$man/prestop.yaml"
+write_config "{role: core}" "[]"  # allowedUnsafeSysctls narrowed to none, the node's labels changed
 start_own_agent
 wait_for "after a restart, the file removed while down: its pod goes" 20 gone once
+wait_for "after a restart with allowedUnsafeSysctls narrowed: the adopted pod is refused (SysctlForbidden)" 20 \
+    pod unsafe '.status.phase == "Failed" and .status.reason == "SysctlForbidden"
+        and .status.message == "forbidden sysctl: \"kernel.msgmax\" not allowlisted"'
+wait_for "...and its process is gone" 10 bash -c "! kill -0 $unsafe_pid"
+wait_for "...the node's labels changed: a running pod whose nodeSelector no longer matches is refused" 20 \
+    pod edgy '.status.phase == "Failed" and .status.reason == "NodeAffinity"'
+wait_for "...and its process is gone" 10 bash -c "! kill -0 $edgy_pid"
+wait_for "...and a pod refused before (NodeAffinity) whose nodeSelector matches now runs" 20 \
+    pod picky '.status.phase == "Running"'
+wait_for "the file with a preStop hook removed while down: its pod goes" 20 gone prestop
+wait_for "...and its process is gone" 10 bash -c "! kill -0 $prestop_pid"
+[[ -e $work/prestop.ran && $(cat "$work/prestop.order" 2>/dev/null) == hook-first ]] && ok ||
+    fail "the preStop hook of a pod whose file went while the agent was down did not run before its stop signal"
 pod web '.status.phase == "Running"' >/dev/null && [[ $(pid_of web) == "$pid" ]] && ok ||
     fail "the running static pod was not adopted as it ran"
 [[ $(restarts web) == 0 ]] && ok || fail "the adopted pod counts a restart"

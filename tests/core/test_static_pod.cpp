@@ -2,8 +2,10 @@
 // pod read from a file (pkg/kubelet/config/common.go applyDefaults,
 // generatePodName) and its admission (pkg/kubelet/lifecycle/predicate.go
 // Admit, generalFilter; kubelet.go rejectPod).
+#include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "core/manifest.h"
 #include "core/static_pod.h"
@@ -142,4 +144,109 @@ TEST(StaticPod, HostPortConflictsAsNodePorts) {
     auto rejected = admit_static_pod(both, node, {&both.spec});
     CHECK(rejected.has_value());
     STRCMP_EQUAL("NodeAffinity", rejected->reason.c_str());
+}
+
+TEST(StaticPod, AdmittedAgainAtTheKubeletsStart) {
+    // kubelet.go HandlePodAdditions at a start: every pod through canAdmitPod
+    // again, oldest first, each against those admitted before it.
+    struct In {
+        const char* name;
+        const char* spec;  // appended to the pod
+        std::int64_t created_at_ms;
+        const char* rejected;  // the reason an earlier admission recorded, or nullptr
+    };
+    struct Row {
+        const char* name;
+        std::vector<std::string> allowed_unsafe;  // allowedUnsafeSysctls now
+        std::vector<In> pods;
+        const char* changes;  // "<name>=<reason>" or "<name>=admitted", in order
+    };
+    const char* const sysctl = "  securityContext: {sysctls: [{name: kernel.msgmax, value: '1'}]}\n";
+    const char* const port =
+        "  containers: [{name: p, image: nginx, ports: [{containerPort: 1, hostPort: 1}]}]\n";
+    const char* const port_core =
+        "  nodeSelector: {role: core}\n  containers: [{name: p, image: nginx, ports: [{containerPort: 1, "
+        "hostPort: "
+        "1}]}]\n";
+    const Row rows[] = {
+        {"HandlePodAdditions: a pod still admissible runs on",
+         {"kernel.msg*"},
+         {{"a", sysctl, 1, nullptr}},
+         ""},
+        {"allowlist.go Admit: allowedUnsafeSysctls narrowed, a running pod is refused",
+         {},
+         {{"a", sysctl, 1, nullptr}},
+         "a=SysctlForbidden"},
+        {"generalFilter NodeAffinity: the node's labels changed, a running pod is refused",
+         {},
+         {{"a", "  nodeSelector: {role: core}\n", 1, nullptr}},
+         "a=NodeAffinity"},
+        {"canAdmitPod: the sysctl handler before the predicates",
+         {},
+         {{"a",
+           "  nodeSelector: {role: core}\n  securityContext: {sysctls: [{name: kernel.msgmax, value: "
+           "'1'}]}\n",
+           1, nullptr}},
+         "a=SysctlForbidden"},
+        {"rejectPod at the last start, admissible now: admitted",
+         {"kernel.msg*"},
+         {{"a", sysctl, 1, "SysctlForbidden"}},
+         "a=admitted"},
+        {"rejectPod at the last start, refused for the same reason: no change",
+         {},
+         {{"a", sysctl, 1, "SysctlForbidden"}},
+         ""},
+        {"rejectPod at the last start, refused for another reason now",
+         {},
+         {{"a", "  nodeSelector: {role: core}\n", 1, "SysctlForbidden"}},
+         "a=NodeAffinity"},
+        {"PodsByCreationTime: the older pod keeps its host port, the newer is refused NodePorts",
+         {},
+         {{"new", port, 2, nullptr}, {"old", port, 1, nullptr}},
+         "new=NodePorts"},
+        {"canAdmitPod against admitted pods only: a refused pod holds no port",
+         {},
+         {{"old", port_core, 1, nullptr}, {"new", port, 2, nullptr}},
+         "old=NodeAffinity"},
+    };
+    const Node node = node_with({{"role", "edge"}});
+    for (const auto& row : rows) {
+        auto allowlist = kubelet_sysctl_allowlist("6.1.0", row.allowed_unsafe);
+        CHECK_TEXT(allowlist.ok(), row.name);
+        std::vector<Pod> pods;
+        pods.reserve(row.pods.size());
+        std::vector<AdoptedStaticPod> adopted;
+        for (const In& in : row.pods) {
+            std::string yaml = std::string("apiVersion: v1\nkind: Pod\nmetadata: {name: ") + in.name +
+                               "}\nspec:\n" + in.spec;
+            if (yaml.find("containers:") == std::string::npos)
+                yaml += "  containers: [{name: c, image: nginx}]\n";
+            pods.push_back(make_static_pod(pod_of(yaml), "Board-1", std::string("/m/") + in.name + ".yaml"));
+            AdoptedStaticPod a;
+            a.pod = &pods.back();
+            a.created_at_ms = in.created_at_ms;
+            // rejectPod's message as that handler gives it.
+            if (in.rejected)
+                a.rejected = PodRejection{
+                    in.rejected, std::string(in.rejected) == "SysctlForbidden"
+                                     ? "forbidden sysctl: \"kernel.msgmax\" not allowlisted"
+                                     : "Pod was rejected: Predicate " + std::string(in.rejected) + " failed"};
+            adopted.push_back(a);
+        }
+        std::string changes;
+        for (const auto& r : readmit_static_pods(adopted, node, allowlist.value(), {})) {
+            std::string name;
+            for (const Pod& p : pods)
+                if (p.metadata.uid == r.uid) name = p.metadata.name.substr(0, p.metadata.name.find('-'));
+            changes +=
+                (changes.empty() ? "" : " ") + name + "=" + (r.rejection ? r.rejection->reason : "admitted");
+        }
+        STRCMP_EQUAL_TEXT(row.changes, changes.c_str(), row.name);
+    }
+    // rejectPod's message is the handler's.
+    Pod p = make_static_pod(pod_of(std::string(kPod) + sysctl), "Board-1", "/m/web.yaml");
+    auto none = kubelet_sysctl_allowlist("6.1.0", {});
+    auto r = readmit_static_pods({AdoptedStaticPod{&p, 1, std::nullopt}}, node, none.value(), {});
+    LONGS_EQUAL(1, r.size());
+    STRCMP_EQUAL("forbidden sysctl: \"kernel.msgmax\" not allowlisted", r[0].rejection->message.c_str());
 }
