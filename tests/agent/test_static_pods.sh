@@ -188,14 +188,14 @@ wait_for "after a restart, the file removed while down: its pod goes" 20 gone on
 wait_for "after a restart with allowedUnsafeSysctls narrowed: the adopted pod is refused (SysctlForbidden)" 20 \
     pod unsafe '.status.phase == "Failed" and .status.reason == "SysctlForbidden"
         and .status.message == "forbidden sysctl: \"kernel.msgmax\" not allowlisted"'
-wait_for "...and its process is gone" 10 bash -c "! kill -0 $unsafe_pid"
+wait_for "...and its process is gone" 30 bash -c "! kill -0 $unsafe_pid"
 wait_for "...the node's labels changed: a running pod whose nodeSelector no longer matches is refused" 20 \
     pod edgy '.status.phase == "Failed" and .status.reason == "NodeAffinity"'
-wait_for "...and its process is gone" 10 bash -c "! kill -0 $edgy_pid"
+wait_for "...and its process is gone" 30 bash -c "! kill -0 $edgy_pid"
 wait_for "...and a pod refused before (NodeAffinity) whose nodeSelector matches now runs" 20 \
     pod picky '.status.phase == "Running"'
 wait_for "the file with a preStop hook removed while down: its pod goes" 20 gone prestop
-wait_for "...and its process is gone" 10 bash -c "! kill -0 $prestop_pid"
+wait_for "...and its process is gone" 30 bash -c "! kill -0 $prestop_pid"
 [[ -e $work/prestop.ran && $(cat "$work/prestop.order" 2>/dev/null) == hook-first ]] && ok ||
     fail "the preStop hook of a pod whose file went while the agent was down did not run before its stop signal"
 pod web '.status.phase == "Running"' >/dev/null && [[ $(pid_of web) == "$pid" ]] && ok ||
