@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <set>
@@ -131,6 +132,39 @@ int pid_of(const google::protobuf::Map<std::string, std::string>& info) {
     return static_cast<int>(pid);
 }
 
+CriContainerStatus status_of(const v1::ContainerStatusResponse& resp) {
+    const auto& st = resp.status();
+    CriContainerStatus out;
+    out.container = CriContainer{st.id(),
+                                 "",
+                                 st.metadata().name(),
+                                 st.metadata().attempt(),
+                                 state(st.state()),
+                                 st.created_at(),
+                                 to_map(st.labels()),
+                                 to_map(st.annotations())};
+    out.started_at_ns = st.started_at();
+    out.finished_at_ns = st.finished_at();
+    out.exit_code = st.exit_code();
+    out.reason = st.reason();
+    out.message = st.message();
+    out.log_path = st.log_path();
+    out.image_ref = st.image_ref();
+    if (out.container.state == CriState::Running) out.pid = pid_of(resp.info());
+    return out;
+}
+
+CriSandboxStatus sandbox_status_of(const v1::PodSandboxStatusResponse& resp) {
+    const auto& st = resp.status();
+    CriSandboxStatus out;
+    out.id = st.id();
+    out.ready = st.state() == v1::SANDBOX_READY;
+    out.host_network = st.linux().namespaces().options().network() == v1::NODE;
+    out.ip = st.network().ip();
+    for (const auto& ip : st.network().additional_ips()) out.additional_ips.push_back(ip.ip());
+    return out;
+}
+
 class GrpcCriClient final : public CriClient {
   public:
     explicit GrpcCriClient(const std::string& endpoint) : CriClient(endpoint) {
@@ -197,14 +231,7 @@ class GrpcCriClient final : public CriClient {
                           [&](grpc::ClientContext* c) { return runtime_->PodSandboxStatus(c, req, &resp); });
             !s)
             return s.error();
-        const auto& st = resp.status();
-        CriSandboxStatus out;
-        out.id = st.id();
-        out.ready = st.state() == v1::SANDBOX_READY;
-        out.host_network = st.linux().namespaces().options().network() == v1::NODE;
-        out.ip = st.network().ip();
-        for (const auto& ip : st.network().additional_ips()) out.additional_ips.push_back(ip.ip());
-        return out;
+        return sandbox_status_of(resp);
     }
 
     Status stop_sandbox(const std::string& id, int deadline_ms) override {
@@ -288,25 +315,32 @@ class GrpcCriClient final : public CriClient {
                           [&](grpc::ClientContext* c) { return runtime_->ContainerStatus(c, req, &resp); });
             !s)
             return s.error();
-        const auto& st = resp.status();
-        CriContainerStatus out;
-        out.container = CriContainer{st.id(),
-                                     "",
-                                     st.metadata().name(),
-                                     st.metadata().attempt(),
-                                     state(st.state()),
-                                     st.created_at(),
-                                     to_map(st.labels()),
-                                     to_map(st.annotations())};
-        out.started_at_ns = st.started_at();
-        out.finished_at_ns = st.finished_at();
-        out.exit_code = st.exit_code();
-        out.reason = st.reason();
-        out.message = st.message();
-        out.log_path = st.log_path();
-        out.image_ref = st.image_ref();
-        if (out.container.state == CriState::Running) out.pid = pid_of(resp.info());
-        return out;
+        return status_of(resp);
+    }
+
+    std::vector<Result<CriContainerStatus>> container_statuses(const std::vector<std::string>& ids,
+                                                               int deadline_ms) override {
+        return batch<v1::ContainerStatusResponse, CriContainerStatus>(
+            "ContainerStatus", ids, deadline_ms,
+            [this](grpc::ClientContext* c, const std::string& id, grpc::CompletionQueue* cq) {
+                v1::ContainerStatusRequest req;
+                req.set_container_id(id);
+                req.set_verbose(true);
+                return runtime_->AsyncContainerStatus(c, req, cq);
+            },
+            status_of);
+    }
+
+    std::vector<Result<CriSandboxStatus>> sandbox_statuses(const std::vector<std::string>& ids,
+                                                           int deadline_ms) override {
+        return batch<v1::PodSandboxStatusResponse, CriSandboxStatus>(
+            "PodSandboxStatus", ids, deadline_ms,
+            [this](grpc::ClientContext* c, const std::string& id, grpc::CompletionQueue* cq) {
+                v1::PodSandboxStatusRequest req;
+                req.set_pod_sandbox_id(id);
+                return runtime_->AsyncPodSandboxStatus(c, req, cq);
+            },
+            sandbox_status_of);
     }
 
     Result<bool> has_image(const std::string& image, int deadline_ms) override {
@@ -366,6 +400,67 @@ class GrpcCriClient final : public CriClient {
             std::lock_guard<std::mutex> lock(mu_);
             in_flight_.erase(&ctx);
         }
+        return status_error(rpc, s);
+    }
+
+    // `rpc` for each of `ids`, through gRPC's asynchronous stub: every
+    // request of a batch is sent before the first answer is awaited, and
+    // the answers come back over the one HTTP/2 connection in whatever
+    // order the runtime gives them.
+    template <typename Resp, typename Out, typename Send, typename Convert>
+    std::vector<Result<Out>> batch(const char* rpc, const std::vector<std::string>& ids, int deadline_ms,
+                                   Send send, Convert convert) {
+        struct Pending {
+            grpc::ClientContext ctx;
+            Resp resp;
+            grpc::Status status;
+            std::unique_ptr<grpc::ClientAsyncResponseReader<Resp>> reader;
+        };
+        std::vector<Result<Out>> out;
+        out.reserve(ids.size());
+        for (std::size_t first = 0; first < ids.size(); first += kMaxStatusesInFlight) {
+            const std::size_t n = std::min(kMaxStatusesInFlight, ids.size() - first);
+            std::vector<std::unique_ptr<Pending>> pending;
+            grpc::CompletionQueue cq;
+            const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms);
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                for (std::size_t i = 0; i < n && !cancelled_; ++i) {
+                    pending.push_back(std::make_unique<Pending>());
+                    pending.back()->ctx.set_deadline(deadline);
+                    in_flight_.insert(&pending.back()->ctx);
+                }
+            }
+            for (std::size_t i = 0; i < pending.size(); ++i) {
+                Pending& p = *pending[i];
+                p.reader = send(&p.ctx, ids[first + i], &cq);
+                p.reader->Finish(&p.resp, &p.status, &p);
+            }
+            void* tag = nullptr;
+            bool ok = false;
+            for (std::size_t left = pending.size(); left > 0 && cq.Next(&tag, &ok); --left) {
+            }
+            cq.Shutdown();
+            while (cq.Next(&tag, &ok)) {
+            }
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                for (auto& p : pending) in_flight_.erase(&p->ctx);
+            }
+            for (std::size_t i = 0; i < n; ++i) {
+                if (i >= pending.size())
+                    out.push_back(
+                        Error{ErrorCode::Unavailable, std::string("CRI ") + rpc + ": the agent is stopping"});
+                else if (auto s = status_error(rpc, pending[i]->status); !s)
+                    out.push_back(s.error());
+                else
+                    out.push_back(convert(pending[i]->resp));
+            }
+        }
+        return out;
+    }
+
+    Status status_error(const char* rpc, const grpc::Status& s) const {
         if (s.ok()) return Ok{};
         const std::string where = std::string("CRI ") + rpc + " (" + endpoint() + "): ";
         switch (s.error_code()) {

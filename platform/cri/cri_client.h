@@ -102,6 +102,16 @@ class CriClient {
     virtual Status remove_container(const std::string& id, int deadline_ms) = 0;
     virtual Result<std::vector<CriContainer>> list_containers(const CriLabels& selector, int deadline_ms) = 0;
     virtual Result<CriContainerStatus> container_status(const std::string& id, int deadline_ms) = 0;
+    // ContainerStatus (PodSandboxStatus) of each of `ids`, in their order,
+    // all in flight at once on the one connection (up to
+    // kMaxStatusesInFlight at a time, each with `deadline_ms`): the cost of
+    // one call, not of one per container, when the runtime answers slowly
+    // (adoption at start).
+    static constexpr std::size_t kMaxStatusesInFlight = 64;
+    virtual std::vector<Result<CriContainerStatus>> container_statuses(const std::vector<std::string>& ids,
+                                                                       int deadline_ms) = 0;
+    virtual std::vector<Result<CriSandboxStatus>> sandbox_statuses(const std::vector<std::string>& ids,
+                                                                   int deadline_ms) = 0;
     // Whether the runtime has `image` (ImageStatus returns no image when not).
     virtual Result<bool> has_image(const std::string& image, int deadline_ms) = 0;
     // ImageStatus: whether the runtime has `image` and, when it has, the

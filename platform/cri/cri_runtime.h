@@ -17,7 +17,9 @@
 //   inspect(), remove(), has_image(), pod_network()   synchronous, a few
 //                seconds at most (has_image: imagePullPolicy Always;
 //                pod_network: once per container, then kept).
-//   adopt_all()  synchronous, waits up to kAdoptDeadlineMs for the runtime.
+//   adopt_all()  synchronous, a few round trips whatever the number of
+//                containers (ContainerStatus all at once): waits up to
+//                kAdoptDeadlineMs for the runtime, then two short deadlines.
 //   stop()       a worker thread: StopContainer(timeout = grace period)
 //                blocks for up to the grace period.
 //   pull_image() a worker thread: PullImage can take minutes; `done` runs
