@@ -11,7 +11,7 @@
 #   systemd   the dev build installed into a Debian 12 tree booted with
 #             systemd-nspawn, checked under a real systemd
 #             (tests/systemd/nspawn_boot.sh), and its package installed,
-#             upgraded, removed and purged with dpkg there
+#             upgraded, removed and purged with apt-get there
 #             (tests/systemd/nspawn_package.sh); SKIPPED where no container can run
 #   cgroup2   the dev build with runtime runc in a Debian 12 VM on the unified
 #             cgroup hierarchy: the containers' cgroup v2 limits
@@ -302,9 +302,9 @@ build_boot_targets() {
 }
 
 # The unit under a real systemd (nspawn_boot.sh), then the package under
-# dpkg and systemd: install, upgrade, remove, purge (nspawn_package.sh).
+# apt, dpkg and systemd: install, upgrade, remove, purge (nspawn_package.sh).
 step_systemd() {
-    local tools=(debootstrap=debootstrap systemd-nspawn=systemd-container fakeroot=fakeroot)
+    local tools=(debootstrap=debootstrap systemd-nspawn=systemd-container fakeroot=fakeroot dpkg-scanpackages=dpkg-dev)
     local rc=0
     boot_step tests/systemd/nspawn_boot.sh "${tools[@]}" || rc=$?
     boot_step tests/systemd/nspawn_package.sh "${tools[@]}" || { r=$?; [[ $rc != 0 && $rc != 77 ]] || rc=$r; }

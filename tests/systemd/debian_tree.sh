@@ -1,9 +1,12 @@
 # shellcheck shell=bash
-# What the boot tests share (sourced by nspawn_boot.sh and vm_cgroup2.sh): their
-# preconditions (a build, tools, root, or SKIPPED), a cached minimal Debian
-# tree made with debootstrap, daemonlet installed into a tree as an
-# operator does (`cmake --install`), and the tree booted with systemd-nspawn
-# (boot_tree, ct, poweroff_tree, stop_tree; they use checks.sh's checks).
+# What the boot tests share (sourced by nspawn_boot.sh, nspawn_package.sh
+# and vm_cgroup2.sh): their preconditions (a build, tools, root, or
+# SKIPPED), a cached minimal Debian tree made with debootstrap (for the
+# nspawn tests, with the .deb files of what it has beyond minbase and
+# systemd kept beside it as an apt source), daemonlet installed into a tree
+# as an operator does (`cmake --install`), and the tree booted with
+# systemd-nspawn (boot_tree, ct, poweroff_tree, stop_tree; they use
+# checks.sh's checks).
 #
 # Environment: DAEMONLET_DEBIAN_MIRROR, debootstrap's mirror (default: the
 # Debian mirror in this machine's apt sources, else deb.debian.org).
@@ -75,18 +78,29 @@ lock_cache() {
     fi
 }
 
-# debian_tree CACHE SUITE RECIPE PACKAGE...: sets `tree` to a minbase tree of
-# SUITE with PACKAGE... (no apt recommends), built by debootstrap once and kept
-# in CACHE under a key of everything that makes it (RECIPE: bump it when the
-# caller changes the way its tree is made); trees of other keys are removed.
+# debian_tree [--extras ROOTS] CACHE SUITE RECIPE PACKAGE...: sets `tree` to
+# a minbase tree of SUITE with PACKAGE... (no apt recommends), built by
+# debootstrap once and kept in CACHE under a key of everything that makes it
+# (RECIPE: bump it when the caller changes the way its tree is made); trees
+# of other keys are removed. With --extras, the packages the tree has beyond
+# a minbase tree with ROOTS (space-separated) are listed one a line in
+# `$extras/packages` and their .deb files kept in `extras` (outside the
+# tree) with a `Packages` index: a flat apt repository (`deb [trusted=yes]
+# file:DIR ./`) from which a run can install them again without the network.
 # Call with the cache locked. Exits on failure.
 debian_tree() {
+    local roots='' extras_key=()
+    if [[ $1 == --extras ]]; then
+        roots=$2 extras_key=("extras $2")
+        shift 2
+    fi
     local cache=$1 suite=$2 recipe=$3
     shift 3
     local packages=("$@") key base mirror old start=$SECONDS
-    key="$(printf '%s\n' "recipe $recipe" "$suite" minbase "${packages[@]}" | sha256sum | cut -c1-12)"
+    key="$(printf '%s\n' "recipe $recipe" "$suite" minbase "${packages[@]}" "${extras_key[@]}" | sha256sum | cut -c1-12)"
     base="$cache/$suite-$key"
     tree="$base/tree"
+    extras="$base/extras"
     if [[ -e $base/complete ]]; then
         echo "rootfs: reusing $tree"
         return 0
@@ -111,6 +125,10 @@ debian_tree() {
         echo "FAIL: debootstrap failed (log: $base/debootstrap.log)"
         exit 1
     fi
+    if ((${#extras_key[@]})) && ! keep_extras "$tree" "$extras" "$roots"; then
+        echo "FAIL: cannot keep the .deb files of the packages beyond minbase and $roots (in $extras)"
+        exit 1
+    fi
     # The tree never runs apt: its package cache and lists are dead weight.
     rm -rf "$tree/var/cache/apt/archives/"*.deb "$tree/var/lib/apt/lists/"*
     # debootstrap copies the host's name; without it the machine is named by
@@ -119,6 +137,69 @@ debian_tree() {
     rm -f "$tree/etc/hostname"
     touch "$base/complete"
     echo "rootfs: built in $((SECONDS - start))s ($(du -sh "$tree" | cut -f1))"
+}
+
+# beyond_minbase STATUS ROOTS: the packages installed in dpkg's STATUS file
+# outside the dependency closure (Depends, Pre-Depends; of alternatives, the
+# first one installed or provided) of what debootstrap's minbase installs
+# (the Essential and Priority: required packages, and apt) and ROOTS.
+beyond_minbase() {
+    awk -v roots="apt $2" '
+        function add(p) { if (!(p in keep)) { keep[p] = 1; queue[++n] = p } }
+        function name(d) { sub(/\(.*/, "", d); gsub(/[ \t]/, "", d); sub(/:.*/, "", d); return d }
+        BEGIN { RS = ""; FS = "\n" }
+        {
+            p = ""; ok = 0; root = 0; deps = ""
+            for (i = 1; i <= NF; i++) {
+                if ($i ~ /^Package: /) p = substr($i, 10)
+                else if ($i ~ /^Status: .* installed$/) ok = 1
+                else if ($i ~ /^(Pre-)?Depends: /) deps = deps "," substr($i, index($i, ":") + 2)
+                else if ($i ~ /^Provides: /) {
+                    k = split(substr($i, 11), pv, /,/)
+                    for (j = 1; j <= k; j++) provided[name(pv[j])] = p
+                }
+                else if ($i == "Essential: yes" || $i == "Priority: required") root = 1
+            }
+            if (!ok) next
+            installed[p] = 1; depends[p] = deps
+            if (root) add(p)
+        }
+        END {
+            k = split(roots, r, / /)
+            for (j = 1; j <= k; j++) if (r[j] in installed) add(r[j])
+            for (q = 1; q <= n; q++) {
+                k = split(depends[queue[q]], items, /,/)
+                for (j = 1; j <= k; j++) {
+                    m = split(items[j], alts, /\|/)
+                    for (a = 1; a <= m; a++) {
+                        d = name(alts[a])
+                        if (d in installed) { add(d); break }
+                        if (d in provided && provided[d] in installed) { add(provided[d]); break }
+                    }
+                }
+            }
+            for (p in installed) if (!(p in keep)) print p
+        }' "$1" | sort
+}
+
+# keep_extras TREE DIR ROOTS: the .deb files debootstrap left in TREE of the
+# packages beyond minbase and ROOTS (beyond_minbase) into DIR, with DIR/packages
+# (their names) and DIR/Packages (the index apt reads). Fails when one is
+# missing.
+keep_extras() {
+    local tree=$1 dir=$2 p debs
+    mkdir -p "$dir"
+    beyond_minbase "$tree/var/lib/dpkg/status" "$3" >"$dir/packages" || return 1
+    while read -r p; do
+        debs=("$tree/var/cache/apt/archives/${p}_"*.deb)
+        if [[ ${#debs[@]} -ne 1 || ! -f ${debs[0]} ]]; then
+            echo "no single .deb of $p in $tree/var/cache/apt/archives"
+            return 1
+        fi
+        cp "${debs[0]}" "$dir/" || return 1
+    done <"$dir/packages"
+    (cd "$dir" && dpkg-scanpackages . >Packages 2>scanpackages.log) || return 1
+    echo "rootfs: kept the .deb files of $(wc -l <"$dir/packages") packages beyond minbase and $3 in $dir"
 }
 
 # install_daemonlet ROOT BUILD LOG: `cmake --install BUILD` into ROOT; sets
@@ -288,8 +369,8 @@ nspawn_run() {
     if ! unshare --mount --pid --uts --ipc --fork true 2>/dev/null; then
         skip "this machine cannot create mount/PID/UTS/IPC namespaces"
     fi
-    need_tools "scripts/setup.sh installs debootstrap and systemd-container" \
-        debootstrap systemd-nspawn nsenter systemctl mountpoint flock
+    need_tools "scripts/setup.sh installs debootstrap, systemd-container and dpkg-dev (build-essential)" \
+        debootstrap systemd-nspawn nsenter systemctl mountpoint flock dpkg-scanpackages
     # shellcheck source=tests/systemd/checks.sh
     source "$repo/tests/systemd/checks.sh"
     script_start=$SECONDS
@@ -298,10 +379,12 @@ nspawn_run() {
     # few packages as the boot and the dynamically linked agent need:
     # minbase (no apt recommends), systemd as init, and daemonlet's
     # libraries (daemonlet-shim is static; ldd agent/daemonlet).
+    # nspawn_package.sh removes daemonlet's libraries in its run and has
+    # apt install them again from the .deb files kept in `extras`.
     local packages=(systemd systemd-sysv libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4)
     lock_cache "$cache"
     remove_runs "$cache"
-    debian_tree "$cache" bookworm 2 "${packages[@]}"
+    debian_tree --extras "systemd systemd-sysv" "$cache" bookworm 3 "${packages[@]}"
 
     # This run: an overlay on the cached tree, so the cache stays clean.
     run="$(mktemp -d "$cache/run.XXXXXX")"

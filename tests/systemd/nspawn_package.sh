@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# daemonlet's Debian package under a real systemd and dpkg: a minimal Debian
-# 12 tree booted with systemd-nspawn (as nspawn_boot.sh), in which the
-# package made by scripts/package.sh from BUILD_DIR is installed, upgraded,
-# removed and purged with dpkg, its maintainer scripts run by dpkg against
-# the running systemd:
-#   - installing enables and starts the service with the default
-#     configuration (a conffile), and a DaemonSet dropped in runs;
-#   - upgrading (dpkg -i of a newer build: daemonlet-next, the build's objects
-#     linked with the version VERSION+upgrade1, packaged as that version)
-#     replaces the binaries and restarts the agent (`daemonlet version` says
-#     the new version), and the pod keeps its process: zero restarts; an
-#     edited configuration is kept;
+# daemonlet's Debian package under a real systemd, apt and dpkg: a minimal
+# Debian 12 tree booted with systemd-nspawn (as nspawn_boot.sh), in which the
+# package made by scripts/package.sh from BUILD_DIR is installed and
+# upgraded with `apt-get install ./<file>.deb`, then removed and purged with
+# `apt-get remove` and `apt-get purge`, its maintainer scripts run by dpkg
+# against the running systemd:
+#   - before the install, the tree is made minbase and systemd again: the
+#     packages the cached tree has beyond them (daemonlet's libraries and
+#     theirs, which nspawn_boot.sh needs) are purged in this run's overlay,
+#     and apt's only source is a flat `file:` repository of their .deb files,
+#     kept when the tree was made (debian_tree --extras); the container has
+#     a private network, so nothing is fetched from anywhere else;
+#   - installing resolves the package's dependencies (Depends, Recommends)
+#     that minbase lacks from that source, each of them installed again;
+#     enables and starts the service with the default configuration (a
+#     conffile), and a DaemonSet dropped in runs;
+#   - upgrading (apt-get install ./new.deb, a newer build: daemonlet-next, the
+#     build's objects linked with the version VERSION+upgrade1, packaged as
+#     that version) replaces the binaries and restarts the agent (`daemonlet
+#     version` says the new version), and the pod keeps its process: zero
+#     restarts; an edited configuration is kept (--force-confold);
 #   - removing stops the agent and leaves the configuration and the pods'
 #     state (the pod keeps running, as after `systemctl stop`);
 #   - purging stops the pod and removes the state and the configuration.
@@ -54,16 +63,50 @@ mkdir -p "$root/var/cache/daemonlet-test"
 cp "$run/packages/$version/daemonlet_${version}_amd64.deb" "$root/var/cache/daemonlet-test/old.deb"
 cp "$run/packages/$version+upgrade1/daemonlet_${version}+upgrade1_amd64.deb" "$root/var/cache/daemonlet-test/new.deb"
 
+# ---- apt's only source: the .deb files of the packages the tree has beyond
+# minbase and systemd (nspawn_run's tree keeps them outside the tree, in
+# `extras`), a flat repository inside the container. The container has a
+# private network (boot_tree), and apt is given nothing else. ----
+if [[ ! -s $extras/Packages ]]; then
+    echo "FAIL: $extras/Packages is missing: the cached tree was made without --extras"
+    exit 1
+fi
+cp -r "$extras" "$root/var/cache/daemonlet-test/apt"
+rm -rf "$root/etc/apt/sources.list.d/"*
+echo "deb [trusted=yes] file:/var/cache/daemonlet-test/apt ./" >"$root/etc/apt/sources.list"
+# The package's dependencies (Depends, and Recommends, which apt installs
+# too) that a minbase tree with systemd lacks: removed before the install,
+# and apt must install each of them again.
+dep_names() { tr ',' '\n' | sed -E 's/\|.*//; s/\(.*\)//; s/:.*//; s/[[:space:]]//g' | grep -v '^$'; }
+mapfile -t missing < <(dpkg-deb -f "$root/var/cache/daemonlet-test/old.deb" Pre-Depends Depends Recommends |
+    sed 's/^[A-Za-z-]*: //' | dep_names | sort -u | comm -12 - "$extras/packages")
+mapfile -t beyond <"$extras/packages"
+
 boot_tree "$root" "$run/console.log"
 diagnose() {
     echo "---- systemctl status daemonlet (in the container)"
     ct systemctl status --no-pager --lines=0 daemonlet.service
     echo "---- journalctl -u daemonlet (last 40)"
     journal -n 40
-    echo "---- dpkg (last 20)"
+    echo "---- dpkg and apt-get (last 20)"
     tail -n 20 "$run/dpkg.log"
 }
-dpkg_in() { ct dpkg --force-confold "$@" >>"$run/dpkg.log" 2>&1; }
+# dpkg without an fsync per unpacked file (--force-unsafe-io, as Debian's
+# build chroots do): the overlay is thrown away after the run.
+dpkg_in() { ct dpkg --force-unsafe-io "$@" >>"$run/dpkg.log" 2>&1; }
+apt_in() {
+    ct DEBIAN_FRONTEND=noninteractive apt-get -y -o Dpkg::Options::=--force-confold \
+        -o Dpkg::Options::=--force-unsafe-io "$@" >>"$run/dpkg.log" 2>&1
+}
+status_of() { ct dpkg-query -W -f "\${db:Status-Abbrev}" "$1" 2>/dev/null; }
+all_installed() {
+    local p
+    for p in "$@"; do [[ $(status_of "$p") == "ii " ]] || return 1; done
+}
+none_installed() {
+    local p
+    for p in "$@"; do [[ -z $(status_of "$p") ]] || return 1; done
+}
 pkg_version() { ct dpkg-query -W -f '${Version} ${db:Status-Abbrev}' daemonlet 2>/dev/null; }
 marker="daemonlet-package-$$"
 pod_pid() { pgrep -f -- "$marker"; }
@@ -77,8 +120,15 @@ if ! wait_booted "$run/console.log"; then
     finish
 fi
 
+# 0. The tree as minbase and systemd: what apt will have to install, gone.
+check "the package needs libraries a minbase tree lacks (${missing[*]})" test "${#missing[@]}" -gt 0
+check "dpkg -P removes the ${#beyond[@]} packages beyond minbase and systemd" dpkg_in -P "${beyond[@]}"
+check "...none of them is installed" none_installed "${beyond[@]}"
+check "apt-get update reads the file: source only" apt_in update
+
 # 1. Install: enabled and started, with the default configuration.
-check "dpkg -i installs the package" dpkg_in -i /var/cache/daemonlet-test/old.deb
+check "apt-get install ./old.deb installs the package" apt_in install /var/cache/daemonlet-test/old.deb
+check "...and, from the file: source, each library it needs: ${missing[*]}" all_installed "${missing[@]}"
 check "...version $version installed" test "$(pkg_version)" = "$version ii "
 agent_version() { ct daemonlet version | head -1; }
 check "...daemonlet version says $version" test "$(agent_version)" = "daemonlet $version"
@@ -95,7 +145,7 @@ main="$(prop MainPID)"
 
 # 2. Upgrade: the binaries replaced, the agent restarted, the pod kept.
 echo "# edited by the operator" >>"$root/etc/daemonlet/config.yaml"
-check "dpkg -i of $version+upgrade1 upgrades" dpkg_in -i /var/cache/daemonlet-test/new.deb
+check "apt-get install ./new.deb upgrades to $version+upgrade1" apt_in install /var/cache/daemonlet-test/new.deb
 check "...version $version+upgrade1 installed" test "$(pkg_version)" = "$version+upgrade1 ii "
 check "...daemonlet version says the newer build's $version+upgrade1" \
     test "$(agent_version)" = "daemonlet $version+upgrade1"
@@ -106,7 +156,7 @@ check "...the pod's process unchanged" pod_alive "$pod"
 wait_for "...adopted by the new agent with zero restarts" 30 pod_line 0 || diagnose
 
 # 3. Remove: the agent stops; the configuration, the state and the pod stay.
-check "dpkg -r removes the package" dpkg_in -r daemonlet
+check "apt-get remove removes the package" apt_in remove daemonlet
 check "...its status is rc (configuration kept)" test "$(pkg_version)" = "$version+upgrade1 rc "
 check "...the service is stopped" bash -c "[[ \$0 != active ]]" "$(prop ActiveState)"
 check "...the binary is gone" test ! -e "$root/usr/bin/daemonlet"
@@ -115,7 +165,7 @@ check "...the state stays" test -f "$root$state_dir/daemonlet.db"
 check "...the pod keeps running" pod_alive "$pod"
 
 # 4. Purge: the pod stopped, the state and the configuration removed.
-check "dpkg -P purges the package" dpkg_in -P daemonlet
+check "apt-get purge purges the package" apt_in purge daemonlet
 check "...the pod is stopped" pod_gone
 check "...the state is removed" test ! -e "$root$state_dir"
 check "...the configuration is removed" test ! -e "$root/etc/daemonlet"
