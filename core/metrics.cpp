@@ -72,12 +72,39 @@ std::string escape_help(std::string_view v) { return escape(v, false); }
 std::string format_metric_value(double v) {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-    // The shortest text that reads back as the same double, as Go's
-    // FormatFloat(v, 'g', -1, 64): integers as integers ("3", not "3.0").
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    if (ec != std::errc()) return "NaN";
-    return std::string(buf, end);
+    if (v == 0) return "0";  // expfmt writeFloat, -0 too
+    // Go's strconv.FormatFloat(v, 'g', -1, 64), as expfmt writeFloat
+    // calls it: the fewest significant digits that read back as the same
+    // double (printf rounds correctly: the first precision that reads back
+    // is the shortest), then %e when the exponent is below -4 or at least
+    // 6 (its "shortest" precision), else %f. (to_chars for double would do the
+    // first part, but it brings 125 KiB of libstdc++ into a static link.)
+    char buf[40];
+    for (int prec = 0; prec <= 17; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*e", prec, v);
+        if (std::strtod(buf, nullptr) == v) break;
+    }
+    std::string_view text = buf;
+    std::string out = text.front() == '-' ? "-" : "";
+    if (!out.empty()) text.remove_prefix(1);
+    const auto e = text.find('e');
+    const int exp = std::atoi(std::string(text.substr(e + 1)).c_str());
+    std::string digits;
+    for (char c : text.substr(0, e))
+        if (c != '.') digits += c;
+    if (exp < -4 || exp >= 6) {
+        out += digits.substr(0, 1);
+        if (digits.size() > 1) out += "." + digits.substr(1);
+        char tail[16];
+        std::snprintf(tail, sizeof tail, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+        return out + tail;
+    }
+    const int dp = exp + 1;  // digits before the point
+    const auto nd = static_cast<int>(digits.size());
+    if (dp <= 0) return out + "0." + std::string(static_cast<std::size_t>(-dp), '0') + digits;
+    if (dp >= nd) return out + digits + std::string(static_cast<std::size_t>(dp - nd), '0');
+    return out + digits.substr(0, static_cast<std::size_t>(dp)) + "." +
+           digits.substr(static_cast<std::size_t>(dp));
 }
 
 MetricRegistry::Family& MetricRegistry::declare(std::string name, std::string help, MetricType type,

@@ -4,7 +4,6 @@
 
 #include <array>
 #include <optional>
-#include <sstream>
 
 #include "core/strings.h"
 
@@ -67,19 +66,14 @@ bool global_unicast(const Ip& ip) {
 // route: `skip_header` says which).
 template <class F>
 void for_each_route_line(std::string_view text, bool skip_header, F&& f) {
-    std::istringstream in{std::string(text)};
-    std::string line;
     bool first = true;
-    while (std::getline(in, line)) {
+    for (std::string_view line : lines_of(text)) {
         if (first && skip_header) {
             first = false;
             continue;
         }
         first = false;
-        std::istringstream fields(line);
-        std::vector<std::string> v;
-        for (std::string x; fields >> x;) v.push_back(x);
-        f(v);
+        f(fields_of(line));
     }
 }
 

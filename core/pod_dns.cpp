@@ -3,20 +3,14 @@
 
 #include <algorithm>
 #include <cassert>
-#include <sstream>
+
+#include "core/strings.h"
 
 namespace daemonlet {
 namespace {
 
 constexpr std::size_t kMaxNameservers = 3;   // validation.MaxDNSNameservers
 constexpr std::size_t kMaxSearchPaths = 32;  // validation.MaxDNSSearchPaths
-
-std::vector<std::string> fields(const std::string& line) {
-    std::istringstream in(line);
-    std::vector<std::string> out;
-    for (std::string w; in >> w;) out.push_back(w);
-    return out;
-}
 
 void append_unique(std::vector<std::string>& to, const std::vector<std::string>& more) {
     for (const auto& m : more)
@@ -47,10 +41,9 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 
 DNSConfig parse_resolv_conf(const std::string& text) {
     DNSConfig c;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) {
-        if (auto hash = line.find_first_of("#;"); hash != std::string::npos) line.resize(hash);
-        const auto f = fields(line);
+    for (std::string_view line : lines_of(text)) {
+        if (auto hash = line.find_first_of("#;"); hash != std::string_view::npos) line = line.substr(0, hash);
+        const auto f = fields_of(line);
         if (f.empty()) continue;
         if (f[0] == "nameserver" && f.size() > 1) c.nameservers.push_back(f[1]);
         if ((f[0] == "search" || f[0] == "domain") && f.size() > 1)

@@ -11,6 +11,29 @@ std::string trim(std::string_view s) {
     return std::string(s.substr(first, s.find_last_not_of(kSpace) - first + 1));
 }
 
+std::vector<std::string_view> lines_of(std::string_view text) {
+    std::vector<std::string_view> out;
+    while (!text.empty()) {
+        const auto nl = text.find('\n');
+        out.push_back(text.substr(0, nl));
+        if (nl == std::string_view::npos) break;
+        text.remove_prefix(nl + 1);
+    }
+    return out;
+}
+
+std::vector<std::string> fields_of(std::string_view line) {
+    constexpr std::string_view kSpace = " \t\n\r\f\v";
+    std::vector<std::string> out;
+    for (auto start = line.find_first_not_of(kSpace); start != std::string_view::npos;) {
+        const auto end = line.find_first_of(kSpace, start);
+        out.emplace_back(line.substr(start, end - start));
+        if (end == std::string_view::npos) break;
+        start = line.find_first_not_of(kSpace, end);
+    }
+    return out;
+}
+
 std::string to_lower(std::string_view s) {
     std::string out(s);
     for (char& c : out)

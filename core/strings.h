@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace daemonlet {
 
@@ -17,5 +18,15 @@ std::string to_lower(std::string_view s);
 // Go's strconv.Quote (%q) of the bytes of `s`: \" and \\ escaped, control
 // bytes as \n, \t, ... or \xNN; other bytes (UTF-8 text) kept.
 std::string go_quote(const std::string& s);
+
+// The lines of `text` without their '\n', as std::getline reads them: a
+// last line without one counts, an empty text has none. Views into `text`.
+// (The agent uses no iostreams: their locale code is 350 KiB of a statically
+// linked libstdc++.)
+std::vector<std::string_view> lines_of(std::string_view text);
+
+// The fields of `line` separated by ASCII whitespace, as `in >> word` reads
+// them.
+std::vector<std::string> fields_of(std::string_view line);
 
 }  // namespace daemonlet

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <sstream>
 #include <string_view>
 
 #include "core/strings.h"
@@ -102,14 +101,13 @@ MemoryInfo read_memory_info() {
     MemoryInfo out;
     auto r = read_file("/proc/meminfo", kSmallFile);
     if (!r.ok()) return out;
-    std::istringstream in(r.value());
-    std::string key;
-    long long kib = 0;
-    std::string unit;
-    while (in >> key >> kib) {
-        std::getline(in, unit);
-        if (key == "MemTotal:") out.total = static_cast<std::int64_t>(kib) * 1024;
-        if (key == "MemAvailable:") out.available = static_cast<std::int64_t>(kib) * 1024;
+    // "MemTotal:       16303404 kB"
+    for (std::string_view line : lines_of(r.value())) {
+        const auto f = fields_of(line);
+        if (f.size() < 2) continue;
+        const std::int64_t bytes = std::strtoll(f[1].c_str(), nullptr, 10) * 1024;
+        if (f[0] == "MemTotal:") out.total = bytes;
+        if (f[0] == "MemAvailable:") out.available = bytes;
     }
     return out;
 }
@@ -143,9 +141,7 @@ HostFacts read_host_facts() {
     f.boot_id = first_line("/proc/sys/kernel/random/boot_id");
     f.kernel_version = kernel_release();
     if (auto r = read_file("/etc/os-release", kSmallFile); r.ok()) {
-        std::istringstream in(r.value());
-        std::string line;
-        while (std::getline(in, line)) {
+        for (std::string_view line : lines_of(r.value())) {
             if (line.rfind("PRETTY_NAME=", 0) != 0) continue;
             std::string v = trim(line.substr(12));
             if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())

@@ -3,7 +3,8 @@
 # core/ includes no libuv, SQLite or systemd headers; store/ and platform/
 # never include each other; nothing includes agent/ but agent/ (and the
 # tests of its components); nothing outside agent/cli/ includes the verbs;
-# the shim and the CRI module include no other platform folder. (CMake's
+# the shim and the CRI module include no other platform folder; the agent
+# uses no iostreams. (CMake's
 # PRIVATE links stop the linking; this stops a header-only include from
 # slipping through.)
 set -uo pipefail
@@ -33,6 +34,13 @@ rule "the shim includes no other platform folder" platform/shim \
     '#include\s*"(store|agent|platform/(exec|runc|cri|image|probe|http)/)'
 rule "the CRI module includes no other platform folder" platform/cri \
     '#include\s*"(store|agent|platform/(shim|exec|runc|image|probe|http)/)'
+# The agent links libstdc++ statically in lean builds (CMakeLists.txt):
+# iostreams would bring their locale facets, to_chars for double its
+# tables, about 0.5 MiB of the board's package. (daemonlet-image and the
+# CRI module, platform/image and platform/cri, are programs of their own.)
+rule "the agent's code uses no iostreams and no std::to_chars" \
+    "core store agent platform/exec platform/runc platform/probe platform/http platform/shim $(echo platform/*.h platform/*.cpp)" \
+    '#include\s*<(sstream|fstream|iostream|istream|ostream)>|std::to_chars'
 rule "core reads no clock" core '(std::chrono::(system|steady)_clock|[^_]time\(|gettimeofday|clock_gettime)'
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

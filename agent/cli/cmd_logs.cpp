@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "agent/cli/cli.h"
 #include "agent/cli/cli_flags.h"
@@ -40,16 +40,20 @@ void print_record(const std::string& line) {
 
 // Prints from `offset` to the end of `path`; returns the new offset.
 std::uint64_t print_from(const std::string& path, std::uint64_t offset) {
-    std::ifstream in(path, std::ios::binary);
+    std::FILE* in = std::fopen(path.c_str(), "rb");
     if (!in) return offset;
-    in.seekg(static_cast<std::streamoff>(offset));
-    std::string line;
     std::uint64_t pos = offset;
-    while (std::getline(in, line)) {
-        if (in.eof()) break;  // an incomplete last line: wait for the rest
-        pos += line.size() + 1;
-        print_record(line);
+    if (::fseeko(in, static_cast<off_t>(offset), SEEK_SET) == 0) {
+        char* buf = nullptr;
+        std::size_t cap = 0;
+        for (ssize_t n; (n = ::getline(&buf, &cap, in)) > 0;) {
+            if (buf[n - 1] != '\n') break;  // an incomplete last line: wait for the rest
+            pos += static_cast<std::uint64_t>(n);
+            print_record(std::string(buf, static_cast<std::size_t>(n - 1)));
+        }
+        std::free(buf);
     }
+    std::fclose(in);
     std::fflush(stdout);
     return pos;
 }

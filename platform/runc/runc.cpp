@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "core/cgroup_oom.h"
 #include "core/oci_spec.h"
@@ -21,8 +20,6 @@ namespace {
 
 // runc's answers are a state document or a line of error; more is cut.
 constexpr std::size_t kMaxOutputBytes = 1 << 20;
-
-std::string errno_text(int err) { return std::strerror(err); }
 
 }  // namespace
 
@@ -65,17 +62,8 @@ Status Runc::write_bundle(const std::string& bundle, const Json& spec) {
     std::error_code ec;
     std::filesystem::create_directories(bundle, ec);
     if (ec) return Error{ErrorCode::Io, bundle + ": cannot create the bundle directory: " + ec.message()};
-    const std::string path = bundle + "/config.json";
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::trunc);
-        f << spec.dump(2) << '\n';
-        f.close();
-        if (!f) return Error{ErrorCode::Io, tmp + ": cannot write: " + errno_text(errno)};
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-        return Error{ErrorCode::Io, path + ": cannot rename " + tmp + " into place: " + errno_text(errno)};
-    return Ok{};
+    // Its process's env may hold Secret values: the owner's alone.
+    return replace_file(bundle + "/config.json", spec.dump(2) + "\n", "bundle", 0600);
 }
 
 std::vector<std::string> Runc::global_args() const {
