@@ -73,7 +73,8 @@ host_packages=(
     jq nghttp2-proxy
     # tests/agent/test_clock.sh runs the agent under libfaketime (a clock
     # that boots at 1970 and steps); test_storm.sh checks every database
-    # with the sqlite3 shell's PRAGMA integrity_check.
+    # with the sqlite3 shell's PRAGMA integrity_check, as the cgroup2 step
+    # does the database its VM's power cut left.
     faketime sqlite3
     # tests/agent/test_metrics.sh scrapes the agent with a real Prometheus
     # (and promtool check metrics).

@@ -14,7 +14,8 @@
 #             upgraded, removed and purged with apt-get there
 #             (tests/systemd/nspawn_package.sh); SKIPPED where no container can run
 #   cgroup2   the dev build with runtime runc in a Debian 12 VM on the unified
-#             cgroup hierarchy: the containers' cgroup v2 limits
+#             cgroup hierarchy: the containers' cgroup v2 limits, then a
+#             power cut and a second boot of the same disk
 #             (tests/systemd/vm_cgroup2.sh; qemu with KVM where /dev/kvm can
 #             boot Debian's kernel, else TCG, minutes; SKIPPED without root)
 #   asan      the same under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -529,11 +530,11 @@ run_step_bg asan-build build_niced asan
 if (wanted systemd || wanted cgroup2) && (build_boot_targets) >/dev/null 2>&1; then
     boot_built=1
     run_step_bg systemd step_systemd
-    run_step_bg cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86
+    run_step_bg cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86 sqlite3=sqlite3
     join_steps
 else
     run_step systemd step_systemd
-    run_step cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86
+    run_step cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86 sqlite3=sqlite3
 fi
 # The asan build, if still going, and the boot steps end here.
 join_steps

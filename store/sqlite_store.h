@@ -82,6 +82,7 @@ class SqliteStore final : public Store {
 
     Stats stats() const override;
     bool read_only() const override { return sqlite3_db_readonly(db_.get(), "main") == 1; }
+    Status flush() override;
 
     sqlite3* db() const { return db_.get(); }
 

@@ -83,6 +83,19 @@ Store::Stats SqliteStore::stats() const {
     return st;
 }
 
+Status SqliteStore::flush() {
+    // In WAL mode the journal pointer is the -wal (SQLite's own file, synced
+    // as a commit with synchronous = FULL would sync it); none before the
+    // first write.
+    sqlite3_file* wal = nullptr;
+    if (sqlite3_file_control(db_.get(), "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK || !wal ||
+        !wal->pMethods)
+        return Ok{};
+    int rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+    if (rc != SQLITE_OK) return fail("flush", sqlite::sqlite_error(rc, "fdatasync of the -wal failed"));
+    return Ok{};
+}
+
 SqliteStore::~SqliteStore() {
     // A Transaction keeps a pointer to its store: one outliving it is a bug.
     if (in_transaction_) {

@@ -159,6 +159,12 @@ class Store {
     // fell back to reading it because the file system refused writing
     // (a stateDir remounted read-only).
     virtual bool read_only() const { return false; }
+
+    // Makes every commit so far durable: an fdatasync of the -wal. Commits
+    // do not flush (synchronous = NORMAL in WAL mode: a power cut may undo
+    // the last ones, never half of one); what the agent acknowledges to an
+    // operator (a rollout undo) is flushed before it answers.
+    virtual Status flush() { return Ok{}; }
 };
 
 }  // namespace daemonlet::store

@@ -116,6 +116,10 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
         store::StoredRollback rb{ns, name, d.file_hash, restored_hash, to->template_json, clock_.wall_ms()};
         if (auto w = store_->put_rollback(rb); !w.ok()) return w.error();
     }
+    // The answer says the rollback holds across reboots: flushed first (a
+    // power cut right after the answer undid it, tests/systemd/vm_powercut.sh).
+    // A flush that fails is logged; the rollback is in force all the same.
+    if (auto w = store_->flush(); !w.ok()) log(Level::Err, "store: " + w.error().message);
     const std::string held = restored_hash == file_template_hash
                                  ? "the manifest file's own template"
                                  : "in force until " + d.source.describe() + " changes";

@@ -121,6 +121,9 @@ class Storage final : public store::Store {
     }
     Stats stats() const override { return inner_->stats(); }
     bool read_only() const override { return inner_->read_only(); }
+    // While writes are held (not writable) there is nothing on disk to
+    // flush: what is held is in memory until the retry lands.
+    Status flush() override { return writable_ ? inner_->flush() : Status(Ok{}); }
 
   private:
     class Tx;

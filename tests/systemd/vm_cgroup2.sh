@@ -19,8 +19,18 @@
 #   - a process beyond the limit is OOM-killed inside the cgroup (memory.events
 #     oom_kill), and a container whose own process is exits 137 and is
 #     reported OOMKilled (daemonlet get pods -o json).
+# Then a power cut (issue 15 §2, vm_powercut.sh): in the same boot, while
+# the agent rolls DaemonSet cg2/pc back and forth and imports an image,
+# sysrq "b" resets the VM without sync (qemu exits: -no-reboot); the same
+# disk boots again with daemonlet.powercut=after on the kernel command line
+# (no network either), and checks that the agent is READY with every pod
+# running again, the acknowledged rollback in force and each acknowledged
+# revision listed once; the host checks the database as the cut left it
+# (copied before the agent opened it, read out of the image with debugfs)
+# with sqlite3 'PRAGMA integrity_check'.
 # The console is read after qemu exits, which it does at the VM's power-off
-# (or a kernel panic: panic=-1 with -no-reboot), under a deadline (timeout).
+# or reset (or a kernel panic: panic=-1 with -no-reboot), under a deadline
+# (timeout) per boot.
 #
 # usage: tests/systemd/vm_cgroup2.sh [BUILD_DIR]
 #   BUILD_DIR  a configured build with daemonlet, daemonlet-shim and
@@ -33,8 +43,8 @@
 #   DAEMONLET_VM_ACCEL       kvm or tcg (default: kvm where it can boot a
 #                            stock kernel, else tcg)
 #
-# Needs root, qemu-system-x86 and debootstrap (scripts/setup.sh installs
-# them), busybox-static for the image, and the mirror the first time; /dev/kvm
+# Needs root, qemu-system-x86, debootstrap, e2fsprogs (debugfs) and sqlite3
+# (scripts/setup.sh installs them), busybox-static for the image, and the mirror the first time; /dev/kvm
 # makes it fast. On x86-64 only. Prints "SKIPPED: reason" and exits 0 when
 # this machine cannot run the VM (no root, not x86-64); any other problem is
 # a failure.
@@ -78,8 +88,8 @@ case $accel in
         exit 1
         ;;
 esac
-need_tools "scripts/setup.sh installs debootstrap and qemu-system-x86" \
-    debootstrap qemu-system-x86_64 mkfs.ext4 flock timeout
+need_tools "scripts/setup.sh installs debootstrap, qemu-system-x86, e2fsprogs and sqlite3" \
+    debootstrap qemu-system-x86_64 mkfs.ext4 debugfs sqlite3 flock timeout
 [[ -x /bin/busybox ]] || {
     echo "FAIL: /bin/busybox is missing (apt-get install busybox-static): the test image is made from it"
     exit 1
@@ -150,30 +160,52 @@ write_ds hog.yaml hog '{memory: 64Mi}' \
     'while :; do /bin/busybox dd if=/dev/zero of=/dev/null bs=96M count=1; sleep 1; done'
 write_ds oomexit.yaml oomexit '{memory: 64Mi}' 'exec /bin/busybox dd if=/dev/zero of=/dev/null bs=96M count=1'
 
-# The check, run once the agent is up; the VM powers off when it ends.
-install -D -m 0755 -t "$root/usr/local/lib/daemonlet-cg2" "$repo/tests/systemd/vm_cgroup2_check.sh" \
-    "$repo/tests/systemd/checks.sh"
-cat >"$root/etc/systemd/system/daemonlet-cg2-check.service" <<EOF
+# The checks, run once the agent is up. The first boot's: the cgroup v2
+# checks, then the power cut (which resets the VM; a failure powers it off).
+# The second boot's (daemonlet.powercut=after on the kernel command line):
+# the database copied aside before the agent opens it, then the checks after
+# the cut; the VM powers off when they end.
+lib=/usr/local/lib/daemonlet-cg2
+install -D -m 0755 -t "$root$lib" "$repo/tests/systemd/vm_cgroup2_check.sh" \
+    "$repo/tests/systemd/vm_powercut.sh" "$repo/tests/systemd/checks.sh"
+pc_args="$exec_start $config_path $state_dir $manifest_dir $import_dir"
+snapshot=/var/lib/daemonlet-powercut/snapshot
+# check_unit NAME DESCRIPTION CONDITION EXEC_START...: a oneshot after the
+# agent, on the console, that powers the VM off when it ends.
+check_unit() {
+    local name=$1 description=$2 condition=$3 cmd
+    shift 3
+    {
+        printf '%s\n' "[Unit]" "Description=$description (tests/systemd/vm_cgroup2.sh)" \
+            "Wants=daemonlet.service" "After=daemonlet.service daemonlet-pc-snapshot.service" \
+            "ConditionKernelCommandLine=$condition" "SuccessAction=poweroff-force" \
+            "FailureAction=poweroff-force" "" "[Service]" "Type=oneshot"
+        for cmd in "$@"; do echo "ExecStart=$cmd"; done
+        printf '%s\n' "StandardOutput=journal+console" "StandardError=journal+console" \
+            "TimeoutStartSec=600s" "" "[Install]" "WantedBy=multi-user.target"
+    } >"$root/etc/systemd/system/$name.service"
+}
+check_unit daemonlet-cg2-check "daemonlet cgroup v2 checks and power cut" '!daemonlet.powercut=after' \
+    "$lib/vm_cgroup2_check.sh $exec_start $config_path $state_dir" "$lib/vm_powercut.sh cut $pc_args"
+check_unit daemonlet-pc-after "daemonlet after the power cut" daemonlet.powercut=after \
+    "$lib/vm_powercut.sh after $pc_args"
+cat >"$root/etc/systemd/system/daemonlet-pc-snapshot.service" <<EOF
 [Unit]
-Description=daemonlet cgroup v2 checks (tests/systemd/vm_cgroup2.sh)
-Wants=daemonlet.service
-After=daemonlet.service
-SuccessAction=poweroff-force
-FailureAction=poweroff-force
+Description=the database as the power cut left it (tests/systemd/vm_cgroup2.sh)
+Before=daemonlet.service
+ConditionKernelCommandLine=daemonlet.powercut=after
 
 [Service]
 Type=oneshot
-ExecStart=/usr/local/lib/daemonlet-cg2/vm_cgroup2_check.sh $exec_start $config_path $state_dir
-StandardOutput=journal+console
-StandardError=journal+console
-TimeoutStartSec=600s
+ExecStart=/bin/sh -c 'mkdir -p $snapshot && cp -a $state_dir/daemonlet.db $snapshot/ && { cp -a $state_dir/daemonlet.db-wal $snapshot/ || true; } && sync'
 
 [Install]
 WantedBy=multi-user.target
 EOF
-if ! systemctl --root="$root" enable daemonlet.service daemonlet-cg2-check.service >"$run/enable.log" 2>&1; then
+units=(daemonlet.service daemonlet-cg2-check.service daemonlet-pc-snapshot.service daemonlet-pc-after.service)
+if ! systemctl --root="$root" enable "${units[@]}" >"$run/enable.log" 2>&1; then
     cat "$run/enable.log"
-    echo "FAIL: systemctl --root enable daemonlet.service daemonlet-cg2-check.service"
+    echo "FAIL: systemctl --root enable ${units[*]}"
     exit 1
 fi
 echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$root/etc/fstab"
@@ -189,38 +221,68 @@ if ! mkfs.ext4 -q -F -L daemonlet-vm -d "$root" "$run/disk.img" >"$run/mkfs.log"
 fi
 echo "disk: ${size_mib} MiB ext4 image made in $((SECONDS - image_start))s"
 
-# ---- Boot. ----
-boot_start=$SECONDS
-console="$run/console.log"
-echo "boot ($accel): $(basename "$kernel"), $(basename "$initrd"); console kept in $cache/last-console.log"
-timeout --kill-after=10 "$deadline" qemu-system-x86_64 "${accel_args[@]}" -smp 2 -m 512 \
-    -nographic -no-reboot -nic none \
-    -drive "file=$run/disk.img,format=raw,if=virtio" \
-    -kernel "$kernel" -initrd "$initrd" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 noresume systemd.hostname=cg2-vm systemd.mask=serial-getty@ttyS0.service" \
-    </dev/null >"$console" 2>&1
-qemu_rc=$?
-cp "$console" "$cache/last-console.log" # kept for a look after the run
-boot_secs=$((SECONDS - boot_start))
-# The check's lines reach the console through journald, after a prefix
-# ("[   76.1] sh[218]: "); the console is CRLF.
-results="$(tr -d '\r' <"$console" | grep -aoE 'cg2: (PASS|FAIL|INFO|DONE): .*')"
-[[ -n $results ]] && echo "$results"
-passed=$(grep -c '^cg2: PASS: ' <<<"$results")
-failed=$(grep -c '^cg2: FAIL: ' <<<"$results")
-if ! grep -q '^cg2: DONE: ' <<<"$results"; then
-    echo "---- console (last 60 lines)"
-    tr -d '\r' <"$console" | tail -n 60
-    if [[ $qemu_rc == 124 || $qemu_rc == 137 ]]; then
-        echo "FAIL: the VM did not finish its checks within ${deadline}s ($accel)"
-    else
-        echo "FAIL: the VM stopped (qemu exit status $qemu_rc) before its checks finished"
+# ---- Boot, cut the power, boot again. ----
+# boot NAME EXTRA_CMDLINE: boots the disk until qemu exits (the VM's
+# power-off, its reset with -no-reboot, or a kernel panic: panic=-1), under
+# the deadline; adds the check's lines to passed and failed; sets results,
+# qemu_rc and boot_secs. The check's lines reach the console through
+# journald, after a prefix ("[   76.1] sh[218]: "); the console is CRLF.
+boot() {
+    local start=$SECONDS console="$run/console-$1.log"
+    timeout --kill-after=10 "$deadline" qemu-system-x86_64 "${accel_args[@]}" -smp 2 -m 512 \
+        -nographic -no-reboot -nic none \
+        -drive "file=$run/disk.img,format=raw,if=virtio" \
+        -kernel "$kernel" -initrd "$initrd" \
+        -append "root=/dev/vda rw console=ttyS0 panic=-1 noresume systemd.hostname=cg2-vm systemd.mask=serial-getty@ttyS0.service$2" \
+        </dev/null >"$console" 2>&1
+    qemu_rc=$?
+    cp "$console" "$cache/last-console-$1.log" # kept for a look after the run
+    boot_secs=$((SECONDS - start))
+    results="$(tr -d '\r' <"$console" | grep -aoE 'cg2: (PASS|FAIL|INFO|DONE): .*')"
+    [[ -n $results ]] && echo "$results"
+    passed=$((passed + $(grep -c '^cg2: PASS: ' <<<"$results")))
+    failed=$((failed + $(grep -c '^cg2: FAIL: ' <<<"$results")))
+    if ! grep -q '^cg2: DONE: ' <<<"$results"; then
+        echo "---- console of the $1 boot (last 60 lines)"
+        tr -d '\r' <"$console" | tail -n 60
+        if [[ $qemu_rc == 124 || $qemu_rc == 137 ]]; then
+            echo "FAIL: the VM ($1 boot) did not finish its checks within ${deadline}s ($accel)"
+        else
+            echo "FAIL: the VM ($1 boot) stopped (qemu exit status $qemu_rc) before its checks finished"
+        fi
+        failed=$((failed + 1))
+        return 1
+    elif [[ $qemu_rc != 0 ]]; then
+        echo "FAIL: qemu exited with status $qemu_rc ($1 boot)"
+        failed=$((failed + 1))
+        return 1
     fi
-    failed=$((failed + 1))
-elif [[ $qemu_rc != 0 ]]; then
-    echo "FAIL: qemu exited with status $qemu_rc"
-    failed=$((failed + 1))
+}
+passed=0 failed=0
+echo "boot ($accel): $(basename "$kernel"), $(basename "$initrd"); consoles kept in $cache/last-console-*.log"
+if boot first ""; then
+    first_secs=$boot_secs
+    boot after " daemonlet.powercut=after"
+    echo "figures: first boot, checks and power cut ${first_secs}s; second boot, checks and power-off ${boot_secs}s ($accel)"
+    # The database as the cut left it (copied before the agent opened it),
+    # read out of the powered-off disk without mounting it.
+    mkdir -p "$run/snapshot"
+    for f in daemonlet.db daemonlet.db-wal; do
+        debugfs -R "dump /var/lib/daemonlet-powercut/snapshot/$f $run/snapshot/$f" "$run/disk.img" >/dev/null 2>&1
+    done
+    if [[ ! -s $run/snapshot/daemonlet.db ]]; then
+        echo "FAIL: powercut: no copy of the database as the cut left it on the disk"
+        failed=$((failed + 1))
+    else
+        integrity="$(sqlite3 "$run/snapshot/daemonlet.db" 'PRAGMA integrity_check' 2>&1)"
+        if [[ $integrity == ok ]]; then
+            echo "PASS: powercut: the database as the cut left it passes PRAGMA integrity_check"
+            passed=$((passed + 1))
+        else
+            echo "FAIL: powercut: PRAGMA integrity_check of the database as the cut left it: $integrity"
+            failed=$((failed + 1))
+        fi
+    fi
 fi
-echo "figures: boot, checks and power-off ${boot_secs}s ($accel)"
 echo "$passed passed, $failed failed (total $((SECONDS - script_start))s)"
 ((failed == 0 && passed > 0))
