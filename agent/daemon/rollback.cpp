@@ -118,8 +118,12 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
     }
     // The answer says the rollback holds across reboots: flushed first (a
     // power cut right after the answer undid it, tests/systemd/vm_powercut.sh).
-    // A flush that fails is logged; the rollback is in force all the same.
-    if (auto w = store_->flush(); !w.ok()) log(Level::Err, "store: " + w.error().message);
+    // A flush that fails is logged and said; the rollback is in force all the same.
+    std::string not_durable;
+    if (auto w = store_->flush(); !w.ok()) {
+        log(Level::Err, "store: " + w.error().message);
+        not_durable = " (in force, but not on disk yet: " + w.error().message + ")";
+    }
     const std::string held = restored_hash == file_template_hash
                                  ? "the manifest file's own template"
                                  : "in force until " + d.source.describe() + " changes";
@@ -129,7 +133,7 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
                  "Rolled back to revision " + std::to_string(restored) + " (" + restored_hash + "), " + held);
     d.from.reset();  // the rollback changed what applies: rebuild this one
     rebuild_desired();
-    return std::string("rolled back");
+    return "rolled back" + not_durable;
 }
 
 }  // namespace daemonlet::agent

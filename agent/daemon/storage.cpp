@@ -282,6 +282,9 @@ Status Storage::retry() {
     const std::size_t landed = pending_.size();
     pending_.clear();
     clear_held();
+    // What was kept may include what an operator was told holds across a
+    // reboot (a rollback): on the disk, not only in the page cache.
+    if (auto st = inner_->flush(); !st.ok()) log(Level::Warning, "store: " + st.error().message);
     if (timer_) uv_timer_stop(timer_);
     if (!writable_) {
         writable_ = true;

@@ -121,9 +121,12 @@ class Storage final : public store::Store {
     }
     Stats stats() const override { return inner_->stats(); }
     bool read_only() const override { return inner_->read_only(); }
-    // While writes are held (not writable) there is nothing on disk to
-    // flush: what is held is in memory until the retry lands.
-    Status flush() override { return writable_ ? inner_->flush() : Status(Ok{}); }
+    // While writes are held (not writable) nothing can be made durable:
+    // what is held is in memory until the retry lands (and is flushed then).
+    Status flush() override {
+        if (writable_) return inner_->flush();
+        return Error{ErrorCode::Io, "the stateDir takes no writes: kept in memory until it does"};
+    }
 
   private:
     class Tx;

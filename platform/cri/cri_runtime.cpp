@@ -535,6 +535,12 @@ Result<std::vector<ContainerInfo>> CriRuntime::adopt_all() {
     std::vector<ContainerInfo> out;
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const CriContainer& c = listed.value()[i];
+        // A call of the batch that failed otherwise than NotFound (the
+        // batch's deadline on a busy runtime) is asked again on its own, as
+        // every call was before: a container forgotten here would still run,
+        // unwatched, beside the second copy its pod would start.
+        if (!statuses[i] && statuses[i].error().code != ErrorCode::NotFound)
+            statuses[i] = client_->container_status(c.id, kShortDeadlineMs);
         if (!statuses[i]) continue;  // removed meanwhile
         ContainerInfo info = info_of(statuses[i].value());
         sandbox_of_[c.id] = c.sandbox_id;

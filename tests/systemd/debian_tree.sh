@@ -179,7 +179,7 @@ beyond_minbase() {
                 }
             }
             for (p in installed) if (!(p in keep)) print p
-        }' "$1" | sort
+        }' "$1" | LC_ALL=C sort
 }
 
 # keep_extras TREE DIR ROOTS: the .deb files debootstrap left in TREE of the

@@ -79,7 +79,7 @@ echo "deb [trusted=yes] file:/var/cache/daemonlet-test/apt ./" >"$root/etc/apt/s
 # and apt must install each of them again.
 dep_names() { tr ',' '\n' | sed -E 's/\|.*//; s/\(.*\)//; s/:.*//; s/[[:space:]]//g' | grep -v '^$'; }
 mapfile -t missing < <(dpkg-deb -f "$root/var/cache/daemonlet-test/old.deb" Pre-Depends Depends Recommends |
-    sed 's/^[A-Za-z-]*: //' | dep_names | sort -u | comm -12 - "$extras/packages")
+    sed 's/^[A-Za-z-]*: //' | dep_names | LC_ALL=C sort -u | LC_ALL=C comm -12 - "$extras/packages")
 mapfile -t beyond <"$extras/packages"
 
 boot_tree "$root" "$run/console.log"
