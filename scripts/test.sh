@@ -36,7 +36,7 @@
 # run shows everything that is wrong; the exit status is non-zero if any failed.
 #
 # Environment:
-#   DAEMONLET_FUZZ_SECONDS  seconds per fuzzer (default 30)
+#   DAEMONLET_FUZZ_SECONDS  seconds per fuzzer (default 20)
 #   DAEMONLET_STEPS         space-separated subset of the steps above, e.g. "format dev"
 set -euo pipefail
 
@@ -49,7 +49,7 @@ jobs=2
 # CPU in 103 s at -j3), so 2 at a time left a core idle. The cross builds'
 # tests run under qemu, busy: they keep $jobs.
 ctest_jobs=4
-fuzz_seconds="${DAEMONLET_FUZZ_SECONDS:-30}"
+fuzz_seconds="${DAEMONLET_FUZZ_SECONDS:-20}"
 all_steps="setup format dev systemd cgroup2 asan aarch64 armhf packages fuzz"
 steps="${DAEMONLET_STEPS:-$all_steps}"
 
