@@ -151,7 +151,28 @@ bool mount_service_account_token(PodSpec& spec, const std::string& volume_name) 
 Json token_request_object(const TokenRequestKey& key) {
     Json spec = {{"expirationSeconds", key.expiration_seconds}};
     if (!key.audience.empty()) spec["audiences"] = Json::array({key.audience});
+    // projected.go collectData's BoundObjectReference.
+    if (!key.bound.empty())
+        spec["boundObjectRef"] = {
+            {"apiVersion", "v1"}, {"kind", "Pod"}, {"name", key.bound.name}, {"uid", key.bound.uid}};
     return Json{{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", spec}};
+}
+
+bool rebind_pod_tokens(PodTokenBinding& b, const std::optional<BoundPod>& pod) {
+    if (!pod || pod->empty() || *pod == b.current) return false;
+    b.previous = b.current;
+    b.current = *pod;
+    return true;
+}
+
+std::vector<TokenRequestKey> token_lookup_keys(const TokenRequestKey& unbound, const PodTokenBinding& b,
+                                               bool bind_pods) {
+    TokenRequestKey first = unbound;
+    first.bound = bind_pods ? b.current : BoundPod{};
+    TokenRequestKey second = unbound;
+    second.bound = bind_pods ? b.previous : b.current;
+    if (second.bound == first.bound) return {first};
+    return {first, second};
 }
 
 Result<std::int64_t> parse_rfc3339(const std::string& t) {

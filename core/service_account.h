@@ -7,12 +7,15 @@
 //   Service network, so the Service's cluster IP would not reach it;
 // - the kube-api-access-* projected volume (TokenVolumeSource) mounted in
 //   every container (mountServiceAccountToken);
-// - the token's refresh rule (pkg/kubelet/token/token_manager.go).
+// - the token's refresh rule and cache key (pkg/kubelet/token/token_manager.go),
+//   and its binding to the pod's Pod (pkg/volume/projected collectData)
+//   while a board pod may have none yet or see it made again.
 //
 // Pure: times and names come in.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,20 +73,62 @@ Volume api_access_volume(const std::string& name);
 // container needs it). False when nothing changed.
 bool mount_service_account_token(PodSpec& spec, const std::string& volume_name);
 
-// What the projected volume plugin asks the TokenRequest API for (and the
-// token manager's cache key, keyFunc, without a bound object: the board's
-// pods are not in the API).
+// The Pod a token is bound to: TokenRequest spec.boundObjectRef
+// (apiVersion v1, kind Pod), its name and uid in the API. Empty (no uid):
+// the token is not bound.
+struct BoundPod {
+    std::string name;
+    std::string uid;
+    bool empty() const { return uid.empty(); }
+    auto operator<=>(const BoundPod&) const = default;
+};
+
+// What the projected volume plugin asks the TokenRequest API for, and the
+// token manager's cache key (keyFunc: name, namespace, audiences,
+// expirationSeconds, boundObjectRef). The kubelet always binds the token
+// to the pod (projected.go collectData); a board binds it when the pod has
+// a Pod in the API (apiServer.podStatus), else it is unbound: see
+// PodTokenBinding.
 struct TokenRequestKey {
     std::string namespace_;
     std::string service_account;  // spec.serviceAccountName, defaulted to "default"
     std::string audience;         // "": the API server's own audiences
     std::int64_t expiration_seconds = 3600;
+    BoundPod bound;
     auto operator<=>(const TokenRequestKey&) const = default;
 };
 
 // POST /api/v1/namespaces/NS/serviceaccounts/NAME/token's body:
-// authentication.k8s.io/v1 TokenRequest, audiences only when one is given.
+// authentication.k8s.io/v1 TokenRequest, audiences only when one is given,
+// boundObjectRef {apiVersion: v1, kind: Pod, name, uid} when bound.
 Json token_request_object(const TokenRequestKey& key);
+
+// What a board pod's tokens are bound to. Upstream a pod is its Pod, whose
+// uid never changes; a board pod runs before its Pod exists (offline, or
+// until ApiPods has made or taken it) and may see it made again with
+// another uid, so the agent keeps, per pod, the Pod its tokens are bound to
+// now and the binding before (empty: unbound), whose token stays mounted
+// until the new one is issued.
+struct PodTokenBinding {
+    BoundPod current;
+    BoundPod previous;
+    bool operator==(const PodTokenBinding&) const = default;
+};
+
+// The pod's Pod is `pod` (nullopt: none known now). A Pod first known, or
+// one of another uid, binds the tokens to it, the binding before kept as
+// `previous`; none known leaves the binding as it is (a Pod being made
+// again: the tokens of the one before stay until then). True when it
+// changed.
+bool rebind_pod_tokens(PodTokenBinding& b, const std::optional<BoundPod>& pod);
+
+// The keys the pod's token for `unbound` is looked up by, in order: the
+// binding in force, then the one it replaces (its token mounted until the
+// first one's is issued). `bind_pods`: the pods have Pods in the API
+// (podStatus on); off, the unbound token is in force and the pod's last
+// bound one is the fallback.
+std::vector<TokenRequestKey> token_lookup_keys(const TokenRequestKey& unbound, const PodTokenBinding& b,
+                                               bool bind_pods);
 
 // A token as the API server issued it (status.token,
 // status.expirationTimestamp, spec.expirationSeconds as granted).
@@ -118,9 +163,10 @@ std::int64_t token_refresh_due_ms(const ServiceAccountToken& t, std::int64_t jit
 class ServiceAccountTokenSource {
   public:
     virtual ~ServiceAccountTokenSource() = default;
-    // The token for `key`, or why there is none ("failed to fetch token:
-    // ...", the projected plugin's message).
-    virtual Result<std::string> token(const TokenRequestKey& key) const = 0;
+    // The token for the pod `pod_uid`'s projection `key` (unbound: the
+    // source binds it to the pod's Pod, token_lookup_keys), or why there is
+    // none ("failed to fetch token: ...", the projected plugin's message).
+    virtual Result<std::string> token(const std::string& pod_uid, const TokenRequestKey& key) const = 0;
 };
 
 }  // namespace daemonlet

@@ -136,13 +136,14 @@ Result<VolumePayload> downward_payload(const std::vector<DownwardAPIVolumeFile>&
 
 // The projected plugin's serviceAccountToken source: the TokenRequest for
 // the pod's service account, audience and expirationSeconds (defaulted to
-// 3600, SetDefaults_ServiceAccountTokenProjection), at its path as written.
+// 3600, SetDefaults_ServiceAccountTokenProjection), bound to the pod's Pod
+// by the source (token_lookup_keys), at its path as written.
 Result<VolumePayload> token_payload(const ServiceAccountTokenProjection& p, std::int32_t mode,
                                     const PodFacts& pod) {
     TokenRequestKey key{pod.namespace_,
                         pod.service_account_name.empty() ? "default" : pod.service_account_name, p.audience,
-                        p.expiration_seconds.value_or(3600)};
-    auto t = pod.tokens->token(key);
+                        p.expiration_seconds.value_or(3600), BoundPod{}};
+    auto t = pod.tokens->token(pod.uid, key);
     if (!t && pod.start_without_token) return VolumePayload{};
     if (!t) return t.error();
     return VolumePayload{{p.path, FileProjection{std::move(t.value()), mode}}};

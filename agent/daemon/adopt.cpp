@@ -262,10 +262,11 @@ void Agent::adopt() {
     for (const auto& [uid, p] : pods_)
         if (p.rec.deleting) stopping.push_back(uid);
     for (const auto& uid : stopping) finish_pod_if_stopped(uid);
-    // Config volumes of pods that went while no agent ran.
+    // Config volumes and token bindings of pods that went while no agent ran.
     std::set<std::string> live;
     for (const auto& [uid, p] : pods_) live.insert(uid);
     config_volumes_->sweep(live);
+    api_access_->sweep(live);
     if (!pods_.empty() || adopted)
         log(Level::Notice, "adopted " + std::to_string(adopted) + " running containers of " +
                                std::to_string(pods_.size()) + " pods");

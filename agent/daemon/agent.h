@@ -198,6 +198,7 @@ class Agent : private Images::Host {
     void start_api_pods();
     void close_api_pods();
     std::vector<BoardPod> board_pods();
+    void bind_tokens(const LivePod& p);  // its tokens bound to its Pod (api_access.h)
     // pod_events.cpp: the pod's Events on its Pod (core/pod_events.h).
     static ContainerRef container_ref(const LivePod& p, std::size_t index);
     void record_pod_event(const LivePod& p, PodEvent ev);

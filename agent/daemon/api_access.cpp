@@ -21,7 +21,13 @@ constexpr std::int64_t kMaxRetryMs = 120'000;
 constexpr std::int64_t kWallRecheckMs = 60'000;
 std::string describe(const TokenRequestKey& k) {
     return "service account " + k.namespace_ + "/" + k.service_account +
-           (k.audience.empty() ? std::string() : " (audience " + k.audience + ")");
+           (k.audience.empty() ? std::string() : " (audience " + k.audience + ")") +
+           (k.bound.empty() ? std::string() : " bound to pod " + k.bound.name + " (uid " + k.bound.uid + ")");
+}
+Json bound_json(const BoundPod& b) { return Json{{"name", b.name}, {"uid", b.uid}}; }
+BoundPod bound_of(const Json& j) {
+    if (!j.is_object()) return {};
+    return BoundPod{j.value("name", ""), j.value("uid", "")};
 }
 
 }  // namespace
@@ -63,7 +69,8 @@ void ApiAccess::load() {
             if (!t.is_object()) continue;
             TokenRequestKey k{t.value("namespace", ""), t.value("serviceAccount", ""),
                               t.value("audience", ""),
-                              t.value("requestedExpirationSeconds", std::int64_t{3600})};
+                              t.value("requestedExpirationSeconds", std::int64_t{3600}),
+                              bound_of(t.contains("boundPod") ? t["boundPod"] : Json())};
             ServiceAccountToken tok{t.value("token", ""), t.value("expirationSeconds", std::int64_t{0}),
                                     t.value("expirationMs", std::int64_t{0})};
             if (k.namespace_.empty() || tok.token.empty()) continue;
@@ -77,6 +84,11 @@ void ApiAccess::load() {
             if (ref.namespace_.empty() || ref.name.empty()) continue;
             if (take_object(ref, obj)) cluster_objects_[ref].object = obj;
         }
+    if (j.contains("podBindings") && j["podBindings"].is_object())
+        for (auto it = j["podBindings"].begin(); it != j["podBindings"].end(); ++it)
+            if (it->is_object())
+                bindings_[it.key()] = {bound_of(it->contains("current") ? (*it)["current"] : Json()),
+                                       bound_of(it->contains("previous") ? (*it)["previous"] : Json())};
     if (j.contains("rootCAs") && j["rootCAs"].is_object())
         for (auto it = j["rootCAs"].begin(); it != j["rootCAs"].end(); ++it)
             if (it->is_object()) set_root_ca(it.key(), it->value("pem", ""), it->value("fromCluster", false));
@@ -86,14 +98,19 @@ void ApiAccess::save() {
     Json tokens = Json::array();
     for (const auto& [k, e] : tokens_) {
         if (!e.token) continue;
-        tokens.push_back({{"namespace", k.namespace_},
-                          {"serviceAccount", k.service_account},
-                          {"audience", k.audience},
-                          {"requestedExpirationSeconds", k.expiration_seconds},
-                          {"token", e.token->token},
-                          {"expirationSeconds", e.token->expiration_seconds},
-                          {"expirationMs", e.token->expiration_ms}});
+        Json t = {{"namespace", k.namespace_},
+                  {"serviceAccount", k.service_account},
+                  {"audience", k.audience},
+                  {"requestedExpirationSeconds", k.expiration_seconds},
+                  {"token", e.token->token},
+                  {"expirationSeconds", e.token->expiration_seconds},
+                  {"expirationMs", e.token->expiration_ms}};
+        if (!k.bound.empty()) t["boundPod"] = bound_json(k.bound);
+        tokens.push_back(std::move(t));
     }
+    Json bindings = Json::object();
+    for (const auto& [uid, b] : bindings_)
+        bindings[uid] = {{"current", bound_json(b.current)}, {"previous", bound_json(b.previous)}};
     Json cas = Json::object();
     for (const auto& [key, cm] : objects_.config_maps) {
         auto it = cm->data.find(kRootCAKey);
@@ -103,7 +120,9 @@ void ApiAccess::save() {
     Json objects = Json::array();
     for (const auto& [ref, e] : cluster_objects_)
         if (!e.object.is_null()) objects.push_back({{"secret", ref.secret}, {"object", e.object}});
-    std::string text = Json{{"tokens", tokens}, {"rootCAs", cas}, {"objects", objects}}.dump();
+    Json all{{"tokens", tokens}, {"rootCAs", cas}, {"objects", objects}};
+    if (!bindings.empty()) all["podBindings"] = std::move(bindings);
+    std::string text = all.dump();
     if (text == saved_) return;  // flash: write only what changed
     if (auto w = store_.put_meta(kTokensMeta, text); !w.ok()) {
         log(Level::Warning, "store: service-account tokens: " + w.error().message);
@@ -135,13 +154,46 @@ std::set<TokenRequestKey> ApiAccess::keys_of(const std::string& ns, const PodSpe
             for (const auto& p : v.projections)
                 if (p.service_account_token)
                     out.insert({ns, sa, p.service_account_token->audience,
-                                p.service_account_token->expiration_seconds.value_or(3600)});
+                                p.service_account_token->expiration_seconds.value_or(3600), BoundPod{}});
     return out;
 }
 
-void ApiAccess::need(const std::set<TokenRequestKey>& keys) {
-    bool any = false;
+std::vector<TokenRequestKey> ApiAccess::lookup_keys(const std::string& pod_uid,
+                                                    const TokenRequestKey& key) const {
+    auto b = bindings_.find(pod_uid);
+    return token_lookup_keys(key, b == bindings_.end() ? PodTokenBinding{} : b->second, bind_pods_);
+}
+
+bool ApiAccess::bind(const std::string& pod_uid, const BoundPod& pod) {
+    PodTokenBinding& b = bindings_[pod_uid];
+    if (!rebind_pod_tokens(b, pod)) return false;
+    log(Level::Info, "pod uid " + pod_uid + ": its service-account tokens are bound to the Pod " + pod.name +
+                         " (uid " + pod.uid + ") from now on");
+    save();
+    return true;
+}
+
+std::set<TokenRequestKey> ApiAccess::wanted_keys(const std::string& pod_uid,
+                                                 const std::set<TokenRequestKey>& keys) const {
+    std::set<TokenRequestKey> out;
     for (const auto& k : keys) {
+        const auto lookup = lookup_keys(pod_uid, k);
+        out.insert(lookup.front());
+        // The token it replaces stays mounted, and refreshed, until the new
+        // one is issued.
+        auto has = [&](const TokenRequestKey& key) {
+            auto it = tokens_.find(key);
+            return it != tokens_.end() && it->second.token;
+        };
+        if (lookup.size() > 1 && !has(lookup.front()) && has(lookup[1])) out.insert(lookup[1]);
+    }
+    return out;
+}
+
+void ApiAccess::need(const std::string& pod_uid, const std::set<TokenRequestKey>& unbound) {
+    bool any = false;
+    for (const auto& u : unbound) {
+        const TokenRequestKey k = lookup_keys(pod_uid, u).front();
         Entry& e = tokens_[k];
         if (!objects_.config_map(k.namespace_, kRootCAConfigMap)) {
             if (link_ && !link_->ca_pem().empty()) set_root_ca(k.namespace_, link_->ca_pem(), false);
@@ -155,9 +207,11 @@ void ApiAccess::need(const std::set<TokenRequestKey>& keys) {
     if (any) arm();
 }
 
-Result<std::string> ApiAccess::token(const TokenRequestKey& key) const {
-    auto it = tokens_.find(key);
-    if (it != tokens_.end() && it->second.token) return it->second.token->token;
+Result<std::string> ApiAccess::token(const std::string& pod_uid, const TokenRequestKey& unbound) const {
+    const auto keys = lookup_keys(pod_uid, unbound);
+    for (const auto& k : keys)
+        if (auto t = tokens_.find(k); t != tokens_.end() && t->second.token) return t->second.token->token;
+    auto it = tokens_.find(keys.front());
     std::string why = it == tokens_.end() || it->second.last_error.empty()
                           ? (link_ ? std::string("waiting for the API server's answer") : why_no_link_)
                           : it->second.last_error;
@@ -194,6 +248,8 @@ void ApiAccess::on_token(const TokenRequestKey& key, Result<platform::HttpRespon
         error = describe_status(r.value().status, r.value().body);
         if (r.value().status == 403)
             error += " (check the RBAC in dist/rbac.yaml: serviceaccounts/token create)";
+        else if (!key.bound.empty() && (r.value().status == 404 || r.value().status == 409))
+            error += " (the pod's Pod is gone or made again: its new Pod gets a new token)";
     } else {
         auto t = parse_token_request(parse_json(r.value().body));
         if (!t)
@@ -286,6 +342,9 @@ void ApiAccess::refresh() {
     const Wanted wanted = wanted_ ? wanted_() : Wanted{};
     const std::int64_t wall = clock_.wall_ms();
     const std::int64_t mono = clock_.monotonic_ms();
+    // A key a pod wants that has no entry yet (its binding changed, or
+    // podStatus was turned on or off): asked for in this pass.
+    for (const auto& k : wanted.tokens) tokens_.try_emplace(k);
     for (auto it = tokens_.begin(); it != tokens_.end();) {
         Entry& e = it->second;
         if (!wanted.tokens.count(it->first)) {
@@ -351,13 +410,17 @@ std::shared_ptr<const PodSpec> ApiAccess::admitted(const std::string& uid,
 
 Json ApiAccess::status() const {
     Json tokens = Json::array();
-    for (const auto& [k, e] : tokens_)
-        tokens.push_back({{"namespace", k.namespace_},
-                          {"serviceAccount", k.service_account},
-                          {"audience", k.audience},
-                          {"expires", e.token ? rfc3339(e.token->expiration_ms) : std::string()},
-                          {"requests", e.fetches},
-                          {"lastError", e.last_error}});
+    for (const auto& [k, e] : tokens_) {
+        Json t = {{"namespace", k.namespace_},
+                  {"serviceAccount", k.service_account},
+                  {"audience", k.audience},
+                  {"expires", e.token ? rfc3339(e.token->expiration_ms) : std::string()},
+                  {"requests", e.fetches},
+                  {"lastError", e.last_error}};
+        if (!k.bound.empty())
+            t["boundObjectRef"] = {{"kind", "Pod"}, {"name", k.bound.name}, {"uid", k.bound.uid}};
+        tokens.push_back(std::move(t));
+    }
     Json objects = Json::array();
     for (const auto& [r, e] : cluster_objects_)
         objects.push_back({{"kind", r.secret ? "Secret" : "ConfigMap"},
@@ -373,6 +436,24 @@ Json ApiAccess::status() const {
 void ApiAccess::forget(const std::string& uid) {
     admitted_.erase(uid);
     said_no_cluster_.erase(uid);
+    auto b = bindings_.find(uid);
+    if (b == bindings_.end()) return;
+    // DeleteServiceAccountToken: the pod is gone, the tokens bound to its
+    // Pods go with it (a request on its way is dropped when it answers).
+    const PodTokenBinding gone = b->second;
+    bindings_.erase(b);
+    std::erase_if(tokens_, [&](const auto& t) {
+        return !t.first.bound.empty() && !t.second.inflight &&
+               (t.first.bound == gone.current || t.first.bound == gone.previous);
+    });
+    save();
+}
+
+void ApiAccess::sweep(const std::set<std::string>& live) {
+    std::vector<std::string> gone;
+    for (const auto& [uid, b] : bindings_)
+        if (!live.count(uid)) gone.push_back(uid);
+    for (const auto& uid : gone) forget(uid);
 }
 
 }  // namespace daemonlet::agent

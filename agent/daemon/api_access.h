@@ -3,14 +3,29 @@
 // (core/service_account.h) and what fills it.
 //
 // - Tokens: the TokenRequest API (POST .../serviceaccounts/NAME/token),
-//   unbound (the board's pods are not in the API), one per (namespace,
-//   service account, audience, expirationSeconds) as the kubelet's token
-//   manager caches them, refreshed by its rule (token_requires_refresh:
-//   80% of the TTL, or a day) on a timer armed for the earliest refresh, a
-//   failure retried with back-off (5 s doubling to 2 min). The token in
-//   force is kept while a refresh fails, as upstream; and in the store, so
-//   that a board that boots offline mounts the last one it had (upstream
-//   has no cache across kubelet restarts).
+//   one per (namespace, service account, audience, expirationSeconds,
+//   boundObjectRef) as the kubelet's token manager caches them (keyFunc),
+//   refreshed by its rule (token_requires_refresh: 80% of the TTL, or a
+//   day) on a timer armed for the earliest refresh, a failure retried with
+//   back-off (5 s doubling to 2 min). The token in force is kept while a
+//   refresh fails, as upstream; and in the store, so that a board that
+//   boots offline mounts the last one it had (upstream has no cache across
+//   kubelet restarts).
+// - Binding: the kubelet binds every token to its pod (boundObjectRef
+//   kind Pod, name, uid). A pod of a cluster DaemonSet whose Pod the agent
+//   keeps (apiServer.podStatus, api_pods.h) gets tokens bound to that Pod
+//   (bind(), from the Pod ApiPods made or took), the binding kept in the
+//   store with the tokens; a new uid (the Pod made again) gets new tokens.
+//   A pod without a Pod in the API gets unbound tokens, a departure: with
+//   podStatus off, before its Pod is made (the first start, an offline
+//   boot of a pod never bound), and always for static pods and manifest
+//   files' DaemonSet pods, whose mirror pods may not reference a service
+//   account (the ServiceAccount admission plugin forbids it, so the API
+//   server would refuse a token bound to one). A pod whose binding changes
+//   keeps its token mounted until the new one is issued, then the volume
+//   is rewritten in place as for a refresh (core token_lookup_keys); the
+//   container keeps running. A pod gone drops its bound tokens
+//   (DeleteServiceAccountToken).
 // - The CA: the namespace's kube-root-ca.crt ConfigMap as the cluster has
 //   it (GET, read with each token), else the kubeconfig's CA; kept in the
 //   store too. Served as a ConfigMap for the volume's configMap source
@@ -37,6 +52,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "agent/daemon/cluster_link.h"
 #include "core/model.h"
@@ -80,18 +96,30 @@ class ApiAccess : public ServiceAccountTokenSource {
     };
     void set_wanted(std::function<Wanted()> wanted) { wanted_ = std::move(wanted); }
 
-    // A pod is about to start with these: what is missing is asked for now.
-    void need(const std::set<TokenRequestKey>& keys);
+    // The pods have Pods in the API (podStatus on): their tokens are bound
+    // to them.
+    void set_bind_pods(bool on) { bind_pods_ = on; }
+    // The pod `pod_uid`'s Pod in the API is `pod`: its tokens are bound to
+    // it from now on (core rebind_pod_tokens). True when that changed: the
+    // agent then asks for its tokens (need).
+    bool bind(const std::string& pod_uid, const BoundPod& pod);
+    // A pod is about to start with these (unbound, keys_of): what is
+    // missing is asked for now, bound as the pod's tokens are.
+    void need(const std::string& pod_uid, const std::set<TokenRequestKey>& keys);
+    // The keys the pod's tokens are kept and refreshed under: the binding in
+    // force, and the one it replaces while the new token is not issued.
+    std::set<TokenRequestKey> wanted_keys(const std::string& pod_uid,
+                                          const std::set<TokenRequestKey>& keys) const;
     void need_objects(const std::set<ObjectRef>& refs);
     // Every ConfigMap and Secret the pod's spec references (volumes,
     // projected sources, env, envFrom; kube-root-ca.crt is read as the
     // token volumes' CA is).
     static std::set<ObjectRef> refs_of(const std::string& ns, const PodSpec& spec);
 
-    // ServiceAccountTokenSource: the token in force, even expired (the
+    // ServiceAccountTokenSource: the pod's token in force, even expired (the
     // board departs: an offline board mounts what it has), or "failed to
     // fetch token: <why>".
-    Result<std::string> token(const TokenRequestKey& key) const override;
+    Result<std::string> token(const std::string& pod_uid, const TokenRequestKey& key) const override;
     // kube-root-ca.crt per namespace needed so far, and the objects read.
     const ConfigObjects& objects() const { return objects_; }
 
@@ -100,6 +128,9 @@ class ApiAccess : public ServiceAccountTokenSource {
     std::shared_ptr<const PodSpec> admitted(const std::string& uid,
                                             const std::shared_ptr<const PodSpec>& spec, bool automount);
     void forget(const std::string& uid);
+    // forget() for each pod with a binding that is not in `live` (gone
+    // while no agent ran): at start, after adoption.
+    void sweep(const std::set<std::string>& live);
     // True the first time for the pod: the agent then says it starts without
     // a token (no API server configured, or none answered yet).
     bool first_without_cluster(const std::string& uid) { return said_no_cluster_.insert(uid).second; }
@@ -108,7 +139,7 @@ class ApiAccess : public ServiceAccountTokenSource {
     // object read from the cluster and its last error (never a value).
     Json status() const;
 
-    // The keys a pod's (admitted) spec asks tokens for.
+    // The keys a pod's (admitted) spec asks tokens for, unbound.
     static std::set<TokenRequestKey> keys_of(const std::string& ns, const PodSpec& spec);
 
   private:
@@ -121,6 +152,8 @@ class ApiAccess : public ServiceAccountTokenSource {
         std::string last_error;
         std::uint64_t fetches = 0;
     };
+    // token_lookup_keys for the pod's binding.
+    std::vector<TokenRequestKey> lookup_keys(const std::string& pod_uid, const TokenRequestKey& key) const;
     void fetch(const TokenRequestKey& key, Entry& e);
     void on_token(const TokenRequestKey& key, Result<platform::HttpResponse> r);
     void fetch_root_ca(const std::string& ns);
@@ -168,8 +201,10 @@ class ApiAccess : public ServiceAccountTokenSource {
     };
     std::map<ObjectRef, ObjectEntry> cluster_objects_;
     std::set<std::string> said_no_cluster_;
-    std::string saved_;    // what the store has (compare-then-write)
-    bool loaded_ = false;  // load() is over: changes are the agent's to act on
+    bool bind_pods_ = false;
+    std::map<std::string, PodTokenBinding> bindings_;  // by pod uid (stored)
+    std::string saved_;                                // what the store has (compare-then-write)
+    bool loaded_ = false;                              // load() is over: changes are the agent's to act on
 };
 
 }  // namespace daemonlet::agent

@@ -24,11 +24,14 @@ void Agent::start_api_pods() {
     hooks.mirror_pods = config_.api_server.register_node;
     api_pods_ = std::make_unique<ApiPods>(&loop_, *cluster_, node_.metadata.name, clock_, std::move(hooks));
     api_pods_->start();
+    // The pods' tokens are bound to their Pods (api_access.h).
+    if (api_access_) api_access_->set_bind_pods(true);
 }
 
 void Agent::close_api_pods() {
     if (api_pods_) api_pods_->close();
     api_pods_.reset();
+    if (api_access_) api_access_->set_bind_pods(false);
 }
 
 // `kubectl delete pod` (or the controller's rollout) on a board pod's Pod:
@@ -53,6 +56,19 @@ void Agent::restart_for_api(const std::string& uid, std::optional<std::int64_t> 
                                      "; stopping it within " + std::to_string(*p.grace_override) +
                                      " s, a new pod replaces it");
     schedule_reconcile();
+}
+
+// The pod's Pod as ApiPods made or took it: its service-account tokens are
+// bound to it (kubelet.go getServiceAccountToken binds every token to its
+// pod), asked for at once; the volume takes the new token in place when it
+// comes, as a refresh (api_access.h). Looked at each time ApiPods syncs,
+// which it does after each Pod it makes or takes.
+void Agent::bind_tokens(const LivePod& p) {
+    if (!api_access_ || !config_.api_server.enabled || p.rec.deleting) return;
+    const auto pod = api_pods_->pod_of(p.rec.uid);
+    if (!pod || !api_access_->bind(p.rec.uid, BoundPod{pod->name, pod->uid})) return;
+    if (const PodSource src = pod_source(p.rec); src.spec)
+        api_access_->need(p.rec.uid, ApiAccess::keys_of(p.rec.namespace_, *src.spec));
 }
 
 // What the board knows of a Pod's owning DaemonSet (core OwnerView).
@@ -114,6 +130,7 @@ std::vector<BoardPod> Agent::board_pods() {
         } else if (const Desired* d = desired_for(p.rec); d && d->from_api()) {
             auto a = sources_->api().find(p.rec.namespace_ + "/" + p.rec.daemonset);
             if (a != sources_->api().end()) b.ds = a->second.object;
+            bind_tokens(p);
         } else if (d && mirrors) {
             // A manifest file's DaemonSet pod: its mirror pod copies its
             // template, under the pod's name.

@@ -114,13 +114,14 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
     // that waits for it starts when it comes (on_config_objects_changed).
     if (config_.api_server.enabled) {
         const auto keys = ApiAccess::keys_of(p.rec.namespace_, *launch.pod_spec);
-        api_access_->need(keys);
+        api_access_->need(p.rec.uid, keys);
         api_access_->need_objects(cluster_refs(p.rec.namespace_, *launch.pod_spec));
         // No token yet (the API server unreachable at a first boot): the
         // container starts without it (PodFacts::start_without_token), said
         // once per pod.
         for (const auto& k : keys)
-            if (auto t = api_access_->token(k); !t && api_access_->first_without_cluster(p.rec.uid)) {
+            if (auto t = api_access_->token(p.rec.uid, k);
+                !t && api_access_->first_without_cluster(p.rec.uid)) {
                 log(Level::Warning,
                     "pod " + pod + ": starts without its service-account token for now (" +
                         t.error().message + "); it is written into " + kServiceAccountMountPath +
@@ -159,7 +160,7 @@ ApiAccess::Wanted Agent::wanted_from_cluster() const {
     for (const auto& [uid, p] : pods_) {
         if (p.rec.deleting) continue;
         if (const PodSource src = pod_source(p.rec); src.spec) {
-            out.tokens.merge(ApiAccess::keys_of(p.rec.namespace_, *src.spec));
+            out.tokens.merge(api_access_->wanted_keys(uid, ApiAccess::keys_of(p.rec.namespace_, *src.spec)));
             out.objects.merge(cluster_refs(p.rec.namespace_, *src.spec));
         }
     }

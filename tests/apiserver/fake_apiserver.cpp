@@ -48,7 +48,11 @@
 //        spec.expirationSeconds (default 3600, at least 600 as upstream
 //        validates), lowered to --max-token-expiration-seconds N when
 //        given (kube-apiserver's --service-account-max-token-expiration;
-//        a test sets a few seconds to see a refresh)
+//        a test sets a few seconds to see a refresh). spec.boundObjectRef
+//        (kind Pod only) as TokenREST.Create checks it: a Pod that does
+//        not exist gets 404 (pods "x" not found), one running as another
+//        service account 400, another uid 409 (Conflict); the token's
+//        claims then name it (kubernetes.io.pod.name and .uid)
 //   GET  /api/v1/namespaces/NS/{configmaps,secrets}/NAME (those /_control put)
 // Authentication: a bearer token (--token) or a client certificate signed
 // by --client-ca; anything else gets 401.
@@ -750,6 +754,41 @@ MHD_Result serve_token_request(MHD_Connection* c, const std::string& ns, const s
                           "TokenRequest.authentication.k8s.io \"" + sa +
                               "\" is invalid: spec.expirationSeconds: Invalid value: " + std::to_string(exp) +
                               ": may not specify a duration less than 10 minutes"));
+    // TokenREST.Create's boundObjectRef: a Pod of the namespace, running as
+    // that service account, of that uid when one is given (the kubelet
+    // gives it); put into the token's private claims (serviceaccount.Claims).
+    json pod_claim;
+    if (spec.contains("boundObjectRef") && spec["boundObjectRef"].is_object()) {
+        const json& ref = spec["boundObjectRef"];
+        const std::string kind = ref.value("kind", ""), api_version = ref.value("apiVersion", "");
+        const std::string ref_name = ref.value("name", ""), ref_uid = ref.value("uid", "");
+        if (kind != "Pod" || api_version != "v1")
+            // The fake binds Pods only (kube-apiserver: Secrets and Nodes too).
+            return send_json(
+                c, 400,
+                status_object(400, "BadRequest",
+                              "cannot bind token to object of type " +
+                                  (api_version.empty() ? std::string("/, Kind=") : api_version + ", Kind=") +
+                                  kind));
+        auto pod = S.pods.find(ns + "/" + ref_name);
+        if (pod == S.pods.end())
+            return send_json(c, 404, status_object(404, "NotFound", "pods \"" + ref_name + "\" not found"));
+        const json& pod_spec = pod->second.contains("spec") ? pod->second["spec"] : json::object();
+        if (pod_spec.value("serviceAccountName", "") != sa)
+            return send_json(c, 400,
+                             status_object(400, "BadRequest",
+                                           "cannot bind token for serviceaccount \"" + sa +
+                                               "\" to pod running with different serviceaccount name."));
+        const std::string uid = pod->second["metadata"].value("uid", "");
+        if (!ref_uid.empty() && ref_uid != uid)
+            return send_json(c, 409,
+                             status_object(409, "Conflict",
+                                           "Operation cannot be fulfilled on Pod \"" + ref_name +
+                                               "\": the UID in the bound object reference (" + ref_uid +
+                                               ") does not match the UID in record. The object might have "
+                                               "been deleted and then recreated"));
+        pod_claim = {{"name", ref_name}, {"uid", uid}};
+    }
     if (S.max_token_seconds > 0 && exp > S.max_token_seconds) exp = S.max_token_seconds;
     spec["expirationSeconds"] = exp;
     if (!spec.contains("audiences") || !spec["audiences"].is_array() || spec["audiences"].empty())
@@ -767,6 +806,7 @@ MHD_Result serve_token_request(MHD_Connection* c, const std::string& ns, const s
                    {"jti", std::to_string(S.token_requests.size())},
                    {"sub", "system:serviceaccount:" + ns + ":" + sa},
                    {"kubernetes.io", {{"namespace", ns}, {"serviceaccount", {{"name", sa}}}}}};
+    if (!pod_claim.is_null()) claims["kubernetes.io"]["pod"] = pod_claim;
     const std::string token = base64url(json{{"alg", "RS256"}, {"kid", "fake"}}.dump()) + "." +
                               base64url(claims.dump()) + "." +
                               base64url("fake-signature-" + std::to_string(S.token_requests.size()));
@@ -1104,6 +1144,14 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
         md["name"] = n;
         md["namespace"] = q.namespace_;
         md.erase("uid");
+        // The ServiceAccount admission plugin's default; a mirror pod may
+        // not name one and gets none.
+        if (pods && !(md.contains("annotations") && md["annotations"].is_object() &&
+                      md["annotations"].contains("kubernetes.io/config.mirror"))) {
+            json& pod_spec = in["spec"];
+            if (!pod_spec.is_object()) pod_spec = json::object();
+            if (pod_spec.value("serviceAccountName", "").empty()) pod_spec["serviceAccountName"] = "default";
+        }
         json obj = stamp(in, nullptr, "v1", "Pod");
         {
             // The time of its creation (AGE in kubectl's table).

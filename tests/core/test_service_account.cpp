@@ -241,13 +241,17 @@ TEST(ServiceAccount, RequiresRefreshAsTokenManager) {
 }
 
 TEST(ServiceAccount, TokenRequestBodyAndAnswer) {
-    Json body = token_request_object({"ns", "default", "", 3607});
+    Json body = token_request_object({"ns", "default", "", 3607, {}});
     STRCMP_EQUAL("authentication.k8s.io/v1", body["apiVersion"].get<std::string>().c_str());
     LONGS_EQUAL(3607, body["spec"]["expirationSeconds"].get<std::int64_t>());
     CHECK(!body["spec"].contains("audiences"));
-    CHECK(!body["spec"].contains("boundObjectRef"));  // the pod is not in the API
-    Json aud = token_request_object({"ns", "sa", "vault", 600});
+    CHECK(!body["spec"].contains("boundObjectRef"));  // the pod has no Pod in the API
+    Json aud = token_request_object({"ns", "sa", "vault", 600, {}});
     STRCMP_EQUAL("vault", aud["spec"]["audiences"][0].get<std::string>().c_str());
+    // projected.go collectData: BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name, UID}.
+    Json bound = token_request_object({"ns", "default", "", 3607, {"ds-x7k2p", "uid-1"}});
+    STRCMP_EQUAL(R"({"apiVersion":"v1","kind":"Pod","name":"ds-x7k2p","uid":"uid-1"})",
+                 bound["spec"]["boundObjectRef"].dump().c_str());
 
     Json answer = Json::parse(R"({"spec":{"expirationSeconds":3607},
         "status":{"token":"a.b.c","expirationTimestamp":"2027-01-15T08:30:05Z"}})");
@@ -268,7 +272,7 @@ TEST(ServiceAccount, TokenRequestBodyAndAnswer) {
 namespace {
 struct FakeTokens : ServiceAccountTokenSource {
     std::map<TokenRequestKey, std::string> tokens;
-    Result<std::string> token(const TokenRequestKey& k) const override {
+    Result<std::string> token(const std::string&, const TokenRequestKey& k) const override {
         auto it = tokens.find(k);
         if (it == tokens.end()) return Error{ErrorCode::NotFound, "failed to fetch token: not yet"};
         return it->second;
@@ -288,7 +292,7 @@ TEST(ServiceAccount, ApiAccessVolumePayload) {
     ca.data = {{"ca.crt", "PEM"}};
     cluster.config_maps[{"ns", "kube-root-ca.crt"}] = std::make_shared<const ConfigMap>(ca);
     FakeTokens tokens;
-    tokens.tokens[{"ns", "agent", "", 3607}] = "h.p.s";
+    tokens.tokens[{"ns", "agent", "", 3607, {}}] = "h.p.s";
     PodFacts pod;
     pod.name = "p";
     pod.namespace_ = "ns";
@@ -332,4 +336,71 @@ TEST(ServiceAccount, ApiAccessVolumePayload) {
     auto none = volume_payload(v, pod);
     CHECK(none.ok());
     CHECK(none.value().count("token") == 0);
+}
+
+// token_manager.go keyFunc keys the cache by boundObjectRef (the pod's uid
+// with it): a Pod made again (another uid) is another key, so another
+// token; the same Pod seen again is the same key. A board pod's Pod is
+// first known after it starts and may be made again while it runs: the
+// binding before is kept for the token mounted meanwhile.
+TEST(ServiceAccount, PodTokenBindingFollowsThePodsUid) {
+    struct Row {
+        const char* name;
+        PodTokenBinding before;
+        std::optional<BoundPod> pod;
+        bool changed;
+        PodTokenBinding after;
+    };
+    // Not static: the leak detector counts what a test allocates.
+    const BoundPod a{"ds-aaaaa", "uid-a"}, b{"ds-bbbbb", "uid-b"};
+    const Row kRows[] = {
+        {"no Pod known: unbound stays unbound", {}, std::nullopt, false, {}},
+        {"an empty Pod (no uid) binds nothing", {}, BoundPod{"ds-aaaaa", ""}, false, {}},
+        {"the Pod made or taken: bound to it, the unbound token its fallback", {}, a, true, {a, {}}},
+        {"the same Pod seen again (keyFunc: same key)", {a, {}}, a, false, {a, {}}},
+        {"the Pod being made again (none known): the binding stays", {a, {}}, std::nullopt, false, {a, {}}},
+        {"made again with another uid: a new key, the old one the fallback", {a, {}}, b, true, {b, a}},
+        {"and again: only the one before is kept",
+         {b, a},
+         BoundPod{"ds-ccccc", "uid-c"},
+         true,
+         {BoundPod{"ds-ccccc", "uid-c"}, b}},
+    };
+    for (const auto& r : kRows) {
+        PodTokenBinding got = r.before;
+        CHECK_EQUAL_TEXT(r.changed, rebind_pod_tokens(got, r.pod), r.name);
+        CHECK_TEXT(got == r.after, r.name);
+    }
+}
+
+// The keys a pod's token is looked up by: the binding in force first (the
+// kubelet's, bound to the pod), then the token it replaces, mounted until
+// the first is issued; with podStatus off the unbound one is in force.
+TEST(ServiceAccount, TokenLookupKeysBindingFirstThenItsFallback) {
+    struct Row {
+        const char* name;
+        PodTokenBinding binding;
+        bool bind_pods;
+        std::vector<BoundPod> keys;  // the keys' boundObjectRef, in order
+    };
+    // Not static: the leak detector counts what a test allocates.
+    const BoundPod a{"ds-aaaaa", "uid-a"}, b{"ds-bbbbb", "uid-b"};
+    const Row kRows[] = {
+        {"podStatus off, never bound: unbound only (today's token)", {}, false, {{}}},
+        {"podStatus on, no Pod yet: unbound only", {}, true, {{}}},
+        {"bound to its Pod: that token, then the unbound one", {a, {}}, true, {a, {}}},
+        {"its Pod made again: the new Pod's, then the old Pod's", {b, a}, true, {b, a}},
+        {"podStatus turned off: unbound, then the last bound one", {b, a}, false, {{}, b}},
+    };
+    for (const auto& r : kRows) {
+        const TokenRequestKey unbound{"ns", "default", "", 3607, {}};
+        const auto got = token_lookup_keys(unbound, r.binding, r.bind_pods);
+        LONGS_EQUAL_TEXT(r.keys.size(), got.size(), r.name);
+        for (std::size_t i = 0; i < got.size() && i < r.keys.size(); ++i) {
+            CHECK_TEXT(got[i].bound == r.keys[i], r.name);
+            TokenRequestKey same = got[i];
+            same.bound = {};
+            CHECK_TEXT(same == unbound, r.name);  // only the binding differs
+        }
+    }
 }
