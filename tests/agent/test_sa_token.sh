@@ -13,10 +13,13 @@
 #   3. the token refreshed by token_manager's requiresRefresh (the server
 #      grants 5 s: refreshed at 80% of that) and rewritten in place;
 #   4. automountServiceAccountToken: false: no volume, the env all the same;
-#   5. ConfigMaps and Secrets the manifest directory lacks, read from the
-#      cluster (the kubelet's cache-based manager: GET, kept): env from a
-#      ConfigMap, a Secret volume, and a pod waiting for a Secret that does
-#      not exist until it does;
+#   5. ConfigMaps and Secrets the manifest directory lacks, from the
+#      cluster (the kubelet's watch-based manager: a list and watch per
+#      object with fieldSelector metadata.name, kept): env from a
+#      ConfigMap, a Secret volume, a pod waiting for a Secret that does
+#      not exist until it does, and a ConfigMap replaced with kubectl
+#      reaching its volume's file within seconds (the cache-based
+#      manager's 1-minute TTL would not);
 #   6. an offline restart (API server gone, the volumes removed, the
 #      container exited): the stored token, CA, ConfigMap and Secret are
 #      mounted again;
@@ -51,7 +54,8 @@ wait_for "notify listener up" 5 test -S "$work/notify.sock"
 write_config "{}" "[]"
 follow_test_apiserver
 report='env > $out.tmp && mv $out.tmp $out; trap \"exit 0\" TERM; while true; do sleep 0.2; done'
-write_ds tok.yaml tok "out=$work/tok-env.txt; $report" "volumes: [{name: creds, secret: {secretName: cluster-secret}}]" "" \
+write_ds tok.yaml tok "out=$work/tok-env.txt; $report" \
+    "volumes: [{name: creds, secret: {secretName: cluster-secret}}, {name: conf, configMap: {name: cluster-cm}}]" "" \
     "          env: [{name: KUBERNETES_SERVICE_PORT_HTTPS, value: mine}, {name: GREETING, valueFrom: {configMapKeyRef: {name: cluster-cm, key: greeting}}}]"
 write_ds late.yaml late "out=$work/late-env.txt; $report" "automountServiceAccountToken: false" "" \
     "          envFrom: [{secretRef: {name: late-secret}}]"
@@ -116,6 +120,22 @@ wait_for "a pod waits for a Secret the cluster lacks" 5 bash -c '[[ $(late_reaso
 ctl PUT secrets/it/late-secret '{"data": {"LATE": "eWVz"}}' >/dev/null
 wait_for "it starts once the Secret exists" 10 test -s "$work/late-env.txt"
 check "with its value" yes "$(env_of late LATE)"
+check "a volume of the cluster's ConfigMap" hello "$(cat "$state/pod-volumes/$(uid_of tok)/conf/greeting")"
+k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
+k create configmap cluster-cm -n it --from-literal=greeting=bonjour --dry-run=client -o json |
+    k replace --validate=false -f - >/dev/null && ok || fail "kubectl replace of the ConfigMap failed"
+conf_of_tok() { cat "$state/pod-volumes/$(uid_of tok)/conf/greeting" 2>/dev/null; }
+export -f conf_of_tok
+wait_for "the ConfigMap's change reaches the volume's file (watched, not a 60 s TTL)" 10 \
+    bash -c '[[ $(conf_of_tok) == bonjour ]]'
+verbs=$(ctl GET stats | jq -c .requestsByVerb)
+# (kube-root-ca.crt is read with each token, by GET: "configmaps get".)
+check "followed by list and watch, never a GET of the Secrets" '1 1 1 1 0' \
+    "$(jq -r '[(.["configmaps list"] // 0) >= 1, (.["configmaps watch"] // 0) >= 1, (.["secrets list"] // 0) >= 1, (.["secrets watch"] // 0) >= 1, .["secrets get"] // 0] | map(if . == true then 1 elif . == false then 0 else . end) | join(" ")' <<<"$verbs")"
+st=$(status_json)
+check "daemonlet status: the ConfigMap watched, read, no error" 'true true ""' \
+    "$(jq -r '.apiServer.forPods.objects[] | select(.name == "cluster-cm") | [.watched, .read, .lastError] | map(tojson) | join(" ")' <<<"$st")"
+check "daemonlet status: never a Secret's value" 0 "$(grep -c 'cGFzcw==\|"pass"' <<<"$st")"
 
 # 6. Offline restart: the stored token, CA and objects are mounted again.
 stop_agent TERM
@@ -134,7 +154,8 @@ wait_for "the container starts again offline" 15 test -s "$work/tok-env.txt"
 wait_for "its token is written again" 5 bash -c 'test -s "$(vol_dir tok)/token"'
 check "the stored token" "$last" "$(token_of)"
 check "the stored CA" CLUSTER-CA "$(cat "$(vol_dir tok)/ca.crt")"
-check "the stored ConfigMap" hello "$(env_of tok GREETING)"
+check "the stored ConfigMap" bonjour "$(env_of tok GREETING)"
+check "the stored ConfigMap's volume" bonjour "$(conf_of_tok)"
 check "the stored Secret" pass "$(cat "$state/pod-volumes/$(uid_of tok)/creds/password")"
 
 # 7. No cluster configured.
