@@ -19,7 +19,8 @@
 #      ConfigMap, a Secret volume, a pod waiting for a Secret that does
 #      not exist until it does, and a ConfigMap replaced with kubectl
 #      reaching its volume's file within seconds (the cache-based
-#      manager's 1-minute TTL would not);
+#      manager's 1-minute TTL would not), an immutable Secret not watched
+#      once read, a deleted Secret forgotten;
 #   6. an offline restart (API server gone, the volumes removed, the
 #      container exited): the stored token, CA, ConfigMap and Secret are
 #      mounted again;
@@ -46,7 +47,7 @@ port=$(cat "$work/port")
 ctl() { curl -sS --max-time 5 --cacert "$work/cert.pem" -X "$1" "https://127.0.0.1:$port/_control/$2" ${3:+-d "$3"}; }
 ctl PUT configmaps/it/kube-root-ca.crt '{"data": {"ca.crt": "CLUSTER-CA"}}' >/dev/null
 ctl PUT configmaps/it/cluster-cm '{"data": {"greeting": "hello"}}' >/dev/null
-ctl PUT secrets/it/cluster-secret '{"data": {"password": "cGFzcw=="}}' >/dev/null
+ctl PUT secrets/it/cluster-secret '{"data": {"password": "cGFzcw=="}, "immutable": true}' >/dev/null
 
 "$listen" "$work/notify.sock" "$work/notify.log" &
 listener=$!
@@ -136,6 +137,13 @@ st=$(status_json)
 check "daemonlet status: the ConfigMap watched, read, no error" 'true true ""' \
     "$(jq -r '.apiServer.forPods.objects[] | select(.name == "cluster-cm") | [.watched, .read, .lastError] | map(tojson) | join(" ")' <<<"$st")"
 check "daemonlet status: never a Secret's value" 0 "$(grep -c 'cGFzcw==\|"pass"' <<<"$st")"
+check "an immutable Secret: read, then no longer watched (objectCacheItem.stop)" 'true false true' \
+    "$(jq -r '.apiServer.forPods.objects[] | select(.name == "cluster-secret") | [.read, .watched, .immutable] | map(tojson) | join(" ")' <<<"$st")"
+ctl DELETE secrets/it/late-secret >/dev/null
+late_read() { status_json | jq -r '.apiServer.forPods.objects[] | select(.name == "late-secret") | .read'; }
+export -f late_read status_json
+wait_for "a DELETED event forgets the Secret (as a GET's 404)" 10 bash -c '[[ $(late_read) == false ]]'
+check "the agent's log: never a Secret's value" 0 "$(grep -c 'cGFzcw==\|eWVz' "$agent_log")"
 
 # 6. Offline restart: the stored token, CA and objects are mounted again.
 stop_agent TERM
