@@ -108,6 +108,8 @@ class ClusterLink {
                                                     std::function<void(Result<platform::HttpResponse>)> done);
     // For the agent's metrics (metrics.h): counts since the link started.
     struct Counts {
+        // Of the link's own reflectors (DaemonSets, Node, Pods), not of the
+        // objects' watches (watch()).
         std::uint64_t relists = 0;         // first pages of a list (each follower's first list too)
         std::uint64_t watch_restarts = 0;  // watches begun after a follower's first one
         std::uint64_t events_sent = 0;
