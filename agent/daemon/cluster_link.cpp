@@ -438,7 +438,12 @@ void ClusterLink::failed(Follower& f, int status, bool refused, std::int64_t ret
         std::erase_if(s, [](char c) { return c >= '0' && c <= '9'; });
         return s;
     };
-    if (shape(why) != shape(f.last_error))
+    // An object watch that got no answer says nothing: the link's own
+    // reflectors say it once (and the link goes disconnected), rather than
+    // once per ConfigMap and Secret the pods use. An answer (403, 500) is
+    // the object's own and is said.
+    const bool quiet = f.id && status == 0;
+    if (!quiet && shape(why) != shape(f.last_error))
         log(Level::Warning, "API server " + endpoint_.server + ": " + what + ": " + why +
                                 (status == 403 ? " (check the RBAC in dist/rbac.yaml)" : "") +
                                 "; retrying with back-off, nothing is removed until a complete list");
