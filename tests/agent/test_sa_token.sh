@@ -20,7 +20,8 @@
 #      not exist until it does, and a ConfigMap replaced with kubectl
 #      reaching its volume's file within seconds (the cache-based
 #      manager's 1-minute TTL would not), an immutable Secret not watched
-#      once read, a deleted Secret forgotten;
+#      once read, a deleted Secret forgotten, a Secret no longer watched
+#      once the last pod that uses it is gone;
 #   6. an offline restart (API server gone, the volumes removed, the
 #      container exited): the stored token, CA, ConfigMap and Secret are
 #      mounted again;
@@ -144,6 +145,12 @@ late_read() { status_json | jq -r '.apiServer.forPods.objects[] | select(.name =
 export -f late_read status_json
 wait_for "a DELETED event forgets the Secret (as a GET's 404)" 10 bash -c '[[ $(late_read) == false ]]'
 check "the agent's log: never a Secret's value" 0 "$(grep -c 'cGFzcw==\|eWVz' "$agent_log")"
+# The last pod that uses it gone: its watch stops and it is forgotten
+# (watch_based_manager's DeleteReference stops the reflector).
+rm "$man/late.yaml"
+late_known() { status_json | jq -r '[.apiServer.forPods.objects[] | select(.name == "late-secret")] | length'; }
+export -f late_known
+wait_for "the late pod's Secret is no longer watched once the pod is gone" 10 bash -c '[[ $(late_known) == 0 ]]'
 
 # 6. Offline restart: the stored token, CA and objects are mounted again.
 stop_agent TERM
