@@ -32,7 +32,7 @@
 //   replaces it (the volumes are rewritten, waiting containers start); a
 //   DELETED event or a complete list without it removes it, as a GET's 404
 //   would. A failed list or watch keeps what was read. At most 250 objects
-//   (one HTTP/2 connection's streams at kube-apiserver's default; over
+//   (HTTP/2 streams, 100 per connection at kube-apiserver's default; over
 //   HTTP/1.1 each watch holds a connection of its own). Kept in the store
 //   (an offline boot mounts them; their watches start again when the link
 //   does); a Secret's values never reach a log.

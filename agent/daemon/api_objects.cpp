@@ -17,9 +17,11 @@ using platform::log;
 namespace {
 
 // A bound on what pods can make the agent watch and keep: every watch is a
-// request held open (over HTTP/2 a stream of one connection: kube-apiserver
-// allows 250 per connection by default, so that they all fit on one; over
-// HTTP/1.1 a TCP and TLS connection each). An object past it is not read.
+// request held open. Over HTTP/2 it is a stream: kube-apiserver allows 100
+// per connection since the HTTP/2 rapid-reset fix (kubernetes#121120, 1.29;
+// 250 before), and libcurl opens another connection when one is full, so
+// that 250 watches take about 3 connections; over HTTP/1.1 each is a TCP
+// and TLS connection of its own. An object past it is not read.
 constexpr std::size_t kMaxObjects = 250;
 
 std::string describe(const ObjectRef& r) {
