@@ -220,4 +220,25 @@ void Reflector::back_off(std::int64_t now_ms, double jitter, std::int64_t at_lea
 
 void Reflector::succeeded() { failures_ = 0; }
 
+ListWatchTarget object_watch_target(const std::string& path, const std::string& kind,
+                                    const std::string& name) {
+    // One object: a page of one is the whole list.
+    return ListWatchTarget{path, "v1", kind, "", "metadata.name=" + name, 1};
+}
+
+ObjectWatchOutcome object_watch_outcome(ReflectorChanges&& changes, const std::string& name) {
+    auto named = [&](const Json& o) {
+        return o.is_object() && o.contains("metadata") && o["metadata"].is_object() &&
+               o["metadata"].value("name", "") == name;
+    };
+    ObjectWatchOutcome out;
+    if (changes.replace) out.kind = ObjectWatchOutcome::Kind::Gone;  // unless listed
+    for (auto& o : changes.objects)
+        if (named(o)) out = {ObjectWatchOutcome::Kind::Present, std::move(o)};
+    // One watch event at a time: an event is either an upsert or a delete.
+    for (const auto& o : changes.deleted)
+        if (named(o)) out = {ObjectWatchOutcome::Kind::Gone, Json()};
+    return out;
+}
+
 }  // namespace daemonlet

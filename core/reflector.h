@@ -140,6 +140,22 @@ class Reflector {
     int failures_ = 0;
 };
 
+// Following one object by name, as the kubelet's watch-based manager
+// follows each ConfigMap and Secret its pods use
+// (pkg/kubelet/util/manager/watch_based_manager.go): a Reflector of the
+// object's namespace with fieldSelector metadata.name=NAME (its listObject
+// and watchObject set fields.OneTermEqualSelector("metadata.name", name)).
+ListWatchTarget object_watch_target(const std::string& path, const std::string& kind,
+                                    const std::string& name);
+// What a Reflector's changes say of the object named `name`: present (its
+// latest version), gone (a complete list without it, or a DELETED event:
+// as a GET's 404), or nothing about it (a bookmark, another name).
+struct ObjectWatchOutcome {
+    enum class Kind { Nothing, Present, Gone } kind = Kind::Nothing;
+    Json object;  // Present: the object
+};
+ObjectWatchOutcome object_watch_outcome(ReflectorChanges&& changes, const std::string& name);
+
 // Percent-encodes a query value (RFC 3986 unreserved characters kept).
 std::string query_escape(std::string_view s);
 

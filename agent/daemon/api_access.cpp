@@ -19,6 +19,7 @@ constexpr const char* kTokensMeta = "api.serviceAccountTokens";  // tokens and C
 constexpr std::int64_t kFirstRetryMs = 5'000;
 constexpr std::int64_t kMaxRetryMs = 120'000;
 constexpr std::int64_t kWallRecheckMs = 60'000;
+constexpr std::int64_t kObjectSweepMs = 60'000;
 std::string describe(const TokenRequestKey& k) {
     return "service account " + k.namespace_ + "/" + k.service_account +
            (k.audience.empty() ? std::string() : " (audience " + k.audience + ")") +
@@ -136,7 +137,10 @@ void ApiAccess::set_link(ClusterLink* link, std::string why_not) {
     why_no_link_ = std::move(why_not);
     for (auto& [k, e] : tokens_) e.inflight = false;  // the old link's requests are abandoned
     ca_inflight_.clear();
-    for (auto& [r, e] : cluster_objects_) e.inflight = false;
+    // The old link's watches went with it; the objects in use (those of
+    // the last run, at a boot) are watched on the new one.
+    for (auto& [r, e] : cluster_objects_) e.watch = 0;
+    for (auto& [r, e] : cluster_objects_) watch_object(r, e);
     if (link_) {
         // Namespaces with no CA from the cluster yet: the kubeconfig's, until read.
         for (auto& [key, cm] : objects_.config_maps)
@@ -359,7 +363,8 @@ void ApiAccess::refresh() {
         }
         ++it;
     }
-    refresh_objects(wanted.objects, mono);
+    objects_sweep_due_ = false;
+    refresh_objects(wanted.objects);
     save();
     arm();
 }
@@ -384,7 +389,9 @@ void ApiAccess::arm() {
     // one: looked at again each minute, so that a step of the wall clock
     // (NTP setting a board's clock) moves the refresh with it.
     if (!tokens_.empty()) delay = std::min(delay, kWallRecheckMs);
-    delay = std::min(delay, objects_due_in(mono));
+    // The objects no live pod uses any more are dropped by the same pass:
+    // a second after a pod left, and each minute (pods adopted at a boot).
+    if (!cluster_objects_.empty()) delay = std::min(delay, objects_sweep_due_ ? 1000 : kObjectSweepMs);
     if (delay == INT64_MAX) {
         uv_timer_stop(timer_);
         return;
@@ -427,6 +434,8 @@ Json ApiAccess::status() const {
                            {"namespace", r.namespace_},
                            {"name", r.name},
                            {"read", !e.object.is_null()},
+                           {"watched", e.watch != 0},
+                           {"immutable", e.immutable},
                            {"lastError", e.last_error}});
     Json cas = Json::object();
     for (const auto& [ns, from_cluster] : ca_from_cluster_) cas[ns] = from_cluster ? "cluster" : "kubeconfig";
@@ -436,6 +445,10 @@ Json ApiAccess::status() const {
 void ApiAccess::forget(const std::string& uid) {
     admitted_.erase(uid);
     said_no_cluster_.erase(uid);
+    if (!cluster_objects_.empty()) {
+        objects_sweep_due_ = true;
+        arm();
+    }
     auto b = bindings_.find(uid);
     if (b == bindings_.end()) return;
     // DeleteServiceAccountToken: the pod is gone, the tokens bound to its

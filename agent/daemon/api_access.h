@@ -33,13 +33,24 @@
 // - The admitted spec: each DaemonSet pod's spec with the volume mounted
 //   (mount_service_account_token), made once per pod and revision.
 // - The ConfigMaps and Secrets the pods reference that the manifest
-//   directory does not define (issue 13 §2's cluster source), read as the
-//   kubelet's cache-based manager reads them
-//   (configMapAndSecretChangeDetectionStrategy: Cache): a GET per object
-//   when a pod needs it and again once its 1-minute TTL is over while a
-//   pod uses it; a 404 removes it, a failure keeps what was read. Kept in
-//   the store (an offline boot mounts them); a Secret's values never reach
-//   a log.
+//   directory does not define (issue 13 §2's cluster source), watched per
+//   object as the kubelet's watch-based manager watches them
+//   (configMapAndSecretChangeDetectionStrategy: Watch, its default;
+//   pkg/kubelet/util/manager/watch_based_manager.go): for each, a
+//   reflector (ClusterLink::watch) that lists its namespace's collection
+//   with fieldSelector metadata.name=NAME, then watches it from the list's
+//   resourceVersion with bookmarks, lists again on 410 Gone and backs off
+//   on failures. Started when a pod first needs the object, stopped when no
+//   live pod uses it (a pass after each pod leaves, and every minute), as
+//   the manager's UnregisterPod stops it with the last pod; stopped too once
+//   it is read immutable (immutable: true), as upstream. ADDED or MODIFIED
+//   replaces it (the volumes are rewritten, waiting containers start); a
+//   DELETED event or a complete list without it removes it, as a GET's 404
+//   would. A failed list or watch keeps what was read. At most 250 objects
+//   (HTTP/2 streams, 100 per connection at kube-apiserver's default; over
+//   HTTP/1.1 each watch holds a connection of its own). Kept in the store
+//   (an offline boot mounts them; their watches start again when the link
+//   does); a Secret's values never reach a log.
 //
 // On the agent's loop; the requests go through ClusterLink::call. Tokens
 // and CAs in api_access.cpp, the cluster's objects in api_objects.cpp.
@@ -88,8 +99,8 @@ class ApiAccess : public ServiceAccountTokenSource {
     // and the kubeconfig's CA.
     void set_link(ClusterLink* link, std::string why_not);
     // What the live pods use: tokens refreshed (others dropped once they
-    // would need a refresh), objects read again once their TTL is over
-    // (others dropped).
+    // would need a refresh), objects watched (others' watches stopped and
+    // the objects dropped).
     struct Wanted {
         std::set<TokenRequestKey> tokens;
         std::set<ObjectRef> objects;
@@ -127,6 +138,8 @@ class ApiAccess : public ServiceAccountTokenSource {
     // (`automount`: should_automount of its DaemonSet).
     std::shared_ptr<const PodSpec> admitted(const std::string& uid,
                                             const std::shared_ptr<const PodSpec>& spec, bool automount);
+    // The pod is gone: the objects no live pod uses any more are dropped
+    // (and their watches stopped) at the next pass, a second later.
     void forget(const std::string& uid);
     // forget() for each pod with a binding that is not in `live` (gone
     // while no agent ran): at start, after adoption.
@@ -159,10 +172,12 @@ class ApiAccess : public ServiceAccountTokenSource {
     void fetch_root_ca(const std::string& ns);
     void set_root_ca(const std::string& ns, const std::string& pem, bool from_cluster);
     // api_objects.cpp: the ConfigMaps and Secrets from the cluster.
-    void refresh_objects(const std::set<ObjectRef>& wanted, std::int64_t mono);
-    std::int64_t objects_due_in(std::int64_t mono) const;  // INT64_MAX: nothing due
-    void fetch_object(const ObjectRef& ref);
-    void on_object(const ObjectRef& ref, Result<platform::HttpResponse> r);
+    struct ObjectEntry;
+    void refresh_objects(const std::set<ObjectRef>& wanted);
+    void watch_object(const ObjectRef& ref, ObjectEntry& e);
+    void on_object_changes(const ObjectRef& ref, ReflectorChanges&& ch);
+    void object_read(const ObjectRef& ref, ObjectEntry& e, Json object);
+    void object_gone(const ObjectRef& ref, ObjectEntry& e);
     // Decodes and takes a ConfigMap or Secret as read; true when it changed.
     bool take_object(const ObjectRef& ref, const Json& object);
     void refresh();
@@ -193,13 +208,14 @@ class ApiAccess : public ServiceAccountTokenSource {
     };
     std::map<std::string, Admitted> admitted_;  // by pod uid
     struct ObjectEntry {
-        bool inflight = false;
-        std::int64_t inflight_since_ms = 0;
-        std::int64_t fetched_ms = -1;  // monotonic, of the last answer; -1: none yet
-        std::string last_error;
-        Json object;  // as read (data included), for the store
+        ClusterLink::WatchId watch = 0;  // 0: not watched (no link, or immutable)
+        bool immutable = false;          // read immutable: not watched again
+        std::string last_error;          // of its watch; "" once it watches again
+        Json object;                     // as read (data included), for the store
     };
     std::map<ObjectRef, ObjectEntry> cluster_objects_;
+    bool said_object_bound_ = false;
+    bool objects_sweep_due_ = false;  // a pod left: drop what no pod uses, soon
     std::set<std::string> said_no_cluster_;
     bool bind_pods_ = false;
     std::map<std::string, PodTokenBinding> bindings_;  // by pod uid (stored)

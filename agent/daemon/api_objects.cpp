@@ -1,5 +1,5 @@
-// The ConfigMaps and Secrets from the cluster (api_access.h): read by name
-// as the kubelet's cache-based manager reads them.
+// The ConfigMaps and Secrets from the cluster (api_access.h): watched per
+// object as the kubelet's watch-based manager watches them.
 #include <algorithm>
 #include <cstdint>
 
@@ -16,17 +16,13 @@ using platform::log;
 
 namespace {
 
-// The kubelet's cache-based manager's defaultTTL: an object a pod uses is
-// read again once it is a minute old.
-constexpr std::int64_t kObjectTtlMs = 60'000;
-// An object not read (absent, or the read failed with nothing read before)
-// is asked for again sooner, as the manager's Get does at each pod sync
-// while it holds an error rather than an object.
-constexpr std::int64_t kMissingObjectRetryMs = 5'000;
-std::int64_t object_period(const Json& object) {
-    return object.is_null() ? kMissingObjectRetryMs : kObjectTtlMs;
-}
-constexpr std::size_t kMaxObjects = 1000;  // a bound on what pods can make the agent read and keep
+// A bound on what pods can make the agent watch and keep: every watch is a
+// request held open. Over HTTP/2 it is a stream: kube-apiserver allows 100
+// per connection since the HTTP/2 rapid-reset fix (kubernetes#121120, 1.29;
+// 250 before), and libcurl opens another connection when one is full, so
+// that 250 watches take about 3 connections; over HTTP/1.1 each is a TCP
+// and TLS connection of its own. An object past it is not read.
+constexpr std::size_t kMaxObjects = 250;
 
 std::string describe(const ObjectRef& r) {
     return std::string(r.secret ? "secret " : "configmap ") + r.namespace_ + "/" + r.name;
@@ -34,13 +30,14 @@ std::string describe(const ObjectRef& r) {
 
 }  // namespace
 
-void ApiAccess::refresh_objects(const std::set<ObjectRef>& wanted, std::int64_t mono) {
+void ApiAccess::refresh_objects(const std::set<ObjectRef>& wanted) {
     for (auto it = cluster_objects_.begin(); it != cluster_objects_.end();) {
         const ObjectRef& ref = it->first;
-        ObjectEntry& e = it->second;
         if (!wanted.count(ref)) {
-            // No pod uses it any more: forgotten, as the manager's
-            // UnregisterPod drops an object with its last pod.
+            // No pod uses it any more: its watch stops and it is forgotten,
+            // as the manager's UnregisterPod stops an object's reflector
+            // with its last pod.
+            if (link_ && it->second.watch) link_->unwatch(it->second.watch);
             if (ref.secret)
                 objects_.secrets.erase({ref.namespace_, ref.name});
             else
@@ -48,18 +45,11 @@ void ApiAccess::refresh_objects(const std::set<ObjectRef>& wanted, std::int64_t 
             it = cluster_objects_.erase(it);
             continue;
         }
-        if (!e.inflight && (e.fetched_ms < 0 || mono - e.fetched_ms >= object_period(e.object)))
-            fetch_object(ref);
         ++it;
     }
-}
-
-std::int64_t ApiAccess::objects_due_in(std::int64_t mono) const {
-    std::int64_t delay = INT64_MAX;
-    for (const auto& [r, e] : cluster_objects_)
-        if (!e.inflight && e.fetched_ms >= 0)
-            delay = std::min(delay, e.fetched_ms + object_period(e.object) - mono);
-    return delay;
+    // Pods adopted from the previous agent start no container here: their
+    // objects are watched from this pass on.
+    need_objects(wanted);
 }
 
 std::set<ObjectRef> ApiAccess::refs_of(const std::string& ns, const PodSpec& spec) {
@@ -91,7 +81,6 @@ std::set<ObjectRef> ApiAccess::refs_of(const std::string& ns, const PodSpec& spe
 }
 
 void ApiAccess::need_objects(const std::set<ObjectRef>& refs) {
-    const std::int64_t mono = clock_.monotonic_ms();
     for (const auto& ref : refs) {
         if (!ref.secret && ref.name == kRootCAConfigMap) {
             // The CA's own path (the kubeconfig's until the cluster's is read).
@@ -102,77 +91,83 @@ void ApiAccess::need_objects(const std::set<ObjectRef>& refs) {
         }
         auto it = cluster_objects_.find(ref);
         if (it == cluster_objects_.end()) {
-            if (cluster_objects_.size() >= kMaxObjects) continue;
+            if (cluster_objects_.size() >= kMaxObjects) {
+                if (!said_object_bound_)
+                    log(Level::Warning, describe(ref) +
+                                            ": not read from the API server: the pods use more than " +
+                                            std::to_string(kMaxObjects) +
+                                            " ConfigMaps and Secrets from the cluster (the agent's bound); "
+                                            "define them in the manifest directory instead");
+                said_object_bound_ = true;
+                continue;
+            }
             it = cluster_objects_.emplace(ref, ObjectEntry{}).first;
         }
-        ObjectEntry& e = it->second;
-        if (!e.inflight && (e.fetched_ms < 0 || mono - e.fetched_ms >= object_period(e.object)))
-            fetch_object(ref);
+        watch_object(ref, it->second);
     }
     arm();
 }
 
-void ApiAccess::fetch_object(const ObjectRef& ref) {
-    ObjectEntry& e = cluster_objects_[ref];
-    const std::int64_t now = clock_.monotonic_ms();
-    if (!link_ || (e.inflight && now - e.inflight_since_ms < kInflightMaxMs)) return;
-    const std::string target =
-        "/api/v1/namespaces/" + ref.namespace_ + (ref.secret ? "/secrets/" : "/configmaps/") + ref.name;
-    e.inflight = link_->call("GET", target, "",
-                             [this, ref](Result<platform::HttpResponse> r) { on_object(ref, std::move(r)); });
-    if (e.inflight) e.inflight_since_ms = now;
+// The watch-based manager's reflector for one object: its namespace's
+// collection listed and watched with fieldSelector metadata.name=NAME
+// (watch_based_manager.go NewWatchBasedManager's listObject/watchObject).
+void ApiAccess::watch_object(const ObjectRef& ref, ObjectEntry& e) {
+    if (!link_ || e.watch || e.immutable) return;
+    const std::string path =
+        "/api/v1/namespaces/" + ref.namespace_ + (ref.secret ? "/secrets" : "/configmaps");
+    e.watch = link_->watch(
+        object_watch_target(path, ref.secret ? "Secret" : "ConfigMap", ref.name), describe(ref),
+        [this, ref](ReflectorChanges&& ch) { on_object_changes(ref, std::move(ch)); },
+        [this, ref](const std::string& why) {
+            // The link logs it (once per distinct reason); kept for `status`.
+            if (auto it = cluster_objects_.find(ref); it != cluster_objects_.end())
+                it->second.last_error = why;
+        });
 }
 
-void ApiAccess::on_object(const ObjectRef& ref, Result<platform::HttpResponse> r) {
+void ApiAccess::on_object_changes(const ObjectRef& ref, ReflectorChanges&& ch) {
     auto it = cluster_objects_.find(ref);
     if (it == cluster_objects_.end()) return;  // no pod uses it any more
-    ObjectEntry& e = it->second;
-    e.inflight = false;
-    e.fetched_ms = clock_.monotonic_ms();
-    std::string error;
-    if (!r.ok()) {
-        error = r.error().message;
-    } else if (r.value().status == 404) {
-        // Gone from the cluster: gone for the pods (a running pod's volume
-        // keeps its last content, a container to start waits for it).
-        const bool had = !e.object.is_null();
-        e.object = Json();
-        e.last_error.clear();
-        if (ref.secret)
-            objects_.secrets.erase({ref.namespace_, ref.name});
-        else
-            objects_.config_maps.erase({ref.namespace_, ref.name});
-        if (had) {
-            log(Level::Notice, describe(ref) + ": deleted in the cluster");
-            save();
-            if (changed_) changed_();
-        }
-        arm();
-        return;
-    } else if (r.value().status != 200) {
-        error = describe_status(r.value().status, r.value().body);
-        if (r.value().status == 403)
-            error += std::string(" (check the RBAC in dist/rbac.yaml: ") +
-                     (ref.secret ? "secrets" : "configmaps") + " get)";
-    } else {
-        Json obj = parse_json(r.value().body);
-        if (obj.is_object() && obj.contains("metadata") && obj["metadata"].is_object())
-            obj["metadata"].erase("managedFields");
-        e.last_error.clear();
-        if (take_object(ref, obj)) {
-            e.object = std::move(obj);
-            save();
-            if (changed_) changed_();
-        }
-        arm();
-        return;
+    ObjectWatchOutcome o = object_watch_outcome(std::move(ch), ref.name);
+    if (o.kind == ObjectWatchOutcome::Kind::Present) object_read(ref, it->second, std::move(o.object));
+    if (o.kind == ObjectWatchOutcome::Kind::Gone) object_gone(ref, it->second);
+}
+
+void ApiAccess::object_gone(const ObjectRef& ref, ObjectEntry& e) {
+    // Gone from the cluster: gone for the pods (a running pod's volume
+    // keeps its last content, a container to start waits for it).
+    const bool had = !e.object.is_null();
+    e.object = Json();
+    e.last_error.clear();
+    if (ref.secret)
+        objects_.secrets.erase({ref.namespace_, ref.name});
+    else
+        objects_.config_maps.erase({ref.namespace_, ref.name});
+    if (!had) return;
+    log(Level::Notice, describe(ref) + ": deleted in the cluster");
+    save();
+    if (changed_) changed_();
+}
+
+void ApiAccess::object_read(const ObjectRef& ref, ObjectEntry& e, Json obj) {
+    if (obj.is_object() && obj.contains("metadata") && obj["metadata"].is_object())
+        obj["metadata"].erase("managedFields");
+    e.last_error.clear();
+    if (take_object(ref, obj)) {
+        e.object = std::move(obj);
+        save();
+        if (changed_) changed_();
     }
-    if (error != e.last_error)
-        log(Level::Warning, describe(ref) + ": not read from the API server: " + error +
-                                (e.object.is_null() ? "" : "; pods keep the version read before") +
-                                ", trying again");
-    e.last_error = error;
-    arm();
+    const ConfigMap* cm = ref.secret ? nullptr : objects_.config_map(ref.namespace_, ref.name);
+    const Secret* secret = ref.secret ? objects_.secret(ref.namespace_, ref.name) : nullptr;
+    const bool immutable = (cm && cm->immutable) || (secret && secret->immutable);
+    if (immutable && e.watch) {
+        // It cannot change any more: its reflector stops, as the manager's
+        // Get stops an immutable object's (objectCacheItem.stop).
+        if (link_) link_->unwatch(e.watch);
+        e.watch = 0;
+        e.immutable = true;
+    }
 }
 
 bool ApiAccess::take_object(const ObjectRef& ref, const Json& obj) {

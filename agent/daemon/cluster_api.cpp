@@ -1,5 +1,6 @@
 // The agent's own requests through the API server link (cluster_link.h):
-// the TokenRequests and kube-root-ca.crt reads of api_access.h.
+// the TokenRequests and kube-root-ca.crt reads of api_access.h, and the
+// per-object watches of the ConfigMaps and Secrets its pods use.
 #include "agent/daemon/cluster_link.h"
 
 namespace daemonlet::agent {
@@ -20,6 +21,36 @@ bool ClusterLink::call(const std::string& method, const std::string& target, std
     });
     if (!id.ok()) return false;
     return true;
+}
+
+ClusterLink::WatchId ClusterLink::watch(ListWatchTarget target, std::string what,
+                                        std::function<void(ReflectorChanges&&)> changes,
+                                        std::function<void(const std::string&)> failure) {
+    if (closed_) return 0;
+    target.page_size = 1;  // one object by its name
+    auto f = std::make_unique<Follower>("", false, std::move(target));
+    f->id = next_watch_id_++;
+    f->what = std::move(what);
+    f->changes = std::move(changes);
+    f->failure = std::move(failure);
+    f->timer = new uv_timer_t;
+    uv_timer_init(loop_, f->timer);
+    f->timer->data = this;
+    followers_.push_back(std::move(f));
+    Follower& added = *followers_.back();
+    // From the loop, not the caller's stack (start() steps it otherwise).
+    if (started_) schedule(added, 0);
+    return added.id;
+}
+
+void ClusterLink::unwatch(WatchId id) {
+    if (closed_ || !id) return;
+    for (auto& f : followers_)
+        if (f->id == id && !f->stopped) {
+            f->stopped = true;
+            schedule(*f, 0);
+            return;
+        }
 }
 
 }  // namespace daemonlet::agent

@@ -200,6 +200,7 @@ void ClusterLink::start() {
                            (config_.label_selector.empty() ? "" : " matching " + config_.label_selector) +
                            (config_.node_from_cluster ? ", and the Node " + node_name_ : "") +
                            (config_.pod_status ? ", and the Pods bound to " + node_name_ : ""));
+    started_ = true;
     for (auto& f : followers_) step(*f);
     uv_timer_start(
         lease_timer_, [](uv_timer_t* t) { static_cast<ClusterLink*>(t->data)->renew_lease(); }, 0,
@@ -257,14 +258,18 @@ platform::HttpRequest ClusterLink::base_request(const std::string& method, const
 // The next request of a reflector, or its wait. Always entered from a timer
 // or start(), never from inside an HTTP callback.
 void ClusterLink::step(Follower& f) {
-    if (closed_ || f.inflight) return;
+    if (closed_) return;
+    if (f.stopped) return reap(f);
+    if (f.inflight) return;
     ReflectorRequest req = f.reflector.begin(now_ms(), jitter());
     if (req.kind == ReflectorRequest::Kind::Wait) return schedule(f, req.at_ms - now_ms());
     platform::HttpRequest r = base_request("GET", req.target);
     Follower* fp = &f;
     Result<platform::HttpClient::RequestId> id = Error{ErrorCode::Http, ""};
     if (req.kind == ReflectorRequest::Kind::List) {
-        if (req.target.find("continue=") == std::string::npos) ++relists_;
+        // The metrics count the link's own reflectors (an object watch's
+        // lists are its own: status().forPods).
+        if (req.target.find("continue=") == std::string::npos && !f.id) ++relists_;
         r.timeout_ms = config_.request_timeout_ms;
         r.max_body_bytes = kMaxListBytes;
         id = http_->request(r, [this, fp](Result<platform::HttpResponse> res) {
@@ -275,7 +280,7 @@ void ClusterLink::step(Follower& f) {
         // The server ends the watch after timeoutSeconds; ours is a backstop
         // for a server that stalls.
         r.timeout_ms = (req.timeout_s + 30) * 1000;
-        if (std::exchange(fp->watched, true)) ++watch_restarts_;
+        if (std::exchange(fp->watched, true) && !f.id) ++watch_restarts_;
         fp->decoder = WatchDecoder();
         fp->error_body.clear();
         fp->stream_error.clear();
@@ -301,17 +306,20 @@ void ClusterLink::schedule(Follower& f, std::int64_t delay_ms) {
         [](uv_timer_t* t) {
             auto* self = static_cast<ClusterLink*>(t->data);
             for (auto& g : self->followers_)
-                if (g->timer == t) self->step(*g);
+                if (g->timer == t) return self->step(*g);  // step may remove it (reap)
         },
         static_cast<std::uint64_t>(std::max<std::int64_t>(0, delay_ms)), 0);
 }
 
 void ClusterLink::on_list(Follower& f, Result<platform::HttpResponse> r) {
+    // A stopped object watch's request ended: removed at its next step.
+    if (f.stopped) return schedule(f, 0);
     if (!r.ok()) {
         // A page over kMaxListBytes: the list starts again with smaller pages.
         if (r.error().code == ErrorCode::TooLarge && f.reflector.shrink_page())
             log(Level::Warning, "API server: a list page of " +
-                                    std::string(f.pods   ? "Pods"
+                                    std::string(f.id     ? f.what
+                                                : f.pods ? "Pods"
                                                 : f.node ? "Nodes"
                                                          : "DaemonSets") +
                                     " was larger than " + std::to_string(kMaxListBytes) +
@@ -331,15 +339,9 @@ void ClusterLink::on_list(Follower& f, Result<platform::HttpResponse> r) {
     if (ch.value().replace) {
         // Back after failures: renew the Lease now rather than at the next
         // tick, so that the link is called connected 3 s later, not 13.
-        if (!f.last_error.empty() && !lease_ok_) renew_lease();
+        if (!f.last_error.empty() && !lease_ok_ && !f.id) renew_lease();
         f.last_error.clear();
-        if (f.pods) {
-            if (hooks_.pods) hooks_.pods(std::move(ch).value());
-        } else if (f.node) {
-            hooks_.node(std::move(ch).value());
-        } else {
-            hooks_.daemonsets(f.scope, std::move(ch).value());
-        }
+        deliver(f, std::move(ch).value());
     }
     report_health();
     schedule(f, 0);
@@ -362,15 +364,8 @@ bool ClusterLink::on_watch_data(Follower& f, long status, std::string_view data)
     for (auto& ev : events.value()) {
         ++f.events;
         ReflectorChanges ch = f.reflector.on_watch_event(ev, now_ms(), jitter());
-        if (!ch.objects.empty() || !ch.deleted.empty()) {
-            if (f.pods) {
-                if (hooks_.pods) hooks_.pods(std::move(ch));
-            } else if (f.node) {
-                hooks_.node(std::move(ch));
-            } else {
-                hooks_.daemonsets(f.scope, std::move(ch));
-            }
-        }
+        if (!ch.objects.empty() || !ch.deleted.empty()) deliver(f, std::move(ch));
+        if (f.stopped) return false;  // unwatched by its callback
         if (!f.reflector.watching()) {
             // An ERROR event: 410 lists again at once, others after a back-off.
             const Json& msg = ev.object.contains("message") ? ev.object["message"] : Json();
@@ -380,11 +375,35 @@ bool ClusterLink::on_watch_data(Follower& f, long status, std::string_view data)
             return false;
         }
     }
-    if (!was_healthy) report_health();
+    if (!was_healthy) {
+        if (f.id && f.failure) f.failure("");
+        report_health();
+    }
     return true;
 }
 
+void ClusterLink::deliver(Follower& f, ReflectorChanges&& ch) {
+    if (f.id) {
+        if (!f.stopped && f.changes) f.changes(std::move(ch));
+    } else if (f.pods) {
+        if (hooks_.pods) hooks_.pods(std::move(ch));
+    } else if (f.node) {
+        hooks_.node(std::move(ch));
+    } else {
+        hooks_.daemonsets(f.scope, std::move(ch));
+    }
+}
+
+// Entered from its timer only (step), never from inside an HTTP callback,
+// so that cancelling its request is safe.
+void ClusterLink::reap(Follower& f) {
+    if (f.inflight) http_->cancel(*f.inflight);
+    close_and_free(f.timer);
+    std::erase_if(followers_, [&](const std::unique_ptr<Follower>& g) { return g.get() == &f; });
+}
+
 void ClusterLink::on_watch_done(Follower& f, Result<platform::HttpResponse> r) {
+    if (f.stopped) return schedule(f, 0);
     if (!r.ok()) {
         if (r.error().code == ErrorCode::Stopped && f.stream_error == "relist") {
             report_health();
@@ -407,8 +426,10 @@ void ClusterLink::on_watch_done(Follower& f, Result<platform::HttpResponse> r) {
 void ClusterLink::failed(Follower& f, int status, bool refused, std::int64_t retry_after,
                          const std::string& why) {
     if (closed_) return;
+    if (f.stopped) return schedule(f, 0);
     f.reflector.on_failure(status, refused, retry_after, now_ms(), jitter());
-    const std::string what = f.pods   ? "Pods of node " + node_name_
+    const std::string what = f.id     ? f.what
+                             : f.pods ? "Pods of node " + node_name_
                              : f.node ? "Node " + node_name_
                                       : "DaemonSets" + (f.scope.empty() ? std::string() : " in " + f.scope);
     // Once per distinct error (numbers aside: curl says "after 3 ms"): a
@@ -417,11 +438,17 @@ void ClusterLink::failed(Follower& f, int status, bool refused, std::int64_t ret
         std::erase_if(s, [](char c) { return c >= '0' && c <= '9'; });
         return s;
     };
-    if (shape(why) != shape(f.last_error))
+    // An object watch that got no answer says nothing: the link's own
+    // reflectors say it once (and the link goes disconnected), rather than
+    // once per ConfigMap and Secret the pods use. An answer (403, 500) is
+    // the object's own and is said.
+    const bool quiet = f.id && status == 0;
+    if (!quiet && shape(why) != shape(f.last_error))
         log(Level::Warning, "API server " + endpoint_.server + ": " + what + ": " + why +
                                 (status == 403 ? " (check the RBAC in dist/rbac.yaml)" : "") +
                                 "; retrying with back-off, nothing is removed until a complete list");
     f.last_error = why;
+    if (f.id && f.failure) f.failure(why);
     report_health();
     schedule(f, 0);
 }
@@ -432,8 +459,9 @@ void ClusterLink::report_health() {
     std::string why = lease_error_;
     for (const auto& f : followers_) {
         // The Pods' watch is not the link's health: the board follows its
-        // DaemonSets without it (a cluster whose RBAC lacks pods watch).
-        if (f->pods) continue;
+        // DaemonSets without it (a cluster whose RBAC lacks pods watch);
+        // nor are the watches of the pods' ConfigMaps and Secrets.
+        if (f->pods || f->id) continue;
         if (f->reflector.synced() && f->reflector.consecutive_failures() == 0 && f->last_error.empty())
             continue;
         healthy = false;
@@ -611,14 +639,15 @@ Json ClusterLink::status() const {
     const std::int64_t mono = clock_.monotonic_ms();
     Json followers = Json::array();
     for (const auto& f : followers_)
-        followers.push_back({{"resource", f->pods   ? "pods"
-                                          : f->node ? "nodes"
-                                                    : "daemonsets"},
-                             {"namespace", f->scope},
-                             {"synced", f->reflector.synced()},
-                             {"resourceVersion", f->reflector.resource_version()},
-                             {"failures", f->reflector.consecutive_failures()},
-                             {"lastError", f->last_error}});
+        if (!f->id)  // the objects' watches: forPods.objects (api_access.h)
+            followers.push_back({{"resource", f->pods   ? "pods"
+                                              : f->node ? "nodes"
+                                                        : "daemonsets"},
+                                 {"namespace", f->scope},
+                                 {"synced", f->reflector.synced()},
+                                 {"resourceVersion", f->reflector.resource_version()},
+                                 {"failures", f->reflector.consecutive_failures()},
+                                 {"lastError", f->last_error}});
     return Json{
         {"server", endpoint_.server},
         {"state", to_string(link_.state())},

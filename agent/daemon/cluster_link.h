@@ -11,6 +11,9 @@
 //   every 10 s: Lease GET/POST/PUT; then queued Events, oldest first
 //   podStatus: a reflector of the Pods bound to the node --> hooks.pods
 //     (not part of the link's health)
+//   watch(): a reflector of one object for another component (the
+//     ConfigMaps and Secrets the pods use, api_access.h) --> its callback
+//     (not part of the link's health either)
 //   registerNode, every 10 s: the Node's status from hooks.node_status;
 //     posted (GET, then PATCH of nodes/NAME/status) when it changed, every
 //     5 min, and at once on reconnecting; POST when the Node is absent
@@ -105,6 +108,8 @@ class ClusterLink {
                                                     std::function<void(Result<platform::HttpResponse>)> done);
     // For the agent's metrics (metrics.h): counts since the link started.
     struct Counts {
+        // Of the link's own reflectors (DaemonSets, Node, Pods), not of the
+        // objects' watches (watch()).
         std::uint64_t relists = 0;         // first pages of a list (each follower's first list too)
         std::uint64_t watch_restarts = 0;  // watches begun after a follower's first one
         std::uint64_t events_sent = 0;
@@ -131,6 +136,23 @@ class ClusterLink {
     // "" when it names none.
     const std::string& ca_pem() const { return tls_.ca_pem; }
 
+    // cluster_api.cpp: a reflector of another component's (the kubelet's
+    // watch-based manager's per-object reflector, api_objects.cpp): list
+    // `target` (a namespace's collection with fieldSelector
+    // metadata.name=NAME), then watch it from the list's resourceVersion,
+    // as the link's own reflectors do (allowWatchBookmarks, 410 lists
+    // again, back-off on failures). `changes` gets the complete lists and
+    // the events; `failure` each failure's reason ("" once it watches
+    // again). Not part of the link's health. Both are called on the loop,
+    // never after unwatch(). `what` names it in the log ("configmap ns/x").
+    using WatchId = std::uint64_t;
+    WatchId watch(ListWatchTarget target, std::string what, std::function<void(ReflectorChanges&&)> changes,
+                  std::function<void(const std::string&)> failure);
+    // Stops it (its request is cancelled from the loop, not from the
+    // caller's stack: unwatch() may be called from its own callback). No-op
+    // for an unknown id or a closed link.
+    void unwatch(WatchId id);
+
   private:
     struct Follower {
         Follower(std::string s, bool n, ListWatchTarget t)
@@ -147,6 +169,12 @@ class ClusterLink {
         std::string last_error;
         std::int64_t events = 0;
         bool watched = false;  // a watch has begun before
+        // watch(): another component's reflector; 0 for the link's own.
+        WatchId id = 0;
+        std::string what;
+        std::function<void(ReflectorChanges&&)> changes;
+        std::function<void(const std::string&)> failure;
+        bool stopped = false;  // unwatch(): removed at its next step
     };
 
     ClusterLink(uv_loop_t* loop, ApiServerConfig config, std::string node_name, ClusterHooks hooks,
@@ -154,6 +182,8 @@ class ClusterLink {
     Status init();
     platform::HttpRequest base_request(const std::string& method, const std::string& target);
     void step(Follower& f);
+    void deliver(Follower& f, ReflectorChanges&& ch);
+    void reap(Follower& f);
     void schedule(Follower& f, std::int64_t delay_ms);
     void on_list(Follower& f, Result<platform::HttpResponse> r);
     bool on_watch_data(Follower& f, long status, std::string_view data);
@@ -219,6 +249,8 @@ class ClusterLink {
     std::uint64_t watch_restarts_ = 0;
     std::uint64_t bytes_in_ = 0;
     std::mt19937 rng_;
+    WatchId next_watch_id_ = 1;
+    bool started_ = false;
     bool closed_ = false;
 };
 

@@ -13,10 +13,15 @@
 #   3. the token refreshed by token_manager's requiresRefresh (the server
 #      grants 5 s: refreshed at 80% of that) and rewritten in place;
 #   4. automountServiceAccountToken: false: no volume, the env all the same;
-#   5. ConfigMaps and Secrets the manifest directory lacks, read from the
-#      cluster (the kubelet's cache-based manager: GET, kept): env from a
-#      ConfigMap, a Secret volume, and a pod waiting for a Secret that does
-#      not exist until it does;
+#   5. ConfigMaps and Secrets the manifest directory lacks, from the
+#      cluster (the kubelet's watch-based manager: a list and watch per
+#      object with fieldSelector metadata.name, kept): env from a
+#      ConfigMap, a Secret volume, a pod waiting for a Secret that does
+#      not exist until it does, and a ConfigMap replaced with kubectl
+#      reaching its volume's file within seconds (the cache-based
+#      manager's 1-minute TTL would not), an immutable Secret not watched
+#      once read, a deleted Secret forgotten, a Secret no longer watched
+#      once the last pod that uses it is gone;
 #   6. an offline restart (API server gone, the volumes removed, the
 #      container exited): the stored token, CA, ConfigMap and Secret are
 #      mounted again;
@@ -43,7 +48,7 @@ port=$(cat "$work/port")
 ctl() { curl -sS --max-time 5 --cacert "$work/cert.pem" -X "$1" "https://127.0.0.1:$port/_control/$2" ${3:+-d "$3"}; }
 ctl PUT configmaps/it/kube-root-ca.crt '{"data": {"ca.crt": "CLUSTER-CA"}}' >/dev/null
 ctl PUT configmaps/it/cluster-cm '{"data": {"greeting": "hello"}}' >/dev/null
-ctl PUT secrets/it/cluster-secret '{"data": {"password": "cGFzcw=="}}' >/dev/null
+ctl PUT secrets/it/cluster-secret '{"data": {"password": "cGFzcw=="}, "immutable": true}' >/dev/null
 
 "$listen" "$work/notify.sock" "$work/notify.log" &
 listener=$!
@@ -51,7 +56,8 @@ wait_for "notify listener up" 5 test -S "$work/notify.sock"
 write_config "{}" "[]"
 follow_test_apiserver
 report='env > $out.tmp && mv $out.tmp $out; trap \"exit 0\" TERM; while true; do sleep 0.2; done'
-write_ds tok.yaml tok "out=$work/tok-env.txt; $report" "volumes: [{name: creds, secret: {secretName: cluster-secret}}]" "" \
+write_ds tok.yaml tok "out=$work/tok-env.txt; $report" \
+    "volumes: [{name: creds, secret: {secretName: cluster-secret}}, {name: conf, configMap: {name: cluster-cm}}]" "" \
     "          env: [{name: KUBERNETES_SERVICE_PORT_HTTPS, value: mine}, {name: GREETING, valueFrom: {configMapKeyRef: {name: cluster-cm, key: greeting}}}]"
 write_ds late.yaml late "out=$work/late-env.txt; $report" "automountServiceAccountToken: false" "" \
     "          envFrom: [{secretRef: {name: late-secret}}]"
@@ -116,6 +122,35 @@ wait_for "a pod waits for a Secret the cluster lacks" 5 bash -c '[[ $(late_reaso
 ctl PUT secrets/it/late-secret '{"data": {"LATE": "eWVz"}}' >/dev/null
 wait_for "it starts once the Secret exists" 10 test -s "$work/late-env.txt"
 check "with its value" yes "$(env_of late LATE)"
+check "a volume of the cluster's ConfigMap" hello "$(cat "$state/pod-volumes/$(uid_of tok)/conf/greeting")"
+k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
+k create configmap cluster-cm -n it --from-literal=greeting=bonjour --dry-run=client -o json |
+    k replace --validate=false -f - >/dev/null && ok || fail "kubectl replace of the ConfigMap failed"
+conf_of_tok() { cat "$state/pod-volumes/$(uid_of tok)/conf/greeting" 2>/dev/null; }
+export -f conf_of_tok
+wait_for "the ConfigMap's change reaches the volume's file (watched, not a 60 s TTL)" 10 \
+    bash -c '[[ $(conf_of_tok) == bonjour ]]'
+verbs=$(ctl GET stats | jq -c .requestsByVerb)
+# (kube-root-ca.crt is read with each token, by GET: "configmaps get".)
+check "followed by list and watch, never a GET of the Secrets" '1 1 1 1 0' \
+    "$(jq -r '[(.["configmaps list"] // 0) >= 1, (.["configmaps watch"] // 0) >= 1, (.["secrets list"] // 0) >= 1, (.["secrets watch"] // 0) >= 1, .["secrets get"] // 0] | map(if . == true then 1 elif . == false then 0 else . end) | join(" ")' <<<"$verbs")"
+st=$(status_json)
+check "daemonlet status: the ConfigMap watched, read, no error" 'true true ""' \
+    "$(jq -r '.apiServer.forPods.objects[] | select(.name == "cluster-cm") | [.watched, .read, .lastError] | map(tojson) | join(" ")' <<<"$st")"
+check "daemonlet status: never a Secret's value" 0 "$(grep -c 'cGFzcw==\|"pass"' <<<"$st")"
+check "an immutable Secret: read, then no longer watched (objectCacheItem.stop)" 'true false true' \
+    "$(jq -r '.apiServer.forPods.objects[] | select(.name == "cluster-secret") | [.read, .watched, .immutable] | map(tojson) | join(" ")' <<<"$st")"
+ctl DELETE secrets/it/late-secret >/dev/null
+late_read() { status_json | jq -r '.apiServer.forPods.objects[] | select(.name == "late-secret") | .read'; }
+export -f late_read status_json
+wait_for "a DELETED event forgets the Secret (as a GET's 404)" 10 bash -c '[[ $(late_read) == false ]]'
+check "the agent's log: never a Secret's value" 0 "$(grep -c 'cGFzcw==\|eWVz' "$agent_log")"
+# The last pod that uses it gone: its watch stops and it is forgotten
+# (watch_based_manager's DeleteReference stops the reflector).
+rm "$man/late.yaml"
+late_known() { status_json | jq -r '[.apiServer.forPods.objects[] | select(.name == "late-secret")] | length'; }
+export -f late_known
+wait_for "the late pod's Secret is no longer watched once the pod is gone" 10 bash -c '[[ $(late_known) == 0 ]]'
 
 # 6. Offline restart: the stored token, CA and objects are mounted again.
 stop_agent TERM
@@ -134,7 +169,8 @@ wait_for "the container starts again offline" 15 test -s "$work/tok-env.txt"
 wait_for "its token is written again" 5 bash -c 'test -s "$(vol_dir tok)/token"'
 check "the stored token" "$last" "$(token_of)"
 check "the stored CA" CLUSTER-CA "$(cat "$(vol_dir tok)/ca.crt")"
-check "the stored ConfigMap" hello "$(env_of tok GREETING)"
+check "the stored ConfigMap" bonjour "$(env_of tok GREETING)"
+check "the stored ConfigMap's volume" bonjour "$(conf_of_tok)"
 check "the stored Secret" pass "$(cat "$state/pod-volumes/$(uid_of tok)/creds/password")"
 
 # 7. No cluster configured.

@@ -53,7 +53,11 @@
 //        not exist gets 404 (pods "x" not found), one running as another
 //        service account 400, another uid 409 (Conflict); the token's
 //        claims then name it (kubernetes.io.pod.name and .uid)
-//   GET  /api/v1/namespaces/NS/{configmaps,secrets}/NAME (those /_control put)
+//   GET/PUT /api/v1/namespaces/NS/{configmaps,secrets}/NAME (PUT: kubectl
+//        replace; the objects /_control puts too),
+//        and the collections: list (fieldSelector metadata.name, as the
+//        kubelet's watch-based manager asks) and watch (watch=1 as for
+//        DaemonSets); a /_control PUT or DELETE is an event of the watch
 // Authentication: a bearer token (--token) or a client certificate signed
 // by --client-ca; anything else gets 401.
 //
@@ -518,10 +522,13 @@ json discovery(const std::vector<std::string>& p) {
     std::string gv;
     if (p.size() == 3 && p[1] == "api" && p[2] == "v1") {
         gv = "v1";
-        resources = {
-            resource("nodes", "Node", false, all), resource("nodes/status", "Node", false, {"get", "patch"}),
-            resource("pods", "Pod", true, all), resource("pods/status", "Pod", true, {"get", "patch"}),
-            resource("events", "Event", true, all)};
+        resources = {resource("nodes", "Node", false, all),
+                     resource("nodes/status", "Node", false, {"get", "patch"}),
+                     resource("pods", "Pod", true, all),
+                     resource("pods/status", "Pod", true, {"get", "patch"}),
+                     resource("events", "Event", true, all),
+                     resource("configmaps", "ConfigMap", true, all),
+                     resource("secrets", "Secret", true, all)};
     } else if (p.size() == 4 && p[1] == "apis" && p[2] == "apps" && p[3] == "v1") {
         gv = "apps/v1";
         resources = {resource("daemonsets", "DaemonSet", true, all),
@@ -538,9 +545,13 @@ json discovery(const std::vector<std::string>& p) {
 
 json list_items(const Query& q) {
     json items = json::array();
-    const auto& src = q.resource == "nodes" ? S.nodes : q.resource == "pods" ? S.pods : S.daemonsets;
+    const bool core_object = q.resource == "configmaps" || q.resource == "secrets";
+    const auto& src = q.resource == "nodes"  ? S.nodes
+                      : q.resource == "pods" ? S.pods
+                      : core_object          ? S.core_objects
+                                             : S.daemonsets;
     for (const auto& [key, obj] : src)
-        if (q.matches(q.resource, obj)) {
+        if ((!core_object || key.rfind(q.resource + "/", 0) == 0) && q.matches(q.resource, obj)) {
             json o = obj;
             o.erase("kind");  // as kube-apiserver: list items carry no kind/apiVersion
             o.erase("apiVersion");
@@ -564,8 +575,12 @@ MHD_Result serve_list(MHD_Connection* c, const Query& q, std::int64_t limit, con
     } else {
         for (auto& i : list_items(q)) items.push_back(i);
     }
-    json list = {{"kind", q.resource == "nodes" ? "NodeList" : "DaemonSetList"},
-                 {"apiVersion", q.resource == "nodes" ? "v1" : "apps/v1"},
+    const bool core = q.resource != "daemonsets";
+    json list = {{"kind", q.resource == "nodes"        ? "NodeList"
+                          : q.resource == "configmaps" ? "ConfigMapList"
+                          : q.resource == "secrets"    ? "SecretList"
+                                                       : "DaemonSetList"},
+                 {"apiVersion", core ? "v1" : "apps/v1"},
                  {"metadata", {{"resourceVersion", std::to_string(S.rv)}}},
                  {"items", json::array()}};
     std::size_t n =
@@ -581,12 +596,14 @@ MHD_Result serve_list(MHD_Connection* c, const Query& q, std::int64_t limit, con
 }
 
 json bookmark(const Query& q) {
-    const bool core = q.resource == "nodes" || q.resource == "pods";
+    const bool core = q.resource != "daemonsets";
     return {{"type", "BOOKMARK"},
             {"object",
-             {{"kind", q.resource == "nodes"  ? "Node"
-                       : q.resource == "pods" ? "Pod"
-                                              : "DaemonSet"},
+             {{"kind", q.resource == "nodes"        ? "Node"
+                       : q.resource == "pods"       ? "Pod"
+                       : q.resource == "configmaps" ? "ConfigMap"
+                       : q.resource == "secrets"    ? "Secret"
+                                                    : "DaemonSet"},
               {"apiVersion", core ? "v1" : "apps/v1"},
               {"metadata", {{"resourceVersion", std::to_string(S.rv)}}}}}};
 }
@@ -818,6 +835,25 @@ MHD_Result serve_token_request(MHD_Connection* c, const std::string& ns, const s
     return send_json(c, 201, out);
 }
 
+// Creates or updates a ConfigMap or Secret (the /_control PUT, and the
+// API's PUT that kubectl replace sends): an event of their watches.
+json put_core_object(const std::string& resource, const std::string& ns, const std::string& name, json in) {
+    const std::string key = resource + "/" + ns + "/" + name;
+    auto it = S.core_objects.find(key);
+    if (!in["metadata"].is_object()) in["metadata"] = json::object();
+    in["metadata"]["namespace"] = ns;
+    in["metadata"]["name"] = name;
+    in["metadata"].erase("resourceVersion");
+    // An update keeps the object's uid, as kube-apiserver's does.
+    if (it != S.core_objects.end() && !in["metadata"].contains("uid"))
+        in["metadata"]["uid"] = it->second["metadata"]["uid"];
+    json obj = stamp(in, nullptr, "v1", resource == "secrets" ? "Secret" : "ConfigMap");
+    record(resource, it == S.core_objects.end() ? "ADDED" : "MODIFIED", obj);
+    obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+    S.core_objects[key] = obj;
+    return obj;
+}
+
 MHD_Result control(MHD_Connection* c, const std::string& method, const std::vector<std::string>& p,
                    const std::string& body) {
     json in = body.empty() ? json::object() : json::parse(body, nullptr, false);
@@ -825,16 +861,15 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
     if (p.size() == 5 && (p[2] == "configmaps" || p[2] == "secrets") &&
         (method == "PUT" || method == "DELETE")) {
         const std::string key = p[2] + "/" + p[3] + "/" + p[4];
+        auto it = S.core_objects.find(key);
         if (method == "DELETE") {
-            S.core_objects.erase(key);
+            if (it != S.core_objects.end()) {
+                record(p[2], "DELETED", it->second);
+                S.core_objects.erase(it);
+            }
             return send_json(c, 200, json::object());
         }
-        in["metadata"]["namespace"] = p[3];
-        in["metadata"]["name"] = p[4];
-        json obj = stamp(in, nullptr, "v1", p[2] == "secrets" ? "Secret" : "ConfigMap");
-        obj["metadata"]["resourceVersion"] = std::to_string(++S.rv);
-        S.core_objects[key] = obj;
-        return send_json(c, 200, obj);
+        return send_json(c, 200, put_core_object(p[2], p[3], p[4], std::move(in)));
     }
     if (p.size() == 3 && p[2] == "token-requests") return send_json(c, 200, S.token_requests);
     if (((p.size() == 5 && p[2] == "daemonsets") || (p.size() == 4 && p[2] == "nodes")) &&
@@ -1294,7 +1329,9 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
                              status_object(404, "NotFound", "daemonsets.apps \"" + name + "\" not found"));
         return send_json(c, 200, it->second);
     }
-    if ((q.resource == "daemonsets" || q.resource == "nodes") && method == "GET") {
+    if ((q.resource == "daemonsets" || q.resource == "nodes" ||
+         ((q.resource == "configmaps" || q.resource == "secrets") && name.empty())) &&
+        method == "GET") {
         q.label_selector = arg(c, "labelSelector");
         q.field_selector = arg(c, "fieldSelector");
         if (arg(c, "watch") == "1" || arg(c, "watch") == "true")
@@ -1326,6 +1363,9 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
     if (q.resource == "serviceaccounts" && method == "POST" && !name.empty() && i + 2 < p.size() &&
         p[i + 2] == "token")
         return serve_token_request(c, q.namespace_, name, in);
+    if ((q.resource == "configmaps" || q.resource == "secrets") && method == "PUT" && !name.empty() &&
+        !q.namespace_.empty() && i + 2 == p.size())
+        return send_json(c, 200, put_core_object(q.resource, q.namespace_, name, std::move(in)));
     if ((q.resource == "configmaps" || q.resource == "secrets") && method == "GET" && !name.empty()) {
         ++S.requests[q.resource];
         auto it = S.core_objects.find(q.resource + "/" + q.namespace_ + "/" + name);

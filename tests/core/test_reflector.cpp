@@ -267,3 +267,55 @@ TEST(WatchDecoder, BadStreamsAreErrors) {
             CHECK_TEXT(r.error().message.find(row.expected) != std::string::npos, r.error().message.c_str());
     }
 }
+
+// The kubelet's watch-based manager (pkg/kubelet/util/manager/
+// watch_based_manager.go): one reflector per ConfigMap or Secret, listing
+// and watching its namespace with fieldSelector metadata.name=NAME.
+TEST_GROUP(ObjectWatch){};
+
+TEST(ObjectWatch, ListsAndWatchesOneObjectByItsName) {
+    // NewWatchBasedManager's listObject / watchObject:
+    // fields.OneTermEqualSelector("metadata.name", name).
+    Reflector r(object_watch_target("/api/v1/namespaces/it/configmaps", "ConfigMap", "cm"));
+    auto list = r.begin(0, 0);
+    CHECK(list.kind == Kind::List);
+    STRCMP_EQUAL("/api/v1/namespaces/it/configmaps?limit=1&fieldSelector=metadata.name%3Dcm",
+                 list.target.c_str());
+    CHECK(r.on_list_page(page({}, "7")).ok());
+    // reflector.go watchList: from the list's resourceVersion, with bookmarks.
+    auto w = r.begin(0, 0);
+    CHECK(w.kind == Kind::Watch);
+    CHECK(w.target.rfind(
+              "/api/v1/namespaces/it/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=7", 0) == 0);
+    CHECK(w.target.find("fieldSelector=metadata.name%3Dcm") != std::string::npos);
+}
+
+TEST(ObjectWatch, WhatTheChangesSayOfTheObject) {
+    using K = ObjectWatchOutcome::Kind;
+    Json cm = ds("cm", "8");
+    Json other = ds("other", "9");
+    struct Row {
+        const char* name;  // the rule it pins
+        ReflectorChanges changes;
+        K expected;
+    };
+    const Row rows[] = {
+        // objectCacheItem's store after Replace: the object listed.
+        {"a complete list with it: present", {true, {cm}, {}, "8"}, K::Present},
+        // A list without it: absent, as the manager's Get answers NotFound.
+        {"a complete list without it: gone", {true, {}, {}, "8"}, K::Gone},
+        {"a list of another name only: gone", {true, {other}, {}, "9"}, K::Gone},
+        // watch ADDED / MODIFIED update the store, DELETED removes it.
+        {"an ADDED or MODIFIED event: present", {false, {cm}, {}, "8"}, K::Present},
+        {"a DELETED event: gone", {false, {}, {cm}, "8"}, K::Gone},
+        // A bookmark moves the resourceVersion only.
+        {"a bookmark: nothing", {false, {}, {}, "10"}, K::Nothing},
+        {"an event of another name: nothing", {false, {other}, {}, "9"}, K::Nothing},
+    };
+    for (const Row& row : rows) {
+        ReflectorChanges ch = row.changes;
+        ObjectWatchOutcome o = object_watch_outcome(std::move(ch), "cm");
+        if (o.kind != row.expected) FAIL(row.name);
+        if (o.kind == K::Present && o.object != cm) FAIL(row.name);
+    }
+}
