@@ -8,6 +8,7 @@
 
 #include "store/sqlite_handle.h"
 #include "store/store.h"
+#include "store/wal_worker.h"
 
 namespace daemonlet::store {
 
@@ -83,6 +84,11 @@ class SqliteStore final : public Store {
     Stats stats() const override;
     bool read_only() const override { return sqlite3_db_readonly(db_.get(), "main") == 1; }
     Status flush() override;
+    Status start_worker(std::function<void()> wake, WorkerOptions options) override;
+    Status flush_async(FlushDone done) override;
+    void deliver() override;
+    void stop_worker() override;
+    WorkerStats worker_stats() const override;
 
     sqlite3* db() const { return db_.get(); }
 
@@ -112,6 +118,8 @@ class SqliteStore final : public Store {
     sqlite::DbPtr db_;  // declared before the statements: closed after they are finalised
     Statements s_;
     bool in_transaction_ = false;
+    // Declared last: stopped (joined) first, while the connection is open.
+    std::unique_ptr<WalWorker> worker_;
 };
 
 }  // namespace daemonlet::store
