@@ -37,6 +37,10 @@ struct Statements {
     Status prepare(sqlite3* db);
 };
 
+// fsync(2) of the directory holding `path`, best effort: makes a file
+// created or renamed there durable by name (open.cpp).
+void sync_directory_of(const std::string& path);
+
 class SqliteStore final : public Store {
   public:
     // Prepares every statement on an open, migrated connection.

@@ -110,10 +110,6 @@ int on_wal_commit(void* worker, sqlite3*, const char*, int pages) {
 Status SqliteStore::start_worker(std::function<void()> wake, WorkerOptions options) {
     if (worker_) return Error{ErrorCode::Invalid, path_ + ": start_worker: the worker runs already"};
     if (read_only()) return Error{ErrorCode::ReadOnly, path_ + ": start_worker: the database is read-only"};
-    // The -wal's creation made durable by the handle that created it (its
-    // first sync also syncs the directory); the worker's syncs go through
-    // its own handle, which did not create the file.
-    if (auto st = flush(); !st) return st;
     auto w = WalWorker::start(path_, std::move(wake), options);
     if (!w) return w.error();
     worker_ = std::move(w).value();

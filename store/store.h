@@ -187,9 +187,7 @@ class Store {
     using FlushDone = std::function<void(Status)>;
     // Starts it (a writable store only). `wake` is called on the worker
     // thread whenever deliver() may have callbacks to run (after each flush
-    // and checkpoint): it must be safe from any thread (uv_async_send). The first flush is made here, on the
-    // caller's thread: the -wal's creation (its directory entry) is synced
-    // by the connection that created it.
+    // and checkpoint): it must be safe from any thread (uv_async_send).
     virtual Status start_worker(std::function<void()> wake, WorkerOptions options) {
         (void)wake;
         (void)options;

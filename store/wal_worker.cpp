@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "store/sqlite_store.h"
+
 namespace daemonlet::store {
 namespace {
 
@@ -73,6 +75,11 @@ Store::WorkerStats WalWorker::stats() const {
 }
 
 void WalWorker::run() {
+    // The -wal's name: SQLite syncs the directory at the first sync of the
+    // handle that created the file (the owner's, which never syncs now);
+    // the worker's handle did not create it. Done before any flush is
+    // answered.
+    sync_directory_of(path_);
     for (;;) {
         std::vector<Store::FlushDone> flushes;
         int mode = -1;

@@ -98,7 +98,7 @@ TEST_GROUP(StoreWorker) {
         auto st = s->start_worker([this] { syncs.wake(); }, options);
         CHECK_TEXT(st.ok(), st.ok() ? "" : st.error().message.c_str());
         std::lock_guard<std::mutex> lock(syncs.mu);
-        syncs.wal_on_owner = 0;  // start_worker's own flush of the new -wal
+        syncs.wal_on_owner = 0;  // the open's
         syncs.db_on_owner = 0;
     }
     void teardown() override {
