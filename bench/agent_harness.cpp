@@ -205,8 +205,10 @@ void AgentProcess::start(const std::string& daemonlet, const std::string& config
     std::vector<std::string> envs = {"NOTIFY_SOCKET=" + notify_socket, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
     // A watchdog as systemd's WatchdogSec gives it (bench_stall).
     if (const char* w = std::getenv("WATCHDOG_USEC")) envs.push_back(std::string("WATCHDOG_USEC=") + w);
-    // A slow disk (bench_stall --fsync-delay-ms): bench/slow_fsync.c.
-    for (const char* name : {"LD_PRELOAD", "SLOW_FSYNC_MS", "SLOW_FSYNC_LOG"})
+    // A slow disk (bench_stall --fsync-delay-ms, --sqlite-sync-delay-ms):
+    // bench/slow_fsync.c, bench/slow_vfs.c.
+    for (const char* name :
+         {"LD_PRELOAD", "SLOW_FSYNC_MS", "SLOW_FSYNC_LOG", "SLOW_VFS_SYNC_MS", "SLOW_VFS_LOG"})
         if (const char* v = std::getenv(name)) envs.push_back(std::string(name) + "=" + v);
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());

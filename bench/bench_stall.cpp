@@ -2,8 +2,8 @@
 // loop that never blocks"), measured on the real daemonlet.
 //
 //   bench_stall [--daemonlet PATH] [--runtime exec|runc|cri] [--endpoint unix:///SOCK]
-//               [--pods N] [--watchdog-ms N] [--fsync-delay-ms N] [--wait-s N]
-//               [--work-parent DIR] [--keep]
+//               [--pods N] [--watchdog-ms N] [--fsync-delay-ms N] [--sqlite-sync-delay-ms N]
+//               [--undos N] [--wait-s N] [--work-parent DIR] [--keep]
 //
 // The agent runs with WATCHDOG_USEC = 2 x --watchdog-ms, so that its loop
 // pings WATCHDOG=1 every --watchdog-ms on NOTIFY_SOCKET, where the bench
@@ -27,6 +27,16 @@
 // bench/slow_fsync.c, which adds N ms to every fsync and fdatasync; the
 // table then also counts the flushes made on the agent's loop thread in
 // each phase (each holds the loop N ms).
+// --sqlite-sync-delay-ms N: the same for SQLite's flushes only: the agent
+// runs under bench/slow_vfs.c, a VFS shim over SQLite's unix VFS whose
+// xSync of the database or -wal takes N ms longer; the table counts the
+// syncs the shim saw on the loop thread and on the others (the store's
+// worker) per phase. With either delay, two more phases run after the cold
+// start: (1b) every DaemonSet's template changed at once (a rollout: new
+// revisions, every pod replaced), the largest ping gap until every new pod
+// runs; (1c) --undos N (default 10) `daemonlet rollout undo` of as many
+// DaemonSets, one after the other (the answer waits for the rollback to be
+// on the disk): the largest ping gap and each answer's time.
 //
 // --wait-s N (default 180): how long each phase waits for every
 // container. When they do not all run by then (a CRI endpoint so slow that
@@ -35,6 +45,8 @@
 // the reboot is skipped.
 //
 // It prints a Markdown table.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,6 +78,8 @@ struct Options {
     int pods = 50;
     int watchdog_ms = 20;
     int fsync_delay_ms = 0;
+    int sqlite_sync_delay_ms = -1;  // -1: no VFS shim
+    int undos = 10;
     int wait_s = 180;
     std::string work_parent = "/tmp";
     bool keep = false;
@@ -96,17 +110,23 @@ class Bench {
                      std::size_t running);
     void setup();
     void cold_start();
+    void roll();
+    void undo();
     void reboot();
+    bool slow_disk() const { return o_.fsync_delay_ms > 0 || o_.sqlite_sync_delay_ms >= 0; }
     void cleanup();
     // The flushes bench/slow_fsync.c saw on the agent's loop thread (its
     // main thread: tid == pid) since the last call.
     int loop_flushes();
     // With --fsync-delay-ms: a row of loop_flushes() for the phase.
     void add_flush_row(const std::string& phase);
+    // bench/slow_vfs.c's syncs since the last call: on the loop thread, on others.
+    std::pair<int, int> sqlite_syncs();
 
     Options o_;
     bool all_started_ = false;  // the cold start saw every container run
     std::size_t flush_lines_seen_ = 0;
+    std::size_t sync_lines_seen_ = 0;
     WorkDir w_;
     std::unique_ptr<Observer> obs_;
     AgentProcess agent_;
@@ -167,11 +187,18 @@ void Bench::setup() {
     }
     config.close();
     obs_ = std::make_unique<Observer>(w_.marks, w_.notify_socket);
+    std::string preload;
     if (o_.fsync_delay_ms > 0) {
-        ::setenv("LD_PRELOAD", SLOW_FSYNC_PATH, 1);
+        preload = SLOW_FSYNC_PATH;
         ::setenv("SLOW_FSYNC_MS", std::to_string(o_.fsync_delay_ms).c_str(), 1);
         ::setenv("SLOW_FSYNC_LOG", (w_.root + "/fsync.log").c_str(), 1);
     }
+    if (o_.sqlite_sync_delay_ms >= 0) {
+        preload += (preload.empty() ? "" : ":") + std::string(SLOW_VFS_PATH);
+        ::setenv("SLOW_VFS_SYNC_MS", std::to_string(o_.sqlite_sync_delay_ms).c_str(), 1);
+        ::setenv("SLOW_VFS_LOG", (w_.root + "/sync.log").c_str(), 1);
+    }
+    if (!preload.empty()) ::setenv("LD_PRELOAD", preload.c_str(), 1);
     // sd_watchdog_enabled: WATCHDOG_USEC without WATCHDOG_PID is for whoever reads it.
     ::setenv("WATCHDOG_USEC", std::to_string(o_.watchdog_ms * 2000).c_str(), 1);
     ::unsetenv("WATCHDOG_PID");
@@ -195,7 +222,7 @@ void Bench::cold_start() {
     const Ns started = mono_ns();
     agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log);
     obs_->expect("READY=1", 60 * kSecond, [&] { return obs_->ready_at().has_value(); });
-    if (o_.fsync_delay_ms > 0) {
+    if (slow_disk()) {
         rows_.push_back({"first start (the database created) -> READY=1",
                          {},
                          "",
@@ -207,6 +234,7 @@ void Bench::cold_start() {
         obs_->expect("a quiet agent", 10 * kSecond, [&] { return obs_->pings().size() > 20; });
     obs_->forget_pings();
     (void)loop_flushes();  // since READY=1: not this phase's
+    (void)sqlite_syncs();
     const Ns t0 = mono_ns();
     for (int i = 0; i < o_.pods; ++i) write_then_rename(manifest_path(i), manifest(i));
     const std::string n = std::to_string(o_.pods);
@@ -238,6 +266,103 @@ void Bench::cold_start() {
     add_flush_row("until all run");
 }
 
+void Bench::roll() {
+    std::fprintf(stderr, "bench_stall: every template changed at once\n");
+    obs_->forget_pings();
+    (void)loop_flushes();
+    (void)sqlite_syncs();
+    const Ns t0 = mono_ns();
+    for (int i = 0; i < o_.pods; ++i) {
+        std::string m = manifest(i);
+        m += "            - {name: ROLLED, value: \"1\"}\n";  // one more env var: a new template
+        const std::string env_line =
+            "          env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n";
+        const auto at = m.find(env_line);
+        if (at == std::string::npos) throw Failure("the manifest has no env line to change");
+        m.replace(at, env_line.size(),
+                  "          env:\n            - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: "
+                  "metadata.name}}}\n");
+        write_then_rename(manifest_path(i), m);
+    }
+    const std::string n = std::to_string(o_.pods);
+    const auto all_new = [&] {
+        if (obs_->latest().size() != static_cast<std::size_t>(o_.pods)) return false;
+        for (const auto& [ds, m] : obs_->latest())
+            if (m.at < t0) return false;
+        return all_running();
+    };
+    if (!obs_->wait_until(o_.wait_s * kSecond, all_new)) throw Failure("the rollout did not finish");
+    rows_.push_back({n + " templates changed at once -> longest loop stall until every new pod runs",
+                     {},
+                     "",
+                     "<= 50 ms",
+                     fmt(stall_ms(t0), "ms")});
+    add_flush_row("during the rollout");
+}
+
+void Bench::undo() {
+    const int undos = std::min(o_.undos, o_.pods);
+    if (undos <= 0) return;
+    std::fprintf(stderr, "bench_stall: %d rollout undos\n", undos);
+    obs_->forget_pings();
+    (void)loop_flushes();
+    (void)sqlite_syncs();
+    const Ns t0 = mono_ns();
+    std::vector<double> answers;
+    std::vector<Ns> asked_at;
+    for (int i = 0; i < undos; ++i) {
+        const std::string out = w_.root + "/undo.out";
+        std::vector<std::string> args = {o_.daemonlet, "rollout", "undo",     "ds/" + ds_name(i),
+                                         "-n",         "bench",   "--config", w_.config};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        pid_t pid = -1;
+        const Ns asked = mono_ns();
+        const int err = posix_spawn(&pid, o_.daemonlet.c_str(), &fa, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (err != 0) throw Failure("cannot run daemonlet rollout undo");
+        const int pidfd = open_pidfd(pid);
+        bool exited = false;
+        // The observer reads the pings all along: the CLI is waited on through its pidfd.
+        obs_->expect(
+            "rollout undo's answer", 60 * kSecond, [&] { return exited; }, pidfd, &exited);
+        const Ns answered = mono_ns();
+        ::close(pidfd);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        std::ifstream in(out);
+        std::string line;
+        std::getline(in, line);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || line.find(" rolled back") == std::string::npos)
+            throw Failure("rollout undo of " + ds_name(i) + " failed: " + line);
+        answers.push_back(ms(answered - asked));
+        asked_at.push_back(asked);
+    }
+    const std::string n = std::to_string(undos);
+    rows_.push_back({n + " rollout undos, one after the other -> longest loop stall",
+                     {},
+                     "",
+                     "<= 50 ms",
+                     fmt(stall_ms(t0), "ms")});
+    rows_.push_back({"rollout undo -> its answer (the CLI's run)", answers, "ms", "", ""});
+    add_flush_row("during the undos");
+    // Each undo replaces its pod: the reboot comes once they all run, so
+    // that it does not find a shim too young to have its state recorded.
+    obs_->expect("the undone DaemonSets' new pods", 60 * kSecond, [&] {
+        for (int i = 0; i < undos; ++i) {
+            auto it = obs_->latest().find(ds_name(i));
+            if (it == obs_->latest().end() || it->second.at < asked_at[static_cast<std::size_t>(i)])
+                return false;
+        }
+        return all_running();
+    });
+}
+
 void Bench::reboot() {
     std::fprintf(stderr, "bench_stall: reboot with %d cached pods\n", o_.pods);
     agent_.stop(SIGKILL, *obs_);
@@ -261,6 +386,7 @@ void Bench::reboot() {
     obs_->forget_pings();
     const std::size_t marks_before = obs_->marks().size();
     (void)loop_flushes();
+    (void)sqlite_syncs();
     const Ns t0 = mono_ns();
     agent_.start(o_.daemonlet, w_.config, w_.notify_socket, w_.agent_log);
     const std::string n = std::to_string(o_.pods);
@@ -314,7 +440,32 @@ int Bench::loop_flushes() {
     return on_loop;
 }
 
+std::pair<int, int> Bench::sqlite_syncs() {
+    std::ifstream in(w_.root + "/sync.log");
+    std::string line;
+    std::size_t n = 0;
+    int on_loop = 0, others = 0;
+    const long pid = agent_.pid();
+    while (std::getline(in, line)) {
+        if (n++ < sync_lines_seen_) continue;
+        long p = 0, t = 0;
+        if (std::sscanf(line.c_str(), "%ld %ld", &p, &t) != 2 || p != pid) continue;
+        ++(t == pid ? on_loop : others);
+    }
+    sync_lines_seen_ = n;
+    return {on_loop, others};
+}
+
 void Bench::add_flush_row(const std::string& phase) {
+    if (o_.sqlite_sync_delay_ms >= 0) {
+        const auto [on_loop, others] = sqlite_syncs();
+        rows_.push_back({"SQLite syncs " + phase + ": on the loop thread / on the store's worker (each +" +
+                             std::to_string(o_.sqlite_sync_delay_ms) + " ms)",
+                         {},
+                         "",
+                         "",
+                         std::to_string(on_loop) + " / " + std::to_string(others)});
+    }
     if (o_.fsync_delay_ms <= 0) return;
     rows_.push_back(
         {"flushes on the loop thread " + phase + " (each +" + std::to_string(o_.fsync_delay_ms) + " ms)",
@@ -343,6 +494,10 @@ void Bench::cleanup() {
 void Bench::run() {
     setup();
     cold_start();
+    if (all_started_ && slow_disk()) {
+        roll();
+        undo();
+    }
     if (all_started_) reboot();
 }
 
@@ -350,13 +505,15 @@ void Bench::print_table() const {
     std::printf("bench_stall: runtime %s, %d pods, watchdog ping every %d ms", o_.runtime.c_str(), o_.pods,
                 o_.watchdog_ms);
     if (o_.fsync_delay_ms > 0) std::printf(", fsync and fdatasync delayed %d ms", o_.fsync_delay_ms);
+    if (o_.sqlite_sync_delay_ms >= 0) std::printf(", SQLite's syncs delayed %d ms", o_.sqlite_sync_delay_ms);
     std::printf("\n");
     daemonlet::bench::print_table(rows_);
 }
 
 const char* const kUsage =
     "usage: bench_stall [--daemonlet PATH] [--runtime exec|runc|cri] [--endpoint unix:///SOCK] [--pods N]\n"
-    "                   [--watchdog-ms N] [--fsync-delay-ms N] [--wait-s N] [--work-parent DIR] [--keep]\n";
+    "                   [--watchdog-ms N] [--fsync-delay-ms N] [--sqlite-sync-delay-ms N] [--undos N]\n"
+    "                   [--wait-s N] [--work-parent DIR] [--keep]\n";
 
 }  // namespace
 
@@ -369,6 +526,8 @@ int main(int argc, char** argv) {
                       {{"--pods", &o.pods},
                        {"--watchdog-ms", &o.watchdog_ms},
                        {"--fsync-delay-ms", &o.fsync_delay_ms},
+                       {"--sqlite-sync-delay-ms", &o.sqlite_sync_delay_ms},
+                       {"--undos", &o.undos},
                        {"--wait-s", &o.wait_s}},
                       {{"--keep", &o.keep}}};
     if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;

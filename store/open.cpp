@@ -42,6 +42,8 @@ Status restrict_mode(const std::string& path, const char* op) {
     return Ok{};
 }
 
+}  // namespace
+
 void sync_directory_of(const std::string& path) {
     const auto slash = path.rfind('/');
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
@@ -50,6 +52,8 @@ void sync_directory_of(const std::string& path) {
     (void)::fsync(fd);
     ::close(fd);
 }
+
+namespace {
 
 // Makes sure a regular file is at `path`, created 0600 if there was none.
 // Sets *created when there was no database (no file, or an empty one).

@@ -8,6 +8,7 @@
 
 #include "store/sqlite_handle.h"
 #include "store/store.h"
+#include "store/wal_worker.h"
 
 namespace daemonlet::store {
 
@@ -35,6 +36,10 @@ struct Statements {
 
     Status prepare(sqlite3* db);
 };
+
+// fsync(2) of the directory holding `path`, best effort: makes a file
+// created or renamed there durable by name (open.cpp).
+void sync_directory_of(const std::string& path);
 
 class SqliteStore final : public Store {
   public:
@@ -83,6 +88,11 @@ class SqliteStore final : public Store {
     Stats stats() const override;
     bool read_only() const override { return sqlite3_db_readonly(db_.get(), "main") == 1; }
     Status flush() override;
+    Status start_worker(std::function<void()> wake, WorkerOptions options) override;
+    Status flush_async(FlushDone done) override;
+    void deliver() override;
+    void stop_worker() override;
+    WorkerStats worker_stats() const override;
 
     sqlite3* db() const { return db_.get(); }
 
@@ -112,6 +122,8 @@ class SqliteStore final : public Store {
     sqlite::DbPtr db_;  // declared before the statements: closed after they are finalised
     Statements s_;
     bool in_transaction_ = false;
+    // Declared last: stopped (joined) first, while the connection is open.
+    std::unique_ptr<WalWorker> worker_;
 };
 
 }  // namespace daemonlet::store

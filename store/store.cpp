@@ -96,7 +96,56 @@ Status SqliteStore::flush() {
     return Ok{};
 }
 
+namespace {
+
+// sqlite3_wal_hook: after each commit of the owner's connection, on its
+// thread, with the pages the -wal now holds.
+int on_wal_commit(void* worker, sqlite3*, const char*, int pages) {
+    static_cast<WalWorker*>(worker)->wal_grew(pages);
+    return SQLITE_OK;
+}
+
+}  // namespace
+
+Status SqliteStore::start_worker(std::function<void()> wake, WorkerOptions options) {
+    if (worker_) return Error{ErrorCode::Invalid, path_ + ": start_worker: the worker runs already"};
+    if (read_only()) return Error{ErrorCode::ReadOnly, path_ + ": start_worker: the database is read-only"};
+    auto w = WalWorker::start(path_, std::move(wake), options);
+    if (!w) return w.error();
+    worker_ = std::move(w).value();
+    // Checkpoints are the worker's from now on (sqlite.org/wal.html,
+    // "Application-Initiated Checkpoints"); setting the hook replaces
+    // SQLite's auto-checkpoint, which is also turned off by name.
+    sqlite3_wal_autocheckpoint(db(), 0);
+    sqlite3_wal_hook(db(), on_wal_commit, worker_.get());
+    return Ok{};
+}
+
+Status SqliteStore::flush_async(FlushDone done) {
+    if (!worker_) return Error{ErrorCode::Invalid, path_ + ": flush: the store's worker does not run"};
+    return worker_->flush(std::move(done));
+}
+
+void SqliteStore::deliver() {
+    if (worker_) worker_->deliver();
+}
+
+void SqliteStore::stop_worker() {
+    if (!worker_) return;
+    // Back to SQLite's own checkpoints on this connection (replaces the hook).
+    sqlite3_wal_autocheckpoint(db(), 1000);
+    worker_->stop();
+    worker_.reset();
+}
+
+Store::WorkerStats SqliteStore::worker_stats() const { return worker_ ? worker_->stats() : WorkerStats{}; }
+
 SqliteStore::~SqliteStore() {
+    // Without stop_worker: the worker stops, its callbacks dropped.
+    if (worker_) {
+        sqlite3_wal_autocheckpoint(db(), 1000);
+        worker_.reset();
+    }
     // A Transaction keeps a pointer to its store: one outliving it is a bug.
     if (in_transaction_) {
         std::fprintf(stderr, "daemonlet: store: %s: destroyed while a transaction is open\n", path_.c_str());

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -160,11 +161,51 @@ class Store {
     // (a stateDir remounted read-only).
     virtual bool read_only() const { return false; }
 
-    // Makes every commit so far durable: an fdatasync of the -wal. Commits
-    // do not flush (synchronous = NORMAL in WAL mode: a power cut may undo
-    // the last ones, never half of one); what the agent acknowledges to an
-    // operator (a rollout undo) is flushed before it answers.
+    // Makes every commit so far durable: an fdatasync of the -wal, on the
+    // caller's thread. Commits do not flush (synchronous = NORMAL in WAL
+    // mode: a power cut may undo the last ones, never half of one); what the
+    // agent acknowledges to an operator (a rollout undo) is flushed before
+    // it answers, with flush_async once the worker runs.
     virtual Status flush() { return Ok{}; }
+
+    // The store's worker thread (store/wal_worker.h): checkpoints and
+    // flushes off the caller's thread (the agent's loop), with a connection
+    // of its own. Without it the store checkpoints as SQLite does by
+    // default (on the committing thread, every 1000 pages).
+    struct WorkerOptions {
+        int checkpoint_pages = 1000;  // a PASSIVE checkpoint once the -wal holds this many
+        int restart_pages = 4000;     // a RESTART one (the owner's writes wait) from this many
+    };
+    struct WorkerStats {
+        std::int64_t checkpoints = 0;      // run (PASSIVE or RESTART)
+        std::int64_t restarts = 0;         // of them RESTART
+        std::int64_t flushes = 0;          // fdatasyncs of the -wal made for flush_async
+        std::int64_t wal_pages = 0;        // in the -wal after the last commit (the owner's view)
+        std::int64_t wal_pages_max = 0;    // the most it held after a commit
+        std::int64_t last_not_copied = 0;  // frames the last checkpoint left in the -wal
+    };
+    using FlushDone = std::function<void(Status)>;
+    // Starts it (a writable store only). `wake` is called on the worker
+    // thread whenever deliver() may have callbacks to run (after each flush
+    // and checkpoint): it must be safe from any thread (uv_async_send).
+    virtual Status start_worker(std::function<void()> wake, WorkerOptions options) {
+        (void)wake;
+        (void)options;
+        return Error{ErrorCode::Invalid, "this store has no worker"};
+    }
+    // Makes every commit so far durable on the worker; `done` then runs on
+    // the caller's thread from deliver(), with the flush's result. Fails
+    // synchronously (and never calls `done`) when no worker runs.
+    virtual Status flush_async(FlushDone done) {
+        (void)done;
+        return Error{ErrorCode::Invalid, "this store has no worker"};
+    }
+    // Runs the callbacks of the flushes done (on the thread that asked).
+    virtual void deliver() {}
+    // Finishes what the worker was asked, checkpoints, joins it and runs the
+    // callbacks left; the store then works without it.
+    virtual void stop_worker() {}
+    virtual WorkerStats worker_stats() const { return {}; }
 };
 
 }  // namespace daemonlet::store

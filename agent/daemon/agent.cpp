@@ -254,6 +254,8 @@ Status Agent::open_storage() {
     auto storage = std::make_unique<Storage>(&loop_, std::move(st).value(), clock_, read_only);
     storage_ = storage.get();
     storage_->set_on_change([this] { refresh_status_line(); });
+    if (auto w = storage_->start_worker(); !w.ok())
+        log(Level::Warning, "store: " + w.error().message + "; checkpoints and flushes run on the loop");
     store_ = std::move(storage);
     return Ok{};
 }

@@ -209,7 +209,12 @@ class Agent : private Images::Host {
 
     // rollback.cpp: rollout undo over a manifest file's template
     void apply_rollback(Desired& d);
-    Result<std::string> undo(const std::string& ns, const std::string& name, std::int64_t to_revision);
+    // Answers through `reply` once the rollback is on the disk (or at once).
+    void undo(const std::string& ns, const std::string& name, std::int64_t to_revision,
+              std::function<void(Result<std::string>)> reply);
+    // The undo's decision and writes; *wrote: a rollback was written (or removed).
+    Result<std::string> undo_in_memory(const std::string& ns, const std::string& name,
+                                       std::int64_t to_revision, bool* wrote);
 
     // events.cpp: events for describe, recorded in the store
     void record_event(const std::string& ns, const std::string& daemonset, const char* type,

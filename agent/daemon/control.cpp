@@ -32,9 +32,10 @@ void Agent::start_control() {
     // the spec before the copy: read what changed in the manifest directory
     // now rather than after the watch's settle delay (kubectl's
     // observedGeneration check, for a file source).
-    h.undo = [this](const std::string& ns, const std::string& name, std::int64_t to) {
+    h.undo = [this](const std::string& ns, const std::string& name, std::int64_t to,
+                    ControlServer::Handlers::UndoReply reply) {
         rescan_manifests();
-        return undo(ns, name, to);
+        undo(ns, name, to, std::move(reply));
     };
     h.rollout_status = [this](const std::string& ns,
                               const std::string& name) -> std::optional<RolloutStatus> {

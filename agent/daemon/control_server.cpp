@@ -57,9 +57,13 @@ void ControlServer::on_request(ClientId client, const Json& req) {
         std::int64_t to = 0;
         if (req.contains("to_revision") && req["to_revision"].is_number_integer())
             to = req["to_revision"].get<std::int64_t>();
-        auto r = handlers_.undo(ns, name, to);
-        return answer(client, r.ok() ? Json{{"result", r.value()}}
-                                     : error_response(r.error().code_name(), r.error().message));
+        // The reply may come after the client has gone, or after close():
+        // answering a client no longer connected does nothing.
+        handlers_.undo(ns, name, to, [this, client](Result<std::string> r) {
+            answer(client, r.ok() ? Json{{"result", r.value()}}
+                                  : error_response(r.error().code_name(), r.error().message));
+        });
+        return;
     }
     if (op == "rollout_status") {
         const auto st = handlers_.rollout_status(ns, name);

@@ -9,7 +9,8 @@
 //       -> {"deleted":true,"uid":UID}, then {"gone":true} once its containers
 //          have stopped (no polling: answered from the reconcile that sees it go)
 //   {"op":"undo","namespace":NS,"name":DS,"to_revision":N}
-//       -> {"result":"rolled back"} or {"result":"skipped rollback (...)"}
+//       -> {"result":"rolled back"} or {"result":"skipped rollback (...)"},
+//          once the rollback is durable (the loop serves others meanwhile)
 //   {"op":"rollout_status","namespace":NS,"name":DS,"watch":true}
 //       -> {"status":{"message":...,"done":...}} now and at every change
 //          until done
@@ -44,9 +45,12 @@ class ControlServer {
         // Marks the pod deleted by the user: its uid, or nullopt when no
         // such pod runs.
         std::function<std::optional<std::string>(const std::string& ns, const std::string& name)> delete_pod;
-        // kubectl rollout undo (to_revision 0: the previous one): what was done.
-        std::function<Result<std::string>(const std::string& ns, const std::string& name,
-                                          std::int64_t to_revision)>
+        // kubectl rollout undo (to_revision 0: the previous one): what was
+        // done, given to `reply` exactly once, at once or later on the loop
+        // (once the rollback is on the disk: the store's worker flushes it).
+        using UndoReply = std::function<void(Result<std::string>)>;
+        std::function<void(const std::string& ns, const std::string& name, std::int64_t to_revision,
+                           UndoReply reply)>
             undo;
         // The DaemonSet's rollout status on this node now; nullopt when it
         // is not in force.

@@ -76,9 +76,31 @@ void Agent::apply_rollback(Desired& d) {
     d.rolled_back = true;
 }
 
+// The answer says the rollback holds across reboots: it is given once the
+// store's worker has flushed the write (a power cut right after an answer
+// given before the flush undid it, tests/systemd/vm_powercut.sh), and the
+// loop serves everything else meanwhile (an SD card's flush takes hundreds
+// of milliseconds). A flush that fails is logged and said; the rollback is
+// in force all the same.
+void Agent::undo(const std::string& ns, const std::string& name, std::int64_t to_revision,
+                 std::function<void(Result<std::string>)> reply) {
+    bool wrote = false;
+    auto r = undo_in_memory(ns, name, to_revision, &wrote);
+    if (!r.ok() || !wrote) return reply(std::move(r));
+    auto answer = [reply, result = r.value()](Status flushed) {
+        if (flushed.ok()) return reply(result);
+        log(Level::Err, "store: " + flushed.error().message);
+        reply(result + " (in force, but not on disk yet: " + flushed.error().message + ")");
+    };
+    // Without the worker (it could not start, or the stateDir takes no
+    // writes: then flush() says so), on the loop.
+    if (!store_->flush_async(answer).ok()) answer(store_->flush());
+}
+
 // kubectl's DaemonSetRollbacker.Rollback: returns "rolled back" or
 // "skipped rollback (...)" (kubectl prints it after daemonset.apps/NAME).
-Result<std::string> Agent::undo(const std::string& ns, const std::string& name, std::int64_t to_revision) {
+Result<std::string> Agent::undo_in_memory(const std::string& ns, const std::string& name,
+                                          std::int64_t to_revision, bool* wrote) {
     const std::string key = ns + "/" + name;
     auto it = desired_.find(key);
     if (it == desired_.end())
@@ -116,14 +138,7 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
         store::StoredRollback rb{ns, name, d.file_hash, restored_hash, to->template_json, clock_.wall_ms()};
         if (auto w = store_->put_rollback(rb); !w.ok()) return w.error();
     }
-    // The answer says the rollback holds across reboots: flushed first (a
-    // power cut right after the answer undid it, tests/systemd/vm_powercut.sh).
-    // A flush that fails is logged and said; the rollback is in force all the same.
-    std::string not_durable;
-    if (auto w = store_->flush(); !w.ok()) {
-        log(Level::Err, "store: " + w.error().message);
-        not_durable = " (in force, but not on disk yet: " + w.error().message + ")";
-    }
+    *wrote = true;
     const std::string held = restored_hash == file_template_hash
                                  ? "the manifest file's own template"
                                  : "in force until " + d.source.describe() + " changes";
@@ -133,7 +148,7 @@ Result<std::string> Agent::undo(const std::string& ns, const std::string& name, 
                  "Rolled back to revision " + std::to_string(restored) + " (" + restored_hash + "), " + held);
     d.from.reset();  // the rollback changed what applies: rebuild this one
     rebuild_desired();
-    return "rolled back" + not_durable;
+    return std::string("rolled back");
 }
 
 }  // namespace daemonlet::agent

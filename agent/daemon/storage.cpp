@@ -89,7 +89,30 @@ Storage::Storage(uv_loop_t* loop, std::unique_ptr<store::Store> inner, const pla
 
 Storage::~Storage() {
     // The timer is the loop's: close() (shutdown) has closed it.
-    if (timer_) std::fprintf(stderr, "daemonlet: storage: destroyed before close()\n");
+    if (timer_ || worker_done_) std::fprintf(stderr, "daemonlet: storage: destroyed before close()\n");
+}
+
+Status Storage::start_worker() {
+    if (opened_read_only_ || !loop_ || closed_ || worker_done_) return Ok{};
+    worker_done_ = new uv_async_t;
+    uv_async_init(loop_, worker_done_, [](uv_async_t* h) {
+        if (h->data) static_cast<Storage*>(h->data)->deliver();
+    });
+    worker_done_->data = this;
+    // A flush waited on keeps its client's connection, which keeps the loop.
+    uv_unref(reinterpret_cast<uv_handle_t*>(worker_done_));
+    uv_async_t* wake = worker_done_;
+    auto st = inner_->start_worker([wake] { uv_async_send(wake); }, WorkerOptions{});
+    if (!st.ok()) close_worker_handle();
+    return st;
+}
+
+void Storage::close_worker_handle() {
+    if (!worker_done_) return;
+    worker_done_->data = nullptr;
+    uv_close(reinterpret_cast<uv_handle_t*>(worker_done_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_async_t*>(h); });
+    worker_done_ = nullptr;
 }
 
 void Storage::close() {
@@ -97,6 +120,10 @@ void Storage::close() {
     closed_ = true;
     // A last try: the disk may have room again since the last retry.
     if (!pending_.empty() && !opened_read_only_) (void)retry();
+    // What the worker was asked (the last retry's flush) is done before it
+    // stops; the callbacks left run now, then none can come.
+    inner_->stop_worker();
+    close_worker_handle();
     if (timer_) {
         uv_close(reinterpret_cast<uv_handle_t*>(timer_),
                  [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
@@ -284,7 +311,10 @@ Status Storage::retry() {
     clear_held();
     // What was kept may include what an operator was told holds across a
     // reboot (a rollback): on the disk, not only in the page cache.
-    if (auto st = inner_->flush(); !st.ok()) log(Level::Warning, "store: " + st.error().message);
+    auto said = [](Status st) {
+        if (!st.ok()) log(Level::Warning, "store: " + st.error().message);
+    };
+    if (!inner_->flush_async(said).ok()) said(inner_->flush());
     if (timer_) uv_timer_stop(timer_);
     if (!writable_) {
         writable_ = true;

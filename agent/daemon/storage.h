@@ -67,9 +67,15 @@ class Storage final : public store::Store {
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
 
+    // Starts the store's worker (store/wal_worker.h: checkpoints and
+    // flushes off the loop), its results handed to the loop through a
+    // uv_async_t. Without it (it could not start: said in the error) the
+    // store checkpoints and flushes on the loop as SQLite does by default.
+    Status start_worker();
     // Called when writable() changes (the agent updates its STATUS line).
     void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
-    // Stops the retries (shutdown); says what was not recorded.
+    // Stops the retries (shutdown); says what was not recorded; stops the
+    // worker (what it was asked is done, the -wal checkpointed).
     void close();
 
     bool writable() const { return writable_; }
@@ -127,6 +133,15 @@ class Storage final : public store::Store {
         if (writable_) return inner_->flush();
         return Error{ErrorCode::Io, "the stateDir takes no writes: kept in memory until it does"};
     }
+    // The same on the store's worker: `done` runs on the loop once the
+    // flush is done. Fails at once (no callback) while not writable, or
+    // when the worker does not run.
+    Status flush_async(FlushDone done) override {
+        if (!writable_) return flush();
+        return inner_->flush_async(std::move(done));
+    }
+    void deliver() override { inner_->deliver(); }
+    WorkerStats worker_stats() const override { return inner_->worker_stats(); }
 
   private:
     class Tx;
@@ -160,12 +175,14 @@ class Storage final : public store::Store {
     void failed(const Error& e);
     Error refusal() const { return Error{error_code_, error_}; }
     void start_retries();
+    void close_worker_handle();
 
     uv_loop_t* loop_;
     std::unique_ptr<store::Store> inner_;
     const platform::Clock& clock_;
     std::function<void()> on_change_;
     uv_timer_t* timer_ = nullptr;
+    uv_async_t* worker_done_ = nullptr;  // the worker's wake-up: deliver() on the loop
     bool closed_ = false;
     bool opened_read_only_ = false;
     bool writable_ = true;

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <utility>
 
 namespace daemonlet::testing {
 
@@ -50,6 +52,7 @@ class FaultyVfs {
         sqlite3_vfs_register(&vfs_, /*makeDflt=*/1);
     }
     ~FaultyVfs() {
+        state().on_sync = nullptr;
         sqlite3_vfs_unregister(&vfs_);
         sqlite3_vfs_register(state().real, 1);
     }
@@ -68,6 +71,10 @@ class FaultyVfs {
     // with SQLITE_FULL (as the unix VFS reports ENOSPC); writes within a
     // file's size (a WAL reused after a checkpoint) still land.
     static void set_full(bool full) { state().full = full; }
+    // Called before each sync of a database or -wal file, on the thread
+    // that syncs (the store's worker), with whether it is the -wal; it may
+    // block (a slow card). Set it before a second thread can sync.
+    static void on_sync(std::function<void(bool wal)> f) { state().on_sync = std::move(f); }
 
   private:
     struct State {
@@ -76,6 +83,7 @@ class FaultyVfs {
         bool persistent = false;
         bool fired = false;
         bool full = false;
+        std::function<void(bool wal)> on_sync;
     };
     static State& state() {
         static State s;
@@ -99,6 +107,7 @@ class FaultyVfs {
         sqlite3_file base;
         sqlite3_file* real;
         bool faulty;  // a database or WAL file (not the -shm or a temp file)
+        bool wal;
     };
     static sqlite3_file* inner(sqlite3_file* f) { return reinterpret_cast<File*>(f)->real; }
     static bool faulty(sqlite3_file* f) { return reinterpret_cast<File*>(f)->faulty; }
@@ -107,6 +116,7 @@ class FaultyVfs {
         File* file = reinterpret_cast<File*>(f);
         file->real = reinterpret_cast<sqlite3_file*>(file + 1);
         file->faulty = (flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_WAL)) != 0;
+        file->wal = (flags & SQLITE_OPEN_WAL) != 0;
         int rc = r()->xOpen(r(), name, file->real, flags, out);
         file->base.pMethods = file->real->pMethods ? &methods() : nullptr;
         return rc;
@@ -135,6 +145,7 @@ class FaultyVfs {
             };
             io.xSync = [](sqlite3_file* f, int flags) {
                 if (faulty(f) && fail_now()) return SQLITE_IOERR_FSYNC;
+                if (faulty(f) && state().on_sync) state().on_sync(reinterpret_cast<File*>(f)->wal);
                 return inner(f)->pMethods->xSync(inner(f), flags);
             };
             io.xFileSize = [](sqlite3_file* f, sqlite3_int64* size) {

@@ -27,6 +27,7 @@ TEST_GROUP(ControlServer) {
     std::map<std::string, RolloutStatus> statuses;  // the fake agent's DaemonSets, by "ns/name"
     std::map<std::string, bool> pods;               // uid -> exists
     LineJsonClient client;
+    ControlServer::Handlers::UndoReply held_reply;
 
     void setup() override {
         std::signal(SIGPIPE, SIG_IGN);  // as the agent does
@@ -41,10 +42,15 @@ TEST_GROUP(ControlServer) {
             }
             return std::nullopt;
         };
-        h.undo = [](const std::string&, const std::string&, std::int64_t to) -> Result<std::string> {
+        h.undo = [this](const std::string&, const std::string& name, std::int64_t to,
+                        ControlServer::Handlers::UndoReply reply) {
+            if (name == "later") {  // answered once the test says the flush is done
+                held_reply = std::move(reply);
+                return;
+            }
             if (to == 9)
-                return Error{ErrorCode::K8sNotFound, "unable to find specified revision 9 in history"};
-            return std::string("rolled back");
+                return reply(Error{ErrorCode::K8sNotFound, "unable to find specified revision 9 in history"});
+            reply(std::string("rolled back"));
         };
         h.rollout_status = [this](const std::string& ns,
                                   const std::string& name) -> std::optional<RolloutStatus> {
@@ -152,6 +158,28 @@ TEST(ControlServer, AWatchedDaemonSetThatGoesIsNotFound) {
 TEST(ControlServer, UndoAnswersTheAgentsResult) {
     Json r = ask({{"op", "undo"}, {"namespace", "kube-system"}, {"name", "agent"}});
     STRCMP_EQUAL("rolled back", r.value("result", "").c_str());
+    closed();
+}
+
+// The agent answers an undo once its rollback is on the disk (the store's
+// worker flushes it): meanwhile the client waits and the loop serves others.
+TEST(ControlServer, AnUndoIsAnsweredWhenTheAgentReplies) {
+    CHECK(client.send(Json{{"op", "undo"}, {"namespace", "kube-system"}, {"name", "later"}}).ok());
+    for (int i = 0; i < 5000 && !held_reply; ++i) uv_run(&loop, UV_RUN_NOWAIT);
+    CHECK_TRUE(static_cast<bool>(held_reply));
+    nothing_sent();
+    LineJsonClient other;
+    CHECK(other.connect(dir.file("daemonlet.sock")).ok());
+    CHECK(other.send(Json{{"op", "status"}}).ok());
+    Result<Json> st = Error{ErrorCode::Timeout, ""};
+    for (int i = 0; i < 5000; ++i) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        st = other.receive(1);
+        if (st.ok() || st.error().code != ErrorCode::Timeout) break;
+    }
+    CHECK_TRUE(st.ok() && st.value().value("running", false));
+    held_reply(std::string("rolled back"));
+    STRCMP_EQUAL("rolled back", next().value("result", "").c_str());
     closed();
 }
 
