@@ -105,7 +105,12 @@ ReflectorRequest Reflector::begin(std::int64_t now_ms, double jitter) {
         r.kind = ReflectorRequest::Kind::List;
         // resourceVersion unset: a consistent read, so that a complete list
         // is the truth deletions can follow from.
-        r.target = target_.path + "?limit=" + std::to_string(target_.page_size) + q;
+        // page_size 0: no limit (one object by name: a limit would make the
+        // server page over the namespace's other keys, a second request).
+        if (target_.page_size > 0)
+            r.target = target_.path + "?limit=" + std::to_string(target_.page_size) + q;
+        else
+            r.target = target_.path + (q.empty() ? std::string() : "?" + q.substr(1));
         if (!continue_.empty()) r.target += "&continue=" + query_escape(continue_);
         return r;
     }
@@ -222,8 +227,10 @@ void Reflector::succeeded() { failures_ = 0; }
 
 ListWatchTarget object_watch_target(const std::string& path, const std::string& kind,
                                     const std::string& name) {
-    // One object: a page of one is the whole list.
-    return ListWatchTarget{path, "v1", kind, "", "metadata.name=" + name, 1};
+    // One object: listed without a limit. With limit=1 kube-apiserver stops
+    // at the match and answers a continue token when the namespace has
+    // later keys, which costs a second request scanning the rest.
+    return ListWatchTarget{path, "v1", kind, "", "metadata.name=" + name, 0};
 }
 
 ObjectWatchOutcome object_watch_outcome(ReflectorChanges&& changes, const std::string& name) {

@@ -58,7 +58,7 @@ struct ListWatchTarget {
     std::string kind;         // "DaemonSet"
     std::string label_selector;
     std::string field_selector;
-    std::int64_t page_size = 500;
+    std::int64_t page_size = 500;  // 0: no limit (one object by name)
 };
 
 struct ReflectorPolicy {

@@ -27,7 +27,6 @@ ClusterLink::WatchId ClusterLink::watch(ListWatchTarget target, std::string what
                                         std::function<void(ReflectorChanges&&)> changes,
                                         std::function<void(const std::string&)> failure) {
     if (closed_) return 0;
-    target.page_size = 1;  // one object by its name
     auto f = std::make_unique<Follower>("", false, std::move(target));
     f->id = next_watch_id_++;
     f->what = std::move(what);
