@@ -158,9 +158,9 @@ Json token_request_object(const TokenRequestKey& key) {
     return Json{{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", spec}};
 }
 
-bool rebind_pod_tokens(PodTokenBinding& b, const std::optional<BoundPod>& pod) {
+bool rebind_pod_tokens(PodTokenBinding& b, const std::optional<BoundPod>& pod, bool current_issued) {
     if (!pod || pod->empty() || *pod == b.current) return false;
-    b.previous = b.current;
+    if (current_issued || b.current.empty()) b.previous = b.current;
     b.current = *pod;
     return true;
 }

@@ -118,9 +118,11 @@ struct PodTokenBinding {
 // The pod's Pod is `pod` (nullopt: none known now). A Pod first known, or
 // one of another uid, binds the tokens to it, the binding before kept as
 // `previous`; none known leaves the binding as it is (a Pod being made
-// again: the tokens of the one before stay until then). True when it
-// changed.
-bool rebind_pod_tokens(PodTokenBinding& b, const std::optional<BoundPod>& pod);
+// again: the tokens of the one before stay until then). `current_issued`:
+// a token bound to `current` was issued; if none was, `previous` stays (the
+// token mounted is still the one before, not one of a Pod that got none).
+// True when it changed.
+bool rebind_pod_tokens(PodTokenBinding& b, const std::optional<BoundPod>& pod, bool current_issued);
 
 // The keys the pod's token for `unbound` is looked up by, in order: the
 // binding in force, then the one it replaces (its token mounted until the

@@ -170,7 +170,11 @@ std::vector<TokenRequestKey> ApiAccess::lookup_keys(const std::string& pod_uid,
 
 bool ApiAccess::bind(const std::string& pod_uid, const BoundPod& pod) {
     PodTokenBinding& b = bindings_[pod_uid];
-    if (!rebind_pod_tokens(b, pod)) return false;
+    const bool current_issued =
+        !b.current.empty() && std::any_of(tokens_.begin(), tokens_.end(), [&](const auto& t) {
+            return t.first.bound == b.current && t.second.token;
+        });
+    if (!rebind_pod_tokens(b, pod, current_issued)) return false;
     log(Level::Info, "pod uid " + pod_uid + ": its service-account tokens are bound to the Pod " + pod.name +
                          " (uid " + pod.uid + ") from now on");
     save();
@@ -243,6 +247,13 @@ void ApiAccess::fetch(const TokenRequestKey& key, Entry& e) {
 }
 
 void ApiAccess::on_token(const TokenRequestKey& key, Result<platform::HttpResponse> r) {
+    if (!key.bound.empty() && std::none_of(bindings_.begin(), bindings_.end(), [&](const auto& b) {
+            return b.second.current == key.bound || b.second.previous == key.bound;
+        })) {
+        // Asked for a pod forgotten since (forget): dropped, not kept.
+        tokens_.erase(key);
+        return;
+    }
     Entry& e = tokens_[key];
     e.inflight = false;
     std::string error;
@@ -452,7 +463,8 @@ void ApiAccess::forget(const std::string& uid) {
     auto b = bindings_.find(uid);
     if (b == bindings_.end()) return;
     // DeleteServiceAccountToken: the pod is gone, the tokens bound to its
-    // Pods go with it (a request on its way is dropped when it answers).
+    // Pods go with it (a request on its way is dropped when it answers:
+    // on_token).
     const PodTokenBinding gone = b->second;
     bindings_.erase(b);
     std::erase_if(tokens_, [&](const auto& t) {

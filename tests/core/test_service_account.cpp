@@ -348,27 +348,46 @@ TEST(ServiceAccount, PodTokenBindingFollowsThePodsUid) {
         const char* name;
         PodTokenBinding before;
         std::optional<BoundPod> pod;
+        bool current_issued;  // a token bound to `before.current` was issued
         bool changed;
         PodTokenBinding after;
     };
     // Not static: the leak detector counts what a test allocates.
     const BoundPod a{"ds-aaaaa", "uid-a"}, b{"ds-bbbbb", "uid-b"};
     const Row kRows[] = {
-        {"no Pod known: unbound stays unbound", {}, std::nullopt, false, {}},
-        {"an empty Pod (no uid) binds nothing", {}, BoundPod{"ds-aaaaa", ""}, false, {}},
-        {"the Pod made or taken: bound to it, the unbound token its fallback", {}, a, true, {a, {}}},
-        {"the same Pod seen again (keyFunc: same key)", {a, {}}, a, false, {a, {}}},
-        {"the Pod being made again (none known): the binding stays", {a, {}}, std::nullopt, false, {a, {}}},
-        {"made again with another uid: a new key, the old one the fallback", {a, {}}, b, true, {b, a}},
+        {"no Pod known: unbound stays unbound", {}, std::nullopt, true, false, {}},
+        {"an empty Pod (no uid) binds nothing", {}, BoundPod{"ds-aaaaa", ""}, true, false, {}},
+        {"the Pod made or taken: bound to it, the unbound token its fallback", {}, a, false, true, {a, {}}},
+        {"the same Pod seen again (keyFunc: same key)", {a, {}}, a, true, false, {a, {}}},
+        {"the Pod being made again (none known): the binding stays",
+         {a, {}},
+         std::nullopt,
+         true,
+         false,
+         {a, {}}},
+        {"made again with another uid: a new key, the old one the fallback", {a, {}}, b, true, true, {b, a}},
+        {"made again before its token was issued: the token mounted (unbound) stays the fallback",
+         {a, {}},
+         b,
+         false,
+         true,
+         {b, {}}},
         {"and again: only the one before is kept",
          {b, a},
          BoundPod{"ds-ccccc", "uid-c"},
          true,
+         true,
          {BoundPod{"ds-ccccc", "uid-c"}, b}},
+        {"and again, b's token never issued: a's, mounted, stays the fallback",
+         {b, a},
+         BoundPod{"ds-ccccc", "uid-c"},
+         false,
+         true,
+         {BoundPod{"ds-ccccc", "uid-c"}, a}},
     };
     for (const auto& r : kRows) {
         PodTokenBinding got = r.before;
-        CHECK_EQUAL_TEXT(r.changed, rebind_pod_tokens(got, r.pod), r.name);
+        CHECK_EQUAL_TEXT(r.changed, rebind_pod_tokens(got, r.pod, r.current_issued), r.name);
         CHECK_TEXT(got == r.after, r.name);
     }
 }
