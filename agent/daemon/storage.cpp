@@ -23,7 +23,10 @@ namespace {
 constexpr const char* kProbeMeta = "storage.checked";
 
 const char* what_is_wrong(ErrorCode code) {
-    return code == ErrorCode::NoSpace ? "full" : code == ErrorCode::ReadOnly ? "read-only" : "not writable";
+    return code == ErrorCode::NoSpace    ? "full"
+           : code == ErrorCode::ReadOnly ? "read-only"
+           : code == ErrorCode::Busy     ? "busy (a checkpoint holds the database)"
+                                         : "not writable";
 }
 
 std::string seq_key(const char* prefix, std::uint64_t seq) {

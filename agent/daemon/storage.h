@@ -50,7 +50,10 @@ namespace daemonlet::agent {
 
 // Whether a store error is the disk's: full or read-only.
 inline bool store_deferred(const Error& e) {
-    return e.code == ErrorCode::NoSpace || e.code == ErrorCode::ReadOnly;
+    // Busy: the store's worker holds the -wal for a RESTART checkpoint longer
+    // than the busy timeout (a card far behind the loop's commits); kept and
+    // written again as for a full disk, never dropped.
+    return e.code == ErrorCode::NoSpace || e.code == ErrorCode::ReadOnly || e.code == ErrorCode::Busy;
 }
 
 class Storage final : public store::Store {
