@@ -285,6 +285,10 @@ Result<std::optional<std::string>> SqliteStore::get_meta(const std::string& key)
     return std::optional<std::string>(q.text(0));
 }
 
+void testing::set_busy_timeout(Store& store, int ms) {
+    sqlite3_busy_timeout(dynamic_cast<SqliteStore&>(store).db(), ms);
+}
+
 std::int64_t testing::total_changes(Store& store) {
     return sqlite3_total_changes64(dynamic_cast<SqliteStore&>(store).db());
 }

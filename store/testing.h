@@ -20,6 +20,10 @@ void fail_after(std::int64_t n, bool persistent = false);
 // Whether an injected fault fired since the last fail_after.
 bool fault_fired();
 
+// The store's connection waits at most `ms` for another's lock (open.cpp's
+// busy timeout is 5 s): a test of SQLITE_BUSY need not wait that long.
+void set_busy_timeout(Store& store, int ms);
+
 // sqlite3_total_changes() of the store's connection: rows it has written.
 std::int64_t total_changes(Store& store);
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "agent/daemon/storage.h"
+#include "store/testing.h"
 #include "tests/agent/daemon/fake_clock.h"
 #include "tests/store/faulty_vfs.h"
 #include "tests/store/store_fixture.h"
@@ -33,6 +34,8 @@ TEST_GROUP(Storage) {
     void setup() override {
         auto inner = MUST(store::Store::open(path, kNow, nullptr));
         CHECK_TRUE(seed_state(*inner).ok());
+        // A lock held elsewhere refuses a write in 50 ms, not the 5 s of open.cpp.
+        store::testing::set_busy_timeout(*inner, 50);
         // No loop: the test runs the retries itself.
         s = std::make_unique<agent::Storage>(nullptr, std::move(inner), clock);
     }
@@ -218,4 +221,36 @@ TEST(Storage, AStoreOpenedReadOnlyKeepsEverythingAndSaysItRecordsNothing) {
     STRCMP_EQUAL(before.c_str(), dump_state(path).c_str());
     // Reads are the store's.
     LONGS_EQUAL(1, MUST(s->list_pods()).size());
+}
+
+// The store's worker holding the database past the busy timeout (a RESTART
+// checkpoint on a card far behind) refuses a write SQLITE_BUSY: it is kept
+// as for a full disk, said, and lands at the retry once the lock is gone.
+// The lock here: a second connection's BEGIN IMMEDIATE (the write lock).
+TEST(Storage, AWriteRefusedBusyIsKeptAndLandsOnceTheLockIsReleased) {
+    const std::string before = dump_state(path);
+    RawDb other(path, SQLITE_OPEN_READWRITE);
+    STRCMP_EQUAL("", other.exec("BEGIN IMMEDIATE").c_str());
+    PodRecord pod = sample_pod("uid-2");
+    CHECK_TRUE(MUST(s->put_pod(pod)));  // kept: the caller goes on
+    CHECK_FALSE(s->writable());
+    LONGS_EQUAL(1, s->pending());
+    STRCMP_EQUAL(", stateDir busy (a checkpoint holds the database): 1 changes not recorded yet",
+                 s->status_suffix().c_str());
+    CHECK_TEXT(s->status_json()["error"].get<std::string>().find("locked") != std::string::npos,
+               s->status_json().dump().c_str());
+    CHECK_FALSE(s->retry().ok());  // still held
+    LONGS_EQUAL(1, s->pending());
+
+    STRCMP_EQUAL("", other.exec("COMMIT").c_str());
+    clock.advance(2000);
+    CHECK_TRUE(s->retry().ok());
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(0, s->pending());
+    STRCMP_EQUAL("", s->status_suffix().c_str());
+    STRCMP_EQUAL(written_directly([&](store::Store& d) -> Status {
+                     if (auto r = d.put_pod(pod); !r.ok()) return r.error();
+                     return Ok{};
+                 }).c_str(),
+                 dump_state(path).c_str());
 }
