@@ -78,7 +78,10 @@ LineJsonServer::LineJsonServer(uv_loop_t* loop, std::string path, Limits limits,
       on_request_(std::move(on_request)),
       on_gone_(std::move(on_gone)) {}
 
-LineJsonServer::~LineJsonServer() { close(); }
+LineJsonServer::~LineJsonServer() {
+    close();
+    close_all_closing();
+}
 
 Status LineJsonServer::start() {
     if (auto s = socket_path_fits(path_); !s.ok()) return s;
@@ -245,13 +248,45 @@ void LineJsonServer::drop(Conn* c) {
     conns_.erase(id);
     uv_close(h, [](uv_handle_t* p) { delete static_cast<Conn*>(p->data); });
     if (id != 0 && on_gone_) on_gone_(id);
+    if (closing_.erase(c) && closing_.empty()) close_all_closing();  // the last one: the timer goes
+}
+
+void LineJsonServer::close_all_closing() {
+    while (!closing_.empty()) drop(*closing_.begin());
+    if (closing_timer_) {
+        uv_close(reinterpret_cast<uv_handle_t*>(closing_timer_),
+                 [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+        closing_timer_ = nullptr;
+    }
 }
 
 void LineJsonServer::close() {
     while (!conns_.empty()) {
         Conn* c = conns_.begin()->second;
         c->finishing = true;
-        drop(c);
+        auto* stream = reinterpret_cast<uv_stream_t*>(&c->pipe);
+        if (uv_stream_get_write_queue_size(stream) == 0) {
+            drop(c);
+            continue;
+        }
+        // What was sent is not all written (the client reads slowly): a
+        // uv_close now would cancel it. The write callback closes it once
+        // written (finishing), the timer at the latest. The owner forgets it
+        // now: nothing more is sent to it.
+        const ClientId id = c->id;
+        conns_.erase(id);
+        c->id = 0;
+        uv_read_stop(stream);
+        closing_.insert(c);
+        if (on_gone_) on_gone_(id);
+    }
+    if (!closing_.empty() && !closing_timer_) {
+        closing_timer_ = new uv_timer_t;
+        uv_timer_init(loop_, closing_timer_);
+        closing_timer_->data = this;
+        uv_timer_start(
+            closing_timer_, [](uv_timer_t* t) { static_cast<LineJsonServer*>(t->data)->close_all_closing(); },
+            kCloseWriteMs, 0);
     }
     if (listener_) {
         uv_close(reinterpret_cast<uv_handle_t*>(listener_),

@@ -7,6 +7,9 @@
 // - The socket file is created mode 0600; a stale one (nobody accepting) is
 //   replaced on start; another live server on the same path is an error.
 //   close() removes the file.
+// - close() writes what was sent before it to each client (an answer given
+//   just before the agent stops), for at most kCloseWriteMs, on the loop:
+//   the connections are closed then, the owner told at once (on_gone).
 // - Many clients at once; each is an id. A client that goes away, sends a
 //   line longer than the limit, or stops reading while responses pile up
 //   (more than max_queued_bytes unsent) is dropped, and the owner is told
@@ -22,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/json.h"
@@ -52,7 +56,10 @@ class LineJsonServer {
     bool send(ClientId client, const Json& response);
     // Drops a client (after what was sent to it has been written).
     void finish(ClientId client);
-    // Closes every connection and the listener, and removes the socket file.
+    static constexpr std::uint64_t kCloseWriteMs = 1000;
+
+    // Closes every connection (each once what was sent to it is written)
+    // and the listener, and removes the socket file.
     void close();
 
     std::size_t clients() const { return conns_.size(); }
@@ -76,6 +83,11 @@ class LineJsonServer {
     bool bound_ = false;
     ClientId next_id_ = 1;
     std::map<ClientId, Conn*> conns_;
+    // After close(): connections still writing what was sent, and the timer
+    // that closes them after kCloseWriteMs.
+    std::set<Conn*> closing_;
+    uv_timer_t* closing_timer_ = nullptr;
+    void close_all_closing();
 };
 
 // The client side, for the CLI: plain blocking POSIX calls with a deadline.

@@ -91,6 +91,7 @@ class SqliteStore final : public Store {
     Status start_worker(std::function<void()> wake, WorkerOptions options) override;
     Status flush_async(FlushDone done) override;
     void deliver() override;
+    void finish_flushes() override;
     void stop_worker() override;
     WorkerStats worker_stats() const override;
 

@@ -130,6 +130,10 @@ void SqliteStore::deliver() {
     if (worker_) worker_->deliver();
 }
 
+void SqliteStore::finish_flushes() {
+    if (worker_) worker_->finish_flushes();
+}
+
 void SqliteStore::stop_worker() {
     if (!worker_) return;
     // Back to SQLite's own checkpoints on this connection (replaces the hook).

@@ -202,6 +202,9 @@ class Store {
     }
     // Runs the callbacks of the flushes done (on the thread that asked).
     virtual void deliver() {}
+    // Waits for the flushes asked so far and runs their callbacks (as
+    // deliver()); the worker runs on.
+    virtual void finish_flushes() {}
     // Finishes what the worker was asked, checkpoints, joins it and runs the
     // callbacks left; the store then works without it.
     virtual void stop_worker() {}

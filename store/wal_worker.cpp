@@ -69,6 +69,14 @@ void WalWorker::deliver() {
         if (f) f(st);
 }
 
+void WalWorker::finish_flushes() {
+    {
+        std::unique_lock<std::mutex> lock(mu_);
+        flushed_cv_.wait(lock, [this] { return stopped_ || (flushes_.empty() && flushing_ == 0); });
+    }
+    deliver();
+}
+
 Store::WorkerStats WalWorker::stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
@@ -88,6 +96,7 @@ void WalWorker::run() {
             std::unique_lock<std::mutex> lock(mu_);
             cv_.wait(lock, [this] { return stopping_ || checkpoint_mode_ >= 0 || !flushes_.empty(); });
             flushes.swap(flushes_);
+            flushing_ = flushes.size();
             mode = checkpoint_mode_;
             checkpoint_mode_ = -1;
             last = stopping_ && flushes.empty() && mode < 0;
@@ -106,7 +115,9 @@ void WalWorker::run() {
                 std::lock_guard<std::mutex> lock(mu_);
                 ++stats_.flushes;
                 for (auto& f : flushes) done_.emplace_back(std::move(f), st);
+                flushing_ = 0;
             }
+            flushed_cv_.notify_all();
             if (wake_) wake_();
         }
         if (mode >= 0) {

@@ -38,6 +38,9 @@
 //   thread. After it, flush() fails and wal_grew() does nothing. The
 //   destructor stops it too, but drops the callbacks left (their owners may
 //   be gone).
+// - finish_flushes() waits, on the owner's thread, for the flushes asked so
+//   far and runs their callbacks; the worker runs on (the agent's stop:
+//   the answers first, then the pods' last saves, then stop()).
 #pragma once
 
 #include <condition_variable>
@@ -69,6 +72,7 @@ class WalWorker {
     void wal_grew(int wal_pages);
     Status flush(Store::FlushDone done);
     void deliver();
+    void finish_flushes();
     void stop();
     Store::WorkerStats stats() const;
 
@@ -89,10 +93,12 @@ class WalWorker {
 
     mutable std::mutex mu_;
     std::condition_variable cv_;
+    std::condition_variable flushed_cv_;  // finish_flushes(): a batch of flushes is done
     bool stopping_ = false;
     bool stopped_ = false;
     int checkpoint_mode_ = -1;  // asked: SQLITE_CHECKPOINT_PASSIVE or _RESTART; -1: none
     std::vector<Store::FlushDone> flushes_;
+    std::size_t flushing_ = 0;                               // taken from flushes_, not in done_ yet
     std::vector<std::pair<Store::FlushDone, Status>> done_;  // for deliver()
     Store::WorkerStats stats_;
 };

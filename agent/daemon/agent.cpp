@@ -400,6 +400,9 @@ void Agent::shutdown() {
     }
     if (api_access_) api_access_->close();
     if (metrics_) metrics_->close();
+    // An undo recorded and waiting on its flush is answered before the
+    // control socket closes (its answer is written before the connection is).
+    if (storage_) storage_->finish_flushes();
     if (control_) control_->close();  // removes the socket: clients see the agent is not running
     for (auto*& h : signals_) close_and_free(h);
     signals_.clear();

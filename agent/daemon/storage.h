@@ -144,6 +144,10 @@ class Storage final : public store::Store {
         return inner_->flush_async(std::move(done));
     }
     void deliver() override { inner_->deliver(); }
+    // The agent's stop, before the control socket closes: the flushes asked
+    // (an undo's) done and their answers given; the worker runs on for the
+    // pods' last saves until close().
+    void finish_flushes() override { inner_->finish_flushes(); }
     WorkerStats worker_stats() const override { return inner_->worker_stats(); }
 
   private:

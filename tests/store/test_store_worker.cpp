@@ -220,3 +220,34 @@ TEST(StoreWorker, StopAnswersWhatWasAskedAndEmptiesTheWal) {
     auto reopened = MUST(store::Store::open(path, kNow, nullptr));
     LONGS_EQUAL(2, MUST(reopened->list_pods()).size());
 }
+
+// The agent's stop answers an undo before its control socket closes: the
+// flushes asked are waited for (the card holds the sync 100 ms) and their
+// callbacks run on the owner's thread, without a loop to deliver them; the
+// worker runs on for the writes that follow (the pods' last saves).
+TEST(StoreWorker, FinishFlushesWaitsForTheFlushesAskedAndAnswersThem) {
+    start();
+    {
+        std::lock_guard<std::mutex> lock(syncs.mu);
+        syncs.hold = true;
+    }
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-1"))));
+    std::optional<Status> answered;
+    CHECK_TRUE(s->flush_async([&](Status st) { answered = st; }).ok());
+    CHECK_TRUE(syncs.wait([&] { return syncs.held; }));
+    std::thread card([this] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a slow card's flush
+        syncs.release();
+    });
+    s->finish_flushes();
+    card.join();
+    CHECK_TRUE(answered.has_value() && answered->ok());
+    LONGS_EQUAL(1, s->worker_stats().flushes);
+    // The worker runs on.
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+    std::optional<Status> again;
+    CHECK_TRUE(s->flush_async([&](Status st) { again = st; }).ok());
+    s->finish_flushes();
+    CHECK_TRUE(again.has_value() && again->ok());
+    LONGS_EQUAL(2, s->worker_stats().flushes);
+}

@@ -183,6 +183,21 @@ TEST(ControlServer, AnUndoIsAnsweredWhenTheAgentReplies) {
     closed();
 }
 
+// An undo answered just as the agent stops (its flush done, storage.h
+// finish_flushes, then the socket closes): the answer is written whole
+// before the connection closes, even one the socket's buffer cannot take at
+// once (a client that has not read yet).
+TEST(ControlServer, AnAnswerSentBeforeCloseIsWrittenBeforeTheConnectionCloses) {
+    CHECK(client.send(Json{{"op", "undo"}, {"namespace", "kube-system"}, {"name", "later"}}).ok());
+    for (int i = 0; i < 5000 && !held_reply; ++i) uv_run(&loop, UV_RUN_NOWAIT);
+    CHECK_TRUE(static_cast<bool>(held_reply));
+    const std::string big(600 * 1024, 'x');  // more than a unix socket's buffer
+    held_reply(big);
+    control->close();
+    CHECK_TRUE(next().value("result", "") == big);
+    closed();
+}
+
 // kubectl rollout undo --to-revision of a revision not in the history.
 TEST(ControlServer, UndoAnswersTheAgentsError) {
     Json r = ask({{"op", "undo"}, {"namespace", "kube-system"}, {"name", "agent"}, {"to_revision", 9}});
