@@ -268,6 +268,12 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
 void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done) {
     uv_loop_t* loop = attached_loop();
     if (!loop) return Runtime::start_async(std::move(launch), std::move(done));
+    if (leftovers_pending_ > 0) {
+        after_leftovers_.push_back([this, launch = std::move(launch), done = std::move(done)]() mutable {
+            start_async(std::move(launch), std::move(done));
+        });
+        return;
+    }
     auto shim = shim_launch(launch);
     if (!shim) {
         post([done = std::move(done), e = shim.error()] { done(e); });
@@ -351,11 +357,56 @@ std::string runc_version_string(const std::string& out) {
     return "runc://" + v;
 }
 
+namespace {
+
+// `work` on libuv's thread pool, then `after` on the loop with uv's status
+// (0, or UV_ECANCELED); uv's error when it refused the work (nothing runs).
+int queue_on_pool(uv_loop_t* loop, std::function<void()> work, std::function<void(int)> after) {
+    struct Job {
+        uv_work_t req{};
+        std::function<void()> work;
+        std::function<void(int)> after;
+    };
+    auto* j = new Job{{}, std::move(work), std::move(after)};
+    j->req.data = j;
+    const int rc = uv_queue_work(
+        loop, &j->req, [](uv_work_t* req) { static_cast<Job*>(req->data)->work(); },
+        [](uv_work_t* req, int status) {
+            std::unique_ptr<Job> done(static_cast<Job*>(req->data));
+            done->after(status);
+        });
+    if (rc != 0) delete j;
+    return rc;
+}
+
+std::string ask_runc_version(const std::string& runc_binary) {
+    auto v = run_command({runc_binary, "--version"}, 5'000);
+    return v && v.value().exit_code == 0 ? runc_version_string(v.value().out) : std::string();
+}
+
+}  // namespace
+
+void RuncRuntime::leftover_removed() {
+    if (--leftovers_pending_ > 0) return;
+    auto starts = std::move(after_leftovers_);
+    for (auto& start : starts) start();
+}
+
 Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
-    if (version_.empty()) {
-        // A few milliseconds, once, at the agent's start.
-        auto v = run_command({runc_binary_, "--version"}, 5'000);
-        if (v && v.value().exit_code == 0) version_ = runc_version_string(v.value().out);
+    uv_loop_t* loop = attached_loop();
+    if (version_.empty() && !version_asked_) {
+        // `runc --version` (10 to 30 ms) on the pool, queued before any
+        // start: known long before the Node's first status is posted.
+        version_asked_ = true;
+        auto out = std::make_shared<std::string>();
+        auto ask = [out, binary = runc_binary_] { *out = ask_runc_version(binary); };
+        auto answered = [this, out, alive = alive_](int) {
+            if (*alive) version_ = *out;
+        };
+        if (!loop || queue_on_pool(loop, ask, answered) != 0) {
+            ask();
+            version_ = *out;
+        }
     }
     auto adopted = exec_->adopt_all();
     if (!adopted) return adopted;
@@ -372,7 +423,23 @@ Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
         std::string id = it->path().filename().string();
         if (exec::is_container_id(id) && known.count(id) == 0) leftovers.push_back(id);
     }
-    for (const auto& id : leftovers) discard(id, bundle_dir(id), true);
+    for (const auto& id : leftovers) {
+        // Each `runc delete` (20 to 50 ms) on the pool; starts wait for
+        // them all (start_async), so that no leftover outlives a new start.
+        const std::string bundle = bundle_dir(id);
+        auto remove = [runc = runc_, id, bundle] {
+            (void)runc.remove(id);
+            (void)delete_bundle(bundle);
+        };
+        ++leftovers_pending_;
+        auto removed = [this, alive = alive_](int) {
+            if (*alive) leftover_removed();
+        };
+        if (!loop || queue_on_pool(loop, remove, removed) != 0) {
+            remove();
+            leftover_removed();
+        }
+    }
     return adopted;
 }
 

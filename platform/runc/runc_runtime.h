@@ -119,7 +119,10 @@ class RuncRuntime final : public Runtime {
     Result<ContainerInfo> inspect(const std::string& id) override;
     // The exec runtime's (exited ones' reasons as inspect's), then the leftovers of starts an agent crash cut
     // short (a bundle, maybe a runc container, without the shim's state)
-    // are deleted: no container record will ever remove them.
+    // are deleted: no container record will ever remove them. With a loop,
+    // their `runc delete` and `runc --version` run on libuv's thread pool
+    // (tens of milliseconds each, on the loop before: docs/figures.md);
+    // start_async holds every start until the leftovers are gone.
     Result<std::vector<ContainerInfo>> adopt_all() override;
     Status remove(const std::string& id) override;
     // As remove(), with `runc delete --force` and the bundle's unmount and
@@ -157,8 +160,9 @@ class RuncRuntime final : public Runtime {
     bool has_image(const std::string& image) const override;
 
     // nodeInfo.containerRuntimeVersion: "runc://<version>" from `runc
-    // --version`, asked once by adopt_all (at the agent's start); empty
-    // until then or when runc does not say.
+    // --version`, asked once by adopt_all (at the agent's start; with a
+    // loop, answered on it once runc has, tens of milliseconds later);
+    // empty until then or when runc does not say.
     std::string version_string() const override { return version_; }
 
     std::string bundle_dir(const std::string& id) const { return runtime_dir_ + "/bundles/" + id; }
@@ -209,7 +213,13 @@ class RuncRuntime final : public Runtime {
     std::vector<std::string> capabilities_;
     RuncPodSettings pod_settings_;
     std::string version_;
+    bool version_asked_ = false;
     Runc runc_;
+    // adopt_all's leftovers whose deletion runs on the pool, and the starts
+    // that wait for them (run once none is left).
+    std::size_t leftovers_pending_ = 0;
+    std::vector<std::function<void()>> after_leftovers_;
+    void leftover_removed();
 
     void close_pulls();
     void on_pulled(const std::string& image, Status result);

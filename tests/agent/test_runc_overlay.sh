@@ -66,7 +66,9 @@ leftover=$state/runtime/bundles/0123456789abcdef0123456789abcdef
     fail "cannot make a leftover bundle with daemonlet-image prepare --overlay"
 start_agent
 wait_for "the new agent adopts the container" 15 grep -q 'adopted 1 running container' "$work/agent.log"
-not_mounted "$leftover/rootfs" && [[ ! -e $leftover ]] && ok || fail "the leftover bundle was not unmounted and deleted"
+# Deleted on libuv's pool, after READY: soon, not at once.
+leftover_gone() { not_mounted "$leftover/rootfs" && [[ ! -e $leftover ]]; }
+wait_for "the leftover bundle is unmounted and deleted" 10 leftover_gone
 [[ $(store_snapshot) == "$before" ]] && ok || fail "deleting the leftover bundle changed the store's layers"
 [[ $(container_pid "$id") == "$pid" ]] && ok || fail "adoption changed the container"
 is_overlay "$bundle/rootfs" && ok || fail "the rootfs mount did not survive the agent's restart"

@@ -10,11 +10,13 @@
 #include <sys/stat.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -52,10 +54,26 @@ std::string fake_image_tool(const std::string& dir) {
 // bundle's "refuse" file makes it fail as runc does, its "hang" file
 // makes it hang (its pid in <dir>/hang.pid). `start` notes in
 // <dir>/started that it ran, after a pause: the start must wait for it.
+// `--version` and `--root R delete --force ID` (noted as "delete ID" in
+// <dir>/calls) wait, while <dir>/gated exists, up to 5 s for <dir>/gate
+// ("late" noted when it never came).
 std::string fake_runc(const std::string& dir) {
     const std::string path = dir + "/runc";
     std::ofstream(path)
         << "#!/bin/sh\n"
+           "case \"$1 $3\" in\n"
+           "  '--version '*|*' delete')\n"
+           "    i=0; while [ -e '"
+        << dir << "/gated' ] && [ ! -e '" << dir
+        << "/gate' ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n"
+           "    late=; [ -e '"
+        << dir << "/gated' ] && [ ! -e '" << dir
+        << "/gate' ] && late=' late'\n"
+           "    [ \"$1\" = --version ] && { echo \"runc version 1.1.5+test$late\"; exit 0; }\n"
+           "    echo \"delete $5$late\" >> '"
+        << dir
+        << "/calls'; exit 0 ;;\n"
+           "esac\n"
            "verb=$7\n"
            "echo \"$verb\" >> '"
         << dir
@@ -257,4 +275,32 @@ TEST(RuncShim, AnImageNotInTheStoreIsCalledBackOnTheLoopWithTheBundleGone) {
     STRCMP_EQUAL("image \"busybox\" is not in the image store", got.error().message.c_str());
     std::error_code ec;
     CHECK_TRUE(std::filesystem::is_empty(dir + "/runtime/bundles", ec) || ec);
+}
+
+TEST(RuncShim, LeftoversFoundAtAdoptionAreDeletedOffTheLoopBeforeAnyStart) {
+    // Bundles without the shim's state: starts an agent crash cut short.
+    // runc's delete and --version wait for a gate the test opens only once
+    // adopt_all returned and a start was asked: run on the loop, each would
+    // hold adopt_all 5 s and say "late".
+    std::ofstream(dir + "/gated") << "";
+    std::vector<std::string> leftovers = {std::string(32, 'a'), std::string(32, 'b'), std::string(32, 'c')};
+    for (const auto& id : leftovers) std::filesystem::create_directories(runtime->bundle_dir(id) + "/rootfs");
+    auto adopted = runtime->adopt_all();
+    CHECK_TEXT(adopted.ok(), adopted.ok() ? "" : adopted.error().message.c_str());
+    CHECK_TRUE(adopted.value().empty());
+    STRCMP_EQUAL("", runtime->version_string().c_str());
+    const std::string id = start([&] { std::ofstream(dir + "/gate") << "open\n"; });
+    // The start waited for every leftover's `runc delete` and bundle.
+    for (const auto& left : leftovers) CHECK_FALSE(std::filesystem::exists(runtime->bundle_dir(left)));
+    std::vector<std::string> calls;
+    std::istringstream lines(read_text(dir + "/calls"));
+    for (std::string line; std::getline(lines, line);) calls.push_back(line);
+    std::sort(calls.begin(), calls.begin() + std::min<std::size_t>(3, calls.size()));
+    const std::vector<std::string> want = {"delete " + leftovers[0], "delete " + leftovers[1],
+                                           "delete " + leftovers[2], "create", "start"};
+    CHECK_TRUE(calls == want);
+    CHECK_TRUE(run_until(&loop, [&] { return !runtime->version_string().empty(); }));
+    STRCMP_EQUAL("runc://1.1.5+test", runtime->version_string().c_str());
+    CHECK_TRUE(runtime->stop(id).ok());
+    wait_exit(id);
 }
