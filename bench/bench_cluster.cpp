@@ -435,7 +435,12 @@ void Bench::setup() {
                                 "crashLoopBackoff: {initial: 10s, max: 300s}\n"
                                 "apiServer: {kubeconfig: "
                              << kubeconfig << ", registerNode: " << (o_.register_node ? "true" : "false")
-                             << ", podStatus: " << (o_.pod_status ? "true" : "false") << "}\n";
+                             << ", podStatus: "
+                             << (o_.pod_status ? "true" : "false")
+                             // The test server runs no DaemonSet controller to
+                             // delete the old Pods: the board rolls each change
+                             // itself, as before apiServer.rollouts (issue 14 §3).
+                             << ", rollouts: board}\n";
     generation_.assign(static_cast<std::size_t>(o_.daemonsets), 1);
     uids_.assign(static_cast<std::size_t>(o_.daemonsets), "");
     for (int i = 0; i < o_.daemonsets; ++i) {

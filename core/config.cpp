@@ -126,7 +126,7 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
     r.unknown_keys(v, "apiServer.",
                    {"kubeconfig", "inCluster", "serviceAccountDir", "context", "namespaces", "labelSelector",
                     "nodeFromCluster", "leaseNamespace", "requestTimeout", "registerNode",
-                    "registerWithTaints", "podStatus"});
+                    "registerWithTaints", "podStatus", "rollouts"});
     auto boolean = [&](const char* key, bool& out) {
         if (!v.contains(key)) return;
         if (!v[key].is_boolean()) return r.error(std::string("apiServer.") + key, "expected true or false");
@@ -150,6 +150,13 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
         r.error("apiServer.podStatus",
                 "needs the board's Node (registerNode: true, or nodeFromCluster: true with a Node an admin "
                 "created): the pod garbage collector deletes Pods bound to a Node that does not exist");
+    if (std::string rollouts;
+        v.contains("rollouts") && r.string(v["rollouts"], "apiServer.rollouts", rollouts)) {
+        if (rollouts == "cluster" || rollouts == "board")
+            a.cluster_paces_rollouts = rollouts == "cluster";
+        else
+            r.error("apiServer.rollouts", "expected cluster or board (got \"" + rollouts + "\")");
+    }
     if (v.contains("registerWithTaints"))
         parse_taints(r, v["registerWithTaints"], "apiServer.registerWithTaints", a.register_with_taints);
     if (v.contains("context")) r.string(v["context"], "apiServer.context", a.context);

@@ -41,6 +41,7 @@
 //     nodeFromCluster: false       # labels, taints from the Node object
 //     registerNode: false          # create the Node, post its status (kubelet's)
 //     podStatus: <registerNode>    # the board's DaemonSet pods as Pods of the API
+//     rollouts: cluster            # or board: who paces a cluster DaemonSet's rollout
 //     registerWithTaints:          # the new Node's taints
 //       - {key: daemonlet.io/board, effect: NoSchedule}
 //     leaseNamespace: kube-node-lease
@@ -87,6 +88,12 @@ struct ApiServerConfig {
     // kubelet's status manager keeps it (core/daemon_pod.h,
     // core/pod_api_status.h, agent/daemon/api_pods.h).
     bool pod_status = false;
+    // rollouts (issue 14 §3): `cluster` (the default): while connected, a
+    // cluster DaemonSet's pod that has its Pod is replaced when the
+    // DaemonSet controller deletes that Pod (or, with maxSurge, makes the
+    // new revision's Pod for this node), as a kubelet follows its Pods;
+    // `board`: the board rolls it at once, as it does disconnected.
+    bool cluster_paces_rollouts = true;
     std::string lease_namespace = "kube-node-lease";
     // A list page, a Lease renewal, an Event: each gives up after this (a
     // watch lasts its timeoutSeconds). kube-apiserver's own limit is 60 s.

@@ -22,6 +22,13 @@
 // deletion timestamp; here the plan carries out the stop ("deleted by user")
 // and, in the same pass, treats the pod as already being deleted.
 //
+// A connected board whose cluster paces the rollout (paced_by_cluster,
+// issue 14 §3) is a kubelet node of that controller: the controller deletes
+// the old Pod (rollingUpdate, and manage's surge clean-up) and the board
+// follows the deletion (deleted_by_user); so those two steps hold here and
+// are reported (ReconcilePlan::paced), and a surge pod starts only for the
+// controller's Pod (cluster_made_new_pod).
+//
 // Expectations: upstream runs rollingUpdate only when every create and delete
 // of the manage pass has been observed (SatisfiedExpectations). A one-node
 // plan has the same effect by skipping the rolling update of a DaemonSet in
@@ -99,6 +106,9 @@ class DaemonSetPlanner {
             creates.push_back(PodToCreate{ds_.metadata.namespace_, ds_.metadata.name, d_.hash, d_.revision});
         removes.insert(removes.end(), removes_.begin(), removes_.end());
     }
+
+    // The rollout here waits for the DaemonSet controller (paced_by_cluster).
+    bool paced() const { return paced_; }
 
     // The earliest time a ready pod that stays becomes available, if any.
     // Upstream re-queues the DaemonSet minReadySeconds after a pod turns
@@ -230,7 +240,12 @@ class DaemonSetPlanner {
             remove(p, "duplicate: the older pod " + slot->pod.name + " of " + revision_of(slot->pod) +
                           " is kept");
         }
-        if (oldest_new && oldest_old) {
+        if (oldest_new && oldest_old && d_.paced_by_cluster) {
+            // The controller deletes the old Pod (its manage pass, the same
+            // rule as below, on its own view of readiness); the kubelet
+            // follows that deletion.
+            if (!oldest_old->ready || available(oldest_new)) paced_ = true;
+        } else if (oldest_new && oldest_old) {
             if (!oldest_old->ready) {
                 remove(oldest_old, "rolling update: " + revision_of(oldest_old->pod) + " is not ready, " +
                                        oldest_new->pod.name + " replaces it");
@@ -258,6 +273,17 @@ class DaemonSetPlanner {
         if (!old_pod) return;
 
         const std::string old_rev = revision_of(old_pod->pod);
+        if (d_.paced_by_cluster) {
+            // The controller's rollingUpdate deletes the old Pod within
+            // maxUnavailable across the fleet, or makes the surge Pod; the
+            // board starts the new pod only for that Pod.
+            const bool surge = budget.value().max_surge > 0;
+            if (surge && !new_pod && d_.decision.should_run && d_.cluster_made_new_pod)
+                create_ = true;
+            else if (!new_pod || (surge && available(new_pod)))
+                paced_ = true;
+            return;
+        }
         if (budget.value().max_surge == 0) {
             // Delete just enough old pods to stay within maxUnavailable; the
             // manage pass starts the new pod once the old one is gone.
@@ -301,6 +327,7 @@ class DaemonSetPlanner {
     FailedPodsBackoff& failed_backoff_;
     std::optional<std::int64_t> failed_wake_;  // a Failed pod kept by the back-off: plan again then
     bool create_ = false;
+    bool paced_ = false;
     std::vector<Removal> removes_;
 };
 
@@ -348,6 +375,7 @@ ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired,
         DaemonSetPlanner planner(*d, it == owned.end() ? std::vector<const ObservedPod*>{} : it->second,
                                  now_mono_ms, backoff);
         planner.run(plan.create, removes);
+        if (planner.paced()) plan.paced.push_back(key.first + "/" + key.second);
         if (auto wake = planner.wake_at(); wake && (!plan.wake_at_mono_ms || *wake < *plan.wake_at_mono_ms))
             plan.wake_at_mono_ms = wake;
     }

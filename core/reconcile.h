@@ -25,6 +25,19 @@ struct DesiredDaemonSet {
     std::string hash;               // template_hash of its template
     std::int64_t revision = 0;      // the revision number of that template
     Decision decision;              // for this node
+    // The DaemonSet controller paces this DaemonSet's rollout (issue 14 §3:
+    // a connected board with apiServer.rollouts: cluster, its old pods
+    // having their Pods). A kubelet replaces no pod for a template change:
+    // the controller's rollingUpdate deletes the old Pod (update.go), and
+    // the kubelet only follows that deletion (deleted_by_user here). So the
+    // rolling-update pass deletes nothing and starts a surge pod only for
+    // the controller's Pod (`cluster_made_new_pod`), and manage keeps a
+    // surged old pod, both left to the controller; ReconcilePlan::paced
+    // names the DaemonSets held so.
+    bool paced_by_cluster = false;
+    // With maxSurge: the controller has made a Pod of the current revision
+    // for this node, which the board's new pod is to take.
+    bool cluster_made_new_pod = false;
 };
 
 // A pod as the reconciler sees it: the record plus what the agent measured.
@@ -54,6 +67,9 @@ struct ReconcilePlan {
     // The earliest monotonic time at which the plan may change by itself
     // (a pod becoming available after minReadySeconds): run again then.
     std::optional<std::int64_t> wake_at_mono_ms;
+    // "namespace/name" of each DaemonSet paced_by_cluster whose rollout
+    // would replace a pod here now, left to the DaemonSet controller.
+    std::vector<std::string> paced;
 };
 
 // True when the pod has been ready for minReadySeconds (podutil.IsPodAvailable):

@@ -34,7 +34,14 @@ void print_human(const Json& s) {
                 ds.value("fromFiles", 0LL), ds.value("fromCluster", 0LL));
     if (ds.value("overriddenByFiles", 0LL) > 0)
         std::printf(", %lld of the cluster's overridden by files", ds.value("overriddenByFiles", 0LL));
-    std::printf(")\nPods:         %lld/%lld running\n", pods.value("running", 0LL), pods.value("total", 0LL));
+    std::printf(")\n");
+    // issue 14 §3: rollouts held until the DaemonSet controller deletes the old Pod.
+    std::string waiting;
+    for (const auto& key : ds.value("waitingForTheCluster", Json::array()))
+        if (key.is_string()) waiting += (waiting.empty() ? "" : ", ") + key.get<std::string>();
+    if (!waiting.empty())
+        std::printf("  Rollouts waiting for the DaemonSet controller: %s\n", waiting.c_str());
+    std::printf("Pods:         %lld/%lld running\n", pods.value("running", 0LL), pods.value("total", 0LL));
     if (s.contains("manifests")) {
         const Json& m = s["manifests"];
         std::printf("Manifests:    %lld files\n", m.value("files", 0LL));

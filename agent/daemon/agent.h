@@ -205,6 +205,10 @@ class Agent : private Images::Host {
     void flush_pod_events();
     Json board_pod_status(const LivePod& p, bool terminal) const;
     void restart_for_api(const std::string& uid, std::optional<std::int64_t> grace, const std::string& why);
+    // apiServer.rollouts: cluster (issue 14 §3): the DaemonSet controller
+    // paces `d`'s rollout here: connected, and each of the board's pods of
+    // an older revision has its Pod (which the controller deletes).
+    void pace_by_cluster(const Desired& d, DesiredDaemonSet& w) const;
     OwnerView pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const;
 
     // rollback.cpp: rollout undo over a manifest file's template
@@ -390,6 +394,9 @@ class Agent : private Images::Host {
     std::string kernel_release_;             // uname -r: which safe sysctls the kernel namespaces
     // The DaemonSet controller's back-off on deleting Failed pods (core/reconcile.h).
     FailedPodsBackoff failed_pods_backoff_;
+    // The last plan's DaemonSets whose rollout here waits for the DaemonSet
+    // controller (ReconcilePlan::paced), for `daemonlet status`.
+    std::vector<std::string> paced_rollouts_;
     std::optional<int> oom_score_floor_;  // the lowest oom_score_adj the machine allows (system_info.h)
     // Imports, pulls, their back-off and image GC (images.h).
     std::unique_ptr<Images> images_;

@@ -2,6 +2,7 @@
 // board does about each (api_pods.h; the rules are core/node_pods.h).
 #include "agent/daemon/api_pods.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/cluster_report.h"
@@ -27,9 +28,12 @@ void ApiPods::on_pods(ReflectorChanges&& changes) {
         owner_present_.clear();
         node_pods_synced_ = true;
     }
+    bool unclaimed = false;
     for (const Json& o : changes.objects) {
         NodePod pod = node_pod_of(o);
         if (pod.uid.empty()) continue;
+        unclaimed = unclaimed || std::none_of(mirrors_.begin(), mirrors_.end(),
+                                              [&](const auto& kv) { return kv.second.uid == pod.uid; });
         const Json& status = json_member(o, "status");
         const std::string uid = pod.uid;
         node_pods_[uid] = WatchedPod{std::move(pod), status.is_object() ? status : Json::object()};
@@ -44,7 +48,25 @@ void ApiPods::on_pods(ReflectorChanges&& changes) {
         for (auto& [key, m] : mirrors_)
             if (!uid.empty() && m.uid == uid && !m.final_status) m.pod_deleted = true;
     }
+    if (unclaimed && hooks_.node_pods_changed) hooks_.node_pods_changed();
     arm(0);
+}
+
+bool ApiPods::has_unclaimed_pod(const std::string& ds_uid) const {
+    std::set<std::string> claimed, claimed_hashes;
+    for (const auto& [key, m] : mirrors_) {
+        if (m.uid.empty()) continue;
+        claimed.insert(m.uid);
+        if (auto w = node_pods_.find(m.uid); w != node_pods_.end() && w->second.pod.owner_uid == ds_uid)
+            claimed_hashes.insert(w->second.pod.revision_hash);
+    }
+    for (const auto& [uid, w] : node_pods_) {
+        const NodePod& p = w.pod;
+        if (p.owner_uid == ds_uid && !p.mirror && !p.deleting && !terminal_phase(p.phase) &&
+            !claimed.count(uid) && !claimed_hashes.count(p.revision_hash))
+            return true;
+    }
+    return false;
 }
 
 // The board pods whose Pod is being deleted (a deletionTimestamp:

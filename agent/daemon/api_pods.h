@@ -107,6 +107,8 @@ class ApiPods {
         // registerNode: the board's static pods (and manifest files'
         // DaemonSet pods) have mirror pods, and orphaned ones are deleted.
         bool mirror_pods = false;
+        // The pod watch brought a Pod no board pod has.
+        std::function<void()> node_pods_changed;
     };
     ApiPods(uv_loop_t* loop, ClusterLink& link, std::string node_name, const platform::Clock& clock,
             Hooks hooks);
@@ -131,6 +133,11 @@ class ApiPods {
     void on_pods(ReflectorChanges&& changes);
     // The board pod `uid`'s Pod, when the API has it (created or taken).
     std::optional<ApiPodRef> pod_of(const std::string& uid) const;
+    // A live Pod of the DaemonSet `ds_uid` bound here that no board pod has,
+    // of another revision than the board pods' Pods: the controller's surge
+    // Pod for this node (it makes Pods of its current revision only), which
+    // the board's new pod is to take (issue 14 §3).
+    bool has_unclaimed_pod(const std::string& ds_uid) const;
     // For `daemonlet status`: Pods kept, creations, adoptions, patches, deletions, the last error.
     Json status() const;
 

@@ -195,6 +195,8 @@ void Agent::refresh_node() {
 
 void Agent::on_link(LinkState state) {
     update_status();
+    // A rollout the cluster paces is the board's again while disconnected.
+    schedule_reconcile();
     if (api_pods_) {
         if (state == LinkState::Connected)
             api_pods_->reconnected();
@@ -298,12 +300,16 @@ Json Agent::status_json() const {
     api["cached"] = sources_->api().size();
     if (api_access_ && config_.api_server.enabled) api["forPods"] = api_access_->status();
     if (api_pods_) api["podStatus"] = api_pods_->status();
+    if (config_.api_server.enabled)
+        api["rollouts"] = config_.api_server.cluster_paces_rollouts ? "cluster" : "board";
     return Json{{"node", node_.metadata.name},
                 {"daemonSets",
                  {{"total", desired_.size()},
                   {"fromFiles", from_files},
                   {"fromCluster", from_api},
-                  {"overriddenByFiles", shadowed}}},
+                  {"overriddenByFiles", shadowed},
+                  // Their rollouts here that wait for the DaemonSet controller (issue 14 §3).
+                  {"waitingForTheCluster", paced_rollouts_}}},
                 {"pods", {{"total", pods_.size()}, {"running", running}}},
                 {"manifests", sources_->status()},
                 {"configObjects", sources_->config_status()},

@@ -22,6 +22,9 @@ void Agent::start_api_pods() {
         return pod_owner(ns, name, uid);
     };
     hooks.mirror_pods = config_.api_server.register_node;
+    // A Pod of the node no board pod has (the controller's surge Pod) may
+    // start a paced rollout's new pod.
+    hooks.node_pods_changed = [this] { schedule_reconcile(); };
     api_pods_ = std::make_unique<ApiPods>(&loop_, *cluster_, node_.metadata.name, clock_, std::move(hooks));
     api_pods_->start();
     // The pods' tokens are bound to their Pods (api_access.h).
@@ -56,6 +59,20 @@ void Agent::restart_for_api(const std::string& uid, std::optional<std::int64_t> 
                                      "; stopping it within " + std::to_string(*p.grace_override) +
                                      " s, a new pod replaces it");
     schedule_reconcile();
+}
+
+void Agent::pace_by_cluster(const Desired& d, DesiredDaemonSet& w) const {
+    if (!config_.api_server.cluster_paces_rollouts || !api_pods_ || !cluster_ || !d.from_api() ||
+        cluster_->state() != LinkState::Connected)
+        return;
+    // An old pod without its Pod is one the controller cannot delete: the
+    // board rolls it alone, as disconnected.
+    for (const auto& [uid, p] : pods_)
+        if (p.rec.namespace_ == d.ds().metadata.namespace_ && p.rec.daemonset == d.ds().metadata.name &&
+            p.rec.revision_hash != d.hash && !p.rec.deleting && !api_pods_->pod_of(uid))
+            return;
+    w.paced_by_cluster = true;
+    w.cluster_made_new_pod = api_pods_->has_unclaimed_pod(d.ds().metadata.uid);
 }
 
 // The pod's Pod as ApiPods made or took it: its service-account tokens are

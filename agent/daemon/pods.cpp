@@ -151,6 +151,7 @@ void Agent::reconcile() {
         w.hash = d.hash;
         w.revision = d.revision;
         w.decision = node_should_run_daemon_pod(node_, d.ds());
+        pace_by_cluster(d, w);
         want.push_back(std::move(w));
     }
     std::vector<ObservedPod> seen;
@@ -170,6 +171,14 @@ void Agent::reconcile() {
     reconcile_static_pods();
     const std::int64_t now = clock_.monotonic_ms();
     ReconcilePlan plan = plan_reconcile(want, seen, now, &failed_pods_backoff_);
+    if (plan.paced != paced_rollouts_)
+        for (const auto& key : plan.paced)
+            if (std::find(paced_rollouts_.begin(), paced_rollouts_.end(), key) == paced_rollouts_.end())
+                log(Level::Notice,
+                    "DaemonSet " + key +
+                        ": its rollout here waits for the DaemonSet controller (the old Pod's "
+                        "deletion, or with maxSurge the new Pod; apiServer.rollouts: cluster)");
+    paced_rollouts_ = std::move(plan.paced);
     for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
     // A few creations per loop turn, the rest planned again on the next
     // one (scheduled below): each costs store writes, and 50 DaemonSets

@@ -78,6 +78,20 @@ delete_ds() {
     rm -f "$work/ds/$1.json"
     ctl DELETE "daemonsets/it/$1" >/dev/null
 }
+# A ControllerRevision as the DaemonSet controller writes it
+# (controller_history.go NewControllerRevision, update.go getPatch) for the
+# DaemonSet's template as last put: name <ds>-<hash>, the template's labels
+# and the hash label, data the template patch, revision REVISION (default
+# 1), owned by the DaemonSet.
+put_revision() {  # put_revision DS HASH [REVISION]
+    jq -c --arg h "$2" --arg n "$1" --argjson r "${3:-1}" '{metadata: {name: ($n + "-" + $h),
+        labels: (.spec.template.metadata.labels + {"controller-revision-hash": $h}),
+        ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: $n, uid: .metadata.uid,
+                           controller: true, blockOwnerDeletion: true}]},
+      data: {spec: {template: (.spec.template + {"$patch": "replace"})}}, revision: $r}' "$work/ds/$1.json" \
+        >"$work/rev-$1.json"
+    ctl PUT "controllerrevisions/it/$1-$2" "@$work/rev-$1.json" >/dev/null
+}
 node_body='{"metadata": {"labels": {"zone": "a"}}, "spec": {}}'
 put_node() { ctl PUT nodes/it-node "$1" >/dev/null; }
 # api_server_config [KEY: VALUE]...: a kubeconfig for the test API server on

@@ -67,20 +67,6 @@ running_ready() {
 pod_writes() { stats | jq -r ".podWrites[\"$1\"] // 0"; }
 export -f k api_pods pod_of running_ready pod_writes
 
-# A ControllerRevision as the DaemonSet controller writes it
-# (controller_history.go NewControllerRevision, update.go getPatch): name
-# <ds>-<hash>, the template's labels and the hash label, data the template
-# patch, revision 1, owned by the DaemonSet.
-put_revision() {  # put_revision DS HASH
-    jq -c --arg h "$2" --arg n "$1" '{metadata: {name: ($n + "-" + $h),
-        labels: (.spec.template.metadata.labels + {"controller-revision-hash": $h}),
-        ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: $n, uid: .metadata.uid,
-                           controller: true, blockOwnerDeletion: true}]},
-      data: {spec: {template: (.spec.template + {"$patch": "replace"})}}, revision: 1}' "$work/ds/$1.json" \
-        >"$work/rev-$1.json"
-    ctl PUT "controllerrevisions/it/$1-$2" "@$work/rev-$1.json" >/dev/null
-}
-
 put_ds web 'exec sleep 600' '{}' '{"annotations": {"deprecated.daemonset.template.generation": "3"}}'
 # flaky crashes twice: the first restart is at once, the second after the
 # crash-loop back-off (doBackOff: a BackOff Event).

@@ -359,6 +359,24 @@ TEST(Config, PodStatusFollowsRegisterNodeUnlessSet) {
     }
 }
 
+// issue 14 §3: the cluster paces rollouts unless `rollouts: board`.
+TEST(Config, RolloutsAreTheClustersUnlessBoard) {
+    struct Row {
+        const char* text;
+        bool want;
+    };
+    const Row rows[] = {
+        {"apiServer: {inCluster: true}", true},
+        {"apiServer: {inCluster: true, rollouts: cluster}", true},
+        {"apiServer: {inCluster: true, rollouts: board}", false},
+    };
+    for (const auto& row : rows) {
+        auto r = parse_agent_config(row.text, "c.yaml", "/etc/daemonlet");
+        CHECK_TEXT(r.errors.empty(), all(r).c_str());
+        CHECK_EQUAL_TEXT(row.want, r.config.api_server.cluster_paces_rollouts, row.text);
+    }
+}
+
 TEST(Config, ApiServerErrorsNameTheKey) {
     struct Row {
         const char* text;
@@ -381,6 +399,10 @@ TEST(Config, ApiServerErrorsNameTheKey) {
          "c.yaml: apiServer.podStatus: expected true or false"},
         {"apiServer: {inCluster: true, podStatus: true}",
          "c.yaml: apiServer.podStatus: needs the board's Node (registerNode: true, or nodeFromCluster: true"},
+        {"apiServer: {inCluster: true, rollouts: node}",
+         "c.yaml: apiServer.rollouts: expected cluster or board (got \"node\")"},
+        {"apiServer: {inCluster: true, rollouts: [cluster]}",
+         "c.yaml: apiServer.rollouts: expected a string"},
         {"apiServer: {inCluster: true, registerWithTaints: {key: a}}",
          "c.yaml: apiServer.registerWithTaints: expected a list of {key, value, effect}"},
         {"apiServer: {inCluster: true, registerWithTaints: [{key: a, effect: Never}]}",

@@ -385,3 +385,128 @@ TEST(RollingUpdate, SurgeRolloutKeepsAnAvailablePodAndWakesForMinReady) {
     LONGS_EQUAL(1, agent.pods.size());
     STRCMP_EQUAL("h2", agent.pods[0].pod.revision_hash.c_str());
 }
+
+namespace {
+
+// issue 14 §3: a connected board whose cluster paces the rollout
+// (paced_by_cluster). Upstream the DaemonSet controller's rollingUpdate
+// (update.go) deletes the old Pod, within maxUnavailable across the fleet,
+// or makes the surge Pod; the kubelet replaces nothing for a template
+// change and only follows the Pod's deletion (HandlePodUpdates: a
+// deletionTimestamp, here deleted_by_user). So the board holds its old pod
+// and says so (plan.paced) until then.
+struct PacedRow {
+    const char* name;
+    DaemonSet ds;
+    bool cluster_made_new_pod;
+    std::vector<ObservedPod> pods;
+    const char* creates;  // "" or "default/foo@h2#2"
+    const char* removes;  // uids, space-separated
+    bool paced;
+};
+
+const PacedRow kPacedRows[] = {
+    {"issue 14 §3: maxUnavailable 1: the available old pod stays until the controller deletes its Pod",
+     unavailable(num(1)),
+     false,
+     {pod("a").old().created(s(0)).ready_at(s(1))},
+     "",
+     "",
+     true},
+    {"issue 14 §3: an old pod that is not available stays too (the controller deletes it first)",
+     unavailable(num(1)),
+     false,
+     {pod("a").old().created(s(0))},
+     "",
+     "",
+     true},
+    {"kubelet follows the deletion: the old Pod deleted (deletionTimestamp) stops the old pod",
+     unavailable(num(1)),
+     false,
+     {pod("a").old().created(s(0)).ready_at(s(1)).user_deleted()},
+     "",
+     "a",
+     false},
+    {"TestDaemonSetUpdatesPods step 3, paced alike: the old pod gone, the new one starts at once",
+     unavailable(num(1)),
+     false,
+     {},
+     "default/foo@h2#2",
+     "",
+     false},
+    {"a pod of the current revision: nothing to hold",
+     unavailable(num(1)),
+     false,
+     {pod("b").created(s(0)).ready_at(s(1))},
+     "",
+     "",
+     false},
+    {"OnDelete waits for the user as before, and is not a paced hold",
+     on_delete(),
+     false,
+     {pod("a").old().created(s(0)).ready_at(s(1))},
+     "",
+     "",
+     false},
+    {"maxSurge 1: no Pod of the new revision for this node yet: nothing starts",
+     surge(num(1)),
+     false,
+     {pod("a").old().created(s(0)).ready_at(s(1))},
+     "",
+     "",
+     true},
+    {"maxSurge 1: the controller made the new revision's Pod here (update.go surge): the new pod starts",
+     surge(num(1)),
+     true,
+     {pod("a").old().created(s(0)).ready_at(s(1))},
+     "default/foo@h2#2",
+     "",
+     false},
+    {"maxSurge 1: the new pod available: the old stays until the controller deletes its Pod",
+     surge(num(1)),
+     true,
+     {pod("a").old().created(s(0)).ready_at(s(1)), pod("b").created(s(5)).ready_at(s(6))},
+     "",
+     "",
+     true},
+    {"maxSurge 1: the new pod not available yet: nothing to do",
+     surge(num(1), 600),
+     true,
+     {pod("a").old().created(s(0)).ready_at(s(1)), pod("b").created(s(5)).ready_at(s(6))},
+     "",
+     "",
+     false},
+    {"maxSurge 1: the old Pod deleted: the old pod stops, the new one runs on",
+     surge(num(1)),
+     true,
+     {pod("a").old().created(s(0)).ready_at(s(1)).user_deleted(), pod("b").created(s(5)).ready_at(s(6))},
+     "",
+     "a",
+     false},
+};
+
+}  // namespace
+
+TEST(RollingUpdate, PacedByTheClusterWaitsForTheControllersDeletion) {
+    for (const auto& row : kPacedRows) {
+        DesiredDaemonSet d{&row.ds, "h2", 2, runs()};
+        d.paced_by_cluster = true;
+        d.cluster_made_new_pod = row.cluster_made_new_pod;
+        const ReconcilePlan plan = plan_reconcile({d}, row.pods, s(100));
+        std::string creates, removes;
+        for (const auto& c : plan.create)
+            creates += c.namespace_ + "/" + c.daemonset + "@" + c.hash + "#" + std::to_string(c.revision);
+        for (const auto& r : plan.remove) removes += (removes.empty() ? "" : " ") + r.uid;
+        STRCMP_EQUAL_TEXT(row.creates, creates.c_str(), row.name);
+        STRCMP_EQUAL_TEXT(row.removes, removes.c_str(), row.name);
+        CHECK_EQUAL_TEXT(row.paced, !plan.paced.empty(), row.name);
+        if (row.paced) STRCMP_EQUAL_TEXT("default/foo", plan.paced[0].c_str(), row.name);
+        // The same pods and DaemonSet without pacing: the board would act
+        // wherever the paced plan holds (the hold is real, not idle).
+        if (row.paced) {
+            d.paced_by_cluster = false;
+            const ReconcilePlan alone = plan_reconcile({d}, row.pods, s(100));
+            CHECK_TEXT(!alone.create.empty() || !alone.remove.empty(), row.name);
+        }
+    }
+}
