@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "core/cgroup_oom.h"
 #include "core/image_reference.h"
@@ -269,9 +270,7 @@ void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<
     uv_loop_t* loop = attached_loop();
     if (!loop) return Runtime::start_async(std::move(launch), std::move(done));
     if (leftovers_pending_ > 0) {
-        after_leftovers_.push_back([this, launch = std::move(launch), done = std::move(done)]() mutable {
-            start_async(std::move(launch), std::move(done));
-        });
+        held_starts_.push_back({std::move(launch), std::move(done)});
         return;
     }
     auto shim = shim_launch(launch);
@@ -388,8 +387,17 @@ std::string ask_runc_version(const std::string& runc_binary) {
 
 void RuncRuntime::leftover_removed() {
     if (--leftovers_pending_ > 0) return;
-    auto starts = std::move(after_leftovers_);
-    for (auto& start : starts) start();
+    auto held = std::exchange(held_starts_, {});
+    for (auto& h : held) start_async(std::move(h.launch), std::move(h.done));
+}
+
+void RuncRuntime::cancel_held_starts() {
+    // Not begun: no id, no bundle, nothing to undo. The agent stops, and
+    // each is one of its operations in flight that it waits for.
+    for (auto& h : std::exchange(held_starts_, {}))
+        post([done = std::move(h.done), name = h.launch.container_name] {
+            done(Error{ErrorCode::Canceled, "starting container " + name + ": canceled"});
+        });
 }
 
 Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {

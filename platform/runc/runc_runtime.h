@@ -124,6 +124,9 @@ class RuncRuntime final : public Runtime {
     // (tens of milliseconds each, on the loop before: docs/figures.md);
     // start_async holds every start until the leftovers are gone.
     Result<std::vector<ContainerInfo>> adopt_all() override;
+    // The starts held for the leftovers: canceled (their done posted with
+    // Canceled); the leftovers' deletion goes on.
+    void cancel_held_starts() override;
     Status remove(const std::string& id) override;
     // As remove(), with `runc delete --force` and the bundle's unmount and
     // deletion (tens of milliseconds each: at a boot that finds 50 stopped
@@ -216,9 +219,14 @@ class RuncRuntime final : public Runtime {
     bool version_asked_ = false;
     Runc runc_;
     // adopt_all's leftovers whose deletion runs on the pool, and the starts
-    // that wait for them (run once none is left).
+    // that wait for them (run once none is left, or canceled when the agent
+    // stops first).
     std::size_t leftovers_pending_ = 0;
-    std::vector<std::function<void()>> after_leftovers_;
+    struct HeldStart {
+        ContainerLaunch launch;
+        std::function<void(Result<std::string>)> done;
+    };
+    std::vector<HeldStart> held_starts_;
     void leftover_removed();
 
     void close_pulls();

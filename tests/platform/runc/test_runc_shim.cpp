@@ -304,3 +304,34 @@ TEST(RuncShim, LeftoversFoundAtAdoptionAreDeletedOffTheLoopBeforeAnyStart) {
     CHECK_TRUE(runtime->stop(id).ok());
     wait_exit(id);
 }
+
+TEST(RuncShim, AStartHeldBehindALeftoverIsCanceledAtTheStopAndNeverMakesItsContainer) {
+    // A leftover whose `runc delete` waits for a gate, and a start held
+    // until it is gone; then the agent stops (SIGTERM) before the gate opens.
+    std::ofstream(dir + "/gated") << "";
+    const std::string leftover(32, 'a');
+    std::filesystem::create_directories(runtime->bundle_dir(leftover) + "/rootfs");
+    CHECK_TRUE(runtime->adopt_all().ok());
+    int calls = 0;
+    bool leftover_there = false;  // when the start called back
+    Result<std::string> got = std::string();
+    runtime->start_async(launch(), [&](Result<std::string> r) {
+        ++calls;
+        leftover_there = std::filesystem::exists(runtime->bundle_dir(leftover));
+        got = std::move(r);
+    });
+    runtime->cancel_held_starts();
+    LONGS_EQUAL_TEXT(0, calls, "called back inside cancel_held_starts()");
+    // Canceled at once, not once the delete ends (up to 5 s here; a hung
+    // runc's, 30 s), and never started.
+    CHECK_TRUE(run_until(&loop, [&] { return calls > 0; }));
+    CHECK_TRUE(leftover_there);
+    CHECK_FALSE(got.ok());
+    STRCMP_EQUAL("canceled", got.error().code_name());
+    STRCMP_EQUAL("starting container c: canceled", got.error().message.c_str());
+    // The leftover still goes; no container is made after it.
+    std::ofstream(dir + "/gate") << "open\n";
+    CHECK_TRUE(run_until(&loop, [&] { return !std::filesystem::exists(runtime->bundle_dir(leftover)); }));
+    STRCMP_EQUAL(("delete " + leftover + "\n").c_str(), read_text(dir + "/calls").c_str());
+    LONGS_EQUAL(1, calls);
+}
