@@ -58,6 +58,26 @@ Result<std::string> find_executable(const std::string& name) {
                  "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
 }
 
+// `work` on libuv's thread pool, then `after` on the loop with uv's status
+// (0, or UV_ECANCELED); uv's error when it refused the work (nothing runs).
+int queue_on_pool(uv_loop_t* loop, std::function<void()> work, std::function<void(int)> after) {
+    struct Job {
+        uv_work_t req{};
+        std::function<void()> work;
+        std::function<void(int)> after;
+    };
+    auto* j = new Job{{}, std::move(work), std::move(after)};
+    j->req.data = j;
+    const int rc = uv_queue_work(
+        loop, &j->req, [](uv_work_t* req) { static_cast<Job*>(req->data)->work(); },
+        [](uv_work_t* req, int status) {
+            std::unique_ptr<Job> done(static_cast<Job*>(req->data));
+            done->after(status);
+        });
+    if (rc != 0) delete j;
+    return rc;
+}
+
 // The rootfs assembled in <bundle>/rootfs (which must not exist), and the
 // image's config: an overlay mounted here when the image store has every
 // layer's overlay form, else `daemonlet-image prepare`, which makes them,
@@ -222,8 +242,8 @@ Status RuncRuntime::delete_bundle(const std::string& bundle) {
     return remove_tree_on_one_fs(bundle);
 }
 
-void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool runc_may_know) {
-    if (runc_may_know) (void)runc_.remove(id);
+void RuncRuntime::discard(const Runc& runc, const std::string& id, const std::string& bundle) {
+    (void)runc.remove(id);
     // A bundle that cannot go yet (its rootfs busy) is a leftover that the
     // next adopt_all tries again.
     (void)delete_bundle(bundle);
@@ -262,7 +282,7 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
     if (auto s = prepare_bundle(bundle_job(launch, shim.value())); !s) return s.error();
     const std::string id = shim.value().id;
     auto started = exec_->start(shim.value());
-    if (!started) discard(id, bundle_dir(id), true);
+    if (!started) discard(runc_, id, bundle_dir(id));
     return started;
 }
 
@@ -313,8 +333,19 @@ void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<
             self->exec_->start_async(
                 std::move(w->shim),
                 [self, id, alive = w->alive, done = std::move(w->done)](Result<std::string> started) {
-                    if (!started && *alive) self->discard(id, self->bundle_dir(id), true);
-                    done(std::move(started));
+                    if (started || !*alive) return done(std::move(started));
+                    // runc's container and the bundle deleted on the pool
+                    // (`runc delete`: tens of milliseconds, 30 s for a hung
+                    // runc), and only then the failure said: the pod's next
+                    // start comes after the delete, as it did on the loop.
+                    auto undo = [runc = self->runc_, id, bundle = self->bundle_dir(id)] {
+                        discard(runc, id, bundle);
+                    };
+                    auto report = [done, error = started.error()](int) { done(error); };
+                    if (queue_on_pool(self->attached_loop(), undo, report) != 0) {
+                        undo();
+                        done(std::move(started));
+                    }
                 });
         });
     if (rc != 0) {
@@ -357,26 +388,6 @@ std::string runc_version_string(const std::string& out) {
 }
 
 namespace {
-
-// `work` on libuv's thread pool, then `after` on the loop with uv's status
-// (0, or UV_ECANCELED); uv's error when it refused the work (nothing runs).
-int queue_on_pool(uv_loop_t* loop, std::function<void()> work, std::function<void(int)> after) {
-    struct Job {
-        uv_work_t req{};
-        std::function<void()> work;
-        std::function<void(int)> after;
-    };
-    auto* j = new Job{{}, std::move(work), std::move(after)};
-    j->req.data = j;
-    const int rc = uv_queue_work(
-        loop, &j->req, [](uv_work_t* req) { static_cast<Job*>(req->data)->work(); },
-        [](uv_work_t* req, int status) {
-            std::unique_ptr<Job> done(static_cast<Job*>(req->data));
-            done->after(status);
-        });
-    if (rc != 0) delete j;
-    return rc;
-}
 
 std::string ask_runc_version(const std::string& runc_binary) {
     auto v = run_command({runc_binary, "--version"}, 5'000);
@@ -435,10 +446,7 @@ Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
         // Each `runc delete` (20 to 50 ms) on the pool; starts wait for
         // them all (start_async), so that no leftover outlives a new start.
         const std::string bundle = bundle_dir(id);
-        auto remove = [runc = runc_, id, bundle] {
-            (void)runc.remove(id);
-            (void)delete_bundle(bundle);
-        };
+        auto remove = [runc = runc_, id, bundle] { discard(runc, id, bundle); };
         ++leftovers_pending_;
         auto removed = [this, alive = alive_](int) {
             if (*alive) leftover_removed();

@@ -199,8 +199,9 @@ class RuncRuntime final : public Runtime {
     void add_oom_reason(ContainerInfo& info) const;
     // The image reference make_bundle kept in the bundle.
     void add_image_ref(ContainerInfo& info) const;
-    // Undoes a start: runc's container (when runc may have made one), the bundle.
-    void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
+    // Undoes a start: runc's container (`runc delete --force`), then the
+    // bundle. Thread-safe (start_async runs it on the pool).
+    static void discard(const Runc& runc, const std::string& id, const std::string& bundle);
     // Whether config.json gives the container a network namespace of its
     // own; remembered per id (until remove) since config.json never changes.
     Result<bool> own_network(const std::string& id) const;
