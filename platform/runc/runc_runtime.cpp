@@ -78,6 +78,13 @@ int queue_on_pool(uv_loop_t* loop, std::function<void()> work, std::function<voi
     return rc;
 }
 
+// What an operation says that libuv canceled, or whose runtime went.
+Error canceled(const std::string& doing) { return Error{ErrorCode::Canceled, doing + ": canceled"}; }
+// What one says whose work libuv's pool refused.
+Error refused(const std::string& doing, int rc) {
+    return Error{ErrorCode::Runtime, doing + ": " + uv_strerror(rc)};
+}
+
 // The rootfs assembled in <bundle>/rootfs (which must not exist), and the
 // image's config: an overlay mounted here when the image store has every
 // layer's overlay form, else `daemonlet-image prepare`, which makes them,
@@ -242,6 +249,13 @@ Status RuncRuntime::delete_bundle(const std::string& bundle) {
     return remove_tree_on_one_fs(bundle);
 }
 
+Status RuncRuntime::delete_container(const Runc& runc, const std::string& id, const std::string& bundle) {
+    // runc's container may outlive runc itself (runc was SIGKILLed after
+    // the grace period): delete --force kills it and removes its cgroup.
+    if (auto s = runc.remove(id); !s) return s;
+    return delete_bundle(bundle);
+}
+
 void RuncRuntime::discard(const Runc& runc, const std::string& id, const std::string& bundle) {
     (void)runc.remove(id);
     // A bundle that cannot go yet (its rootfs busy) is a leftover that the
@@ -300,60 +314,35 @@ void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<
     }
     // The pool's thread sees only the job (copies, and the launch's spec
     // shared read-only); the shim is started back on the loop.
-    struct Start {
-        uv_work_t req{};
-        BundleJob job;
-        ContainerLaunch shim;
-        Status result = Ok{};
-        RuncRuntime* self;
-        std::shared_ptr<bool> alive;
-        std::function<void(Result<std::string>)> done;
-    };
-    auto* r = new Start{
-        {}, bundle_job(launch, shim.value()), std::move(shim).value(), Ok{}, this, alive_, std::move(done)};
-    r->req.data = r;
-    const int rc = uv_queue_work(
-        loop, &r->req,
-        [](uv_work_t* req) {
-            auto* w = static_cast<Start*>(req->data);
-            w->result = prepare_bundle(w->job);
-        },
-        [](uv_work_t* req, int status) {
-            std::unique_ptr<Start> w(static_cast<Start*>(req->data));
-            const std::string id = w->job.id;
-            if (status != 0)
-                return w->done(Error{ErrorCode::Canceled, "starting container " + id + ": canceled"});
-            if (!w->result.ok()) return w->done(w->result.error());
-            if (!*w->alive) {
-                // The runtime went while the bundle was made: nobody will start it.
-                (void)delete_bundle(w->job.bundle);
-                return w->done(Error{ErrorCode::Canceled, "starting container " + id + ": canceled"});
+    auto job = std::make_shared<const BundleJob>(bundle_job(launch, shim.value()));
+    auto prepared = std::make_shared<Status>(Ok{});
+    const std::string doing = "starting container " + job->id;
+    auto prepare = [job, prepared] { *prepared = prepare_bundle(*job); };
+    auto prepared_then = [this, job, prepared, shim = std::move(shim).value(), alive = alive_, done,
+                          doing](int status) mutable {
+        if (status != 0) return done(canceled(doing));
+        if (!prepared->ok()) return done(prepared->error());
+        if (!*alive) {
+            // The runtime went while the bundle was made: nobody will start it.
+            (void)delete_bundle(job->bundle);
+            return done(canceled(doing));
+        }
+        exec_->start_async(std::move(shim), [this, id = job->id, alive, done](Result<std::string> started) {
+            if (started || !*alive) return done(std::move(started));
+            // runc's container and the bundle deleted on the pool (`runc
+            // delete`: tens of milliseconds, 30 s for a hung runc), and only
+            // then the failure said: the pod's next start comes after the
+            // delete, as it did on the loop.
+            auto undo = [runc = runc_, id, bundle = bundle_dir(id)] { discard(runc, id, bundle); };
+            auto report = [done, error = started.error()](int) { done(error); };
+            if (queue_on_pool(attached_loop(), undo, report) != 0) {
+                undo();
+                done(std::move(started));
             }
-            RuncRuntime* self = w->self;
-            self->exec_->start_async(
-                std::move(w->shim),
-                [self, id, alive = w->alive, done = std::move(w->done)](Result<std::string> started) {
-                    if (started || !*alive) return done(std::move(started));
-                    // runc's container and the bundle deleted on the pool
-                    // (`runc delete`: tens of milliseconds, 30 s for a hung
-                    // runc), and only then the failure said: the pod's next
-                    // start comes after the delete, as it did on the loop.
-                    auto undo = [runc = self->runc_, id, bundle = self->bundle_dir(id)] {
-                        discard(runc, id, bundle);
-                    };
-                    auto report = [done, error = started.error()](int) { done(error); };
-                    if (queue_on_pool(self->attached_loop(), undo, report) != 0) {
-                        undo();
-                        done(std::move(started));
-                    }
-                });
         });
-    if (rc != 0) {
-        std::unique_ptr<Start> w(r);
-        post([done = std::move(w->done), id = w->job.id, rc]() {
-            done(Error{ErrorCode::Runtime, "starting container " + id + ": " + uv_strerror(rc)});
-        });
-    }
+    };
+    if (const int rc = queue_on_pool(loop, prepare, prepared_then); rc != 0)
+        post([done = std::move(done), e = refused(doing, rc)] { done(e); });
 }
 
 void RuncRuntime::add_oom_reason(ContainerInfo& info) const {
@@ -407,7 +396,7 @@ void RuncRuntime::cancel_held_starts() {
     // each is one of its operations in flight that it waits for.
     for (auto& h : std::exchange(held_starts_, {}))
         post([done = std::move(h.done), name = h.launch.container_name] {
-            done(Error{ErrorCode::Canceled, "starting container " + name + ": canceled"});
+            done(canceled("starting container " + name));
         });
 }
 
@@ -517,10 +506,7 @@ Status RuncRuntime::remove(const std::string& id) {
     auto info = exec_->inspect(id);
     if (info && info.value().running)
         return Error{ErrorCode::Running, "container " + id + " is running: stop it first"};
-    // runc's container may outlive runc itself (runc was SIGKILLed after
-    // the grace period): delete --force kills it and removes its cgroup.
-    if (auto s = runc_.remove(id); !s) return s;
-    if (auto s = delete_bundle(bundle_dir(id)); !s) return s;
+    if (auto s = delete_container(runc_, id, bundle_dir(id)); !s) return s;
     own_network_.erase(id);
     return exec_->remove(id);
 }
@@ -535,44 +521,20 @@ void RuncRuntime::remove_async(const std::string& id, std::function<void(Status)
         return;
     }
     // What runs on the pool touches no member: runc's options, the paths.
-    struct Removal {
-        uv_work_t req{};
-        Runc runc;
-        std::string id;
-        std::string bundle;
-        Status result = Ok{};
-        RuncRuntime* self;
-        std::shared_ptr<bool> alive;
-        std::function<void(Status)> done;
+    auto result = std::make_shared<Status>(Ok{});
+    auto remove = [runc = runc_, id, bundle = bundle_dir(id), result] {
+        *result = delete_container(runc, id, bundle);
     };
-    auto* r = new Removal{{}, runc_, id, bundle_dir(id), Ok{}, this, alive_, std::move(done)};
-    r->req.data = r;
-    const int rc = uv_queue_work(
-        loop, &r->req,
-        [](uv_work_t* req) {
-            auto* w = static_cast<Removal*>(req->data);
-            // runc's container may outlive runc itself (runc was SIGKILLed
-            // after the grace period): delete --force kills it and removes
-            // its cgroup.
-            w->result = w->runc.remove(w->id);
-            if (w->result.ok()) w->result = delete_bundle(w->bundle);
-        },
-        [](uv_work_t* req, int status) {
-            std::unique_ptr<Removal> w(static_cast<Removal*>(req->data));
-            if (status != 0)
-                w->result = Error{ErrorCode::Canceled, "removing container " + w->id + ": canceled"};
-            if (w->result.ok() && *w->alive) {
-                w->self->own_network_.erase(w->id);
-                w->result = w->self->exec_->remove(w->id);
-            }
-            w->done(std::move(w->result));
-        });
-    if (rc != 0) {
-        std::unique_ptr<Removal> w(r);
-        post([done = std::move(w->done), id, rc]() {
-            done(Error{ErrorCode::Runtime, "removing container " + id + ": " + uv_strerror(rc)});
-        });
-    }
+    auto removed = [this, id, result, alive = alive_, done](int status) {
+        if (status != 0) *result = canceled("removing container " + id);
+        if (result->ok() && *alive) {
+            own_network_.erase(id);
+            *result = exec_->remove(id);
+        }
+        done(std::move(*result));
+    };
+    if (const int rc = queue_on_pool(loop, remove, removed); rc != 0)
+        post([done = std::move(done), e = refused("removing container " + id, rc)] { done(e); });
 }
 
 }  // namespace daemonlet::platform

@@ -195,6 +195,9 @@ class RuncRuntime final : public Runtime {
     static Status prepare_bundle(const BundleJob& job);
     // The rootfs unmounted, then the bundle deleted.
     static Status delete_bundle(const std::string& bundle);
+    // runc's container (`runc delete --force`), then the bundle: remove()'s
+    // part of the work. Thread-safe.
+    static Status delete_container(const Runc& runc, const std::string& id, const std::string& bundle);
     // Sets info.reason to OOMKilled when the container's exit was the OOM killer's.
     void add_oom_reason(ContainerInfo& info) const;
     // The image reference make_bundle kept in the bundle.
