@@ -212,6 +212,13 @@ class Runtime {
     // cannot say now (the probe is then not run, as for probe_netns).
     virtual Result<PodNetwork> pod_network(const std::string& /*id*/) const { return PodNetwork{}; }
 
+    // The agent stops: starts the runtime holds back and has not begun (the
+    // runc runtime's, waiting for adopt_all's leftovers to go) call back
+    // with ErrorCode::Canceled, on the loop and never from inside this
+    // call, and never make their container; begun ones finish as before.
+    // The default holds none.
+    virtual void cancel_held_starts() {}
+
     // Closes every libuv handle the runtime holds (watches on running shims)
     // without touching the containers: the agent is stopping, the shims stay.
     // The loop can then finish and uv_loop_close() succeed. An asynchronous

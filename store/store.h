@@ -200,6 +200,12 @@ class Store {
         (void)done;
         return Error{ErrorCode::Invalid, "this store has no worker"};
     }
+    // flush_async, or where it fails at once (no worker; a store that takes
+    // no writes) flush() on the caller's thread, `done` called before this
+    // returns: `done` runs exactly once, with the flush's result.
+    void flush_then(const FlushDone& done) {
+        if (!flush_async(done).ok()) done(flush());
+    }
     // Runs the callbacks of the flushes done (on the thread that asked).
     virtual void deliver() {}
     // Waits for the flushes asked so far and runs their callbacks (as

@@ -415,9 +415,11 @@ void Agent::shutdown() {
         for (auto& c : pod.containers) close_restart_timer(c.restart_timer);
     if (probes_) probes_->close();
     if (hooks_) hooks_->close();  // containers keep running, their hooks are not the next agent's
-    // Starts not begun are dropped; those in flight finish, and are saved,
-    // before the runtime closes (pods.cpp close_runtime_when_idle).
+    // Starts not begun are dropped, here and in the runtime (a runc start
+    // held behind a leftover's delete); those in flight finish, and are
+    // saved, before the runtime closes (pods.cpp close_runtime_when_idle).
     runtime_ops_.drop_queued();
+    if (runtime_) runtime_->cancel_held_starts();
     close_runtime_when_idle();
     if (storage_) storage_->close();
     if (notifier_) notifier_->close();

@@ -168,6 +168,11 @@ std::vector<TokenRequestKey> ApiAccess::lookup_keys(const std::string& pod_uid,
     return token_lookup_keys(key, b == bindings_.end() ? PodTokenBinding{} : b->second, bind_pods_);
 }
 
+const ServiceAccountToken* ApiAccess::issued(const TokenRequestKey& key) const {
+    auto it = tokens_.find(key);
+    return it != tokens_.end() && it->second.token ? &*it->second.token : nullptr;
+}
+
 bool ApiAccess::bind(const std::string& pod_uid, const BoundPod& pod) {
     PodTokenBinding& b = bindings_[pod_uid];
     const bool current_issued =
@@ -189,11 +194,7 @@ std::set<TokenRequestKey> ApiAccess::wanted_keys(const std::string& pod_uid,
         out.insert(lookup.front());
         // The token it replaces stays mounted, and refreshed, until the new
         // one is issued.
-        auto has = [&](const TokenRequestKey& key) {
-            auto it = tokens_.find(key);
-            return it != tokens_.end() && it->second.token;
-        };
-        if (lookup.size() > 1 && !has(lookup.front()) && has(lookup[1])) out.insert(lookup[1]);
+        if (lookup.size() > 1 && !issued(lookup.front()) && issued(lookup[1])) out.insert(lookup[1]);
     }
     return out;
 }
@@ -218,7 +219,7 @@ void ApiAccess::need(const std::string& pod_uid, const std::set<TokenRequestKey>
 Result<std::string> ApiAccess::token(const std::string& pod_uid, const TokenRequestKey& unbound) const {
     const auto keys = lookup_keys(pod_uid, unbound);
     for (const auto& k : keys)
-        if (auto t = tokens_.find(k); t != tokens_.end() && t->second.token) return t->second.token->token;
+        if (const ServiceAccountToken* t = issued(k)) return t->token;
     auto it = tokens_.find(keys.front());
     std::string why = it == tokens_.end() || it->second.last_error.empty()
                           ? (link_ ? std::string("waiting for the API server's answer") : why_no_link_)

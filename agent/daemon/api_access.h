@@ -165,6 +165,8 @@ class ApiAccess : public ServiceAccountTokenSource {
         std::string last_error;
         std::uint64_t fetches = 0;
     };
+    // The token issued under `key` (even expired), or none.
+    const ServiceAccountToken* issued(const TokenRequestKey& key) const;
     // token_lookup_keys for the pod's binding.
     std::vector<TokenRequestKey> lookup_keys(const std::string& pod_uid, const TokenRequestKey& key) const;
     void fetch(const TokenRequestKey& key, Entry& e);

@@ -92,9 +92,9 @@ void Agent::undo(const std::string& ns, const std::string& name, std::int64_t to
         log(Level::Err, "store: " + flushed.error().message);
         reply(result + " (in force, but not on disk yet: " + flushed.error().message + ")");
     };
-    // Without the worker (it could not start, or the stateDir takes no
-    // writes: then flush() says so), on the loop.
-    if (!store_->flush_async(answer).ok()) answer(store_->flush());
+    // On the store's worker; without it (it could not start, or the
+    // stateDir takes no writes: then flush() says so), on the loop.
+    store_->flush_then(answer);
 }
 
 // kubectl's DaemonSetRollbacker.Rollback: returns "rolled back" or

@@ -317,7 +317,7 @@ Status Storage::retry() {
     auto said = [](Status st) {
         if (!st.ok()) log(Level::Warning, "store: " + st.error().message);
     };
-    if (!inner_->flush_async(said).ok()) said(inner_->flush());
+    inner_->flush_then(said);
     if (timer_) uv_timer_stop(timer_);
     if (!writable_) {
         writable_ = true;

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "core/cgroup_oom.h"
 #include "core/image_reference.h"
@@ -55,6 +56,33 @@ Result<std::string> find_executable(const std::string& name) {
     }
     return Error{ErrorCode::NotFound,
                  "runtime.runcPath: " + name + ": not found on PATH (apt-get install runc)"};
+}
+
+// `work` on libuv's thread pool, then `after` on the loop with uv's status
+// (0, or UV_ECANCELED); uv's error when it refused the work (nothing runs).
+int queue_on_pool(uv_loop_t* loop, std::function<void()> work, std::function<void(int)> after) {
+    struct Job {
+        uv_work_t req{};
+        std::function<void()> work;
+        std::function<void(int)> after;
+    };
+    auto* j = new Job{{}, std::move(work), std::move(after)};
+    j->req.data = j;
+    const int rc = uv_queue_work(
+        loop, &j->req, [](uv_work_t* req) { static_cast<Job*>(req->data)->work(); },
+        [](uv_work_t* req, int status) {
+            std::unique_ptr<Job> done(static_cast<Job*>(req->data));
+            done->after(status);
+        });
+    if (rc != 0) delete j;
+    return rc;
+}
+
+// What an operation says that libuv canceled, or whose runtime went.
+Error canceled(const std::string& doing) { return Error{ErrorCode::Canceled, doing + ": canceled"}; }
+// What one says whose work libuv's pool refused.
+Error refused(const std::string& doing, int rc) {
+    return Error{ErrorCode::Runtime, doing + ": " + uv_strerror(rc)};
 }
 
 // The rootfs assembled in <bundle>/rootfs (which must not exist), and the
@@ -221,8 +249,15 @@ Status RuncRuntime::delete_bundle(const std::string& bundle) {
     return remove_tree_on_one_fs(bundle);
 }
 
-void RuncRuntime::discard(const std::string& id, const std::string& bundle, bool runc_may_know) {
-    if (runc_may_know) (void)runc_.remove(id);
+Status RuncRuntime::delete_container(const Runc& runc, const std::string& id, const std::string& bundle) {
+    // runc's container may outlive runc itself (runc was SIGKILLed after
+    // the grace period): delete --force kills it and removes its cgroup.
+    if (auto s = runc.remove(id); !s) return s;
+    return delete_bundle(bundle);
+}
+
+void RuncRuntime::discard(const Runc& runc, const std::string& id, const std::string& bundle) {
+    (void)runc.remove(id);
     // A bundle that cannot go yet (its rootfs busy) is a leftover that the
     // next adopt_all tries again.
     (void)delete_bundle(bundle);
@@ -261,7 +296,7 @@ Result<std::string> RuncRuntime::start(const ContainerLaunch& launch) {
     if (auto s = prepare_bundle(bundle_job(launch, shim.value())); !s) return s.error();
     const std::string id = shim.value().id;
     auto started = exec_->start(shim.value());
-    if (!started) discard(id, bundle_dir(id), true);
+    if (!started) discard(runc_, id, bundle_dir(id));
     return started;
 }
 
@@ -269,9 +304,7 @@ void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<
     uv_loop_t* loop = attached_loop();
     if (!loop) return Runtime::start_async(std::move(launch), std::move(done));
     if (leftovers_pending_ > 0) {
-        after_leftovers_.push_back([this, launch = std::move(launch), done = std::move(done)]() mutable {
-            start_async(std::move(launch), std::move(done));
-        });
+        held_starts_.push_back({std::move(launch), std::move(done)});
         return;
     }
     auto shim = shim_launch(launch);
@@ -281,49 +314,35 @@ void RuncRuntime::start_async(ContainerLaunch launch, std::function<void(Result<
     }
     // The pool's thread sees only the job (copies, and the launch's spec
     // shared read-only); the shim is started back on the loop.
-    struct Start {
-        uv_work_t req{};
-        BundleJob job;
-        ContainerLaunch shim;
-        Status result = Ok{};
-        RuncRuntime* self;
-        std::shared_ptr<bool> alive;
-        std::function<void(Result<std::string>)> done;
-    };
-    auto* r = new Start{
-        {}, bundle_job(launch, shim.value()), std::move(shim).value(), Ok{}, this, alive_, std::move(done)};
-    r->req.data = r;
-    const int rc = uv_queue_work(
-        loop, &r->req,
-        [](uv_work_t* req) {
-            auto* w = static_cast<Start*>(req->data);
-            w->result = prepare_bundle(w->job);
-        },
-        [](uv_work_t* req, int status) {
-            std::unique_ptr<Start> w(static_cast<Start*>(req->data));
-            const std::string id = w->job.id;
-            if (status != 0)
-                return w->done(Error{ErrorCode::Canceled, "starting container " + id + ": canceled"});
-            if (!w->result.ok()) return w->done(w->result.error());
-            if (!*w->alive) {
-                // The runtime went while the bundle was made: nobody will start it.
-                (void)delete_bundle(w->job.bundle);
-                return w->done(Error{ErrorCode::Canceled, "starting container " + id + ": canceled"});
+    auto job = std::make_shared<const BundleJob>(bundle_job(launch, shim.value()));
+    auto prepared = std::make_shared<Status>(Ok{});
+    const std::string doing = "starting container " + job->id;
+    auto prepare = [job, prepared] { *prepared = prepare_bundle(*job); };
+    auto prepared_then = [this, job, prepared, shim = std::move(shim).value(), alive = alive_, done,
+                          doing](int status) mutable {
+        if (status != 0) return done(canceled(doing));
+        if (!prepared->ok()) return done(prepared->error());
+        if (!*alive) {
+            // The runtime went while the bundle was made: nobody will start it.
+            (void)delete_bundle(job->bundle);
+            return done(canceled(doing));
+        }
+        exec_->start_async(std::move(shim), [this, id = job->id, alive, done](Result<std::string> started) {
+            if (started || !*alive) return done(std::move(started));
+            // runc's container and the bundle deleted on the pool (`runc
+            // delete`: tens of milliseconds, 30 s for a hung runc), and only
+            // then the failure said: the pod's next start comes after the
+            // delete, as it did on the loop.
+            auto undo = [runc = runc_, id, bundle = bundle_dir(id)] { discard(runc, id, bundle); };
+            auto report = [done, error = started.error()](int) { done(error); };
+            if (queue_on_pool(attached_loop(), undo, report) != 0) {
+                undo();
+                done(std::move(started));
             }
-            RuncRuntime* self = w->self;
-            self->exec_->start_async(
-                std::move(w->shim),
-                [self, id, alive = w->alive, done = std::move(w->done)](Result<std::string> started) {
-                    if (!started && *alive) self->discard(id, self->bundle_dir(id), true);
-                    done(std::move(started));
-                });
         });
-    if (rc != 0) {
-        std::unique_ptr<Start> w(r);
-        post([done = std::move(w->done), id = w->job.id, rc]() {
-            done(Error{ErrorCode::Runtime, "starting container " + id + ": " + uv_strerror(rc)});
-        });
-    }
+    };
+    if (const int rc = queue_on_pool(loop, prepare, prepared_then); rc != 0)
+        post([done = std::move(done), e = refused(doing, rc)] { done(e); });
 }
 
 void RuncRuntime::add_oom_reason(ContainerInfo& info) const {
@@ -359,26 +378,6 @@ std::string runc_version_string(const std::string& out) {
 
 namespace {
 
-// `work` on libuv's thread pool, then `after` on the loop with uv's status
-// (0, or UV_ECANCELED); uv's error when it refused the work (nothing runs).
-int queue_on_pool(uv_loop_t* loop, std::function<void()> work, std::function<void(int)> after) {
-    struct Job {
-        uv_work_t req{};
-        std::function<void()> work;
-        std::function<void(int)> after;
-    };
-    auto* j = new Job{{}, std::move(work), std::move(after)};
-    j->req.data = j;
-    const int rc = uv_queue_work(
-        loop, &j->req, [](uv_work_t* req) { static_cast<Job*>(req->data)->work(); },
-        [](uv_work_t* req, int status) {
-            std::unique_ptr<Job> done(static_cast<Job*>(req->data));
-            done->after(status);
-        });
-    if (rc != 0) delete j;
-    return rc;
-}
-
 std::string ask_runc_version(const std::string& runc_binary) {
     auto v = run_command({runc_binary, "--version"}, 5'000);
     return v && v.value().exit_code == 0 ? runc_version_string(v.value().out) : std::string();
@@ -388,8 +387,17 @@ std::string ask_runc_version(const std::string& runc_binary) {
 
 void RuncRuntime::leftover_removed() {
     if (--leftovers_pending_ > 0) return;
-    auto starts = std::move(after_leftovers_);
-    for (auto& start : starts) start();
+    auto held = std::exchange(held_starts_, {});
+    for (auto& h : held) start_async(std::move(h.launch), std::move(h.done));
+}
+
+void RuncRuntime::cancel_held_starts() {
+    // Not begun: no id, no bundle, nothing to undo. The agent stops, and
+    // each is one of its operations in flight that it waits for.
+    for (auto& h : std::exchange(held_starts_, {}))
+        post([done = std::move(h.done), name = h.launch.container_name] {
+            done(canceled("starting container " + name));
+        });
 }
 
 Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
@@ -427,10 +435,7 @@ Result<std::vector<ContainerInfo>> RuncRuntime::adopt_all() {
         // Each `runc delete` (20 to 50 ms) on the pool; starts wait for
         // them all (start_async), so that no leftover outlives a new start.
         const std::string bundle = bundle_dir(id);
-        auto remove = [runc = runc_, id, bundle] {
-            (void)runc.remove(id);
-            (void)delete_bundle(bundle);
-        };
+        auto remove = [runc = runc_, id, bundle] { discard(runc, id, bundle); };
         ++leftovers_pending_;
         auto removed = [this, alive = alive_](int) {
             if (*alive) leftover_removed();
@@ -501,10 +506,7 @@ Status RuncRuntime::remove(const std::string& id) {
     auto info = exec_->inspect(id);
     if (info && info.value().running)
         return Error{ErrorCode::Running, "container " + id + " is running: stop it first"};
-    // runc's container may outlive runc itself (runc was SIGKILLed after
-    // the grace period): delete --force kills it and removes its cgroup.
-    if (auto s = runc_.remove(id); !s) return s;
-    if (auto s = delete_bundle(bundle_dir(id)); !s) return s;
+    if (auto s = delete_container(runc_, id, bundle_dir(id)); !s) return s;
     own_network_.erase(id);
     return exec_->remove(id);
 }
@@ -519,44 +521,20 @@ void RuncRuntime::remove_async(const std::string& id, std::function<void(Status)
         return;
     }
     // What runs on the pool touches no member: runc's options, the paths.
-    struct Removal {
-        uv_work_t req{};
-        Runc runc;
-        std::string id;
-        std::string bundle;
-        Status result = Ok{};
-        RuncRuntime* self;
-        std::shared_ptr<bool> alive;
-        std::function<void(Status)> done;
+    auto result = std::make_shared<Status>(Ok{});
+    auto remove = [runc = runc_, id, bundle = bundle_dir(id), result] {
+        *result = delete_container(runc, id, bundle);
     };
-    auto* r = new Removal{{}, runc_, id, bundle_dir(id), Ok{}, this, alive_, std::move(done)};
-    r->req.data = r;
-    const int rc = uv_queue_work(
-        loop, &r->req,
-        [](uv_work_t* req) {
-            auto* w = static_cast<Removal*>(req->data);
-            // runc's container may outlive runc itself (runc was SIGKILLed
-            // after the grace period): delete --force kills it and removes
-            // its cgroup.
-            w->result = w->runc.remove(w->id);
-            if (w->result.ok()) w->result = delete_bundle(w->bundle);
-        },
-        [](uv_work_t* req, int status) {
-            std::unique_ptr<Removal> w(static_cast<Removal*>(req->data));
-            if (status != 0)
-                w->result = Error{ErrorCode::Canceled, "removing container " + w->id + ": canceled"};
-            if (w->result.ok() && *w->alive) {
-                w->self->own_network_.erase(w->id);
-                w->result = w->self->exec_->remove(w->id);
-            }
-            w->done(std::move(w->result));
-        });
-    if (rc != 0) {
-        std::unique_ptr<Removal> w(r);
-        post([done = std::move(w->done), id, rc]() {
-            done(Error{ErrorCode::Runtime, "removing container " + id + ": " + uv_strerror(rc)});
-        });
-    }
+    auto removed = [this, id, result, alive = alive_, done](int status) {
+        if (status != 0) *result = canceled("removing container " + id);
+        if (result->ok() && *alive) {
+            own_network_.erase(id);
+            *result = exec_->remove(id);
+        }
+        done(std::move(*result));
+    };
+    if (const int rc = queue_on_pool(loop, remove, removed); rc != 0)
+        post([done = std::move(done), e = refused("removing container " + id, rc)] { done(e); });
 }
 
 }  // namespace daemonlet::platform

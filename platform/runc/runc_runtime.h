@@ -124,6 +124,9 @@ class RuncRuntime final : public Runtime {
     // (tens of milliseconds each, on the loop before: docs/figures.md);
     // start_async holds every start until the leftovers are gone.
     Result<std::vector<ContainerInfo>> adopt_all() override;
+    // The starts held for the leftovers: canceled (their done posted with
+    // Canceled); the leftovers' deletion goes on.
+    void cancel_held_starts() override;
     Status remove(const std::string& id) override;
     // As remove(), with `runc delete --force` and the bundle's unmount and
     // deletion (tens of milliseconds each: at a boot that finds 50 stopped
@@ -192,12 +195,16 @@ class RuncRuntime final : public Runtime {
     static Status prepare_bundle(const BundleJob& job);
     // The rootfs unmounted, then the bundle deleted.
     static Status delete_bundle(const std::string& bundle);
+    // runc's container (`runc delete --force`), then the bundle: remove()'s
+    // part of the work. Thread-safe.
+    static Status delete_container(const Runc& runc, const std::string& id, const std::string& bundle);
     // Sets info.reason to OOMKilled when the container's exit was the OOM killer's.
     void add_oom_reason(ContainerInfo& info) const;
     // The image reference make_bundle kept in the bundle.
     void add_image_ref(ContainerInfo& info) const;
-    // Undoes a start: runc's container (when runc may have made one), the bundle.
-    void discard(const std::string& id, const std::string& bundle, bool runc_may_know);
+    // Undoes a start: runc's container (`runc delete --force`), then the
+    // bundle. Thread-safe (start_async runs it on the pool).
+    static void discard(const Runc& runc, const std::string& id, const std::string& bundle);
     // Whether config.json gives the container a network namespace of its
     // own; remembered per id (until remove) since config.json never changes.
     Result<bool> own_network(const std::string& id) const;
@@ -216,9 +223,14 @@ class RuncRuntime final : public Runtime {
     bool version_asked_ = false;
     Runc runc_;
     // adopt_all's leftovers whose deletion runs on the pool, and the starts
-    // that wait for them (run once none is left).
+    // that wait for them (run once none is left, or canceled when the agent
+    // stops first).
     std::size_t leftovers_pending_ = 0;
-    std::vector<std::function<void()>> after_leftovers_;
+    struct HeldStart {
+        ContainerLaunch launch;
+        std::function<void(Result<std::string>)> done;
+    };
+    std::vector<HeldStart> held_starts_;
     void leftover_removed();
 
     void close_pulls();

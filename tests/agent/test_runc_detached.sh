@@ -7,7 +7,8 @@
 # What the container does is reported as before: its log (the CRI format),
 # its exit code, a graceful stop's SIGTERM, a start that runc refuses
 # (StartError with runc's message), and an exit while the agent is down,
-# once a new agent adopts it.
+# once a new agent adopts it. An agent stopped while a start waits for a
+# crash's leftover to be deleted makes no container after SIGTERM.
 # Needs root, runc and busybox-static; skips without them.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -105,5 +106,35 @@ rm -f "$man/sleeper.yaml"
 wait_for "sleeper goes with its file" 20 no_pod it sleeper
 grepq -E '^[0-9T:.-]+Z stdout F terminated$' "$new_log" && ok || fail "the stop's SIGTERM did not reach the trap: $(cat "$new_log")"
 [[ -z $(rc list -q 2>/dev/null) ]] && ok || fail "runc still has containers: $(rc list 2>&1)"
+
+# 6. A start held behind the `runc delete` of a crash's leftover bundle
+# (here a runc whose delete of it waits for a gate) is canceled when the
+# agent stops: no container is made after SIGTERM.
+stop_agent TERM
+leftover=0123456789abcdef0123456789abcdef
+mkdir -p "$state/runtime/bundles/$leftover/rootfs"
+cat >"$work/runc" <<EOF
+#!/bin/sh
+for a; do
+    [ "\$a" = $leftover ] && while [ ! -e '$work/gate' ]; do sleep 0.05; done
+    [ "\$a" = create ] && echo create >>'$work/creates'
+done
+exec $runc_bin "\$@"
+EOF
+chmod +x "$work/runc"
+sed -i "s|^runtime: {type: runc, |runtime: {type: runc, runcPath: $work/runc, |" "$cfg"
+write_image_ds held.yaml held 'sleep 1000'
+start_agent
+held_asked() { [[ -n $(status_of held '.name // empty') ]]; }
+wait_for "held's pod is admitted, its start held" 20 held_asked
+kill -TERM "$agent"
+wait_for "the stopping agent closes its control socket" 10 test ! -e "$state/daemonlet.sock"
+touch "$work/gate"
+wait "$agent"
+status=$?
+agent=
+[[ $status == 0 && ! -e $work/creates && -z $(rc list -q 2>/dev/null) ]] && ok ||
+    fail "after SIGTERM: exit status $status, $(cat "$work/creates" 2>/dev/null) $(rc list -q 2>&1)"
+[[ ! -e $state/runtime/bundles/$leftover ]] && ok || fail "the leftover bundle stays"
 
 finish

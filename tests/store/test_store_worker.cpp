@@ -122,6 +122,45 @@ TEST(StoreWorker, FlushAsyncWithoutAWorkerFailsAtOnceAndNeverCallsBack) {
     CHECK_FALSE(called);
 }
 
+// flush_then, what the agent calls (an undo's answer, the retry of held
+// writes): without the worker the flush is made on the caller's thread and
+// answered before the call returns; with it, from deliver() after the
+// worker's sync. Exactly once either way.
+TEST(StoreWorker, FlushThenFlushesHereWithoutAWorkerAndOnItWithOne) {
+    FaultyVfs::on_sync([this](bool wal) { syncs.synced(wal); });
+    s = MUST(store::Store::open(path, kNow, nullptr));
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-7"))));
+    syncs.wal_on_owner = 0;  // no worker: this thread only
+    int calls = 0;
+    s->flush_then([&](Status st) {
+        ++calls;
+        CHECK_TRUE(st.ok());
+    });
+    LONGS_EQUAL(1, calls);
+    CHECK_TRUE(syncs.wal_on_owner > 0);
+    s->deliver();
+    LONGS_EQUAL(1, calls);
+
+    s.reset();
+    start();
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-8"))));
+    {
+        std::lock_guard<std::mutex> lock(syncs.mu);
+        syncs.wal_on_owner = 0;  // the commit's (the first after a reopen restarts the -wal)
+    }
+    calls = 0;
+    s->flush_then([&](Status st) {
+        ++calls;
+        CHECK_TRUE(st.ok());
+    });
+    LONGS_EQUAL(0, calls);
+    CHECK_TRUE(syncs.wait([&] { return syncs.wakes > 0; }));
+    s->deliver();
+    LONGS_EQUAL(1, calls);
+    LONGS_EQUAL(1, s->worker_stats().flushes);
+    LONGS_EQUAL(0, syncs.wal_on_owner);
+}
+
 // rollout undo's answer: the flush runs on the worker while the owner goes
 // on, and its callback runs (from deliver) only after the -wal that holds
 // the commit was synced: a copy of the files as the sync found them holds it.

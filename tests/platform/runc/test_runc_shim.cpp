@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/strings.h"
 #include "platform/exec/exec_runtime.h"
 #include "platform/exec/shim_state.h"
 #include "platform/proc_stat.h"
@@ -55,14 +56,18 @@ std::string fake_image_tool(const std::string& dir) {
 // makes it hang (its pid in <dir>/hang.pid). `start` notes in
 // <dir>/started that it ran, after a pause: the start must wait for it.
 // `--version` and `--root R delete --force ID` (noted as "delete ID" in
-// <dir>/calls) wait, while <dir>/gated exists, up to 5 s for <dir>/gate
-// ("late" noted when it never came).
+// <dir>/calls once done, ID in <dir>/deleting as it begins) wait, while
+// <dir>/gated exists, up to 5 s for <dir>/gate ("late" noted when it never
+// came).
 std::string fake_runc(const std::string& dir) {
     const std::string path = dir + "/runc";
     std::ofstream(path)
         << "#!/bin/sh\n"
            "case \"$1 $3\" in\n"
            "  '--version '*|*' delete')\n"
+           "    [ \"$3\" = delete ] && echo \"$5\" >> '"
+        << dir
+        << "/deleting'\n"
            "    i=0; while [ -e '"
         << dir << "/gated' ] && [ ! -e '" << dir
         << "/gate' ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n"
@@ -130,14 +135,9 @@ TEST_GROUP(RuncShim) {
         uv_loop_init(&loop);
         char tmpl[] = "/tmp/daemonlet-runc-shim-XXXXXX";
         dir = ::mkdtemp(tmpl);
-        auto exec = make_exec_runtime(&loop, dir + "/runtime", DAEMONLET_SHIM_PATH);
-        CHECK_TEXT(exec.ok(), exec.ok() ? "" : exec.error().message.c_str());
-        exec.value()->attach_loop(&loop);
-        runtime = std::make_unique<RuncRuntime>(std::move(exec).value(),
-                                                ImageTool{fake_image_tool(dir), dir + "/images", false, {}},
-                                                dir + "/runtime", fake_runc(dir), std::vector<std::string>{});
-        runtime->attach_loop(&loop);
-        runtime->set_exit_handler([this](const std::string& id) { exited.push_back(id); });
+        fake_image_tool(dir);
+        fake_runc(dir);
+        make_runtime();
         container->name = "c";
         container->image = "busybox";
         container->command = {"sh"};
@@ -149,6 +149,27 @@ TEST_GROUP(RuncShim) {
         runtime.reset();
         LONGS_EQUAL(0, uv_loop_close(&loop));
         std::system(("rm -rf '" + dir + "'").c_str());
+    }
+    // A runtime over dir (the one before closed), whose exec runtime gives
+    // up on a shim's start after `start_timeout` (zero: its default).
+    void make_runtime(std::chrono::milliseconds start_timeout = {}) {
+        auto exec = make_exec_runtime(&loop, dir + "/runtime", DAEMONLET_SHIM_PATH);
+        CHECK_TEXT(exec.ok(), exec.ok() ? "" : exec.error().message.c_str());
+        if (start_timeout.count() > 0)
+            dynamic_cast<ExecRuntime&>(*exec.value()).set_start_timeout(start_timeout);
+        exec.value()->attach_loop(&loop);
+        if (runtime) runtime->close();
+        runtime = std::make_unique<RuncRuntime>(
+            std::move(exec).value(), ImageTool{dir + "/daemonlet-image", dir + "/images", false, {}},
+            dir + "/runtime", dir + "/runc", std::vector<std::string>{});
+        runtime->attach_loop(&loop);
+        runtime->set_exit_handler([this](const std::string& id) { exited.push_back(id); });
+    }
+    // The prepare (after it printed the config) leaves `file` in each
+    // bundle: "refuse" or "hang", for the stand-in runc's create.
+    void prepare_leaves(const char* file) {
+        std::ofstream(dir + "/daemonlet-image", std::ios::app)
+            << "for a; do case $a in */rootfs) touch \"${a%/rootfs}/" << file << "\";; esac; done\n";
     }
     ContainerLaunch launch() {
         ContainerLaunch l = testing::launch({});
@@ -215,10 +236,7 @@ TEST(RuncShim, TheStartIsReportedOnceRuncStartHasRunAndTheShimParentsTheContaine
 }
 
 TEST(RuncShim, ACreateRuncRefusesIsAStartErrorWithRuncsMessage) {
-    // The stand-in runc refuses a bundle holding "refuse": the prepare
-    // (after it printed the config) leaves one in each.
-    std::ofstream(dir + "/daemonlet-image", std::ios::app)
-        << "for a; do case $a in */rootfs) touch \"${a%/rootfs}/refuse\";; esac; done\n";
+    prepare_leaves("refuse");
     const std::string id = start();
     ContainerInfo end = wait_exit(id);
     LONGS_EQUAL(shim::kExitStartError, end.exit_code.value_or(-1));
@@ -227,18 +245,9 @@ TEST(RuncShim, ACreateRuncRefusesIsAStartErrorWithRuncsMessage) {
 }
 
 TEST(RuncShim, ARuncThatHangsDiesWithTheShimTheAgentGaveUpOn) {
-    // The prepare leaves a "hang" file in each bundle; the start waits 300 ms.
-    std::ofstream(dir + "/daemonlet-image", std::ios::app)
-        << "for a; do case $a in */rootfs) touch \"${a%/rootfs}/hang\";; esac; done\n";
-    auto exec = make_exec_runtime(&loop, dir + "/runtime", DAEMONLET_SHIM_PATH);
-    CHECK_TRUE(exec.ok());
-    dynamic_cast<ExecRuntime&>(*exec.value()).set_start_timeout(std::chrono::milliseconds(300));
-    exec.value()->attach_loop(&loop);
-    runtime->close();
-    runtime = std::make_unique<RuncRuntime>(std::move(exec).value(),
-                                            ImageTool{dir + "/daemonlet-image", dir + "/images", false, {}},
-                                            dir + "/runtime", dir + "/runc", std::vector<std::string>{});
-    runtime->attach_loop(&loop);
+    // runc create hangs; the start waits 300 ms.
+    prepare_leaves("hang");
+    make_runtime(std::chrono::milliseconds(300));
     int calls = 0;
     Result<std::string> got = std::string();
     runtime->start_async(launch(), [&](Result<std::string> r) {
@@ -303,4 +312,67 @@ TEST(RuncShim, LeftoversFoundAtAdoptionAreDeletedOffTheLoopBeforeAnyStart) {
     STRCMP_EQUAL("runc://1.1.5+test", runtime->version_string().c_str());
     CHECK_TRUE(runtime->stop(id).ok());
     wait_exit(id);
+}
+
+TEST(RuncShim, AStartHeldBehindALeftoverIsCanceledAtTheStopAndNeverMakesItsContainer) {
+    // A leftover whose `runc delete` waits for a gate, and a start held
+    // until it is gone; then the agent stops (SIGTERM) before the gate opens.
+    std::ofstream(dir + "/gated") << "";
+    const std::string leftover(32, 'a');
+    std::filesystem::create_directories(runtime->bundle_dir(leftover) + "/rootfs");
+    CHECK_TRUE(runtime->adopt_all().ok());
+    int calls = 0;
+    bool leftover_there = false;  // when the start called back
+    Result<std::string> got = std::string();
+    runtime->start_async(launch(), [&](Result<std::string> r) {
+        ++calls;
+        leftover_there = std::filesystem::exists(runtime->bundle_dir(leftover));
+        got = std::move(r);
+    });
+    runtime->cancel_held_starts();
+    LONGS_EQUAL_TEXT(0, calls, "called back inside cancel_held_starts()");
+    // Canceled at once, not once the delete ends (up to 5 s here; a hung
+    // runc's, 30 s), and never started.
+    CHECK_TRUE(run_until(&loop, [&] { return calls > 0; }));
+    CHECK_TRUE(leftover_there);
+    CHECK_FALSE(got.ok());
+    STRCMP_EQUAL("canceled", got.error().code_name());
+    STRCMP_EQUAL("starting container c: canceled", got.error().message.c_str());
+    // The leftover still goes; no container is made after it.
+    std::ofstream(dir + "/gate") << "open\n";
+    CHECK_TRUE(run_until(&loop, [&] { return !std::filesystem::exists(runtime->bundle_dir(leftover)); }));
+    STRCMP_EQUAL(("delete " + leftover + "\n").c_str(), read_text(dir + "/calls").c_str());
+    LONGS_EQUAL(1, calls);
+}
+
+TEST(RuncShim, AFailedStartIsUndoneOffTheLoopAndSaidOnceUndone) {
+    // runc create hangs and the shim is given up on after 300 ms; the
+    // `runc delete` that undoes the start waits for a gate that the loop
+    // opens once the delete has begun: a delete on the loop would hold it
+    // until the stand-in gives up (5 s) and note "late".
+    prepare_leaves("hang");
+    make_runtime(std::chrono::milliseconds(300));
+    std::ofstream(dir + "/gated") << "";
+    int calls = 0;
+    bool undone = false;  // when the start called back
+    Result<std::string> got = std::string();
+    runtime->start_async(launch(), [&](Result<std::string> r) {
+        ++calls;
+        std::error_code ec;
+        undone = std::filesystem::is_empty(dir + "/runtime/bundles", ec) && !ec;
+        got = std::move(r);
+    });
+    CHECK_TRUE(run_until(&loop, [&] {
+        if (std::filesystem::exists(dir + "/deleting")) std::ofstream(dir + "/gate") << "open\n";
+        return calls > 0;
+    }));
+    CHECK_FALSE(got.ok());
+    STRCMP_EQUAL("shim", got.error().code_name());
+    // Said after runc's container and the bundle were gone: a later start
+    // of the pod's container never overlaps the delete.
+    CHECK_TRUE(undone);
+    const std::string id = trim(read_text(dir + "/deleting"));
+    CHECK_FALSE(id.empty());
+    STRCMP_EQUAL(("create\ndelete " + id + "\n").c_str(), read_text(dir + "/calls").c_str());
+    LONGS_EQUAL(1, calls);
 }
