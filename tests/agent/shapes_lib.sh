@@ -394,7 +394,8 @@ check_shapes() {
     shapes_check "logs: capabilities, the runtime's defaults" "$defaults $defaults $defaults" "$(caps_of logs)"
     # Not on the host network: the kubelet's hosts file with the pod's own
     # name (managedHostsFileContent); the node's resolver, as no clusterDNS
-    # is configured (the agent's documented fallback for ClusterFirst).
+    # is configured (dns.go GetPodDNS: ClusterFirst without a cluster DNS
+    # IP falls back to Default, with a MissingClusterDNS event).
     shapes_check "logs: /etc/hosts is the kubelet's, with the pod's name" "# Kubernetes-managed hosts file.|1" \
         "$(head -1 "$shapes_out/logs.hosts")|$(grep -cE $'\t'"$(pod_in logging)\$" "$shapes_out/logs.hosts")"
     shapes_check "logs: ClusterFirst without clusterDNS: the node's nameservers" "$nameservers" \
