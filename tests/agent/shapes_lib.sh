@@ -48,7 +48,11 @@ listener=$!
 # standalone shell). LIST: the files and directories whose files it
 # stats; MOUNTS: its mounts, each reported as "PATH FSTYPE ro|rw" (the
 # mount's own flag, /proc/mounts), and written to where a directory.
+# WAIT_FOR: a file to wait for first: the token, which the agent writes
+# into the mounted volume once the API server answers when the pod started
+# before (its documented departure, core/pod_env.h start_without_token).
 shapes_script='o=/out/$SHAPE
+while [ -n "$WAIT_FOR" ] && [ ! -e "$WAIT_FOR" ]; do sleep 0.05; done
 id > $o.id
 grep -E "^(Cap(Prm|Eff|Bnd)|NoNewPrivs|Seccomp):" /proc/self/status > $o.status
 if touch /root-write-check 2>/dev/null; then echo rw; else echo ro; fi > $o.root
@@ -69,11 +73,12 @@ shapes_command() {  # shapes_command SHAPE
     sed 's/^/              /' <<<"$shapes_script"
     printf '            - it-marker-%s-%s\n' "$$" "$1"
 }
-# shapes_env SHAPE LIST MOUNTS: the env every report reads.
+# shapes_env SHAPE LIST MOUNTS [WAIT_FOR]: the env every report reads.
 shapes_env() {
     printf '            - {name: SHAPE, value: %s}\n            - {name: LIST, value: "%s"}\n' "$1" "$2"
     printf '            - {name: MOUNTS, value: "%s"}\n' "$3"
     printf '            - {name: TEST_PID, value: "%s"}\n' "$$"
+    printf '            - {name: WAIT_FOR, value: "%s"}\n' "${4:-}"
 }
 shapes_write() {  # shapes_write FILE < YAML: as tools write, a temp file renamed
     cat >"$man/$1.tmp" && mv "$man/$1.tmp" "$man/$1"
@@ -173,7 +178,7 @@ spec:
 $(shapes_command logs)
           env:
             - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
-$(shapes_env logs "/fluent-bit/etc /var/log /var/run/secrets/kubernetes.io/serviceaccount" "/fluent-bit/etc /var/log /var/fluent-bit/state /var/run/secrets/kubernetes.io/serviceaccount")
+$(shapes_env logs "/fluent-bit/etc /var/log /var/run/secrets/kubernetes.io/serviceaccount" "/fluent-bit/etc /var/log /var/fluent-bit/state /var/run/secrets/kubernetes.io/serviceaccount" /var/run/secrets/kubernetes.io/serviceaccount/token)
           volumeMounts:
             - {name: config, mountPath: /fluent-bit/etc/}
             - {name: varlog, mountPath: /var/log, readOnly: true}
@@ -211,7 +216,7 @@ spec:
           image: $shapes_named_image
 $(shapes_command exporter)
           env:
-$(shapes_env exporter /var/run/secrets/kubernetes.io/serviceaccount "/host/proc /host/sys /var/run/secrets/kubernetes.io/serviceaccount")
+$(shapes_env exporter /var/run/secrets/kubernetes.io/serviceaccount "/host/proc /host/sys /var/run/secrets/kubernetes.io/serviceaccount" /var/run/secrets/kubernetes.io/serviceaccount/token)
           securityContext:
             readOnlyRootFilesystem: true
             allowPrivilegeEscalation: false
