@@ -22,8 +22,9 @@
 # Each container writes what it sees from the inside into the hostPath
 # $shapes_out as <shape>.<what>: `id`, the capability sets, NoNewPrivs and
 # Seccomp of /proc/self/status, whether / takes a write, /etc/hosts and
-# /etc/resolv.conf, `stat -L` of every file under its mounts and whether each
-# mount takes a write, and last its env (<shape>.env: the "done" file).
+# /etc/resolv.conf, `stat -L` of every file under its mounts, each mount's
+# filesystem type and ro/rw flag, whether it sees the host's pids, and last
+# its env (<shape>.env: the "done" file).
 # check_shapes compares with what the kubelet (and the CRI runtime under it)
 # would give, naming the upstream rule of each check.
 #
