@@ -87,6 +87,19 @@ SecurityContext determine_effective_security_context(const PodSpec& pod, const C
     return effective;
 }
 
+std::optional<std::int64_t> fs_user_from(const PodSpec& pod) {
+    std::optional<std::int64_t> user;
+    bool first = true;
+    for (const auto* list : {&pod.init_containers, &pod.containers})
+        for (const auto& c : *list) {
+            auto u = determine_effective_security_context(pod, c).run_as_user;
+            if (!u || (!first && user != u)) return std::nullopt;
+            user = u;
+            first = false;
+        }
+    return user;
+}
+
 bool add_no_new_privileges(const SecurityContext& effective) {
     return effective.allow_privilege_escalation.has_value() && !*effective.allow_privilege_escalation;
 }

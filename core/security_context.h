@@ -56,6 +56,12 @@ bool add_no_new_privileges(const SecurityContext& effective);
 // The effective seccomp profile: container's, pod's, else {"Unconfined"}.
 SeccompProfile effective_seccomp_profile(const PodSpec& pod, const Container& c);
 
+// volume/util FsUserFrom: the runAsUser every init and app container runs
+// as (its own or the pod's), when they all name the same one; nullopt when
+// one names none or two differ. The kube-api-access token is then that
+// user's, mode 0600 (core/volume_payload.h).
+std::optional<std::int64_t> fs_user_from(const PodSpec& pod);
+
 // fsGroup then supplementalGroups of the pod.
 std::vector<std::int64_t> pod_supplemental_groups(const PodSpec& pod);
 

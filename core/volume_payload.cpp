@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "core/security_context.h"
 #include "core/service_account.h"
 
 namespace daemonlet {
@@ -146,7 +147,9 @@ Result<VolumePayload> token_payload(const ServiceAccountTokenProjection& p, std:
     auto t = pod.tokens->token(pod.uid, key);
     if (!t && pod.start_without_token) return VolumePayload{};
     if (!t) return t.error();
-    return VolumePayload{{p.path, FileProjection{std::move(t.value()), mode}}};
+    FileProjection f{std::move(t.value()), mode, std::nullopt};
+    if (pod.spec && (f.fs_user = fs_user_from(*pod.spec))) f.mode = 0600;
+    return VolumePayload{{p.path, std::move(f)}};
 }
 
 void merge(VolumePayload& into, VolumePayload&& from) {

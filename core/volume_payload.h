@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/model.h"
@@ -25,6 +26,8 @@ namespace daemonlet {
 struct FileProjection {
     std::string data;
     std::int32_t mode = 0644;
+    // The file's owner, else the agent's (root): FsUser, set for the token.
+    std::optional<std::int64_t> fs_user = std::nullopt;
     bool operator==(const FileProjection&) const = default;
 };
 
@@ -47,7 +50,12 @@ bool holds_secrets(const Volume& v);
 // nothing (an empty volume, as upstream); a missing non-optional one or a
 // missing item key without optional is an error. A serviceAccountToken
 // source projects the token pod.tokens has (its error when it has none:
-// the container waits), nothing without a cluster (pod.tokens null).
+// the container waits), nothing without a cluster (pod.tokens null); when
+// every container runs as one runAsUser (fs_user_from), the token is that
+// user's, mode 0600 (projected.go collectData). The kubelet makes it 0600
+// for an fsGroup too, then 0640 and the group's by SetVolumeOwnership: the
+// agent gives config volumes no fsGroup ownership (docs/configuration.md),
+// so with an fsGroup alone the token keeps the volume's mode.
 Result<VolumePayload> volume_payload(const Volume& v, const PodFacts& pod);
 
 }  // namespace daemonlet

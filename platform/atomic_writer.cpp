@@ -67,6 +67,7 @@ bool should_write(const VolumePayload& payload, const std::string& old_dir) {
         struct stat st {};
         if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
         if (static_cast<std::int32_t>(st.st_mode & 07777) != f.mode) return true;
+        if (f.fs_user && static_cast<std::int64_t>(st.st_uid) != *f.fs_user) return true;
         auto content = read_file(full, kMaxFileBytes);
         if (!content || content.value() != f.data) return true;
     }
@@ -85,6 +86,9 @@ Status write_file(const std::string& path, const FileProjection& f) {
     }
     // The mode as asked, whatever the umask (upstream's os.Chmod).
     if (::fchmod(fd.get(), static_cast<mode_t>(f.mode)) != 0) return io_error(path, "chmod");
+    // FsUser: the file is that user's (upstream's os.Lchown(path, fsUser, -1)).
+    if (f.fs_user && ::fchown(fd.get(), static_cast<uid_t>(*f.fs_user), static_cast<gid_t>(-1)) != 0)
+        return io_error(path, "chown");
     return Ok{};
 }
 

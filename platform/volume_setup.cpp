@@ -95,8 +95,15 @@ void set_volume_ownership(const std::string& dir, std::int64_t fs_group) {
 }  // namespace
 
 Status set_up_host_path(const Volume& v) {
-    auto action = host_path_check(v.host_path_type, v.host_path, kind_of(v.host_path));
+    const FileKind kind = kind_of(v.host_path);
+    auto action = host_path_check(v.host_path_type, v.host_path, kind);
     if (!action) return setup_failed(v, action.error().message);
+    // No type and nothing there: the kubelet checks nothing, and the
+    // runtime under it makes the missing bind-mount source a directory
+    // (containerd pkg/cri/opts/spec_linux.go WithMounts: os.MkdirAll(src,
+    // 0755)); under runc the agent is that runtime, and flannel's
+    // /run/flannel, typeless, would otherwise never start.
+    if (v.host_path_type.empty() && kind == FileKind::Missing) action = HostPathAction::MakeDirectory;
     if (action.value() == HostPathAction::MakeDirectory) {
         // MakeDir: os.MkdirAll(path, 0755), as the umask lets it.
         std::error_code ec;

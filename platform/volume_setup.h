@@ -18,6 +18,8 @@ namespace daemonlet::platform {
 // error code "volume_setup", message as the kubelet's FailedMount event
 // ("MountVolume.SetUp failed for volume \"x\" : hostPath type check
 // failed: /x is not a directory"). Symbolic links are followed (os.Stat).
+// Without a type, a missing path is made a directory, as containerd makes
+// a missing bind-mount source.
 Status set_up_host_path(const Volume& v);
 
 // An emptyDir's host directory `dir`, made (0777 as the kubelet's

@@ -83,6 +83,26 @@ TEST(SecurityContext, NoNewPrivsOnlyWhenAllowPrivilegeEscalationIsFalse) {
     CHECK_TEXT(add_no_new_privileges(sc), "false: true");
 }
 
+// pkg/volume/util util_test.go TestFsUserFrom: the one runAsUser of every
+// init and app container (their own or the pod's), else none.
+TEST(SecurityContext, FsUserFromIsTheOneRunAsUserOfEveryContainer) {
+    Subject p;
+    p.spec.containers = {Container{}, Container{}};
+    p.spec.init_containers = {Container{}};
+    STRCMP_EQUAL("nil", opt(fs_user_from(p.spec)).c_str());
+    p.psc().run_as_user = 1000;
+    STRCMP_EQUAL("1000", opt(fs_user_from(p.spec)).c_str());
+    p.spec.containers[1].security_context.emplace().run_as_user = 1000;
+    STRCMP_EQUAL("1000", opt(fs_user_from(p.spec)).c_str());
+    p.spec.init_containers[0].security_context.emplace().run_as_user = 0;
+    STRCMP_EQUAL("nil", opt(fs_user_from(p.spec)).c_str());
+    p.spec.init_containers.clear();
+    p.psc().run_as_user.reset();
+    STRCMP_EQUAL("nil", opt(fs_user_from(p.spec)).c_str());
+    PodSpec empty;
+    STRCMP_EQUAL("nil", opt(fs_user_from(empty)).c_str());
+}
+
 // kuberuntime security_context.go determineEffectiveSecurityContext: fsGroup, then supplementalGroups.
 TEST(SecurityContext, FsGroupComesBeforeSupplementalGroups) {
     Subject p;

@@ -309,6 +309,26 @@ TEST(ServiceAccount, ApiAccessVolumePayload) {
     LONGS_EQUAL(0644, got.value().at("token").mode);
     STRCMP_EQUAL("PEM", got.value().at("ca.crt").data.c_str());
     STRCMP_EQUAL("ns", got.value().at("namespace").data.c_str());
+    CHECK(!got.value().at("token").fs_user);
+
+    // FsUser (volume/util FsUserFrom): every container runs as one
+    // runAsUser, the token is that user's, 0600; the others files not.
+    PodSpec spec;
+    spec.containers.resize(2);
+    spec.security_context.emplace().run_as_user = 1234;
+    pod.spec = &spec;
+    auto owned = volume_payload(v, pod);
+    CHECK_TEXT(owned.ok(), owned.ok() ? "" : owned.error().message.c_str());
+    LONGS_EQUAL(0600, owned.value().at("token").mode);
+    LONGS_EQUAL(1234, owned.value().at("token").fs_user.value_or(-1));
+    LONGS_EQUAL(0644, owned.value().at("ca.crt").mode);
+    CHECK(!owned.value().at("ca.crt").fs_user);
+    // One container as another user: no FsUser, the volume's mode.
+    spec.containers[1].security_context.emplace().run_as_user = 1000;
+    auto mixed = volume_payload(v, pod);
+    LONGS_EQUAL(0644, mixed.value().at("token").mode);
+    CHECK(!mixed.value().at("token").fs_user);
+    pod.spec = nullptr;
 
     pod.service_account_name = "other";
     auto waiting = volume_payload(v, pod);

@@ -74,6 +74,24 @@ TEST(AtomicWriter, WriteOnceMakesDataLinkTimestampDirAndVisibleLinks) {
     LONGS_EQUAL(1, data_dirs(dir));
 }
 
+// FileProjection.FsUser (the token of a pod that runs as one user): the
+// file is that user's (atomic_writer.go writePayloadToDir: os.Lchown), the
+// others root's; an owner that changes writes the file again.
+TEST(AtomicWriter, FsUserOwnsItsFile) {
+    if (::geteuid() != 0) return;  // chown needs root
+    VolumePayload p = {{"token", {"t", 0600, 1234}}, {"ca.crt", {"c", 0644}}};
+    CHECK_TRUE(atomic_write(dir, p).value());
+    struct stat st {};
+    CHECK_TRUE(::stat((dir + "/token").c_str(), &st) == 0);
+    LONGS_EQUAL(1234, st.st_uid);
+    CHECK_TRUE(::stat((dir + "/ca.crt").c_str(), &st) == 0);
+    LONGS_EQUAL(0, st.st_uid);
+    p["token"].fs_user = 4321;
+    CHECK_TRUE(atomic_write(dir, p).value());
+    CHECK_TRUE(::stat((dir + "/token").c_str(), &st) == 0);
+    LONGS_EQUAL(4321, st.st_uid);
+}
+
 TEST(AtomicWriter, UnchangedPayloadWritesNothing) {
     VolumePayload p = {{"foo", {"foo", 0644}}};
     CHECK_TRUE(atomic_write(dir, p).value());
