@@ -364,7 +364,8 @@ Json Agent::status_json() const {
                 {"manifests", sources_->status()},
                 {"configObjects", sources_->config_status()},
                 {"apiServer", api},
-                {"storage", storage_ ? storage_->status_json() : Json::object()}};
+                {"storage", storage_ ? storage_->status_json() : Json::object()},
+                {"images", images_ ? images_->status() : Json::object()}};
 }
 
 }  // namespace daemonlet::agent
