@@ -16,8 +16,8 @@ void EventQueue::rebase(const WallStep& step) {
 void EventQueue::add(ClusterEvent ev) {
     for (auto it = q_.begin() + (front_in_flight_ && !q_.empty() ? 1 : 0); it != q_.end(); ++it) {
         ClusterEvent& q = *it;
-        if (q.namespace_ == ev.namespace_ && q.kind == ev.kind && q.name == ev.name &&
-            q.reason == ev.reason && q.message == ev.message && q.type == ev.type &&
+        if (q.event_name == ev.event_name && q.namespace_ == ev.namespace_ && q.kind == ev.kind &&
+            q.name == ev.name && q.reason == ev.reason && q.message == ev.message && q.type == ev.type &&
             q.field_path == ev.field_path) {
             q.count = ev.repeat ? std::max(q.count, ev.count) : q.count + ev.count;
             q.last_ms = ev.last_ms > ev.first_ms ? ev.last_ms : ev.first_ms;
@@ -57,10 +57,26 @@ std::string rfc3339(std::int64_t wall_ms, bool micro) {
     return s + "Z";
 }
 
-std::string event_name(const ClusterEvent& ev) {
+std::string new_event_name(const std::string& object, std::int64_t wall_ms, std::uint32_t unique) {
     char hex[24];
-    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(ev.first_ms) * 1'000'000ULL);
-    return ev.name + "." + hex;
+    std::snprintf(hex, sizeof hex, "%llx",
+                  static_cast<unsigned long long>(wall_ms) * 1'000'000ULL + unique % 1'000'000U);
+    return object + "." + hex;
+}
+
+std::string event_name(const ClusterEvent& ev) {
+    return ev.event_name.empty() ? new_event_name(ev.name, ev.first_ms, 0) : ev.event_name;
+}
+
+EventAnswer event_answer(const ClusterEvent& ev, long status) {
+    if (status >= 200 && status < 300) return EventAnswer::Sent;
+    if (ev.repeat && status == 404) return EventAnswer::Create;
+    // The name is the Event's own (given when it was queued): a POST that
+    // finds it was sent before, its answer lost (a kill, a power cut, a
+    // timeout). Its count then goes as a PATCH, which sets it whole.
+    if (!ev.repeat && status == 409) return ev.count > 1 ? EventAnswer::PatchNext : EventAnswer::Sent;
+    if (status >= 400 && status < 500 && status != 429) return EventAnswer::Refused;
+    return EventAnswer::Retry;
 }
 
 Json event_patch(const ClusterEvent& ev) {

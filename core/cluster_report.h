@@ -34,19 +34,26 @@ struct ClusterEvent {
     // ("spec.containers{main}"), as the kubelet's container references;
     // empty for the object itself.
     std::string field_path = {};
-    // An Event sent before (its name from first_ms) whose count this
-    // updates: sent as event_patch (client-go's recorder PATCHes it, and
-    // creates it when the PATCH finds none).
+    // An Event sent before (named event_name) whose count this updates:
+    // sent as event_patch (client-go's recorder PATCHes it, and creates it
+    // when the PATCH finds none).
     bool repeat = false;
+    // metadata.name, given once when the Event is first queued
+    // (new_event_name) and kept with it, in the store too: a POST sent again
+    // after a restart or a power cut names the same Event, and the server's
+    // 409 AlreadyExists tells it was made (event_answer).
+    std::string event_name = {};
 };
 
 class EventQueue {
   public:
     explicit EventQueue(std::size_t capacity = 1000) : capacity_(capacity) {}
 
-    // Adds an event, folding it into a queued one for the same object,
+    // Adds an event, folding it into a queued one of the same name, object,
     // reason and message (a repeat's count is its Event's total: it
-    // replaces the queued count).
+    // replaces the queued count). Another Event of the same words (another
+    // name: the recorder forgot the first, as after a restart) is queued on
+    // its own, so that its repeats find it.
     void add(ClusterEvent ev);
     bool empty() const { return q_.empty(); }
     std::size_t size() const { return q_.size(); }
@@ -61,6 +68,9 @@ class EventQueue {
     void set_front_in_flight(bool in_flight) { front_in_flight_ = in_flight; }
     // The front repeat's Event was not found: it is created instead.
     void front_repeat_created() { q_.front().repeat = false; }
+    // The front's POST found its Event made (by an earlier POST whose
+    // answer was lost): its count is sent as a repeat's PATCH.
+    void front_made() { q_.front().repeat = true; }
     std::uint64_t dropped() const { return dropped_; }
     const std::deque<ClusterEvent>& items() const { return q_; }
     // A step of the wall clock (wall_clock.h): the queued events' times move.
@@ -77,10 +87,29 @@ class EventQueue {
 // microseconds ("...05.123456Z", metav1.MicroTime).
 std::string rfc3339(std::int64_t wall_ms, bool micro = false);
 
-// A core/v1 Event (POST /api/v1/namespaces/NS/events), named as client-go's
-// recorder names them: <object>.<hex of the first time in nanoseconds>.
+// A core/v1 Event (POST /api/v1/namespaces/NS/events), named event_name.
 Json event_object(const ClusterEvent& ev, const std::string& node_name);
+// Its metadata.name: event_name, or (an Event queued by an older agent,
+// which kept none) new_event_name of its first time.
 std::string event_name(const ClusterEvent& ev);
+// A new Event's name as client-go's recorder makes it (tools/record
+// event.go makeEvent: "%v.%x" of the object's name and the time in
+// nanoseconds): here the wall time in milliseconds with `unique` (below a
+// million, a counter the caller starts at random) as its nanoseconds, so
+// that two Events of one object in one millisecond, or of two agents
+// around a restart, have two names.
+std::string new_event_name(const std::string& object, std::int64_t wall_ms, std::uint32_t unique);
+
+// What the answer to an Event's request means for the queued Event
+// (client-go's recordToSink and isKeyNotFoundError/AlreadyExists handling).
+enum class EventAnswer {
+    Sent,       // 2xx, or a POST's 409 AlreadyExists with count 1: the Event is made
+    PatchNext,  // a POST's 409 with a count above 1: made before, its count PATCHed next
+    Create,     // a repeat's PATCH found none (404): POSTed instead
+    Retry,      // no answer, 429, 5xx: kept and sent again
+    Refused,    // other 4xx: a retry would be refused again; dropped (logged)
+};
+EventAnswer event_answer(const ClusterEvent& ev, long status);
 // A repeat's strategic-merge patch, as eventObserve makes it: count,
 // lastTimestamp and message.
 Json event_patch(const ClusterEvent& ev);

@@ -143,6 +143,7 @@ void apply_send(const PodEventSend& how, ClusterEvent& ev) {
     ev.repeat = how.repeat;
     ev.count = how.count;
     ev.first_ms = how.first_ms;
+    if (!how.name.empty()) ev.event_name = how.name;
     if (how.combined) ev.message = kCombinedPrefix + ev.message;
 }
 
@@ -170,7 +171,8 @@ bool PodEventFilter::aggregate(State& s, const PodEvent& ev, std::int64_t now_ms
     return combined;
 }
 
-PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms) {
+PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms,
+                                    std::string name) {
     auto it = pods_.find(pod);
     if (it == pods_.end()) {
         if (pods_.size() >= kMaxPods) {
@@ -189,7 +191,7 @@ PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, 
     std::string key = out.combined ? "\n\n" + ev.type + "\n" + ev.reason
                                    : ev.field_path + "\n" + ev.type + "\n" + ev.reason + "\n" + ev.message;
     auto seen = std::find_if(s.seen.begin(), s.seen.end(), [&](const Seen& x) { return x.key == key; });
-    Seen entry{std::move(key), ev.time_ms, 0};
+    Seen entry{std::move(key), ev.time_ms, 0, std::move(name)};
     // An Event first seen before the clock was set (the link sends it under
     // the time it is sent at, core/wall_clock.h) starts a new one once it is.
     if (seen != s.seen.end() && !wall_time_known(seen->first_ms) && wall_time_known(ev.time_ms)) {
@@ -206,6 +208,7 @@ PodEventSend PodEventFilter::decide(const std::string& pod, const PodEvent& ev, 
     entry.count += 1;
     out.count = entry.count;
     out.first_ms = entry.first_ms;
+    out.name = entry.name;
     s.seen.push_back(std::move(entry));
     // golang.org/x/time/rate as the spam filter uses it: tokens refill with
     // the time passed, up to the burst.

@@ -113,6 +113,7 @@ struct PodEventSend {
     std::int32_t count = 1;     // its count with this one
     std::int64_t first_ms = 0;  // the first one's time (wall clock): its name and firstTimestamp
     bool combined = false;      // EventAggregator's: the message is kCombinedPrefix + its own
+    std::string name;           // the Event's metadata.name: a repeat's is its first's
 };
 inline constexpr const char* kCombinedPrefix = "(combined from similar events): ";
 
@@ -138,7 +139,10 @@ class PodEventFilter {
     static constexpr std::size_t kMaxPods = 512;
     static constexpr std::size_t kSeenPerPod = 16;
 
-    PodEventSend decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms);
+    // `name`: the name a new Event gets (new_event_name); a repeat keeps
+    // the one its first got, as eventObserve keeps lastObservation.name.
+    PodEventSend decide(const std::string& pod, const PodEvent& ev, std::int64_t now_ms,
+                        std::string name = {});
     // A step of the wall clock (wall_clock.h): the first times move, as the
     // queued Events' do, so that a repeat still names its Event.
     void rebase(const WallStep& step);
@@ -150,6 +154,7 @@ class PodEventFilter {
         std::string key;  // field path, type, reason and message
         std::int64_t first_ms = 0;
         std::int32_t count = 0;
+        std::string name;
     };
     // EventAggregator's record of one type and reason: the messages seen.
     struct Similar {

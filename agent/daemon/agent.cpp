@@ -188,6 +188,9 @@ Status Agent::init() {
     rebuild_timer_ = new uv_timer_t;
     uv_timer_init(&loop_, rebuild_timer_);
     rebuild_timer_->data = this;
+    events_timer_ = new uv_timer_t;
+    uv_timer_init(&loop_, events_timer_);
+    events_timer_->data = this;
     start_wall_clock_watch();
 
     // Before the pods: a hostNetwork pod's podIP is the node's.
@@ -409,6 +412,7 @@ void Agent::shutdown() {
     close_and_free(reconcile_timer_);
     close_and_free(wake_timer_);
     close_and_free(rebuild_timer_);
+    close_and_free(events_timer_);
     close_and_free(wall_clock_timer_);
     if (node_ips_) node_ips_->close();
     for (auto& [uid, pod] : pods_)

@@ -182,6 +182,8 @@ class Agent : private Images::Host {
     void load_cluster_node();
     void start_cluster(bool start_now);
     void save_cluster_events();
+    void events_changed(bool queued);
+    void keep_cluster_events();
     void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
     void on_api_node(ReflectorChanges&& changes);
     void on_link(LinkState state);
@@ -407,6 +409,12 @@ class Agent : private Images::Host {
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;
+    // The queue of Events as last kept in the store (cluster.cpp), its
+    // save's timer (a turn of the loop), and its flush.
+    uv_timer_t* events_timer_ = nullptr;
+    std::string events_saved_;
+    bool events_flush_wanted_ = false;
+    bool events_flushing_ = false;
     uv_timer_t* rebuild_timer_ = nullptr;
     uv_timer_t* wall_clock_timer_ = nullptr;
     std::optional<WallClockSteps> wall_steps_;  // from the agent's start

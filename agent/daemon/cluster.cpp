@@ -30,7 +30,8 @@ using platform::log;
 namespace {
 
 constexpr const char* kNodeMeta = "api.node";      // the Node's labels, taints and unschedulable
-constexpr const char* kEventsMeta = "api.events";  // Events not sent when the agent stopped
+constexpr const char* kEventsMeta = "api.events";  // Events not sent yet (the queue)
+constexpr std::uint64_t kEventsSentSaveMs = 1000;  // the queue kept after Events sent, at most this often
 
 // The Node fields the agent uses, as stored for an offline boot.
 Json node_subset(const Json& node) {
@@ -76,6 +77,7 @@ void Agent::start_cluster(bool start_now) {
         if (api_pods_ && !stopping_) api_pods_->on_pods(std::move(ch));
     };
     hooks.link = [this](LinkState s) { on_link(s); };
+    hooks.events_changed = [this](bool queued) { events_changed(queued); };
     hooks.node_uid = [this] {
         if (api_pods_ && !stopping_) api_pods_->changed();
     };
@@ -97,30 +99,76 @@ void Agent::start_cluster(bool start_now) {
     cluster_error_.clear();
     cluster_ = std::move(link).value();
     if (api_access_) api_access_->set_link(cluster_.get(), "");
-    // Events queued when the agent last stopped (an offline reboot): sent
-    // with their original times once connected.
+    // Events queued when the agent last stopped, was killed or lost power
+    // (an offline reboot): sent with their original times and names once
+    // connected; one the cluster has already is not made twice (its name
+    // finds it: event_answer).
     auto saved = store_->get_meta(kEventsMeta);
-    if (saved.ok() && saved.value() && !saved.value()->empty()) {
-        Json arr = Json::parse(*saved.value(), nullptr, false);
+    events_saved_ = saved.ok() && saved.value() ? *saved.value() : std::string();
+    if (!events_saved_.empty()) {
+        Json arr = Json::parse(events_saved_, nullptr, false);
         if (arr.is_array())
             for (const Json& e : arr) {
                 if (!e.is_object()) continue;
-                cluster_->add_event(ClusterEvent{
-                    e.value("namespace", ""), e.value("kind", ""), e.value("name", ""), e.value("uid", ""),
-                    e.value("type", ""), e.value("reason", ""), e.value("message", ""),
-                    e.value("first", std::int64_t{0}), e.value("last", std::int64_t{0}), e.value("count", 1),
-                    e.value("fieldPath", ""), (e.contains("repeat") && e["repeat"] == Json(true))});
+                ClusterEvent ev{e.value("namespace", ""),
+                                e.value("kind", ""),
+                                e.value("name", ""),
+                                e.value("uid", ""),
+                                e.value("type", ""),
+                                e.value("reason", ""),
+                                e.value("message", ""),
+                                e.value("first", std::int64_t{0}),
+                                e.value("last", std::int64_t{0}),
+                                e.value("count", 1),
+                                e.value("fieldPath", ""),
+                                (e.contains("repeat") && e["repeat"] == Json(true))};
+                ev.event_name = e.value("eventName", "");
+                cluster_->add_event(std::move(ev));
             }
-        if (auto w = store_->put_meta(kEventsMeta, ""); !w.ok())
-            log(Level::Warning, "store: " + w.error().message);
     }
     if (start_now) cluster_->start();
     start_api_pods();
 }
 
-// At a stop: the Events the cluster has not had yet, for the next start.
+// The queue of Events in the store, whenever it changed (batched: once per
+// turn of the loop), so that a kill or a power cut loses none and sends
+// none twice. An Event queued is flushed too (Store::flush_async, off the
+// loop, one at a time): queued is acknowledged. A removal need not be: one
+// sent again after a cut finds its Event made (its name, event_answer).
+void Agent::events_changed(bool queued) {
+    events_flush_wanted_ = events_flush_wanted_ || queued;
+    if (!events_timer_ || stopping_) return;
+    // An Event queued is kept at the next turn; Events sent at most once a
+    // second (a backlog of hundreds drained after a reconnect writes the
+    // queue a few times, not once per Event): one sent again after a kill
+    // finds its Event made.
+    if (!queued && uv_is_active(reinterpret_cast<uv_handle_t*>(events_timer_))) return;
+    uv_timer_start(
+        events_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->keep_cluster_events(); },
+        queued ? 0 : kEventsSentSaveMs, 0);
+}
+
+void Agent::keep_cluster_events() {
+    save_cluster_events();
+    if (!events_flush_wanted_ || events_flushing_ || stopping_) return;
+    events_flush_wanted_ = false;
+    events_flushing_ = true;
+    auto done = [this](Status flushed) {
+        events_flushing_ = false;
+        if (!flushed.ok())
+            log(Level::Warning, "store: queued events not flushed: " + flushed.error().message);
+        // Queued while this flush ran: one more.
+        if (events_flush_wanted_ && !stopping_) keep_cluster_events();
+    };
+    // No worker (a store that takes no writes): the write lands later and
+    // is flushed with the next one; never an fdatasync on the loop.
+    if (!store_->flush_async(done).ok()) events_flushing_ = false;
+}
+
+// The Events the cluster has not had yet, for the next start (compared
+// first: an unchanged queue is not written again).
 void Agent::save_cluster_events() {
-    if (!cluster_ || cluster_->queued_events().empty()) return;
+    if (!cluster_) return;
     Json arr = Json::array();
     for (const auto& ev : cluster_->queued_events())
         arr.push_back({{"namespace", ev.namespace_},
@@ -134,9 +182,16 @@ void Agent::save_cluster_events() {
                        {"last", ev.last_ms},
                        {"count", ev.count},
                        {"fieldPath", ev.field_path},
-                       {"repeat", ev.repeat}});
-    if (auto w = store_->put_meta(kEventsMeta, arr.dump()); !w.ok())
+                       {"repeat", ev.repeat},
+                       {"eventName", ev.event_name}});
+    std::string value =
+        arr.empty() ? std::string() : arr.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (value == events_saved_) return;
+    if (auto w = store_->put_meta(kEventsMeta, value); !w.ok()) {
         log(Level::Warning, "store: queued events not kept: " + w.error().message);
+        return;
+    }
+    events_saved_ = std::move(value);
 }
 
 // The resourceVersion is not kept: a new agent lists before it watches, as
@@ -274,8 +329,9 @@ void Agent::send_cluster_event(const std::string& ns, const std::string& daemons
     // The DaemonSet controller's recorder correlates as the kubelet's: a
     // repeat PATCHes the count of the Event sent before, the spam filter
     // per DaemonSet (core PodEventFilter, keyed by its uid).
-    const PodEventSend send = ds_event_filter_.decide(
-        it->second.uid, PodEvent{"", type, reason, message, false, now}, clock_.monotonic_ms());
+    const PodEventSend send =
+        ds_event_filter_.decide(it->second.uid, PodEvent{"", type, reason, message, false, now},
+                                clock_.monotonic_ms(), new_event_name(daemonset, now, event_name_unique()));
     if (!send.send) return;
     ClusterEvent ev{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1, ""};
     apply_send(send, ev);
@@ -314,7 +370,8 @@ Json Agent::status_json() const {
                 {"manifests", sources_->status()},
                 {"configObjects", sources_->config_status()},
                 {"apiServer", api},
-                {"storage", storage_ ? storage_->status_json() : Json::object()}};
+                {"storage", storage_ ? storage_->status_json() : Json::object()},
+                {"images", images_ ? images_->status() : Json::object()}};
 }
 
 }  // namespace daemonlet::agent

@@ -73,6 +73,12 @@ Result<std::string> pem(const std::string& file, const std::string& data, bool s
 
 }  // namespace
 
+std::uint32_t event_name_unique() {
+    static std::uint32_t next = std::random_device{}() % 1'000'000U;
+    next = (next + 1) % 1'000'000U;
+    return next;
+}
+
 std::string describe_status(long status, const std::string& body) {
     std::string out = "HTTP " + std::to_string(status);
     Json j = parse_json(body);
@@ -578,7 +584,9 @@ void ClusterLink::on_lease(const std::string& method, Result<platform::HttpRespo
 }
 
 void ClusterLink::add_event(ClusterEvent ev) {
+    if (ev.event_name.empty()) ev.event_name = new_event_name(ev.name, ev.first_ms, event_name_unique());
     events_.add(std::move(ev));
+    if (hooks_.events_changed) hooks_.events_changed(true);
     send_events();
 }
 
@@ -587,7 +595,7 @@ void ClusterLink::send_events() {
     ClusterEvent ev = events_.front();
     // Recorded by a clock that was not set yet, by an agent that did not
     // see it set (core/wall_clock.h): sent with the time it is sent at
-    // rather than as an Event of 1970.
+    // rather than as an Event of 1970 (under the name it was queued with).
     const std::int64_t now = clock_.wall_ms();
     if (wall_time_known(now) && !wall_time_known(ev.first_ms)) ev.first_ms = ev.last_ms = now;
     // A repeat PATCHes its Event's count (client-go's recordToSink).
@@ -597,30 +605,33 @@ void ClusterLink::send_events() {
     r.body = (ev.repeat ? event_patch(ev) : event_object(ev, node_name_))
                  .dump(-1, ' ', false, Json::error_handler_t::replace);
     r.timeout_ms = config_.request_timeout_ms;
-    auto id = http_->request(r, [this, repeat = ev.repeat](Result<platform::HttpResponse> res) {
+    auto id = http_->request(r, [this](Result<platform::HttpResponse> res) {
         event_inflight_.reset();
         events_.set_front_in_flight(false);
-        if (!res.ok()) return;  // kept: sent again with the next Lease renewal
+        if (!res.ok() || events_.empty()) return;  // kept: sent again with the next Lease renewal
         const long s = res.value().status;
-        if (repeat && s == 404 && !events_.empty()) {
+        const ClusterEvent& front = events_.front();
+        switch (event_answer(front, s)) {
+        case EventAnswer::Retry: return;
+        case EventAnswer::Create:
             // Gone (its TTL, a fresh server) or never made: created, with
             // its count, as the recorder does when the PATCH finds none.
             events_.front_repeat_created();
+            if (hooks_.events_changed) hooks_.events_changed(false);
             return send_events();
-        }
-        if (s >= 200 && s < 300) {
-            ++events_sent_;
-        } else if (s >= 400 && s < 500 && s != 429) {
-            // Refused for good (forbidden, invalid, no such namespace): a
-            // retry would be refused again.
-            log(Level::Warning, "API server: event " + events_.front().reason + " on " +
-                                    events_.front().kind + " " + events_.front().namespace_ + "/" +
-                                    events_.front().name +
+        case EventAnswer::PatchNext:
+            events_.front_made();
+            if (hooks_.events_changed) hooks_.events_changed(false);
+            return send_events();
+        case EventAnswer::Sent: ++events_sent_; break;
+        case EventAnswer::Refused:
+            log(Level::Warning, "API server: event " + front.reason + " on " + front.kind + " " +
+                                    front.namespace_ + "/" + front.name +
                                     " refused: " + describe_status(s, res.value().body));
-        } else {
-            return;
+            break;
         }
         events_.pop();
+        if (hooks_.events_changed) hooks_.events_changed(false);
         send_events();
     });
     if (id.ok()) {
@@ -631,6 +642,7 @@ void ClusterLink::send_events() {
 
 void ClusterLink::rebase_wall_times(const WallStep& step) {
     events_.rebase(step);
+    if (hooks_.events_changed && !events_.empty()) hooks_.events_changed(false);
     if (lease_renewed_wall_ms_) lease_renewed_wall_ms_ = rebase(lease_renewed_wall_ms_, step);
 }
 

@@ -52,6 +52,11 @@ namespace daemonlet::agent {
 // (and posted when it changed; core status_report_due).
 inline constexpr std::uint64_t kNodeStatusUpdateMs = 10'000;
 
+// A new Event's `unique` (core new_event_name): a counter of the process,
+// started at random, so that names differ within a millisecond and across
+// restarts.
+std::uint32_t event_name_unique();
+
 // "HTTP 403: daemonsets.apps is forbidden: ..." from a Status body, bounded.
 std::string describe_status(long status, const std::string& body);
 
@@ -73,6 +78,9 @@ struct ClusterHooks {
     // nodeLabels, registerWithTaints).
     std::function<NodeStatusInput()> node_status;
     std::function<Json()> node_object;
+    // The queue of Events changed (`queued`: an Event was added), for the
+    // agent to keep it in the store (cluster.cpp keep_cluster_events).
+    std::function<void(bool queued)> events_changed;
 };
 
 class ClusterLink {
@@ -90,7 +98,8 @@ class ClusterLink {
     void start();
     void close();  // cancels every request and closes the handles; idempotent
 
-    // Queues an Event for the cluster; sent (in order) while connected.
+    // Queues an Event for the cluster; sent (in order) while connected. One
+    // without a name gets one (new_event_name).
     void add_event(ClusterEvent ev);
     // A step of the wall clock (core/wall_clock.h): the queued Events' and
     // the Lease's times move with it.

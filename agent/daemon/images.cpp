@@ -257,20 +257,22 @@ void Images::on_imported(const std::string& path,
         // fine. As above: not recorded, queued again at the next check of
         // the directory, said once until an import gets through.
         host_.image_operation_done("import", false);
-        if (!import_disk_full_) {
-            std::string why = r.output;
-            while (!why.empty() && why.back() == '\n') why.pop_back();
-            log(Level::Err, "image import: " + (why.find(path) == std::string::npos ? path + ": " : "") +
-                                why +
+        std::string why = r.output;
+        while (!why.empty() && why.back() == '\n') why.pop_back();
+        import_full_why_ = (why.find(path) == std::string::npos ? path + ": " : "") + why;
+        if (!import_disk_full_)
+            log(Level::Err, "image import: " + import_full_why_ +
                                 "; the disk is full: nothing of it was imported, it is tried again at the "
                                 "next check of the import directory");
-        }
         import_disk_full_ = true;
         import_seen_.erase(path);
         start_next_import();
         return;
     }
-    if (r.outcome == ProbeOutcome::Success) import_runtime_down_ = import_disk_full_ = false;
+    if (r.outcome == ProbeOutcome::Success) {
+        import_runtime_down_ = import_disk_full_ = false;
+        import_full_why_.clear();
+    }
     host_.image_operation_done("import", r.outcome == ProbeOutcome::Success);
     if (r.outcome != ProbeOutcome::Success) {
         std::string why = r.output;
@@ -296,6 +298,14 @@ void Images::on_imported(const std::string& path,
     // kubelet checks after its period only; a board's small store may fill
     // with one import (image_gc.cpp).
     if (imported) run_image_gc("an image was imported");
+}
+
+Json Images::status() const {
+    Json out = Json::object();
+    if (import_disk_full_)
+        out["importWaitsForSpace"] = {{"message", import_full_why_},
+                                      {"retry", "at the next check of the import directory"}};
+    return out;
 }
 
 std::vector<Json> json_object_lines(const std::string& output) {

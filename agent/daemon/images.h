@@ -169,6 +169,9 @@ class Images {
     // The image store's bytes as image GC last listed them (the sum of its
     // images' sizes); -1 before the first listing.
     std::int64_t store_bytes() const { return store_bytes_; }
+    // For `daemonlet status -o json` (images): the archive that did not fit
+    // and why, until an import gets through ({} when none).
+    Json status() const;
 
   private:
     // A registry pull of one image, shared by the containers waiting for
@@ -230,6 +233,7 @@ class Images {
     bool imports_recalled_ = false;           // the records are checked against the store
     bool import_runtime_down_ = false;        // cri: containerd did not answer (said once)
     bool import_disk_full_ = false;           // an import did not fit (said once)
+    std::string import_full_why_;             // its archive and daemonlet-image's words
     std::map<std::string, ImagePull> pulls_;  // by the image as the pod spec names it
     std::set<ImageWaiter> pulled_;            // Always: this start's pull is done, the next start runs
     uv_timer_t* gc_timer_ = nullptr;          // image GC's period; freed in its close callback

@@ -10,7 +10,8 @@
 namespace daemonlet::agent {
 
 void PodEvents::send_one(const ApiPodRef& pod, const PodEvent& ev, std::int64_t mono_ms, const Send& send) {
-    const PodEventSend how = filter_.decide(pod.uid, ev, mono_ms);
+    const PodEventSend how =
+        filter_.decide(pod.uid, ev, mono_ms, new_event_name(pod.name, ev.time_ms, event_name_unique()));
     if (!how.send) return;
     ClusterEvent out = pod_cluster_event(ev, pod);
     apply_send(how, out);

@@ -40,7 +40,8 @@
 //        one, with printPod's columns (kubectl get pods [-o wide])
 //   GET  /apis/apps/v1/namespaces/NS/controllerrevisions (list, labelSelector)
 //   GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
-//   POST         /api/v1/namespaces/NS/events; PATCH .../events/NAME merges into the Event (404 if none)
+//   POST         /api/v1/namespaces/NS/events (409 AlreadyExists for a name the namespace has);
+//                PATCH .../events/NAME merges into the Event (404 if none)
 //   GET          /api/v1[/namespaces/NS]/events: the Events posted (an EventList)
 //   POST /api/v1/namespaces/NS/serviceaccounts/NAME/token: a TokenRequest
 //        answered with a JWT-shaped token (header, claims as kube-apiserver
@@ -69,6 +70,7 @@
 //                                         DaemonSet controller writes it)
 //   PUT    /_control/pods/NS/NAME, DELETE /_control/pods/NS/NAME (a Pod as
 //                                         the controller or an admin makes it)
+//   POST   /_control/events               (body: an Event) held as if posted before
 //   POST   /_control/compact              forget the history (410s follow)
 //   POST   /_control/end-watches {"gone": false}  end every open watch as its
 //                                         timeoutSeconds would (gone: with an
@@ -169,7 +171,8 @@ struct State {
     std::vector<json> deleted_pods;                   // as they were when deleted through the API
     json last_pod_delete;                             // the DeleteOptions of the last Pod DELETE
     std::vector<json> events;
-    std::uint64_t event_patches = 0;  // PATCHes of an Event's count
+    std::uint64_t event_patches = 0;    // PATCHes of an Event's count
+    std::uint64_t event_conflicts = 0;  // POSTs of an Event name already made (409)
     std::vector<HistoryEntry> history;
     std::map<std::string, std::vector<json>> snapshots;  // continue token -> remaining items
     std::int64_t next_token = 1;
@@ -925,6 +928,13 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
         map[key] = obj;
         return send_json(c, created ? 201 : 200, obj);
     }
+    if (p.size() == 3 && p[2] == "events" && method == "POST") {
+        // An Event the server holds already (as if posted before a restart
+        // of the agent, its answer lost).
+        in["_method"] = "control";
+        S.events.push_back(std::move(in));
+        return send_json(c, 201, json::object());
+    }
     if (p.size() == 3 && p[2] == "compact" && method == "POST") {
         S.history_base += S.history.size();
         S.history.clear();
@@ -970,7 +980,8 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                           {"deletedPods", S.deleted_pods},
                           {"lastPodDelete", S.last_pod_delete},
                           {"events", S.events},
-                          {"eventPatches", S.event_patches}});
+                          {"eventPatches", S.event_patches},
+                          {"eventConflicts", S.event_conflicts}});
     }
     if (p.size() == 3 && p[2] == "summary") {
         // What the agent told the cluster, one line each, for people (the demo).
@@ -1450,6 +1461,21 @@ MHD_Result api(MHD_Connection* c, const std::string& method, const std::vector<s
         return send_json(c, 404, status_object(404, "NotFound", "events \"" + name + "\" not found"));
     }
     if (q.resource == "events" && (method == "POST" || method == "PUT")) {
+        // A POST of a name the namespace has: 409 AlreadyExists, as the
+        // registry's create answers (what tells an agent that an Event it
+        // sends again after a restart was made before).
+        const std::string n = in.is_object() && in.contains("metadata") && in["metadata"].is_object()
+                                  ? in["metadata"].value("name", "")
+                                  : "";
+        if (method == "POST" && !n.empty())
+            for (const auto& e : S.events)
+                if (e.is_object() && e.contains("metadata") && e["metadata"].is_object() &&
+                    e["metadata"].value("name", "") == n &&
+                    e["metadata"].value("namespace", "") == q.namespace_) {
+                    ++S.event_conflicts;
+                    return send_json(
+                        c, 409, status_object(409, "AlreadyExists", "events \"" + n + "\" already exists"));
+                }
         in["_method"] = method;
         S.events.push_back(in);
         return send_json(c, method == "POST" ? 201 : 200, in);

@@ -58,6 +58,67 @@ TEST(ClusterReport, EventsKeepTheirOriginalTimes) {
     STRCMP_EQUAL("edge-01", j["source"]["host"].get<std::string>().c_str());
 }
 
+TEST(ClusterReport, AnEventKeepsTheNameItWasQueuedWithAndTwoInOneMillisecondDiffer) {
+    // makeEvent: "%v.%x" of the object's name and the time in nanoseconds;
+    // here the milliseconds' nanoseconds carry a counter.
+    STRCMP_EQUAL("agent.18e91efd632854c0", new_event_name("agent", 1'795'000'000'123, 0).c_str());
+    STRCMP_EQUAL("agent.18e91efd632854c7", new_event_name("agent", 1'795'000'000'123, 7).c_str());
+    CHECK(new_event_name("agent", 5, 1) != new_event_name("agent", 5, 2));
+    ClusterEvent e = ev("BackOff", 1'795'000'000'123);
+    e.event_name = "agent.kept";
+    e.first_ms = 0;  // sent under the time it is sent at (a clock not set when queued)
+    STRCMP_EQUAL("agent.kept", event_object(e, "n")["metadata"]["name"].get<std::string>().c_str());
+}
+
+TEST(ClusterReport, OnlyTheSameEventFoldsInTheQueue) {
+    // A repeat of agent.a folds into it (its count is the total); an Event
+    // of the same words under another name (the recorder forgot the first,
+    // a restart) stays apart, so that its own repeats find it.
+    EventQueue q(10);
+    ClusterEvent a = ev("BackOff", 1000);
+    a.event_name = "agent.a";
+    q.add(a);
+    ClusterEvent again = a;
+    again.repeat = true;
+    again.count = 3;
+    q.add(again);
+    ClusterEvent b = ev("BackOff", 2000);
+    b.event_name = "agent.b";
+    q.add(b);
+    LONGS_EQUAL(2, q.size());
+    LONGS_EQUAL(3, q.front().count);
+    CHECK_FALSE(q.front().repeat);
+}
+
+TEST(ClusterReport, AnAnswerSaysWhatBecomesOfTheQueuedEvent) {
+    struct Row {
+        const char* name;
+        bool repeat;
+        int count;
+        long status;
+        EventAnswer expected;
+    };
+    static const Row rows[] = {
+        {"POST created", false, 1, 201, EventAnswer::Sent},
+        {"PATCH counted", true, 2, 200, EventAnswer::Sent},
+        // recordToSink: a PATCH that finds none creates the Event.
+        {"PATCH of a gone Event is a POST", true, 2, 404, EventAnswer::Create},
+        // Sent again after a restart or a cut: the name is made, so was it.
+        {"POST of a made Event counts as sent", false, 1, 409, EventAnswer::Sent},
+        {"POST of a made Event with repeats PATCHes its count", false, 4, 409, EventAnswer::PatchNext},
+        {"a PATCH's conflict is refused", true, 2, 409, EventAnswer::Refused},
+        {"forbidden is refused", false, 1, 403, EventAnswer::Refused},
+        {"too many requests is retried", false, 1, 429, EventAnswer::Retry},
+        {"a server error is retried", false, 1, 503, EventAnswer::Retry},
+    };
+    for (const Row& r : rows) {
+        ClusterEvent e = ev("BackOff", 1000);
+        e.repeat = r.repeat;
+        e.count = r.count;
+        CHECK_TEXT(event_answer(e, r.status) == r.expected, r.name);
+    }
+}
+
 TEST(ClusterReport, TheLeaseIsKubeletsNodeLease) {
     Json l = lease_object("edge-01", "kube-node-lease", 40, 1'795'000'000'123);
     STRCMP_EQUAL("coordination.k8s.io/v1", l["apiVersion"].get<std::string>().c_str());

@@ -125,13 +125,16 @@ TEST(PodEvents, FilterAsEventSourceObjectSpamFilterAndEventLoggerCounts) {
     // eventObserve: an Event identical to one the Pod has is a repeat, its
     // count and first time the first one's (a PATCH); another is new, and
     // a repeat of an older key counts on that one.
-    PodEventSend d = f.decide("p1", started_event(app, 1'000), 0);
+    PodEventSend d = f.decide("p1", started_event(app, 1'000), 0, "p1.first");
     CHECK_TRUE(d.send && !d.repeat);
     LONGS_EQUAL(1, d.count);
-    d = f.decide("p1", started_event(app, 2'000), 0);
+    STRCMP_EQUAL("p1.first", d.name.c_str());
+    d = f.decide("p1", started_event(app, 2'000), 0, "p1.second");
     CHECK_TRUE_TEXT(d.send && d.repeat, "eventObserve: the same key counts on its Event");
     LONGS_EQUAL(2, d.count);
     LONGS_EQUAL(1'000, d.first_ms);
+    // lastObservation.name: the repeat PATCHes the Event named first.
+    STRCMP_EQUAL("p1.first", d.name.c_str());
     d = f.decide("p1", backoff_event(app, 3'000), 0);
     CHECK_TRUE(d.send && !d.repeat);
     d = f.decide("p1", started_event(app, 4'000), 0);
