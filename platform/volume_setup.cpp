@@ -105,11 +105,17 @@ Status set_up_host_path(const Volume& v) {
     // /run/flannel, typeless, would otherwise never start.
     if (v.host_path_type.empty() && kind == FileKind::Missing) action = HostPathAction::MakeDirectory;
     if (action.value() == HostPathAction::MakeDirectory) {
-        // MakeDir: os.MkdirAll(path, 0755), as the umask lets it.
+        // MakeDir: os.MkdirAll(path, 0755). The unit's UMask=0077 would
+        // leave it 0700, closed to a container's non-root user, so the
+        // directory is given 0755 (through its descriptor: never a
+        // symlink's target put there meanwhile).
         std::error_code ec;
         fs::create_directories(v.host_path, ec);
         if (ec) return setup_failed(v, "mkdir " + v.host_path + ": " + ec.message());
-        ::chmod(v.host_path.c_str(), 0755);
+        const int fd = ::open(v.host_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return setup_failed(v, "open " + v.host_path + ": " + std::strerror(errno));
+        (void)::fchmod(fd, 0755);
+        ::close(fd);
     } else if (action.value() == HostPathAction::MakeFile) {
         const fs::path parent = fs::path(v.host_path).parent_path();
         std::error_code ec;

@@ -341,6 +341,10 @@ TEST(RuncShim, AStartHeldBehindALeftoverIsCanceledAtTheStopAndNeverMakesItsConta
     // The leftover still goes; no container is made after it.
     std::ofstream(dir + "/gate") << "open\n";
     CHECK_TRUE(run_until(&loop, [&] { return !std::filesystem::exists(runtime->bundle_dir(leftover)); }));
+    // The bundle goes on the pool; the loop then runs the removal's
+    // callback, which would let held starts go: wait for it too (no work
+    // request left on the loop), so a start left held would show here.
+    CHECK_TRUE(run_until(&loop, [&] { return loop.active_reqs.count == 0; }));
     STRCMP_EQUAL(("delete " + leftover + "\n").c_str(), read_text(dir + "/calls").c_str());
     LONGS_EQUAL(1, calls);
 }
