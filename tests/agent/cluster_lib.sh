@@ -23,13 +23,15 @@ trap cleanup_cluster EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" \
     -out "$work/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost -days 2 2>/dev/null
 port=
+# Arguments every start_fake adds (test_fleet.sh: the controllers).
+fake_extra=()
 start_fake() {  # start_fake [PORT [FAULT_JSON]]: a fresh server (no objects), on PORT or a free one
     rm -f "$work/port"
     local where=(--port-file "$work/port")
     [[ -n ${1:-} ]] && where+=(--port "$1")
     [[ -n ${2:-} ]] && where+=(--fault "$2")
     "$srv" --cert "$work/cert.pem" --key "$work/key.pem" "${where[@]}" --token s3cret --bookmark-ms 500 \
-        >>"$work/fake.log" 2>&1 &
+        "${fake_extra[@]}" >>"$work/fake.log" 2>&1 &
     fake=$!
     wait_for "the API server listens" 5 test -s "$work/port"
     port=$(cat "$work/port")

@@ -5,6 +5,8 @@
 //                  [--token T] [--client-ca FILE] [--bookmark-ms N]
 //                  [--fault JSON]   (a fault in force from the start, as below)
 //                  [--max-token-expiration-seconds N]
+//                  [--controllers] [--node-grace-seconds N]  (a DaemonSet and a
+//                  node lifecycle controller: fake_controllers.h)
 //
 // Served as kube-apiserver serves them (the agent's dependencies only):
 //   GET  /apis/apps/v1[/namespaces/NS]/daemonsets   list (limit/continue,
@@ -105,6 +107,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -117,8 +120,10 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using json = nlohmann::json;
@@ -536,6 +541,7 @@ json discovery(const std::vector<std::string>& p) {
         gv = "apps/v1";
         resources = {resource("daemonsets", "DaemonSet", true, all),
                      resource("controllerrevisions", "ControllerRevision", true, all)};
+        resources[0]["shortNames"] = {"ds"};  // kubectl rollout status ds/NAME
     } else if (p.size() == 4 && p[1] == "apis" && p[2] == "coordination.k8s.io" && p[3] == "v1") {
         gv = "coordination.k8s.io/v1";
         resources = {resource("leases", "Lease", true, all)};
@@ -1125,6 +1131,58 @@ std::int64_t pod_delete_grace(const json& pod, const json& options) {
 
 // Pods and ControllerRevisions, as kube-apiserver serves what the agent's
 // Pods need (Pods with watch and graceful deletion, tests/apiserver header).
+// names.SimpleNameGenerator: PREFIX and 5 random characters of
+// "bcdfghjklmnpqrstvwxz2456789", a name no Pod of NS has.
+std::string generate_name(const std::string& ns, const std::string& prefix) {
+    static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    static unsigned seed = static_cast<unsigned>(Clock::now().time_since_epoch().count());
+    std::string n;
+    do {
+        n = prefix;
+        for (int k = 0; k < 5; ++k) n += alphabet[rand_r(&seed) % (sizeof alphabet - 1)];
+    } while (S.pods.count(ns + "/" + n));
+    return n;
+}
+
+// Stores a new Pod `in` (metadata.name and namespace set, the request
+// checked): stamped, created now, Pending (podStrategy.PrepareForCreate).
+json create_pod(json in) {
+    json obj = stamp(std::move(in), nullptr, "v1", "Pod");
+    obj["metadata"]["creationTimestamp"] = rfc3339_utc(std::time(nullptr));  // AGE in kubectl's table
+    obj["status"] = {{"phase", "Pending"}};
+    record("pods", "ADDED", obj);
+    obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+    S.pods[obj["metadata"].value("namespace", "") + "/" + obj["metadata"].value("name", "")] = obj;
+    ++S.pod_writes["create"];
+    return obj;
+}
+
+// Deletes the Pod at `it` with DeleteOptions `options` (preconditions
+// checked), as podStrategy's CheckGracefulDelete: marked when graceful,
+// else removed. Returns the Pod as the DELETE answers it.
+json delete_pod(std::map<std::string, json>::iterator it, const json& options) {
+    json obj = it->second;
+    const std::int64_t grace = pod_delete_grace(obj, options);
+    json& md = obj["metadata"];
+    if (grace > 0 && (!md.contains("deletionGracePeriodSeconds") ||
+                      grace < md["deletionGracePeriodSeconds"].get<std::int64_t>())) {
+        // Graceful: marked, the kubelet stops its containers and confirms.
+        md["deletionTimestamp"] = rfc3339_utc(std::time(nullptr) + grace);
+        md["deletionGracePeriodSeconds"] = grace;
+        record("pods", "MODIFIED", obj);
+        obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
+        it->second = obj;
+        ++S.pod_writes["graceful"];
+        return obj;
+    }
+    if (grace > 0) return obj;  // being deleted already, with a shorter grace
+    S.pods.erase(it);
+    record("pods", "DELETED", obj);
+    ++S.pod_writes["delete"];
+    S.deleted_pods.push_back(obj);
+    return obj;
+}
+
 MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query& q, const std::string& name,
                       const std::string& sub, const std::string& body) {
     const bool pods = q.resource == "pods";
@@ -1170,15 +1228,8 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
         if (q.namespace_.empty()) return send_json(c, 404, status_object(404, "NotFound", "no namespace"));
         json& md = in["metadata"];
         std::string n = md.value("name", "");
-        if (n.empty() && md.value("generateName", "") != "") {
-            // names.SimpleNameGenerator: 5 random characters of "bcdfghjklmnpqrstvwxz2456789".
-            static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-            static unsigned seed = static_cast<unsigned>(Clock::now().time_since_epoch().count());
-            do {
-                n = md["generateName"].get<std::string>();
-                for (int k = 0; k < 5; ++k) n += alphabet[rand_r(&seed) % (sizeof alphabet - 1)];
-            } while (map.count(q.namespace_ + "/" + n));
-        }
+        if (n.empty() && md.value("generateName", "") != "")
+            n = generate_name(q.namespace_, md["generateName"].get<std::string>());
         if (n.empty())
             return send_json(
                 c, 422,
@@ -1198,21 +1249,7 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
             if (!pod_spec.is_object()) pod_spec = json::object();
             if (pod_spec.value("serviceAccountName", "").empty()) pod_spec["serviceAccountName"] = "default";
         }
-        json obj = stamp(in, nullptr, "v1", "Pod");
-        {
-            // The time of its creation (AGE in kubectl's table).
-            std::time_t now = std::time(nullptr);
-            char buf[32];
-            std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-            obj["metadata"]["creationTimestamp"] = buf;
-        }
-        // podStrategy.PrepareForCreate: a new Pod's status is Pending.
-        obj["status"] = {{"phase", "Pending"}};
-        record("pods", "ADDED", obj);
-        obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
-        map[q.namespace_ + "/" + n] = obj;
-        ++S.pod_writes["create"];
-        return send_json(c, 201, obj);
+        return send_json(c, 201, create_pod(std::move(in)));
     }
     if (it == map.end()) return not_found(name);
     const std::string uid = it->second["metadata"].value("uid", "");
@@ -1247,27 +1284,8 @@ MHD_Result serve_pods(MHD_Connection* c, const std::string& method, const Query&
                 status_object(409, "Conflict",
                               "Precondition failed: UID in precondition: " +
                                   in["preconditions"]["uid"].dump() + ", UID in object meta: " + uid));
-        json obj = it->second;
         S.last_pod_delete = in;
-        const std::int64_t grace = pod_delete_grace(obj, in);
-        json& md = obj["metadata"];
-        if (grace > 0 && (!md.contains("deletionGracePeriodSeconds") ||
-                          grace < md["deletionGracePeriodSeconds"].get<std::int64_t>())) {
-            // Graceful: marked, the kubelet stops its containers and confirms.
-            md["deletionTimestamp"] = rfc3339_utc(std::time(nullptr) + grace);
-            md["deletionGracePeriodSeconds"] = grace;
-            record("pods", "MODIFIED", obj);
-            obj["metadata"]["resourceVersion"] = std::to_string(S.rv);
-            it->second = obj;
-            ++S.pod_writes["graceful"];
-            return send_json(c, 200, obj);
-        }
-        if (grace > 0) return send_json(c, 200, obj);  // being deleted already, with a shorter grace
-        map.erase(it);
-        record("pods", "DELETED", obj);
-        ++S.pod_writes["delete"];
-        S.deleted_pods.push_back(obj);
-        return send_json(c, 200, obj);
+        return send_json(c, 200, delete_pod(it, in));
     }
     return send_json(c, 405, status_object(405, "MethodNotAllowed", method + " is not supported here"));
 }
@@ -1512,14 +1530,29 @@ MHD_Result handler(void*, MHD_Connection* c, const char* url, const char* method
     return api(c, method, p, up->body);
 }
 
+#include "fake_controllers.h"
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string cert, key, client_ca, port_file;
     int port = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        std::string a = argv[i], v = argv[i + 1];
-        if (a == "--cert")
+    bool controllers = false;
+    for (int i = 1; i < argc; i += 2) {
+        std::string a = argv[i];
+        if (a == "--controllers") {
+            controllers = true;
+            --i;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "fake_apiserver: %s needs a value\n", a.c_str());
+            return 2;
+        }
+        std::string v = argv[i + 1];
+        if (a == "--node-grace-seconds")
+            C.node_grace_s = std::atoll(v.c_str());
+        else if (a == "--cert")
             cert = read_file(v);
         else if (a == "--key")
             key = read_file(v);
@@ -1593,6 +1626,8 @@ int main(int argc, char** argv) {
     }
     std::printf("fake_apiserver listening on https://127.0.0.1:%d\n", bound);
     std::fflush(stdout);
+    std::thread controller_thread;
+    if (controllers) controller_thread = std::thread(run_controllers);
     int sig = 0;
     sigwait(&set, &sig);
     S.stopping = true;
@@ -1601,6 +1636,7 @@ int main(int argc, char** argv) {
         ++S.fault_generation;
         S.changed.notify_all();
     }
+    if (controller_thread.joinable()) controller_thread.join();
     MHD_stop_daemon(d);
     return 0;
 }

@@ -87,5 +87,44 @@ check "an unbound Pod goes at once" bash -c "[[ \$(curl -s -o /dev/null -w '%{ht
 api -N "$base/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dn1&resourceVersion=$rv&timeoutSeconds=1" >"$work/podwatch"
 check "a pod watch streams the deletion: MODIFIED with deletionTimestamp, then DELETED, the unbound Pod not at all" bash -c "[[ \$(jq -sc '[.[] | select(.type != \"BOOKMARK\") | .type + \":\" + .object.metadata.name + \":\" + (.object.metadata | has(\"deletionTimestamp\") | tostring)]' '$work/podwatch') == '[\"MODIFIED:bound:true\",\"DELETED:bound:true\"]' ]]"
 check "stats count requests by resource and verb (apiserver_request_total's labels)" bash -c "curl -s --cacert $work/cert.pem $base/_control/stats | jq -e '.requestsByVerb | .[\"pods delete\"] == 4 and .[\"pods watch\"] == 1 and .[\"pods list\"] == 2 and .[\"pods get\"] == 3'"
+# --controllers: the node lifecycle controller (node_lifecycle_controller.go
+# tryUpdateNodeHealth, the tainting passes), with a grace of 2 s: a Node
+# whose Lease is not renewed gets Ready Unknown and the unreachable taints,
+# NoSchedule and NoExecute; a renewal and Ready True remove them.
+kill "$pid"
+wait "$pid" 2>/dev/null
+rm -f "$work/port"
+"$srv" --cert "$work/cert.pem" --key "$work/key.pem" --port-file "$work/port" --token s3cret \
+    --controllers --node-grace-seconds 2 >>"$work/log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.05; done
+base=https://127.0.0.1:$(cat "$work/port")
+lease() {  # lease RENEW_TIME: the kubelet's Lease of n1, created or renewed
+    local body="{\"metadata\":{\"name\":\"n1\",\"namespace\":\"kube-node-lease\"},\"spec\":{\"holderIdentity\":\"n1\",\"renewTime\":\"$1\"}}"
+    api -X POST "$base/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases" -d "$body" >/dev/null
+    api -X PUT "$base/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1" -d "$body" >/dev/null
+}
+node_is() {  # node_is READY TAINTS_JSON: n1's Ready status and its taints' key:effect
+    api "$base/api/v1/nodes/n1" | jq -e --arg r "$1" --argjson t "$2" \
+        '(.status.conditions[] | select(.type == "Ready") | .status) == $r and ([.spec.taints[]? | .key + ":" + .effect] | sort) == $t'
+}
+until_ok() {  # until_ok SECONDS COMMAND...: polls COMMAND (the server's controllers act on their own)
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@" >/dev/null 2>&1; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+c -X PUT "$base/_control/nodes/n1" -d '{"spec":{},"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}' >/dev/null
+lease 2026-01-01T00:00:00.000000Z
+check "a Node renewing its Lease stays Ready, without taints" node_is True '[]'
+unreachable='["node.kubernetes.io/unreachable:NoExecute","node.kubernetes.io/unreachable:NoSchedule"]'
+check "its Lease not renewed for the grace: Ready Unknown, the unreachable taints" until_ok 5 node_is Unknown "$unreachable"
+check "...the reason NodeStatusUnknown" bash -c "curl -s --cacert $work/cert.pem -H 'Authorization: Bearer s3cret' $base/api/v1/nodes/n1 | jq -e '.status.conditions[0].reason == \"NodeStatusUnknown\"'"
+lease 2026-01-01T00:00:10.000000Z
+api -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' "$base/api/v1/nodes/n1/status" \
+    -d '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}' >/dev/null
+check "renewed, and Ready again: the taints removed" until_ok 2 node_is True '[]'
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# A fleet (issue 14 §5): three real agents, three boards, against the test
+# API server with its DaemonSet and node lifecycle controllers
+# (fake_apiserver --controllers, tests/apiserver/fake_controllers.h), the
+# cluster side read with the real kubectl. Rules pinned:
+#   1. each board registers its Node and runs the DaemonSet's pod for the
+#      controller's Pod (daemon_controller.go syncNodes): kubectl counts 3
+#      Ready Nodes and the DaemonSet 3 desired, 3 ready;
+#   2. a template change with maxUnavailable 1 (update.go rollingUpdate)
+#      replaces one board at a time: never more than one board without an
+#      available Pod in the Pods' watch, and `kubectl rollout status`
+#      succeeds with all three boards on the new revision; at the same
+#      time another DaemonSet with maxSurge 1, maxUnavailable 0 (the surge
+#      path) rolls with every board keeping a Ready Pod throughout;
+#   3. `kubectl delete pod` of one board's Pod restarts that board's pod
+#      (a new Pod, Ready) and no other board's;
+#   4. a template whose container exits 1: the rollout stops after one
+#      board (its new Pod never available), the two others keep the old
+#      revision running, and `kubectl rollout status` does not complete.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
+command -v kubectl >/dev/null || {
+    echo "kubectl is missing"
+    exit 1
+}
+
+boards=(board-1 board-2 board-3)
+pids=()
+watcher=
+cleanup_fleet() {
+    local p
+    for p in "${pids[@]}" $watcher; do
+        kill -9 "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    cleanup_cluster
+}
+trap cleanup_fleet EXIT
+
+fake_extra=(--controllers)
+start_fake
+k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
+export -f k
+# One config, state dir and log per board (the exec runtime).
+for b in "${boards[@]}"; do
+    write_config "{board: \"true\"}" "[]"
+    api_server_config "registerNode: true" "podStatus: true"
+    sed -i -e "s|^nodeName: .*|nodeName: $b|" -e "s|^stateDir: .*|stateDir: $work/state-$b|" \
+        -e "s|^manifestDir: .*|manifestDir: $work/manifests-$b|" "$cfg"
+    mkdir -p "$work/manifests-$b"
+    mv "$cfg" "$work/config-$b.yaml"
+done
+
+# web: on every board (nodeSelector board=true), maxUnavailable 1, and
+# minReadySeconds 2: a container that exits at once is Ready for a moment
+# after each start, which without it counts as available (IsPodAvailable).
+put_web() {  # put_web SCRIPT
+    put_ds_body web "$(ds_json web "$1" '{"nodeSelector": {"board": "true"}}' |
+        jq -c '.spec.updateStrategy = {type: "RollingUpdate", rollingUpdate: {maxUnavailable: 1, maxSurge: 0}} |
+               .spec.minReadySeconds = 2')"
+}
+put_web 'exec sleep 600'
+put_surge() {  # put_surge SCRIPT
+    put_ds_body surge "$(ds_json surge "$1" '{"nodeSelector": {"board": "true"}}' |
+        jq -c '.spec.updateStrategy = {type: "RollingUpdate", rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}')"
+}
+put_surge 'exec sleep 600'
+for b in "${boards[@]}"; do
+    "$dl" run --config "$work/config-$b.yaml" >>"$work/agent-$b.log" 2>&1 &
+    pids+=($!)
+done
+
+# kubectl's views.
+ready_nodes() { k get nodes -o json | jq '[.items[] | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length'; }
+ds_status() { k get ds -n it web -o json | jq -c '.status'; }
+# The hash of DaemonSet ${DS:-web}'s current revision (the highest).
+current_hash() {
+    k get controllerrevisions -n it -o json |
+        jq -r --arg d "${DS:-web}" '[.items[] | select(.metadata.ownerReferences[0].name == $d)] | max_by(.revision) | .metadata.labels["controller-revision-hash"]'
+}
+# ${DS:-web}'s live Pods (not being deleted) per board: "board hash ready" lines, sorted.
+pod_lines() {
+    k get pods -n it -o json | jq -r --arg d "${DS:-web}" '.items[] | select(.metadata.deletionTimestamp == null and .metadata.ownerReferences[0].name == $d) |
+        "\(.spec.nodeName) \(.metadata.labels["controller-revision-hash"]) \(any(.status.conditions[]?; .type == "Ready" and .status == "True"))"' | sort
+}
+# all_on HASH: each board has one live Pod of ${DS:-web}, of HASH, Ready.
+all_on() { [[ $(pod_lines) == "$(printf '%s %s true\n' board-1 "$1" board-2 "$1" board-3 "$1")" ]]; }
+# The board's own pod of web (its uid and container id: a restart changes them).
+board_ids() {
+    "$dl" get pods -A -o json --config "$work/config-$1.yaml" |
+        jq -r '[.items[] | select(.metadata.ownerReferences[0].name == "web")] | if length == 1 then .[0] | .metadata.uid + " " + .status.containerStatuses[0].containerID else "none" end'
+}
+export -f ready_nodes ds_status current_hash pod_lines all_on board_ids
+
+# 1. Three boards, three Ready Nodes, the DaemonSet counted on each.
+wait_for "kubectl lists 3 Ready Nodes" 20 bash -c '[[ $(ready_nodes) == 3 ]]'
+wait_for "the DaemonSet's controller revision" 5 bash -c '[[ -n $(current_hash) && $(current_hash) != null ]]'
+rev1=$(current_hash)
+wait_for "each board runs web's Pod of revision 1, Ready" 20 all_on "$rev1"
+surge1=$(DS=surge current_hash)
+wait_for "each board runs surge's Pod of revision 1, Ready" 5 env DS=surge bash -c "all_on $surge1"
+wait_for "kubectl: the DaemonSet desires 3, 3 ready and available" 5 bash -c \
+    'ds_status | jq -e ".desiredNumberScheduled == 3 and .currentNumberScheduled == 3 and .numberReady == 3 and .numberAvailable == 3 and .updatedNumberScheduled == 3" >/dev/null'
+ok
+
+# 2. A new template, maxUnavailable 1: one board at a time. The Pods'
+# watch (kubectl get -w) samples every change; replayed below.
+declare -A ids
+for b in "${boards[@]}"; do ids[$b]=$(board_ids "$b"); done
+k get pods -n it -w -o json --output-watch-events --request-timeout 0 >"$work/watch.json" 2>"$work/watch.err" &
+watcher=$!
+wait_for "the Pods' watch has the 6 Pods" 5 bash -c "[[ \$(jq -s length '$work/watch.json' 2>/dev/null) -ge 6 ]]"
+put_web 'exec sleep 601'
+put_surge 'exec sleep 601'
+wait_for "a revision 2" 5 bash -c "[[ \$(current_hash) != '$rev1' ]]"
+rev2=$(current_hash)
+k rollout status ds/web -n it --timeout=30s >"$work/rollout.out" 2>&1 && ok ||
+    fail "kubectl rollout status: $(cat "$work/rollout.out")"
+all_on "$rev2" && ok || fail "not every board on revision 2: $(pod_lines)"
+k rollout status ds/surge -n it --timeout=15s >"$work/rollout.out" 2>&1 && ok ||
+    fail "kubectl rollout status ds/surge: $(cat "$work/rollout.out")"
+surge2=$(DS=surge current_hash)
+[[ $surge2 != "$surge1" ]] && DS=surge all_on "$surge2" && ok || fail "not every board on surge's revision 2: $(DS=surge pod_lines)"
+kill "$watcher"
+wait "$watcher" 2>/dev/null
+watcher=
+# The most boards without an available (Ready, not being deleted) Pod of
+# DS at any point of the watch after its first six events (the Pods then).
+most_unavailable() {  # most_unavailable DS
+    jq -s --arg d "$1" '
+    def down($pods): ["board-1", "board-2", "board-3"] - [$pods[] | select(.metadata.ownerReferences[0].name == $d and
+        .metadata.deletionTimestamp == null and any(.status.conditions[]?; .type == "Ready" and .status == "True")) | .spec.nodeName] | length;
+    (reduce .[0:6][] as $e ({}; .[$e.object.metadata.name] = $e.object)) as $start |
+    reduce .[6:][] as $e ({pods: $start, max: 0};
+        (if $e.type == "DELETED" then .pods |= del(.[$e.object.metadata.name]) else .pods[$e.object.metadata.name] = $e.object end) |
+        .max = ([.max, down(.pods)] | max)) | .max' "$work/watch.json"
+}
+max_unavailable=$(most_unavailable web)
+[[ $max_unavailable == 1 ]] && ok || fail "boards unavailable at once during the rollout: $max_unavailable (want 1)"
+max_unavailable=$(most_unavailable surge)
+[[ $max_unavailable == 0 ]] && ok || fail "boards without a Ready Pod of surge during its rollout: $max_unavailable (want 0)"
+for b in "${boards[@]}"; do
+    [[ $(board_ids "$b") != "${ids[$b]}" ]] || fail "$b's pod was not replaced"
+done
+ok
+
+# 3. kubectl delete pod of board-2's Pod: board-2's pod restarts, with a new
+# Pod; the other boards' pods stay.
+for b in "${boards[@]}"; do ids[$b]=$(board_ids "$b"); done
+pod2=$(k get pods -n it -o json | jq -r '.items[] | select(.spec.nodeName == "board-2" and .metadata.ownerReferences[0].name == "web") | .metadata.name')
+k delete pod -n it "$pod2" --timeout=15s >/dev/null 2>"$work/kdelete.err" && ok || fail "kubectl delete pod $pod2: $(cat "$work/kdelete.err")"
+wait_for "board-2's pod restarted, its new Pod Ready" 15 bash -c "[[ \$(board_ids board-2) != '${ids[board-2]}' ]] && all_on '$rev2'"
+[[ $(board_ids board-1) == "${ids[board-1]}" && $(board_ids board-3) == "${ids[board-3]}" ]] && ok ||
+    fail "another board's pod restarted"
+[[ -z $(k get pods -n it -o json | jq -r --arg n "$pod2" '.items[] | select(.metadata.name == $n) | .metadata.name') ]] && ok ||
+    fail "the deleted Pod $pod2 is still there"
+
+# The controller replaces an old Pod that is not available at once
+# (rollingUpdate's allowedReplacementPods): board-2's fresh Pod first
+# has to be available (minReadySeconds).
+wait_for "kubectl: the DaemonSet has 3 available again" 10 bash -c \
+    'ds_status | jq -e ".numberAvailable == 3" >/dev/null'
+
+# 4. A failing template: one board crash-loops on it, the rollout stops
+# there; the two others keep revision 2 running. `kubectl rollout status`
+# waiting 3 s without completing is the window in which nothing else moves.
+put_web 'exit 1'
+wait_for "a revision 3" 5 bash -c "[[ \$(current_hash) != '$rev2' ]]"
+rev3=$(current_hash)
+stopped() {  # one board's Pod of revision 3, not Ready; two of revision 2, Ready
+    local lines
+    lines=$(pod_lines)
+    [[ $(grep -c " $rev3 false\$" <<<"$lines") == 1 && $(grep -c " $rev2 true\$" <<<"$lines") == 2 &&
+        $(wc -l <<<"$lines") == 3 ]]
+}
+export -f stopped
+export rev2 rev3
+wait_for "one board on the failing revision, two on the old one" 15 stopped
+if k rollout status ds/web -n it --timeout=3s >"$work/rollout.out" 2>&1; then
+    fail "the failing rollout completed: $(cat "$work/rollout.out")"
+else
+    ok
+fi
+stopped && ok || fail "the rollout went on past the failing board: $(pod_lines)"
+ds_status | jq -e '.updatedNumberScheduled == 1 and .numberAvailable == 2 and .numberUnavailable == 1' >/dev/null && ok ||
+    fail "the DaemonSet's status: $(ds_status)"
+bad=$(pod_lines | awk -v h="$rev3" '$2 == h {print $1}' | head -1)
+"$dl" get pods -A -o json --config "$work/config-$bad.yaml" |
+    jq -e '[.items[] | select(.metadata.ownerReferences[0].name == "web")][0].status.containerStatuses[0].restartCount >= 1' >/dev/null && ok ||
+    fail "$bad's failing pod is not restarting"
+finish
