@@ -148,7 +148,13 @@ Result<VolumePayload> token_payload(const ServiceAccountTokenProjection& p, std:
     if (!t && pod.start_without_token) return VolumePayload{};
     if (!t) return t.error();
     FileProjection f{std::move(t.value()), mode, std::nullopt};
-    if (pod.spec && (f.fs_user = fs_user_from(*pod.spec))) f.mode = 0600;
+    // collectData: 0600 when the file is one user's (FsUser) or the pod's
+    // fsGroup's; SetVolumeOwnership adds the group's read for the latter.
+    if (pod.spec) {
+        f.fs_user = fs_user_from(*pod.spec);
+        const bool fs_group = pod.spec->security_context && pod.spec->security_context->fs_group;
+        if (f.fs_user || fs_group) f.mode = 0600;
+    }
     return VolumePayload{{p.path, std::move(f)}};
 }
 
@@ -209,6 +215,13 @@ Result<VolumePayload> volume_payload(const Volume& v, const PodFacts& pod) {
     }
     if (!errs.empty()) return aggregate(errs);
     return out;
+}
+
+std::uint32_t volume_ownership_mode(std::uint32_t mode, bool is_dir, bool read_only) {
+    constexpr std::uint32_t kRwMask = 0660, kRoMask = 0440, kExecMask = 0110, kSetgid = 02000;
+    std::uint32_t mask = read_only ? kRoMask : kRwMask;
+    if (is_dir) mask |= kSetgid | kExecMask;
+    return mode | mask;
 }
 
 }  // namespace daemonlet

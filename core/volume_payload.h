@@ -52,10 +52,19 @@ bool holds_secrets(const Volume& v);
 // source projects the token pod.tokens has (its error when it has none:
 // the container waits), nothing without a cluster (pod.tokens null); when
 // every container runs as one runAsUser (fs_user_from), the token is that
-// user's, mode 0600 (projected.go collectData). The kubelet makes it 0600
-// for an fsGroup too, then 0640 and the group's by SetVolumeOwnership: the
-// agent gives config volumes no fsGroup ownership (docs/configuration.md),
-// so with an fsGroup alone the token keeps the volume's mode.
+// user's, mode 0600 (projected.go collectData); with the pod's fsGroup it
+// is 0600 too, and volume_ownership_mode then makes it 0640, the group's.
 Result<VolumePayload> volume_payload(const Volume& v, const PodFacts& pod);
+
+// pkg/volume/volume_linux.go SetVolumeOwnership (changeFilePermission), which
+// every volume plugin with a pod-level fsGroup calls on its directory after
+// SetUpAt wrote it: each file and directory, the volume's own directory
+// too, becomes the fsGroup's (os.Lchown: symbolic links too) and gets
+// `mode | 0660`, or `mode | 0440` for a read-only volume (configMap, secret,
+// downwardAPI, projected: GetAttributes ReadOnly); a directory also gets
+// 0110 and setgid. A symbolic link's mode is left alone (chmod follows it).
+// The agent's one place for this rule: the atomic writer's config volumes
+// and the runtimes' emptyDirs (platform/volume_setup.h set_volume_ownership).
+std::uint32_t volume_ownership_mode(std::uint32_t mode, bool is_dir, bool read_only);
 
 }  // namespace daemonlet

@@ -17,6 +17,7 @@
 #include "core/io_error.h"
 #include "platform/fd.h"
 #include "platform/file.h"
+#include "platform/volume_setup.h"
 
 namespace daemonlet::platform {
 namespace {
@@ -58,15 +59,20 @@ std::set<std::string> files_below(const std::string& dir) {
     return out;
 }
 
-// shouldWritePayload: a file missing or different (content, or mode:
-// upstream compares content only) in the current data dir.
-bool should_write(const VolumePayload& payload, const std::string& old_dir) {
+// shouldWritePayload: a file missing or different (content, or mode and
+// owners: upstream compares content only) in the current data dir.
+bool should_write(const VolumePayload& payload, const std::string& old_dir,
+                  std::optional<std::int64_t> fs_group) {
     if (old_dir.empty()) return true;
     for (const auto& [path, f] : payload) {
         std::string full = old_dir + "/" + path;
         struct stat st {};
         if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
-        if (static_cast<std::int32_t>(st.st_mode & 07777) != f.mode) return true;
+        const std::uint32_t mode =
+            fs_group ? volume_ownership_mode(static_cast<std::uint32_t>(f.mode), false, true)
+                     : static_cast<std::uint32_t>(f.mode);
+        if ((st.st_mode & 07777) != mode) return true;
+        if (fs_group && static_cast<std::int64_t>(st.st_gid) != *fs_group) return true;
         if (f.fs_user && static_cast<std::int64_t>(st.st_uid) != *f.fs_user) return true;
         auto content = read_file(full, kMaxFileBytes);
         if (!content || content.value() != f.data) return true;
@@ -110,7 +116,8 @@ Result<std::string> new_timestamp_dir(const std::string& target) {
 
 }  // namespace
 
-Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& payload) {
+Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& payload,
+                          std::optional<std::int64_t> fs_group) {
     // (1) validatePayload.
     for (const auto& [path, f] : payload) {
         auto ok = validate_path(path);
@@ -138,7 +145,7 @@ Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& pa
             if (!wanted_top.count(top_level(p))) dropped.insert(top_level(p));
     }
     // (4) shouldWritePayload.
-    bool write = should_write(payload, old_dir) || !stale.empty();
+    bool write = should_write(payload, old_dir, fs_group) || !stale.empty();
     if (!old_dir.empty() && !write) {
         // Up to date; still make sure the visible links exist (upstream #121472).
         old_dir.clear();
@@ -158,6 +165,9 @@ Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& pa
             auto w = write_file(full, f);
             if (!w) return w.error();
         }
+        // (7) setPerms, the plugins' SetVolumeOwnership: on the new payload
+        // before it is seen (upstream walks the whole volume here).
+        if (fs_group) set_volume_ownership(ts_dir, *fs_group, true);
         // (8) ..data_tmp -> the new dir (relative), (9) renamed over ..data.
         std::string tmp_link = target_dir + "/" + kNewDataDirName;
         ::unlink(tmp_link.c_str());
@@ -185,6 +195,9 @@ Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& pa
         fs::remove_all(old_dir, ec);
         if (ec) return io_error(old_dir, "remove", ec.value());
     }
+    // SetVolumeOwnership's rest: the volume's directory and its links, the
+    // new ones too (what is already the group's is left alone).
+    if (fs_group) set_volume_ownership(target_dir, *fs_group, true);
     return write;
 }
 

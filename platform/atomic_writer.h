@@ -16,6 +16,8 @@
 // container's start and after a ConfigMap or Secret change.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -27,7 +29,14 @@ namespace daemonlet::platform {
 // something changed on disk, false when the payload was already there.
 // Paths must be relative, without ".." elements, and not start with "..";
 // otherwise nothing is written and the error names the path.
-Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& payload);
+// With the pod's `fs_group`, what it writes is that group's, with the modes
+// of a read-only volume (volume_ownership_mode: a file 0644 stays 0644,
+// 0400 becomes 0440, 0600 0640; directories setgid): the new timestamped
+// dir before it is swapped in, so a reader never sees a file not yet the
+// group's, then `target_dir` and its links (SetVolumeOwnership, which the
+// kubelet's plugins run after the writer).
+Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& payload,
+                          std::optional<std::int64_t> fs_group = std::nullopt);
 
 // A volume directory for secret data: `dir` (made if missing) with a tmpfs
 // mounted on it (nosuid, nodev, noexec, mode 0755), so that secrets never

@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "core/host_path.h"
+#include "core/volume_payload.h"
 
 namespace daemonlet::platform {
 namespace {
@@ -68,22 +69,20 @@ Status mount_memory_medium(const Volume& v, const std::string& dir, std::optiona
     return Ok{};
 }
 
-// SetVolumeOwnership's walk: group fsGroup, g+rw (and g+x for
-// directories and executables), setgid on directories; symbolic links
-// left alone.
-void set_volume_ownership(const std::string& dir, std::int64_t fs_group) {
+}  // namespace
+
+void set_volume_ownership(const std::string& dir, std::int64_t fs_group, bool read_only) {
     const auto gid = static_cast<gid_t>(fs_group);
-    auto own = [gid](const std::string& path) {
+    // What is already right is not written again: flash wears out.
+    auto own = [gid, read_only](const std::string& path) {
         struct stat st {};
-        if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return;
-        (void)::lchown(path.c_str(), static_cast<uid_t>(-1), gid);
-        mode_t mode = st.st_mode & 07777;
-        mode |= S_IRGRP | S_IWGRP;
-        if (S_ISDIR(st.st_mode))
-            mode |= S_IXGRP | S_ISGID;
-        else if (st.st_mode & S_IXUSR)
-            mode |= S_IXGRP;
-        (void)::chmod(path.c_str(), mode);
+        if (::lstat(path.c_str(), &st) != 0) return;
+        if (st.st_gid != gid) (void)::lchown(path.c_str(), static_cast<uid_t>(-1), gid);
+        if (S_ISLNK(st.st_mode)) return;
+        // lchown clears setuid and setgid: the mode as read before it.
+        const auto mode =
+            static_cast<mode_t>(volume_ownership_mode(st.st_mode & 07777, S_ISDIR(st.st_mode), read_only));
+        if (st.st_gid != gid || mode != (st.st_mode & 07777)) (void)::chmod(path.c_str(), mode);
     };
     own(dir);
     std::error_code ec;
@@ -91,8 +90,6 @@ void set_volume_ownership(const std::string& dir, std::int64_t fs_group) {
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
         own(it->path().string());
 }
-
-}  // namespace
 
 Status set_up_host_path(const Volume& v) {
     const FileKind kind = kind_of(v.host_path);
@@ -139,7 +136,7 @@ Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<s
                         std::optional<std::int64_t> tmpfs_size) {
     if (auto s = make_dir_mode(dir, 0777); !s) return s;
     if (auto s = mount_memory_medium(v, dir, tmpfs_size); !s) return s;
-    if (fs_group) set_volume_ownership(dir, *fs_group);
+    if (fs_group) set_volume_ownership(dir, *fs_group, false);
     return Ok{};
 }
 

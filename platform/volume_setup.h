@@ -36,6 +36,13 @@ Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<s
 std::optional<std::int64_t> tmpfs_size_of(const std::map<std::string, std::int64_t>& sizes,
                                           const std::string& name);
 
+// SetVolumeOwnership (pkg/volume/volume_linux.go): `dir` and everything
+// below it (symbolic links not followed) made the group `fs_group`'s, with
+// the modes core/volume_payload.h volume_ownership_mode gives (read-only:
+// configMap, secret, downwardAPI, projected; read-write: emptyDir). What
+// fails is left as it is, as upstream logs and goes on.
+void set_volume_ownership(const std::string& dir, std::int64_t fs_group, bool read_only);
+
 // Unmounts every tmpfs below `dir` (a pod's volumes directory) before it
 // is deleted: a Memory emptyDir's. Best effort.
 void tear_down_empty_dirs(const std::string& dir);

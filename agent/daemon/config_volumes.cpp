@@ -16,6 +16,9 @@ Result<std::map<std::string, std::string>> ConfigVolumes::write(const Pod& pod,
     facts.spec = pod.spec.get();
     facts.objects = objects;
     std::map<std::string, std::string> out;
+    // The pod's fsGroup: each plugin's SetUpAt makes its volume the group's.
+    const auto& psc = pod.spec->security_context;
+    const std::optional<std::int64_t> fs_group = psc ? psc->fs_group : std::nullopt;
     for (const auto& v : pod.spec->volumes) {
         if (!has_payload(v)) continue;
         // The payload first: a missing object leaves what is on disk as it was.
@@ -27,7 +30,7 @@ Result<std::map<std::string, std::string>> ConfigVolumes::write(const Pod& pod,
         } else if (auto s = platform::make_dirs(dir, 0755); !s) {
             return s.error();
         }
-        if (auto w = platform::atomic_write(dir, payload.value()); !w)
+        if (auto w = platform::atomic_write(dir, payload.value(), fs_group); !w)
             return Error{w.error().code, "volume \"" + v.name + "\": " + w.error().message};
         out[v.name] = dir;
     }

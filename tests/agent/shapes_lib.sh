@@ -8,7 +8,8 @@
 #             volume, a FileOrCreate xtables lock, NET_ADMIN added, the
 #             downward API env;
 #   logs      a log shipper (fluent-bit's): a ConfigMap volume, a read-only
-#             hostPath of logs, a DirectoryOrCreate state dir, the token;
+#             hostPath of logs, a DirectoryOrCreate state dir, the token,
+#             a pod-level fsGroup;
 #   exporter  a node exporter (prometheus' node-exporter): hostNetwork and
 #             hostPID, pod-level runAsUser and runAsNonRoot over an image
 #             whose USER is a name, read-only root, no privilege escalation,
@@ -18,7 +19,7 @@
 #             dropped;
 #   keyed     a secret-keyed agent: envFrom a Secret and a prefixed
 #             ConfigMap (an invalid key skipped), secretKeyRef, a secret
-#             volume of defaultMode 0400 on tmpfs.
+#             volume of defaultMode 0400 on tmpfs, a pod-level fsGroup.
 # Each container writes what it sees from the inside into the hostPath
 # $shapes_out as <shape>.<what>: `id`, the capability sets, NoNewPrivs and
 # Seccomp of /proc/self/status, whether / takes a write, /etc/hosts and
@@ -36,6 +37,7 @@
 shapes_out=$work/shapes
 host=$work/host
 shapes_named_image=example.com/edge/named:1
+shapes_fs_group=2500  # logs' and keyed's pod-level fsGroup
 mkdir -p "$shapes_out" "$host/varlog" "$host/device-plugins"
 chmod 0777 "$shapes_out"  # the exporter writes as uid 1234
 echo "a log line" >"$host/varlog/syslog"
@@ -171,6 +173,7 @@ spec:
     metadata: {labels: {app.kubernetes.io/name: fluent-bit}}
     spec:
       serviceAccountName: fluent-bit
+      securityContext: {fsGroup: $shapes_fs_group}
       terminationGracePeriodSeconds: 2
       containers:
         - name: fluent-bit
@@ -293,6 +296,7 @@ spec:
     spec:
       serviceAccountName: agent
       automountServiceAccountToken: false
+      securityContext: {fsGroup: $shapes_fs_group}
       terminationGracePeriodSeconds: 2
       containers:
         - name: agent
@@ -384,16 +388,22 @@ check_shapes() {
     # logs. Its ConfigMap; a readOnly hostPath of logs; DirectoryOrCreate
     # (makeDir: 0755) read-write; the kube-api-access volume the
     # ServiceAccount admission plugin adds (TokenVolumeSource: defaultMode
-    # 0644; the token root's, as no fsUser or fsGroup applies: projected.go
-    # collectData), read-only, on tmpfs as secret data is (the projected
-    # plugin's wrapped emptyDir of medium Memory).
-    shapes_check "logs: the ConfigMap's files" "$file|$file" \
+    # 0644), read-only, on tmpfs as secret data is (the projected plugin's
+    # wrapped emptyDir of medium Memory). With the pod's fsGroup each
+    # plugin's SetUpAt calls volume_linux.go SetVolumeOwnership: every file
+    # the group's, mode |= 0440 (changeFilePermission, roMask: the volumes
+    # are read-only), so 0644 stays 0644; the token root's (no single
+    # runAsUser: no fsUser), made 0600 for the fsGroup (projected.go
+    # collectData), then 0640. A hostPath gets no fsGroup.
+    local g=$shapes_fs_group
+    local gfile="644 0 $g regular file"
+    shapes_check "logs: the ConfigMap's files, fsGroup's" "$gfile|$gfile" \
         "$(seen logs files /fluent-bit/etc/fluent-bit.conf)|$(seen logs files /fluent-bit/etc/input-kubernetes.conf)"
     shapes_check "logs: the hostPath of logs, read-only" "$file|ro" \
         "$(seen logs files /var/log/syslog)|$(seen logs mounts /var/log | cut -d' ' -f2)"
     shapes_check "logs: DirectoryOrCreate, on the host and its mount" "755 0 0 directory|rw" \
         "$(stat -c '%a %u %g %F' "$host/fluent-bit/state" 2>&1)|$(seen logs mounts /var/fluent-bit/state | cut -d' ' -f2)"
-    shapes_check "logs: the kube-api-access volume" "$file|$file|$file|tmpfs ro" \
+    shapes_check "logs: the kube-api-access volume, fsGroup's" "$gfile|$gfile|640 0 $g regular file|tmpfs ro" \
         "$(seen logs files $sa/ca.crt)|$(seen logs files $sa/namespace)|$(seen logs files $sa/token)|$(seen logs mounts $sa)"
     shapes_check "logs: KUBERNETES_SERVICE_HOST:PORT, NODE_NAME" "127.0.0.1:$port it-node" \
         "$(env_of logs KUBERNETES_SERVICE_HOST):$(env_of logs KUBERNETES_SERVICE_PORT) $(env_of logs NODE_NAME)"
@@ -444,11 +454,12 @@ check_shapes() {
     # Secret's keys (stringData's too), the ConfigMap's under their prefix,
     # a key that is no env var name (1BAD) skipped, env over envFrom;
     # secretKeyRef. A secret volume: its item at defaultMode 0400, read-only,
-    # on tmpfs (the secret plugin's emptyDir of medium Memory);
+    # on tmpfs (the secret plugin's emptyDir of medium Memory); the pod's
+    # fsGroup's, 0400 | 0440 = 0440 (SetVolumeOwnership, as for logs);
     # automountServiceAccountToken false: no token, the Service's env all the same.
     shapes_check "keyed: envFrom and env" "k-123|debug|from-configmap|explicit|k-123|no 1BAD|127.0.0.1" \
         "$(env_of keyed API_KEY)|$(env_of keyed CFG_LOG_LEVEL)|$(env_of keyed CFG_SITE)|$(env_of keyed SITE)|$(env_of keyed DD_API_KEY)|$(grep -q '^1BAD=' "$shapes_out/keyed.env" || echo no 1BAD)|$(env_of keyed KUBERNETES_SERVICE_HOST)"
-    shapes_check "keyed: the secret volume" "/etc/agent/keys/api_key 400 0 0 regular file|tmpfs ro" \
+    shapes_check "keyed: the secret volume, fsGroup's" "/etc/agent/keys/api_key 440 0 $g regular file|tmpfs ro" \
         "$(cat "$shapes_out/keyed.files")|$(seen keyed mounts /etc/agent/keys)"
     shapes_check "keyed: capabilities, NoNewPrivs, Seccomp" "$defaults $defaults $defaults 0 0" \
         "$(caps_of keyed) $(status_of keyed NoNewPrivs) $(status_of keyed Seccomp)"

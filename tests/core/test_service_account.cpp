@@ -328,6 +328,14 @@ TEST(ServiceAccount, ApiAccessVolumePayload) {
     auto mixed = volume_payload(v, pod);
     LONGS_EQUAL(0644, mixed.value().at("token").mode);
     CHECK(!mixed.value().at("token").fs_user);
+    // The pod's fsGroup without one user (collectData: 0600 when fsUser or
+    // fsGroup is set; SetVolumeOwnership then adds the group's read):
+    // 0600, no owner; the others at the volume's mode.
+    spec.security_context->fs_group = 2500;
+    auto grouped = volume_payload(v, pod);
+    LONGS_EQUAL(0600, grouped.value().at("token").mode);
+    CHECK(!grouped.value().at("token").fs_user);
+    LONGS_EQUAL(0644, grouped.value().at("ca.crt").mode);
     pod.spec = nullptr;
 
     pod.service_account_name = "other";

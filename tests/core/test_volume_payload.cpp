@@ -219,6 +219,32 @@ TEST(VolumePayload, MatchesTheKubeletsPlugins) {
     }
 }
 
+// pkg/volume/volume_linux.go SetVolumeOwnership, its changeFilePermission:
+// mode | rwMask 0660, roMask 0440 for a read-only volume; a directory also
+// execMask 0110 and setgid.
+TEST(VolumePayload, VolumeOwnershipModeIsChangeFilePermissions) {
+    struct Row {
+        const char* name;
+        std::uint32_t mode;
+        bool is_dir, read_only;
+        std::uint32_t want;
+    } rows[] = {
+        {"read-only file 0644 (configMap default): roMask adds nothing", 0644, false, true, 0644},
+        {"read-only file 0400 (secret defaultMode 0400): 0440", 0400, false, true, 0440},
+        {"read-only file 0600 (token with fsGroup, collectData): 0640", 0600, false, true, 0640},
+        {"read-only file 0000: 0440", 0000, false, true, 0440},
+        {"read-only file 0755 keeps its exec bits: no execMask for files", 0755, false, true, 0755},
+        {"read-only directory 0755 (atomic writer's timestamp dir): setgid 02755", 0755, true, true, 02755},
+        {"read-only directory 0700 (secret dir without tmpfs): 02750", 0700, true, true, 02750},
+        {"read-write file 0644 (emptyDir): rwMask 0664", 0644, false, false, 0664},
+        {"read-write file 0700: 0760, no group exec added", 0700, false, false, 0760},
+        {"read-write directory 0777 (emptyDir): 02777", 0777, true, false, 02777},
+        {"read-write directory 0700: 02770", 0700, true, false, 02770},
+    };
+    for (const auto& r : rows)
+        LONGS_EQUAL_TEXT(r.want, volume_ownership_mode(r.mode, r.is_dir, r.read_only), r.name);
+}
+
 TEST(VolumePayload, SecretsGoOnTmpfs) {
     CHECK(holds_secrets(secret("s")));
     CHECK(!holds_secrets(config_map("c")));

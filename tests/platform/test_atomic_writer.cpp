@@ -92,6 +92,38 @@ TEST(AtomicWriter, FsUserOwnsItsFile) {
     LONGS_EQUAL(4321, st.st_uid);
 }
 
+// The pod's fsGroup (pkg/volume/volume_linux.go SetVolumeOwnership, which
+// the configMap, secret, downwardAPI and projected plugins' SetUpAt run
+// with the writer): every file, directory and link of the volume the
+// group's; files mode | 0440 (read-only volume), directories also 0110 and
+// setgid; links keep their mode. FsUser stays the token's owner. An
+// unchanged payload is not written again.
+TEST(AtomicWriter, FsGroupOwnsTheVolumeWithReadOnlyModes) {
+    if (::geteuid() != 0) return;  // chown needs root
+    VolumePayload p = {{"token", {"t", 0600, 1234}}, {"ca.crt", {"c", 0644}}, {"keys/api_key", {"k", 0400}}};
+    CHECK_TRUE(atomic_write(dir, p, 2500).value());
+    auto owner = [&](const std::string& rel, bool follow = true) {
+        struct stat st {};
+        const std::string path = dir + (rel.empty() ? "" : "/" + rel);
+        CHECK_TEXT((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) == 0, path.c_str());
+        std::ostringstream out;
+        out << std::oct << (st.st_mode & 07777) << std::dec << " " << st.st_uid << " " << st.st_gid;
+        return out.str();
+    };
+    STRCMP_EQUAL("640 1234 2500", owner("token").c_str());
+    STRCMP_EQUAL("644 0 2500", owner("ca.crt").c_str());
+    STRCMP_EQUAL("440 0 2500", owner("keys/api_key").c_str());
+    STRCMP_EQUAL("2755 0 2500", owner("keys").c_str());
+    STRCMP_EQUAL("2755 0 2500", owner("..data").c_str());
+    STRCMP_EQUAL("2750 0 2500", owner("").c_str());  // mkdtemp's 0700
+    for (const char* link : {"..data", "token", "keys"})
+        STRCMP_EQUAL_TEXT("777 0 2500", owner(link, false).c_str(), link);
+    CHECK_FALSE(atomic_write(dir, p, 2500).value());
+    // Without the group the payload's own modes come back: a change.
+    CHECK_TRUE(atomic_write(dir, p).value());
+    check_visible(p);
+}
+
 TEST(AtomicWriter, UnchangedPayloadWritesNothing) {
     VolumePayload p = {{"foo", {"foo", 0644}}};
     CHECK_TRUE(atomic_write(dir, p).value());
