@@ -59,6 +59,11 @@ std::set<std::string> files_below(const std::string& dir) {
     return out;
 }
 
+// Owners (FsUser, fsGroup) are set by an agent that may set them: root, as
+// the kubelet runs. An unprivileged agent's containers run as its own user,
+// which owns the files already; a chown would fail and refuse the pod.
+bool may_own() { return ::geteuid() == 0; }
+
 // shouldWritePayload: a file missing or different (content, or mode and
 // owners: upstream compares content only) in the current data dir.
 bool should_write(const VolumePayload& payload, const std::string& old_dir,
@@ -73,7 +78,7 @@ bool should_write(const VolumePayload& payload, const std::string& old_dir,
                      : static_cast<std::uint32_t>(f.mode);
         if ((st.st_mode & 07777) != mode) return true;
         if (fs_group && static_cast<std::int64_t>(st.st_gid) != *fs_group) return true;
-        if (f.fs_user && static_cast<std::int64_t>(st.st_uid) != *f.fs_user) return true;
+        if (f.fs_user && may_own() && static_cast<std::int64_t>(st.st_uid) != *f.fs_user) return true;
         auto content = read_file(full, kMaxFileBytes);
         if (!content || content.value() != f.data) return true;
     }
@@ -93,7 +98,8 @@ Status write_file(const std::string& path, const FileProjection& f) {
     // The mode as asked, whatever the umask (upstream's os.Chmod).
     if (::fchmod(fd.get(), static_cast<mode_t>(f.mode)) != 0) return io_error(path, "chmod");
     // FsUser: the file is that user's (upstream's os.Lchown(path, fsUser, -1)).
-    if (f.fs_user && ::fchown(fd.get(), static_cast<uid_t>(*f.fs_user), static_cast<gid_t>(-1)) != 0)
+    if (f.fs_user && may_own() &&
+        ::fchown(fd.get(), static_cast<uid_t>(*f.fs_user), static_cast<gid_t>(-1)) != 0)
         return io_error(path, "chown");
     return Ok{};
 }
@@ -118,6 +124,7 @@ Result<std::string> new_timestamp_dir(const std::string& target) {
 
 Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& payload,
                           std::optional<std::int64_t> fs_group) {
+    if (!may_own()) fs_group.reset();
     // (1) validatePayload.
     for (const auto& [path, f] : payload) {
         auto ok = validate_path(path);

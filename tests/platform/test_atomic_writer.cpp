@@ -124,6 +124,30 @@ TEST(AtomicWriter, FsGroupOwnsTheVolumeWithReadOnlyModes) {
     check_visible(p);
 }
 
+TEST(AtomicWriter, AnUnprivilegedWriterSetsNoOwnersAndDoesNotFail) {
+    // The exec runtime runs under an unprivileged agent too: the token of a
+    // pod with one runAsUser and an fsGroup is still written (the agent's
+    // own), and an unchanged payload is not written again.
+    if (::geteuid() != 0) return;  // to become someone else
+    CHECK_EQUAL(0, ::chown(dir.c_str(), 65534, 65534));
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+        VolumePayload p = {{"token", {"t", 0600, 1234}}, {"ca.crt", {"c", 0644}}};
+        auto first = atomic_write(dir, p, 2500);
+        if (!first.ok() || !first.value()) ::_exit(3);
+        struct stat st {};
+        if (::stat((dir + "/token").c_str(), &st) != 0 || st.st_uid != 65534 || (st.st_mode & 07777) != 0600)
+            ::_exit(4);
+        auto again = atomic_write(dir, p, 2500);
+        ::_exit(again.ok() && !again.value() ? 0 : 5);
+    }
+    int status = 0;
+    CHECK_EQUAL(pid, ::waitpid(pid, &status, 0));
+    CHECK_TRUE(WIFEXITED(status));
+    LONGS_EQUAL(0, WEXITSTATUS(status));
+}
+
 TEST(AtomicWriter, UnchangedPayloadWritesNothing) {
     VolumePayload p = {{"foo", {"foo", 0644}}};
     CHECK_TRUE(atomic_write(dir, p).value());
