@@ -21,7 +21,7 @@ using platform::log;
 
 void ApiPods::on_pods(ReflectorChanges&& changes) {
     // The first complete list: a rollout the cluster paces held until the
-    // node's Pods are known is judged again (has_pods_known).
+    // node's Pods are known is judged again (has_pod_known).
     bool news = changes.replace && !node_pods_synced_;
     if (changes.replace) {
         // A relist: what was kept per Pod and per owner starts afresh (so

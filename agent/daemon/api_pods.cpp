@@ -165,15 +165,13 @@ void ApiPods::sync() {
         }
     }
     if (tend_node_pods(pods, now)) return;
-    // A Pod of a revision the list lacks: listed again (has_unclaimed_pod).
+    // A Pod of a revision the list lacks: listed again (has_unclaimed_pod),
+    // at the sync period's pace, backing off to kRevisionRetryMaxMs.
     for (const auto& p : pods) {
         auto revs = p.ds ? revisions_.find(p.ds->metadata.uid) : revisions_.end();
         if (revs == revisions_.end() || !unlisted_revision_pod(revs->first, revs->second)) continue;
         RevisionWait& w = revision_waits_[revs->first + "/pods"];
-        if (now - w.listed_ms < w.delay_ms) {
-            waiting = true;
-            continue;
-        }
+        if (now - w.listed_ms < w.delay_ms) continue;
         w.listed_ms = now;
         w.delay_ms = w.delay_ms == 0 ? kRevisionRetryMs : std::min(2 * w.delay_ms, kRevisionRetryMaxMs);
         return list_revisions(p.rec.uid, *p.ds);
