@@ -17,7 +17,16 @@ bool Connectivity::report(bool healthy, std::int64_t now_ms, const std::string& 
     return tick(now_ms);
 }
 
+void Connectivity::begin(std::int64_t now_ms) {
+    if (!healthy_ && !unhealthy_since_) unhealthy_since_ = now_ms;
+}
+
 bool Connectivity::tick(std::int64_t now_ms) {
+    if (!judged_ && state_ == LinkState::Disconnected && unhealthy_since_ &&
+        now_ms - *unhealthy_since_ >= policy_.down_after_ms) {
+        judged_ = true;  // never connected: the outage is a verdict now
+        return true;
+    }
     LinkState next = state_;
     if (state_ == LinkState::Disconnected && healthy_since_ &&
         now_ms - *healthy_since_ >= policy_.up_after_ms)
@@ -27,6 +36,7 @@ bool Connectivity::tick(std::int64_t now_ms) {
         next = LinkState::Disconnected;
     if (next == state_) return false;
     state_ = next;
+    judged_ = true;
     since_ms_ = now_ms;
     ++transitions_;
     return true;
@@ -34,6 +44,8 @@ bool Connectivity::tick(std::int64_t now_ms) {
 
 std::optional<std::int64_t> Connectivity::next_change_ms() const {
     if (state_ == LinkState::Disconnected && healthy_since_) return *healthy_since_ + policy_.up_after_ms;
+    if (state_ == LinkState::Disconnected && !judged_ && unhealthy_since_)
+        return *unhealthy_since_ + policy_.down_after_ms;
     if (state_ == LinkState::Connected && unhealthy_since_) return *unhealthy_since_ + policy_.down_after_ms;
     return std::nullopt;
 }

@@ -27,12 +27,21 @@ class Connectivity {
     // Reports the link's health now; returns true when the state changed.
     // `why` (for an unhealthy link) is kept for status lines.
     bool report(bool healthy, std::int64_t now_ms, const std::string& why = {});
-    // Re-evaluates at `now` without new information (a timer); true on change.
+    // The link is made at `now`: not healthy yet, so that a link that never
+    // becomes healthy is judged (judged()) down_after_ms later.
+    void begin(std::int64_t now_ms);
+    // Re-evaluates at `now` without new information (a timer); true on a
+    // change of state or of judged().
     bool tick(std::int64_t now_ms);
     // When tick() could next change the state, if it could.
     std::optional<std::int64_t> next_change_ms() const;
 
     LinkState state() const { return state_; }
+    // Whether the state is a verdict: it was Connected once, or the link
+    // has been unhealthy for down_after_ms. Before, Disconnected only
+    // means "not proven yet" (an agent that just started or made a new
+    // link), which is no outage.
+    bool judged() const { return judged_; }
     std::int64_t since_ms() const { return since_ms_; }  // of the current state
     const std::string& last_error() const { return why_; }
     int transitions() const { return transitions_; }
@@ -46,6 +55,7 @@ class Connectivity {
     std::optional<std::int64_t> unhealthy_since_;  // current unhealthy run
     std::string why_;
     int transitions_ = 0;
+    bool judged_ = false;
 };
 
 }  // namespace daemonlet

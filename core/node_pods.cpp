@@ -41,6 +41,11 @@ NodePod node_pod_of(const Json& pod) {
     return p;
 }
 
+bool is_current_surge_pod(const NodePod& pod, const std::string& ds_uid, const std::string& current_hash) {
+    return !current_hash.empty() && pod.owner_uid == ds_uid && pod.revision_hash == current_hash &&
+           !pod.mirror && !pod.deleting && pod.phase != "Failed" && pod.phase != "Succeeded";
+}
+
 NodePodVerdict judge_node_pod(const NodePod& pod, bool claimed, const OwnerView& owner) {
     NodePodVerdict v;
     if (claimed) {

@@ -65,6 +65,16 @@ struct NodePod {
 };
 NodePod node_pod_of(const Json& pod);
 
+// Whether `pod` (a Pod of this node no board pod has) may be the Pod a
+// paced rollout's new pod takes (issue 14 §3): a live Pod of the DaemonSet
+// `ds_uid` whose controller-revision-hash is `current_hash`, the cluster's
+// hash of the DaemonSet's current template ("" unknown: none is). The
+// controller's rollingUpdate makes its surge Pod at the current revision
+// only (update.go, syncNodes with the current hash); a Pod of another one
+// (a leftover, an earlier template's surge Pod) is not the one for this
+// template, and taking it for one would start a pod around maxSurge.
+bool is_current_surge_pod(const NodePod& pod, const std::string& ds_uid, const std::string& current_hash);
+
 // A Pod the board neither runs nor should run is left to others unless it
 // is a DaemonSet's; what the board knows of that DaemonSet.
 enum class OwnerState {

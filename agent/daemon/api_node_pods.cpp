@@ -20,6 +20,9 @@ using platform::Level;
 using platform::log;
 
 void ApiPods::on_pods(ReflectorChanges&& changes) {
+    // The first complete list: a rollout the cluster paces held until the
+    // node's Pods are known is judged again (has_pod_known).
+    bool news = changes.replace && !node_pods_synced_;
     if (changes.replace) {
         // A relist: what was kept per Pod and per owner starts afresh (so
         // neither grows with Pods and DaemonSets long gone).
@@ -28,12 +31,10 @@ void ApiPods::on_pods(ReflectorChanges&& changes) {
         owner_present_.clear();
         node_pods_synced_ = true;
     }
-    bool unclaimed = false;
     for (const Json& o : changes.objects) {
         NodePod pod = node_pod_of(o);
         if (pod.uid.empty()) continue;
-        unclaimed = unclaimed || std::none_of(mirrors_.begin(), mirrors_.end(),
-                                              [&](const auto& kv) { return kv.second.uid == pod.uid; });
+        news = news || unclaimed_followed(pod);
         const Json& status = json_member(o, "status");
         const std::string uid = pod.uid;
         node_pods_[uid] = WatchedPod{std::move(pod), status.is_object() ? status : Json::object()};
@@ -48,22 +49,58 @@ void ApiPods::on_pods(ReflectorChanges&& changes) {
         for (auto& [key, m] : mirrors_)
             if (!uid.empty() && m.uid == uid && !m.final_status) m.pod_deleted = true;
     }
-    if (unclaimed && hooks_.node_pods_changed) hooks_.node_pods_changed();
+    if (news && hooks_.node_pods_changed) hooks_.node_pods_changed();
     arm(0);
 }
 
-bool ApiPods::has_unclaimed_pod(const std::string& ds_uid) const {
-    std::set<std::string> claimed, claimed_hashes;
-    for (const auto& [key, m] : mirrors_) {
-        if (m.uid.empty()) continue;
-        claimed.insert(m.uid);
-        if (auto w = node_pods_.find(m.uid); w != node_pods_.end() && w->second.pod.owner_uid == ds_uid)
-            claimed_hashes.insert(w->second.pod.revision_hash);
-    }
+// A live Pod of a DaemonSet the board follows that no board pod has: one
+// that may start a paced rollout's new pod. Not a refused Pod, another
+// DaemonSet's, nor a status patch of one the board has.
+bool ApiPods::unclaimed_followed(const NodePod& pod) const {
+    if (pod.mirror || pod.deleting || terminal_phase(pod.phase) || pod.owner_kind != "DaemonSet" ||
+        !hooks_.owner)
+        return false;
+    if (std::any_of(mirrors_.begin(), mirrors_.end(),
+                    [&](const auto& kv) { return kv.second.uid == pod.uid; }))
+        return false;
+    return hooks_.owner(pod.namespace_, pod.owner_name, pod.owner_uid).state == OwnerState::Followed;
+}
+
+bool ApiPods::has_pod_known(const std::string& uid) const {
+    if (!node_pods_synced_) return false;
+    auto it = mirrors_.find(uid);
+    return it != mirrors_.end() && (!it->second.uid.empty() || it->second.looked_up);
+}
+
+bool ApiPods::has_unclaimed_pod(const std::string& ds_uid, const std::string& template_hash) const {
+    // The controller makes Pods of its current revision only: a Pod of
+    // another (a leftover, an earlier template's surge Pod) is not the one
+    // for the current template. Unknown until its revision is listed.
+    auto revs = revisions_.find(ds_uid);
+    const ClusterRevision* rev =
+        revs == revisions_.end() ? nullptr : revision_for(revs->second, template_hash);
+    if (!rev) return false;
+    std::set<std::string> claimed;
+    for (const auto& [key, m] : mirrors_)
+        if (!m.uid.empty()) claimed.insert(m.uid);
+    for (const auto& [uid, w] : node_pods_)
+        if (is_current_surge_pod(w.pod, ds_uid, rev->hash) && !claimed.count(uid)) return true;
+    return false;
+}
+
+// A Pod no board pod has of the DaemonSet `ds_uid` whose revision the list
+// lacks (the controller's surge Pod of a template newer than the list).
+bool ApiPods::unlisted_revision_pod(const std::string& ds_uid,
+                                    const std::vector<ClusterRevision>& revs) const {
+    std::set<std::string> claimed;
+    for (const auto& [key, m] : mirrors_)
+        if (!m.uid.empty()) claimed.insert(m.uid);
     for (const auto& [uid, w] : node_pods_) {
         const NodePod& p = w.pod;
         if (p.owner_uid == ds_uid && !p.mirror && !p.deleting && !terminal_phase(p.phase) &&
-            !claimed.count(uid) && !claimed_hashes.count(p.revision_hash))
+            !claimed.count(uid) && std::none_of(revs.begin(), revs.end(), [&](const ClusterRevision& r) {
+                return r.hash == p.revision_hash;
+            }))
             return true;
     }
     return false;

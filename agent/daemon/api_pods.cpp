@@ -165,6 +165,17 @@ void ApiPods::sync() {
         }
     }
     if (tend_node_pods(pods, now)) return;
+    // A Pod of a revision the list lacks: listed again (has_unclaimed_pod),
+    // at the sync period's pace, backing off to kRevisionRetryMaxMs.
+    for (const auto& p : pods) {
+        auto revs = p.ds ? revisions_.find(p.ds->metadata.uid) : revisions_.end();
+        if (revs == revisions_.end() || !unlisted_revision_pod(revs->first, revs->second)) continue;
+        RevisionWait& w = revision_waits_[revs->first + "/pods"];
+        if (now - w.listed_ms < w.delay_ms) continue;
+        w.listed_ms = now;
+        w.delay_ms = w.delay_ms == 0 ? kRevisionRetryMs : std::min(2 * w.delay_ms, kRevisionRetryMaxMs);
+        return list_revisions(p.rec.uid, *p.ds);
+    }
     for (const auto& p : pods) {
         auto it = mirrors_.find(p.rec.uid);
         if (it == mirrors_.end()) continue;
@@ -284,6 +295,7 @@ void ApiPods::list_revisions(const std::string& key, const DaemonSet& ds) {
              Json list = parse_json(resp.body);
              if (!list.is_object()) return failed(what + ": the response is not a JSON object", key);
              revisions_[shared->metadata.uid] = cluster_revisions(*shared, list);
+             if (hooks_.node_pods_changed) hooks_.node_pods_changed();
              arm(0);
          });
 }
@@ -331,6 +343,7 @@ void ApiPods::list_pods(const std::string& key, const DaemonSet& ds, const Clust
                  break;
              }
              m.looked_up = true;
+             if (hooks_.node_pods_changed) hooks_.node_pods_changed();
              arm(0);
          });
 }

@@ -107,7 +107,9 @@ class ApiPods {
         // registerNode: the board's static pods (and manifest files'
         // DaemonSet pods) have mirror pods, and orphaned ones are deleted.
         bool mirror_pods = false;
-        // The pod watch brought a Pod no board pod has.
+        // The pod watch brought a Pod no board pod has (of a DaemonSet the
+        // board follows), or its first list came; a board pod's Pod was
+        // looked for; a DaemonSet's revisions were listed.
         std::function<void()> node_pods_changed;
     };
     ApiPods(uv_loop_t* loop, ClusterLink& link, std::string node_name, const platform::Clock& clock,
@@ -134,10 +136,16 @@ class ApiPods {
     // The board pod `uid`'s Pod, when the API has it (created or taken).
     std::optional<ApiPodRef> pod_of(const std::string& uid) const;
     // A live Pod of the DaemonSet `ds_uid` bound here that no board pod has,
-    // of another revision than the board pods' Pods: the controller's surge
-    // Pod for this node (it makes Pods of its current revision only), which
-    // the board's new pod is to take (issue 14 §3).
-    bool has_unclaimed_pod(const std::string& ds_uid) const;
+    // of the controller's revision of the template `template_hash` (the
+    // board's hash): the controller's surge Pod for this node, which the
+    // board's new pod is to take (issue 14 §3). False while that revision
+    // is not listed.
+    bool has_unclaimed_pod(const std::string& ds_uid, const std::string& template_hash) const;
+    // Whether the board pod `uid`'s Pod is known either way: the node's
+    // Pods were listed and its Pod taken or made, or looked for and not
+    // found. Until then (an agent that just started, a new link) a paced
+    // rollout waits rather than taking "no Pod" for an answer.
+    bool has_pod_known(const std::string& uid) const;
     // For `daemonlet status`: Pods kept, creations, adoptions, patches, deletions, the last error.
     Json status() const;
 
@@ -185,6 +193,8 @@ class ApiPods {
     // true when a request went.
     bool tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now);
     bool take_twin(Mirror& m, const DaemonSet& ds, const NodePod& deleting);
+    bool unclaimed_followed(const NodePod& pod) const;
+    bool unlisted_revision_pod(const std::string& ds_uid, const std::vector<ClusterRevision>& revs) const;
     void restart_deleted(const std::map<std::string, const BoardPod*>& by_uid);
     void refuse(const NodePod& pod, const NodePodVerdict& v);
     void finish_node_pod(const NodePod& pod, const std::string& why, bool status_first = true);

@@ -207,6 +207,10 @@ void ClusterLink::start() {
                            (config_.node_from_cluster ? ", and the Node " + node_name_ : "") +
                            (config_.pod_status ? ", and the Pods bound to " + node_name_ : ""));
     started_ = true;
+    // Not proven either way yet: judged once connected, or after the down
+    // threshold (a rollout the cluster paces waits until then).
+    link_.begin(now_ms());
+    arm_link_timer();
     for (auto& f : followers_) step(*f);
     uv_timer_start(
         lease_timer_, [](uv_timer_t* t) { static_cast<ClusterLink*>(t->data)->renew_lease(); }, 0,
@@ -486,7 +490,8 @@ void ClusterLink::announce() {
         // registration or post of the first tick.)
         if (link_.transitions() > 1) post_node_status_now();
     } else {
-        log(Level::Warning, "API server " + endpoint_.server + ": disconnected (" + link_.last_error() +
+        log(Level::Warning, "API server " + endpoint_.server + ": disconnected (" +
+                                (link_.last_error().empty() ? "never connected" : link_.last_error()) +
                                 "); pods keep running from the cache and the manifest directory");
     }
     hooks_.link(link_.state());

@@ -108,6 +108,9 @@ class ClusterLink {
     const std::deque<ClusterEvent>& queued_events() const { return events_.items(); }
 
     LinkState state() const { return link_.state(); }
+    // Whether state() is a verdict (core/connectivity.h): false from the
+    // link's start until it connects or has failed for the down threshold.
+    bool judged() const { return link_.judged(); }
     // One request of another component (api_pods.h) to the link's server,
     // with its credentials, counted in its requests and bytes; `done` is
     // called once, unless the link closes first. An error when it cannot be

@@ -62,17 +62,28 @@ void Agent::restart_for_api(const std::string& uid, std::optional<std::int64_t> 
 }
 
 void Agent::pace_by_cluster(const Desired& d, DesiredDaemonSet& w) const {
-    if (!config_.api_server.cluster_paces_rollouts || !api_pods_ || !cluster_ || !d.from_api() ||
-        cluster_->state() != LinkState::Connected)
+    if (!config_.api_server.cluster_paces_rollouts || !api_pods_ || !cluster_ || !d.from_api()) return;
+    // Not connected yet (an agent that just started, a new link after a
+    // SIGHUP): held until the link's verdict, so that a restart does not
+    // roll every held rollout at once; disconnected: the board's alone.
+    w.paced_by_cluster = true;
+    if (cluster_->state() != LinkState::Connected) {
+        if (cluster_->judged()) w.paced_by_cluster = false;
         return;
+    }
     // An old pod without its Pod is one the controller cannot delete: the
-    // board rolls it alone, as disconnected.
+    // board rolls it alone, as disconnected; held while its Pod is not
+    // known yet (the node's Pods not listed, its own not looked for).
     for (const auto& [uid, p] : pods_)
         if (p.rec.namespace_ == d.ds().metadata.namespace_ && p.rec.daemonset == d.ds().metadata.name &&
-            p.rec.revision_hash != d.hash && !p.rec.deleting && !api_pods_->pod_of(uid))
-            return;
-    w.paced_by_cluster = true;
-    w.cluster_made_new_pod = api_pods_->has_unclaimed_pod(d.ds().metadata.uid);
+            p.rec.revision_hash != d.hash && !p.rec.deleting) {
+            if (!api_pods_->has_pod_known(uid)) return;
+            if (!api_pods_->pod_of(uid)) {
+                w.paced_by_cluster = false;
+                return;
+            }
+        }
+    w.cluster_made_new_pod = api_pods_->has_unclaimed_pod(d.ds().metadata.uid, d.hash);
 }
 
 // The pod's Pod as ApiPods made or took it: its service-account tokens are

@@ -17,7 +17,10 @@
 #      revision for the board starts the new pod, which takes that Pod;
 #      the old pod runs on until its Pod is deleted;
 #   4. rollouts: board: the same change rolls at once, as without a
-#      cluster (the board deletes the old Pod itself).
+#      cluster (the board deletes the old Pod itself);
+#   5. a held rollout stays held across an agent restart and a SIGHUP that
+#      makes a new link: not connected "yet" is no outage, nor is an old
+#      pod whose Pod the new link has not listed yet "without its Pod".
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
@@ -99,6 +102,24 @@ wait_for "surge's old pod waits for the controller to delete its Pod" 5 waiting 
 k delete pod -n it "$old_surge" --timeout=15s >/dev/null 2>"$work/kdelete.err" && ok || fail "kubectl delete pod $old_surge: $(cat "$work/kdelete.err")"
 wait_for "surge: one board pod left, its Pod the controller's, revision 2" 10 runs surge 8c4f2a6e13
 [[ $(api_pod surge | jq -r .metadata.name) == surge-n3w4p ]] && ok || fail "surge's Pod is not the controller's: $(api_pod surge | jq -c .metadata)"
+
+# 5. web is still held: an agent restart, then a reload with a changed
+# apiServer key (a new link), leave its old pod alone.
+before=$(ready_count)
+stop_agent TERM
+start_own_agent
+wait_ready "$before"
+wait_for "the restarted agent holds web's rollout" 10 waiting '["it/web"]'
+[[ $(board_ids web) == "$ids" ]] && ok || fail "the restart rolled web: $ids -> $(board_ids web)"
+since=$(status_json | jq -r .apiServer.since)
+sed -i 's/requestTimeout: 3s/requestTimeout: 4s/' "$cfg"
+kill -HUP "$agent"
+relinked() { status_json | jq -e --arg s "$since" '.apiServer.state == "connected" and .apiServer.since != $s' >/dev/null; }
+export -f relinked
+export since
+wait_for "the reload's new link connects" 10 relinked
+wait_for "the reloaded agent holds web's rollout" 5 waiting '["it/web"]'
+[[ $(board_ids web) == "$ids" ]] && ok || fail "the reload rolled web: $ids -> $(board_ids web)"
 
 # 2. kubectl delete pod, as the controller deletes the old Pod: the old pod
 # stops, the deletion is confirmed, the new revision runs with its Pod.

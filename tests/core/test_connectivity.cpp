@@ -44,3 +44,30 @@ TEST(Connectivity, ShortOutagesAndShortRecoveriesChangeNothing) {
     CHECK(c.state() == LinkState::Disconnected);
     LONGS_EQUAL(2, c.transitions());
 }
+
+// A new link is not judged: Disconnected then means "not proven yet" (a
+// rollout the cluster paces waits, issue 14 §3), until the link connects or
+// has failed for down_after_ms since it was made.
+TEST(Connectivity, ANewLinkIsJudgedWhenItConnectsOrAfterTheDownThreshold) {
+    Connectivity never({3000, 15000});
+    never.begin(1000);
+    CHECK_FALSE(never.judged());
+    LONGS_EQUAL(16'000, *never.next_change_ms());
+    CHECK_FALSE(never.report(false, 5000, "dial: connection refused"));  // counted from begin
+    CHECK_FALSE(never.tick(15'999));
+    CHECK_FALSE(never.judged());
+    CHECK(never.tick(16'000));  // the verdict is news, the state is the same
+    CHECK(never.judged());
+    CHECK(never.state() == LinkState::Disconnected);
+    LONGS_EQUAL(0, never.transitions());
+    CHECK_FALSE(never.next_change_ms().has_value());
+    CHECK_FALSE(never.tick(30'000));
+
+    Connectivity soon({3000, 15000});
+    soon.begin(0);
+    soon.report(true, 2000);
+    CHECK_FALSE(soon.judged());
+    CHECK(soon.tick(5000));
+    CHECK(soon.judged());
+    CHECK(soon.state() == LinkState::Connected);
+}

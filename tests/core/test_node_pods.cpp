@@ -291,6 +291,31 @@ TEST(NodePods, NodePodReadsTheControllerAndTheDeletion) {
     STRCMP_EQUAL("Running", p.phase.c_str());
 }
 
+// update.go's surge path makes the new Pod at the current revision only
+// (syncNodes with the current hash): only such a Pod starts a paced
+// rollout's new pod, never a leftover or an earlier template's (A to B to C
+// quickly: B's surge Pod is not C's).
+TEST(NodePods, OnlyALivePodOfTheCurrentRevisionIsTheControllersSurgePod) {
+    NodePod p;
+    p.owner_kind = "DaemonSet";
+    p.owner_uid = "d1";
+    p.revision_hash = "c3";
+    p.phase = "Pending";
+    CHECK_TRUE(is_current_surge_pod(p, "d1", "c3"));
+    CHECK_FALSE(is_current_surge_pod(p, "d1", "b2"));  // an earlier template's Pod
+    CHECK_FALSE(is_current_surge_pod(p, "d1", ""));    // the current revision not listed yet
+    CHECK_FALSE(is_current_surge_pod(p, "d2", "c3"));  // another DaemonSet's
+    NodePod gone = p;
+    gone.deleting = true;
+    CHECK_FALSE(is_current_surge_pod(gone, "d1", "c3"));
+    NodePod failed = p;
+    failed.phase = "Failed";
+    CHECK_FALSE(is_current_surge_pod(failed, "d1", "c3"));
+    NodePod mirror = p;
+    mirror.mirror = true;
+    CHECK_FALSE(is_current_surge_pod(mirror, "d1", "c3"));
+}
+
 TEST(NodePods, OrphanTerminalStatusIsContainerStatusUnknown) {
     const Json status = Json::parse(R"({"phase": "Running",
         "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t0"},
