@@ -236,4 +236,9 @@ bool status_report_due(bool changed, std::optional<std::int64_t> last_report_ms,
     return changed || !last_report_ms || now_ms - *last_report_ms >= kNodeStatusReportFrequencyMs;
 }
 
+bool lease_gap_reposts_status(std::optional<std::int64_t> previous_ms, std::int64_t now_ms,
+                              std::int64_t renew_interval_ms) {
+    return previous_ms && now_ms - *previous_ms > renew_interval_ms + renew_interval_ms / 2;
+}
+
 }  // namespace daemonlet

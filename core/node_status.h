@@ -21,6 +21,11 @@
 // - node_status_changed / status_report_due: kubelet_node_status.go
 //   nodeStatusHasChanged (heartbeat times ignored) and the
 //   nodeStatusReportFrequency (5 min) rule of tryUpdateNodeStatus.
+// - lease_gap_reposts_status: where the agent departs from
+//   tryUpdateNodeStatus (it does not GET the Node every 10 s) and makes up
+//   for the node lifecycle controller's tryUpdateNodeHealth /
+//   doNoExecuteTaintingPass (Ready Unknown, unreachable taints) on a Lease
+//   renewed late.
 #pragma once
 
 #include <cstdint>
@@ -125,5 +130,19 @@ bool node_status_changed(const Json& last_posted, const Json& status);
 // nodeStatusReportFrequency (5 min) has passed since the last post.
 inline constexpr std::int64_t kNodeStatusReportFrequencyMs = 5 * 60'000;
 bool status_report_due(bool changed, std::optional<std::int64_t> last_report_ms, std::int64_t now_ms);
+
+// The kubelet's tryUpdateNodeStatus GETs the Node every 10 s and posts when
+// the server's status differs, so a Node the node lifecycle controller set
+// Ready=Unknown and tainted unreachable (tryUpdateNodeHealth,
+// doNoExecuteTaintingPass: the Lease not renewed for its grace) is posted
+// Ready again at once. The agent compares against its own last post (no
+// idle GET); instead, a Lease renewal that succeeds more than 1.5 renew
+// intervals after the previous successful one (the agent or its board was
+// paused, or the renewals failed: the controller may have seen the Lease
+// stale) reads and posts the Node's status at once. `previous_ms` and
+// `now_ms` on the monotonic clock (it goes on during a pause); no previous
+// renewal: false (the first post follows registration anyway).
+bool lease_gap_reposts_status(std::optional<std::int64_t> previous_ms, std::int64_t now_ms,
+                              std::int64_t renew_interval_ms);
 
 }  // namespace daemonlet

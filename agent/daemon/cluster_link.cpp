@@ -567,6 +567,12 @@ void ClusterLink::on_lease(const std::string& method, Result<platform::HttpRespo
         }
         lease_ok_ = true;
         lease_renewed_wall_ms_ = clock_.wall_ms();
+        // Renewed late (paused, or failures): the node lifecycle controller
+        // may have set the Node Ready=Unknown and tainted it unreachable,
+        // which the agent's record of its last post does not show; read and
+        // post it now, not at the 5-minute report (core/node_status.h).
+        if (lease_gap_reposts_status(lease_renewed_ms_, now_ms(), kLeaseRenewMs)) post_node_status_now();
+        lease_renewed_ms_ = now_ms();
         report_health();
         send_events();
         return;

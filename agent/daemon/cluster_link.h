@@ -241,6 +241,7 @@ class ClusterLink {
     bool lease_ok_ = false;
     std::string lease_error_;
     std::int64_t lease_renewed_wall_ms_ = 0;
+    std::optional<std::int64_t> lease_renewed_ms_;  // monotonic, of the last successful renewal
     // registerNode: kubelet's nodeStatusUpdateFrequency timer, the status
     // last posted, when (monotonic), and a post due at once (reconnected).
     uv_timer_t* node_timer_ = nullptr;

@@ -142,16 +142,22 @@ json daemon_tolerations(json tolerations) {
     return tolerations;
 }
 
-bool should_run(const json& ds, const json& node) {
+// `running`: shouldContinueRunning, for a node that has the Pod already:
+// only NoExecute taints count (a Node tainted unreachable NoSchedule keeps
+// its daemon Pods).
+bool should_run(const json& ds, const json& node, bool running = false) {
     const json& spec = ds["spec"]["template"]["spec"];
     const json labels = field<json>(node["metadata"], "labels", json::object());
     const json selector = field<json>(spec, "nodeSelector", json::object());
     for (const auto& [k, v] : selector.items())
         if (!labels.contains(k) || labels[k] != v) return false;
     const json tolerations = daemon_tolerations(field<json>(spec, "tolerations", json::array()));
-    for (const auto& taint : field<json>(field<json>(node, "spec", json::object()), "taints", json::array()))
-        if (field<std::string>(taint, "effect", "") != "PreferNoSchedule" && !tolerated(taint, tolerations))
-            return false;
+    for (const auto& taint :
+         field<json>(field<json>(node, "spec", json::object()), "taints", json::array())) {
+        const std::string effect = field<std::string>(taint, "effect", "");
+        const bool counts = running ? effect == "NoExecute" : effect != "PreferNoSchedule";
+        if (counts && !tolerated(taint, tolerations)) return false;
+    }
     return true;
 }
 
@@ -278,6 +284,7 @@ void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
         if (should_run(ds, S.nodes[n])) run_nodes.push_back(n);
     for (auto& [node, keys] : by_node) {
         if (std::find(run_nodes.begin(), run_nodes.end(), node) != run_nodes.end()) continue;
+        if (S.nodes.count(node) && should_run(ds, S.nodes[node], true)) continue;  // shouldContinueRunning
         for (const auto& k : keys)
             if (!deleting(S.pods[k])) delete_daemon_pod(k, "its node should not run it");
     }

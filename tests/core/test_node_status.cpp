@@ -292,6 +292,17 @@ TEST(NodeStatus, StatusHasChangedIgnoresHeartbeatsAndConditionOrder) {
     CHECK(status_report_due(true, 0, 1));
 }
 
+TEST(NodeStatus, LateLeaseRenewalRepostsTheStatus) {
+    // Departure from tryUpdateNodeStatus (no GET every 10 s): a Lease
+    // renewed more than 1.5 intervals after the last one may have been
+    // seen stale (tryUpdateNodeHealth: Ready Unknown, tainted unreachable).
+    CHECK_FALSE(lease_gap_reposts_status(std::nullopt, 100'000, 10'000));  // first renewal
+    CHECK_FALSE(lease_gap_reposts_status(0, 10'000, 10'000));              // on time
+    CHECK_FALSE(lease_gap_reposts_status(0, 15'000, 10'000));              // a slow request
+    CHECK(lease_gap_reposts_status(0, 15'001, 10'000));                    // paused past it
+    CHECK(lease_gap_reposts_status(1'000, 60'000, 10'000));
+}
+
 TEST(NodeStatus, RegistrationIsTheLocalNodeWithItsStatus) {
     Json local = Json::parse(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"b","labels":{"x":"y"}},
         "spec":{"taints":[{"key":"board","effect":"NoSchedule"}]}})");
