@@ -136,7 +136,12 @@ Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<s
                         std::optional<std::int64_t> tmpfs_size) {
     if (auto s = make_dir_mode(dir, 0777); !s) return s;
     if (auto s = mount_memory_medium(v, dir, tmpfs_size); !s) return s;
-    if (fs_group) set_volume_ownership(dir, *fs_group, false);
+    // Once, as the emptyDir plugin's SetUpAt (a ready marker): while it is
+    // still empty. Not at a container's restart, when the pod's other
+    // containers could swap a file of theirs for a link to a host file
+    // under the walk.
+    std::error_code ec;
+    if (fs_group && fs::is_empty(dir, ec) && !ec) set_volume_ownership(dir, *fs_group, false);
     return Ok{};
 }
 

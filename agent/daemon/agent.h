@@ -181,7 +181,7 @@ class Agent : private Images::Host {
     // (cluster_link.h)
     void load_cluster_node();
     void start_cluster(bool start_now);
-    void save_cluster_events();
+    bool save_cluster_events();  // true: written
     void events_changed(bool queued);
     void keep_cluster_events();
     void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
@@ -414,6 +414,7 @@ class Agent : private Images::Host {
     uv_timer_t* events_timer_ = nullptr;
     std::string events_saved_;
     bool events_flush_wanted_ = false;
+    bool events_unflushed_ = false;  // written since the last flush began
     bool events_flushing_ = false;
     uv_timer_t* rebuild_timer_ = nullptr;
     uv_timer_t* wall_clock_timer_ = nullptr;

@@ -122,7 +122,10 @@ void Agent::start_cluster(bool start_now) {
                                 e.value("count", 1),
                                 e.value("fieldPath", ""),
                                 (e.contains("repeat") && e["repeat"] == Json(true))};
+                // Kept by an agent from before names were kept: the name
+                // it sent it under (its first time's), never a new one.
                 ev.event_name = e.value("eventName", "");
+                if (ev.event_name.empty()) ev.event_name = event_name(ev);
                 cluster_->add_event(std::move(ev));
             }
     }
@@ -149,9 +152,13 @@ void Agent::events_changed(bool queued) {
 }
 
 void Agent::keep_cluster_events() {
-    save_cluster_events();
-    if (!events_flush_wanted_ || events_flushing_ || stopping_) return;
+    // Flushed when an Event was queued and the queue written since the
+    // last flush began: not for a queue loaded as it was stored, nor for an
+    // Event dropped from a full queue.
+    if (save_cluster_events()) events_unflushed_ = true;
+    if (!events_flush_wanted_ || !events_unflushed_ || events_flushing_ || stopping_) return;
     events_flush_wanted_ = false;
+    events_unflushed_ = false;
     events_flushing_ = true;
     auto done = [this](Status flushed) {
         events_flushing_ = false;
@@ -167,8 +174,8 @@ void Agent::keep_cluster_events() {
 
 // The Events the cluster has not had yet, for the next start (compared
 // first: an unchanged queue is not written again).
-void Agent::save_cluster_events() {
-    if (!cluster_) return;
+bool Agent::save_cluster_events() {
+    if (!cluster_) return false;
     Json arr = Json::array();
     for (const auto& ev : cluster_->queued_events())
         arr.push_back({{"namespace", ev.namespace_},
@@ -186,12 +193,13 @@ void Agent::save_cluster_events() {
                        {"eventName", ev.event_name}});
     std::string value =
         arr.empty() ? std::string() : arr.dump(-1, ' ', false, Json::error_handler_t::replace);
-    if (value == events_saved_) return;
+    if (value == events_saved_) return false;
     if (auto w = store_->put_meta(kEventsMeta, value); !w.ok()) {
         log(Level::Warning, "store: queued events not kept: " + w.error().message);
-        return;
+        return false;
     }
     events_saved_ = std::move(value);
+    return true;
 }
 
 // The resourceVersion is not kept: a new agent lists before it watches, as
