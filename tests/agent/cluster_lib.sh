@@ -109,3 +109,13 @@ api_server_config() {
         for kv in "$@"; do echo "  $kv"; done
     } >>"$cfg"
 }
+
+# The real kubectl against the test server (the kubeconfig next to it), for
+# the tests that check the cluster side with a client nobody here wrote.
+require_kubectl() {
+    command -v kubectl >/dev/null || {
+        echo "kubectl is missing"
+        exit 1
+    }
+}
+k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }

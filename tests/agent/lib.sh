@@ -64,6 +64,17 @@ runc_cleanup() {
     for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo); do umount -l "$m"; done
     cleanup
 }
+# The start of a runc script whose stateDir fills: $import (empty) and the
+# stateDir on a tmpfs of SIZE named NAME, unmounted by runc_cleanup on exit.
+runc_state_on_tmpfs() {  # runc_state_on_tmpfs SIZE NAME
+    import=$work/import
+    mkdir -p "$import" "$state"
+    trap runc_cleanup EXIT
+    mount -t tmpfs -o "size=$1" "$2" "$state" || {
+        echo "FAIL: cannot mount a tmpfs"
+        exit 1
+    }
+}
 # The runc scripts' start, after require_runc: $import, an import directory
 # holding the busybox test image (tests/data/make_busybox_image.sh), and
 # runc_cleanup on exit.

@@ -46,10 +46,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
-command -v kubectl >/dev/null || {
-    echo "kubectl is missing"
-    exit 1
-}
+require_kubectl
 
 "$listen" "$work/notify.sock" "$work/notify.log" &
 listener=$!
@@ -57,7 +54,6 @@ wait_for "notify listener up" 5 test -S "$work/notify.sock"
 start_fake
 write_config "{board: \"true\"}" "[]"
 api_server_config "registerNode: true"
-k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
 # The Pods as kubectl lists them in namespace it.
 api_pods() { k get pods -n it -o json; }
 pod_of() { api_pods | jq -ce --arg d "$1" '[.items[] | select(.metadata.ownerReferences[0].name == $d)] | if length == 1 then .[0] else error("not one") end'; }

@@ -24,16 +24,12 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
-command -v kubectl >/dev/null || {
-    echo "kubectl is missing"
-    exit 1
-}
+require_kubectl
 
 "$listen" "$work/notify.sock" "$work/notify.log" &
 listener=$!
 wait_for "notify listener up" 5 test -S "$work/notify.sock"
 start_fake
-k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
 # DS's one Pod (not being deleted) as kubectl lists it, and the board's one pod of DS.
 one() { jq -ce 'if length == 1 then .[0] else error("not one") end'; }
 api_pod() { k get pods -n it -o json | jq -c --arg d "$1" '[.items[] | select(.metadata.ownerReferences[0].name == $d and .metadata.deletionTimestamp == null)]' | one; }

@@ -20,10 +20,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
-command -v kubectl >/dev/null || {
-    echo "kubectl is missing"
-    exit 1
-}
+require_kubectl
 
 boards=(board-1 board-2 board-3)
 pids=()
@@ -40,7 +37,6 @@ trap cleanup_fleet EXIT
 
 fake_extra=(--controllers)
 start_fake
-k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
 export -f k
 # One config, state dir and log per board (the exec runtime).
 for b in "${boards[@]}"; do

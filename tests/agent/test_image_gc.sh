@@ -15,13 +15,7 @@ here=$(dirname "${BASH_SOURCE[0]}")
 source "$here/lib.sh"
 require_runc
 
-import=$work/import
-mkdir -p "$import" "$state"
-trap runc_cleanup EXIT # unmounts every mount under $work, the tmpfs included
-mount -t tmpfs -o size=48m daemonlet-gc-test "$state" || {
-    echo "FAIL: cannot mount a tmpfs"
-    exit 1
-}
+runc_state_on_tmpfs 48m daemonlet-gc-test
 
 # Images with a layer of their own each: busybox with bytes appended (an ELF
 # runs with trailing data), so that removing one frees its own layer.

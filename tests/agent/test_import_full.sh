@@ -15,13 +15,7 @@ here=$(dirname "${BASH_SOURCE[0]}")
 source "$here/lib.sh"
 require_runc
 
-import=$work/import
-mkdir -p "$import" "$state"
-trap runc_cleanup EXIT # unmounts every mount under $work, the tmpfs included
-mount -t tmpfs -o size=24m daemonlet-import-full "$state" || {
-    echo "FAIL: cannot mount a tmpfs"
-    exit 1
-}
+runc_state_on_tmpfs 24m daemonlet-import-full
 "$here/../data/make_busybox_image.sh" "$work/.busybox.tar" >/dev/null || {
     echo "FAIL: cannot build the image"
     exit 1

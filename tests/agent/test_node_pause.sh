@@ -10,10 +10,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
-command -v kubectl >/dev/null || {
-    echo "kubectl is missing"
-    exit 1
-}
+require_kubectl
 
 agent=
 cleanup_pause() {
@@ -25,7 +22,6 @@ trap cleanup_pause EXIT
 # The grace must exceed the agent's Lease renew interval (10 s).
 fake_extra=(--controllers --node-grace-seconds 11)
 start_fake
-k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
 write_config "{board: \"true\"}" "[]"
 api_server_config "registerNode: true" "podStatus: true"
 put_ds_body web "$(ds_json web 'exec sleep 600' '{"nodeSelector": {"board": "true"}}')"
