@@ -176,6 +176,7 @@ nodeName: demo-board
 manifestDir: $rd/manifests
 stateDir: $rd/state
 runtime: {type: runc, imageImportDir: $rd/import}
+metricsBindAddress: 127.0.0.1:10256   # the first agent, still running, has the default
 RUNCCONFIG
     cat "$rd/config.yaml"
     # "$$$$" is the shell's "$$" after kubelet's $(VAR) expansion.
