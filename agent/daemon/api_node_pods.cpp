@@ -72,6 +72,14 @@ bool ApiPods::has_pod_known(const std::string& uid) const {
     return it != mirrors_.end() && (!it->second.uid.empty() || it->second.looked_up);
 }
 
+// The uids of the Pods the board's pods have.
+std::set<std::string> ApiPods::claimed_uids() const {
+    std::set<std::string> claimed;
+    for (const auto& [key, m] : mirrors_)
+        if (!m.uid.empty()) claimed.insert(m.uid);
+    return claimed;
+}
+
 bool ApiPods::has_unclaimed_pod(const std::string& ds_uid, const std::string& template_hash) const {
     // The controller makes Pods of its current revision only: a Pod of
     // another (a leftover, an earlier template's surge Pod) is not the one
@@ -80,9 +88,7 @@ bool ApiPods::has_unclaimed_pod(const std::string& ds_uid, const std::string& te
     const ClusterRevision* rev =
         revs == revisions_.end() ? nullptr : revision_for(revs->second, template_hash);
     if (!rev) return false;
-    std::set<std::string> claimed;
-    for (const auto& [key, m] : mirrors_)
-        if (!m.uid.empty()) claimed.insert(m.uid);
+    const std::set<std::string> claimed = claimed_uids();
     for (const auto& [uid, w] : node_pods_)
         if (is_current_surge_pod(w.pod, ds_uid, rev->hash) && !claimed.count(uid)) return true;
     return false;
@@ -92,9 +98,7 @@ bool ApiPods::has_unclaimed_pod(const std::string& ds_uid, const std::string& te
 // lacks (the controller's surge Pod of a template newer than the list).
 bool ApiPods::unlisted_revision_pod(const std::string& ds_uid,
                                     const std::vector<ClusterRevision>& revs) const {
-    std::set<std::string> claimed;
-    for (const auto& [key, m] : mirrors_)
-        if (!m.uid.empty()) claimed.insert(m.uid);
+    const std::set<std::string> claimed = claimed_uids();
     for (const auto& [uid, w] : node_pods_) {
         const NodePod& p = w.pod;
         if (p.owner_uid == ds_uid && !p.mirror && !p.deleting && !terminal_phase(p.phase) &&
@@ -148,9 +152,7 @@ void ApiPods::restart_deleted(const std::map<std::string, const BoardPod*>& by_u
 bool ApiPods::take_twin(Mirror& m, const DaemonSet& ds, const NodePod& deleting) {
     const auto surge = surge_count(ds, 1);
     if (surge.ok() && surge.value() > 0) return false;
-    std::set<std::string> claimed;
-    for (const auto& [key, other] : mirrors_)
-        if (!other.uid.empty()) claimed.insert(other.uid);
+    const std::set<std::string> claimed = claimed_uids();
     for (const auto& [uid, w] : node_pods_) {
         const NodePod& p = w.pod;
         if (p.deleting || claimed.count(uid) || p.phase == "Failed" || p.phase == "Succeeded" ||
@@ -172,9 +174,7 @@ bool ApiPods::take_twin(Mirror& m, const DaemonSet& ds, const NodePod& deleting)
 // what the board runs: the first that needs a request gets it.
 bool ApiPods::tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now) {
     if (!node_pods_synced_) return false;
-    std::set<std::string> claimed;
-    for (const auto& [key, m] : mirrors_)
-        if (!m.uid.empty()) claimed.insert(m.uid);
+    const std::set<std::string> claimed = claimed_uids();
     // Per DaemonSet uid: the board's pods of it, whether each has its Pod,
     // their Pods' revisions and the controller's current one.
     std::map<std::string, OwnerView> per_ds;

@@ -65,6 +65,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,7 @@ class ApiPods {
     bool tend_node_pods(const std::vector<BoardPod>& pods, std::int64_t now);
     bool take_twin(Mirror& m, const DaemonSet& ds, const NodePod& deleting);
     bool unclaimed_followed(const NodePod& pod) const;
+    std::set<std::string> claimed_uids() const;
     bool unlisted_revision_pod(const std::string& ds_uid, const std::vector<ClusterRevision>& revs) const;
     void restart_deleted(const std::map<std::string, const BoardPod*>& by_uid);
     void refuse(const NodePod& pod, const NodePodVerdict& v);
