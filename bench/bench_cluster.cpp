@@ -577,7 +577,8 @@ void Bench::memory() {
 }
 
 // Where the agent's resident pages are: /proc/PID/smaps summed per mapping
-// name (a file, or [heap], [stack], [anon] ...), each in a group:
+// name (a file, or [heap], [stack], [thread stacks], [malloc arenas],
+// [anon] ...), each in a group:
 //   the agent's binary;
 //   libcurl and the libraries it needs that the agent does not link itself
 //   (libcurl is loaded on the first request to the API server, curl_api.h):
@@ -590,7 +591,9 @@ void Bench::smaps(pid_t pid) {
     std::map<std::string, Mapping> by_name;
     {
         std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
-        std::string line, current;
+        std::string line, current, prev_perms;
+        unsigned long prev_end = 0;
+        bool prev_anon = false;
         while (std::getline(in, line)) {
             const auto colon = line.find(':');
             const auto space = line.find(' ');
@@ -602,7 +605,26 @@ void Bench::smaps(pid_t pid) {
                 h >> range >> perms >> offset >> dev >> inode;
                 std::string name;
                 std::getline(h >> std::ws, name);
-                current = name.empty() ? "[anon]" : name;
+                const auto dash = range.find('-');
+                const unsigned long start = std::stoul(range.substr(0, dash), nullptr, 16);
+                const unsigned long end = std::stoul(range.substr(dash + 1), nullptr, 16);
+                // Unnamed memory, told apart by glibc's layouts: a thread's
+                // stack is a read-write range right above its guard (an
+                // inaccessible range that ends where it starts); a malloc
+                // arena of a thread (not the main one, which is [heap]) is a
+                // heap aligned to its 64 MiB (HEAP_MAX_SIZE on 64 bits).
+                if (!name.empty())
+                    current = name;
+                else if (perms.rfind("rw", 0) == 0 && start % (64ul << 20) == 0)
+                    current = "[malloc arenas]";
+                else if (perms.rfind("rw", 0) == 0 && prev_anon && prev_perms.rfind("---", 0) == 0 &&
+                         prev_end == start)
+                    current = "[thread stacks]";
+                else
+                    current = "[anon]";
+                prev_anon = name.empty();
+                prev_perms = perms;
+                prev_end = end;
                 by_name[current].name = current;
                 continue;
             }
@@ -830,15 +852,17 @@ void Bench::run() {
 // sums.
 void print_mappings(const std::vector<Mapping>& mappings, std::size_t top) {
     if (mappings.empty()) return;
-    auto mib = [](std::int64_t kib) { return fmt(static_cast<double>(kib) / 1024.0, "MiB"); };
     std::printf("\nThe agent's resident memory by mapping (/proc/PID/smaps, after the changes):\n\n");
-    std::printf("| Mapping | Rss | Pss | group |\n|---|---|---|---|\n");
+    std::printf("| Mapping | Rss KiB | Pss KiB | group |\n|---|---|---|---|\n");
     std::size_t shown = 0;
     for (const auto& m : mappings) {
         const bool sum = m.name.rfind("group: ", 0) == 0;
-        if (!sum && shown++ >= top) continue;
-        std::printf("| %s%s%s | %s | %s | %s |\n", sum ? "**" : "", m.name.c_str(), sum ? "**" : "",
-                    mib(m.rss_kib).c_str(), mib(m.pss_kib).c_str(), m.group.c_str());
+        // Every unnamed mapping is shown: heap, stacks and arenas are what
+        // the agent's own code and threads decide.
+        const bool anon = !sum && m.name[0] != '/' && m.rss_kib > 0;
+        if (!sum && shown++ >= top && !anon) continue;
+        std::printf("| %s%s%s | %lld | %lld | %s |\n", sum ? "**" : "", m.name.c_str(), sum ? "**" : "",
+                    static_cast<long long>(m.rss_kib), static_cast<long long>(m.pss_kib), m.group.c_str());
     }
 }
 

@@ -3,7 +3,8 @@
 // by about 5 MiB, nearly all of it the constructors and relocations of the
 // libraries libcurl pulls in (libcrypto, GnuTLS through librtmp, p11-kit,
 // Kerberos), before a single request. An agent whose pods have no httpGet
-// probe and that follows no API server never loads it.
+// probe and that follows no API server never loads it. Loaded, GnuTLS is
+// kept from initialising itself (curl_api.cpp).
 //
 // The functions daemonlet calls, resolved once; the headers still come from
 // libcurl4-openssl-dev, the library from Debian's libcurl4 at run time.
