@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test API server itself, checked with curl before the agent's tests
 # rely on it: TLS, authentication, paginated lists, watch streams with
-# bookmarks, 410 after compaction, and injected faults.
+# bookmarks, 410 after compaction, injected faults, and its controllers
+# (--controllers: node lifecycle, DaemonSets).
 set -uo pipefail
 srv=${FAKE_APISERVER:?}
 work=$(mktemp -d /tmp/daemonlet-fa.XXXXXX)
