@@ -11,12 +11,20 @@
 #      available Pod in the Pods' watch, and `kubectl rollout status`
 #      succeeds with all three boards on the new revision; at the same
 #      time another DaemonSet with maxSurge 1, maxUnavailable 0 (the surge
-#      path) rolls with every board keeping a Ready Pod throughout;
+#      path) rolls with every board keeping a Ready Pod throughout, and a
+#      third with maxUnavailable "34%" takes two boards down at once and no
+#      more (util.UnavailableCount rounds the percentage of 3 up: 2),
+#      and a fourth, OnDelete, keeps every board's pod of revision 1 once
+#      the controllers have acted on the new template (syncDaemonSet runs
+#      no rollingUpdate for it);
 #   3. `kubectl delete pod` of one board's Pod restarts that board's pod
-#      (a new Pod, Ready) and no other board's;
+#      (a new Pod, Ready) and no other board's; for the OnDelete DaemonSet
+#      the new Pod is of its revision 2, the other boards' stay on 1;
 #   4. a template whose container exits 1: the rollout stops after one
-#      board (its new Pod never available), the two others keep the old
-#      revision running, and `kubectl rollout status` does not complete.
+#      board (its new Pod never available): once that Pod has failed and
+#      the controllers have acted on it (their round's resourceVersion in
+#      /_control/stats), the two others still run the Pods and containers
+#      they had, and the DaemonSet's status counts 1 updated, 2 available.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
@@ -62,6 +70,15 @@ put_surge() {  # put_surge SCRIPT
         jq -c '.spec.updateStrategy = {type: "RollingUpdate", rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}')"
 }
 put_surge 'exec sleep 600'
+put_pct() {  # put_pct SCRIPT
+    put_ds_body pct "$(ds_json pct "$1" '{"nodeSelector": {"board": "true"}}' |
+        jq -c '.spec.updateStrategy = {type: "RollingUpdate", rollingUpdate: {maxUnavailable: "34%", maxSurge: 0}}')"
+}
+put_pct 'exec sleep 600'
+put_od() {  # put_od SCRIPT
+    put_ds_body ondelete "$(ds_json ondelete "$1" '{"nodeSelector": {"board": "true"}}' | jq -c '.spec.updateStrategy = {type: "OnDelete"}')"
+}
+put_od 'exec sleep 600'
 for b in "${boards[@]}"; do
     "$dl" run --config "$work/config-$b.yaml" >>"$work/agent-$b.log" 2>&1 &
     pids+=($!)
@@ -82,10 +99,18 @@ pod_lines() {
 }
 # all_on HASH: each board has one live Pod of ${DS:-web}, of HASH, Ready.
 all_on() { [[ $(pod_lines) == "$(printf '%s %s true\n' board-1 "$1" board-2 "$1" board-3 "$1")" ]]; }
-# The board's own pod of web (its uid and container id: a restart changes them).
+# The board's own pod of ${DS:-web} (its uid and container id: a restart changes them).
 board_ids() {
-    "$dl" get pods -A -o json --config "$work/config-$1.yaml" |
-        jq -r '[.items[] | select(.metadata.ownerReferences[0].name == "web")] | if length == 1 then .[0] | .metadata.uid + " " + .status.containerStatuses[0].containerID else "none" end'
+    "$dl" get pods -A -o json --config "$work/config-$1.yaml" | jq -r --arg d "${DS:-web}" '[.items[] | select(.metadata.ownerReferences[0].name == $d)] |
+        if length == 1 then .[0] | .metadata.uid + " " + .status.containerStatuses[0].containerID else "none" end'
+}
+# Waits until the controllers have made a round from the Pods' list as it
+# is now on (/_control/stats): what they would do about it is done.
+controllers_acted() {
+    local rv
+    rv=$(k get pods -n it -o json | jq -r .metadata.resourceVersion)
+    wait_for "the controllers have acted on the Pods at resourceVersion $rv" 5 bash -c \
+        "[[ \$(stats | jq '.controllers.seenResourceVersion') -ge $rv ]]"
 }
 export -f ready_nodes ds_status current_hash pod_lines all_on board_ids
 
@@ -96,6 +121,10 @@ rev1=$(current_hash)
 wait_for "each board runs web's Pod of revision 1, Ready" 20 all_on "$rev1"
 surge1=$(DS=surge current_hash)
 wait_for "each board runs surge's Pod of revision 1, Ready" 5 env DS=surge bash -c "all_on $surge1"
+pct1=$(DS=pct current_hash)
+wait_for "each board runs pct's Pod of revision 1, Ready" 5 env DS=pct bash -c "all_on $pct1"
+od1=$(DS=ondelete current_hash)
+wait_for "each board runs ondelete's Pod of revision 1, Ready" 5 env DS=ondelete bash -c "all_on $od1"
 wait_for "kubectl: the DaemonSet desires 3, 3 ready and available" 5 bash -c \
     'ds_status | jq -e ".desiredNumberScheduled == 3 and .currentNumberScheduled == 3 and .numberReady == 3 and .numberAvailable == 3 and .updatedNumberScheduled == 3" >/dev/null'
 ok
@@ -103,12 +132,18 @@ ok
 # 2. A new template, maxUnavailable 1: one board at a time. The Pods'
 # watch (kubectl get -w) samples every change; replayed below.
 declare -A ids
-for b in "${boards[@]}"; do ids[$b]=$(board_ids "$b"); done
+declare -A od_ids
+for b in "${boards[@]}"; do
+    ids[$b]=$(board_ids "$b")
+    od_ids[$b]=$(DS=ondelete board_ids "$b")
+done
 k get pods -n it -w -o json --output-watch-events --request-timeout 0 >"$work/watch.json" 2>"$work/watch.err" &
 watcher=$!
-wait_for "the Pods' watch has the 6 Pods" 5 bash -c "[[ \$(jq -s length '$work/watch.json' 2>/dev/null) -ge 6 ]]"
+wait_for "the Pods' watch has the 12 Pods" 5 bash -c "[[ \$(jq -s length '$work/watch.json' 2>/dev/null) -ge 12 ]]"
 put_web 'exec sleep 601'
 put_surge 'exec sleep 601'
+put_pct 'exec sleep 601'
+put_od 'exec sleep 601'
 wait_for "a revision 2" 5 bash -c "[[ \$(current_hash) != '$rev1' ]]"
 rev2=$(current_hash)
 k rollout status ds/web -n it --timeout=30s >"$work/rollout.out" 2>&1 && ok ||
@@ -118,17 +153,26 @@ k rollout status ds/surge -n it --timeout=15s >"$work/rollout.out" 2>&1 && ok ||
     fail "kubectl rollout status ds/surge: $(cat "$work/rollout.out")"
 surge2=$(DS=surge current_hash)
 [[ $surge2 != "$surge1" ]] && DS=surge all_on "$surge2" && ok || fail "not every board on surge's revision 2: $(DS=surge pod_lines)"
+pct2=$(DS=pct current_hash)
+wait_for "each board runs pct's Pod of revision 2, Ready" 10 env DS=pct bash -c "[[ $pct2 != $pct1 ]] && all_on $pct2"
+wait_for "ondelete's revision 2" 5 env DS=ondelete bash -c "[[ \$(current_hash) != '$od1' ]]"
+od2=$(DS=ondelete current_hash)
+controllers_acted
+DS=ondelete all_on "$od1" && ok || fail "OnDelete: not every board on ondelete's revision 1: $(DS=ondelete pod_lines)"
+for b in "${boards[@]}"; do
+    [[ $(DS=ondelete board_ids "$b") == "${od_ids[$b]}" ]] || fail "OnDelete: $b's pod of ondelete changed"
+done
 kill "$watcher"
 wait "$watcher" 2>/dev/null
 watcher=
 # The most boards without an available (Ready, not being deleted) Pod of
-# DS at any point of the watch after its first six events (the Pods then).
+# DS at any point of the watch after its first 12 events (the Pods then).
 most_unavailable() {  # most_unavailable DS
     jq -s --arg d "$1" '
     def down($pods): ["board-1", "board-2", "board-3"] - [$pods[] | select(.metadata.ownerReferences[0].name == $d and
         .metadata.deletionTimestamp == null and any(.status.conditions[]?; .type == "Ready" and .status == "True")) | .spec.nodeName] | length;
-    (reduce .[0:6][] as $e ({}; .[$e.object.metadata.name] = $e.object)) as $start |
-    reduce .[6:][] as $e ({pods: $start, max: 0};
+    (reduce .[0:12][] as $e ({}; .[$e.object.metadata.name] = $e.object)) as $start |
+    reduce .[12:][] as $e ({pods: $start, max: 0};
         (if $e.type == "DELETED" then .pods |= del(.[$e.object.metadata.name]) else .pods[$e.object.metadata.name] = $e.object end) |
         .max = ([.max, down(.pods)] | max)) | .max' "$work/watch.json"
 }
@@ -136,6 +180,8 @@ max_unavailable=$(most_unavailable web)
 [[ $max_unavailable == 1 ]] && ok || fail "boards unavailable at once during the rollout: $max_unavailable (want 1)"
 max_unavailable=$(most_unavailable surge)
 [[ $max_unavailable == 0 ]] && ok || fail "boards without a Ready Pod of surge during its rollout: $max_unavailable (want 0)"
+max_unavailable=$(most_unavailable pct)
+[[ $max_unavailable == 2 ]] && ok || fail "boards unavailable at once during pct's rollout: $max_unavailable (want 2: 34% of 3 rounded up)"
 for b in "${boards[@]}"; do
     [[ $(board_ids "$b") != "${ids[$b]}" ]] || fail "$b's pod was not replaced"
 done
@@ -151,6 +197,14 @@ wait_for "board-2's pod restarted, its new Pod Ready" 15 bash -c "[[ \$(board_id
     fail "another board's pod restarted"
 [[ -z $(k get pods -n it -o json | jq -r --arg n "$pod2" '.items[] | select(.metadata.name == $n) | .metadata.name') ]] && ok ||
     fail "the deleted Pod $pod2 is still there"
+# OnDelete: the deleted Pod is replaced by one of revision 2 (manage), the
+# other boards keep revision 1.
+pod2=$(k get pods -n it -o json | jq -r '.items[] | select(.spec.nodeName == "board-2" and .metadata.ownerReferences[0].name == "ondelete") | .metadata.name')
+k delete pod -n it "$pod2" --timeout=15s >/dev/null 2>"$work/kdelete.err" && ok || fail "kubectl delete pod $pod2: $(cat "$work/kdelete.err")"
+wait_for "OnDelete: board-2 runs ondelete's revision 2, the others revision 1" 15 env DS=ondelete bash -c \
+    "[[ \$(pod_lines) == \$(printf '%s %s true\n' board-1 $od1 board-2 $od2 board-3 $od1) ]]"
+[[ $(DS=ondelete board_ids board-1) == "${od_ids[board-1]}" && $(DS=ondelete board_ids board-3) == "${od_ids[board-3]}" ]] && ok ||
+    fail "OnDelete: another board's pod of ondelete restarted"
 
 # The controller replaces an old Pod that is not available at once
 # (rollingUpdate's allowedReplacementPods): board-2's fresh Pod first
@@ -159,8 +213,12 @@ wait_for "kubectl: the DaemonSet has 3 available again" 10 bash -c \
     'ds_status | jq -e ".numberAvailable == 3" >/dev/null'
 
 # 4. A failing template: one board crash-loops on it, the rollout stops
-# there; the two others keep revision 2 running. `kubectl rollout status`
-# waiting 3 s without completing is the window in which nothing else moves.
+# there. Checked on facts, not in a time window: once the failing Pod has
+# failed (restartCount >= 1 in the API: what the controller reads) and the
+# controllers have made a round from that state on (their
+# seenResourceVersion reaches the list's), anything they would delete is
+# deleted; the two other boards still run the Pods and containers they had.
+for b in "${boards[@]}"; do ids[$b]=$(board_ids "$b"); done
 put_web 'exit 1'
 wait_for "a revision 3" 5 bash -c "[[ \$(current_hash) != '$rev2' ]]"
 rev3=$(current_hash)
@@ -170,18 +228,28 @@ stopped() {  # one board's Pod of revision 3, not Ready; two of revision 2, Read
     [[ $(grep -c " $rev3 false\$" <<<"$lines") == 1 && $(grep -c " $rev2 true\$" <<<"$lines") == 2 &&
         $(wc -l <<<"$lines") == 3 ]]
 }
-export -f stopped
+# The Pods' list resourceVersion once revision 3's Pod has restarted.
+failed_rv() {
+    k get pods -n it -o json | jq -er --arg h "$rev3" 'select(any(.items[]; .metadata.labels["controller-revision-hash"] == $h and
+        .metadata.deletionTimestamp == null and .status.containerStatuses[0].restartCount >= 1)) | .metadata.resourceVersion'
+}
+export -f stopped failed_rv
 export rev2 rev3
 wait_for "one board on the failing revision, two on the old one" 15 stopped
-if k rollout status ds/web -n it --timeout=3s >"$work/rollout.out" 2>&1; then
-    fail "the failing rollout completed: $(cat "$work/rollout.out")"
-else
-    ok
-fi
+wait_for "the failing Pod has restarted, in the API" 15 failed_rv
+controllers_acted
 stopped && ok || fail "the rollout went on past the failing board: $(pod_lines)"
+bad=$(pod_lines | awk -v h="$rev3" '$2 == h {print $1}' | head -1)
+for b in "${boards[@]}"; do
+    if [[ $b == "$bad" ]]; then
+        [[ $(board_ids "$b") != "${ids[$b]}" ]] || fail "$b, on revision 3, still runs its old pod"
+    else
+        [[ $(board_ids "$b") == "${ids[$b]}" ]] || fail "$b's pod changed: $(board_ids "$b"), was ${ids[$b]}"
+    fi
+done
+ok
 ds_status | jq -e '.updatedNumberScheduled == 1 and .numberAvailable == 2 and .numberUnavailable == 1' >/dev/null && ok ||
     fail "the DaemonSet's status: $(ds_status)"
-bad=$(pod_lines | awk -v h="$rev3" '$2 == h {print $1}' | head -1)
 "$dl" get pods -A -o json --config "$work/config-$bad.yaml" |
     jq -e '[.items[] | select(.metadata.ownerReferences[0].name == "web")][0].status.containerStatuses[0].restartCount >= 1' >/dev/null && ok ||
     fail "$bad's failing pod is not restarting"

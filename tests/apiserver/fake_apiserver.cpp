@@ -89,7 +89,9 @@
 //          (kube-apiserver's apiserver_request_total labels), and
 //          "wire": per kind of request, the bytes on the TCP connections in
 //          each direction (TLS and HTTP framing included, from TCP_INFO), a
-//          connection's bytes counted to the kind of request it was serving
+//          connection's bytes counted to the kind of request it was serving,
+//          "controllers": {"rounds": N, "seenResourceVersion": RV} (--controllers:
+//          once RV >= a state's resourceVersion, they have acted on it)
 //   GET    /_control/summary              the leases and events, one line each
 //   PUT    /_control/{configmaps,secrets}/NS/NAME   (body: the object) create or update
 //   DELETE /_control/{configmaps,secrets}/NS/NAME
@@ -196,6 +198,12 @@ struct State {
     std::int64_t uid = 1;
     std::map<std::string, std::int64_t> node_writes;  // create, status, patch
     json last_node_patch;                             // the body of the last Node PATCH
+    // --controllers: the rounds completed, and the resourceVersion the last
+    // one started from. A round runs under the lock, so once
+    // controller_seen_rv >= R the controllers have seen every write up to R
+    // and made (and recorded) what they decided about it.
+    std::int64_t controller_rounds = 0;
+    std::int64_t controller_seen_rv = 0;
     std::atomic<bool> stopping{false};
     std::string token;
     int bookmark_ms = 1000;
@@ -972,6 +980,8 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
             if (!state.kind.empty()) count_wire(conn, state.kind);
         json wire = json::object();
         for (const auto& [kind, w] : S.wire) wire[kind] = {{"sent", w.sent}, {"received", w.received}};
+        const json controllers = {{"rounds", S.controller_rounds},
+                                  {"seenResourceVersion", S.controller_seen_rv}};
         return send_json(c, 200,
                          {{"requests", S.requests},
                           {"requestsByVerb", S.requests_by_verb},
@@ -987,7 +997,8 @@ MHD_Result control(MHD_Connection* c, const std::string& method, const std::vect
                           {"lastPodDelete", S.last_pod_delete},
                           {"events", S.events},
                           {"eventPatches", S.event_patches},
-                          {"eventConflicts", S.event_conflicts}});
+                          {"eventConflicts", S.event_conflicts},
+                          {"controllers", controllers}});
     }
     if (p.size() == 3 && p[2] == "summary") {
         // What the agent told the cluster, one line each, for people (the demo).

@@ -12,13 +12,13 @@
 //
 // What it covers (the rules name the upstream function they follow):
 //   DaemonSets with a plain nodeSelector (or none), RollingUpdate with
-//   maxUnavailable and maxSurge as integers (percentages are not parsed),
+//   maxUnavailable and maxSurge as integers or percentages, OnDelete,
 //   minReadySeconds: its ControllerRevisions, one Pod per matching Node,
 //   the rolling update, the DaemonSet's status (kubectl rollout status);
 //   Nodes whose Lease (kube-node-lease/<node>) is not renewed for the grace
 //   (--node-grace-seconds, upstream's --node-monitor-grace-period, 40 s):
 //   Ready Unknown and the unreachable taints, removed on renewal.
-// Not covered: OnDelete, failed-Pod back-off, the garbage collector
+// Not covered: failed-Pod back-off, the garbage collector
 // (a deleted DaemonSet's Pods stay), node affinity terms of the template,
 // eviction of Pods from unreachable Nodes (DaemonSet Pods tolerate it).
 // Included inside fake_apiserver.cpp's anonymous namespace, after its
@@ -29,6 +29,9 @@ struct Controllers {
     // Node name -> the Lease's renewTime last seen and when it was seen
     // (nodeHealthData's probeTimestamp).
     std::map<std::string, std::pair<std::string, Clock::time_point>> probes;
+    // "ns/name resourceVersion" of DaemonSets whose bad maxUnavailable or
+    // maxSurge was logged, so that it is logged once per version.
+    std::set<std::string> invalid_logged;
 };
 Controllers C;
 
@@ -258,8 +261,24 @@ bool updated_pods_on_node(const std::vector<std::string>& keys, const std::strin
     return true;
 }
 
-std::int64_t int_or(const json& ru, const char* k, std::int64_t def) {
-    return ru.is_object() && ru.contains(k) && ru[k].is_number_integer() ? ru[k].get<std::int64_t>() : def;
+// intstr.GetScaledValueFromIntOrPercent(value, total, roundUp true), as
+// util.UnavailableCount and util.SurgeCount both call it: an integer as it
+// is, "N%" as ceil(N * total / 100) (34% of 3 Nodes is 2), absent as `def`;
+// -1 for anything else (a string without %, a negative number), which
+// kube-apiserver's validation refuses before a controller sees it.
+std::int64_t scaled_count(const json& ru, const char* k, std::int64_t total, std::int64_t def) {
+    if (!ru.is_object() || !ru.contains(k) || ru[k].is_null()) return def;
+    const json& v = ru[k];
+    if (v.is_number_integer()) return std::max<std::int64_t>(-1, v.get<std::int64_t>());
+    if (!v.is_string()) return -1;
+    const std::string str = v.get<std::string>();
+    if (str.size() < 2 || str.size() > 4 || str.back() != '%') return -1;
+    std::int64_t pct = 0;
+    for (std::size_t i = 0; i + 1 < str.size(); ++i) {
+        if (str[i] < '0' || str[i] > '9') return -1;
+        pct = pct * 10 + (str[i] - '0');
+    }
+    return (pct * total + 99) / 100;
 }
 
 void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
@@ -267,21 +286,38 @@ void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
     const std::string hash = current_revision(ns, ds);
     const std::int64_t min_ready = field<std::int64_t>(ds["spec"], "minReadySeconds", 0);
     auto by_node = daemon_pods(ds);
-    const bool surge_strategy = field<std::string>(field<json>(ds["spec"], "updateStrategy", json::object()),
-                                                   "type", "RollingUpdate") == "RollingUpdate";
-    const json ru = field<json>(field<json>(ds["spec"], "updateStrategy", json::object()), "rollingUpdate",
-                                json::object());
-    const std::int64_t max_surge = surge_strategy ? int_or(ru, "maxSurge", 0) : 0;
-    std::int64_t max_unavailable = int_or(ru, "maxUnavailable", 1);
-    if (max_surge == 0 && max_unavailable == 0) max_unavailable = 1;  // updatedDesiredNodeCounts
-
-    // daemon_controller.go podsShouldBeOnNode (manage): a Pod for a node
-    // that has none alive, failed Pods deleted, duplicates beyond the oldest
-    // (of each revision, with surge) deleted; Pods on nodes that should not
-    // run it deleted.
     std::vector<std::string> run_nodes;
     for (const auto& n : nodes)
         if (should_run(ds, S.nodes[n])) run_nodes.push_back(n);
+    const auto desired_count = static_cast<std::int64_t>(run_nodes.size());
+
+    // update.go updatedDesiredNodeCounts: util.UnavailableCount and
+    // util.SurgeCount of the Nodes that should run it; both 0 -> 1
+    // unavailable. OnDelete has neither: syncDaemonSet runs no
+    // rollingUpdate for it, manage replaces only the Pods someone deletes.
+    const bool rolling = field<std::string>(field<json>(ds["spec"], "updateStrategy", json::object()), "type",
+                                            "RollingUpdate") == "RollingUpdate";
+    const json ru = field<json>(field<json>(ds["spec"], "updateStrategy", json::object()), "rollingUpdate",
+                                json::object());
+    const std::int64_t max_surge = rolling ? scaled_count(ru, "maxSurge", desired_count, 0) : 0;
+    std::int64_t max_unavailable = scaled_count(ru, "maxUnavailable", desired_count, 1);
+    const bool valid = max_surge >= 0 && max_unavailable >= 0;
+    if (!valid && C.invalid_logged
+                      .insert(ns + "/" + ds["metadata"].value("name", "") + " " +
+                              ds["metadata"].value("resourceVersion", ""))
+                      .second)
+        std::fprintf(stderr,
+                     "controllers: DaemonSet %s/%s: invalid maxUnavailable or maxSurge %s, not rolling\n",
+                     ns.c_str(), ds["metadata"].value("name", "").c_str(), ru.dump().c_str());
+    if (desired_count > 0 && max_surge == 0 && max_unavailable == 0) max_unavailable = 1;
+    // util.AllowsSurge: SurgeCount(ds, 1) > 0.
+    const bool allows_surge = rolling && scaled_count(ru, "maxSurge", 1, 0) > 0;
+
+    // daemon_controller.go podsShouldBeOnNode (manage): a Pod for a node
+    // that has none alive, failed Pods deleted, duplicates beyond the oldest
+    // deleted (with surge: beyond the oldest of each revision, and the old
+    // one too once it is not Ready or the new one is available); Pods on
+    // nodes that should not run it deleted.
     for (auto& [node, keys] : by_node) {
         if (std::find(run_nodes.begin(), run_nodes.end(), node) != run_nodes.end()) continue;
         if (S.nodes.count(node) && should_run(ds, S.nodes[node], true)) continue;  // shouldContinueRunning
@@ -301,16 +337,25 @@ void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
             create_daemon_pod(ns, ds, node, hash);
             continue;
         }
-        std::set<std::string> kept_hashes;
+        std::string oldest_new, oldest_old;
         for (const auto& k : alive) {  // oldest first
-            const std::string h = max_surge > 0 ? hash_of(S.pods[k]) : "";
-            if (!kept_hashes.insert(h).second) delete_daemon_pod(k, "a duplicate");
+            std::string& slot = !allows_surge || hash_of(S.pods[k]) != hash ? oldest_old : oldest_new;
+            if (slot.empty())
+                slot = k;
+            else
+                delete_daemon_pod(k, "a duplicate");
+        }
+        if (allows_surge && !oldest_new.empty() && !oldest_old.empty()) {
+            if (!has_condition(S.pods[oldest_old], "Ready", "True"))
+                delete_daemon_pod(oldest_old, "old and not Ready, a new one is there");
+            else if (available(S.pods[oldest_new], min_ready))
+                delete_daemon_pod(oldest_old, "old, the new one is available");
         }
     }
     by_node = daemon_pods(ds);
 
     // update.go rollingUpdate, only RollingUpdate.
-    if (surge_strategy) {
+    if (rolling && valid) {
         std::vector<std::string> to_delete, new_nodes;
         if (max_surge == 0) {
             std::int64_t unavailable = 0;
@@ -325,9 +370,10 @@ void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
                     ++unavailable;  // manage creates or deletes
                 else if (!np.empty()) {
                     if (!available(S.pods[np], min_ready)) ++unavailable;
-                } else if (!available(S.pods[op], min_ready))
+                } else if (!available(S.pods[op], min_ready)) {
                     allowed.push_back(op);  // an unavailable old Pod is replaced at once
-                else if (unavailable < max_unavailable)
+                    ++unavailable;
+                } else if (unavailable < max_unavailable)
                     candidates.push_back(op);
             }
             const auto room =
@@ -450,6 +496,7 @@ void run_controllers() {
     std::unique_lock<std::mutex> l(S.mu);
     while (!S.stopping) {
         const auto now = Clock::now();
+        const std::int64_t seen = S.rv;
         std::vector<std::string> nodes;
         for (auto& [name, node] : S.nodes) {
             if (!node.contains("spec") || !node["spec"].is_object()) node["spec"] = json::object();
@@ -457,6 +504,8 @@ void run_controllers() {
             nodes.push_back(name);
         }
         for (auto& [key, ds] : S.daemonsets) sync_daemonset(ds, nodes);
+        ++S.controller_rounds;
+        S.controller_seen_rv = seen;
         // Woken by any write (its own too: a second pass finds nothing to
         // do), at least every 100 ms for the Leases' grace.
         S.changed.wait_for(l, std::chrono::milliseconds(100));

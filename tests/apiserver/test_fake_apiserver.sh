@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test API server itself, checked with curl before the agent's tests
 # rely on it: TLS, authentication, paginated lists, watch streams with
-# bookmarks, 410 after compaction, and injected faults.
+# bookmarks, 410 after compaction, injected faults, and its controllers
+# (--controllers: node lifecycle, DaemonSets).
 set -uo pipefail
 srv=${FAKE_APISERVER:?}
 work=$(mktemp -d /tmp/daemonlet-fa.XXXXXX)
@@ -126,5 +127,80 @@ lease 2026-01-01T00:00:10.000000Z
 api -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' "$base/api/v1/nodes/n1/status" \
     -d '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}' >/dev/null
 check "renewed, and Ready again: the taints removed" until_ok 2 node_is True '[]'
+
+# The DaemonSet controller, without kubelets: three Nodes d1..d3 labelled
+# fleet=true (no conditions, no Lease: never tainted), the test marking
+# the Pods Ready itself. `settle` waits for a round of the controllers that
+# started from the latest resourceVersion: every write seen and acted on,
+# and nothing left to do (a deterministic wait, not a time window).
+for n in d1 d2 d3; do
+    c -X PUT "$base/_control/nodes/$n" -d '{"metadata":{"labels":{"fleet":"true"}},"spec":{}}' >/dev/null
+done
+settled() { c "$base/_control/stats" | jq -e '.controllers.seenResourceVersion == .resourceVersion'; }
+settle() { until_ok 5 settled; }
+put_fl() {  # put_fl NAME UPDATE_STRATEGY_JSON ARG: DaemonSet fl/NAME; a new ARG is a new template
+    c -X PUT "$base/_control/daemonsets/fl/$1" -d "$(jq -nc --arg n "$1" --argjson u "$2" --arg a "$3" '
+        {metadata: {uid: ("uid-fl-" + $n), generation: 1}, spec: {selector: {matchLabels: {app: $n}}, updateStrategy: $u,
+         template: {metadata: {labels: {app: $n}}, spec: {nodeSelector: {fleet: "true"},
+                    containers: [{name: "main", image: "none", args: [$a]}]}}}}')" >/dev/null
+}
+fl_pods() { api "$base/api/v1/namespaces/fl/pods" | jq -c --arg d "$1" '[.items[] | select(.metadata.ownerReferences[0].name == $d)]'; }
+ready_pod() {  # ready_pod NAME True|False
+    api -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' "$base/api/v1/namespaces/fl/pods/$1/status" \
+        -d "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"$2\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}" >/dev/null
+}
+# shape DS OLD_HASH: "deleting old live" counts of DS's Pods, e.g. "2 1 2":
+# 2 old ones being deleted, 1 old one live, 2 new (not OLD_HASH) live.
+shape() {
+    fl_pods "$1" | jq -r --arg h "$2" '[(map(select(.metadata.deletionTimestamp != null)) | length),
+        (map(select(.metadata.deletionTimestamp == null and .metadata.labels["controller-revision-hash"] == $h)) | length),
+        (map(select(.metadata.deletionTimestamp == null and .metadata.labels["controller-revision-hash"] != $h)) | length)] | join(" ")'
+}
+shape_is() { [[ $(shape "$1" "$2") == "$3" ]]; }
+put_fl pct '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"34%","maxSurge":0}}' v1
+put_fl sg '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":0,"maxSurge":"34%"}}' v1
+put_fl od '{"type":"OnDelete"}' v1
+settle
+for d in pct sg od; do
+    for name in $(fl_pods $d | jq -r '.[].metadata.name'); do ready_pod "$name" True; done
+done
+settle
+pods_per_node() { [[ $(api "$base/api/v1/namespaces/fl/pods" | jq -c '[.items[].spec.nodeName] | sort') == '["d1","d1","d1","d2","d2","d2","d3","d3","d3"]' ]]; }
+check "a Pod per Node for each DaemonSet, on d1..d3" pods_per_node
+declare -A h1
+for d in pct sg od; do h1[$d]=$(fl_pods $d | jq -r '.[0].metadata.labels["controller-revision-hash"]'); done
+od_uids=$(fl_pods od | jq -c 'map(.metadata.uid) | sort')
+put_fl pct '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"34%","maxSurge":0}}' v2
+put_fl sg '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":0,"maxSurge":"34%"}}' v2
+put_fl od '{"type":"OnDelete"}' v2
+settle
+# util.UnavailableCount: GetScaledValueFromIntOrPercent(34%, 3, roundUp
+# true) = ceil(1.02) = 2 (rounding down, as Deployments' maxUnavailable
+# does, would give 1); manage then creates the two Nodes' new Pods at once.
+check "maxUnavailable 34% of 3 Nodes: 2 old Pods deleted at once, their new ones made (rounded up)" \
+    shape_is pct "${h1[pct]}" "2 1 2"
+# util.SurgeCount: ceil(34% of 3) = 2 new Pods beside the old ones.
+check "maxSurge 34% of 3 Nodes: 2 new Pods beside the 3 old ones (rounded up)" shape_is sg "${h1[sg]}" "0 3 2"
+# update.go rollingUpdate is not run for OnDelete: nothing is deleted.
+od_uids_are() { [[ $(fl_pods od | jq -c 'map(.metadata.uid) | sort') == "$od_uids" ]]; }
+check "OnDelete: a new template deletes nothing, makes nothing" od_uids_are
+# podsShouldBeOnNode with surge: on a Node with a new Pod, an old Pod that
+# is not Ready goes (even though the new one is not available yet: rollingUpdate
+# alone would wait for it); then a new Pod available: its old one goes.
+mapfile -t surged < <(fl_pods sg | jq -r --arg h "${h1[sg]}" '.[] | select(.metadata.labels["controller-revision-hash"] != $h) | .spec.nodeName')
+old_on() { fl_pods sg | jq -r --arg h "${h1[sg]}" --arg n "$1" '.[] | select(.metadata.labels["controller-revision-hash"] == $h and .spec.nodeName == $n) | .metadata.name'; }
+new_on() { fl_pods sg | jq -r --arg h "${h1[sg]}" --arg n "$1" '.[] | select(.metadata.labels["controller-revision-hash"] != $h and .spec.nodeName == $n) | .metadata.name'; }
+ready_pod "$(old_on "${surged[0]}")" False
+settle
+# The third Node is surged then: 2 allowed, only one Node still waits.
+check "surge: an old Pod no longer Ready beside a new one is deleted (podsShouldBeOnNode)" shape_is sg "${h1[sg]}" "1 2 3"
+ready_pod "$(new_on "${surged[1]}")" True
+settle
+check "surge: a new Pod available, its Node's old one is deleted (rollingUpdate)" shape_is sg "${h1[sg]}" "2 1 3"
+c -X DELETE "$base/_control/pods/fl/$(fl_pods od | jq -r '.[] | select(.spec.nodeName == "d2") | .metadata.name')" >/dev/null
+settle
+new_od_on_d2() { [[ $(fl_pods od | jq -r --arg h "${h1[od]}" '.[] | select(.metadata.labels["controller-revision-hash"] != $h) | .spec.nodeName') == d2 ]]; }
+check "OnDelete: a deleted Pod is replaced by one of the new template, the others stay" shape_is od "${h1[od]}" "0 2 1"
+check "...on the deleted Pod's Node" new_od_on_d2
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
