@@ -153,6 +153,7 @@ k rollout status ds/surge -n it --timeout=15s >"$work/rollout.out" 2>&1 && ok ||
     fail "kubectl rollout status ds/surge: $(cat "$work/rollout.out")"
 surge2=$(DS=surge current_hash)
 [[ $surge2 != "$surge1" ]] && DS=surge all_on "$surge2" && ok || fail "not every board on surge's revision 2: $(DS=surge pod_lines)"
+wait_for "pct's revision 2" 5 env DS=pct bash -c "[[ \$(current_hash) != '$pct1' ]]"
 pct2=$(DS=pct current_hash)
 wait_for "each board runs pct's Pod of revision 2, Ready" 10 env DS=pct bash -c "[[ $pct2 != $pct1 ]] && all_on $pct2"
 wait_for "ondelete's revision 2" 5 env DS=ondelete bash -c "[[ \$(current_hash) != '$od1' ]]"

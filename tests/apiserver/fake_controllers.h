@@ -326,17 +326,29 @@ void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
     }
     for (const auto& node : run_nodes) {
         std::vector<std::string> alive;
+        // getNodesToDaemonPods leaves out only a Pod both terminal and being
+        // deleted: a node whose Pod is still terminating has its Pod, and
+        // podsShouldBeOnNode makes none until the kubelet confirms the
+        // deletion (with surge, rollingUpdate skips a deleting Pod too).
+        bool exists = false;
         for (const auto& k : by_node[node]) {
-            if (deleting(S.pods[k])) continue;
-            if (field<std::string>(S.pods[k]["status"], "phase", "") == "Failed")
+            const std::string phase = field<std::string>(S.pods[k]["status"], "phase", "");
+            const bool terminal = phase == "Failed" || phase == "Succeeded";
+            if (deleting(S.pods[k])) {
+                exists = exists || !terminal;
+                continue;
+            }
+            exists = true;
+            if (phase == "Failed")
                 delete_daemon_pod(k, "failed");
             else
                 alive.push_back(k);
         }
-        if (alive.empty()) {
+        if (!exists) {
             create_daemon_pod(ns, ds, node, hash);
             continue;
         }
+        if (alive.empty()) continue;
         std::string oldest_new, oldest_old;
         for (const auto& k : alive) {  // oldest first
             std::string& slot = !allows_surge || hash_of(S.pods[k]) != hash ? oldest_old : oldest_new;

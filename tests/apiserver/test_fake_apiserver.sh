@@ -137,7 +137,7 @@ for n in d1 d2 d3; do
     c -X PUT "$base/_control/nodes/$n" -d '{"metadata":{"labels":{"fleet":"true"}},"spec":{}}' >/dev/null
 done
 settled() { c "$base/_control/stats" | jq -e '.controllers.seenResourceVersion == .resourceVersion'; }
-settle() { until_ok 5 settled; }
+settle() { until_ok 5 settled || { echo "FAIL: the controllers did not settle"; failed=$((failed + 1)); }; }
 put_fl() {  # put_fl NAME UPDATE_STRATEGY_JSON ARG: DaemonSet fl/NAME; a new ARG is a new template
     c -X PUT "$base/_control/daemonsets/fl/$1" -d "$(jq -nc --arg n "$1" --argjson u "$2" --arg a "$3" '
         {metadata: {uid: ("uid-fl-" + $n), generation: 1}, spec: {selector: {matchLabels: {app: $n}}, updateStrategy: $u,
@@ -176,9 +176,16 @@ put_fl od '{"type":"OnDelete"}' v2
 settle
 # util.UnavailableCount: GetScaledValueFromIntOrPercent(34%, 3, roundUp
 # true) = ceil(1.02) = 2 (rounding down, as Deployments' maxUnavailable
-# does, would give 1); manage then creates the two Nodes' new Pods at once.
-check "maxUnavailable 34% of 3 Nodes: 2 old Pods deleted at once, their new ones made (rounded up)" \
-    shape_is pct "${h1[pct]}" "2 1 2"
+# does, would give 1). podsShouldBeOnNode makes their new Pods only once
+# the deletions are confirmed (a terminating Pod still counts as the
+# node's: getNodesToDaemonPods), as a kubelet does here.
+check "maxUnavailable 34% of 3 Nodes: 2 old Pods deleted at once (rounded up), none made while they terminate" \
+    shape_is pct "${h1[pct]}" "2 1 0"
+for name in $(fl_pods pct | jq -r '.[] | select(.metadata.deletionTimestamp != null) | .metadata.name'); do
+    api -X DELETE "$base/api/v1/namespaces/fl/pods/$name" -d '{"gracePeriodSeconds":0}' >/dev/null
+done
+settle
+check "...and their new ones made once the deletions are confirmed" shape_is pct "${h1[pct]}" "0 1 2"
 # util.SurgeCount: ceil(34% of 3) = 2 new Pods beside the old ones.
 check "maxSurge 34% of 3 Nodes: 2 new Pods beside the 3 old ones (rounded up)" shape_is sg "${h1[sg]}" "0 3 2"
 # update.go rollingUpdate is not run for OnDelete: nothing is deleted.
@@ -196,7 +203,7 @@ settle
 check "surge: an old Pod no longer Ready beside a new one is deleted (podsShouldBeOnNode)" shape_is sg "${h1[sg]}" "1 2 3"
 ready_pod "$(new_on "${surged[1]}")" True
 settle
-check "surge: a new Pod available, its Node's old one is deleted (rollingUpdate)" shape_is sg "${h1[sg]}" "2 1 3"
+check "surge: a new Pod available, its Node's old one is deleted (podsShouldBeOnNode)" shape_is sg "${h1[sg]}" "2 1 3"
 c -X DELETE "$base/_control/pods/fl/$(fl_pods od | jq -r '.[] | select(.spec.nodeName == "d2") | .metadata.name')" >/dev/null
 settle
 new_od_on_d2() { [[ $(fl_pods od | jq -r --arg h "${h1[od]}" '.[] | select(.metadata.labels["controller-revision-hash"] != $h) | .spec.nodeName') == d2 ]]; }
