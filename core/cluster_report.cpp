@@ -26,6 +26,8 @@ void EventQueue::add(ClusterEvent ev) {
     }
     if (ev.last_ms < ev.first_ms) ev.last_ms = ev.first_ms;
     if (capacity_ == 0) return;
+    if (ev.seq <= 0) ev.seq = next_seq_;
+    next_seq_ = std::max(next_seq_, ev.seq + 1);
     const std::size_t keep = front_in_flight_ && !q_.empty() ? 1 : 0;  // the one being sent stays
     while (q_.size() >= capacity_ && q_.size() > keep) {
         q_.erase(q_.begin() + static_cast<std::ptrdiff_t>(keep));

@@ -43,6 +43,10 @@ struct ClusterEvent {
     // after a restart or a power cut names the same Event, and the server's
     // 409 AlreadyExists tells it was made (event_answer).
     std::string event_name = {};
+    // Its place in the queue, given by EventQueue::add when 0 (kept when
+    // not: an Event loaded from the store keeps its row): the key of its
+    // row in the store, which an Event folded into it keeps.
+    std::int64_t seq = 0;
 };
 
 class EventQueue {
@@ -80,6 +84,7 @@ class EventQueue {
     std::size_t capacity_;
     std::deque<ClusterEvent> q_;
     std::uint64_t dropped_ = 0;
+    std::int64_t next_seq_ = 1;
     bool front_in_flight_ = false;
 };
 

@@ -73,11 +73,13 @@ bool should_write(const VolumePayload& payload, const std::string& old_dir,
         std::string full = old_dir + "/" + path;
         struct stat st {};
         if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
-        const std::uint32_t mode =
-            fs_group ? volume_ownership_mode(static_cast<std::uint32_t>(f.mode), false, true)
-                     : static_cast<std::uint32_t>(f.mode);
-        if ((st.st_mode & 07777) != mode) return true;
-        if (fs_group && static_cast<std::int64_t>(st.st_gid) != *fs_group) return true;
+        // With a group: its mode, or the payload's where the chmod was
+        // refused; the group itself is set_volume_ownership's to mend (a
+        // refused lchown is no reason to write the payload again).
+        const auto on_disk = static_cast<std::uint32_t>(st.st_mode & 07777);
+        const auto asked = static_cast<std::uint32_t>(f.mode);
+        if (on_disk != asked && (!fs_group || on_disk != volume_ownership_mode(asked, false, true)))
+            return true;
         if (f.fs_user && may_own() && static_cast<std::int64_t>(st.st_uid) != *f.fs_user) return true;
         auto content = read_file(full, kMaxFileBytes);
         if (!content || content.value() != f.data) return true;
@@ -123,8 +125,13 @@ Result<std::string> new_timestamp_dir(const std::string& target) {
 }  // namespace
 
 Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& payload,
-                          std::optional<std::int64_t> fs_group) {
+                          std::optional<std::int64_t> fs_group, Status* ownership) {
     if (!may_own()) fs_group.reset();
+    Status owned = Ok{};
+    auto own = [&](const std::string& dir) {
+        auto st = set_volume_ownership(dir, *fs_group, true);
+        if (owned.ok() && !st.ok()) owned = std::move(st);
+    };
     // (1) validatePayload.
     for (const auto& [path, f] : payload) {
         auto ok = validate_path(path);
@@ -174,7 +181,7 @@ Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& pa
         }
         // (7) setPerms, the plugins' SetVolumeOwnership: on the new payload
         // before it is seen (upstream walks the whole volume here).
-        if (fs_group) set_volume_ownership(ts_dir, *fs_group, true);
+        if (fs_group) own(ts_dir);
         // (8) ..data_tmp -> the new dir (relative), (9) renamed over ..data.
         std::string tmp_link = target_dir + "/" + kNewDataDirName;
         ::unlink(tmp_link.c_str());
@@ -204,7 +211,8 @@ Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& pa
     }
     // SetVolumeOwnership's rest: the volume's directory and its links, the
     // new ones too (what is already the group's is left alone).
-    if (fs_group) set_volume_ownership(target_dir, *fs_group, true);
+    if (fs_group) own(target_dir);
+    if (ownership) *ownership = std::move(owned);
     return write;
 }
 

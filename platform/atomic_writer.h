@@ -34,9 +34,14 @@ namespace daemonlet::platform {
 // 0400 becomes 0440, 0600 0640; directories setgid): the new timestamped
 // dir before it is swapped in, so a reader never sees a file not yet the
 // group's, then `target_dir` and its links (SetVolumeOwnership, which the
-// kubelet's plugins run after the writer).
+// kubelet's plugins run after the writer). A file system that refuses the
+// chown or chmod does not fail the write (the payload is there, as
+// upstream's SetVolumeOwnership logs and goes on): the first refusal is
+// put in `ownership` (Ok otherwise), and a payload whose files lack only
+// the group or its modes is not written again for it (a rewrite at every
+// sync would wear the flash and be refused again).
 Result<bool> atomic_write(const std::string& target_dir, const VolumePayload& payload,
-                          std::optional<std::int64_t> fs_group = std::nullopt);
+                          std::optional<std::int64_t> fs_group = std::nullopt, Status* ownership = nullptr);
 
 // A volume directory for secret data: `dir` (made if missing) with a tmpfs
 // mounted on it (nosuid, nodev, noexec, mode 0755), so that secrets never

@@ -1,5 +1,7 @@
 #include "platform/volume_setup.h"
 
+#include "core/io_error.h"
+
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -71,24 +73,31 @@ Status mount_memory_medium(const Volume& v, const std::string& dir, std::optiona
 
 }  // namespace
 
-void set_volume_ownership(const std::string& dir, std::int64_t fs_group, bool read_only) {
+Status set_volume_ownership(const std::string& dir, std::int64_t fs_group, bool read_only) {
     const auto gid = static_cast<gid_t>(fs_group);
+    Status first = Ok{};
+    auto refused = [&first](const std::string& path, const char* call) {
+        if (first.ok()) first = io_error(path, call);
+    };
     // What is already right is not written again: flash wears out.
-    auto own = [gid, read_only](const std::string& path) {
+    auto own = [gid, read_only, &refused](const std::string& path) {
         struct stat st {};
         if (::lstat(path.c_str(), &st) != 0) return;
-        if (st.st_gid != gid) (void)::lchown(path.c_str(), static_cast<uid_t>(-1), gid);
+        if (st.st_gid != gid && ::lchown(path.c_str(), static_cast<uid_t>(-1), gid) != 0)
+            refused(path, "lchown");
         if (S_ISLNK(st.st_mode)) return;
         // lchown clears setuid and setgid: the mode as read before it.
         const auto mode =
             static_cast<mode_t>(volume_ownership_mode(st.st_mode & 07777, S_ISDIR(st.st_mode), read_only));
-        if (st.st_gid != gid || mode != (st.st_mode & 07777)) (void)::chmod(path.c_str(), mode);
+        if ((st.st_gid != gid || mode != (st.st_mode & 07777)) && ::chmod(path.c_str(), mode) != 0)
+            refused(path, "chmod");
     };
     own(dir);
     std::error_code ec;
     for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
         own(it->path().string());
+    return first;
 }
 
 Status set_up_host_path(const Volume& v) {
@@ -141,7 +150,9 @@ Status set_up_empty_dir(const Volume& v, const std::string& dir, std::optional<s
     // containers could swap a file of theirs for a link to a host file
     // under the walk.
     std::error_code ec;
-    if (fs_group && fs::is_empty(dir, ec) && !ec) set_volume_ownership(dir, *fs_group, false);
+    // A refusal leaves the emptyDir as it is (upstream logs and goes on);
+    // nothing rewrites it.
+    if (fs_group && fs::is_empty(dir, ec) && !ec) (void)set_volume_ownership(dir, *fs_group, false);
     return Ok{};
 }
 

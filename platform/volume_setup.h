@@ -40,8 +40,10 @@ std::optional<std::int64_t> tmpfs_size_of(const std::map<std::string, std::int64
 // below it (symbolic links not followed) made the group `fs_group`'s, with
 // the modes core/volume_payload.h volume_ownership_mode gives (read-only:
 // configMap, secret, downwardAPI, projected; read-write: emptyDir). What
-// fails is left as it is, as upstream logs and goes on.
-void set_volume_ownership(const std::string& dir, std::int64_t fs_group, bool read_only);
+// fails is left as it is and the walk goes on, as upstream logs and goes
+// on; the first refusal (a file system that takes no chown or chmod) is
+// returned, naming the path and the call.
+Status set_volume_ownership(const std::string& dir, std::int64_t fs_group, bool read_only);
 
 // Unmounts every tmpfs below `dir` (a pod's volumes directory) before it
 // is deleted: a Memory emptyDir's. Best effort.

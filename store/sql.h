@@ -132,6 +132,23 @@ ALTER TABLE pods ADD COLUMN source TEXT NOT NULL DEFAULT '';
 ALTER TABLE pods ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE pods ADD COLUMN message TEXT NOT NULL DEFAULT '';
 )sql"},
+    {6, R"sql(
+-- The Events queued for the cluster and not sent yet (the agent's
+-- EventQueue), one row per Event keyed by its place in the queue (seq):
+-- a new Event is one INSERT, a sent one one DELETE, a folded count one
+-- UPDATE. Earlier builds kept the whole queue as one JSON array in meta
+-- 'api.events', rewritten (up to ~400 KB) for each Event queued: its
+-- Events move here in their order and the row goes.
+CREATE TABLE cluster_events (
+    seq        INTEGER PRIMARY KEY,
+    event_json TEXT NOT NULL
+);
+INSERT INTO cluster_events (seq, event_json)
+    SELECT CAST(e.key AS INTEGER) + 1, e.value FROM meta, json_each(meta.value) AS e
+    WHERE meta.key = 'api.events' AND json_valid(meta.value) AND json_type(meta.value) = 'array'
+      AND e.type = 'object';
+DELETE FROM meta WHERE key = 'api.events';
+)sql"},
 };
 
 inline constexpr std::span<const Migration> migrations() { return kMigrations; }
@@ -275,6 +292,15 @@ inline constexpr const char* kManifestFileUpsert =
 inline constexpr const char* kManifestFileList =
     "SELECT path, good_content, broken, error, updated_at_ms FROM manifest_files ORDER BY path";
 inline constexpr const char* kManifestFileDelete = "DELETE FROM manifest_files WHERE path = ?1";
+
+// The Events queued for the cluster (migration 6), in their order.
+inline constexpr const char* kQueuedEventCompare = "SELECT event_json FROM cluster_events WHERE seq = ?1";
+inline constexpr const char* kQueuedEventUpsert =
+    "INSERT INTO cluster_events (seq, event_json) VALUES (?1, ?2)"
+    " ON CONFLICT (seq) DO UPDATE SET event_json = excluded.event_json";
+inline constexpr const char* kQueuedEventDelete = "DELETE FROM cluster_events WHERE seq = ?1";
+inline constexpr const char* kQueuedEventDeleteBelow = "DELETE FROM cluster_events WHERE seq < ?1";
+inline constexpr const char* kQueuedEventList = "SELECT seq, event_json FROM cluster_events ORDER BY seq";
 
 inline constexpr const char* kMetaCompare = "SELECT value FROM meta WHERE key = ?1";
 inline constexpr const char* kMetaUpsert =

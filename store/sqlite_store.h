@@ -32,6 +32,7 @@ struct Statements {
     sqlite::Statement event_insert, event_trim_object, event_trim_all, event_list;
     sqlite::Statement mf_compare, mf_upsert, mf_list, mf_delete;
     sqlite::Statement meta_compare, meta_upsert;
+    sqlite::Statement qev_compare, qev_upsert, qev_delete, qev_delete_below, qev_list;
     sqlite::Statement rebase_ds, rebase_rev, rebase_rb, rebase_event, rebase_mf;
 
     Status prepare(sqlite3* db);
@@ -81,6 +82,11 @@ class SqliteStore final : public Store {
     Result<std::vector<StoredManifestFile>> list_manifest_files() override;
 
     Result<bool> rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) override;
+
+    Result<bool> put_queued_event(const QueuedEvent& ev) override;
+    Result<bool> delete_queued_event(std::int64_t seq) override;
+    Result<bool> delete_queued_events_below(std::int64_t seq) override;
+    Result<std::vector<QueuedEvent>> list_queued_events() override;
 
     Result<bool> put_meta(const std::string& key, const std::string& value) override;
     Result<std::optional<std::string>> get_meta(const std::string& key) override;

@@ -56,6 +56,11 @@ Status Statements::prepare(sqlite3* db) {
         {&mf_delete, sql::kManifestFileDelete},
         {&meta_compare, sql::kMetaCompare},
         {&meta_upsert, sql::kMetaUpsert},
+        {&qev_compare, sql::kQueuedEventCompare},
+        {&qev_upsert, sql::kQueuedEventUpsert},
+        {&qev_delete, sql::kQueuedEventDelete},
+        {&qev_delete_below, sql::kQueuedEventDeleteBelow},
+        {&qev_list, sql::kQueuedEventList},
         {&rebase_ds, sql::kRebaseDaemonSets},
         {&rebase_rev, sql::kRebaseRevisions},
         {&rebase_rb, sql::kRebaseRollbacks},
@@ -287,6 +292,29 @@ Result<std::optional<std::string>> SqliteStore::get_meta(const std::string& key)
     if (!found) return fail("get_meta", found.error());
     if (!found.value()) return std::optional<std::string>();
     return std::optional<std::string>(q.text(0));
+}
+
+// ---------------------------------------------------------------------------
+// The Events queued for the cluster: one row each (flash wears out).
+
+Result<bool> SqliteStore::put_queued_event(const QueuedEvent& ev) {
+    return put_row("put_queued_event", s_.qev_compare, s_.qev_upsert, Row{{ev.seq}, {ev.json}, {}});
+}
+
+Result<bool> SqliteStore::delete_queued_event(std::int64_t seq) {
+    return change("delete_queued_event", s_.qev_delete, {seq});
+}
+
+Result<bool> SqliteStore::delete_queued_events_below(std::int64_t seq) {
+    return change("delete_queued_events_below", s_.qev_delete_below, {seq});
+}
+
+Result<std::vector<Store::QueuedEvent>> SqliteStore::list_queued_events() {
+    sqlite::Query q(s_.qev_list);
+    std::vector<QueuedEvent> out;
+    auto st = q.each_row([&](const sqlite::Query& row) { out.push_back({row.int64(0), row.text(1)}); });
+    if (!st) return fail("list_queued_events", st.error());
+    return out;
 }
 
 void testing::set_busy_timeout(Store& store, int ms) {

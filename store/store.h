@@ -144,7 +144,21 @@ class Store {
     virtual Result<bool> rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms,
                                            std::int64_t delta_ms) = 0;
 
-    // Small named values (the Node from the cluster, queued Events, ...).
+    // The Events queued for the cluster and not sent yet, one row each,
+    // keyed by its place in the queue (seq, ascending): a put compares and
+    // writes that row only; the deletes take one row, or every row below
+    // `seq` (the front of the queue, sent).
+    struct QueuedEvent {
+        std::int64_t seq = 0;
+        std::string json;
+        bool operator==(const QueuedEvent&) const = default;
+    };
+    virtual Result<bool> put_queued_event(const QueuedEvent& ev) = 0;
+    virtual Result<bool> delete_queued_event(std::int64_t seq) = 0;
+    virtual Result<bool> delete_queued_events_below(std::int64_t seq) = 0;
+    virtual Result<std::vector<QueuedEvent>> list_queued_events() = 0;
+
+    // Small named values (the Node from the cluster, ...).
     virtual Result<bool> put_meta(const std::string& key, const std::string& value) = 0;
     virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
 

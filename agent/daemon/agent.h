@@ -412,7 +412,7 @@ class Agent : private Images::Host {
     // The queue of Events as last kept in the store (cluster.cpp), its
     // save's timer (a turn of the loop), and its flush.
     uv_timer_t* events_timer_ = nullptr;
-    std::string events_saved_;
+    std::map<std::int64_t, std::string> events_saved_;  // the queued Events' rows, by seq
     bool events_flush_wanted_ = false;
     bool events_unflushed_ = false;  // written since the last flush began
     bool events_flushing_ = false;

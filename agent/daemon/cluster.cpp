@@ -13,6 +13,8 @@
 //   the configuration (core merge_cluster_node); a change re-evaluates every
 //   DaemonSet at once.
 #include <algorithm>
+#include <limits>
+#include <map>
 
 #include "agent/daemon/agent.h"
 #include "agent/daemon/version.h"
@@ -30,7 +32,6 @@ using platform::log;
 namespace {
 
 constexpr const char* kNodeMeta = "api.node";      // the Node's labels, taints and unschedulable
-constexpr const char* kEventsMeta = "api.events";  // Events not sent yet (the queue)
 constexpr std::uint64_t kEventsSentSaveMs = 1000;  // the queue kept after Events sent, at most this often
 
 // The Node fields the agent uses, as stored for an offline boot.
@@ -103,32 +104,34 @@ void Agent::start_cluster(bool start_now) {
     // (an offline reboot): sent with their original times and names once
     // connected; one the cluster has already is not made twice (its name
     // finds it: event_answer).
-    auto saved = store_->get_meta(kEventsMeta);
-    events_saved_ = saved.ok() && saved.value() ? *saved.value() : std::string();
-    if (!events_saved_.empty()) {
-        Json arr = Json::parse(events_saved_, nullptr, false);
-        if (arr.is_array())
-            for (const Json& e : arr) {
-                if (!e.is_object()) continue;
-                ClusterEvent ev{e.value("namespace", ""),
-                                e.value("kind", ""),
-                                e.value("name", ""),
-                                e.value("uid", ""),
-                                e.value("type", ""),
-                                e.value("reason", ""),
-                                e.value("message", ""),
-                                e.value("first", std::int64_t{0}),
-                                e.value("last", std::int64_t{0}),
-                                e.value("count", 1),
-                                e.value("fieldPath", ""),
-                                (e.contains("repeat") && e["repeat"] == Json(true))};
-                // Kept by an agent from before names were kept: the name
-                // it sent it under (its first time's), never a new one.
-                ev.event_name = e.value("eventName", "");
-                if (ev.event_name.empty()) ev.event_name = event_name(ev);
-                cluster_->add_event(std::move(ev));
-            }
-    }
+    events_saved_.clear();
+    auto saved = store_->list_queued_events();
+    if (!saved.ok())
+        log(Level::Warning, "store: queued events not read: " + saved.error().message);
+    else
+        for (auto& row : saved.value()) {
+            Json e = Json::parse(row.json, nullptr, false);
+            events_saved_[row.seq] = row.json;  // a row that is no Event goes with the next save
+            if (!e.is_object()) continue;
+            ClusterEvent ev{e.value("namespace", ""),
+                            e.value("kind", ""),
+                            e.value("name", ""),
+                            e.value("uid", ""),
+                            e.value("type", ""),
+                            e.value("reason", ""),
+                            e.value("message", ""),
+                            e.value("first", std::int64_t{0}),
+                            e.value("last", std::int64_t{0}),
+                            e.value("count", 1),
+                            e.value("fieldPath", ""),
+                            (e.contains("repeat") && e["repeat"] == Json(true))};
+            // Kept by an agent from before names were kept: the name it
+            // sent it under (its first time's), never a new one.
+            ev.event_name = e.value("eventName", "");
+            if (ev.event_name.empty()) ev.event_name = event_name(ev);
+            ev.seq = row.seq;
+            cluster_->add_event(std::move(ev));
+        }
     if (start_now) cluster_->start();
     start_api_pods();
 }
@@ -172,33 +175,56 @@ void Agent::keep_cluster_events() {
     if (!store_->flush_async(done).ok()) events_flushing_ = false;
 }
 
-// The Events the cluster has not had yet, for the next start (compared
-// first: an unchanged queue is not written again).
+// The Events the cluster has not had yet, for the next start: one row per
+// Event (store migration 6), so that flash sees the rows that changed only
+// (a queued Event one INSERT, a folded count one UPDATE, the Events sent
+// one DELETE of the rows below the queue's front), in one transaction.
 bool Agent::save_cluster_events() {
     if (!cluster_) return false;
-    Json arr = Json::array();
+    std::map<std::int64_t, std::string> now;
     for (const auto& ev : cluster_->queued_events())
-        arr.push_back({{"namespace", ev.namespace_},
-                       {"kind", ev.kind},
-                       {"name", ev.name},
-                       {"uid", ev.uid},
-                       {"type", ev.type},
-                       {"reason", ev.reason},
-                       {"message", ev.message},
-                       {"first", ev.first_ms},
-                       {"last", ev.last_ms},
-                       {"count", ev.count},
-                       {"fieldPath", ev.field_path},
-                       {"repeat", ev.repeat},
-                       {"eventName", ev.event_name}});
-    std::string value =
-        arr.empty() ? std::string() : arr.dump(-1, ' ', false, Json::error_handler_t::replace);
-    if (value == events_saved_) return false;
-    if (auto w = store_->put_meta(kEventsMeta, value); !w.ok()) {
-        log(Level::Warning, "store: queued events not kept: " + w.error().message);
+        now[ev.seq] = Json{{"namespace", ev.namespace_},
+                           {"kind", ev.kind},
+                           {"name", ev.name},
+                           {"uid", ev.uid},
+                           {"type", ev.type},
+                           {"reason", ev.reason},
+                           {"message", ev.message},
+                           {"first", ev.first_ms},
+                           {"last", ev.last_ms},
+                           {"count", ev.count},
+                           {"fieldPath", ev.field_path},
+                           {"repeat", ev.repeat},
+                           {"eventName", ev.event_name}}
+                          .dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (now == events_saved_) return false;
+    const std::int64_t front = now.empty() ? std::numeric_limits<std::int64_t>::max() : now.begin()->first;
+    auto write = [&]() -> Status {
+        auto tx = store_->begin();
+        if (!tx.ok()) return tx.error();
+        bool below = false;
+        for (const auto& [seq, json] : events_saved_) {
+            if (now.count(seq)) continue;
+            if (seq < front) {
+                below = true;
+            } else if (auto d = store_->delete_queued_event(seq); !d.ok()) {
+                return d.error();  // dropped from the middle of a full queue
+            }
+        }
+        if (below)
+            if (auto d = store_->delete_queued_events_below(front); !d.ok()) return d.error();
+        for (const auto& [seq, json] : now) {
+            auto was = events_saved_.find(seq);
+            if (was != events_saved_.end() && was->second == json) continue;
+            if (auto p = store_->put_queued_event({seq, json}); !p.ok()) return p.error();
+        }
+        return tx.value()->commit();
+    };
+    if (auto st = write(); !st.ok()) {
+        log(Level::Warning, "store: queued events not kept: " + st.error().message);
         return false;
     }
-    events_saved_ = std::move(value);
+    events_saved_ = std::move(now);
     return true;
 }
 

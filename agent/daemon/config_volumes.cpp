@@ -7,8 +7,12 @@
 #include "core/volume_payload.h"
 #include "platform/atomic_writer.h"
 #include "platform/file.h"
+#include "platform/log.h"
 
 namespace daemonlet::agent {
+
+using platform::Level;
+using platform::log;
 
 Result<std::map<std::string, std::string>> ConfigVolumes::write(const Pod& pod,
                                                                 const ConfigObjects* objects) {
@@ -30,8 +34,17 @@ Result<std::map<std::string, std::string>> ConfigVolumes::write(const Pod& pod,
         } else if (auto s = platform::make_dirs(dir, 0755); !s) {
             return s.error();
         }
-        if (auto w = platform::atomic_write(dir, payload.value(), fs_group); !w)
+        Status owned = Ok{};
+        if (auto w = platform::atomic_write(dir, payload.value(), fs_group, &owned); !w)
             return Error{w.error().code, "volume \"" + v.name + "\": " + w.error().message};
+        // The payload is there; the file system refused its group (the
+        // writer does not write it again for that): said once.
+        if (owned.ok())
+            ownership_refused_.erase(dir);
+        else if (ownership_refused_.insert(dir).second)
+            log(Level::Warning, "pod " + facts.namespace_ + "/" + facts.name + ": volume \"" + v.name +
+                                    "\": fsGroup " + std::to_string(*fs_group) + " not applied: " +
+                                    owned.error().message + "; the files keep their group (said once)");
         out[v.name] = dir;
     }
     return out;
@@ -61,6 +74,10 @@ std::vector<std::string> ConfigVolumes::rewrite(const ConfigObjects& objects) {
 
 Status ConfigVolumes::forget(const std::string& uid) {
     pods_.erase(uid);
+    const std::string prefix = root_ + "/" + uid + "/";
+    for (auto it = ownership_refused_.lower_bound(prefix);
+         it != ownership_refused_.end() && it->starts_with(prefix);)
+        it = ownership_refused_.erase(it);
     // What is on disk, remembered or not (a pod adopted after a restart of
     // the agent is remembered only once a container of it starts again).
     std::string pod_dir = root_ + "/" + uid;

@@ -63,6 +63,9 @@ class ConfigVolumes {
 
     std::string root_;
     std::map<std::string, Pod> pods_;  // by uid
+    // Volume dirs whose fsGroup the file system refused (said once each,
+    // until it takes it).
+    std::set<std::string> ownership_refused_;
 };
 
 }  // namespace daemonlet::agent

@@ -199,6 +199,11 @@ void Images::import_images() {
         if (std::find(import_queue_.begin(), import_queue_.end(), path) == import_queue_.end())
             import_queue_.push_back(path);
     }
+    // The archive that waited for space was taken away: nothing waits now.
+    if (!import_full_path_.empty() && !seen.count(import_full_path_)) {
+        import_full_path_.clear();
+        import_full_why_.clear();
+    }
     import_seen_ = std::move(seen);
     forget_removed_imports(import_seen_);
     start_next_import();
@@ -259,6 +264,7 @@ void Images::on_imported(const std::string& path,
         host_.image_operation_done("import", false);
         std::string why = r.output;
         while (!why.empty() && why.back() == '\n') why.pop_back();
+        import_full_path_ = path;
         import_full_why_ = (why.find(path) == std::string::npos ? path + ": " : "") + why;
         if (!import_disk_full_)
             log(Level::Err, "image import: " + import_full_why_ +
@@ -271,6 +277,7 @@ void Images::on_imported(const std::string& path,
     }
     if (r.outcome == ProbeOutcome::Success) {
         import_runtime_down_ = import_disk_full_ = false;
+        import_full_path_.clear();
         import_full_why_.clear();
     }
     host_.image_operation_done("import", r.outcome == ProbeOutcome::Success);
@@ -302,7 +309,7 @@ void Images::on_imported(const std::string& path,
 
 Json Images::status() const {
     Json out = Json::object();
-    if (import_disk_full_)
+    if (!import_full_path_.empty())
         out["importWaitsForSpace"] = {{"message", import_full_why_},
                                       {"retry", "at the next check of the import directory"}};
     return out;

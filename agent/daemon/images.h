@@ -233,6 +233,7 @@ class Images {
     bool imports_recalled_ = false;           // the records are checked against the store
     bool import_runtime_down_ = false;        // cri: containerd did not answer (said once)
     bool import_disk_full_ = false;           // an import did not fit (said once)
+    std::string import_full_path_;            // the archive that waits for space ("" none, or removed)
     std::string import_full_why_;             // its archive and daemonlet-image's words
     std::map<std::string, ImagePull> pulls_;  // by the image as the pod spec names it
     std::set<ImageWaiter> pulled_;            // Always: this start's pull is done, the next start runs

@@ -21,6 +21,9 @@ namespace {
 // would commit on a disk that is still full (BEGIN and an empty COMMIT
 // write nothing), and the storage would flap between the two states.
 constexpr const char* kProbeMeta = "storage.checked";
+// The kept delete of the queued Events below a seq (one, the newest):
+// sorts after every "qev:<seq>" key.
+constexpr const char* kQueuedBelowKey = "qev:below";
 
 const char* what_is_wrong(ErrorCode code) {
     return code == ErrorCode::NoSpace    ? "full"
@@ -183,9 +186,13 @@ void Storage::start_retries() {
 }
 
 void Storage::keep(const std::string& key, const std::string& forget, Write w) {
-    if (!forget.empty())
+    if (key == kQueuedBelowKey) {
+        // `forget` is the first kept row: the rows below it are deleted.
+        pending_.erase(pending_.lower_bound("qev:"), pending_.lower_bound(forget));
+    } else if (!forget.empty()) {
         for (auto it = pending_.lower_bound(forget); it != pending_.end() && it->first.starts_with(forget);)
             it = pending_.erase(it);
+    }
     const bool deletes = !forget.empty();
     if (auto found = pending_.find(key); found == pending_.end()) {
         pending_.emplace(key, Kept{++seq_, {}, std::move(w), deletes});
@@ -489,6 +496,22 @@ Result<bool> Storage::rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms
     auto r = inner_->rebase_wall_times(from_ms, to_ms, delta_ms);
     if (!r.ok() && store_deferred(r.error())) failed(r.error());
     return r;
+}
+
+Result<bool> Storage::put_queued_event(const QueuedEvent& ev) {
+    return write<bool>(seq_key("qev:", static_cast<std::uint64_t>(ev.seq)),
+                       [ev](store::Store& s) { return s.put_queued_event(ev); });
+}
+
+Result<bool> Storage::delete_queued_event(std::int64_t seq) {
+    return write<bool>(seq_key("qev:", static_cast<std::uint64_t>(seq)),
+                       [seq](store::Store& s) { return s.delete_queued_event(seq); });
+}
+
+Result<bool> Storage::delete_queued_events_below(std::int64_t seq) {
+    return write<bool>(
+        kQueuedBelowKey, [seq](store::Store& s) { return s.delete_queued_events_below(seq); },
+        seq_key("qev:", static_cast<std::uint64_t>(seq)));
 }
 
 Result<bool> Storage::put_meta(const std::string& key, const std::string& value) {

@@ -22,7 +22,9 @@
 //   back together: nothing is half-written), replayed in their order;
 // - a delete of a DaemonSet drops the kept writes of its revisions and
 //   rollback (the store's ON DELETE CASCADE);
-// - Events kept are bounded (kMaxPendingEvents, the oldest dropped);
+// - Events kept are bounded (kMaxPendingEvents, the oldest dropped); the
+//   queued cluster Events' rows kept are bounded by their queue (a delete
+//   of the rows below a seq forgets the kept writes of those rows);
 //   a wall-clock re-base is not kept (its times are rewritten again by the
 //   next step);
 // - writes that fail for another reason are returned as before and not kept.
@@ -124,6 +126,14 @@ class Storage final : public store::Store {
         return inner_->list_manifest_files();
     }
     Result<bool> rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) override;
+    // The Events queued for the cluster: a row's writes kept as any other
+    // row's (the newest), and a delete of the rows below a seq drops the
+    // kept writes of those rows, so that what is kept stays within the
+    // queue's bound however many Events are sent during an outage.
+    Result<bool> put_queued_event(const QueuedEvent& ev) override;
+    Result<bool> delete_queued_event(std::int64_t seq) override;
+    Result<bool> delete_queued_events_below(std::int64_t seq) override;
+    Result<std::vector<QueuedEvent>> list_queued_events() override { return inner_->list_queued_events(); }
     Result<bool> put_meta(const std::string& key, const std::string& value) override;
     Result<std::optional<std::string>> get_meta(const std::string& key) override {
         return inner_->get_meta(key);

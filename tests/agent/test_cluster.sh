@@ -273,8 +273,8 @@ wait_for "crasher backs off" 10 grep -Eq 'crasher-.* restarting in (0\.[1-9]|[1-
 # 409 AlreadyExists and counts it as sent.
 queued_backoff() {  # the first BackOff of crasher queued in the store, with its name; fails when none
     local q
-    q=$(sqlite3 -readonly "$state/daemonlet.db" "select value from meta where key = 'api.events'" 2>/dev/null |
-        jq -c '[.[] | select(.reason == "BackOff" and .name == "crasher" and .eventName != "")][0] // empty')
+    q=$(sqlite3 -readonly "$state/daemonlet.db" "select event_json from cluster_events order by seq" 2>/dev/null |
+        jq -sc '[.[] | select(.reason == "BackOff" and .name == "crasher" and .eventName != "")][0] // empty')
     [[ -n $q ]] && echo "$q"
 }
 wait_for "the queued BackOff is in the store, named" 5 queued_backoff

@@ -52,6 +52,14 @@ leftover=$({
 never_pull && ok || fail "app does not wait for its image: $(waiting_reason)"
 kill -0 "$agent" 2>/dev/null && ok || fail "the agent exited on the full disk"
 
+# The archive is taken away while it waits: nothing waits any more (the
+# next check of the directory); put back, it waits again.
+mv "$import/busybox.tar" "$work/.busybox.tar"
+no_wait() { status_json | jq -e '.images | has("importWaitsForSpace") | not' >/dev/null; }
+wait_for "status no longer says an import waits once its archive is gone" 10 no_wait
+mv "$work/.busybox.tar" "$import/busybox.tar"
+wait_for "status says the import waits again once the archive is back" 10 waits_for_space
+
 # Space returns: the next check of the import directory (fileCheckFrequency
 # 2 s) imports the archive once, and app starts.
 t0=$(date +%s%N)

@@ -41,6 +41,24 @@ TEST(ClusterReport, AFullQueueDropsTheOldestAndCountsThem) {
     STRCMP_EQUAL("R2", q.front().reason.c_str());
 }
 
+TEST(ClusterReport, EachQueuedEventHasItsOwnPlaceWhichAFoldKeeps) {
+    // The key of its row in the store (cluster.cpp save_cluster_events):
+    // new Events take the next place, a fold keeps the queued one's, and an
+    // Event loaded from the store keeps its place, the next ones after it.
+    EventQueue q(10);
+    ClusterEvent loaded = ev("Loaded", 500);
+    loaded.seq = 41;
+    q.add(loaded);
+    q.add(ev("BackOff", 1000));
+    q.add(ev("BackOff", 5000));  // folded
+    q.add(ev("Started", 6000));
+    LONGS_EQUAL(3, q.size());
+    LONGS_EQUAL(41, q.items()[0].seq);
+    LONGS_EQUAL(42, q.items()[1].seq);
+    LONGS_EQUAL(2, q.items()[1].count);
+    LONGS_EQUAL(43, q.items()[2].seq);
+}
+
 TEST(ClusterReport, EventsKeepTheirOriginalTimes) {
     ClusterEvent e = ev("SuccessfulCreate", 1'795'000'000'123);
     e.last_ms = 1'795'000'060'000;

@@ -2,7 +2,9 @@
 // (TestWriteOnce, TestUpdate, TestMultipleUpdates, TestValidatePath) and a
 // reader running through a stream of updates.
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,6 +143,41 @@ TEST(AtomicWriter, AnUnprivilegedWriterSetsNoOwnersAndDoesNotFail) {
             ::_exit(4);
         auto again = atomic_write(dir, p, 2500);
         ::_exit(again.ok() && !again.value() ? 0 : 5);
+    }
+    int status = 0;
+    CHECK_EQUAL(pid, ::waitpid(pid, &status, 0));
+    CHECK_TRUE(WIFEXITED(status));
+    LONGS_EQUAL(0, WEXITSTATUS(status));
+}
+
+TEST(AtomicWriter, AFileSystemRefusingTheGroupIsReportedAndNotARewriteLoop) {
+    // A volume on a file system that refuses chown (here: a root writer
+    // without CAP_CHOWN, so every lchown to the pod's group fails with
+    // EPERM): the payload is written, the refusal is reported (naming the
+    // path and the call), and the next sync of the same payload writes
+    // nothing, where it rewrote the whole volume at every sync.
+    if (::geteuid() != 0) return;  // to drop a capability
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct data[2]{};
+        if (::syscall(SYS_capget, &head, data) != 0) ::_exit(2);
+        data[0].effective &= ~(1u << CAP_CHOWN);
+        if (::syscall(SYS_capset, &head, data) != 0) ::_exit(2);
+        VolumePayload p = {{"ca.crt", {"c", 0644}}, {"keys/api_key", {"k", 0400}}};
+        Status owned = Ok{};
+        auto first = atomic_write(dir, p, 2500, &owned);
+        if (!first.ok() || !first.value()) ::_exit(3);
+        if (owned.ok() || owned.error().message.find(dir) == std::string::npos ||
+            owned.error().message.find("lchown") == std::string::npos)
+            ::_exit(4);
+        const std::string before = fs::read_symlink(dir + "/..data").string();
+        owned = Ok{};
+        auto again = atomic_write(dir, p, 2500, &owned);
+        if (!again.ok() || again.value() || fs::read_symlink(dir + "/..data").string() != before) ::_exit(5);
+        if (owned.ok()) ::_exit(6);  // still refused: the caller says it once
+        if (slurp(dir + "/keys/api_key") != "k") ::_exit(7);
+        ::_exit(0);
     }
     int status = 0;
     CHECK_EQUAL(pid, ::waitpid(pid, &status, 0));

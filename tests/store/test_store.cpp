@@ -1,5 +1,6 @@
 // The store's entities: round trips, writes only on change, transactions,
 // bounded events, revision pruning. Real SQLite files in a fresh directory.
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -351,6 +352,98 @@ TEST(StoreEvents, AllObjectsTogetherKeepTheNewestTwoThousand) {
     LONGS_EQUAL(2000, all.size());
     STRCMP_EQUAL("event 100 of Pod/p100", all.front().message.c_str());
     STRCMP_EQUAL("event 2099 of Pod/p2099", all.back().message.c_str());
+}
+
+// ---------------------------------------------------------------------------
+// The Events queued for the cluster (migration 6): one row each, so that
+// queueing one writes that row, not the whole queue (flash wears out).
+
+namespace {
+
+std::string queued_json(int n) {
+    // About the size of the agent's rows: ~400 bytes.
+    return R"({"count":1,"eventName":"crasher.18765)" + std::to_string(100000 + n) +
+           R"(","first":1717000000000,"kind":"Pod","message":")" + std::string(250, 'm') +
+           R"(","name":"crasher","namespace":"it","reason":"BackOff","type":"Warning"})";
+}
+
+std::string queued_seqs(store::Store& s) {
+    std::string out;
+    for (const auto& ev : MUST(s.list_queued_events()))
+        out += (out.empty() ? "" : ",") + std::to_string(ev.seq);
+    return out;
+}
+
+// Frames in the -wal (SQLite's format: a 32-byte header, then 24 + 4096
+// bytes a page), after a TRUNCATE checkpoint emptied it.
+std::int64_t wal_frames(const std::string& path) {
+    const std::int64_t size = stamp(path + "-wal").size;
+    return size <= 32 ? 0 : (size - 32) / (24 + 4096);
+}
+
+}  // namespace
+
+TEST_GROUP(StoreQueuedEvents) {
+    TempDir dir;
+    std::string path = dir.file("daemonlet.db");
+    std::unique_ptr<store::Store> s;
+    void setup() override { s = open_store(path); }
+    void teardown() override { s.reset(); }
+};
+
+TEST(StoreQueuedEvents, RowsComeBackInOrderAndOnlyAChangeWrites) {
+    for (int seq : {3, 1, 2}) CHECK_TRUE(MUST(s->put_queued_event({seq, queued_json(seq)})));
+    STRCMP_EQUAL("1,2,3", queued_seqs(*s).c_str());
+    CHECK(MUST(s->list_queued_events()).front() == (store::Store::QueuedEvent{1, queued_json(1)}));
+    const std::int64_t before = store::testing::total_changes(*s);
+    CHECK_FALSE(MUST(s->put_queued_event({2, queued_json(2)})));  // unchanged: nothing written
+    LONGS_EQUAL(before, store::testing::total_changes(*s));
+    CHECK_TRUE(MUST(s->put_queued_event({2, queued_json(20)})));  // a folded count: that row
+    LONGS_EQUAL(before + 1, store::testing::total_changes(*s));
+    STRCMP_EQUAL(queued_json(20).c_str(), MUST(s->list_queued_events())[1].json.c_str());
+    CHECK_TRUE(MUST(s->delete_queued_event(2)));
+    CHECK_FALSE(MUST(s->delete_queued_event(2)));
+    CHECK_TRUE(MUST(s->put_queued_event({4, queued_json(4)})));
+    CHECK_TRUE(MUST(s->delete_queued_events_below(4)));  // the front, sent
+    STRCMP_EQUAL("4", queued_seqs(*s).c_str());
+    CHECK_FALSE(MUST(s->delete_queued_events_below(4)));
+}
+
+TEST(StoreQueuedEvents, QueueingAnEventWritesAPageNotTheWholeQueue) {
+    // A full queue (1000 Events), then one more queued: the -wal grows by
+    // the pages of that row, not by the queue's ~400 KB as the one JSON
+    // array in meta 'api.events' of earlier builds did (measured too).
+    {
+        auto tx = MUST(s->begin());
+        for (int i = 1; i <= 1000; ++i) CHECK_TRUE(MUST(s->put_queued_event({i, queued_json(i)})));
+        CHECK_TRUE(tx->commit().ok());
+    }
+    RawDb raw(path);
+    STRCMP_EQUAL("", raw.exec("PRAGMA wal_checkpoint(TRUNCATE)").c_str());
+    LONGS_EQUAL(0, wal_frames(path));
+    CHECK_TRUE(MUST(s->put_queued_event({1001, queued_json(1001)})));
+    const std::int64_t row_frames = wal_frames(path);
+    CHECK_TRUE(MUST(s->delete_queued_events_below(2)));
+    const std::int64_t sent_frames = wal_frames(path) - row_frames;
+
+    std::string blob = "[";
+    for (int i = 1; i <= 1001; ++i) blob += (i > 1 ? "," : "") + queued_json(i);
+    blob += "]";
+    CHECK_TRUE(
+        MUST(s->put_meta("api.events", blob.substr(0, blob.size() - queued_json(1001).size() - 2) + "]")));
+    STRCMP_EQUAL("", raw.exec("PRAGMA wal_checkpoint(TRUNCATE)").c_str());
+    CHECK_TRUE(MUST(s->put_meta("api.events", blob)));
+    const std::int64_t blob_frames = wal_frames(path);
+    std::printf(
+        "\nmeasured: one Event queued behind 1000 (%zu-byte rows): %lld -wal frames (%lld bytes) as a "
+        "row, %lld frames (%lld bytes) as the whole queue in one meta value; one sent: %lld frames\n",
+        queued_json(1).size(), static_cast<long long>(row_frames), static_cast<long long>(row_frames * 4120),
+        static_cast<long long>(blob_frames), static_cast<long long>(blob_frames * 4120),
+        static_cast<long long>(sent_frames));
+    CHECK_TRUE(row_frames >= 1);
+    CHECK_TRUE(row_frames <= 3);   // the leaf page, perhaps a new one and its parent
+    CHECK_TRUE(sent_frames <= 3);  // the first leaf page
+    CHECK_TRUE(blob_frames > 50);  // the old shape, for the record
 }
 
 // ---------------------------------------------------------------------------

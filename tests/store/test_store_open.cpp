@@ -125,8 +125,9 @@ TEST(StoreOpen, MigratesFromUserVersionZero) {
     RawDb raw(path);
     LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
     STRCMP_EQUAL("wal", raw.rows("PRAGMA journal_mode").c_str());
-    STRCMP_EQUAL("daemonsets\nevents\nmanifest_files\nmeta\nnode\npods\nrevisions\nrollbacks\nscratch",
-                 raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").c_str());
+    STRCMP_EQUAL(
+        "cluster_events\ndaemonsets\nevents\nmanifest_files\nmeta\nnode\npods\nrevisions\nrollbacks\nscratch",
+        raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").c_str());
     LONGS_EQUAL(1, raw.scalar("SELECT x FROM scratch"));
     CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
 }
@@ -197,6 +198,55 @@ TEST(StoreOpen, MigratesAVersionThreeDatabaseDroppingTheUnreadResourceVersions) 
     }
     CHECK_TRUE(MUST(s->list_manifest_files()).empty());
     CHECK_TRUE(MUST(s->put_manifest_file({"/m/a.yaml", "x", false, "", 1})));
+}
+
+TEST(StoreOpen, MigratesAVersionFiveDatabaseItsQueuedEventsToOneRowEach) {
+    // Schema 5 kept the Events queued for the cluster as one JSON array in
+    // meta 'api.events' (rewritten whole for each Event queued): migration 6
+    // moves each Event to its own row of cluster_events, in the queue's
+    // order, and deletes the array. An element that is no object is no
+    // Event (the agent never wrote one) and is left out.
+    const std::string a = R"({"eventName":"crasher.1","reason":"BackOff","count":3})";
+    const std::string b = R"({"eventName":"crasher.2","reason":"Started","count":1})";
+    {
+        RawDb raw(path);
+        for (int i = 0; i < 5; ++i) STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[i].sql).c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 5").c_str());
+        STRCMP_EQUAL("", raw.exec("INSERT INTO meta VALUES ('api.events', '[" + a + ", 7, " + b +
+                                  "]'), ('api.node', '{}')")
+                             .c_str());
+    }
+    auto s = MUST(store::Store::open(path, kNow, nullptr));
+    auto queued = MUST(s->list_queued_events());
+    LONGS_EQUAL(2, queued.size());
+    LONGS_EQUAL(1, queued[0].seq);
+    STRCMP_EQUAL(a.c_str(), queued[0].json.c_str());
+    LONGS_EQUAL(3, queued[1].seq);
+    STRCMP_EQUAL(b.c_str(), queued[1].json.c_str());
+    CHECK_FALSE(MUST(s->get_meta("api.events")).has_value());
+    STRCMP_EQUAL("{}", MUST(s->get_meta("api.node"))->c_str());
+    s.reset();
+    RawDb raw(path);
+    LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
+}
+
+TEST(StoreOpen, MigratesAnEmptyOrBrokenEventsQueueToNoRows) {
+    // The queue emptied ('' in meta), or a value that is no JSON array:
+    // no rows, the meta row gone, the database migrated all the same.
+    for (const char* value : {"", "not json", "{\"a\":1}"}) {
+        TempDir d;
+        const std::string p = d.file("daemonlet.db");
+        {
+            RawDb raw(p);
+            for (int i = 0; i < 5; ++i) STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[i].sql).c_str());
+            STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 5").c_str());
+            STRCMP_EQUAL(
+                "", raw.exec(std::string("INSERT INTO meta VALUES ('api.events', '") + value + "')").c_str());
+        }
+        auto s = MUST(store::Store::open(p, kNow, nullptr));
+        CHECK_TEXT(MUST(s->list_queued_events()).empty(), value);
+        CHECK_FALSE_TEXT(MUST(s->get_meta("api.events")).has_value(), value);
+    }
 }
 
 TEST(StoreOpen, ADatabaseFromTheFutureIsRefusedAndLeftAlone) {

@@ -208,6 +208,29 @@ TEST(Storage, EventsKeptWhileFullAreBounded) {
     STRCMP_EQUAL("event 299 of Pod/agent-x7k2p", events.back().message.c_str());
 }
 
+TEST(Storage, QueuedClusterEventsKeptWhileFullStayWithinTheQueue) {
+    // A board connected to its API server on a full stateDir: hundreds of
+    // Events queued and sent. What is kept is the queue's rows as they end
+    // (and one delete of the rows sent), not every write made meanwhile;
+    // the rows land as the queue is, in order.
+    CHECK_TRUE(MUST(s->put_queued_event({1, "{\"n\":1}"})));  // landed before the disk filled
+    FaultyVfs::set_full(true);
+    for (std::int64_t seq = 2; seq <= 500; ++seq) {
+        CHECK_TRUE(MUST(s->put_queued_event({seq, "{\"n\":" + std::to_string(seq) + "}"})));
+        if (seq > 3) CHECK_TRUE(MUST(s->delete_queued_events_below(seq - 2)));  // three queued
+    }
+    CHECK_TRUE(MUST(s->put_queued_event({499, "{\"n\":499,\"count\":2}"})));  // a folded count
+    CHECK_FALSE(s->writable());
+    LONGS_EQUAL(4, s->pending());  // rows 498 to 500, the delete below 498
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    auto rows = MUST(s->list_queued_events());
+    LONGS_EQUAL(3, rows.size());
+    LONGS_EQUAL(498, rows[0].seq);
+    STRCMP_EQUAL("{\"n\":499,\"count\":2}", rows[1].json.c_str());
+    LONGS_EQUAL(500, rows[2].seq);
+}
+
 TEST(Storage, AStoreOpenedReadOnlyKeepsEverythingAndSaysItRecordsNothing) {
     s->close();
     s = std::make_unique<agent::Storage>(nullptr, MUST(store::Store::open_readonly(path)), clock,
