@@ -136,9 +136,10 @@ void ApiAccess::set_link(ClusterLink* link, std::string why_not) {
     link_ = link;
     why_no_link_ = std::move(why_not);
     for (auto& [k, e] : tokens_) e.inflight = false;  // the old link's requests are abandoned
-    ca_inflight_.clear();
+    ca_watches_.clear();
     // The old link's watches went with it; the objects in use (those of
-    // the last run, at a boot) are watched on the new one.
+    // the last run, at a boot) are watched on the new one, as are the
+    // namespaces' CAs.
     for (auto& [r, e] : cluster_objects_) e.watch = 0;
     for (auto& [r, e] : cluster_objects_) watch_object(r, e);
     if (link_) {
@@ -146,6 +147,8 @@ void ApiAccess::set_link(ClusterLink* link, std::string why_not) {
         for (auto& [key, cm] : objects_.config_maps)
             if (!ca_from_cluster_[key.first] && !link_->ca_pem().empty())
                 set_root_ca(key.first, link_->ca_pem(), false);
+        for (const auto& [key, cm] : objects_.config_maps)
+            if (key.second == kRootCAConfigMap) watch_root_ca(key.first);
     }
     arm();
 }
@@ -206,8 +209,8 @@ void ApiAccess::need(const std::string& pod_uid, const std::set<TokenRequestKey>
         Entry& e = tokens_[k];
         if (!objects_.config_map(k.namespace_, kRootCAConfigMap)) {
             if (link_ && !link_->ca_pem().empty()) set_root_ca(k.namespace_, link_->ca_pem(), false);
-            fetch_root_ca(k.namespace_);
         }
+        watch_root_ca(k.namespace_);
         if (e.token && !token_requires_refresh(*e.token, clock_.wall_ms(), 0)) continue;
         if (e.retry_at_ms > clock_.monotonic_ms()) continue;
         fetch(k, e);
@@ -243,7 +246,6 @@ void ApiAccess::fetch(const TokenRequestKey& key, Entry& e) {
     if (e.inflight) {
         e.inflight_since_ms = now;
         ++e.fetches;
-        fetch_root_ca(key.namespace_);  // read again with each token: a rotated CA follows
     }
 }
 
@@ -303,33 +305,46 @@ void ApiAccess::on_token(const TokenRequestKey& key, Result<platform::HttpRespon
     arm();
 }
 
-void ApiAccess::fetch_root_ca(const std::string& ns) {
-    if (!link_ || ca_inflight_.count(ns)) return;
-    const bool sent =
-        link_->call("GET", "/api/v1/namespaces/" + ns + "/configmaps/" + kRootCAConfigMap, "",
-                    [this, ns](Result<platform::HttpResponse> r) {
-                        ca_inflight_.erase(ns);
-                        std::string why;
-                        if (!r.ok()) {
-                            why = r.error().message;
-                        } else if (r.value().status != 200) {
-                            why = describe_status(r.value().status, r.value().body);
-                        } else {
-                            Json cm = parse_json(r.value().body);
-                            if (cm.is_object() && cm.contains("data") && cm["data"].is_object() &&
-                                cm["data"].contains(kRootCAKey) && cm["data"][kRootCAKey].is_string()) {
-                                set_root_ca(ns, cm["data"][kRootCAKey].get<std::string>(), true);
-                                return;
-                            }
-                            why = "no data." + std::string(kRootCAKey);
-                        }
-                        if (ca_said_.insert(ns).second)
-                            log(Level::Notice,
-                                std::string("configmap ") + ns + "/" + kRootCAConfigMap + ": not read (" +
-                                    why + "); pods get " +
-                                    (ca_from_cluster_[ns] ? "the one read before" : "the kubeconfig's CA"));
-                    });
-    if (sent) ca_inflight_.insert(ns);
+void ApiAccess::watch_root_ca(const std::string& ns) {
+    if (!link_ || ca_watches_.count(ns)) return;
+    const std::string what = std::string("configmap ") + ns + "/" + kRootCAConfigMap;
+    ca_watches_[ns] = link_->watch(
+        object_watch_target("/api/v1/namespaces/" + ns + "/configmaps", "ConfigMap", kRootCAConfigMap), what,
+        [this, ns, what](ReflectorChanges&& ch) {
+            ObjectWatchOutcome o = object_watch_outcome(std::move(ch), kRootCAConfigMap);
+            if (o.kind == ObjectWatchOutcome::Kind::Nothing) return;
+            std::string why = "not found";
+            if (o.kind == ObjectWatchOutcome::Kind::Present) {
+                const Json& cm = o.object;
+                if (cm.contains("data") && cm["data"].is_object() && cm["data"].contains(kRootCAKey) &&
+                    cm["data"][kRootCAKey].is_string()) {
+                    set_root_ca(ns, cm["data"][kRootCAKey].get<std::string>(), true);
+                    return;
+                }
+                why = "no data." + std::string(kRootCAKey);
+            }
+            if (ca_said_.insert(ns).second)
+                log(Level::Notice,
+                    what + ": not read (" + why + "); pods get " +
+                        (ca_from_cluster_[ns] ? "the one read before" : "the kubeconfig's CA"));
+        },
+        [](const std::string&) {});  // the link logs a failure (once per distinct reason)
+}
+
+void ApiAccess::sync_root_ca_watches(const Wanted& wanted) {
+    std::set<std::string> used;
+    for (const auto& k : wanted.tokens) used.insert(k.namespace_);
+    for (const auto& r : wanted.objects)
+        if (!r.secret && r.name == kRootCAConfigMap) used.insert(r.namespace_);
+    for (auto it = ca_watches_.begin(); it != ca_watches_.end();) {
+        if (used.count(it->first)) {
+            ++it;
+            continue;
+        }
+        if (link_) link_->unwatch(it->second);
+        it = ca_watches_.erase(it);
+    }
+    for (const auto& ns : used) watch_root_ca(ns);
 }
 
 void ApiAccess::set_root_ca(const std::string& ns, const std::string& pem, bool from_cluster) {
@@ -376,6 +391,7 @@ void ApiAccess::refresh() {
         ++it;
     }
     objects_sweep_due_ = false;
+    sync_root_ca_watches(wanted);
     refresh_objects(wanted.objects);
     save();
     arm();

@@ -27,8 +27,9 @@
 //   container keeps running. A pod gone drops its bound tokens
 //   (DeleteServiceAccountToken).
 // - The CA: the namespace's kube-root-ca.crt ConfigMap as the cluster has
-//   it (GET, read with each token), else the kubeconfig's CA; kept in the
-//   store too. Served as a ConfigMap for the volume's configMap source
+//   it (watched per namespace as the objects below are, while a pod of
+//   the namespace needs it), else the kubeconfig's CA; kept in the store
+//   too. Served as a ConfigMap for the volume's configMap source
 //   (PodFacts::cluster_objects).
 // - The admitted spec: each DaemonSet pod's spec with the volume mounted
 //   (mount_service_account_token), made once per pod and revision.
@@ -171,7 +172,13 @@ class ApiAccess : public ServiceAccountTokenSource {
     std::vector<TokenRequestKey> lookup_keys(const std::string& pod_uid, const TokenRequestKey& key) const;
     void fetch(const TokenRequestKey& key, Entry& e);
     void on_token(const TokenRequestKey& key, Result<platform::HttpResponse> r);
-    void fetch_root_ca(const std::string& ns);
+    // The namespace's kube-root-ca.crt, watched as the kubelet's
+    // watch-based manager watches the kube-api-access volume's configMap
+    // source (its rotation reaches the volumes), while a pod of the
+    // namespace has a token or references it (sync_root_ca_watches, each
+    // refresh pass).
+    void watch_root_ca(const std::string& ns);
+    void sync_root_ca_watches(const Wanted& wanted);
     void set_root_ca(const std::string& ns, const std::string& pem, bool from_cluster);
     // api_objects.cpp: the ConfigMaps and Secrets from the cluster.
     struct ObjectEntry;
@@ -202,7 +209,7 @@ class ApiAccess : public ServiceAccountTokenSource {
     ConfigObjects objects_;  // kube-root-ca.crt by namespace
     std::map<std::string, bool>
         ca_from_cluster_;  // namespace -> read from the cluster (else the kubeconfig's)
-    std::set<std::string> ca_inflight_;
+    std::map<std::string, ClusterLink::WatchId> ca_watches_;  // namespace -> its kube-root-ca.crt's
     std::set<std::string> ca_said_;
     struct Admitted {
         std::shared_ptr<const PodSpec> source;

@@ -86,7 +86,7 @@ void ApiAccess::need_objects(const std::set<ObjectRef>& refs) {
             // The CA's own path (the kubeconfig's until the cluster's is read).
             if (!objects_.config_map(ref.namespace_, kRootCAConfigMap) && link_ && !link_->ca_pem().empty())
                 set_root_ca(ref.namespace_, link_->ca_pem(), false);
-            if (!ca_from_cluster_[ref.namespace_]) fetch_root_ca(ref.namespace_);
+            watch_root_ca(ref.namespace_);
             continue;
         }
         auto it = cluster_objects_.find(ref);

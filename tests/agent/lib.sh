@@ -221,7 +221,8 @@ finish() {
 # start_test_apiserver [PORT]: tests/apiserver/fake_apiserver ($FAKE_APISERVER)
 # on PORT or a free loopback port, with a self-signed certificate
 # ($work/cert.pem, made once) and the token s3cret; a fresh server (no
-# objects). Sets $fake (its pid) and $port.
+# objects), with the options in the array test_apiserver_args if set.
+# Sets $fake (its pid) and $port.
 start_test_apiserver() {
     [[ -s $work/cert.pem ]] ||
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" \
@@ -229,9 +230,10 @@ start_test_apiserver() {
             -days 2 2>/dev/null
     local where=()
     [[ -n ${1:-} ]] && where=(--port "$1")
+    [[ -v test_apiserver_args ]] || test_apiserver_args=()
     rm -f "$work/port"
     "${FAKE_APISERVER:?}" --cert "$work/cert.pem" --key "$work/key.pem" --port-file "$work/port" "${where[@]}" \
-        --token s3cret --bookmark-ms 500 >>"$work/fake.log" 2>&1 &
+        --token s3cret --bookmark-ms 500 "${test_apiserver_args[@]}" >>"$work/fake.log" 2>&1 &
     fake=$!
     wait_for "the API server listens" 5 test -s "$work/port"
     port=$(cat "$work/port")

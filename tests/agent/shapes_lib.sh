@@ -28,6 +28,11 @@
 # its env (<shape>.env: the "done" file).
 # check_shapes compares with what the kubelet (and the CRI runtime under it)
 # would give, naming the upstream rule of each check.
+# A sixth, reloader (a config-reloading agent), is the dynamic part
+# (check_reloader, below): a Secret created after its pod, a ConfigMap
+# edited, a token refreshed, all through the test API server, and an
+# offline reboot; the script defines shapes_reboot, the runtime's part of
+# a reboot, and starts the test API server with 3 s tokens.
 #
 # The script has the runtime's images ready: busybox, and
 # example.com/edge/named:1, whose config has USER app (uid 1234, group app
@@ -467,9 +472,156 @@ check_shapes() {
     ! grep -q 'k-123' "$agent_log" && ok || fail "a Secret's value is in the agent's log"
 }
 
+# The dynamic part (issue 13 §6: "a ConfigMap edit reaches the mounted
+# file; a missing Secret makes the pod wait, and its arrival starts it; a
+# token is refreshed; an offline reboot mounts the cached ones"), on a sixth
+# DaemonSet in the shape of a config-reloading agent (stakater's reloader,
+# vector, promtail): its config from a ConfigMap the cluster holds (and one
+# of its keys pinned by a subPath mount), its credentials from a Secret the
+# cluster does not hold yet, and the service-account token. The test API
+# server grants tokens of 3 s (run with --max-token-expiration-seconds 3,
+# as kube-apiserver's --service-account-max-token-expiration), so that the
+# kubelet's refresh rule (80% of the TTL) comes within the test. The
+# container reads its files every 0.1 s and writes what it sees into
+# $shapes_out/reloader.now ("conf", "pinned", "secret", "env" (the
+# Secret's key as env), "token" lines),
+# and a line into reloader.starts at each start.
+reloader_script='sa=/var/run/secrets/kubernetes.io/serviceaccount
+echo start >> /out/reloader.starts
+while :; do
+  { echo "conf $(cat /etc/reloader/reloader.conf)"; echo "pinned $(cat /etc/reloader-pinned.conf)"
+    echo "secret $(cat /etc/reloader-creds/password)"; echo "env $PASSWORD"; echo "token $(cat $sa/token)"
+  } > /out/reloader.now.tmp
+  mv /out/reloader.now.tmp /out/reloader.now
+  sleep 0.1
+done'
+write_reloader() {
+    shapes_write reloader.yaml <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: reloader, namespace: it}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: reloader, namespace: it, labels: {app: reloader}}
+spec:
+  selector: {matchLabels: {app: reloader}}
+  template:
+    metadata: {labels: {app: reloader}}
+    spec:
+      serviceAccountName: reloader
+      terminationGracePeriodSeconds: 2
+      containers:
+        - name: reloader
+          image: $shapes_image
+          command:
+            - /bin/sh
+            - -c
+            - |
+$(sed 's/^/              /' <<<"$reloader_script")
+            - it-marker-$$-reloader
+          env:
+            - {name: PASSWORD, valueFrom: {secretKeyRef: {name: reloader-creds, key: password}}}
+          volumeMounts:
+            - {name: config, mountPath: /etc/reloader}
+            - {name: config, mountPath: /etc/reloader-pinned.conf, subPath: reloader.conf}
+            - {name: creds, mountPath: /etc/reloader-creds, readOnly: true}
+            - {name: out, mountPath: /out}
+      volumes:
+        - {name: config, configMap: {name: reloader-config}}
+        - {name: creds, secret: {secretName: reloader-creds}}
+        - {name: out, hostPath: {path: $shapes_out}}
+EOF
+}
+shapes_ctl() {  # shapes_ctl METHOD PATH [BODY]: the test API server's /_control
+    curl -sS --max-time 5 --cacert "$work/cert.pem" -X "$1" "https://127.0.0.1:$port/_control/$2" ${3:+-d "$3"}
+}
+reloader_json() { pods_json | jq -c '.items[] | select(.metadata.name | startswith("reloader-"))'; }
+reloader_waiting() { reloader_json | jq -r '.status.containerStatuses[0].state.waiting | "\(.reason // "") \(.message // "")"'; }
+reloader_waiting_is() { [[ $(reloader_waiting) == "$1" ]]; }
+reloader_restarts() { reloader_json | jq -r '.status.containerStatuses[0].restartCount'; }
+reloader_sees() { sed -n "s/^$1 //p" "$shapes_out/reloader.now" 2>/dev/null; }
+reloader_sees_is() { [[ $(reloader_sees "$1") == "$2" ]]; }
+reloader_token_is_not() { local t; t=$(reloader_sees token); [[ -n $t && $t != "$1" ]]; }
+jwt_claims() {  # jwt_claims TOKEN
+    cut -d. -f2 <<<"$1" | tr '_-' '/+' | awk '{ while (length($0) % 4) $0 = $0 "="; print }' | base64 -d 2>/dev/null
+}
+reloader_starts() { if [[ -e $shapes_out/reloader.starts ]]; then wc -l <"$shapes_out/reloader.starts"; else echo 0; fi; }
+all_reported() { shapes_reported && test -s "$shapes_out/reloader.now"; }
+token_dir_token() { cat "$state/pod-volumes/$1"/kube-api-access-*/token 2>/dev/null; }
+
+check_reloader() {
+    # A Secret that does not exist: the container waits and never runs, with
+    # the kubelet's reason and message for its secretKeyRef env
+    # (kubelet_pods.go makeEnvironmentVariables: the secret manager's
+    # NotFound, kuberuntime's CreateContainerConfigError). For its secret
+    # volume the kubelet would stop earlier, ContainerCreating with a
+    # FailedMount event; the agent shows the same reason for both (a
+    # departure docs/runtimes.md states).
+    wait_for "reloader waits for its Secret" 10 \
+        reloader_waiting_is 'CreateContainerConfigError secret "reloader-creds" not found' ||
+        echo "# reloader: $(reloader_waiting)"
+    shapes_check "reloader: not started without its Secret" 0 "$(reloader_starts)"
+    # Its arrival through the API (the watch-based manager's per-object
+    # watch: an ADDED event) starts it, with the Secret's file.
+    shapes_ctl PUT secrets/it/reloader-creds "{\"data\": {\"password\": \"$(printf 's3cr3t-1' | base64)\"}}" >/dev/null
+    wait_for "reloader starts once its Secret exists, and sees it" 10 reloader_sees_is secret s3cr3t-1 || return
+    shapes_check "reloader: the Secret's key as env" s3cr3t-1 "$(reloader_sees env)"
+    shapes_check "reloader: its ConfigMap and the subPath of it" "level=info|level=info" \
+        "$(reloader_sees conf)|$(reloader_sees pinned)"
+    local t1
+    t1=$(reloader_sees token)
+    shapes_check "reloader: a token for it:reloader" system:serviceaccount:it:reloader "$(jwt_claims "$t1" | jq -r .sub)"
+    # A ConfigMap edit through the API reaches the mounted file in the
+    # running container within seconds (watch-based manager; the atomic
+    # writer's ..data swap, atomic_writer.go); a subPath mount keeps the file
+    # it was started with (the kubelet does not update subPath mounts).
+    shapes_ctl PUT configmaps/it/reloader-config '{"data": {"reloader.conf": "level=debug"}}' >/dev/null
+    wait_for "the ConfigMap edit reaches the file inside the container" 10 reloader_sees_is conf level=debug
+    shapes_check "reloader: the subPath mount is not updated" level=info "$(reloader_sees pinned)"
+    # A token refreshed (token_manager.go requiresRefresh: 80% of its 3 s
+    # TTL) reaches the running container's file: a token issued later.
+    wait_for "the token inside the container is refreshed" 10 reloader_token_is_not "$t1"
+    local t2
+    t2=$(reloader_sees token)
+    shapes_check "reloader: the new token is a later TokenRequest's, for it:reloader" "1 system:serviceaccount:it:reloader" \
+        "$(($(jwt_claims "$t2" | jq -r .jti) > $(jwt_claims "$t1" | jq -r .jti))) $(jwt_claims "$t2" | jq -r .sub)"
+    shapes_check "reloader: the same container throughout (one start, restartCount 0)" "1 0" \
+        "$(reloader_starts) $(reloader_restarts)"
+
+    # An offline reboot: the agent stopped, the API server gone, then what a
+    # reboot takes (shapes_reboot, the runtime's: every container; then the
+    # agent's mounts and its pod volumes, which live on tmpfs); the agent
+    # started with the API server still down runs every pod again, and the
+    # reloader's container mounts the ConfigMap, the Secret and the token
+    # from the store (issue 13 §2/§3: kept in SQLite; upstream keeps no
+    # cache across kubelet restarts: a departure).
+    local uid
+    uid=$(reloader_json | jq -r .metadata.uid)
+    stop_agent TERM
+    kill "$fake"
+    wait "$fake" 2>/dev/null
+    fake=
+    local last
+    last=$(token_dir_token "$uid")
+    wait_for "the container sees the agent's last token" 5 reloader_sees_is token "$last"
+    shapes_reboot
+    unmount_under "$state"
+    rm -rf "$state/pod-volumes" "$shapes_out"/*.env "$shapes_out/reloader.now"
+    start_agent
+    wait_for "after the offline reboot the six pods run again and report" 30 all_reported || { get_pods; return; }
+    wait_for "the reloader's new container sees its token" 10 reloader_token_is_not ""
+    shapes_check "after the offline reboot: a new container, with the stored ConfigMap, Secret and token" \
+        "2|level=debug|level=debug|s3cr3t-1|s3cr3t-1|$last" \
+        "$(reloader_starts)|$(reloader_sees conf)|$(reloader_sees pinned)|$(reloader_sees secret)|$(reloader_sees env)|$(reloader_sees token)"
+}
+
 run_shapes() {  # run_shapes BUSYBOX_IMAGE_NAME
     shapes_image=$1
     write_shapes
+    shapes_ctl PUT configmaps/it/reloader-config '{"data": {"reloader.conf": "level=info"}}' >/dev/null
+    write_reloader
     start_agent
     check_shapes
+    check_reloader
 }

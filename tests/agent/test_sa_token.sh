@@ -9,7 +9,8 @@
 #      server the board uses, and the container's own definition winning;
 #   2. the kube-api-access volume (TokenVolumeSource): a token from the
 #      TokenRequest API (expirationSeconds 3607, no audience, not bound),
-#      the cluster's kube-root-ca.crt, the namespace;
+#      the cluster's kube-root-ca.crt (watched: a rotation reaches it),
+#      the namespace;
 #   3. the token refreshed by token_manager's requiresRefresh (the server
 #      grants 5 s: refreshed at 80% of that) and rewritten in place;
 #   4. automountServiceAccountToken: false: no volume, the env all the same;
@@ -123,6 +124,9 @@ ctl PUT secrets/it/late-secret '{"data": {"LATE": "eWVz"}}' >/dev/null
 wait_for "it starts once the Secret exists" 10 test -s "$work/late-env.txt"
 check "with its value" yes "$(env_of late LATE)"
 check "a volume of the cluster's ConfigMap" hello "$(cat "$state/pod-volumes/$(uid_of tok)/conf/greeting")"
+# No GET of a ConfigMap so far (kube-root-ca.crt watched, as the others;
+# kubectl replace below GETs one).
+check "kube-root-ca.crt and the ConfigMaps never read by GET" 0 "$(ctl GET stats | jq '.requestsByVerb["configmaps get"] // 0')"
 k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 5s "$@"; }
 k create configmap cluster-cm -n it --from-literal=greeting=bonjour --dry-run=client -o json |
     k replace --validate=false -f - >/dev/null && ok || fail "kubectl replace of the ConfigMap failed"
@@ -130,8 +134,13 @@ conf_of_tok() { cat "$state/pod-volumes/$(uid_of tok)/conf/greeting" 2>/dev/null
 export -f conf_of_tok
 wait_for "the ConfigMap's change reaches the volume's file (watched, not a 60 s TTL)" 10 \
     bash -c '[[ $(conf_of_tok) == bonjour ]]'
+# kube-root-ca.crt rotated: watched as the other ConfigMaps (the kube-api-access
+# volume's configMap source, the watch-based manager), not read again by GET.
+ctl PUT configmaps/it/kube-root-ca.crt '{"data": {"ca.crt": "ROTATED-CA"}}' >/dev/null
+ca_of_tok() { cat "$(vol_dir tok)/ca.crt" 2>/dev/null; }
+export -f ca_of_tok
+wait_for "a rotated kube-root-ca.crt reaches the volume's ca.crt" 10 bash -c '[[ $(ca_of_tok) == ROTATED-CA ]]'
 verbs=$(ctl GET stats | jq -c .requestsByVerb)
-# (kube-root-ca.crt is read with each token, by GET: "configmaps get".)
 check "followed by list and watch, never a GET of the Secrets" '1 1 1 1 0' \
     "$(jq -r '[(.["configmaps list"] // 0) >= 1, (.["configmaps watch"] // 0) >= 1, (.["secrets list"] // 0) >= 1, (.["secrets watch"] // 0) >= 1, .["secrets get"] // 0] | map(if . == true then 1 elif . == false then 0 else . end) | join(" ")' <<<"$verbs")"
 st=$(status_json)
@@ -168,7 +177,7 @@ wait_ready 1
 wait_for "the container starts again offline" 15 test -s "$work/tok-env.txt"
 wait_for "its token is written again" 5 bash -c 'test -s "$(vol_dir tok)/token"'
 check "the stored token" "$last" "$(token_of)"
-check "the stored CA" CLUSTER-CA "$(cat "$(vol_dir tok)/ca.crt")"
+check "the stored CA" ROTATED-CA "$(cat "$(vol_dir tok)/ca.crt")"
 check "the stored ConfigMap" bonjour "$(env_of tok GREETING)"
 check "the stored ConfigMap's volume" bonjour "$(conf_of_tok)"
 check "the stored Secret" pass "$(cat "$state/pod-volumes/$(uid_of tok)/creds/password")"

@@ -25,11 +25,23 @@ trap '[[ -n ${KEEP_LOGS:-} ]] && cp -r "$work"/*.log "$work/shapes" "$KEEP_LOGS"
 start_containerd
 IMAGE_USER=app "$here/../data/make_busybox_image.sh" "$work/named.tar" example.com/edge/named:1 >/dev/null ||
     { echo "FAIL: cannot build the named-user image"; exit 1; }
+# Tokens of 3 s, refreshed within the test (shapes_lib.sh's dynamic part).
+test_apiserver_args=(--max-token-expiration-seconds 3)
 start_test_apiserver
 follow_test_apiserver
 wait_for "containerd answers on its socket" 20 containerd_up
 import_images && c images import --snapshotter native "$work/named.tar" >/dev/null && ok ||
     fail "ctr cannot import the test images"
+# A reboot, as containerd's pods see it: every task (the containers and
+# the sandboxes' pause processes) killed, so that the sandboxes are not
+# ready and the containers exited (shapes_lib.sh then takes the agent's
+# mounts and pod volumes).
+no_task_runs() { ! c tasks ls 2>/dev/null | grep -q RUNNING; }
+shapes_reboot() {
+    local id
+    for id in $(c tasks ls -q 2>/dev/null); do c tasks kill -s KILL "$id" >/dev/null 2>&1; done
+    wait_for "every task of containerd has stopped" 10 no_task_runs
+}
 source "$here/shapes_lib.sh"
 run_shapes busybox:latest
 finish

@@ -16,9 +16,18 @@ IMAGE_USER=app "$here/../data/make_busybox_image.sh" "$import/named.tar" example
 fake=
 trap '[[ -n ${KEEP_LOGS:-} ]] && cp -r "$work"/*.log "$work/shapes" "$KEEP_LOGS"/; [[ -n $fake ]] && kill "$fake" 2>/dev/null; runc_cleanup' EXIT
 
+# Tokens of 3 s, refreshed within the test (shapes_lib.sh's dynamic part).
+test_apiserver_args=(--max-token-expiration-seconds 3)
 start_test_apiserver
 write_runc_config "$import"
 follow_test_apiserver
+# A reboot, as runc's containers see it: the shims and the containers gone
+# (shapes_lib.sh then takes the agent's mounts and pod volumes).
+shapes_reboot() {
+    pkill -KILL -f "daemonlet-shim.*$work"
+    local id
+    for id in $(rc list -q 2>/dev/null); do rc delete --force "$id" >/dev/null 2>&1; done
+}
 source "$here/shapes_lib.sh"
 run_shapes busybox
 finish
