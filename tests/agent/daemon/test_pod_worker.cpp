@@ -1,9 +1,11 @@
 // The PodWorkers component (agent/daemon/pod_workers.h), the agent's pod
 // lifecycle sequence, as it is, over the fake runtime and the fake clock:
-// crash-loop back-off figures, init and sidecar ordering, a runtime that
-// fails or never answers, restartPolicy Never and OnFailure; and image
-// back-off (core/image_wait.h). Milliseconds of CPU for what takes the real
-// agent hours.
+// crash-loop back-off figures, init and sidecar ordering, a postStart
+// holding the containers after it, a runtime that fails or never answers, a
+// start asked again while one is in flight, a pod removed before its
+// start's turn, restartPolicy Never and OnFailure; and image back-off
+// (core/image_wait.h). Milliseconds of CPU for what takes the real agent
+// hours.
 //
 // PodWorker below is one pod and the Host the agent is to PodWorkers, cut
 // down: it keeps the record, launches by name, and, as the agent's
@@ -119,13 +121,19 @@ class PodWorker final : private PodWorkers::Host {
         workers_.advance(rec_.uid);
         rt_.settle();
     }
+    // Without the runtime's answers: for what happens while a start is in flight.
+    PodWorkers& workers() { return workers_; }
+    platform::OperationQueue& ops() { return ops_; }
+    // Container `i` is in its postStart hook (true) or done with it.
+    void hold(std::size_t i, bool held) { held_[i] = held; }
+    int maybe_stopped() const { return maybe_stopped_; }
 
   private:
     PodRecord* worker_pod(const std::string& uid) override { return uid == rec_.uid ? &rec_ : nullptr; }
     WorkerContainer& worker_container(const std::string&, std::size_t index) override { return live_[index]; }
     bool agent_stopping() const override { return false; }
     std::string pod_restart_policy(const PodRecord&) const override { return policy_; }
-    bool holds_next(const std::string&, std::size_t) override { return false; }
+    bool holds_next(const std::string&, std::size_t index) override { return held_[index]; }
     void refresh_pod(const std::string&) override { update_pod_conditions(rec_, policy_); }
     std::optional<platform::ContainerLaunch> launch_of(const std::string&, std::size_t index) override {
         const ContainerStatus& cs = container_at(rec_, index);
@@ -159,7 +167,7 @@ class PodWorker final : private PodWorkers::Host {
         container_at(rec_, index).started = false;  // its probes go with it
     }
     void pod_changed(const std::string&, bool) override { update_pod_conditions(rec_, policy_); }
-    void pod_maybe_stopped(const std::string&) override {}
+    void pod_maybe_stopped(const std::string&) override { ++maybe_stopped_; }
     void pod_finishing(const std::string&) override {}
     void runtime_operation_done(const char*, std::uint64_t, bool) override {}
     void start_finished_while_stopping() override {}
@@ -168,6 +176,8 @@ class PodWorker final : private PodWorkers::Host {
     PodRecord rec_;
     std::string policy_ = "Always";
     std::vector<WorkerContainer> live_;
+    std::map<std::size_t, bool> held_;
+    int maybe_stopped_ = 0;
     platform::OperationQueue ops_{4};
     FakeTimers* timers_;  // owned by workers_
     PodWorkers workers_;
@@ -451,4 +461,64 @@ TEST(PodWorker, StaticPodRestartPolicyNeverAndOnFailureFinishThePod) {
     LONGS_EQUAL(1, flaky.rec().containers[0].restart_count);
     LONGS_EQUAL(4, rt.started().size());
     STRCMP_EQUAL("Succeeded", to_string(flaky.phase()));
+}
+
+TEST(PodWorker, PostStartHoldsTheContainersAfterIt) {
+    // kuberuntime startContainer returns after the container's postStart
+    // hook: SyncPod starts the next one only then.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"db", 'a'}, {"web", 'a'}}));
+    w.hold(0, true);
+    w.advance();
+    STRCMP_EQUAL("db", joined(started_names(rt)).c_str());
+    w.advance();
+    STRCMP_EQUAL("db", joined(started_names(rt)).c_str());
+    w.hold(0, false);
+    w.advance();
+    STRCMP_EQUAL("db web", joined(started_names(rt)).c_str());
+}
+
+TEST(PodWorker, AStartAskedAgainWhileOneIsInFlightGoesAtOnceWhenThatOneFails) {
+    // An image import lands while the start that missed it is in flight:
+    // its failure starts it again at once, not after its back-off.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    rt.fail_next("start", Error{ErrorCode::Runtime, "exec format error"});
+    rt.fail_next("start", Error{ErrorCode::Runtime, "exec format error"});
+    clock.advance(kSec);
+    w.workers().start("uid-1", 0);
+    w.workers().start("uid-1", 0);  // asked again: in flight, not started twice
+    LONGS_EQUAL(1, rt.calls("start"));
+    rt.settle();  // fails; asked again: at once, fails; then its back-off
+    LONGS_EQUAL(2, rt.calls("start"));
+    STRCMP_EQUAL("RunContainerError", w.rec().containers[0].reason.c_str());
+    const std::vector<std::int64_t> expected{0, 10 * kSec};
+    CHECK(expected == w.delays());
+    w.run_due();
+    LONGS_EQUAL(2, rt.calls("start"));
+    clock.advance(10 * kSec);
+    w.run_due();
+    CHECK_FALSE(w.id_of(0).empty());
+}
+
+TEST(PodWorker, APodRemovedBeforeItsStartsTurnNeverStarts) {
+    // The pod's operations run in order (one pod worker per pod): a start
+    // queued behind another operation finds the pod removed and does not
+    // run; the agent hears that the pod may be gone.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    platform::OperationQueue::Finished busy;
+    w.ops().submit("uid-1", [&](platform::OperationQueue::Finished finished) { busy = std::move(finished); });
+    w.workers().start("uid-1", 0);
+    w.rec().deleting = true;
+    busy();
+    rt.settle();
+    LONGS_EQUAL(0, rt.calls("start"));
+    LONGS_EQUAL(1, w.maybe_stopped());
+    w.rec().deleting = false;
+    w.advance();  // nothing is left starting: it can start again
+    LONGS_EQUAL(1, rt.calls("start"));
 }
