@@ -261,7 +261,7 @@ class Agent : private Images::Host, private PodWorkers::Host {
     void pod_maybe_stopped(const std::string& uid) override { finish_pod_if_stopped(uid); }
     void pod_finishing(const std::string& uid) override;
     void runtime_operation_done(const char* what, std::uint64_t t0, bool ok) override;
-    void start_finished_while_stopping() override { close_runtime_when_idle(); }
+    void operation_finished_while_stopping() override { close_runtime_when_idle(); }
     // The started container's image as its runtime names it (its imageID),
     // asked off the loop; the exec runtime has none.
     void note_image_id(const std::string& uid, std::size_t index, const std::string& id);
@@ -271,9 +271,6 @@ class Agent : private Images::Host, private PodWorkers::Host {
     // recorded its own).
     void stop_container(const std::string& uid, std::size_t index, const std::string& expected,
                         const std::string& why, bool killing = true);
-    // The stop itself, with `grace_seconds` when a preStop hook took some.
-    void stop_now(const std::string& uid, std::size_t index, const std::string& expected,
-                  const std::string& why, std::optional<std::int64_t> grace_seconds);
     // hooks.cpp: postStart after a start, preStop before a stop (lifecycle_hooks.h)
     void started_for_hooks(const std::string& uid, std::size_t index, std::shared_ptr<const Container> spec,
                            std::vector<std::pair<std::string, std::string>> env, std::int64_t grace_seconds);

@@ -158,7 +158,7 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
                 record_pod_event(
                     pod, warning_event(&ref, kFailedPreStopHook, "PreStopHook failed", clock_.wall_ms()));
             }
-            stop_now(uid, index, id, why, grace_after_pre_stop(grace, took));
+            workers_->stop(uid, index, id, why, grace_after_pre_stop(grace, took));
         });
     return true;
 }

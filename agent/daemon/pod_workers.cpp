@@ -131,7 +131,7 @@ void PodWorkers::start(const std::string& uid, std::size_t index) {
             host_.runtime_operation_done("start_container", t0, id.ok());
             on_started(uid, index, std::move(launched), std::move(id));
             finished();
-            if (host_.agent_stopping()) host_.start_finished_while_stopping();
+            if (host_.agent_stopping()) host_.operation_finished_while_stopping();
         });
     });
 }
@@ -199,6 +199,27 @@ void PodWorkers::on_start_error(const std::string& uid, std::size_t index, const
     if (error.code != ErrorCode::ImageNotFound) c.runtime_down_ms = 0;
     if (host_.container_start_failed(uid, index, spec, error))
         schedule_restart(uid, index, next_restart_delay(c.backoff, 0, policy_));
+}
+
+void PodWorkers::stop(const std::string& uid, std::size_t index, const std::string& expected,
+                      const std::string& why, std::optional<std::int64_t> grace_seconds) {
+    ops_.submit(
+        uid, [this, uid, index, expected, why, grace_seconds](platform::OperationQueue::Finished finished) {
+            PodRecord* rec = host_.worker_pod(uid);
+            if (!rec || index >= container_count(*rec)) return finished();
+            const std::string id = host_.worker_container(uid, index).id;
+            // Gone already, or restarted since (a liveness kill that came late).
+            if (id.empty() || (!expected.empty() && id != expected) || host_.agent_stopping())
+                return finished();
+            if (grace_seconds) runtime_.set_stop_grace(id, *grace_seconds);
+            const std::uint64_t t0 = uv_hrtime();
+            runtime_.stop_async(id, [this, why, finished, t0](Status s) {
+                host_.runtime_operation_done("stop_container", t0, s.ok());
+                if (!s.ok()) platform::log(platform::Level::Warning, why + ": " + s.error().message);
+                finished();
+                if (host_.agent_stopping()) host_.operation_finished_while_stopping();
+            });
+        });
 }
 
 void PodWorkers::schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms) {

@@ -120,8 +120,8 @@ class PodWorkers {
         virtual void pod_finishing(const std::string& uid) = 0;
         // A runtime operation ended (metrics); t0: uv_hrtime() at its start.
         virtual void runtime_operation_done(const char* what, std::uint64_t t0, bool ok) = 0;
-        // A start finished while the agent stops: the runtime may close.
-        virtual void start_finished_while_stopping() = 0;
+        // A start or a stop finished while the agent stops: the runtime may close.
+        virtual void operation_finished_while_stopping() = 0;
     };
 
     // Starts go through `ops` (one pod's in order, a bound on all).
@@ -145,6 +145,14 @@ class PodWorkers {
     // Instance `id` of container `index` exited (the agent's exit handler
     // found it): how is asked of the runtime, then what follows.
     void exited(const std::string& uid, std::size_t index, const std::string& id);
+    // Stops the container, behind the pod's earlier operations (a start in
+    // flight included: then the instance it made); `expected` (non-empty):
+    // only if that instance still runs (a liveness kill that came late);
+    // `grace_seconds`: the stop's grace period when not the launch's (a
+    // preStop hook took some, the Pod's deletion set it). Its exit comes
+    // through exited().
+    void stop(const std::string& uid, std::size_t index, const std::string& expected, const std::string& why,
+              std::optional<std::int64_t> grace_seconds);
     // A start again after `delay_ms` (0: on the next loop turn).
     void schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms);
     void cancel_restart(WorkerContainer& c);

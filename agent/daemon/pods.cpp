@@ -583,27 +583,7 @@ void Agent::stop_container(const std::string& uid, std::size_t index, const std:
                          killing_event(container_ref(pit->second, index), nullptr, clock_.wall_ms()));
     if (run_pre_stop(uid, index, expected, why)) return;  // the stop follows its preStop hook
     auto pit = pods_.find(uid);
-    stop_now(uid, index, expected, why, pit == pods_.end() ? std::nullopt : pit->second.grace_override);
-}
-
-void Agent::stop_now(const std::string& uid, std::size_t index, const std::string& expected,
-                     const std::string& why, std::optional<std::int64_t> grace_seconds) {
-    runtime_ops_.submit(
-        uid, [this, uid, index, expected, why, grace_seconds](platform::OperationQueue::Finished finished) {
-            auto pit = pods_.find(uid);
-            if (pit == pods_.end() || index >= pit->second.containers.size()) return finished();
-            const std::string id = pit->second.containers[index].id;
-            // Gone already, or restarted since (a liveness kill that came late).
-            if (id.empty() || (!expected.empty() && id != expected) || stopping_) return finished();
-            if (grace_seconds) runtime_->set_stop_grace(id, *grace_seconds);
-            const std::uint64_t t0 = uv_hrtime();
-            runtime_->stop_async(id, [this, why, finished, t0](Status s) {
-                metrics_->count_runtime_operation("stop_container", t0, s.ok());
-                if (!s.ok()) log(Level::Warning, why + ": " + s.error().message);
-                finished();
-                if (stopping_) close_runtime_when_idle();
-            });
-        });
+    workers_->stop(uid, index, expected, why, pit == pods_.end() ? std::nullopt : pit->second.grace_override);
 }
 
 void Agent::close_runtime_when_idle() {

@@ -170,7 +170,7 @@ class PodWorker final : private PodWorkers::Host {
     void pod_maybe_stopped(const std::string&) override { ++maybe_stopped_; }
     void pod_finishing(const std::string&) override {}
     void runtime_operation_done(const char*, std::uint64_t, bool) override {}
-    void start_finished_while_stopping() override {}
+    void operation_finished_while_stopping() override {}
 
     FakeRuntime& rt_;
     PodRecord rec_;
@@ -521,4 +521,24 @@ TEST(PodWorker, APodRemovedBeforeItsStartsTurnNeverStarts) {
     w.rec().deleting = false;
     w.advance();  // nothing is left starting: it can start again
     LONGS_EQUAL(1, rt.calls("start"));
+}
+
+TEST(PodWorker, AStopQueuedBehindAStartStopsTheInstanceThatStartMade) {
+    // One pod's operations in order (pod_workers.go: one worker per pod): a
+    // pod removed while its container's start is in flight has the
+    // container that start made stopped, not left running; a stop for an
+    // instance that is gone (a liveness kill that came late) stops nothing.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    w.workers().start("uid-1", 0);
+    w.workers().stop("uid-1", 0, "", "pod removed", std::nullopt);
+    CHECK(rt.stopped().empty());
+    rt.settle();
+    CHECK_FALSE(w.id_of(0).empty());
+    LONGS_EQUAL(1, rt.stopped().size());
+    STRCMP_EQUAL(w.id_of(0).c_str(), rt.stopped()[0].c_str());
+    w.workers().stop("uid-1", 0, "fake-0", "liveness probe failed", std::nullopt);
+    rt.settle();
+    LONGS_EQUAL(1, rt.stopped().size());
 }
