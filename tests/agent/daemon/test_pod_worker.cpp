@@ -54,15 +54,17 @@ class FakeTimers final : public Timers {
     }
     void cancel(Id id) override { pending_.erase(id); }
     void close() override { pending_.clear(); }
-    // Fires the timers due by now, in the order they were set.
+    // Fires the timers due by now, in the order they were set; one that an
+    // earlier one cancels does not fire, one it sets waits for the next call.
     void run_due() {
-        for (auto it = pending_.begin(); it != pending_.end();) {
-            if (it->second.first > clock_.monotonic_ms()) {
-                ++it;
-                continue;
-            }
+        std::vector<Id> due;
+        for (const auto& [id, t] : pending_)
+            if (t.first <= clock_.monotonic_ms()) due.push_back(id);
+        for (Id id : due) {
+            auto it = pending_.find(id);
+            if (it == pending_.end()) continue;
             std::function<void()> fire = std::move(it->second.second);
-            it = pending_.erase(it);
+            pending_.erase(it);
             fire();
         }
     }
