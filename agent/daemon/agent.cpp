@@ -158,7 +158,7 @@ Status Agent::init() {
     workers_ = std::make_unique<PodWorkers>(static_cast<PodWorkers::Host&>(*this), *runtime_, runtime_ops_,
                                             make_loop_timers(&loop_), clock_);
     workers_->set_backoff_policy(crash_loop_policy(config_));
-    runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
+    runtime_->set_exit_handler([this](const std::string& id) { workers_->on_exit(id); });
     images_ = std::make_unique<Images>(&loop_, config_, *store_, *runtime_, clock_,
                                        static_cast<Images::Host&>(*this), find_helper("daemonlet-image"));
     // runc and cri: the import directory feeds the runtime's image store.

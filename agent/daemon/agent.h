@@ -255,6 +255,7 @@ class Agent : private Images::Host, private PodWorkers::Host {
                                 const Error& error) override;
     void runtime_unavailable(const std::string& uid, std::size_t index, const Error& error,
                              bool first) override;
+    void container_exiting(const std::string& uid, std::size_t index) override;
     void container_exited(const std::string& uid, std::size_t index, ExitAction action,
                           std::int64_t ran_for_ms, std::int64_t delay_ms) override;
     void pod_changed(const std::string& uid, bool reconcile) override;
@@ -282,7 +283,6 @@ class Agent : private Images::Host, private PodWorkers::Host {
     // every container started is in the store for the next agent.
     void close_runtime_when_idle();
     void start_waiting_containers();
-    void on_container_exit(const std::string& id);
     void finish_pod_if_stopped(const std::string& uid);
     void save_pod(const LivePod& pod);
     void refresh_readiness(LivePod& pod);
@@ -448,7 +448,6 @@ class Agent : private Images::Host, private PodWorkers::Host {
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met
     std::map<std::string, LivePod> pods_;        // by uid
-    std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

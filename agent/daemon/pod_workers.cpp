@@ -155,6 +155,7 @@ void PodWorkers::on_started(const std::string& uid, std::size_t index, Launched 
         c.id = id.value();
         c.started_mono_ms = clock_.monotonic_ms();
         cs.runtime_id = c.id;
+        watch(c.id, uid, index);
         cs.state = ContainerState::Running;
         cs.reason.clear();
         cs.message.clear();
@@ -236,6 +237,16 @@ void PodWorkers::schedule_restart(const std::string& uid, std::size_t index, std
 void PodWorkers::cancel_restart(WorkerContainer& c) {
     if (c.restart) timers_->cancel(*c.restart);
     c.restart.reset();
+}
+
+void PodWorkers::on_exit(const std::string& id) {
+    auto bit = by_id_.find(id);
+    if (bit == by_id_.end()) return;
+    auto [uid, index] = bit->second;
+    by_id_.erase(bit);
+    if (!host_.worker_pod(uid)) return;
+    host_.container_exiting(uid, index);
+    exited(uid, index, id);
 }
 
 void PodWorkers::exited(const std::string& uid, std::size_t index, const std::string& id) {

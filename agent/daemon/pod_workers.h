@@ -105,6 +105,9 @@ class PodWorkers {
         // The runtime is unreachable: the status says so; its Event and log.
         virtual void runtime_unavailable(const std::string& uid, std::size_t index, const Error& error,
                                          bool first) = 0;
+        // A watched instance of container `index` exited (its pod exists):
+        // its probes and hook go; how it ended is asked next.
+        virtual void container_exiting(const std::string& uid, std::size_t index) = 0;
         // It exited (its status says how) and `action` follows; with a
         // Restart, after `delay_ms`, having run for `ran_for_ms`: its log,
         // metrics and Events.
@@ -142,9 +145,18 @@ class PodWorkers {
     // Asks for the container's start, queued behind the pod's earlier
     // runtime operations; its outcome comes back on the loop.
     void start(const std::string& uid, std::size_t index);
-    // Instance `id` of container `index` exited (the agent's exit handler
-    // found it): how is asked of the runtime, then what follows.
-    void exited(const std::string& uid, std::size_t index, const std::string& id);
+    // The runtime's exit handler: instance `id` exited. A watched one's
+    // end is asked of the runtime, then what follows.
+    void on_exit(const std::string& id);
+    // Instance `id` of container `index` is watched (a start's, or one
+    // adopted): its exit comes to on_exit.
+    void watch(const std::string& id, const std::string& uid, std::size_t index) {
+        by_id_[id] = {uid, index};
+    }
+    // Whether the exit of `id` is still to come (false: reported, its end
+    // being read).
+    bool watched(const std::string& id) const { return by_id_.count(id) != 0; }
+    std::size_t watched_count() const { return by_id_.size(); }
     // Stops the container, behind the pod's earlier operations (a start in
     // flight included: then the instance it made); `expected` (non-empty):
     // only if that instance still runs (a liveness kill that came late);
@@ -165,6 +177,7 @@ class PodWorkers {
         std::int64_t grace_seconds = 30;
     };
     void on_started(const std::string& uid, std::size_t index, Launched launched, Result<std::string> id);
+    void exited(const std::string& uid, std::size_t index, const std::string& id);
     void on_start_error(const std::string& uid, std::size_t index, const Container& spec, const Error& error);
     void on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
                            const Result<platform::ContainerInfo>& info);
@@ -175,6 +188,7 @@ class PodWorkers {
     std::unique_ptr<Timers> timers_;
     const platform::Clock& clock_;
     BackoffPolicy policy_;
+    std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 };
 
 }  // namespace daemonlet::agent

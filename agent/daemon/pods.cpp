@@ -469,7 +469,6 @@ void Agent::container_started(const std::string& uid, std::size_t index, const s
                               std::int64_t grace_seconds) {
     LivePod& p = pods_[uid];
     const ContainerStatus& cs = p.status(index);
-    by_id_[id] = {uid, index};
     record_pod_event(p, created_event(container_ref(p, index), cs.started_at_ms));
     record_pod_event(p, started_event(container_ref(p, index), cs.started_at_ms));
     note_image_id(uid, index, id);
@@ -590,16 +589,9 @@ void Agent::close_runtime_when_idle() {
     if (runtime_ && runtime_ops_.running() == 0) runtime_->close();
 }
 
-void Agent::on_container_exit(const std::string& id) {
-    auto bit = by_id_.find(id);
-    if (bit == by_id_.end()) return;
-    auto [uid, index] = bit->second;
-    by_id_.erase(bit);
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return;
+void Agent::container_exiting(const std::string& uid, std::size_t index) {
     probes_->remove(uid, index);
-    cancel_hook(pit->second.containers[index]);
-    workers_->exited(uid, index, id);
+    cancel_hook(pods_[uid].containers[index]);
 }
 
 // What an exit does here, besides its sequence (PodWorkers): its log line,

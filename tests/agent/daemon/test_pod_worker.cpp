@@ -86,13 +86,8 @@ class PodWorker final : private PodWorkers::Host {
           workers_(*this, rt, ops_, std::unique_ptr<Timers>(timers_), clock) {
         live_.resize(container_count(rec_));
         rt_.set_exit_handler([this](const std::string& id) {
-            // The agent's exit handler: the runtime id to its container.
-            for (std::size_t i = 0; i < live_.size(); ++i)
-                if (live_[i].id == id) {
-                    workers_.exited(rec_.uid, i, id);
-                    rt_.settle();
-                    return;
-                }
+            workers_.on_exit(id);
+            rt_.settle();
         });
     }
 
@@ -164,6 +159,7 @@ class PodWorker final : private PodWorkers::Host {
         return true;
     }
     void runtime_unavailable(const std::string&, std::size_t, const Error&, bool) override {}
+    void container_exiting(const std::string&, std::size_t) override {}
     void container_exited(const std::string&, std::size_t index, ExitAction, std::int64_t,
                           std::int64_t) override {
         container_at(rec_, index).started = false;  // its probes go with it
