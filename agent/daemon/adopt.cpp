@@ -191,7 +191,7 @@ void Agent::adopt() {
             p.containers[i].id = cs.runtime_id;
             p.containers[i].started_mono_ms = clock_.monotonic_ms();
             if (cs.image_id.empty()) cs.image_id = it->second.image_ref;  // started by an older agent
-            by_id_[cs.runtime_id] = {rec.uid, i};
+            workers_->watch(cs.runtime_id, rec.uid, i);
             if (!it->second.running) exited.push_back(cs.runtime_id);
             by_id.erase(it);
         }
@@ -242,7 +242,7 @@ void Agent::adopt() {
             if (id.empty()) continue;
             p.containers[i].id = id;
             p.containers[i].started_mono_ms = clock_.monotonic_ms();
-            by_id_[id] = {uid, i};
+            workers_->watch(id, uid, i);
         }
         log(Level::Warning,
             "pod " + rec->namespace_ + "/" + rec->name + " (DaemonSet " + rec->daemonset +
@@ -253,8 +253,8 @@ void Agent::adopt() {
         save_pod(p);
         pods_.emplace(uid, std::move(p));
     }
-    std::size_t adopted = by_id_.size() - exited.size();
-    for (const auto& id : exited) on_container_exit(id);
+    std::size_t adopted = workers_->watched_count() - exited.size();
+    for (const auto& id : exited) workers_->on_exit(id);
     // Pods that were stopping when the agent went away finish now; containers
     // without a process are started by the first reconcile, once the
     // DaemonSets are known.

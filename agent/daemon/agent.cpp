@@ -155,7 +155,10 @@ Status Agent::init() {
     runtime_ = std::move(rt).value();
     runtime_->attach_loop(&loop_);
     runtime_ops_.set_limit(config_.max_parallel_operations);
-    runtime_->set_exit_handler([this](const std::string& id) { on_container_exit(id); });
+    workers_ = std::make_unique<PodWorkers>(static_cast<PodWorkers::Host&>(*this), *runtime_, runtime_ops_,
+                                            make_loop_timers(&loop_), clock_);
+    workers_->set_backoff_policy(crash_loop_policy(config_));
+    runtime_->set_exit_handler([this](const std::string& id) { workers_->on_exit(id); });
     images_ = std::make_unique<Images>(&loop_, config_, *store_, *runtime_, clock_,
                                        static_cast<Images::Host&>(*this), find_helper("daemonlet-image"));
     // runc and cri: the import directory feeds the runtime's image store.
@@ -346,6 +349,7 @@ void Agent::reload_config() {
     const bool api_changed = next.api_server != config_.api_server;
     config_ = std::move(next);
     runtime_ops_.set_limit(config_.max_parallel_operations);
+    if (workers_) workers_->set_backoff_policy(crash_loop_policy(config_));
     log(Level::Notice, "SIGHUP: configuration reloaded; re-evaluating every DaemonSet");
     if (api_changed || (config_.api_server.enabled && !cluster_)) {
         // A new link, with the credentials read again; the cache keeps what
@@ -415,8 +419,7 @@ void Agent::shutdown() {
     close_and_free(events_timer_);
     close_and_free(wall_clock_timer_);
     if (node_ips_) node_ips_->close();
-    for (auto& [uid, pod] : pods_)
-        for (auto& c : pod.containers) close_restart_timer(c.restart_timer);
+    if (workers_) workers_->close();  // the restart timers
     if (probes_) probes_->close();
     if (hooks_) hooks_->close();  // containers keep running, their hooks are not the next agent's
     // Starts not begun are dropped, here and in the runtime (a runc start

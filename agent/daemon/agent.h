@@ -8,7 +8,7 @@
 //   runtime exit --> container restart with crash-loop backoff
 //   probe timers (Probes, prober_manager.h) --> started/ready --> availability, rollouts;
 //     liveness/startup failure --> runtime stop --> the exit path above
-//   init containers (and sidecars) before app containers (pods.cpp advance_pod)
+//   init containers (and sidecars) before app containers (PodWorkers, pod_workers.h)
 //   images (images.h, one Images): imports, pulls and their back-off, image GC;
 //     it starts the containers waiting for an image through Images::Host
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
@@ -35,6 +35,7 @@
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/node_ips.h"
 #include "agent/daemon/pod_events.h"
+#include "agent/daemon/pod_workers.h"
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/sources.h"
 #include "agent/daemon/storage.h"
@@ -76,10 +77,7 @@ void close_targeted_timer(uv_timer_t*& t) {
 // daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
 std::string find_helper(const std::string& name);
 
-// Closes a container's restart timer (pods.cpp).
-void close_restart_timer(uv_timer_t*& t);
-
-class Agent : private Images::Host {
+class Agent : private Images::Host, private PodWorkers::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -109,20 +107,8 @@ class Agent : private Images::Host {
         std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
         bool rolled_back = false;  // a rollback's template is in force, not the file's
     };
-    struct LiveContainer {
-        std::string id;  // runtime id while it has one
-        // A start is asked for and has not reported yet (queued, or the
-        // runtime is making it): the container shows as it was (Waiting,
-        // ContainerCreating for a new pod) and nothing else starts it.
-        bool starting = false;
-        // A start was asked for again while one was in flight (its image
-        // arrived, its pull landed): if the one in flight fails, another
-        // goes at once rather than after its back-off.
-        bool start_again = false;
-        std::int64_t started_mono_ms = 0;
-        BackoffState backoff;
-        std::int64_t runtime_down_ms = 0;     // the last wait for an unreachable runtime; 0: it answered
-        uv_timer_t* restart_timer = nullptr;  // pending restart; freed in its close callback
+    // The pod worker's state of the container (pod_workers.h), and the agent's.
+    struct LiveContainer : WorkerContainer {
         // What this instance runs, as it started (hooks.cpp): its lifecycle
         // hooks run by it, even once its DaemonSet is gone.
         HookContainer hook_target;
@@ -252,11 +238,31 @@ class Agent : private Images::Host {
     // message, runs nothing, and is kept (saved, said once).
     void reject_pod(LivePod p, const PodRejection& rejected, const std::string& what);
     void remove_pod(const std::string& uid, const std::string& reason);
-    // Asks for the container's start, queued behind the pod's earlier
-    // runtime operations (runtime_ops_); on_started takes the outcome.
-    void start_container(const std::string& uid, std::size_t index);
-    void on_started(const std::string& uid, std::size_t index, const Container& spec, Result<std::string> id);
-    void start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error);
+    // The pod workers' Host (pod_workers.h): the pods as the workers see
+    // them, the launch description, and what a start or an exit does here.
+    PodRecord* worker_pod(const std::string& uid) override;
+    WorkerContainer& worker_container(const std::string& uid, std::size_t index) override;
+    bool agent_stopping() const override { return stopping_; }
+    std::string pod_restart_policy(const PodRecord& pod) const override { return restart_policy_of(pod); }
+    bool holds_next(const std::string& uid, std::size_t index) override;
+    void refresh_pod(const std::string& uid) override { refresh_readiness(pods_[uid]); }
+    std::optional<platform::ContainerLaunch> launch_of(const std::string& uid, std::size_t index) override;
+    void container_started(const std::string& uid, std::size_t index, const std::string& id,
+                           std::shared_ptr<const Container> spec,
+                           std::vector<std::pair<std::string, std::string>> env,
+                           std::int64_t grace_seconds) override;
+    bool container_start_failed(const std::string& uid, std::size_t index, const Container& spec,
+                                const Error& error) override;
+    void runtime_unavailable(const std::string& uid, std::size_t index, const Error& error,
+                             bool first) override;
+    void container_exiting(const std::string& uid, std::size_t index) override;
+    void container_exited(const std::string& uid, std::size_t index, ExitAction action,
+                          std::int64_t ran_for_ms, std::int64_t delay_ms) override;
+    void pod_changed(const std::string& uid, bool reconcile) override;
+    void pod_maybe_stopped(const std::string& uid) override { finish_pod_if_stopped(uid); }
+    void pod_finishing(const std::string& uid) override;
+    void runtime_operation_done(const char* what, std::uint64_t t0, bool ok) override;
+    void operation_finished_while_stopping() override { close_runtime_when_idle(); }
     // The started container's image as its runtime names it (its imageID),
     // asked off the loop; the exec runtime has none.
     void note_image_id(const std::string& uid, std::size_t index, const std::string& id);
@@ -266,9 +272,6 @@ class Agent : private Images::Host {
     // recorded its own).
     void stop_container(const std::string& uid, std::size_t index, const std::string& expected,
                         const std::string& why, bool killing = true);
-    // The stop itself, with `grace_seconds` when a preStop hook took some.
-    void stop_now(const std::string& uid, std::size_t index, const std::string& expected,
-                  const std::string& why, std::optional<std::int64_t> grace_seconds);
     // hooks.cpp: postStart after a start, preStop before a stop (lifecycle_hooks.h)
     void started_for_hooks(const std::string& uid, std::size_t index, std::shared_ptr<const Container> spec,
                            std::vector<std::pair<std::string, std::string>> env, std::int64_t grace_seconds);
@@ -276,19 +279,14 @@ class Agent : private Images::Host {
     bool run_pre_stop(const std::string& uid, std::size_t index, const std::string& expected,
                       const std::string& why);
     void cancel_hook(LiveContainer& lc);
-    void on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
-                           const Result<platform::ContainerInfo>& info);
     // Shutdown: the runtime is closed once no start is in flight, so that
     // every container started is in the store for the next agent.
     void close_runtime_when_idle();
     void start_waiting_containers();
-    void on_container_exit(const std::string& id);
-    void schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms);
     void finish_pod_if_stopped(const std::string& uid);
     void save_pod(const LivePod& pod);
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
-    bool advance_pod(const std::string& uid);
     // A finished pod's sidecars stop (core sidecars_to_stop), once each.
     void stop_finished_sidecars(const std::string& uid);
     // hooks.cpp: container `index` runs its postStart, or starts and has
@@ -388,6 +386,8 @@ class Agent : private Images::Host {
     // Starts and stops, at most runtime.maxParallelOperations at once, one
     // pod's in order (pods.cpp).
     platform::OperationQueue runtime_ops_{4};
+    // The pods' lifecycle sequence: starts, exits, restarts (pod_workers.h).
+    std::unique_ptr<PodWorkers> workers_;
     std::unique_ptr<platform::Notifier> notifier_;
     std::unique_ptr<platform::DirWatch> watch_;
     std::unique_ptr<Probes> probes_;         // kubelet's prober manager: the running containers' probes
@@ -448,7 +448,6 @@ class Agent : private Images::Host {
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met
     std::map<std::string, LivePod> pods_;        // by uid
-    std::map<std::string, std::pair<std::string, std::size_t>> by_id_;  // runtime id -> (uid, container)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

@@ -58,8 +58,8 @@ void Agent::collect_metrics(MetricRegistry& r) {
             const ContainerStatus& cs = p.status(i);
             const LiveContainer& lc = p.containers[i];
             // Held (an id) but no longer watched: its exit was reported and
-            // its status is being read (on_container_exit).
-            const bool unreadable = !lc.id.empty() && by_id_.count(lc.id) == 0;
+            // its status is being read (PodWorkers::on_exit).
+            const bool unreadable = !lc.id.empty() && !workers_->watched(lc.id);
             if (const char* state = runtime_container_state(cs, lc.starting, unreadable))
                 containers[state] += 1;
             if (cs.state == ContainerState::Waiting && cs.reason == "CrashLoopBackOff")

@@ -91,7 +91,7 @@ void Agent::run_post_start(const std::string& uid, std::size_t index) {
 
 void Agent::continue_after_post_start(const std::string& uid) {
     auto pit = pods_.find(uid);
-    if (pit == pods_.end() || stopping_ || !advance_pod(uid)) return;
+    if (pit == pods_.end() || stopping_ || !workers_->advance(uid)) return;
     refresh_readiness(pit->second);
     save_pod(pit->second);
 }
@@ -158,7 +158,7 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
                 record_pod_event(
                     pod, warning_event(&ref, kFailedPreStopHook, "PreStopHook failed", clock_.wall_ms()));
             }
-            stop_now(uid, index, id, why, grace_after_pre_stop(grace, took));
+            workers_->stop(uid, index, id, why, grace_after_pre_stop(grace, took));
         });
     return true;
 }

@@ -25,9 +25,9 @@ void Agent::retry_image_waits() {
             LiveContainer& lc = p.containers[i];
             const ContainerStatus& cs = p.status(i);
             if (!lc.id.empty() || !is_image_wait(cs.reason)) continue;
-            close_restart_timer(lc.restart_timer);
+            workers_->cancel_restart(lc);
             lc.backoff = {};
-            start_container(uid, i);
+            workers_->start(uid, i);
             refresh_readiness(p);
             save_pod(p);
             started = true;
@@ -52,15 +52,15 @@ Images::Host::Waiting Agent::waiting_for_image(const ImageWaiter& w, const std::
 void Agent::start_pulled(const ImageWaiter& w) {
     LivePod& p = pods_[w.uid];
     LiveContainer& lc = p.containers[w.index];
-    close_restart_timer(lc.restart_timer);
+    workers_->cancel_restart(lc);
     lc.backoff = {};
-    start_container(w.uid, w.index);
+    workers_->start(w.uid, w.index);
     refresh_readiness(p);
     save_pod(p);
 }
 
 void Agent::retry_image_after(const ImageWaiter& w, std::int64_t delay_ms, bool save) {
-    schedule_restart(w.uid, w.index, delay_ms);
+    workers_->schedule_restart(w.uid, w.index, delay_ms);
     if (save) save_pod(pods_[w.uid]);
 }
 

@@ -436,7 +436,7 @@ void Images::on_image_pulled(const std::string& image, const Status& result) {
         const PodRecord& p = *c.pod;
         const bool first_of_ds = noted.insert(p.namespace_ + "/" + p.daemonset).second;
         // Recorded even for a container that another path (the reconcile's
-        // advance_pod) started once the image was in the store.
+        // PodWorkers::advance) started once the image was in the store.
         if (result.ok() && first_of_ds)
             host_.record_image_event(
                 p, "Normal", "Pulled",

@@ -1,7 +1,9 @@
-// The reconcile loop and the pods' lifecycle: creating pods and their
-// containers through the runtime, stopping them, restarting exited
-// containers with crash-loop backoff (restartPolicy Always). Adopting what
-// already runs when the agent starts is agent/daemon/adopt.cpp.
+// The reconcile loop and the pods: creating and admitting them, their
+// termination (stop, remove, finish), and the agent's side of the pod
+// workers (PodWorkers::Host, pod_workers.h: the launch description, what a
+// start or an exit does here). The starts, exits and restarts themselves
+// are PodWorkers'. Adopting what already runs when the agent starts is
+// agent/daemon/adopt.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -52,17 +54,7 @@ std::string seconds(std::int64_t ms) {
 
 constexpr std::size_t kCreatesPerTurn = 8;
 
-// What a restart timer fires for, named by value: the pod may be gone by then.
-struct RestartTarget {
-    Agent* agent;
-    std::string uid;
-    std::size_t index;
-};
-
 }  // namespace
-
-// Closes a restart timer; its target goes with it in the close callback.
-void close_restart_timer(uv_timer_t*& t) { close_targeted_timer<RestartTarget>(t); }
 
 const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
     if (rec.is_static()) return nullptr;
@@ -201,53 +193,15 @@ void Agent::reconcile() {
     update_status();
 }
 
-// Starts what should run now and has neither a process nor a pending
-// restart: the first init container that has not completed, or, once all
-// have, the app containers (kubelet's computePodActions: init containers
-// one at a time, in order, each to exit 0 before the next). Returns whether
-// anything started.
-bool Agent::advance_pod(const std::string& uid) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end() || pit->second.rec.deleting) return false;
-    LivePod& p = pit->second;
-    // Finished (restartPolicy OnFailure or Never) or rejected: nothing starts.
-    if (p.rec.phase == PodPhase::Succeeded || p.rec.phase == PodPhase::Failed) return false;
-    bool changed = false;
-    std::size_t from = 0;
-    for (;;) {
-        std::vector<bool> idle;
-        bool held = false;  // a container before this one is in its postStart
-        for (std::size_t i = 0; i < p.containers.size(); ++i) {
-            const LiveContainer& lc = p.containers[i];
-            idle.push_back(!held && lc.id.empty() && !lc.restart_timer && !lc.starting);
-            held = held || post_start_pending(p, i);
-        }
-        const PodStartStep step = next_start_step(p.rec, idle, from);
-        for (std::size_t i : step.start) {
-            start_container(uid, i);
-            changed = true;
-            if (post_start_pending(p, i)) return changed;  // the next ones after its postStart
-        }
-        if (!step.then_check_sidecar) return changed;
-        if (post_start_pending(p, *step.then_check_sidecar)) return changed;
-        // A sidecar just started: the next init container waits for its
-        // startup probe, which its refreshed status says.
-        refresh_readiness(p);
-        if (!sidecar_lets_next_start(p.status(*step.then_check_sidecar), pod_initialized(p.rec)))
-            return changed;
-        from = *step.then_check_sidecar + 1;
-    }
-}
-
 void Agent::stop_finished_sidecars(const std::string& uid) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || pit->second.rec.deleting) return;
     LivePod& p = pit->second;
     for (std::size_t i : sidecars_to_stop(p.rec, restart_policy_of(p.rec))) {
         LiveContainer& lc = p.containers[i];
-        if (lc.id.empty() && lc.restart_timer) {
+        if (lc.id.empty() && lc.restart) {
             // Waiting out its back-off: not started again, terminated as it last ended.
-            close_restart_timer(lc.restart_timer);
+            workers_->cancel_restart(lc);
             ContainerStatus& cs = p.status(i);
             if (!cs.termination_reason.empty()) {
                 cs.state = ContainerState::Terminated;
@@ -273,7 +227,7 @@ void Agent::start_waiting_containers() {
     for (const auto& [uid, p] : pods_) uids.push_back(uid);
     for (const auto& uid : uids) {
         stop_finished_sidecars(uid);  // adopted finished, its sidecars still running
-        if (!advance_pod(uid)) continue;
+        if (!workers_->advance(uid)) continue;
         refresh_readiness(pods_[uid]);
         save_pod(pods_[uid]);
     }
@@ -359,7 +313,7 @@ void Agent::create_pod(const PodToCreate& c) {
     }
     add_containers(p, ds.spec.template_.spec);
     pods_.emplace(uid, std::move(p));
-    advance_pod(uid);
+    workers_->advance(uid);
     ensure_probes();
     refresh_readiness(pods_[uid]);
     save_pod(pods_[uid]);
@@ -409,23 +363,18 @@ void Agent::add_containers(LivePod& p, const PodSpec& spec) {
     }
 }
 
-void Agent::start_container(const std::string& uid, std::size_t index) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end() || pit->second.rec.deleting || stopping_) return;
-    LivePod& p = pit->second;
+// The launch description of a container: the one the runtime gets, its
+// pod's spec at the pod's revision, its env and volumes resolved, its
+// command expanded, its image present; nullopt: it waits, its status says why.
+std::optional<platform::ContainerLaunch> Agent::launch_of(const std::string& uid, std::size_t index) {
+    LivePod& p = pods_[uid];
     ContainerStatus& cs = p.status(index);
-    LiveContainer& lc = p.containers[index];
-    if (lc.starting) {
-        lc.start_again = true;  // on_started sees to it
-        return;
-    }
-    if (!lc.id.empty()) return;  // one instance at a time
     const Container* spec = container_spec(p, index);
     if (!spec) {
         cs.state = ContainerState::Waiting;
         cs.reason = "ContainerCreating";
         cs.message = "waiting for the pod's replacement";
-        return;
+        return std::nullopt;
     }
     platform::ContainerLaunch launch;
     launch.pod_uid = p.rec.uid;
@@ -445,7 +394,7 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
     launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
     launch.labels = pod_labels(p.rec);
     launch.annotations = src.meta->annotations;
-    if (!resolve_config(p, index, *spec, launch)) return;
+    if (!resolve_config(p, index, *spec, launch)) return std::nullopt;
     std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
     auto lookup = [&](const std::string& n) -> std::optional<std::string> {
         auto e = env.find(n);
@@ -476,93 +425,60 @@ void Agent::start_container(const std::string& uid, std::size_t index) {
             "entrypoint: set command";
         log(Level::Err,
             "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " + cs.message);
-        return;
+        return std::nullopt;
     }
-    if (!images_->ready_to_start({uid, index}, p.rec, *spec, cs)) return;
-    // Off the loop, behind the pod's earlier operations and within the
-    // bound on parallel ones. Until it reports, the container shows as it
-    // was (Waiting, ContainerCreating for a new pod, as kubelet's).
-    lc.starting = true;
-    runtime_ops_.submit(uid, [this, uid, index, launch = std::move(launch)](
-                                 platform::OperationQueue::Finished finished) mutable {
-        auto now = pods_.find(uid);
-        if (now == pods_.end()) return finished();
-        if (now->second.rec.deleting || stopping_) {
-            // Removed, or the agent stops, before its turn: never started.
-            now->second.containers[index].starting = false;
-            finished();
-            if (!stopping_) finish_pod_if_stopped(uid);
-            return;
-        }
-        std::shared_ptr<const Container> what = launch.container;
-        const std::int64_t grace = launch.grace_seconds;
-        auto hook_env = launch.env;  // for an exec hook on the host (hooks.cpp)
-        const std::uint64_t t0 = uv_hrtime();
-        runtime_->start_async(std::move(launch), [this, uid, index, what, grace, env = std::move(hook_env),
-                                                  finished, t0](Result<std::string> id) mutable {
-            metrics_->count_runtime_operation("start_container", t0, id.ok());
-            const bool ok = id.ok();
-            on_started(uid, index, *what, std::move(id));
-            if (ok) started_for_hooks(uid, index, what, std::move(env), grace);
-            finished();
-            if (stopping_) close_runtime_when_idle();
-        });
-    });
+    if (!images_->ready_to_start({uid, index}, p.rec, *spec, cs)) return std::nullopt;
+    return launch;
 }
 
-// A start's outcome, on the loop: the container runs (and is watched), or
-// it waits, as the error says, to be started again.
-void Agent::on_started(const std::string& uid, std::size_t index, const Container& spec,
-                       Result<std::string> id) {
+PodRecord* Agent::worker_pod(const std::string& uid) {
     auto pit = pods_.find(uid);
-    if (pit == pods_.end()) {
-        // Cannot be: a pod waits for its starts before it goes.
-        if (id.ok()) runtime_->stop_async(id.value(), [](Status) {});
-        return;
-    }
-    LivePod& p = pit->second;
-    ContainerStatus& cs = p.status(index);
-    LiveContainer& lc = p.containers[index];
-    lc.starting = false;
-    const bool again = std::exchange(lc.start_again, false);
-    if (id.ok()) {
-        lc.runtime_down_ms = 0;
-        lc.id = id.value();
-        lc.started_mono_ms = clock_.monotonic_ms();
-        by_id_[lc.id] = {uid, index};
-        cs.runtime_id = lc.id;
-        cs.state = ContainerState::Running;
-        cs.reason.clear();
-        cs.message.clear();
-        cs.started_at_ms = clock_.wall_ms();
-        // startContainer's Created and Started: the runtimes here create
-        // and start in one call.
-        record_pod_event(p, created_event(container_ref(p, index), cs.started_at_ms));
-        record_pod_event(p, started_event(container_ref(p, index), cs.started_at_ms));
-        note_image_id(uid, index, lc.id);
-        // A pod removed meanwhile: the stop queued behind this start stops
-        // it; an agent that stops records it for the next one to adopt.
-        if (!p.rec.deleting && !stopping_) start_probes(uid, index);
-        refresh_readiness(p);
-        save_pod(p);
-        schedule_reconcile();
-        return;
-    }
-    if (p.rec.deleting || stopping_) {
-        if (!stopping_) finish_pod_if_stopped(uid);
-        return;
-    }
-    // No reconcile here: one would start it again at once (a container
-    // waiting for its image's pull is idle), and again, in a tight loop.
-    start_failed(p, index, spec, id.error());
-    if (again) {
-        // What asked again (an import, a pull) came after this start
-        // looked: the image may be there now.
-        close_restart_timer(lc.restart_timer);
-        start_container(uid, index);
-    }
+    return pit == pods_.end() ? nullptr : &pit->second.rec;
+}
+
+WorkerContainer& Agent::worker_container(const std::string& uid, std::size_t index) {
+    return pods_[uid].containers[index];
+}
+
+bool Agent::holds_next(const std::string& uid, std::size_t index) {
+    return post_start_pending(pods_[uid], index);
+}
+
+void Agent::pod_changed(const std::string& uid, bool reconcile) {
+    LivePod& p = pods_[uid];
     refresh_readiness(p);
     save_pod(p);
+    if (reconcile) schedule_reconcile();
+}
+
+void Agent::pod_finishing(const std::string& uid) {
+    stop_finished_sidecars(uid);
+    schedule_reconcile();
+}
+
+void Agent::runtime_operation_done(const char* what, std::uint64_t t0, bool ok) {
+    metrics_->count_runtime_operation(what, t0, ok);
+}
+
+// The container runs: startContainer's Created and Started Events (the
+// runtimes here create and start in one call), its imageID, probes and
+// postStart hook.
+void Agent::container_started(const std::string& uid, std::size_t index, const std::string& id,
+                              std::shared_ptr<const Container> spec,
+                              std::vector<std::pair<std::string, std::string>> env,
+                              std::int64_t grace_seconds) {
+    LivePod& p = pods_[uid];
+    const ContainerStatus& cs = p.status(index);
+    record_pod_event(p, created_event(container_ref(p, index), cs.started_at_ms));
+    record_pod_event(p, started_event(container_ref(p, index), cs.started_at_ms));
+    note_image_id(uid, index, id);
+    // A pod removed meanwhile: the stop queued behind this start stops
+    // it; an agent that stops records it for the next one to adopt.
+    if (!p.rec.deleting && !stopping_) start_probes(uid, index);
+    refresh_readiness(p);
+    save_pod(p);
+    schedule_reconcile();
+    started_for_hooks(uid, index, std::move(spec), std::move(env), grace_seconds);
 }
 
 void Agent::note_image_id(const std::string& uid, std::size_t index, const std::string& id) {
@@ -580,10 +496,12 @@ void Agent::note_image_id(const std::string& uid, std::size_t index, const std::
     });
 }
 
-void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, const Error& error) {
-    const std::string& uid = p.rec.uid;
+// A start failed (PodWorkers handles an unreachable runtime): the
+// container waits, as the error says; true: retried after its back-off.
+bool Agent::container_start_failed(const std::string& uid, std::size_t index, const Container& spec,
+                                   const Error& error) {
+    LivePod& p = pods_[uid];
     ContainerStatus& cs = p.status(index);
-    LiveContainer& lc = p.containers[index];
     // An archive whose image GC removed it comes back (image_gc.cpp),
     // whether a pull is tried too or not.
     if (error.code == ErrorCode::ImageNotFound && !is_image_wait(cs.reason))
@@ -594,7 +512,7 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
             log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
                                    error.message + "; pulling it from its registry");
         images_->request_pull({uid, index}, p.rec, spec, cs);
-        return;
+        return false;  // the pull starts it
     }
     const ContainerRef ref = container_ref(p, index);
     if (error.code == ErrorCode::ImageNotFound) {
@@ -610,28 +528,11 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         const std::int64_t now = clock_.wall_ms();
         if (never) record_pod_event(p, never_pull_event(ref, spec.image, now));
         record_pod_event(p, failed_event(ref, cs.reason, now));
-        const std::int64_t delay = next_restart_delay(lc.backoff, 0, crash_loop_policy(config_));
         if (!again)  // once per wait, not per retry
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
                                 cs.message + "; retrying with back-off and when an image is imported");
-        schedule_restart(uid, index, delay);
-        return;
+        return true;
     }
-    if (error.code == ErrorCode::Unavailable) {
-        // The runtime is down, not the container: no crash-loop backoff, a
-        // retry within 5 s of the runtime's return (next_runtime_down_delay).
-        cs.state = ContainerState::Waiting;
-        cs.reason = "RunContainerError";
-        cs.message = error.message;
-        record_pod_event(p, failed_event(ref, error.message, clock_.wall_ms()));
-        if (lc.runtime_down_ms == 0)  // once per outage, not per retry
-            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
-                                " did not start: " + cs.message + "; retrying until the runtime answers");
-        lc.runtime_down_ms = next_runtime_down_delay(lc.runtime_down_ms);
-        schedule_restart(uid, index, lc.runtime_down_ms);
-        return;
-    }
-    lc.runtime_down_ms = 0;
     if (error.code == ErrorCode::ContainerConfig || error.code == ErrorCode::VolumeSetup) {
         // kubelet's CreateContainerConfigError (runAsNonRoot, a sysctl, the
         // image's user) and a volume that cannot be set up (a hostPath type
@@ -652,8 +553,7 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
         if (!again)
             log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
                                 cs.message + "; retrying with back-off");
-        schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
-        return;
+        return true;
     }
     cs.state = ContainerState::Waiting;
     cs.reason = "RunContainerError";
@@ -661,7 +561,17 @@ void Agent::start_failed(LivePod& p, std::size_t index, const Container& spec, c
     record_pod_event(p, failed_event(ref, error.message, clock_.wall_ms()));
     log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
                         " did not start: " + cs.message + "; retrying with back-off");
-    schedule_restart(uid, index, next_restart_delay(lc.backoff, 0, crash_loop_policy(config_)));
+    return true;
+}
+// The runtime is down, not the container (PodWorkers retries within 5 s of
+// its return): its Event, and a log line once per outage.
+void Agent::runtime_unavailable(const std::string& uid, std::size_t index, const Error& error, bool first) {
+    LivePod& p = pods_[uid];
+    const ContainerStatus& cs = p.status(index);
+    record_pod_event(p, failed_event(container_ref(p, index), error.message, clock_.wall_ms()));
+    if (first)
+        log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
+                            " did not start: " + cs.message + "; retrying until the runtime answers");
 }
 
 void Agent::stop_container(const std::string& uid, std::size_t index, const std::string& expected,
@@ -672,153 +582,47 @@ void Agent::stop_container(const std::string& uid, std::size_t index, const std:
                          killing_event(container_ref(pit->second, index), nullptr, clock_.wall_ms()));
     if (run_pre_stop(uid, index, expected, why)) return;  // the stop follows its preStop hook
     auto pit = pods_.find(uid);
-    stop_now(uid, index, expected, why, pit == pods_.end() ? std::nullopt : pit->second.grace_override);
-}
-
-void Agent::stop_now(const std::string& uid, std::size_t index, const std::string& expected,
-                     const std::string& why, std::optional<std::int64_t> grace_seconds) {
-    runtime_ops_.submit(
-        uid, [this, uid, index, expected, why, grace_seconds](platform::OperationQueue::Finished finished) {
-            auto pit = pods_.find(uid);
-            if (pit == pods_.end() || index >= pit->second.containers.size()) return finished();
-            const std::string id = pit->second.containers[index].id;
-            // Gone already, or restarted since (a liveness kill that came late).
-            if (id.empty() || (!expected.empty() && id != expected) || stopping_) return finished();
-            if (grace_seconds) runtime_->set_stop_grace(id, *grace_seconds);
-            const std::uint64_t t0 = uv_hrtime();
-            runtime_->stop_async(id, [this, why, finished, t0](Status s) {
-                metrics_->count_runtime_operation("stop_container", t0, s.ok());
-                if (!s.ok()) log(Level::Warning, why + ": " + s.error().message);
-                finished();
-                if (stopping_) close_runtime_when_idle();
-            });
-        });
+    workers_->stop(uid, index, expected, why, pit == pods_.end() ? std::nullopt : pit->second.grace_override);
 }
 
 void Agent::close_runtime_when_idle() {
     if (runtime_ && runtime_ops_.running() == 0) runtime_->close();
 }
 
-void Agent::schedule_restart(const std::string& uid, std::size_t index, std::int64_t delay_ms) {
-    LiveContainer& lc = pods_[uid].containers[index];
-    if (!lc.restart_timer) {
-        lc.restart_timer = new uv_timer_t;
-        uv_timer_init(&loop_, lc.restart_timer);
-        lc.restart_timer->data = nullptr;
-    }
-    delete static_cast<RestartTarget*>(lc.restart_timer->data);
-    lc.restart_timer->data = new RestartTarget{this, uid, index};
-    uv_timer_start(
-        lc.restart_timer,
-        [](uv_timer_t* t) {
-            auto* target = static_cast<RestartTarget*>(t->data);
-            Agent* self = target->agent;
-            std::string u = target->uid;
-            std::size_t i = target->index;
-            auto pit = self->pods_.find(u);
-            if (pit == self->pods_.end()) return;
-            self->start_container(u, i);
-            self->refresh_readiness(pit->second);
-            self->save_pod(pit->second);
-            self->schedule_reconcile();
-        },
-        static_cast<std::uint64_t>(delay_ms), 0);
-}
-
-void Agent::on_container_exit(const std::string& id) {
-    auto bit = by_id_.find(id);
-    if (bit == by_id_.end()) return;
-    auto [uid, index] = bit->second;
-    by_id_.erase(bit);
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return;
+void Agent::container_exiting(const std::string& uid, std::size_t index) {
     probes_->remove(uid, index);
-    cancel_hook(pit->second.containers[index]);
-    // How it ended, asked off the loop (a CRI ContainerStatus); until then
-    // the container keeps its id, so nothing starts it again.
-    const std::uint64_t t0 = uv_hrtime();
-    runtime_->inspect_async(id,
-                            [this, uid = uid, index = index, id, t0](Result<platform::ContainerInfo> info) {
-                                metrics_->count_runtime_operation("container_status", t0, info.ok());
-                                on_exit_inspected(uid, index, id, info);
-                            });
+    cancel_hook(pods_[uid].containers[index]);
 }
 
-void Agent::on_exit_inspected(const std::string& uid, std::size_t index, const std::string& id,
-                              const Result<platform::ContainerInfo>& info) {
-    if (stopping_) return;
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end() || pit->second.containers[index].id != id) return;
-    LivePod& p = pit->second;
-    ContainerStatus& cs = p.status(index);
-    LiveContainer& lc = p.containers[index];
-    cs.state = ContainerState::Terminated;
-    cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
-    cs.reason = info.ok() ? info.value().reason : "Error";
-    cs.finished_at_ms =
-        info.ok() && info.value().finished_at_ms ? info.value().finished_at_ms : clock_.wall_ms();
-    cs.ready = false;
-    cs.termination_reason = cs.reason;  // CrashLoopBackOff below takes cs.reason, not lastState's
-    cs.termination_started_at_ms = cs.started_at_ms;
-    cs.termination_runtime_id = id;
-    if (info.ok() && !info.value().image_ref.empty()) cs.image_id = info.value().image_ref;
-    lc.id.clear();
-    const std::uint64_t t0 = uv_hrtime();
-    runtime_->remove_async(id, [this, t0](Status r) {
-        metrics_->count_runtime_operation("remove_container", t0, r.ok());
-        if (!r.ok()) log(Level::Warning, r.error().message);
-    });
+// What an exit does here, besides its sequence (PodWorkers): its log line,
+// and for a restart the restarts counter and the BackOff Events.
+void Agent::container_exited(const std::string& uid, std::size_t index, ExitAction action,
+                             std::int64_t ran_for_ms, std::int64_t delay_ms) {
+    LivePod& p = pods_[uid];
+    const ContainerStatus& cs = p.status(index);
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
-
-    const std::string restart_policy = restart_policy_of(p.rec);
-    const ExitAction action = container_exit_action(p.rec, index, restart_policy);
-    if (action == ExitAction::FinishPod) {
-        finish_pod_if_stopped(uid);
-        return;
-    }
     if (action == ExitAction::InitCompleted) {
-        // Done: the next init container, or the app containers, start now.
         log(Level::Info, "pod " + pod_name + " init container " + cs.name + " completed",
             {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
-        lc.backoff = {};
-        advance_pod(uid);
-        refresh_readiness(p);
-        save_pod(p);
-        schedule_reconcile();
         return;
     }
     if (action == ExitAction::Done) {
-        // restartPolicy OnFailure or Never (a static pod): it stays
-        // terminated; the pod is Succeeded or Failed once none runs.
         log(Level::Notice,
             "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) +
-                " (" + cs.reason + "); not restarted (restartPolicy " + restart_policy + ")",
+                " (" + cs.reason + "); not restarted (restartPolicy " + restart_policy_of(p.rec) + ")",
             {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
-        refresh_readiness(p);
-        save_pod(p);
-        stop_finished_sidecars(uid);
-        schedule_reconcile();
         return;
     }
-    // restartPolicy Always (the only one a DaemonSet allows), or OnFailure
-    // after a failure: restart, after the crash-loop back-off.
-    const std::int64_t ran_for = clock_.monotonic_ms() - lc.started_mono_ms;
-    const std::int64_t delay = next_restart_delay(lc.backoff, ran_for, crash_loop_policy(config_));
-    cs.restart_count += 1;
+    if (action != ExitAction::Restart) return;
     metrics_->registry().add("daemonlet_container_restarts_total", {p.rec.namespace_, p.rec.daemonset});
     log(Level::Warning,
         "pod " + pod_name + " container " + cs.name + " exited with " + std::to_string(cs.exit_code) + " (" +
-            cs.reason + ") after " + seconds(ran_for) + " s; restarting in " + seconds(delay) + " s",
+            cs.reason + ") after " + seconds(ran_for_ms) + " s; restarting in " + seconds(delay_ms) + " s",
         {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
-    if (delay > 0) {
-        set_crash_loop_waiting(cs, delay);
+    if (delay_ms > 0) {
         record_backoff(p.rec, cs.name);
         record_pod_event(p, backoff_event(container_ref(p, index), clock_.wall_ms()));
     }
-    schedule_restart(uid, index, delay);
-    refresh_readiness(p);
-    save_pod(p);
-    schedule_reconcile();
 }
 
 void Agent::remove_pod(const std::string& uid, const std::string& reason) {
@@ -832,7 +636,7 @@ void Agent::remove_pod(const std::string& uid, const std::string& reason) {
     record_pod_removed(p.rec, reason);
     for (std::size_t i = 0; i < p.containers.size(); ++i) {
         auto& lc = p.containers[i];
-        close_restart_timer(lc.restart_timer);
+        workers_->cancel_restart(lc);
         probes_->remove(uid, i);
         // One whose start is in flight is stopped once it has started.
         if (!lc.id.empty() || lc.starting) stop_container(uid, i, lc.id, "pod " + p.rec.name);
@@ -850,7 +654,7 @@ void Agent::finish_pod_if_stopped(const std::string& uid) {
     log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
     if (api_pods_) api_pods_->pod_finished(uid, board_pod_status(pit->second, true));
-    for (auto& lc : pit->second.containers) close_restart_timer(lc.restart_timer);
+    for (auto& lc : pit->second.containers) workers_->cancel_restart(lc);
     probes_->remove_pod(uid);
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
     api_access_->forget(uid);

@@ -182,7 +182,7 @@ void Agent::create_static_pod(const std::string& uid, const StaticDesired& s) {
             ")",
         {{"DAEMONLET_POD", name}});
     pods_.emplace(uid, std::move(p));
-    advance_pod(uid);
+    workers_->advance(uid);
     ensure_probes();
     refresh_readiness(pods_[uid]);
     save_pod(pods_[uid]);

@@ -89,6 +89,23 @@ class FakeRuntime final : public platform::Runtime {
         return Ok{};
     }
 
+    // The asynchronous calls do the call at once and answer on the test's
+    // turn (settle()), never from inside the call: the loop's contract.
+    void start_async(platform::ContainerLaunch launch,
+                     std::function<void(Result<std::string>)> done) override {
+        post(std::move(done), start(launch));
+    }
+    void stop_async(const std::string& id, std::function<void(Status)> done) override {
+        post(std::move(done), stop(id));
+    }
+    void remove_async(const std::string& id, std::function<void(Status)> done) override {
+        post(std::move(done), remove(id));
+    }
+    void inspect_async(const std::string& id,
+                       std::function<void(Result<platform::ContainerInfo>)> done) override {
+        post(std::move(done), inspect(id));
+    }
+
     void pod_removed(const std::string& pod_uid) override { removed_pods_.push_back(pod_uid); }
 
     bool can_pull() const override { return can_pull_; }
@@ -140,6 +157,15 @@ class FakeRuntime final : public platform::Runtime {
         done(std::move(result));
         return true;
     }
+    // Delivers the asynchronous calls' answers, and those their callbacks
+    // ask for, until none is left: a turn of the loop, as long as it takes.
+    void settle() {
+        while (!posted_.empty()) {
+            std::function<void()> answer = std::move(posted_.front());
+            posted_.pop_front();
+            answer();
+        }
+    }
     void set_name(std::string n) { name_ = std::move(n); }
 
     const std::vector<Started>& started() const { return started_; }
@@ -158,6 +184,11 @@ class FakeRuntime final : public platform::Runtime {
     }
 
   private:
+    template <class Done, class R>
+    void post(Done done, R result) {
+        posted_.emplace_back(
+            [done = std::move(done), result = std::move(result)]() mutable { done(std::move(result)); });
+    }
     static std::string image_of(const platform::ContainerLaunch& launch) {
         return launch.container ? launch.container->image : std::string();
     }
@@ -181,6 +212,7 @@ class FakeRuntime final : public platform::Runtime {
     std::set<std::string> missing_images_;
     bool can_pull_ = false;
     std::deque<std::pair<std::string, std::function<void(Status)>>> pending_pulls_;
+    std::deque<std::function<void()>> posted_;  // the asynchronous calls' answers, for settle()
 };
 
 }  // namespace daemonlet::testing

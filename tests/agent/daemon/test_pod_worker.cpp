@@ -1,22 +1,30 @@
-// The pod lifecycle's pure decisions (core/pod_lifecycle.h, image_wait.h,
-// reconcile.h's back-offs) driven as agent/daemon/pods.cpp drives them, over the
-// fake runtime and the fake clock: crash-loop back-off figures, init and
-// sidecar ordering, a runtime that fails or never answers, image back-off.
-// Milliseconds of CPU for what takes the real agent hours.
+// The PodWorkers component (agent/daemon/pod_workers.h), the agent's pod
+// lifecycle sequence, as it is, over the fake runtime and the fake clock:
+// crash-loop back-off figures, init and sidecar ordering, a postStart
+// holding the containers after it, a runtime that fails or never answers, a
+// start asked again while one is in flight, a pod removed before its
+// start's turn, restartPolicy Never and OnFailure; and image back-off
+// (core/image_wait.h). Milliseconds of CPU for what takes the real agent
+// hours.
 //
-// PodWorker below is the sequence of agent/daemon/pods.cpp (advance_pod,
-// start_container's error paths, on_container_exit, the restart timers) in
-// a few lines, without libuv: a timer is a due time the test's clock
-// reaches. It holds no decision of its own: every branch is a core call.
+// PodWorker below is one pod and the Host the agent is to PodWorkers, cut
+// down: it keeps the record, launches by name, and, as the agent's
+// reconcile does after a timer, advances the pod. A timer is a due time
+// the test's clock reaches; the runtime's answers come on settle().
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "agent/daemon/pod_workers.h"
 #include "core/image_wait.h"
 #include "core/pod_lifecycle.h"
 #include "core/reconcile.h"
+#include "platform/operation_queue.h"
 #include "tests/agent/daemon/fake_clock.h"
 #include "tests/agent/daemon/fake_runtime.h"
 
@@ -24,6 +32,9 @@
 #include <CppUTest/TestHarness.h>
 
 using namespace daemonlet;
+using daemonlet::agent::PodWorkers;
+using daemonlet::agent::Timers;
+using daemonlet::agent::WorkerContainer;
 using daemonlet::testing::FakeClock;
 using daemonlet::testing::FakeRuntime;
 
@@ -32,12 +43,52 @@ namespace {
 constexpr std::int64_t kSec = 1000;
 constexpr std::int64_t kMin = 60 * kSec;
 
-class PodWorker {
+// One-shot timers on the fake clock; they fire in run_due().
+class FakeTimers final : public Timers {
+  public:
+    explicit FakeTimers(FakeClock& clock) : clock_(clock) {}
+    Id after(std::int64_t delay_ms, std::function<void()> fire) override {
+        delays_.push_back(delay_ms);
+        pending_[++next_] = {clock_.monotonic_ms() + delay_ms, std::move(fire)};
+        return next_;
+    }
+    void cancel(Id id) override { pending_.erase(id); }
+    void close() override { pending_.clear(); }
+    // Fires the timers due by now, in the order they were set; one that an
+    // earlier one cancels does not fire, one it sets waits for the next call.
+    void run_due() {
+        std::vector<Id> due;
+        for (const auto& [id, t] : pending_)
+            if (t.first <= clock_.monotonic_ms()) due.push_back(id);
+        for (Id id : due) {
+            auto it = pending_.find(id);
+            if (it == pending_.end()) continue;
+            std::function<void()> fire = std::move(it->second.second);
+            pending_.erase(it);
+            fire();
+        }
+    }
+    const std::vector<std::int64_t>& delays() const { return delays_; }
+
+  private:
+    FakeClock& clock_;
+    Id next_ = 0;
+    std::map<Id, std::pair<std::int64_t, std::function<void()>>> pending_;
+    std::vector<std::int64_t> delays_;
+};
+
+class PodWorker final : private PodWorkers::Host {
   public:
     PodWorker(FakeRuntime& rt, FakeClock& clock, PodRecord rec)
-        : rt_(rt), clock_(clock), rec_(std::move(rec)) {
+        : rt_(rt),
+          rec_(std::move(rec)),
+          timers_(new FakeTimers(clock)),
+          workers_(*this, rt, ops_, std::unique_ptr<Timers>(timers_), clock) {
         live_.resize(container_count(rec_));
-        rt_.set_exit_handler([this](const std::string& id) { on_exit(id); });
+        rt_.set_exit_handler([this](const std::string& id) {
+            workers_.on_exit(id);
+            rt_.settle();
+        });
     }
 
     PodRecord& rec() { return rec_; }
@@ -52,114 +103,82 @@ class PodWorker {
         container_at(rec_, i).started = true;
         advance();
     }
-    // Restarts whose back-off ran out by now, as the restart timers fire.
+    // Restarts whose back-off ran out by now, as the restart timers fire,
+    // then the agent's reconcile (start_waiting_containers).
     void run_due() {
-        for (std::size_t i = 0; i < live_.size(); ++i)
-            if (live_[i].due && *live_[i].due <= clock_.monotonic_ms()) {
-                live_[i].due.reset();
-                start(i);
-            }
+        timers_->run_due();
+        rt_.settle();
         advance();
     }
     // The delays the restarts were scheduled with, in order.
-    const std::vector<std::int64_t>& delays() const { return delays_; }
+    const std::vector<std::int64_t>& delays() const { return timers_->delays(); }
     std::string id_of(std::size_t i) const { return live_[i].id; }
 
     void advance() {
-        std::size_t from = 0;
-        for (;;) {
-            std::vector<bool> idle;
-            for (const auto& lc : live_) idle.push_back(lc.id.empty() && !lc.due);
-            const PodStartStep step = next_start_step(rec_, idle, from);
-            for (std::size_t i : step.start) start(i);
-            if (!step.then_check_sidecar) return;
-            if (!sidecar_lets_next_start(container_at(rec_, *step.then_check_sidecar), pod_initialized(rec_)))
-                return;
-            from = *step.then_check_sidecar + 1;
-        }
+        workers_.advance(rec_.uid);
+        rt_.settle();
     }
+    // Without the runtime's answers: for what happens while a start is in flight.
+    PodWorkers& workers() { return workers_; }
+    platform::OperationQueue& ops() { return ops_; }
+    // Container `i` is in its postStart hook (true) or done with it.
+    void hold(std::size_t i, bool held) { held_[i] = held; }
+    int maybe_stopped() const { return maybe_stopped_; }
 
   private:
-    struct Live {
-        std::string id;
-        std::int64_t started_mono_ms = 0;
-        BackoffState backoff;
-        std::int64_t runtime_down_ms = 0;
-        std::optional<std::int64_t> due;  // a pending restart
-    };
-
-    void schedule(std::size_t i, std::int64_t delay) {
-        delays_.push_back(delay);
-        live_[i].due = clock_.monotonic_ms() + delay;
-    }
-
-    void start(std::size_t i) {
-        ContainerStatus& cs = container_at(rec_, i);
-        Live& lc = live_[i];
+    PodRecord* worker_pod(const std::string& uid) override { return uid == rec_.uid ? &rec_ : nullptr; }
+    WorkerContainer& worker_container(const std::string&, std::size_t index) override { return live_[index]; }
+    bool agent_stopping() const override { return false; }
+    std::string pod_restart_policy(const PodRecord&) const override { return policy_; }
+    bool holds_next(const std::string&, std::size_t index) override { return held_[index]; }
+    void refresh_pod(const std::string&) override { update_pod_conditions(rec_, policy_); }
+    std::optional<platform::ContainerLaunch> launch_of(const std::string&, std::size_t index) override {
+        const ContainerStatus& cs = container_at(rec_, index);
         platform::ContainerLaunch launch;
         launch.pod_uid = rec_.uid;
         launch.container_name = cs.name;
         launch.restart_count = static_cast<std::uint32_t>(cs.restart_count);
-        auto id = rt_.start(launch);
-        if (!id.ok() && id.error().code == ErrorCode::Unavailable) {
-            cs.state = ContainerState::Waiting;
-            cs.reason = "RunContainerError";
-            lc.runtime_down_ms = next_runtime_down_delay(lc.runtime_down_ms);
-            schedule(i, lc.runtime_down_ms);
-            return;
-        }
-        lc.runtime_down_ms = 0;
-        if (!id.ok()) {
-            cs.state = ContainerState::Waiting;
-            cs.reason = "RunContainerError";
-            schedule(i, next_restart_delay(lc.backoff, 0, BackoffPolicy{}));
-            return;
-        }
-        lc.id = id.value();
-        lc.started_mono_ms = clock_.monotonic_ms();
-        cs.state = ContainerState::Running;
-        cs.reason.clear();
-        cs.started_at_ms = clock_.wall_ms();
+        auto c = std::make_shared<Container>();
+        c->name = cs.name;
+        launch.container = std::move(c);
+        return launch;
+    }
+    void container_started(const std::string&, std::size_t index, const std::string&,
+                           std::shared_ptr<const Container>, std::vector<std::pair<std::string, std::string>>,
+                           std::int64_t) override {
         // No startup probe on app containers here: started at once.
+        ContainerStatus& cs = container_at(rec_, index);
         if (!cs.sidecar) cs.started = true;
     }
-
-    void on_exit(const std::string& id) {
-        std::size_t i = 0;
-        while (i < live_.size() && live_[i].id != id) ++i;
-        if (i == live_.size()) return;
-        ContainerStatus& cs = container_at(rec_, i);
-        Live& lc = live_[i];
-        auto info = rt_.inspect(id);
-        cs.state = ContainerState::Terminated;
-        cs.exit_code = info.ok() && info.value().exit_code ? *info.value().exit_code : -1;
-        cs.started = false;
-        lc.id.clear();
-        (void)rt_.remove(id);
-        switch (container_exit_action(rec_, i, policy_)) {
-        case ExitAction::FinishPod: return;
-        case ExitAction::Done: return;  // restartPolicy OnFailure / Never keeps it terminated
-        case ExitAction::InitCompleted:
-            lc.backoff = {};
-            advance();
-            return;
-        case ExitAction::Restart: {
-            const std::int64_t delay =
-                next_restart_delay(lc.backoff, clock_.monotonic_ms() - lc.started_mono_ms, BackoffPolicy{});
-            cs.restart_count += 1;
-            if (delay > 0) set_crash_loop_waiting(cs, delay);
-            schedule(i, delay);
-            return;
-        }
-        }
+    bool container_start_failed(const std::string&, std::size_t index, const Container&,
+                                const Error& error) override {
+        ContainerStatus& cs = container_at(rec_, index);
+        cs.state = ContainerState::Waiting;
+        cs.reason = "RunContainerError";
+        cs.message = error.message;
+        return true;
     }
+    void runtime_unavailable(const std::string&, std::size_t, const Error&, bool) override {}
+    void container_exiting(const std::string&, std::size_t) override {}
+    void container_exited(const std::string&, std::size_t index, ExitAction, std::int64_t,
+                          std::int64_t) override {
+        container_at(rec_, index).started = false;  // its probes go with it
+    }
+    void pod_changed(const std::string&, bool) override { update_pod_conditions(rec_, policy_); }
+    void pod_maybe_stopped(const std::string&) override { ++maybe_stopped_; }
+    void pod_finishing(const std::string&) override {}
+    void runtime_operation_done(const char*, std::uint64_t, bool) override {}
+    void operation_finished_while_stopping() override {}
 
     FakeRuntime& rt_;
-    FakeClock& clock_;
     PodRecord rec_;
     std::string policy_ = "Always";
-    std::vector<Live> live_;
-    std::vector<std::int64_t> delays_;
+    std::vector<WorkerContainer> live_;
+    std::map<std::size_t, bool> held_;
+    int maybe_stopped_ = 0;
+    platform::OperationQueue ops_{4};
+    FakeTimers* timers_;  // owned by workers_
+    PodWorkers workers_;
 };
 
 PodRecord pod_of(const std::vector<std::pair<const char*, char>>& containers) {
@@ -440,4 +459,84 @@ TEST(PodWorker, StaticPodRestartPolicyNeverAndOnFailureFinishThePod) {
     LONGS_EQUAL(1, flaky.rec().containers[0].restart_count);
     LONGS_EQUAL(4, rt.started().size());
     STRCMP_EQUAL("Succeeded", to_string(flaky.phase()));
+}
+
+TEST(PodWorker, PostStartHoldsTheContainersAfterIt) {
+    // kuberuntime startContainer returns after the container's postStart
+    // hook: SyncPod starts the next one only then.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"db", 'a'}, {"web", 'a'}}));
+    w.hold(0, true);
+    w.advance();
+    STRCMP_EQUAL("db", joined(started_names(rt)).c_str());
+    w.advance();
+    STRCMP_EQUAL("db", joined(started_names(rt)).c_str());
+    w.hold(0, false);
+    w.advance();
+    STRCMP_EQUAL("db web", joined(started_names(rt)).c_str());
+}
+
+TEST(PodWorker, AStartAskedAgainWhileOneIsInFlightGoesAtOnceWhenThatOneFails) {
+    // An image import lands while the start that missed it is in flight:
+    // its failure starts it again at once, not after its back-off.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    rt.fail_next("start", Error{ErrorCode::Runtime, "exec format error"});
+    rt.fail_next("start", Error{ErrorCode::Runtime, "exec format error"});
+    clock.advance(kSec);
+    w.workers().start("uid-1", 0);
+    w.workers().start("uid-1", 0);  // asked again: in flight, not started twice
+    LONGS_EQUAL(1, rt.calls("start"));
+    rt.settle();  // fails; asked again: at once, fails; then its back-off
+    LONGS_EQUAL(2, rt.calls("start"));
+    STRCMP_EQUAL("RunContainerError", w.rec().containers[0].reason.c_str());
+    const std::vector<std::int64_t> expected{0, 10 * kSec};
+    CHECK(expected == w.delays());
+    w.run_due();
+    LONGS_EQUAL(2, rt.calls("start"));
+    clock.advance(10 * kSec);
+    w.run_due();
+    CHECK_FALSE(w.id_of(0).empty());
+}
+
+TEST(PodWorker, APodRemovedBeforeItsStartsTurnNeverStarts) {
+    // The pod's operations run in order (one pod worker per pod): a start
+    // queued behind another operation finds the pod removed and does not
+    // run; the agent hears that the pod may be gone.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    platform::OperationQueue::Finished busy;
+    w.ops().submit("uid-1", [&](platform::OperationQueue::Finished finished) { busy = std::move(finished); });
+    w.workers().start("uid-1", 0);
+    w.rec().deleting = true;
+    busy();
+    rt.settle();
+    LONGS_EQUAL(0, rt.calls("start"));
+    LONGS_EQUAL(1, w.maybe_stopped());
+    w.rec().deleting = false;
+    w.advance();  // nothing is left starting: it can start again
+    LONGS_EQUAL(1, rt.calls("start"));
+}
+
+TEST(PodWorker, AStopQueuedBehindAStartStopsTheInstanceThatStartMade) {
+    // One pod's operations in order (pod_workers.go: one worker per pod): a
+    // pod removed while its container's start is in flight has the
+    // container that start made stopped, not left running; a stop for an
+    // instance that is gone (a liveness kill that came late) stops nothing.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    w.workers().start("uid-1", 0);
+    w.workers().stop("uid-1", 0, "", "pod removed", std::nullopt);
+    CHECK(rt.stopped().empty());
+    rt.settle();
+    CHECK_FALSE(w.id_of(0).empty());
+    LONGS_EQUAL(1, rt.stopped().size());
+    STRCMP_EQUAL(w.id_of(0).c_str(), rt.stopped()[0].c_str());
+    w.workers().stop("uid-1", 0, "fake-0", "liveness probe failed", std::nullopt);
+    rt.settle();
+    LONGS_EQUAL(1, rt.stopped().size());
 }
