@@ -114,6 +114,9 @@ void ApiAccess::save() {
         bindings[uid] = {{"current", bound_json(b.current)}, {"previous", bound_json(b.previous)}};
     Json cas = Json::object();
     for (const auto& [key, cm] : objects_.config_maps) {
+        // Only kube-root-ca.crt: a referenced ConfigMap of the cluster with
+        // a ca.crt key (my-ca) is kept with the objects, not as the CA.
+        if (key.second != kRootCAConfigMap) continue;
         auto it = cm->data.find(kRootCAKey);
         if (it == cm->data.end()) continue;
         cas[key.first] = {{"pem", it->second}, {"fromCluster", ca_from_cluster_[key.first]}};
@@ -138,17 +141,17 @@ void ApiAccess::set_link(ClusterLink* link, std::string why_not) {
     for (auto& [k, e] : tokens_) e.inflight = false;  // the old link's requests are abandoned
     ca_watches_.clear();
     // The old link's watches went with it; the objects in use (those of
-    // the last run, at a boot) are watched on the new one, as are the
-    // namespaces' CAs.
+    // the last run, at a boot) are watched on the new one, as are the CAs
+    // of the namespaces with a token (sync_root_ca_watches's, which stops
+    // them with the tokens; a stored CA alone is no reason to watch).
     for (auto& [r, e] : cluster_objects_) e.watch = 0;
     for (auto& [r, e] : cluster_objects_) watch_object(r, e);
     if (link_) {
         // Namespaces with no CA from the cluster yet: the kubeconfig's, until read.
         for (auto& [key, cm] : objects_.config_maps)
-            if (!ca_from_cluster_[key.first] && !link_->ca_pem().empty())
+            if (key.second == kRootCAConfigMap && !ca_from_cluster_[key.first] && !link_->ca_pem().empty())
                 set_root_ca(key.first, link_->ca_pem(), false);
-        for (const auto& [key, cm] : objects_.config_maps)
-            if (key.second == kRootCAConfigMap) watch_root_ca(key.first);
+        for (const auto& [k, e] : tokens_) watch_root_ca(k.namespace_);
     }
     arm();
 }
@@ -418,8 +421,13 @@ void ApiAccess::arm() {
     // (NTP setting a board's clock) moves the refresh with it.
     if (!tokens_.empty()) delay = std::min(delay, kWallRecheckMs);
     // The objects no live pod uses any more are dropped by the same pass:
-    // a second after a pod left, and each minute (pods adopted at a boot).
-    if (!cluster_objects_.empty()) delay = std::min(delay, objects_sweep_due_ ? 1000 : kObjectSweepMs);
+    // a second after a pod left, and each minute (pods adopted at a boot);
+    // so are the CA watches (a pod that mounts kube-root-ca.crt without a
+    // token).
+    if (objects_sweep_due_)
+        delay = std::min<std::int64_t>(delay, 1000);
+    else if (!cluster_objects_.empty() || !ca_watches_.empty())
+        delay = std::min(delay, kObjectSweepMs);
     if (delay == INT64_MAX) {
         uv_timer_stop(timer_);
         return;
@@ -473,7 +481,7 @@ Json ApiAccess::status() const {
 void ApiAccess::forget(const std::string& uid) {
     admitted_.erase(uid);
     said_no_cluster_.erase(uid);
-    if (!cluster_objects_.empty()) {
+    if (!cluster_objects_.empty() || !ca_watches_.empty()) {
         objects_sweep_due_ = true;
         arm();
     }
@@ -496,6 +504,10 @@ void ApiAccess::sweep(const std::set<std::string>& live) {
     for (const auto& [uid, b] : bindings_)
         if (!live.count(uid)) gone.push_back(uid);
     for (const auto& uid : gone) forget(uid);
+    // A pass a second later watches the CAs and objects the adopted pods
+    // use (set_link watches only the tokens' namespaces) and stops the rest.
+    objects_sweep_due_ = true;
+    arm();
 }
 
 }  // namespace daemonlet::agent

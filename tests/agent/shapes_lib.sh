@@ -32,7 +32,7 @@
 # (check_reloader, below): a Secret created after its pod, a ConfigMap
 # edited, a token refreshed, all through the test API server, and an
 # offline reboot; the script defines shapes_reboot, the runtime's part of
-# a reboot, and starts the test API server with 3 s tokens.
+# a reboot, and starts the test API server with 5 s tokens.
 #
 # The script has the runtime's images ready: busybox, and
 # example.com/edge/named:1, whose config has USER app (uid 1234, group app
@@ -479,9 +479,11 @@ check_shapes() {
 # vector, promtail): its config from a ConfigMap the cluster holds (and one
 # of its keys pinned by a subPath mount), its credentials from a Secret the
 # cluster does not hold yet, and the service-account token. The test API
-# server grants tokens of 3 s (run with --max-token-expiration-seconds 3,
+# server grants tokens of 5 s (run with --max-token-expiration-seconds 5,
 # as kube-apiserver's --service-account-max-token-expiration), so that the
-# kubelet's refresh rule (80% of the TTL) comes within the test. The
+# kubelet's refresh rule (80% of the TTL, in whole seconds: (5*20)/100 = 1 s
+# before expiry, at 4 s; with 3 s it would be 0, at expiry) comes within
+# the test. The
 # container reads its files every 0.1 s and writes what it sees into
 # $shapes_out/reloader.now ("conf", "pinned", "secret", "env" (the
 # Secret's key as env), "token" lines),
@@ -534,7 +536,7 @@ $(sed 's/^/              /' <<<"$reloader_script")
 EOF
 }
 shapes_ctl() {  # shapes_ctl METHOD PATH [BODY]: the test API server's /_control
-    curl -sS --max-time 5 --cacert "$work/cert.pem" -X "$1" "https://127.0.0.1:$port/_control/$2" ${3:+-d "$3"}
+    curl -fsS --max-time 5 --cacert "$work/cert.pem" -X "$1" "https://127.0.0.1:$port/_control/$2" ${3:+-d "$3"}
 }
 reloader_json() { pods_json | jq -c '.items[] | select(.metadata.name | startswith("reloader-"))'; }
 reloader_waiting() { reloader_json | jq -r '.status.containerStatuses[0].state.waiting | "\(.reason // "") \(.message // "")"'; }
@@ -564,7 +566,8 @@ check_reloader() {
     shapes_check "reloader: not started without its Secret" 0 "$(reloader_starts)"
     # Its arrival through the API (the watch-based manager's per-object
     # watch: an ADDED event) starts it, with the Secret's file.
-    shapes_ctl PUT secrets/it/reloader-creds "{\"data\": {\"password\": \"$(printf 's3cr3t-1' | base64)\"}}" >/dev/null
+    shapes_ctl PUT secrets/it/reloader-creds "{\"data\": {\"password\": \"$(printf 's3cr3t-1' | base64)\"}}" >/dev/null ||
+        fail "PUT secrets/it/reloader-creds"
     wait_for "reloader starts once its Secret exists, and sees it" 10 reloader_sees_is secret s3cr3t-1 || return
     shapes_check "reloader: the Secret's key as env" s3cr3t-1 "$(reloader_sees env)"
     shapes_check "reloader: its ConfigMap and the subPath of it" "level=info|level=info" \
@@ -576,16 +579,26 @@ check_reloader() {
     # running container within seconds (watch-based manager; the atomic
     # writer's ..data swap, atomic_writer.go); a subPath mount keeps the file
     # it was started with (the kubelet does not update subPath mounts).
-    shapes_ctl PUT configmaps/it/reloader-config '{"data": {"reloader.conf": "level=debug"}}' >/dev/null
+    shapes_ctl PUT configmaps/it/reloader-config '{"data": {"reloader.conf": "level=debug"}}' >/dev/null ||
+        fail "PUT configmaps/it/reloader-config"
     wait_for "the ConfigMap edit reaches the file inside the container" 10 reloader_sees_is conf level=debug
     shapes_check "reloader: the subPath mount is not updated" level=info "$(reloader_sees pinned)"
-    # A token refreshed (token_manager.go requiresRefresh: 80% of its 3 s
-    # TTL) reaches the running container's file: a token issued later.
+    # A token refreshed (token_manager.go requiresRefresh: 80% of its 5 s
+    # TTL, at 4 s) reaches the running container's file: a token issued later.
     wait_for "the token inside the container is refreshed" 10 reloader_token_is_not "$t1"
-    local t2
+    local t2 j1 j2
     t2=$(reloader_sees token)
-    shapes_check "reloader: the new token is a later TokenRequest's, for it:reloader" "1 system:serviceaccount:it:reloader" \
-        "$(($(jwt_claims "$t2" | jq -r .jti) > $(jwt_claims "$t1" | jq -r .jti))) $(jwt_claims "$t2" | jq -r .sub)"
+    # Each jti checked to be a number before the comparison: bash's
+    # arithmetic on an empty one is a syntax error that would end run_shapes
+    # with the test passing.
+    j1=$(jwt_claims "$t1" | jq -r .jti 2>/dev/null)
+    j2=$(jwt_claims "$t2" | jq -r .jti 2>/dev/null)
+    if [[ $j1 =~ ^[0-9]+$ && $j2 =~ ^[0-9]+$ ]]; then
+        shapes_check "reloader: the new token is a later TokenRequest's, for it:reloader" \
+            "1 system:serviceaccount:it:reloader" "$((j2 > j1)) $(jwt_claims "$t2" | jq -r .sub)"
+    else
+        fail "reloader: the tokens' jti are not numbers: '$j1' '$j2'"
+    fi
     shapes_check "reloader: the same container throughout (one start, restartCount 0)" "1 0" \
         "$(reloader_starts) $(reloader_restarts)"
 
@@ -619,7 +632,8 @@ check_reloader() {
 run_shapes() {  # run_shapes BUSYBOX_IMAGE_NAME
     shapes_image=$1
     write_shapes
-    shapes_ctl PUT configmaps/it/reloader-config '{"data": {"reloader.conf": "level=info"}}' >/dev/null
+    shapes_ctl PUT configmaps/it/reloader-config '{"data": {"reloader.conf": "level=info"}}' >/dev/null ||
+        fail "PUT configmaps/it/reloader-config"
     write_reloader
     start_agent
     check_shapes

@@ -25,8 +25,8 @@ trap '[[ -n ${KEEP_LOGS:-} ]] && cp -r "$work"/*.log "$work/shapes" "$KEEP_LOGS"
 start_containerd
 IMAGE_USER=app "$here/../data/make_busybox_image.sh" "$work/named.tar" example.com/edge/named:1 >/dev/null ||
     { echo "FAIL: cannot build the named-user image"; exit 1; }
-# Tokens of 3 s, refreshed within the test (shapes_lib.sh's dynamic part).
-test_apiserver_args=(--max-token-expiration-seconds 3)
+# Tokens of 5 s, refreshed at 4 s within the test (shapes_lib.sh's dynamic part).
+test_apiserver_args=(--max-token-expiration-seconds 5)
 start_test_apiserver
 follow_test_apiserver
 wait_for "containerd answers on its socket" 20 containerd_up
@@ -36,7 +36,7 @@ import_images && c images import --snapshotter native "$work/named.tar" >/dev/nu
 # the sandboxes' pause processes) killed, so that the sandboxes are not
 # ready and the containers exited (shapes_lib.sh then takes the agent's
 # mounts and pod volumes).
-no_task_runs() { ! c tasks ls 2>/dev/null | grep -q RUNNING; }
+no_task_runs() { local out; out=$(c tasks ls 2>/dev/null) && ! grepq RUNNING <<<"$out"; }
 shapes_reboot() {
     local id
     for id in $(c tasks ls -q 2>/dev/null); do c tasks kill -s KILL "$id" >/dev/null 2>&1; done

@@ -16,8 +16,8 @@ IMAGE_USER=app "$here/../data/make_busybox_image.sh" "$import/named.tar" example
 fake=
 trap '[[ -n ${KEEP_LOGS:-} ]] && cp -r "$work"/*.log "$work/shapes" "$KEEP_LOGS"/; [[ -n $fake ]] && kill "$fake" 2>/dev/null; runc_cleanup' EXIT
 
-# Tokens of 3 s, refreshed within the test (shapes_lib.sh's dynamic part).
-test_apiserver_args=(--max-token-expiration-seconds 3)
+# Tokens of 5 s, refreshed at 4 s within the test (shapes_lib.sh's dynamic part).
+test_apiserver_args=(--max-token-expiration-seconds 5)
 start_test_apiserver
 write_runc_config "$import"
 follow_test_apiserver

@@ -128,3 +128,28 @@ TEST(ApiAccess, ANewPodUidKeepsTheTokenInForceUntilItsOwnAndAGonePodDropsItsToke
     CHECK_EQUAL(0u, after["tokens"].size());
     CHECK_FALSE(after.contains("podBindings"));
 }
+
+// A referenced ConfigMap of the cluster with a ca.crt key (my-ca, sorting
+// after kube-root-ca.crt) is an object, not the namespace's CA: what is
+// stored as kube-root-ca.crt, and what the next offline boot mounts as it,
+// stays the cluster's root CA.
+TEST(ApiAccess, AReferencedConfigMapWithACaCrtKeyIsNotStoredAsTheRootCA) {
+    Json my_ca = {{"apiVersion", "v1"},
+                  {"kind", "ConfigMap"},
+                  {"metadata", {{"namespace", "it"}, {"name", "my-ca"}}},
+                  {"data", {{"ca.crt", "OTHER CA"}}}};
+    Json saved = {{"tokens", Json::array()},
+                  {"rootCAs", {{"it", {{"pem", "ROOT CA"}, {"fromCluster", true}}}}},
+                  {"objects", Json::array({{{"secret", false}, {"object", my_ca}}})}};
+    CHECK_TRUE(MUST(store->put_meta(kMeta, saved.dump())));
+    for (int boot = 0; boot < 2; ++boot) {
+        start();
+        auto root = access->objects().config_map("it", "kube-root-ca.crt");
+        CHECK_TRUE(root != nullptr);
+        CHECK_EQUAL(std::string("ROOT CA"), root->data.at("ca.crt"));
+        Json after = parse_json(*MUST(store->get_meta(kMeta)));
+        CHECK_EQUAL(std::string("ROOT CA"), after["rootCAs"]["it"]["pem"].get<std::string>());
+        access->close();
+        uv_run(&loop, UV_RUN_DEFAULT);
+    }
+}
