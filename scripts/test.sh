@@ -294,10 +294,10 @@ boot_step() {
 }
 
 # What the systemd and cgroup2 steps install (the upgrade's newer build
-# too), built in build/dev.
+# too; the test API server of the power cut's first boot), built in build/dev.
 build_boot_targets() {
     cmake --preset dev
-    local targets=(daemonlet daemonlet-shim daemonlet-image daemonlet-next)
+    local targets=(daemonlet daemonlet-shim daemonlet-image daemonlet-next fake_apiserver)
     grep -q '^DAEMONLET_CRI:BOOL=ON' build/dev/CMakeCache.txt && targets+=(daemonlet-cri)
     cmake --build --preset dev -j "$jobs" --target "${targets[@]}"
 }
@@ -530,11 +530,11 @@ run_step_bg asan-build build_niced asan
 if (wanted systemd || wanted cgroup2) && (build_boot_targets) >/dev/null 2>&1; then
     boot_built=1
     run_step_bg systemd step_systemd
-    run_step_bg cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86 sqlite3=sqlite3
+    run_step_bg cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86 sqlite3=sqlite3 openssl=openssl
     join_steps
 else
     run_step systemd step_systemd
-    run_step cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86 sqlite3=sqlite3
+    run_step cgroup2 boot_step tests/systemd/vm_cgroup2.sh debootstrap=debootstrap qemu-system-x86_64=qemu-system-x86 sqlite3=sqlite3 openssl=openssl
 fi
 # The asan build, if still going, and the boot steps end here.
 join_steps

@@ -24,8 +24,10 @@
 # sysrq "b" resets the VM without sync (qemu exits: -no-reboot); the same
 # disk boots again with daemonlet.powercut=after on the kernel command line
 # (no network either), and checks that the agent is READY with every pod
-# running again, the acknowledged rollback in force and each acknowledged
-# revision listed once; the host checks the database as the cut left it
+# running again, the acknowledged rollback in force, each acknowledged
+# revision listed once and the Event queued for a cluster DaemonSet while the
+# first boot's test API server was gone still queued, once, under its name;
+# the host checks the database as the cut left it
 # (copied before the agent opened it, read out of the image with debugfs)
 # with sqlite3 'PRAGMA integrity_check'.
 # The console is read after qemu exits, which it does at the VM's power-off
@@ -54,7 +56,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=tests/systemd/debian_tree.sh
 source "$repo/tests/systemd/debian_tree.sh"
 script_start=$SECONDS
-need_build "${1:-$repo/build/dev}" agent/daemonlet platform/daemonlet-shim platform/daemonlet-image
+need_build "${1:-$repo/build/dev}" agent/daemonlet platform/daemonlet-shim platform/daemonlet-image tests/fake_apiserver
 cache="${DAEMONLET_VM_CACHE:-$repo/build/vm-rootfs}"
 
 [[ $(uname -m) == x86_64 ]] || skip "the VM is x86-64 with KVM; this machine is $(uname -m)"
@@ -88,8 +90,8 @@ case $accel in
         exit 1
         ;;
 esac
-need_tools "scripts/setup.sh installs debootstrap, qemu-system-x86, e2fsprogs and sqlite3" \
-    debootstrap qemu-system-x86_64 mkfs.ext4 debugfs sqlite3 flock timeout
+need_tools "scripts/setup.sh installs debootstrap, qemu-system-x86, e2fsprogs, sqlite3 and openssl" \
+    debootstrap qemu-system-x86_64 mkfs.ext4 debugfs sqlite3 flock timeout openssl
 [[ -x /bin/busybox ]] || {
     echo "FAIL: /bin/busybox is missing (apt-get install busybox-static): the test image is made from it"
     exit 1
@@ -99,8 +101,11 @@ need_tools "scripts/setup.sh installs debootstrap, qemu-system-x86, e2fsprogs an
 # linux-image-amd64 for the kernel (its modules: virtio_blk, overlay);
 # initramfs-tools makes the initrd that loads them (MODULES=most); the
 # libraries the installed daemonlet and daemonlet-image link (ldd).
+# The power cut's queued Event (vm_powercut.sh): the test API server's
+# libraries (libmicrohttpd12, libgnutls30), curl for its /_control endpoints
+# and sqlite3 to read the queued Events in the store.
 packages=(systemd systemd-sysv linux-image-amd64 initramfs-tools runc
-    libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4 libarchive13)
+    libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4 libarchive13 libmicrohttpd12 libgnutls30 curl sqlite3)
 lock_cache "$cache"
 remove_runs "$cache"
 debian_tree "$cache" bookworm 1 "${packages[@]}"
@@ -168,6 +173,47 @@ write_ds oomexit.yaml oomexit '{memory: 64Mi}' 'exec /bin/busybox dd if=/dev/zer
 lib=/usr/local/lib/daemonlet-cg2
 install -D -m 0755 -t "$root$lib" "$repo/tests/systemd/vm_cgroup2_check.sh" \
     "$repo/tests/systemd/vm_powercut.sh" "$repo/tests/systemd/checks.sh"
+# The first boot's cluster (the power cut's queued Event): the test API
+# server on the guest's loopback (port 16443, its certificate made here, token
+# s3cret), started before the agent in the first boot only; the agent
+# follows it in namespace it. The second boot has no server: the agent runs
+# the cluster's DaemonSet from its cache, its Events still queued.
+install -m 0755 "$build/tests/fake_apiserver" "$root$lib/"
+if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$root$lib/key.pem" \
+    -out "$root$lib/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -days 2 >"$run/openssl.log" 2>&1; then
+    cat "$run/openssl.log"
+    echo "FAIL: openssl req (the test API server's certificate)"
+    exit 1
+fi
+# (As tests/agent/lib.sh write_kubeconfig, whose CA is under $work.)
+cat >"$root$lib/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: fake
+    cluster: {server: "https://127.0.0.1:16443", certificate-authority: $lib/cert.pem}
+users:
+  - name: board
+    user: {token: s3cret}
+contexts:
+  - name: fake
+    context: {cluster: fake, user: board}
+current-context: fake
+EOF
+chmod 600 "$root$lib/kubeconfig"
+printf '%s\n' "apiServer:" "  kubeconfig: $lib/kubeconfig" "  namespaces: [it]" "  requestTimeout: 3s" >>"$root$config_path"
+cat >"$root/etc/systemd/system/daemonlet-pc-apiserver.service" <<EOF
+[Unit]
+Description=the test API server of the power cut's first boot (tests/systemd/vm_cgroup2.sh)
+Before=daemonlet.service
+ConditionKernelCommandLine=!daemonlet.powercut=after
+
+[Service]
+ExecStart=$lib/fake_apiserver --cert $lib/cert.pem --key $lib/key.pem --port 16443 --port-file /run/pc-apiserver.port --token s3cret --bookmark-ms 500
+
+[Install]
+WantedBy=multi-user.target
+EOF
 pc_args="$exec_start $config_path $state_dir $manifest_dir $import_dir"
 snapshot=/var/lib/daemonlet-powercut/snapshot
 # check_unit NAME DESCRIPTION CONDITION EXEC_START...: a oneshot after the
@@ -202,7 +248,8 @@ ExecStart=/bin/sh -c 'mkdir -p $snapshot && cp -a $state_dir/daemonlet.db $snaps
 [Install]
 WantedBy=multi-user.target
 EOF
-units=(daemonlet.service daemonlet-cg2-check.service daemonlet-pc-snapshot.service daemonlet-pc-after.service)
+units=(daemonlet.service daemonlet-cg2-check.service daemonlet-pc-snapshot.service daemonlet-pc-after.service
+    daemonlet-pc-apiserver.service)
 if ! systemctl --root="$root" enable "${units[@]}" >"$run/enable.log" 2>&1; then
     cat "$run/enable.log"
     echo "FAIL: systemctl --root enable ${units[*]}"

@@ -11,7 +11,15 @@
 # changed to v2 and the agent records revision 2; `rollout
 # undo` puts v1 back in force (revision 3) and answers "rolled back". What the
 # agent acknowledged (the revisions, the rollback) is written to $ack and
-# synced on its own (fsync of that file). Then, with a new DaemonSet's file written and
+# synced on its own (fsync of that file). So is an Event queued for the
+# cluster: the agent follows the test API server of this boot
+# (vm_cgroup2.sh starts it before the agent, on the guest's loopback), whose
+# DaemonSet it/apids runs; the server stops; a manifest file it/apids.yaml
+# wins over the cluster's DaemonSet, for which the agent queues an Event
+# (LocalManifestOverrides) it cannot send. Acknowledged means its row is in
+# the store (a reader of the live database sees it, sqlite3): the agent
+# flushes the queue as soon as an Event is queued. Its name goes to $ack.
+# Then, with a new DaemonSet's file written and
 # an image archive being imported, the board loses power: sysrq "b", an
 # immediate reset without sync or unmount; qemu exits (-no-reboot).
 #
@@ -23,7 +31,9 @@
 # `status`; every DaemonSet whose file is on the disk (not left empty by the
 # cut) runs its pod again; the
 # rollback is in force (the pod runs v1, the file says v2); each acknowledged
-# revision is in `rollout history` once, and no revision is listed twice.
+# revision is in `rollout history` once, and no revision is listed twice;
+# each acknowledged Event is still queued in the store (no server to send it
+# to), once under its name, and no name is queued twice.
 #
 # The predicates are called indirectly, through wait_for and check.
 # shellcheck disable=SC2317
@@ -36,15 +46,29 @@ check_ok="cg2: PASS:" check_fail="cg2: FAIL:"
 source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 info() { echo "cg2: INFO: powercut: $*"; }
 pods() { "$dl" get pods -A --config "$cfg"; }
-pod_running() { grep -qE "^cg2 +$1-[a-z0-9]+ +1/1 +Running" <<<"$(pods)"; }
+pod_running() { grep -qE "^${2:-cg2} +$1-[a-z0-9]+ +1/1 +Running" <<<"$(pods)"; }
 revisions() { "$dl" rollout history ds/pc -n cg2 --config "$cfg" 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1 }'; }
 has_revision() { grep -qx "$1" <<<"$(revisions)"; }
-# write_pc FILE NAME VERSION: the loop DaemonSet whose argv[0] names VERSION.
+# The names of the Events queued for the cluster (the store's table
+# cluster_events, read while the agent runs: a reader of its WAL) of REASON,
+# or all; count_queued NAME: how many are queued under NAME.
+queued_events() {
+    sqlite3 -readonly -cmd '.timeout 5000' "$state/daemonlet.db" \
+        "SELECT json_extract(event_json, '\$.eventName') FROM cluster_events WHERE '${1:-}' IN ('', json_extract(event_json, '\$.reason'))"
+}
+count_queued() { grep -cxF "$1" <<<"$(queued_events)"; }
+# The test API server of the first boot (vm_cgroup2.sh): its /_control.
+lib="$(dirname "${BASH_SOURCE[0]}")"
+control() {
+    curl -fsS --max-time 10 --cacert "$lib/cert.pem" -X "$1" "https://127.0.0.1:16443/_control/$2" "${@:3}"
+}
+# write_pc FILE NAME VERSION [NAMESPACE]: the loop DaemonSet whose argv[0]
+# names VERSION.
 write_pc() {
     cat >"$manifests/.$1.tmp" <<EOF
 apiVersion: apps/v1
 kind: DaemonSet
-metadata: {name: $2, namespace: cg2}
+metadata: {name: $2, namespace: ${4:-cg2}}
 spec:
   selector: {matchLabels: {app: $2}}
   template:
@@ -83,10 +107,35 @@ if [[ $phase == cut ]]; then
     out="$("$dl" rollout undo ds/pc -n cg2 --config "$cfg" 2>&1)"
     check "powercut: rollout undo ds/pc answers \"rolled back\" ($out)" grep -q 'rolled back' <<<"$out"
     wait_for "powercut: the agent records revision 3 (v1 renumbered)" 60 has_revision 3 || finish
+    # An Event queued while the cluster is gone: the agent follows the test
+    # API server (started before it in this boot only), which has DaemonSet
+    # it/apids; the server stops; a manifest file of the same name then wins
+    # over the cluster's (upstream has no such thing: the agent's own
+    # LocalManifestOverrides, one Event on the cluster's DaemonSet), which
+    # the agent queues and cannot send.
+    event_start=$SECONDS
+    wait_for "powercut: the test API server listens" 30 test -s /run/pc-apiserver.port || finish
+    ds='{"metadata": {"uid": "uid-apids"}, "spec": {"selector": {"matchLabels": {"app": "apids"}},
+        "template": {"metadata": {"labels": {"app": "apids"}}, "spec": {"terminationGracePeriodSeconds": 2,
+        "containers": [{"name": "main", "image": "busybox", "imagePullPolicy": "Never",
+        "command": ["/bin/sh", "-c", "while :; do sleep 1; done", "cg2-apids-api"]}]}}}}'
+    check "powercut: the test API server takes DaemonSet it/apids" control PUT daemonsets/it/apids -d "$ds"
+    wait_for "powercut: the cluster's DaemonSet it/apids runs its pod" 120 pod_running apids it || finish
+    check "powercut: the test API server is stopped" systemctl stop daemonlet-pc-apiserver.service
+    write_pc apids.yaml apids v1 it
+    overrides() { test -n "$(queued_events LocalManifestOverrides)"; }
+    wait_for "powercut: the agent queues the Event LocalManifestOverrides in its store" 60 overrides || finish
+    # Acknowledged: the Event's row is in the store (committed, which a
+    # reader sees). The agent flushes the queue as soon as an Event is
+    # queued (an fdatasync of the -wal, off its loop: milliseconds), and the
+    # cut comes seconds later, after the steps below.
+    events="$(queued_events LocalManifestOverrides | tr '\n' ' ')"
+    info "the queued Event took $((SECONDS - event_start))s"
     mkdir -p "${ack%/*}"
     {
         echo "revisions $(revisions | tr '\n' ' ')"
         echo "rollback v1"
+        echo "events $events"
     } >"$ack"
     # fsync of the file and its directory only (not syncfs, `sync -f`, which
     # would flush the agent's writes too).
@@ -124,13 +173,17 @@ check "powercut: daemonlet status -o json answers" "$dl" status -o json --config
 for f in "$manifests"/*.yaml; do
     ds="$(basename "$f" .yaml)"
     [[ $ds == oomexit ]] && continue # a crash loop by design
+    ns=cg2
+    [[ $ds == apids ]] && ns=it # the file that won over the cluster's DaemonSet
     # A file written just before the cut and not synced (pc2.yaml) may be
     # left empty (ext4's delayed allocation): no DaemonSet, none to run.
+    # So may apids.yaml: the agent's record of the file's it/apids took the
+    # place of the cluster's cached one, which comes back from the server.
     if [[ ! -s $f ]]; then
-        info "$f is empty after the cut (written, not synced): no DaemonSet cg2/$ds"
+        info "$f is empty after the cut (written, not synced): no DaemonSet $ns/$ds"
         continue
     fi
-    wait_for "powercut: the pod of cg2/$ds runs again" 180 pod_running "$ds"
+    wait_for "powercut: the pod of $ns/$ds runs again" 180 pod_running "$ds" "$ns"
 done
 # (The tree has no pgrep: the processes' command lines, with a pattern that
 # does not match grep's own.)
@@ -144,4 +197,14 @@ for r in "${acked[@]}"; do
     check "powercut: acknowledged revision $r is in rollout history" has_revision "$r"
 done
 check "powercut: no revision is listed twice" test -z "$(revisions | sort | uniq -d)"
+# The Events queued before the cut are still queued (no server to send them
+# to), each once under the name it was queued with: the cluster, once
+# connected, gets each once (its name finds an Event it has).
+read -r -a acked <<<"$(sed -n 's/^events //p' "$ack")"
+check "powercut: an Event was acknowledged before the cut (${acked[*]})" test "${#acked[@]}" -gt 0
+info "queued Events now: $(queued_events | tr '\n' ' ')"
+for e in "${acked[@]}"; do
+    check "powercut: acknowledged Event $e is queued once" test "$(count_queued "$e")" = 1
+done
+check "powercut: no Event is queued twice" test -z "$(queued_events | sort | uniq -d)"
 finish
