@@ -11,10 +11,13 @@ namespace {
 class LoopTimers final : public Timers {
   public:
     explicit LoopTimers(uv_loop_t* loop) : loop_(loop) {}
-    ~LoopTimers() override { close(); }
+    // No uv call: the agent closes it (shutdown) before its loop closes,
+    // and the loop may be closed by now.
+    ~LoopTimers() override = default;
 
     Id after(std::int64_t delay_ms, std::function<void()> fire) override {
         const Id id = ++next_;
+        if (closed_) return id;  // closed for good: never fires
         auto* t = new uv_timer_t;
         uv_timer_init(loop_, t);
         t->data = new Pending{this, id, std::move(fire)};
@@ -32,6 +35,7 @@ class LoopTimers final : public Timers {
     }
     void cancel(Id id) override { release(id); }
     void close() override {
+        closed_ = true;
         while (!timers_.empty()) release(timers_.begin()->first);
     }
 
@@ -54,6 +58,7 @@ class LoopTimers final : public Timers {
 
     uv_loop_t* loop_;
     Id next_ = 0;
+    bool closed_ = false;
     std::map<Id, uv_timer_t*> timers_;
 };
 

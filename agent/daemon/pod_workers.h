@@ -43,7 +43,9 @@ class Timers {
     // `fire` once, `delay_ms` from now, unless cancel(id) comes first.
     virtual Id after(std::int64_t delay_ms, std::function<void()> fire) = 0;
     virtual void cancel(Id id) = 0;  // an id that fired or is unknown: nothing
-    virtual void close() = 0;        // every timer, for good (the agent stops)
+    // Every timer, for good (the agent stops, before its loop closes):
+    // after() does nothing since.
+    virtual void close() = 0;
 };
 std::unique_ptr<Timers> make_loop_timers(uv_loop_t* loop);
 

@@ -3,14 +3,18 @@
 // crash-loop back-off figures, init and sidecar ordering, a postStart
 // holding the containers after it, a runtime that fails or never answers, a
 // start asked again while one is in flight, a pod removed before its
-// start's turn, restartPolicy Never and OnFailure; and image back-off
-// (core/image_wait.h). Milliseconds of CPU for what takes the real agent
-// hours.
+// start's turn or while a start or a restart is pending, the agent
+// stopping while an exit is read, restartPolicy Never and OnFailure; and
+// the loop's timers (LoopTimers) on a real libuv loop. Milliseconds of CPU
+// for what takes the real agent hours. Image back-off is the real Images
+// component's, in test_images.cpp.
 //
 // PodWorker below is one pod and the Host the agent is to PodWorkers, cut
 // down: it keeps the record, launches by name, and, as the agent's
 // reconcile does after a timer, advances the pod. A timer is a due time
 // the test's clock reaches; the runtime's answers come on settle().
+#include <uv.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -21,7 +25,6 @@
 #include <vector>
 
 #include "agent/daemon/pod_workers.h"
-#include "core/image_wait.h"
 #include "core/pod_lifecycle.h"
 #include "core/reconcile.h"
 #include "platform/operation_queue.h"
@@ -124,11 +127,19 @@ class PodWorker final : private PodWorkers::Host {
     // Container `i` is in its postStart hook (true) or done with it.
     void hold(std::size_t i, bool held) { held_[i] = held; }
     int maybe_stopped() const { return maybe_stopped_; }
+    // The agent forgot the pod (it went): worker_pod() says none.
+    void remove() { removed_ = true; }
+    // The agent stops (agent_stopping()).
+    void stop_agent() { stopping_ = true; }
+    int changed() const { return changed_; }
+    int finished_while_stopping() const { return finished_while_stopping_; }
 
   private:
-    PodRecord* worker_pod(const std::string& uid) override { return uid == rec_.uid ? &rec_ : nullptr; }
+    PodRecord* worker_pod(const std::string& uid) override {
+        return uid == rec_.uid && !removed_ ? &rec_ : nullptr;
+    }
     WorkerContainer& worker_container(const std::string&, std::size_t index) override { return live_[index]; }
-    bool agent_stopping() const override { return false; }
+    bool agent_stopping() const override { return stopping_; }
     std::string pod_restart_policy(const PodRecord&) const override { return policy_; }
     bool holds_next(const std::string&, std::size_t index) override { return held_[index]; }
     void refresh_pod(const std::string&) override { update_pod_conditions(rec_, policy_); }
@@ -164,11 +175,14 @@ class PodWorker final : private PodWorkers::Host {
                           std::int64_t) override {
         container_at(rec_, index).started = false;  // its probes go with it
     }
-    void pod_changed(const std::string&, bool) override { update_pod_conditions(rec_, policy_); }
+    void pod_changed(const std::string&, bool) override {
+        ++changed_;
+        update_pod_conditions(rec_, policy_);
+    }
     void pod_maybe_stopped(const std::string&) override { ++maybe_stopped_; }
     void pod_finishing(const std::string&) override {}
     void runtime_operation_done(const char*, std::uint64_t, bool) override {}
-    void operation_finished_while_stopping() override {}
+    void operation_finished_while_stopping() override { ++finished_while_stopping_; }
 
     FakeRuntime& rt_;
     PodRecord rec_;
@@ -176,6 +190,10 @@ class PodWorker final : private PodWorkers::Host {
     std::vector<WorkerContainer> live_;
     std::map<std::size_t, bool> held_;
     int maybe_stopped_ = 0;
+    bool removed_ = false;
+    bool stopping_ = false;
+    int changed_ = 0;
+    int finished_while_stopping_ = 0;
     platform::OperationQueue ops_{4};
     FakeTimers* timers_;  // owned by workers_
     PodWorkers workers_;
@@ -330,66 +348,29 @@ TEST(PodWorker, RuntimeDownRetriesFrom100msTo5sWithoutTouchingTheCrashLoopBackOf
 }
 
 TEST(PodWorker, StopThatFailsLeavesThePodUntilTheExitArrives) {
+    // killContainer's error is the sync's (kuberuntime_container.go): the
+    // container keeps its instance, nothing starts it again; its exit, when
+    // it comes, ends it, and a removed pod's exit restarts nothing
+    // (killPodWithSyncResult).
     FakeRuntime rt;
     FakeClock clock;
     PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
     w.advance();
+    const std::string id = w.id_of(0);
     rt.fail_next("stop", Error{ErrorCode::Unavailable, "containerd: connection refused"});
     w.rec().deleting = true;
-    CHECK_FALSE(rt.stop(w.id_of(0)).ok());
-    CHECK(rt.stop(w.id_of(0)).ok());
-    rt.exit(w.id_of(0), 143);
-    // killPodWithSyncResult: a stopping pod's exit restarts nothing.
+    w.workers().stop("uid-1", 0, "", "pod removed", std::nullopt);
+    rt.settle();
+    LONGS_EQUAL(1, rt.calls("stop"));
+    CHECK(rt.stopped().empty());
+    STRCMP_EQUAL(id.c_str(), w.id_of(0).c_str());
+    CHECK(w.workers().watched(id));
+    LONGS_EQUAL(0, w.maybe_stopped());
+    rt.exit(id, 143);
+    CHECK(w.id_of(0).empty());
+    LONGS_EQUAL(1, w.maybe_stopped());
     CHECK(w.delays().empty());
     LONGS_EQUAL(1, rt.started().size());
-}
-
-TEST(PodWorker, ImagePullBackOffPerImageAndAPullThatNeverAnswers) {
-    // kubelet's imageBackOff (NewBackOff(10 s, 300 s)) keyed by the image
-    // here: failures wait 10 s, then 20 s; containers asking meanwhile back
-    // off until retry_at; a pull in flight is joined, however long it takes.
-    FakeRuntime rt;
-    FakeClock clock;
-    rt.set_can_pull(true);
-    std::int64_t backoff = 0, retry_at = 0;
-    bool running = false;
-    auto ask = [&] {
-        const ImagePullStep step = image_pull_step(running, retry_at, clock.monotonic_ms());
-        if (step == ImagePullStep::Pull) {
-            running = true;
-            rt.pull_image("busybox:1.36", [&](Status s) {
-                running = false;
-                if (!s.ok()) {
-                    backoff = next_image_pull_backoff(backoff, BackoffPolicy{});
-                    retry_at = clock.monotonic_ms() + backoff;
-                }
-            });
-        }
-        return step;
-    };
-    CHECK(ask() == ImagePullStep::Pull);
-    CHECK(ask() == ImagePullStep::Join);
-    rt.answer_pull(Error{ErrorCode::Unreachable, "registry.example: connection refused"});
-    LONGS_EQUAL(10 * kSec, backoff);
-    STRCMP_EQUAL("ErrImagePull", image_wait_reason(false, false));
-    clock.advance(10 * kSec - 1);
-    CHECK(ask() == ImagePullStep::BackOff);
-    clock.advance(1);
-    CHECK(ask() == ImagePullStep::Pull);
-    rt.answer_pull(Error{ErrorCode::Unreachable, "registry.example: connection refused"});
-    LONGS_EQUAL(20 * kSec, backoff);
-    STRCMP_EQUAL("ImagePullBackOff", image_wait_reason(false, true));
-    // The offline rule: unreachable, and the image is in the store.
-    CHECK(may_run_local_image(ErrorCode::Unreachable) && rt.has_image("busybox:1.36"));
-    // A registry that never answers: an hour later the pull is still
-    // joined, never started twice.
-    clock.advance(20 * kSec);
-    CHECK(ask() == ImagePullStep::Pull);
-    clock.advance(60 * kMin);
-    CHECK(ask() == ImagePullStep::Join);
-    LONGS_EQUAL(3, rt.calls("pull_image"));
-    LONGS_EQUAL(1, rt.pending_pulls());
-    rt.answer_pull(Ok{});  // answered at the end, so that no callback outlives the test
 }
 
 TEST(PodWorker, FakeRuntimeKeepsTheRuntimeContract) {
@@ -539,4 +520,89 @@ TEST(PodWorker, AStopQueuedBehindAStartStopsTheInstanceThatStartMade) {
     w.workers().stop("uid-1", 0, "fake-0", "liveness probe failed", std::nullopt);
     rt.settle();
     LONGS_EQUAL(1, rt.stopped().size());
+}
+
+TEST(PodWorker, ARestartTimerOfARemovedPodDoesNothing) {
+    // The timer names the pod by its uid: the pod went meanwhile
+    // (pod_workers.go: a worker of a pod that is gone syncs nothing).
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    w.advance();
+    clock.advance(kSec);
+    rt.exit(w.id_of(0), 1);  // the first crash: a restart at once
+    LONGS_EQUAL(1, w.delays().size());
+    const int changed = w.changed();
+    w.remove();
+    w.run_due();
+    LONGS_EQUAL(1, rt.calls("start"));
+    LONGS_EQUAL(changed, w.changed());
+}
+
+TEST(PodWorker, AnExitWhileTheAgentStopsIsLeftForTheNextAgent) {
+    // The agent stops and its containers keep running (a restart of the
+    // agent adopts them): an exit read meanwhile changes nothing, removes
+    // nothing, restarts nothing; the next agent reads it at adoption.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    w.advance();
+    const std::string id = w.id_of(0);
+    const int changed = w.changed();
+    w.stop_agent();
+    clock.advance(kSec);
+    rt.exit(id, 1);
+    LONGS_EQUAL(1, rt.calls("inspect"));
+    LONGS_EQUAL(0, rt.calls("remove"));
+    STRCMP_EQUAL(id.c_str(), w.id_of(0).c_str());
+    STRCMP_EQUAL("Running", to_string(w.rec().containers[0].state));
+    LONGS_EQUAL(0, w.rec().containers[0].restart_count);
+    CHECK(w.delays().empty());
+    LONGS_EQUAL(changed, w.changed());
+}
+
+TEST(PodWorker, AStartThatFailsOnADeletingPodIsNotRetried) {
+    // The pod is being removed while its container's start is in flight:
+    // the start's failure schedules no back-off and sets no status; the
+    // agent hears that the pod may be gone (killPodWithSyncResult).
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    rt.fail_next("start", Error{ErrorCode::Runtime, "exec format error"});
+    w.workers().start("uid-1", 0);
+    w.rec().deleting = true;
+    rt.settle();
+    LONGS_EQUAL(1, rt.calls("start"));
+    CHECK(w.delays().empty());
+    CHECK(w.rec().containers[0].reason.empty());
+    LONGS_EQUAL(1, w.maybe_stopped());
+    CHECK_FALSE(w.workers().advance("uid-1"));  // deleting: nothing starts
+}
+
+TEST(PodWorker, LoopTimersOnARealLoop) {
+    // make_loop_timers: a cancelled timer never fires, a timer set from
+    // inside a firing one fires, every fired timer's handle is closed;
+    // close() closes the pending ones and after() does nothing since, so
+    // the loop ends with no handle left.
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    {
+        std::unique_ptr<Timers> timers = daemonlet::agent::make_loop_timers(&loop);
+        std::vector<std::string> fired;
+        timers->cancel(timers->after(0, [&] { fired.push_back("cancelled"); }));
+        std::function<void()> tick = [&] {
+            fired.push_back("tick");
+            if (fired.size() < 3) timers->after(0, tick);
+        };
+        timers->after(1, tick);
+        uv_run(&loop, UV_RUN_DEFAULT);  // returns once no timer is left
+        STRCMP_EQUAL("tick tick tick", joined(fired).c_str());
+        timers->after(60 * kMin, [&] { fired.push_back("pending at close"); });
+        timers->close();
+        timers->after(0, [&] { fired.push_back("after close"); });
+        uv_run(&loop, UV_RUN_NOWAIT);  // the close callbacks
+        CHECK_FALSE(uv_loop_alive(&loop));
+        STRCMP_EQUAL("tick tick tick", joined(fired).c_str());
+    }
+    LONGS_EQUAL(0, uv_loop_close(&loop));
 }
