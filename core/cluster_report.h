@@ -9,6 +9,7 @@
 // are dropped and counted.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -77,6 +78,10 @@ class EventQueue {
     void front_made() { q_.front().repeat = true; }
     std::uint64_t dropped() const { return dropped_; }
     const std::deque<ClusterEvent>& items() const { return q_; }
+    // The seq the next Event gets, and (a new queue taking over another's
+    // Events) never below `seq`: the seqs are the keys of the store's rows.
+    std::int64_t next_seq() const { return next_seq_; }
+    void continue_seqs(std::int64_t seq) { next_seq_ = std::max(next_seq_, seq); }
     // A step of the wall clock (wall_clock.h): the queued events' times move.
     void rebase(const WallStep& step);
 

@@ -83,14 +83,19 @@ Status set_volume_ownership(const std::string& dir, std::int64_t fs_group, bool 
     auto own = [gid, read_only, &refused](const std::string& path) {
         struct stat st {};
         if (::lstat(path.c_str(), &st) != 0) return;
-        if (st.st_gid != gid && ::lchown(path.c_str(), static_cast<uid_t>(-1), gid) != 0)
-            refused(path, "lchown");
+        // Given the group now: lchown cleared setuid and setgid, which the
+        // chmod puts back (the mode as read before it). Refused: the mode
+        // is still set, as the kubelet does (changeFilePermission), but
+        // written only when it is not yet, not at every pass over the volume.
+        bool chowned = false;
+        if (st.st_gid != gid) {
+            chowned = ::lchown(path.c_str(), static_cast<uid_t>(-1), gid) == 0;
+            if (!chowned) refused(path, "lchown");
+        }
         if (S_ISLNK(st.st_mode)) return;
-        // lchown clears setuid and setgid: the mode as read before it.
-        const auto mode =
-            static_cast<mode_t>(volume_ownership_mode(st.st_mode & 07777, S_ISDIR(st.st_mode), read_only));
-        if ((st.st_gid != gid || mode != (st.st_mode & 07777)) && ::chmod(path.c_str(), mode) != 0)
-            refused(path, "chmod");
+        const mode_t was = st.st_mode & 07777;
+        const auto mode = static_cast<mode_t>(volume_ownership_mode(was, S_ISDIR(st.st_mode), read_only));
+        if ((chowned || mode != was) && ::chmod(path.c_str(), mode) != 0) refused(path, "chmod");
     };
     own(dir);
     std::error_code ec;

@@ -357,6 +357,10 @@ void Agent::reload_config() {
         if (cluster_) {
             save_cluster_events();
             cluster_->close();
+            // Its queue goes on in the next link, as is (not as the store
+            // lists it: see events_carried_).
+            events_carried_.assign(cluster_->queued_events().begin(), cluster_->queued_events().end());
+            events_next_seq_ = cluster_->next_event_seq();
             // The metrics' counters go on from the old link's counts.
             const ClusterLink::Counts c = cluster_->counts();
             cluster_counts_before_.relists += c.relists;

@@ -167,6 +167,7 @@ class Agent : private Images::Host, private PodWorkers::Host {
     // (cluster_link.h)
     void load_cluster_node();
     void start_cluster(bool start_now);
+    void load_queued_events();
     bool save_cluster_events();  // true: written
     void events_changed(bool queued);
     void keep_cluster_events();
@@ -413,6 +414,13 @@ class Agent : private Images::Host, private PodWorkers::Host {
     // save's timer (a turn of the loop), and its flush.
     uv_timer_t* events_timer_ = nullptr;
     std::map<std::int64_t, std::string> events_saved_;  // the queued Events' rows, by seq
+    // The queue for the next link: read from the store once (the first
+    // link), then a closed link's (a reload), with its seqs and its next
+    // seq. Never the store again: the writes a full or read-only stateDir
+    // refuses are held in memory (Storage), not in what it lists.
+    bool events_loaded_ = false;
+    std::vector<ClusterEvent> events_carried_;
+    std::int64_t events_next_seq_ = 1;
     bool events_flush_wanted_ = false;
     bool events_unflushed_ = false;  // written since the last flush began
     bool events_flushing_ = false;

@@ -103,37 +103,47 @@ void Agent::start_cluster(bool start_now) {
     // Events queued when the agent last stopped, was killed or lost power
     // (an offline reboot): sent with their original times and names once
     // connected; one the cluster has already is not made twice (its name
-    // finds it: event_answer).
-    events_saved_.clear();
-    auto saved = store_->list_queued_events();
-    if (!saved.ok())
-        log(Level::Warning, "store: queued events not read: " + saved.error().message);
-    else
-        for (auto& row : saved.value()) {
-            Json e = Json::parse(row.json, nullptr, false);
-            events_saved_[row.seq] = row.json;  // a row that is no Event goes with the next save
-            if (!e.is_object()) continue;
-            ClusterEvent ev{e.value("namespace", ""),
-                            e.value("kind", ""),
-                            e.value("name", ""),
-                            e.value("uid", ""),
-                            e.value("type", ""),
-                            e.value("reason", ""),
-                            e.value("message", ""),
-                            e.value("first", std::int64_t{0}),
-                            e.value("last", std::int64_t{0}),
-                            e.value("count", 1),
-                            e.value("fieldPath", ""),
-                            (e.contains("repeat") && e["repeat"] == Json(true))};
-            // Kept by an agent from before names were kept: the name it
-            // sent it under (its first time's), never a new one.
-            ev.event_name = e.value("eventName", "");
-            if (ev.event_name.empty()) ev.event_name = event_name(ev);
-            ev.seq = row.seq;
-            cluster_->add_event(std::move(ev));
-        }
+    // finds it: event_answer). Read once; a reload's link takes over the
+    // closed link's queue (events_carried_).
+    if (!events_loaded_) load_queued_events();
+    events_loaded_ = true;
+    cluster_->continue_event_seqs(events_next_seq_);
+    for (auto& ev : events_carried_) cluster_->add_event(std::move(ev));
+    events_carried_.clear();
     if (start_now) cluster_->start();
     start_api_pods();
+}
+
+void Agent::load_queued_events() {
+    events_saved_.clear();
+    auto saved = store_->list_queued_events();
+    if (!saved.ok()) {
+        log(Level::Warning, "store: queued events not read: " + saved.error().message);
+        return;
+    }
+    for (auto& row : saved.value()) {
+        Json e = Json::parse(row.json, nullptr, false);
+        events_saved_[row.seq] = row.json;  // a row that is no Event goes with the next save
+        if (!e.is_object()) continue;
+        ClusterEvent ev{e.value("namespace", ""),
+                        e.value("kind", ""),
+                        e.value("name", ""),
+                        e.value("uid", ""),
+                        e.value("type", ""),
+                        e.value("reason", ""),
+                        e.value("message", ""),
+                        e.value("first", std::int64_t{0}),
+                        e.value("last", std::int64_t{0}),
+                        e.value("count", 1),
+                        e.value("fieldPath", ""),
+                        (e.contains("repeat") && e["repeat"] == Json(true))};
+        // Kept by an agent from before names were kept: the name it sent
+        // it under (its first time's), never a new one.
+        ev.event_name = e.value("eventName", "");
+        if (ev.event_name.empty()) ev.event_name = event_name(ev);
+        ev.seq = row.seq;
+        events_carried_.push_back(std::move(ev));
+    }
 }
 
 // The queue of Events in the store, whenever it changed (batched: once per

@@ -106,6 +106,10 @@ class ClusterLink {
     void rebase_wall_times(const WallStep& step);
     // What is still queued (to keep across an agent restart).
     const std::deque<ClusterEvent>& queued_events() const { return events_.items(); }
+    // The seq its next Event gets, and (a link taking over a closed link's
+    // queue) never below `seq`.
+    std::int64_t next_event_seq() const { return events_.next_seq(); }
+    void continue_event_seqs(std::int64_t seq) { events_.continue_seqs(seq); }
 
     LinkState state() const { return link_.state(); }
     // Whether state() is a verdict (core/connectivity.h): false from the

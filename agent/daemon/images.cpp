@@ -241,6 +241,14 @@ void Images::on_imported(const std::string& path,
     importing_.reset();
     bool imported = false;
     Json images = Json::array();
+    // The archive that waited for space ended otherwise (imported, bad,
+    // containerd down): it waits for space no more.
+    const bool full =
+        r.outcome != ProbeOutcome::Success && !is_runtime_unavailable(r.output) && is_disk_full(r.output);
+    if (!full && path == import_full_path_) {
+        import_full_path_.clear();
+        import_full_why_.clear();
+    }
     if (r.outcome != ProbeOutcome::Success && is_runtime_unavailable(r.output)) {
         // containerd is down (cri): nothing is wrong with the archive. It
         // is not recorded, and the next look at the directory (a change,

@@ -11,12 +11,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "platform/atomic_writer.h"
+#include "platform/volume_setup.h"
 
 #include "tests/file_text.h"
 
@@ -29,6 +31,13 @@ using daemonlet::testing::slurp;
 namespace fs = std::filesystem;
 
 namespace {
+
+// A root-only test, run by another user: said (ctest -V shows it), not a pass.
+#define SKIP_UNLESS_ROOT(why)                 \
+    do {                                      \
+        UT_PRINT("SKIPPED (not root): " why); \
+        TEST_EXIT;                            \
+    } while (0)
 
 // The timestamped dirs in `dir`: there is exactly one after a write.
 int data_dirs(const std::string& dir) {
@@ -80,7 +89,7 @@ TEST(AtomicWriter, WriteOnceMakesDataLinkTimestampDirAndVisibleLinks) {
 // file is that user's (atomic_writer.go writePayloadToDir: os.Lchown), the
 // others root's; an owner that changes writes the file again.
 TEST(AtomicWriter, FsUserOwnsItsFile) {
-    if (::geteuid() != 0) return;  // chown needs root
+    if (::geteuid() != 0) SKIP_UNLESS_ROOT("chown needs root");
     VolumePayload p = {{"token", {"t", 0600, 1234}}, {"ca.crt", {"c", 0644}}};
     CHECK_TRUE(atomic_write(dir, p).value());
     struct stat st {};
@@ -101,7 +110,7 @@ TEST(AtomicWriter, FsUserOwnsItsFile) {
 // setgid; links keep their mode. FsUser stays the token's owner. An
 // unchanged payload is not written again.
 TEST(AtomicWriter, FsGroupOwnsTheVolumeWithReadOnlyModes) {
-    if (::geteuid() != 0) return;  // chown needs root
+    if (::geteuid() != 0) SKIP_UNLESS_ROOT("chown needs root");
     VolumePayload p = {{"token", {"t", 0600, 1234}}, {"ca.crt", {"c", 0644}}, {"keys/api_key", {"k", 0400}}};
     CHECK_TRUE(atomic_write(dir, p, 2500).value());
     auto owner = [&](const std::string& rel, bool follow = true) {
@@ -130,7 +139,7 @@ TEST(AtomicWriter, AnUnprivilegedWriterSetsNoOwnersAndDoesNotFail) {
     // The exec runtime runs under an unprivileged agent too: the token of a
     // pod with one runAsUser and an fsGroup is still written (the agent's
     // own), and an unchanged payload is not written again.
-    if (::geteuid() != 0) return;  // to become someone else
+    if (::geteuid() != 0) SKIP_UNLESS_ROOT("to become someone else");
     CHECK_EQUAL(0, ::chown(dir.c_str(), 65534, 65534));
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -156,7 +165,7 @@ TEST(AtomicWriter, AFileSystemRefusingTheGroupIsReportedAndNotARewriteLoop) {
     // EPERM): the payload is written, the refusal is reported (naming the
     // path and the call), and the next sync of the same payload writes
     // nothing, where it rewrote the whole volume at every sync.
-    if (::geteuid() != 0) return;  // to drop a capability
+    if (::geteuid() != 0) SKIP_UNLESS_ROOT("to drop a capability");
     const pid_t pid = ::fork();
     if (pid == 0) {
         __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -177,6 +186,56 @@ TEST(AtomicWriter, AFileSystemRefusingTheGroupIsReportedAndNotARewriteLoop) {
         if (!again.ok() || again.value() || fs::read_symlink(dir + "/..data").string() != before) ::_exit(5);
         if (owned.ok()) ::_exit(6);  // still refused: the caller says it once
         if (slurp(dir + "/keys/api_key") != "k") ::_exit(7);
+        ::_exit(0);
+    }
+    int status = 0;
+    CHECK_EQUAL(pid, ::waitpid(pid, &status, 0));
+    CHECK_TRUE(WIFEXITED(status));
+    LONGS_EQUAL(0, WEXITSTATUS(status));
+}
+
+TEST(AtomicWriter, AGroupRefusedIsNotAChmodOfEveryFileAtEveryPass) {
+    // fsGroup on a file system that refuses the group: the first pass
+    // gives the files their group bits (the kubelet's changeFilePermission
+    // chmods whatever Lchown said); a later pass (each ConfigMap/Secret
+    // change) writes no inode again, where it chmodded every file to the
+    // mode it had (its ctime tells).
+    if (::geteuid() != 0) SKIP_UNLESS_ROOT("to drop a capability");
+    const std::string vol = dir + "/vol", file = vol + "/f";
+    fs::create_directories(vol);
+    { std::ofstream(file) << "x"; }
+    ::chmod(file.c_str(), 0644);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct data[2]{};
+        if (::syscall(SYS_capget, &head, data) != 0) ::_exit(2);
+        data[0].effective &= ~(1u << CAP_CHOWN);
+        if (::syscall(SYS_capset, &head, data) != 0) ::_exit(2);
+        if (platform::set_volume_ownership(vol, 2500, false).ok()) ::_exit(3);
+        struct stat first {};
+        if (::stat(file.c_str(), &first) != 0 || (first.st_mode & 07777) != 0664) ::_exit(4);
+        // The clock the kernel stamps inodes with past that ctime, so that
+        // a chmod now would change it (a deadline of a second).
+        timespec deadline{};
+        ::clock_gettime(CLOCK_MONOTONIC, &deadline);
+        ++deadline.tv_sec;
+        for (;;) {
+            timespec now{}, mono{};
+            ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+            if (now.tv_sec > first.st_ctim.tv_sec ||
+                (now.tv_sec == first.st_ctim.tv_sec && now.tv_nsec > first.st_ctim.tv_nsec))
+                break;
+            ::clock_gettime(CLOCK_MONOTONIC, &mono);
+            if (mono.tv_sec > deadline.tv_sec ||
+                (mono.tv_sec == deadline.tv_sec && mono.tv_nsec > deadline.tv_nsec))
+                ::_exit(5);
+        }
+        if (platform::set_volume_ownership(vol, 2500, false).ok()) ::_exit(6);  // still said
+        struct stat again {};
+        if (::stat(file.c_str(), &again) != 0) ::_exit(7);
+        if (again.st_ctim.tv_sec != first.st_ctim.tv_sec || again.st_ctim.tv_nsec != first.st_ctim.tv_nsec)
+            ::_exit(8);
         ::_exit(0);
     }
     int status = 0;

@@ -425,6 +425,8 @@ dir=$(dirname "$0")
 echo "$1" >> "$dir/calls.log"
 case "$1" in
 import) for a; do f=$a; done
+        [ -f "$dir/full" ] && { echo "$f: No space left on device"; exit 1; }
+        [ -f "$dir/bad" ] && { echo "$f: not a tar archive"; exit 1; }
         b=$(basename "$f" .tar)
         echo "{\"name\":\"example.com/$b:1\",\"digest\":\"sha256:$b\"}"
         echo "example.com/$b:1 sha256:$b" >> "$dir/stored" ;;
@@ -498,4 +500,24 @@ TEST(ImageImports, ARestartImportsOnlyWhatChanged) {
     auto meta = store->get_meta("images.imports");
     CHECK_TRUE(meta.ok() && meta.value());
     LONGS_EQUAL(2, Json::parse(*meta.value()).size());
+}
+
+// The archive that waited for space then fails for another reason (here: it
+// is found bad; containerd down is the same): status no longer says it
+// waits for space, where it said so until another archive got through.
+TEST(ImageImports, AnArchiveWaitingForSpaceThatFailsOtherwiseWaitsNoMore) {
+    std::ofstream(dir + "/full") << "";
+    std::ofstream(config.image_import_dir + "/app.tar") << "an archive";
+    start_images();
+    CHECK_TRUE(run_until([&] { return images->status().contains("importWaitsForSpace"); }));
+    std::filesystem::remove(dir + "/full");
+    std::ofstream(dir + "/bad") << "";
+    std::ofstream(config.image_import_dir + "/app.tar") << "the archive again";  // looked at again
+    auto recorded = [&] {  // the bad archive's outcome kept: on_imported has run
+        auto meta = store->get_meta("images.imports");
+        return meta.ok() && meta.value() &&
+               Json::parse(*meta.value()).contains(config.image_import_dir + "/app.tar");
+    };
+    CHECK_TRUE(run_until(recorded));
+    CHECK_FALSE(images->status().contains("importWaitsForSpace"));
 }
