@@ -49,6 +49,25 @@ int data_dirs(const std::string& dir) {
     return n;
 }
 
+// In a forked child: chown refused from now on, as a file system that
+// refuses it (CAP_CHOWN out of the effective set).
+bool drop_cap_chown() {
+    __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (::syscall(SYS_capget, &head, data) != 0) return false;
+    data[0].effective &= ~(1u << CAP_CHOWN);
+    return ::syscall(SYS_capset, &head, data) == 0;
+}
+
+// The forked child ran its checks: it exits 0, or with the number of the
+// one that failed.
+void check_child_succeeded(pid_t pid) {
+    int status = 0;
+    CHECK_EQUAL(pid, ::waitpid(pid, &status, 0));
+    CHECK_TRUE(WIFEXITED(status));
+    LONGS_EQUAL(0, WEXITSTATUS(status));
+}
+
 }  // namespace
 
 TEST_GROUP(AtomicWriter) {
@@ -153,10 +172,7 @@ TEST(AtomicWriter, AnUnprivilegedWriterSetsNoOwnersAndDoesNotFail) {
         auto again = atomic_write(dir, p, 2500);
         ::_exit(again.ok() && !again.value() ? 0 : 5);
     }
-    int status = 0;
-    CHECK_EQUAL(pid, ::waitpid(pid, &status, 0));
-    CHECK_TRUE(WIFEXITED(status));
-    LONGS_EQUAL(0, WEXITSTATUS(status));
+    check_child_succeeded(pid);
 }
 
 TEST(AtomicWriter, AFileSystemRefusingTheGroupIsReportedAndNotARewriteLoop) {
@@ -168,11 +184,7 @@ TEST(AtomicWriter, AFileSystemRefusingTheGroupIsReportedAndNotARewriteLoop) {
     if (::geteuid() != 0) SKIP_UNLESS_ROOT("to drop a capability");
     const pid_t pid = ::fork();
     if (pid == 0) {
-        __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
-        __user_cap_data_struct data[2]{};
-        if (::syscall(SYS_capget, &head, data) != 0) ::_exit(2);
-        data[0].effective &= ~(1u << CAP_CHOWN);
-        if (::syscall(SYS_capset, &head, data) != 0) ::_exit(2);
+        if (!drop_cap_chown()) ::_exit(2);
         VolumePayload p = {{"ca.crt", {"c", 0644}}, {"keys/api_key", {"k", 0400}}};
         Status owned = Ok{};
         auto first = atomic_write(dir, p, 2500, &owned);
@@ -188,10 +200,7 @@ TEST(AtomicWriter, AFileSystemRefusingTheGroupIsReportedAndNotARewriteLoop) {
         if (slurp(dir + "/keys/api_key") != "k") ::_exit(7);
         ::_exit(0);
     }
-    int status = 0;
-    CHECK_EQUAL(pid, ::waitpid(pid, &status, 0));
-    CHECK_TRUE(WIFEXITED(status));
-    LONGS_EQUAL(0, WEXITSTATUS(status));
+    check_child_succeeded(pid);
 }
 
 TEST(AtomicWriter, AGroupRefusedIsNotAChmodOfEveryFileAtEveryPass) {
@@ -207,11 +216,7 @@ TEST(AtomicWriter, AGroupRefusedIsNotAChmodOfEveryFileAtEveryPass) {
     ::chmod(file.c_str(), 0644);
     const pid_t pid = ::fork();
     if (pid == 0) {
-        __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
-        __user_cap_data_struct data[2]{};
-        if (::syscall(SYS_capget, &head, data) != 0) ::_exit(2);
-        data[0].effective &= ~(1u << CAP_CHOWN);
-        if (::syscall(SYS_capset, &head, data) != 0) ::_exit(2);
+        if (!drop_cap_chown()) ::_exit(2);
         if (platform::set_volume_ownership(vol, 2500, false).ok()) ::_exit(3);
         struct stat first {};
         if (::stat(file.c_str(), &first) != 0 || (first.st_mode & 07777) != 0664) ::_exit(4);
@@ -238,10 +243,7 @@ TEST(AtomicWriter, AGroupRefusedIsNotAChmodOfEveryFileAtEveryPass) {
             ::_exit(8);
         ::_exit(0);
     }
-    int status = 0;
-    CHECK_EQUAL(pid, ::waitpid(pid, &status, 0));
-    CHECK_TRUE(WIFEXITED(status));
-    LONGS_EQUAL(0, WEXITSTATUS(status));
+    check_child_succeeded(pid);
 }
 
 TEST(AtomicWriter, UnchangedPayloadWritesNothing) {
