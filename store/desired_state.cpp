@@ -1,5 +1,5 @@
-// The desired state: DaemonSets, their revision history, and the manifest
-// files they were read from.
+// The desired state: DaemonSets, their revision history, the manifest
+// files they were read from and the API server's DaemonSets as received.
 #include <algorithm>
 
 #include "store/sqlite_store.h"
@@ -118,6 +118,25 @@ Result<std::vector<StoredManifestFile>> SqliteStore::list_manifest_files() {
         out.push_back(StoredManifestFile{r.text(0), r.text(1), r.int64(2) != 0, r.text(3), r.int64(4)});
     });
     if (!st) return fail("list_manifest_files", st.error());
+    return out;
+}
+
+Result<bool> SqliteStore::put_api_daemonset(const StoredApiDaemonSet& ds) {
+    Row row{{ds.namespace_, ds.name}, {std::string_view(ds.object_json)}, {}};
+    return put_row("put_api_daemonset", s_.api_compare, s_.api_upsert, row);
+}
+
+Result<bool> SqliteStore::delete_api_daemonset(const std::string& ns, const std::string& name) {
+    return change("delete_api_daemonset", s_.api_delete, {ns, name});
+}
+
+Result<std::vector<StoredApiDaemonSet>> SqliteStore::list_api_daemonsets() {
+    sqlite::Query q(s_.api_list);
+    std::vector<StoredApiDaemonSet> out;
+    auto st = q.each_row([&](const sqlite::Query& r) {
+        out.push_back(StoredApiDaemonSet{r.text(0), r.text(1), r.text(2)});
+    });
+    if (!st) return fail("list_api_daemonsets", st.error());
     return out;
 }
 

@@ -149,6 +149,23 @@ INSERT INTO cluster_events (seq, event_json)
       AND e.type = 'object';
 DELETE FROM meta WHERE key = 'api.events';
 )sql"},
+    {7, R"sql(
+-- The API server's DaemonSets as the agent last received them: the API
+-- source's set, kept apart from the daemonsets table (the version in force
+-- of each name, whichever source won), as the kubelet's config mux keeps
+-- each source's pods apart. A manifest file that overrides a cluster
+-- DaemonSet used to leave no copy of the cluster's: lost while the board
+-- was offline, the agent ran neither. Earlier builds' rows from the API
+-- server are its copies.
+CREATE TABLE api_daemonsets (
+    namespace   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    object_json TEXT NOT NULL,
+    PRIMARY KEY (namespace, name)
+);
+INSERT INTO api_daemonsets (namespace, name, object_json)
+    SELECT namespace, name, object_json FROM daemonsets WHERE source = 'api';
+)sql"},
 };
 
 inline constexpr std::span<const Migration> migrations() { return kMigrations; }
@@ -292,6 +309,17 @@ inline constexpr const char* kManifestFileUpsert =
 inline constexpr const char* kManifestFileList =
     "SELECT path, good_content, broken, error, updated_at_ms FROM manifest_files ORDER BY path";
 inline constexpr const char* kManifestFileDelete = "DELETE FROM manifest_files WHERE path = ?1";
+
+// The API server's DaemonSets as last received (migration 7).
+inline constexpr const char* kApiDaemonSetCompare =
+    "SELECT object_json FROM api_daemonsets WHERE namespace = ?1 AND name = ?2";
+inline constexpr const char* kApiDaemonSetUpsert =
+    "INSERT INTO api_daemonsets (namespace, name, object_json) VALUES (?1, ?2, ?3)"
+    " ON CONFLICT (namespace, name) DO UPDATE SET object_json = excluded.object_json";
+inline constexpr const char* kApiDaemonSetList =
+    "SELECT namespace, name, object_json FROM api_daemonsets ORDER BY namespace, name";
+inline constexpr const char* kApiDaemonSetDelete =
+    "DELETE FROM api_daemonsets WHERE namespace = ?1 AND name = ?2";
 
 // The Events queued for the cluster (migration 6), in their order.
 inline constexpr const char* kQueuedEventCompare = "SELECT event_json FROM cluster_events WHERE seq = ?1";

@@ -31,6 +31,7 @@ struct Statements {
     sqlite::Statement node_compare, node_upsert;
     sqlite::Statement event_insert, event_trim_object, event_trim_all, event_list;
     sqlite::Statement mf_compare, mf_upsert, mf_list, mf_delete;
+    sqlite::Statement api_compare, api_upsert, api_list, api_delete;
     sqlite::Statement meta_compare, meta_upsert;
     sqlite::Statement qev_compare, qev_upsert, qev_delete, qev_delete_below, qev_list;
     sqlite::Statement rebase_ds, rebase_rev, rebase_rb, rebase_event, rebase_mf;
@@ -80,6 +81,10 @@ class SqliteStore final : public Store {
     Result<bool> put_manifest_file(const StoredManifestFile& file) override;
     Result<bool> delete_manifest_file(const std::string& path) override;
     Result<std::vector<StoredManifestFile>> list_manifest_files() override;
+
+    Result<bool> put_api_daemonset(const StoredApiDaemonSet& ds) override;
+    Result<bool> delete_api_daemonset(const std::string& ns, const std::string& name) override;
+    Result<std::vector<StoredApiDaemonSet>> list_api_daemonsets() override;
 
     Result<bool> rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) override;
 

@@ -77,6 +77,15 @@ struct StoredManifestFile {
     bool operator==(const StoredManifestFile&) const = default;
 };
 
+// A DaemonSet from the API server as the agent last received it, kept
+// whichever source's version is in force (a manifest file may override it).
+struct StoredApiDaemonSet {
+    std::string namespace_;
+    std::string name;
+    std::string object_json;  // the defaulted object, as the daemonsets table holds it
+    bool operator==(const StoredApiDaemonSet&) const = default;
+};
+
 struct OpenReport {
     bool created = false;    // no database existed
     bool recovered = false;  // a bad database was moved aside
@@ -137,6 +146,12 @@ class Store {
     virtual Result<bool> put_manifest_file(const StoredManifestFile& file) = 0;
     virtual Result<bool> delete_manifest_file(const std::string& path) = 0;
     virtual Result<std::vector<StoredManifestFile>> list_manifest_files() = 0;
+
+    // The API server's DaemonSets as last received (the API source's set):
+    // a row per DaemonSet it has, whether or not a file overrides it.
+    virtual Result<bool> put_api_daemonset(const StoredApiDaemonSet& ds) = 0;
+    virtual Result<bool> delete_api_daemonset(const std::string& ns, const std::string& name) = 0;
+    virtual Result<std::vector<StoredApiDaemonSet>> list_api_daemonsets() = 0;
 
     // A step of the wall clock (core/wall_clock.h): every time recorded in
     // [from_ms, to_ms] (DaemonSets, revisions, rollbacks, Events, manifest

@@ -196,15 +196,17 @@ void Sources::load(const ApiServerConfig& api) {
     }
     (void)merge_config_objects();
 
-    if (!api.enabled) return;
-    auto rows = store_.list_daemonsets();
+    auto rows = store_.list_api_daemonsets();
     if (!rows.ok()) {
         log(Level::Err, "store: " + rows.error().message);
         return;
     }
+    std::set<std::pair<std::string, std::string>> unfollowed;  // their rows go
     for (const auto& row : rows.value()) {
-        auto source = DaemonSetSource::parse(row.source);
-        if (!source || !source->from_api() || !api.follows(row.namespace_)) continue;
+        if (!api.enabled || !api.follows(row.namespace_)) {
+            unfollowed.emplace(row.namespace_, row.name);
+            continue;
+        }
         const std::string key = row.namespace_ + "/" + row.name;
         LoadedManifest m = load_manifest(row.object_json, "cached DaemonSet " + key);
         for (auto& o : m.objects)
@@ -214,8 +216,25 @@ void Sources::load(const ApiServerConfig& api) {
             }
         for (const auto& e : m.errors) log(Level::Err, e.to_string());
     }
+    save_api(unfollowed);
     if (!api_.empty())
         log(Level::Info, std::to_string(api_.size()) + " DaemonSets from the API server's cache");
+}
+
+void Sources::save_api(const std::set<std::pair<std::string, std::string>>& names) {
+    if (names.empty()) return;
+    auto tx = store_.begin();  // one commit for a list's worth of changes
+    if (!tx.ok()) {
+        log(Level::Err, "store: " + tx.error().message);
+        return;
+    }
+    for (const auto& [ns, name] : names) {
+        auto it = api_.find(ns + "/" + name);
+        auto w = it == api_.end() ? store_.delete_api_daemonset(ns, name)
+                                  : store_.put_api_daemonset({ns, name, it->second.object->object.dump()});
+        if (!w.ok()) log(Level::Err, "store: " + w.error().message);
+    }
+    if (auto st = tx.value()->commit(); !st.ok()) log(Level::Err, "store: " + st.error().message);
 }
 
 void Sources::save(const std::string& path, FileState& fs) {
@@ -311,7 +330,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
 }
 
 bool Sources::apply_api(const std::string& scope, ReflectorChanges&& ch) {
-    bool changed = false;
+    std::set<std::pair<std::string, std::string>> changed;  // stored once the changes are applied
     std::set<std::string> present;
     for (const Json& o : ch.objects) {
         const std::string ns = meta_string(o, "namespace"), name = meta_string(o, "name");
@@ -339,12 +358,14 @@ bool Sources::apply_api(const std::string& scope, ReflectorChanges&& ch) {
         log(Level::Info,
             std::string("API server: DaemonSet ") + key + (it == api_.end() ? " added" : " changed"));
         api_[key] = ApiObject{std::make_shared<const DaemonSet>(*ds), text, ds->metadata.uid};
-        changed = true;
+        changed.emplace(ns, name);
     }
     auto drop = [&](const std::string& key, const char* why) {
-        if (api_.erase(key) == 0) return;
+        auto it = api_.find(key);
+        if (it == api_.end()) return;
+        changed.emplace(it->second.object->metadata.namespace_, it->second.object->metadata.name);
+        api_.erase(it);
         log(Level::Notice, "API server: DaemonSet " + key + " " + why);
-        changed = true;
     };
     if (ch.replace) {
         // A complete list: what it does not have is gone from the cluster.
@@ -356,12 +377,19 @@ bool Sources::apply_api(const std::string& scope, ReflectorChanges&& ch) {
     }
     for (const Json& o : ch.deleted)
         drop(meta_string(o, "namespace") + "/" + meta_string(o, "name"), "deleted");
-    return changed;
+    save_api(changed);
+    return !changed.empty();
 }
 
 void Sources::keep_followed(const ApiServerConfig& api) {
-    if (!api.enabled) api_.clear();
-    std::erase_if(api_, [&](const auto& kv) { return !api.follows(kv.second.object->metadata.namespace_); });
+    std::set<std::pair<std::string, std::string>> gone;
+    std::erase_if(api_, [&](const auto& kv) {
+        const ObjectMeta& md = kv.second.object->metadata;
+        if (api.enabled && api.follows(md.namespace_)) return false;
+        gone.emplace(md.namespace_, md.name);
+        return true;
+    });
+    save_api(gone);
 }
 
 std::map<std::string, SourcedDaemonSet> Sources::merge(const std::string& node_name) {

@@ -9,8 +9,11 @@
 //   across restarts too;
 // - a file gone: its row is deleted, whether inotify saw it go or the next
 //   start found it missing;
-// - the API server's DaemonSets as last received (the daemonsets table,
-//   source "api"): an offline boot runs them.
+// - the API server's DaemonSets as last received, each in its own row
+//   (api_daemonsets) whether or not a file overrides it: an offline boot
+//   runs them, and the cluster's version of a DaemonSet whose overriding
+//   file went while the board was offline (the kubelet's config mux keeps
+//   each source's pods apart the same way).
 //
 // The files' ConfigMaps and Secrets (data for pods) come from each file's
 // last good version, the one kept in the store: a restart or an offline
@@ -130,6 +133,9 @@ class Sources {
     bool merge_config_objects();
     // Writes the file's state when it changed (compare-then-write).
     void save(const std::string& path, FileState& fs);
+    // Writes the API server's DaemonSets of these names as api_ has them
+    // (a row deleted when it has none), in one transaction.
+    void save_api(const std::set<std::pair<std::string, std::string>>& names);
     void forget(const std::string& path);
 
     store::Store& store_;

@@ -490,6 +490,16 @@ Result<bool> Storage::delete_manifest_file(const std::string& path) {
     return write<bool>("file:" + path, [path](store::Store& s) { return s.delete_manifest_file(path); });
 }
 
+Result<bool> Storage::put_api_daemonset(const store::StoredApiDaemonSet& ds) {
+    return write<bool>("api:" + ds.namespace_ + "/" + ds.name,
+                       [ds](store::Store& s) { return s.put_api_daemonset(ds); });
+}
+
+Result<bool> Storage::delete_api_daemonset(const std::string& ns, const std::string& name) {
+    return write<bool>("api:" + ns + "/" + name,
+                       [ns, name](store::Store& s) { return s.delete_api_daemonset(ns, name); });
+}
+
 Result<bool> Storage::rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) {
     // Not kept (storage.h): replayed later it would move times recorded since.
     if (!writable_ || (in_tx_ && tx_refused_)) return refusal();

@@ -125,6 +125,11 @@ class Storage final : public store::Store {
     Result<std::vector<store::StoredManifestFile>> list_manifest_files() override {
         return inner_->list_manifest_files();
     }
+    Result<bool> put_api_daemonset(const store::StoredApiDaemonSet& ds) override;
+    Result<bool> delete_api_daemonset(const std::string& ns, const std::string& name) override;
+    Result<std::vector<store::StoredApiDaemonSet>> list_api_daemonsets() override {
+        return inner_->list_api_daemonsets();
+    }
     Result<bool> rebase_wall_times(std::int64_t from_ms, std::int64_t to_ms, std::int64_t delta_ms) override;
     // The Events queued for the cluster: a row's writes kept as any other
     // row's (the newest), and a delete of the rows below a seq drops the

@@ -409,6 +409,36 @@ echo "measured: server gone -> disconnected: $down_ms ms"
 ((down_ms >= 14000)) && ok || fail "disconnected after $down_ms ms: the 15 s hysteresis did not hold"
 wait_for "STATUS= says disconnected" 5 bash -c "grep STATUS= '$work/notify.log' | tail -n 1 | grep -q 'API server disconnected\$'"
 [[ $(pid_of b1) == "$keep" ]] && ok || fail "losing the link restarted a pod"
+alive && ok || fail "the agent died"
 
+# 9. The cluster's copy of a DaemonSet outlives the file that overrides it
+# (issue 15): the kubelet's config mux (pkg/kubelet/config/config.go,
+# podStorage) keeps each source's pods apart, so losing a file leaves the
+# API source's version of that name. Here the file dup.yaml (sleep 0.5)
+# overrides the cluster's dup (sleep 0.4); the server is gone (above); the
+# agent is killed, the file is lost meanwhile, and the agent starts offline:
+# the cluster's dup runs, from the store, and again after another kill -9.
+cluster_dup_runs() {
+    runs_script dup 'sleep 0.4' && ! runs_script dup 'sleep 0.5' &&
+        ds_list_json | jq -e '[.items[] | select(.metadata.name == "dup")
+            | .spec.template.spec.containers[0].command | join(" ") | select(test("sleep 0.4"))] | length == 1' >/dev/null &&
+        pods_json | jq -e '[.items[] | select(.metadata.name | startswith("dup-")) | select(.status.phase == "Running")]
+            | length == 1' >/dev/null
+}
+runs_script dup 'sleep 0.5' && ok || fail "the file's dup is not the one running before the kill"
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+rm -f "$man/dup.yaml"
+t0=$(date +%s%N)
+start_own_agent
+wait_for "offline with its file gone: the cluster's dup runs from the store" 10 cluster_dup_runs
+echo "measured: offline start -> the cluster's dup Running in place of the lost file's: $(ms_since "$t0") ms"
+dup=$(pid_of dup)
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+ready_before=$(grep -c READY=1 "$work/notify.log")
+start_own_agent
+wait_for "READY after another kill -9" 10 bash -c "(( \$(grep -c READY=1 '$work/notify.log') > $ready_before ))"
+cluster_dup_runs && [[ $(pid_of dup) == "$dup" ]] && ok || fail "after another kill -9 the cluster's dup was not kept"
 alive && ok || fail "the agent died"
 finish

@@ -281,6 +281,34 @@ TEST(StoreRoundTrip, AManifestFileComesBackAsStoredAndWritesOnlyOnChange) {
     LONGS_EQUAL(1, MUST(s->list_manifest_files()).size());
 }
 
+TEST(StoreRoundTrip, TheApiServersCopyIsKeptBesideAFileThatOverridesIt) {
+    // The version in force of ns/dup is a file's (the daemonsets table); the
+    // API server's copy has its own row, as the kubelet's config mux keeps
+    // each source's pods apart, and outlives the file's row.
+    store::StoredDaemonSet file_ds = sample_daemonset("dup");
+    file_ds.source = "file:/m/dup.yaml";
+    CHECK_TRUE(MUST(s->put_daemonset(file_ds)));
+    store::StoredApiDaemonSet api{"ns", "dup", R"({"kind":"DaemonSet","spec":{"v":1}})"};
+    store::StoredApiDaemonSet other{"ns", "agent", R"({"kind":"DaemonSet"})"};
+    CHECK_TRUE(MUST(s->put_api_daemonset(api)));
+    CHECK_TRUE(MUST(s->put_api_daemonset(other)));
+    const std::int64_t before = store::testing::total_changes(*s);
+    CHECK_FALSE(MUST(s->put_api_daemonset(api)));  // unchanged: not written
+    LONGS_EQUAL(before, store::testing::total_changes(*s));
+    CHECK_TRUE(MUST(s->delete_daemonset(file_ds.namespace_, "dup")));  // the file went
+    auto rows = MUST(s->list_api_daemonsets());
+    LONGS_EQUAL(2, rows.size());
+    CHECK_TRUE(rows[0] == other);  // by namespace, name
+    CHECK_TRUE(rows[1] == api);
+    api.object_json = R"({"kind":"DaemonSet","spec":{"v":2}})";
+    CHECK_TRUE(MUST(s->put_api_daemonset(api)));
+    CHECK_TRUE(MUST(s->list_api_daemonsets())[1] == api);
+    CHECK_TRUE(MUST(s->delete_api_daemonset("ns", "dup")));
+    CHECK_FALSE(MUST(s->delete_api_daemonset("ns", "dup")));
+    LONGS_EQUAL(1, MUST(s->list_api_daemonsets()).size());
+    CHECK_TRUE(MUST(s->list_daemonsets()).empty());
+}
+
 TEST(StoreRoundTrip, EventsComeBackOldestFirstWithIds) {
     for (int i = 0; i < 5; ++i) CHECK_TRUE(MUST(s->add_event(sample_event("Pod/agent-x7k2p", i))));
     CHECK_TRUE(MUST(s->add_event(sample_event("DaemonSet/agent", 9))));

@@ -126,7 +126,9 @@ TEST(StoreOpen, MigratesFromUserVersionZero) {
     LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
     STRCMP_EQUAL("wal", raw.rows("PRAGMA journal_mode").c_str());
     STRCMP_EQUAL(
-        "cluster_events\ndaemonsets\nevents\nmanifest_files\nmeta\nnode\npods\nrevisions\nrollbacks\nscratch",
+        "api_daemonsets\ncluster_events\ndaemonsets\nevents\nmanifest_"
+        "files\nmeta\nnode\npods\nrevisions\nrollbacks\n"
+        "scratch",
         raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").c_str());
     LONGS_EQUAL(1, raw.scalar("SELECT x FROM scratch"));
     CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
@@ -225,6 +227,29 @@ TEST(StoreOpen, MigratesAVersionFiveDatabaseItsQueuedEventsToOneRowEach) {
     STRCMP_EQUAL(b.c_str(), queued[1].json.c_str());
     CHECK_FALSE(MUST(s->get_meta("api.events")).has_value());
     STRCMP_EQUAL("{}", MUST(s->get_meta("api.node"))->c_str());
+    s.reset();
+    RawDb raw(path);
+    LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
+}
+
+TEST(StoreOpen, MigratesAVersionSixDatabaseItsApiDaemonSetsToTheirOwnRows) {
+    // Schema 6 kept one daemonsets row per name, the version in force: the
+    // API server's DaemonSets are those of source 'api'. Migration 7 copies
+    // them to api_daemonsets, the API source's own set; a file's is not one.
+    {
+        RawDb raw(path);
+        for (int i = 0; i < 6; ++i) STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[i].sql).c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 6").c_str());
+        STRCMP_EQUAL("",
+                     raw.exec("INSERT INTO daemonsets VALUES ('it', 'b1', 'api', 1, '{\"v\":1}', 'h1', 5),"
+                              " ('it', 'dup', 'file:/m/dup.yaml', 1, '{\"v\":2}', 'h2', 5)")
+                         .c_str());
+    }
+    auto s = MUST(store::Store::open(path, kNow, nullptr));
+    auto api = MUST(s->list_api_daemonsets());
+    LONGS_EQUAL(1, api.size());
+    CHECK_TRUE((api[0] == store::StoredApiDaemonSet{"it", "b1", "{\"v\":1}"}));
+    LONGS_EQUAL(2, MUST(s->list_daemonsets()).size());  // kept as they were
     s.reset();
     RawDb raw(path);
     LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));

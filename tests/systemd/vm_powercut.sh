@@ -29,7 +29,7 @@
 # integrity_check` on the copy); the agent did not move the database aside
 # (quick_check at its open), is active (READY=1, Type=notify) and answers
 # `status`; every DaemonSet whose file is on the disk (not left empty by the
-# cut) runs its pod again; the
+# cut) runs its pod again, and the cluster's it/apids if apids.yaml was; the
 # rollback is in force (the pod runs v1, the file says v2); each acknowledged
 # revision is in `rollout history` once, and no revision is listed twice;
 # each acknowledged Event is still queued in the store (no server to send it
@@ -177,10 +177,15 @@ for f in "$manifests"/*.yaml; do
     [[ $ds == apids ]] && ns=it # the file that won over the cluster's DaemonSet
     # A file written just before the cut and not synced (pc2.yaml) may be
     # left empty (ext4's delayed allocation): no DaemonSet, none to run.
-    # So may apids.yaml: the agent's record of the file's it/apids took the
-    # place of the cluster's cached one, which comes back from the server.
+    # So may apids.yaml: then the cluster's copy of it/apids, kept in the
+    # store beside the file's (api_daemonsets, written before the queued
+    # Event's flush), runs in its place without the server.
     if [[ ! -s $f ]]; then
-        info "$f is empty after the cut (written, not synced): no DaemonSet $ns/$ds"
+        info "$f is empty after the cut (written, not synced): no DaemonSet $ns/$ds in it"
+        if [[ $ds == apids ]]; then
+            api_running() { grep -qsa 'cg2-apids-ap[i]' /proc/[0-9]*/cmdline; }
+            wait_for "powercut: apids.yaml lost: the cluster's cached it/apids runs" 180 api_running
+        fi
         continue
     fi
     wait_for "powercut: the pod of $ns/$ds runs again" 180 pod_running "$ds" "$ns"
