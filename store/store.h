@@ -82,7 +82,7 @@ struct StoredManifestFile {
 struct StoredApiDaemonSet {
     std::string namespace_;
     std::string name;
-    std::string object_json;  // the defaulted object, as the daemonsets table holds it
+    std::string object_json;  // the defaulted object as received (no rollback applied)
     bool operator==(const StoredApiDaemonSet&) const = default;
 };
 

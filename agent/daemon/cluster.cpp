@@ -5,7 +5,8 @@
 //   (sources.h), which tells real changes from status and bookkeeping and
 //   merges it with the manifest files (a file of the same namespace/name
 //   wins).
-// - Everything received is in the store (source "api"): a board that boots
+// - Everything received is in the store (table api_daemonsets, apart from
+//   the version in force, which a file may win): a board that boots
 //   with no network runs its cached DaemonSets before READY and without
 //   waiting for the API server. No resourceVersion is kept: each start
 //   lists first, as client-go's reflector does.

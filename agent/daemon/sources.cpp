@@ -201,10 +201,13 @@ void Sources::load(const ApiServerConfig& api) {
         log(Level::Err, "store: " + rows.error().message);
         return;
     }
-    std::set<std::pair<std::string, std::string>> unfollowed;  // their rows go
+    // Rows of namespaces no longer followed go, and so does a row that no
+    // longer loads (a stricter check since it was written): left, nothing
+    // would ever delete it, and every start would log it again.
+    std::set<std::pair<std::string, std::string>> gone;
     for (const auto& row : rows.value()) {
         if (!api.enabled || !api.follows(row.namespace_)) {
-            unfollowed.emplace(row.namespace_, row.name);
+            gone.emplace(row.namespace_, row.name);
             continue;
         }
         const std::string key = row.namespace_ + "/" + row.name;
@@ -215,8 +218,13 @@ void Sources::load(const ApiServerConfig& api) {
                 api_[key] = ApiObject{std::make_shared<const DaemonSet>(std::move(*ds)), {}, uid};
             }
         for (const auto& e : m.errors) log(Level::Err, e.to_string());
+        if (!api_.count(key)) {
+            log(Level::Warning,
+                "cached DaemonSet " + key + " no longer loads; dropped until the API server lists it");
+            gone.emplace(row.namespace_, row.name);
+        }
     }
-    save_api(unfollowed);
+    save_api(gone);
     if (!api_.empty())
         log(Level::Info, std::to_string(api_.size()) + " DaemonSets from the API server's cache");
 }
