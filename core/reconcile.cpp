@@ -392,4 +392,10 @@ ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired,
     return plan;
 }
 
+bool cluster_paces_rollout(LinkState link, bool link_judged, const std::vector<PodInApi>& old_pods) {
+    if (link != LinkState::Connected) return !link_judged;
+    if (std::find(old_pods.begin(), old_pods.end(), PodInApi::Unknown) != old_pods.end()) return true;
+    return std::find(old_pods.begin(), old_pods.end(), PodInApi::Absent) == old_pods.end();
+}
+
 }  // namespace daemonlet

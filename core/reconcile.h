@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/connectivity.h"
 #include "core/decision.h"
 #include "core/model.h"
 #include "core/pod.h"
@@ -39,6 +40,29 @@ struct DesiredDaemonSet {
     // for this node, which the board's new pod is to take.
     bool cluster_made_new_pod = false;
 };
+
+// Whether the API holds the Pod of one of the board's pods, as far as the
+// board knows: Unknown until it has listed the node's Pods and looked for
+// that pod's own.
+enum class PodInApi { Unknown, Present, Absent };
+
+// Whether the DaemonSet controller paces a cluster DaemonSet's rollout on
+// this board (DesiredDaemonSet::paced_by_cluster, apiServer.rollouts:
+// cluster), from the link (core Connectivity) and what the board knows of
+// the Pods of its old-revision pods. A kubelet node always waits for the
+// controller (update.go rollingUpdate deletes, HandlePodUpdates follows);
+// a board waits only while the controller can act:
+//   - connected, every old pod's Pod present: paced;
+//   - connected, an old pod's Pod not known yet: held (paced), so that a
+//     new link does not roll past the controller before it has looked;
+//   - connected, an old pod without its Pod: the controller cannot delete
+//     what it does not see: the board rolls alone;
+//   - disconnected and judged (connected once, then 15 s of failing; or a
+//     new link that has not connected for 15 s): the board rolls alone,
+//     where a kubelet cut off would change nothing;
+//   - disconnected, not judged yet (the agent's start, a reload's new
+//     link): held, since not connected yet is no outage.
+bool cluster_paces_rollout(LinkState link, bool link_judged, const std::vector<PodInApi>& old_pods);
 
 // A pod as the reconciler sees it: the record plus what the agent measured.
 struct ObservedPod {

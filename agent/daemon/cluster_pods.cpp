@@ -2,6 +2,9 @@
 // agent's pods: each pod the board runs for a DaemonSet, its cluster
 // DaemonSet, and its status as the kubelet reports it
 // (core/pod_api_status.h, the converter `daemonlet get pods -o json` uses).
+#include <algorithm>
+#include <vector>
+
 #include "agent/daemon/agent.h"
 #include "core/cluster_report.h"
 #include "core/decision.h"
@@ -63,27 +66,22 @@ void Agent::restart_for_api(const std::string& uid, std::optional<std::int64_t> 
 
 void Agent::pace_by_cluster(const Desired& d, DesiredDaemonSet& w) const {
     if (!config_.api_server.cluster_paces_rollouts || !api_pods_ || !cluster_ || !d.from_api()) return;
-    // Not connected yet (an agent that just started, a new link after a
-    // SIGHUP): held until the link's verdict, so that a restart does not
-    // roll every held rollout at once; disconnected: the board's alone.
-    w.paced_by_cluster = true;
-    if (cluster_->state() != LinkState::Connected) {
-        if (cluster_->judged()) w.paced_by_cluster = false;
-        return;
-    }
-    // An old pod without its Pod is one the controller cannot delete: the
-    // board rolls it alone, as disconnected; held while its Pod is not
-    // known yet (the node's Pods not listed, its own not looked for).
-    for (const auto& [uid, p] : pods_)
-        if (p.rec.namespace_ == d.ds().metadata.namespace_ && p.rec.daemonset == d.ds().metadata.name &&
-            p.rec.revision_hash != d.hash && !p.rec.deleting) {
-            if (!api_pods_->has_pod_known(uid)) return;
-            if (!api_pods_->pod_of(uid)) {
-                w.paced_by_cluster = false;
-                return;
-            }
-        }
-    w.cluster_made_new_pod = api_pods_->has_unclaimed_pod(d.ds().metadata.uid, d.hash);
+    // Who paces it: core cluster_paces_rollout, from the link and whether
+    // the API has each old-revision pod's Pod (the node's Pods listed, its
+    // own looked for).
+    std::vector<PodInApi> old_pods;
+    if (cluster_->state() == LinkState::Connected)
+        for (const auto& [uid, p] : pods_)
+            if (p.rec.namespace_ == d.ds().metadata.namespace_ && p.rec.daemonset == d.ds().metadata.name &&
+                p.rec.revision_hash != d.hash && !p.rec.deleting)
+                old_pods.push_back(!api_pods_->has_pod_known(uid) ? PodInApi::Unknown
+                                   : api_pods_->pod_of(uid)       ? PodInApi::Present
+                                                                  : PodInApi::Absent);
+    w.paced_by_cluster = cluster_paces_rollout(cluster_->state(), cluster_->judged(), old_pods);
+    // The controller's surge Pod starts the new pod once every old pod's Pod is known.
+    if (w.paced_by_cluster && cluster_->state() == LinkState::Connected &&
+        std::find(old_pods.begin(), old_pods.end(), PodInApi::Unknown) == old_pods.end())
+        w.cluster_made_new_pod = api_pods_->has_unclaimed_pod(d.ds().metadata.uid, d.hash);
 }
 
 // The pod's Pod as ApiPods made or took it: its service-account tokens are

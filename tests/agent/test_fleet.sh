@@ -24,7 +24,17 @@
 #      board (its new Pod never available): once that Pod has failed and
 #      the controllers have acted on it (their round's resourceVersion in
 #      /_control/stats), the two others still run the Pods and containers
-#      they had, and the DaemonSet's status counts 1 updated, 2 available.
+#      they had, and the DaemonSet's status counts 1 updated, 2 available;
+#   5. the fallback (docs/cluster.md, "The board rolls alone"): the two
+#      boards still on revision 2 hold web's rollout for the controller
+#      (daemonSets.waitingForTheCluster). The API server goes away: board A,
+#      running and connected, holds it while its link is still connected
+#      (core Connectivity: connected until 15 s of failing), then rolls
+#      alone once disconnected; board B, restarted while the server is
+#      unreachable, holds it from its start until its new link is judged
+#      (15 s without connecting), then rolls alone. Both at once, so that
+#      the two 15 s waits overlap. A kubelet cut off changes nothing; a
+#      board departs from it here on purpose.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
@@ -254,4 +264,52 @@ ds_status | jq -e '.updatedNumberScheduled == 1 and .numberAvailable == 2 and .n
 "$dl" get pods -A -o json --config "$work/config-$bad.yaml" |
     jq -e '[.items[] | select(.metadata.ownerReferences[0].name == "web")][0].status.containerStatuses[0].restartCount >= 1' >/dev/null && ok ||
     fail "$bad's failing pod is not restarting"
+
+# 5. The API server goes away with web's rollout held on the two boards of
+# revision 2 (the failing board took the one unavailable slot).
+good=()
+for b in "${boards[@]}"; do [[ $b == "$bad" ]] || good+=("$b"); done
+a=${good[0]} b=${good[1]}
+st() { "$dl" status -o json --config "$work/config-$1.yaml"; }
+held() { st "$1" | jq -e '.daemonSets.waitingForTheCluster == ["it/web"]' >/dev/null; }
+# The controller-revision-hash of the board's one pod of web.
+board_hash() {
+    "$dl" get pods -A -o json --config "$work/config-$1.yaml" |
+        jq -er '[.items[] | select(.metadata.ownerReferences[0].name == "web")] | if length == 1 then .[0].metadata.labels["controller-revision-hash"] else error("not one") end'
+}
+# rolled_alone BOARD OLD_HASH: the board runs one pod of web, of another
+# revision than OLD_HASH (the template it held), and holds nothing any more.
+rolled_alone() {
+    st "$1" | jq -e '.daemonSets.waitingForTheCluster == []' >/dev/null && [[ $(board_hash "$1") != "$2" ]]
+}
+export -f st held board_hash rolled_alone
+held "$a" && held "$b" && ok || fail "web's rollout is not held on $a and $b: $(st "$a" | jq -c .daemonSets), $(st "$b" | jq -c .daemonSets)"
+ids[$a]=$(board_ids "$a")
+ids[$b]=$(board_ids "$b")
+old_hash=$(board_hash "$a")
+[[ $(board_hash "$b") == "$old_hash" ]] && ok || fail "$a and $b run different revisions: $old_hash, $(board_hash "$b")"
+for i in "${!boards[@]}"; do [[ ${boards[$i]} == "$b" ]] && bi=$i; done
+kill -TERM "${pids[$bi]}"
+wait "${pids[$bi]}" 2>/dev/null
+stop_fake
+t0=$SECONDS
+"$dl" run --config "$work/config-$b.yaml" >>"$work/agent-$b.2.log" 2>&1 &
+pids[bi]=$!
+# Not connected yet is no outage: B holds from its start, A while connected.
+wait_for "$b, restarted with the server unreachable, holds web's rollout" 5 held "$b"
+[[ $(board_ids "$b") == "${ids[$b]}" ]] && ok || fail "$b rolled at its start: ${ids[$b]} -> $(board_ids "$b")"
+st "$a" | jq -e '.apiServer.state == "connected" and .daemonSets.waitingForTheCluster == ["it/web"]' >/dev/null && ok ||
+    fail "$a let go of the rollout within the link's hysteresis: $(st "$a" | jq -c '[.apiServer.state, .daemonSets]')"
+[[ $(board_ids "$a") == "${ids[$a]}" ]] && ok || fail "$a rolled while connected: ${ids[$a]} -> $(board_ids "$a")"
+# Both roll alone once their links are judged down (15 s), within 25 s (slack
+# for a sanitizer build).
+wait_for "$a rolls alone once disconnected" $((25 - (SECONDS - t0))) rolled_alone "$a" "$old_hash"
+st "$a" | jq -e '.apiServer.state == "disconnected"' >/dev/null && ok || fail "$a: link $(st "$a" | jq -c .apiServer.state)"
+# Not before its link went down: the new pod is no older than the change.
+since=$(st "$a" | jq -r .apiServer.since)
+created=$("$dl" get pods -A -o json --config "$work/config-$a.yaml" | jq -r '.items[] | select(.metadata.ownerReferences[0].name == "web") | .metadata.creationTimestamp')
+[[ ! $created < $since ]] && ok || fail "$a's new pod ($created) is older than its disconnection ($since)"
+wait_for "$b rolls alone once its new link is judged" $((25 - (SECONDS - t0))) rolled_alone "$b" "$old_hash"
+[[ $(board_ids "$a") != "${ids[$a]}" && $(board_ids "$b") != "${ids[$b]}" ]] && ok || fail "a board's pod of web is the one it held"
+echo "the fallback: both boards rolled $((SECONDS - t0)) s after the server went away"
 finish

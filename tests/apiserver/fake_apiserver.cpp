@@ -7,6 +7,7 @@
 //                  [--max-token-expiration-seconds N]
 //                  [--controllers] [--node-grace-seconds N]  (a DaemonSet and a
 //                  node lifecycle controller: fake_controllers.h)
+//                  [--failed-pod-backoff-ms N]  (the failed Pods' first back-off, 1000)
 //
 // Served as kube-apiserver serves them (the agent's dependencies only):
 //   GET  /apis/apps/v1[/namespaces/NS]/daemonsets   list (limit/continue,
@@ -1563,6 +1564,8 @@ int main(int argc, char** argv) {
         std::string v = argv[i + 1];
         if (a == "--node-grace-seconds")
             C.node_grace_s = std::atoll(v.c_str());
+        else if (a == "--failed-pod-backoff-ms")
+            C.failed_backoff_initial = std::chrono::milliseconds(std::atoll(v.c_str()));
         else if (a == "--cert")
             cert = read_file(v);
         else if (a == "--key")

@@ -18,7 +18,9 @@
 //   Nodes whose Lease (kube-node-lease/<node>) is not renewed for the grace
 //   (--node-grace-seconds, upstream's --node-monitor-grace-period, 40 s):
 //   Ready Unknown and the unreachable taints, removed on renewal.
-// Not covered: failed-Pod back-off, the garbage collector
+//   Failed daemon Pods deleted under failedPodsBackoff (per DaemonSet and
+//   node: 1 s doubling to 15 min, flowcontrol.NewBackOff).
+// Not covered: the garbage collector
 // (a deleted DaemonSet's Pods stay), node affinity terms of the template,
 // eviction of Pods from unreachable Nodes (DaemonSet Pods tolerate it).
 // Included inside fake_apiserver.cpp's anonymous namespace, after its
@@ -32,6 +34,10 @@ struct Controllers {
     // "ns/name resourceVersion" of DaemonSets whose bad maxUnavailable or
     // maxSurge was logged, so that it is logged once per version.
     std::set<std::string> invalid_logged;
+    // daemon_controller.go failedPodsBackoff, by failedPodsBackoffKey
+    // ("ns/name/node"): the last deletion of a failed Pod and the delay.
+    std::map<std::string, std::pair<Clock::time_point, Clock::duration>> failed_backoff;
+    Clock::duration failed_backoff_initial = std::chrono::seconds(1);  // --failed-pod-backoff-ms
 };
 Controllers C;
 
@@ -281,6 +287,25 @@ std::int64_t scaled_count(const json& ru, const char* k, std::int64_t total, std
     return (pct * total + 99) / 100;
 }
 
+// podsShouldBeOnNode's back-off for a failed Pod (flowcontrol.Backoff,
+// 1 s to 15 min): false while the key is in back-off since its last
+// deletion (IsInBackOffSinceUpdate); else the delay steps (Next: doubled,
+// back to 1 s after 2 x 15 min without one) and the Pod may go.
+bool failed_backoff_next(const std::string& key) {
+    using std::chrono::minutes;
+    const auto now = Clock::now();
+    auto it = C.failed_backoff.find(key);
+    if (it == C.failed_backoff.end() || now - it->second.first > 2 * minutes(15)) {
+        C.failed_backoff[key] = {now, C.failed_backoff_initial};
+        return true;
+    }
+    auto& [last, delay] = it->second;
+    if (now - last < delay) return false;
+    last = now;
+    delay = std::min<Clock::duration>(2 * delay, minutes(15));
+    return true;
+}
+
 void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
     const std::string ns = ds["metadata"].value("namespace", "");
     const std::string hash = current_revision(ns, ds);
@@ -339,10 +364,14 @@ void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
                 continue;
             }
             exists = true;
-            if (phase == "Failed")
+            if (phase == "Failed") {
+                if (!failed_backoff_next(ns + "/" + field<std::string>(ds["metadata"], "name", "") + "/" +
+                                         node))
+                    continue;  // in back-off: the failed Pod stays, and counts as the node's
                 delete_daemon_pod(k, "failed");
-            else
+            } else {
                 alive.push_back(k);
+            }
         }
         if (!exists) {
             create_daemon_pod(ns, ds, node, hash);

@@ -510,3 +510,99 @@ TEST(RollingUpdate, PacedByTheClusterWaitsForTheControllersDeletion) {
         }
     }
 }
+
+namespace {
+
+// issue 14 §3, who paces a cluster DaemonSet's rollout on a board
+// (cluster_paces_rollout): the controller while it can act (a kubelet node
+// always waits for update.go's rollingUpdate), the board alone once its
+// link is judged down or an old pod has no Pod the controller could delete.
+struct PacingRow {
+    const char* name;
+    LinkState link;
+    bool judged;
+    std::vector<PodInApi> old_pods;
+    bool paced;
+};
+
+const PacingRow kPacingRows[] = {
+    {"connected, the old pod's Pod there: the controller paces (update.go rollingUpdate)",
+     LinkState::Connected,
+     true,
+     {PodInApi::Present},
+     true},
+    {"connected, no old pod: nothing to hold, paced alike", LinkState::Connected, true, {}, true},
+    {"connected, the old pod's Pod not looked for yet: held",
+     LinkState::Connected,
+     true,
+     {PodInApi::Unknown},
+     true},
+    {"connected, the old pod has no Pod: the controller cannot delete it, the board rolls alone",
+     LinkState::Connected,
+     true,
+     {PodInApi::Absent},
+     false},
+    {"connected, one old pod's Pod there, another's absent: the board rolls alone",
+     LinkState::Connected,
+     true,
+     {PodInApi::Present, PodInApi::Absent},
+     false},
+    {"connected, one old pod's Pod absent, another's not known yet: held until it is",
+     LinkState::Connected,
+     true,
+     {PodInApi::Absent, PodInApi::Unknown},
+     true},
+    {"a new link, not judged yet (the agent's start, a reload): held, not connected yet is no outage",
+     LinkState::Disconnected,
+     false,
+     {},
+     true},
+    {"daemonlet: disconnected, judged (connected once, then 15 s failing): the board rolls alone",
+     LinkState::Disconnected,
+     true,
+     {},
+     false},
+    {"daemonlet: disconnected and judged, whatever the board last knew of the Pods: alone",
+     LinkState::Disconnected,
+     true,
+     {PodInApi::Present},
+     false},
+};
+
+// The pacing a board has at `now` for one old pod whose Pod is there.
+bool paced_at(Connectivity& link, std::int64_t now_ms) {
+    link.tick(now_ms);
+    return cluster_paces_rollout(link.state(), link.judged(), {PodInApi::Present});
+}
+
+}  // namespace
+
+TEST(RollingUpdate, ClusterPacesTheRolloutWhileItCanAct) {
+    for (const auto& row : kPacingRows)
+        CHECK_EQUAL_TEXT(row.paced, cluster_paces_rollout(row.link, row.judged, row.old_pods), row.name);
+}
+
+// The fallback over time, with the link's own hysteresis (core
+// Connectivity, 15 s down): a connected board whose server goes away holds
+// the rollout until its link is judged disconnected, then rolls alone.
+TEST(RollingUpdate, AConnectedBoardRollsAloneOnceItsLinkGoesDown) {
+    Connectivity link;
+    link.begin(0);
+    link.report(true, 0);
+    CHECK(paced_at(link, 3'000));
+    CHECK(link.state() == LinkState::Connected);
+    link.report(false, 10'000, "dial: connection refused");
+    CHECK(paced_at(link, 24'999));
+    CHECK_FALSE(paced_at(link, 25'000));
+    CHECK(link.state() == LinkState::Disconnected);
+}
+
+// An agent started with the server unreachable holds at most 15 s.
+TEST(RollingUpdate, AStartedBoardHoldsAtMostUntilItsNewLinkIsJudged) {
+    Connectivity link;
+    link.begin(1'000);
+    CHECK(paced_at(link, 1'000));
+    link.report(false, 2'000, "dial: connection refused");
+    CHECK(paced_at(link, 15'999));
+    CHECK_FALSE(paced_at(link, 16'000));
+}
