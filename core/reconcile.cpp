@@ -394,8 +394,12 @@ ReconcilePlan plan_reconcile(const std::vector<DesiredDaemonSet>& desired,
 
 bool cluster_paces_rollout(LinkState link, bool link_judged, const std::vector<PodInApi>& old_pods) {
     if (link != LinkState::Connected) return !link_judged;
-    if (std::find(old_pods.begin(), old_pods.end(), PodInApi::Unknown) != old_pods.end()) return true;
-    return std::find(old_pods.begin(), old_pods.end(), PodInApi::Absent) == old_pods.end();
+    // Absent first: an Unknown pod can only turn Present or Absent, and each
+    // then rolls alone beside an Absent one; waiting for it would hold the
+    // rollout for good when two pods' creates keep failing in turn (each is
+    // Absent only between its list and its create, while the other waits).
+    if (std::find(old_pods.begin(), old_pods.end(), PodInApi::Absent) != old_pods.end()) return false;
+    return true;
 }
 
 }  // namespace daemonlet

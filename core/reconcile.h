@@ -56,7 +56,8 @@ enum class PodInApi { Unknown, Present, Absent };
 //   - connected, an old pod's Pod not known yet: held (paced), so that a
 //     new link does not roll past the controller before it has looked;
 //   - connected, an old pod without its Pod: the controller cannot delete
-//     what it does not see: the board rolls alone;
+//     what it does not see: the board rolls alone, whatever the other old
+//     pods' Pods are (known or not);
 //   - disconnected and judged (connected once, then 15 s of failing; or a
 //     new link that has not connected for 15 s): the board rolls alone,
 //     where a kubelet cut off would change nothing;

@@ -365,8 +365,13 @@ void sync_daemonset(json& ds, const std::vector<std::string>& nodes) {
             }
             exists = true;
             if (phase == "Failed") {
-                if (!failed_backoff_next(ns + "/" + field<std::string>(ds["metadata"], "name", "") + "/" +
-                                         node))
+                // failedPodsBackoffKey: the DaemonSet's uid, its observed
+                // generation and the node, so a new template or a re-created
+                // DaemonSet starts from the first delay again.
+                const json st = ds.contains("status") ? ds["status"] : json::object();
+                if (!failed_backoff_next(field<std::string>(ds["metadata"], "uid", "") + "/" +
+                                         std::to_string(field<std::int64_t>(st, "observedGeneration", 0)) +
+                                         "/" + node))
                     continue;  // in back-off: the failed Pod stays, and counts as the node's
                 delete_daemon_pod(k, "failed");
             } else {
