@@ -115,7 +115,6 @@ class Agent : private Images::Host, private PodWorkers::Host {
         std::int64_t grace_seconds = 30;
         std::optional<LifecycleHooks::Id> hook;  // its postStart or preStop, running
         bool pre_stopping = false;               // its preStop runs: its stop follows
-        std::string finishing_id;                // a finished pod's sidecar: the instance asked to stop
     };
     struct LivePod {
         PodRecord rec;
@@ -266,7 +265,8 @@ class Agent : private Images::Host, private PodWorkers::Host {
                       std::function<void(const std::string& id, std::int64_t grace_seconds)> done) override;
     std::optional<std::int64_t> stop_grace(const std::string& uid) override;
     void pod_terminated(const std::string& uid) override;
-    void pod_finishing(const std::string& uid) override;
+    void pod_finishing(const std::string& /*uid*/) override { schedule_reconcile(); }
+    void save_pod_record(const std::string& uid) override { save_pod(pods_[uid]); }
     void runtime_operation_done(const char* what, std::uint64_t t0, bool ok) override;
     void operation_finished_while_stopping() override { close_runtime_when_idle(); }
     // The started container's image as its runtime names it (its imageID),
@@ -284,8 +284,6 @@ class Agent : private Images::Host, private PodWorkers::Host {
     void save_pod(const LivePod& pod);
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
-    // A finished pod's sidecars stop (core sidecars_to_stop), once each.
-    void stop_finished_sidecars(const std::string& uid);
     // hooks.cpp: container `index` runs its postStart, or starts and has
     // one: the containers after it wait (kubelet's SyncPod starts them one
     // by one, each startContainer returning after its postStart).

@@ -251,6 +251,29 @@ void PodWorkers::finish_if_stopped(const std::string& uid) {
     host_.pod_terminated(uid);
 }
 
+void PodWorkers::stop_finished_sidecars(const std::string& uid) {
+    PodRecord* rec = host_.worker_pod(uid);
+    if (!rec || rec->deleting) return;
+    for (std::size_t i : sidecars_to_stop(*rec, host_.pod_restart_policy(*rec))) {
+        WorkerContainer& c = host_.worker_container(uid, i);
+        ContainerStatus& cs = container_at(*rec, i);
+        if (c.id.empty() && c.restart) {
+            // Waiting out its back-off: not started again, terminated as it last ended.
+            cancel_restart(c);
+            if (!cs.termination_reason.empty()) {
+                cs.state = ContainerState::Terminated;
+                cs.reason = cs.termination_reason;
+                cs.message.clear();
+            }
+            host_.save_pod_record(uid);
+            continue;
+        }
+        if (c.id.empty() || c.finishing_id == c.id) continue;
+        c.finishing_id = c.id;
+        kill(uid, i, c.id, "pod " + rec->namespace_ + "/" + rec->name + " finished: sidecar " + cs.name);
+    }
+}
+
 void PodWorkers::stop(const std::string& uid, std::size_t index, const std::string& expected,
                       const std::string& why, std::optional<std::int64_t> grace_seconds) {
     ops_.submit(
@@ -348,6 +371,7 @@ void PodWorkers::on_exit_inspected(const std::string& uid, std::size_t index, co
         // terminated; the pod is Succeeded or Failed once none runs.
         host_.container_exited(uid, index, action, 0, 0);
         host_.pod_changed(uid, false);
+        stop_finished_sidecars(uid);
         host_.pod_finishing(uid);
         return;
     case ExitAction::Restart: break;

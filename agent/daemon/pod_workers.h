@@ -72,6 +72,7 @@ struct WorkerContainer {
     // A restart timer, from its scheduling until it is cancelled (fired
     // or not): while it exists, nothing else starts the container.
     std::optional<Timers::Id> restart;
+    std::string finishing_id;  // a finished pod's sidecar: the instance asked to stop
 };
 
 class PodWorkers {
@@ -146,8 +147,11 @@ class PodWorkers {
         // its volumes, probes, its record: worker_pod() says none since).
         virtual void pod_terminated(const std::string& uid) = 0;
         // A container of the pod finished for good (restartPolicy OnFailure
-        // or Never): the sidecars of a finished pod stop; planned again.
+        // or Never), its finished pod's sidecars asked to stop: planned again.
         virtual void pod_finishing(const std::string& uid) = 0;
+        // The pod's record changed (a sidecar of a finished pod terminated
+        // as it last ended): saved as it is.
+        virtual void save_pod_record(const std::string& uid) = 0;
         // A runtime operation ended (metrics); t0: uv_hrtime() at its start.
         virtual void runtime_operation_done(const char* what, std::uint64_t t0, bool ok) = 0;
         // A start or a stop finished while the agent stops: the runtime may close.
@@ -200,6 +204,10 @@ class PodWorkers {
     // (each one's exit, or a start's end, calls it again): its restarts are
     // cancelled and the Host forgets it.
     void finish_if_stopped(const std::string& uid);
+    // A finished pod's sidecars stop (core sidecars_to_stop), once each
+    // instance; one waiting out its back-off is not started again and shows
+    // as it last ended.
+    void stop_finished_sidecars(const std::string& uid);
     // Stops the container, behind the pod's earlier operations (a start in
     // flight included: then the instance it made); `expected` (non-empty):
     // only if that instance still runs (a liveness kill that came late);

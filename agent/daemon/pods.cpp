@@ -193,32 +193,6 @@ void Agent::reconcile() {
     update_status();
 }
 
-void Agent::stop_finished_sidecars(const std::string& uid) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end() || pit->second.rec.deleting) return;
-    LivePod& p = pit->second;
-    for (std::size_t i : sidecars_to_stop(p.rec, restart_policy_of(p.rec))) {
-        LiveContainer& lc = p.containers[i];
-        if (lc.id.empty() && lc.restart) {
-            // Waiting out its back-off: not started again, terminated as it last ended.
-            workers_->cancel_restart(lc);
-            ContainerStatus& cs = p.status(i);
-            if (!cs.termination_reason.empty()) {
-                cs.state = ContainerState::Terminated;
-                cs.reason = cs.termination_reason;
-                cs.message.clear();
-            }
-            save_pod(p);
-            continue;
-        }
-        if (lc.id.empty() || lc.finishing_id == lc.id) continue;
-        lc.finishing_id = lc.id;
-        workers_->kill(
-            uid, i, lc.id,
-            "pod " + p.rec.namespace_ + "/" + p.rec.name + " finished: sidecar " + p.status(i).name);
-    }
-}
-
 // Containers with neither a process nor a pending restart: those of pods
 // adopted from the store whose process is gone, and those that waited for
 // their DaemonSet to be known.
@@ -226,7 +200,7 @@ void Agent::start_waiting_containers() {
     std::vector<std::string> uids;
     for (const auto& [uid, p] : pods_) uids.push_back(uid);
     for (const auto& uid : uids) {
-        stop_finished_sidecars(uid);  // adopted finished, its sidecars still running
+        workers_->stop_finished_sidecars(uid);  // adopted finished, its sidecars still running
         if (!workers_->advance(uid)) continue;
         refresh_readiness(pods_[uid]);
         save_pod(pods_[uid]);
@@ -449,11 +423,6 @@ void Agent::pod_changed(const std::string& uid, bool reconcile) {
     refresh_readiness(p);
     save_pod(p);
     if (reconcile) schedule_reconcile();
-}
-
-void Agent::pod_finishing(const std::string& uid) {
-    stop_finished_sidecars(uid);
-    schedule_reconcile();
 }
 
 void Agent::runtime_operation_done(const char* what, std::uint64_t t0, bool ok) {

@@ -7,7 +7,8 @@
 // stopping while an exit is read, restartPolicy Never and OnFailure; the
 // pod's termination (a Killing Event per container, the preStop hook
 // before the stop and out of its grace, a stop that fails, a pod
-// terminated while a start is in flight, terminated once none is left); and
+// terminated while a start is in flight, terminated once none is left, a
+// finished pod's sidecars); and
 // the loop's timers (LoopTimers) on a real libuv loop. Milliseconds of CPU
 // for what takes the real agent hours. Image back-off is the real Images
 // component's, in test_images.cpp.
@@ -144,6 +145,7 @@ class PodWorker final : private PodWorkers::Host {
     // The Pod's deletion set this grace period (stop_grace()).
     void set_stop_grace(std::int64_t grace_s) { stop_grace_ = grace_s; }
     int killing_events() const { return killing_; }
+    int saved() const { return saved_; }
     // The runtime operations reported as failed (their metric), in order.
     const std::vector<std::string>& failed_ops() const { return failed_ops_; }
     int terminating() const { return terminating_; }
@@ -213,6 +215,7 @@ class PodWorker final : private PodWorkers::Host {
     std::optional<std::int64_t> stop_grace(const std::string&) override { return stop_grace_; }
     void pod_terminated(const std::string&) override { ++terminated_; }
     void pod_finishing(const std::string&) override {}
+    void save_pod_record(const std::string&) override { ++saved_; }
     void runtime_operation_done(const char* what, std::uint64_t, bool ok) override {
         if (!ok) failed_ops_.emplace_back(what);
     }
@@ -224,6 +227,7 @@ class PodWorker final : private PodWorkers::Host {
     std::vector<WorkerContainer> live_;
     std::map<std::size_t, bool> held_;
     int terminated_ = 0;
+    int saved_ = 0;
     int terminating_ = 0;
     int killing_ = 0;
     std::vector<std::string> failed_ops_;
@@ -703,6 +707,43 @@ TEST(PodWorker, APodTerminatedWhileItsStartIsInFlightStopsOnceItStarted) {
     rt.exit(id, 143);
     LONGS_EQUAL(1, w.terminated());
     CHECK(w.delays().empty());
+}
+
+TEST(PodWorker, AFinishedPodsSidecarsStopOnceAndOneInBackOffStaysTerminated) {
+    // KEP-753 (computePodActions): once a pod with restartPolicy Never has
+    // finished its app containers, its sidecars are killed, each instance
+    // once however often it is asked; a sidecar waiting out its back-off is
+    // not started again and shows as it last ended.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"log", 's'}, {"job", 'a'}}));
+    w.set_restart_policy("Never");
+    w.advance();
+    w.startup_passed(0);
+    const std::string sidecar = w.id_of(0);
+    rt.exit(w.id_of(1), 0);
+    w.workers().stop_finished_sidecars("uid-1");
+    rt.settle();
+    CHECK((std::vector<std::string>{sidecar}) == rt.stopped());
+    LONGS_EQUAL(1, w.killing_events());
+
+    PodWorker backoff(rt, clock, pod_of({{"log", 's'}, {"job", 'a'}}));
+    backoff.set_restart_policy("Never");
+    backoff.advance();
+    backoff.startup_passed(0);
+    clock.advance(kSec);
+    rt.exit(backoff.id_of(0), 1);  // the first crash: restarted at once
+    backoff.run_due();
+    clock.advance(kSec);
+    rt.exit(backoff.id_of(0), 1);  // the second: CrashLoopBackOff, 10 s
+    STRCMP_EQUAL("CrashLoopBackOff", backoff.rec().init_containers[0].reason.c_str());
+    rt.exit(backoff.id_of(1), 0);
+    LONGS_EQUAL(1, backoff.saved());
+    STRCMP_EQUAL("Terminated", to_string(backoff.rec().init_containers[0].state));
+    const std::size_t started = rt.started().size();
+    clock.advance(10 * kMin);
+    backoff.run_due();
+    LONGS_EQUAL(started, rt.started().size());
 }
 
 TEST(PodWorker, LoopTimersOnARealLoop) {
