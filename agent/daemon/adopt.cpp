@@ -261,7 +261,7 @@ void Agent::adopt() {
     std::vector<std::string> stopping;
     for (const auto& [uid, p] : pods_)
         if (p.rec.deleting) stopping.push_back(uid);
-    for (const auto& uid : stopping) finish_pod_if_stopped(uid);
+    for (const auto& uid : stopping) workers_->finish_if_stopped(uid);
     // Config volumes and token bindings of pods that went while no agent ran.
     std::set<std::string> live;
     for (const auto& [uid, p] : pods_) live.insert(uid);

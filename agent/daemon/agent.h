@@ -115,7 +115,6 @@ class Agent : private Images::Host, private PodWorkers::Host {
         std::int64_t grace_seconds = 30;
         std::optional<LifecycleHooks::Id> hook;  // its postStart or preStop, running
         bool pre_stopping = false;               // its preStop runs: its stop follows
-        std::string finishing_id;                // a finished pod's sidecar: the instance asked to stop
     };
     struct LivePod {
         PodRecord rec;
@@ -238,7 +237,6 @@ class Agent : private Images::Host, private PodWorkers::Host {
     // rejectPod: the new pod is Failed with the handler's reason and
     // message, runs nothing, and is kept (saved, said once).
     void reject_pod(LivePod p, const PodRejection& rejected, const std::string& what);
-    void remove_pod(const std::string& uid, const std::string& reason);
     // The pod workers' Host (pod_workers.h): the pods as the workers see
     // them, the launch description, and what a start or an exit does here.
     PodRecord* worker_pod(const std::string& uid) override;
@@ -260,36 +258,32 @@ class Agent : private Images::Host, private PodWorkers::Host {
     void container_exited(const std::string& uid, std::size_t index, ExitAction action,
                           std::int64_t ran_for_ms, std::int64_t delay_ms) override;
     void pod_changed(const std::string& uid, bool reconcile) override;
-    void pod_maybe_stopped(const std::string& uid) override { finish_pod_if_stopped(uid); }
-    void pod_finishing(const std::string& uid) override;
+    void pod_terminating(const std::string& uid, const std::string& reason) override;
+    void container_terminating(const std::string& uid, std::size_t index) override;
+    void container_killing(const std::string& uid, std::size_t index) override;
+    bool run_pre_stop(const std::string& uid, std::size_t index, const std::string& expected,
+                      std::function<void(const std::string& id, std::int64_t grace_seconds)> done) override;
+    std::optional<std::int64_t> stop_grace(const std::string& uid) override;
+    void pod_terminated(const std::string& uid) override;
+    void pod_finishing(const std::string& /*uid*/) override { schedule_reconcile(); }
+    void save_pod_record(const std::string& uid) override { save_pod(pods_[uid]); }
     void runtime_operation_done(const char* what, std::uint64_t t0, bool ok) override;
     void operation_finished_while_stopping() override { close_runtime_when_idle(); }
     // The started container's image as its runtime names it (its imageID),
     // asked off the loop; the exec runtime has none.
     void note_image_id(const std::string& uid, std::size_t index, const std::string& id);
-    // Stops the container, after any start of its pod still in flight;
-    // `expected` (non-empty): only if that instance still runs. `killing`:
-    // the Pod's Killing Event "Stopping container X" (false: the caller
-    // recorded its own).
-    void stop_container(const std::string& uid, std::size_t index, const std::string& expected,
-                        const std::string& why, bool killing = true);
     // hooks.cpp: postStart after a start, preStop before a stop (lifecycle_hooks.h)
     void started_for_hooks(const std::string& uid, std::size_t index, std::shared_ptr<const Container> spec,
                            std::vector<std::pair<std::string, std::string>> env, std::int64_t grace_seconds);
     void run_post_start(const std::string& uid, std::size_t index);
-    bool run_pre_stop(const std::string& uid, std::size_t index, const std::string& expected,
-                      const std::string& why);
     void cancel_hook(LiveContainer& lc);
     // Shutdown: the runtime is closed once no start is in flight, so that
     // every container started is in the store for the next agent.
     void close_runtime_when_idle();
     void start_waiting_containers();
-    void finish_pod_if_stopped(const std::string& uid);
     void save_pod(const LivePod& pod);
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
-    // A finished pod's sidecars stop (core sidecars_to_stop), once each.
-    void stop_finished_sidecars(const std::string& uid);
     // hooks.cpp: container `index` runs its postStart, or starts and has
     // one: the containers after it wait (kubelet's SyncPod starts them one
     // by one, each startContainer returning after its postStart).

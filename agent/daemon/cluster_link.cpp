@@ -597,7 +597,7 @@ void ClusterLink::on_lease(const std::string& method, Result<platform::HttpRespo
 void ClusterLink::add_event(ClusterEvent ev) {
     if (ev.event_name.empty()) ev.event_name = new_event_name(ev.name, ev.first_ms, event_name_unique());
     events_.add(std::move(ev));
-    if (hooks_.events_changed) hooks_.events_changed(true);
+    events_changed(true);
     send_events();
 }
 
@@ -628,11 +628,11 @@ void ClusterLink::send_events() {
             // Gone (its TTL, a fresh server) or never made: created, with
             // its count, as the recorder does when the PATCH finds none.
             events_.front_repeat_created();
-            if (hooks_.events_changed) hooks_.events_changed(false);
+            events_changed(false);
             return send_events();
         case EventAnswer::PatchNext:
             events_.front_made();
-            if (hooks_.events_changed) hooks_.events_changed(false);
+            events_changed(false);
             return send_events();
         case EventAnswer::Sent: ++events_sent_; break;
         case EventAnswer::Refused:
@@ -642,7 +642,7 @@ void ClusterLink::send_events() {
             break;
         }
         events_.pop();
-        if (hooks_.events_changed) hooks_.events_changed(false);
+        events_changed(false);
         send_events();
     });
     if (id.ok()) {
@@ -653,7 +653,7 @@ void ClusterLink::send_events() {
 
 void ClusterLink::rebase_wall_times(const WallStep& step) {
     events_.rebase(step);
-    if (hooks_.events_changed && !events_.empty()) hooks_.events_changed(false);
+    if (!events_.empty()) events_changed(false);
     if (lease_renewed_wall_ms_) lease_renewed_wall_ms_ = rebase(lease_renewed_wall_ms_, step);
 }
 

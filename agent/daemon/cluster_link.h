@@ -208,6 +208,10 @@ class ClusterLink {
     void renew_lease();
     void on_lease(const std::string& method, Result<platform::HttpResponse> r);
     void send_events();
+    // The queue of Events changed (`queued`: one was added): the hook, if set.
+    void events_changed(bool queued) {
+        if (hooks_.events_changed) hooks_.events_changed(queued);
+    }
     void report_health();
     void announce();
     void arm_link_timer();

@@ -12,7 +12,7 @@
 //              when the grace period is above 0 (killContainer). It has the
 //              pod's terminationGracePeriodSeconds; what it leaves (at least
 //              2 s) is the stop's grace between SIGTERM and SIGKILL
-//              (core/lifecycle_hook.h grace_after_pre_stop). A failure is a
+//              (PodWorkers::kill, core/lifecycle_hook.h grace_after_pre_stop). A failure is a
 //              FailedPreStopHook event ("PreStopHook failed"); the stop goes
 //              on. One still running when the grace period ends is killed
 //              (the kubelet stops waiting for it) and the stop goes on.
@@ -81,7 +81,7 @@ void Agent::run_post_start(const std::string& uid, std::size_t index) {
                 PodEvent killing = killing_event(ref, nullptr, now);
                 killing.message = kFailedPostStartHook;
                 record_pod_event(pod, std::move(killing));
-                stop_container(uid, index, id, "pod " + name + " (FailedPostStartHook)", false);
+                workers_->kill(uid, index, id, "pod " + name + " (FailedPostStartHook)", false);
             }
             // The containers after it start now (SyncPod goes on
             // after a failed start too).
@@ -104,8 +104,10 @@ bool Agent::post_start_pending(const LivePod& p, std::size_t index) const {
     return spec && spec->lifecycle && spec->lifecycle->post_start;
 }
 
+// The hook only: PodWorkers::kill stops the container once `done` says
+// it ended, with what it left of the grace period.
 bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::string& expected,
-                         const std::string& why) {
+                         std::function<void(const std::string& id, std::int64_t grace_seconds)> done) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || !hooks_ || stopping_ || index >= pit->second.containers.size()) return false;
     LivePod& p = pit->second;
@@ -137,17 +139,15 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
     lc.pre_stopping = true;
     const std::string id = lc.id;
     const std::int64_t grace = lc.grace_seconds;
-    const std::int64_t t0 = clock_.monotonic_ms();
     lc.hook = hooks_->run(
         *spec->lifecycle->pre_stop, lc.hook_target, grace * 1000,
-        [this, uid, index, id, why, grace, t0](Status s) {
+        [this, uid, index, id, grace, done = std::move(done)](Status s) {
             auto it = pods_.find(uid);
             if (it == pods_.end()) return;
             LivePod& pod = it->second;
             LiveContainer& c = pod.containers[index];
             c.hook.reset();
             c.pre_stopping = false;
-            const std::int64_t took = clock_.monotonic_ms() - t0;
             if (!s.ok()) {
                 const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
                 log(Level::Warning, s.error().message,
@@ -158,7 +158,7 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
                 record_pod_event(
                     pod, warning_event(&ref, kFailedPreStopHook, "PreStopHook failed", clock_.wall_ms()));
             }
-            workers_->stop(uid, index, id, why, grace_after_pre_stop(grace, took));
+            done(id, grace);
         });
     return true;
 }

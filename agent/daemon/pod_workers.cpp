@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/lifecycle_hook.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -126,7 +127,7 @@ void PodWorkers::start(const std::string& uid, std::size_t index) {
             // Removed, or the agent stops, before its turn: never started.
             host_.worker_container(uid, index).starting = false;
             finished();
-            if (!host_.agent_stopping()) host_.pod_maybe_stopped(uid);
+            if (!host_.agent_stopping()) finish_if_stopped(uid);
             return;
         }
         Launched launched{what.container, what.env, what.grace_seconds};
@@ -171,7 +172,7 @@ void PodWorkers::on_started(const std::string& uid, std::size_t index, Launched 
     }
     const bool stopping = host_.agent_stopping();
     if (rec->deleting || stopping) {
-        if (!stopping) host_.pod_maybe_stopped(uid);
+        if (!stopping) finish_if_stopped(uid);
         return;
     }
     // No reconcile here: one would start it again at once (a container
@@ -205,6 +206,72 @@ void PodWorkers::on_start_error(const std::string& uid, std::size_t index, const
     if (error.code != ErrorCode::ImageNotFound) c.runtime_down_ms = 0;
     if (host_.container_start_failed(uid, index, spec, error))
         schedule_restart(uid, index, next_restart_delay(c.backoff, 0, policy_));
+}
+
+void PodWorkers::terminate(const std::string& uid, const std::string& reason) {
+    PodRecord* rec = host_.worker_pod(uid);
+    if (!rec || rec->deleting) return;
+    rec->deleting = true;
+    host_.pod_terminating(uid, reason);
+    const std::string why = "pod " + rec->name;
+    for (std::size_t i = 0; i < container_count(*rec); ++i) {
+        WorkerContainer& c = host_.worker_container(uid, i);
+        cancel_restart(c);
+        host_.container_terminating(uid, i);
+        // One whose start is in flight is stopped once it has started.
+        if (!c.id.empty() || c.starting) kill(uid, i, std::string(c.id), why);
+    }
+    host_.pod_changed(uid, false);
+    finish_if_stopped(uid);
+}
+
+void PodWorkers::kill(const std::string& uid, std::size_t index, const std::string& expected,
+                      const std::string& why, bool killing) {
+    // killContainer records Killing before its preStop hook and the stop.
+    if (killing && host_.worker_pod(uid)) host_.container_killing(uid, index);
+    const std::int64_t t0 = clock_.monotonic_ms();
+    const bool hook = host_.run_pre_stop(
+        uid, index, expected, [this, uid, index, why, t0](const std::string& id, std::int64_t grace) {
+            // What the hook took comes out of the stop's grace period.
+            stop(uid, index, id, why, grace_after_pre_stop(grace, clock_.monotonic_ms() - t0));
+        });
+    if (hook) return;  // the stop follows its preStop hook
+    stop(uid, index, expected, why, host_.worker_pod(uid) ? host_.stop_grace(uid) : std::nullopt);
+}
+
+void PodWorkers::finish_if_stopped(const std::string& uid) {
+    PodRecord* rec = host_.worker_pod(uid);
+    if (!rec) return;
+    const std::size_t n = container_count(*rec);
+    for (std::size_t i = 0; i < n; ++i) {
+        const WorkerContainer& c = host_.worker_container(uid, i);
+        if (!c.id.empty() || c.starting) return;  // its exit (or start) brings us back here
+    }
+    for (std::size_t i = 0; i < n; ++i) cancel_restart(host_.worker_container(uid, i));
+    host_.pod_terminated(uid);
+}
+
+void PodWorkers::stop_finished_sidecars(const std::string& uid) {
+    PodRecord* rec = host_.worker_pod(uid);
+    if (!rec || rec->deleting) return;
+    for (std::size_t i : sidecars_to_stop(*rec, host_.pod_restart_policy(*rec))) {
+        WorkerContainer& c = host_.worker_container(uid, i);
+        ContainerStatus& cs = container_at(*rec, i);
+        if (c.id.empty() && c.restart) {
+            // Waiting out its back-off: not started again, terminated as it last ended.
+            cancel_restart(c);
+            if (!cs.termination_reason.empty()) {
+                cs.state = ContainerState::Terminated;
+                cs.reason = cs.termination_reason;
+                cs.message.clear();
+            }
+            host_.save_pod_record(uid);
+            continue;
+        }
+        if (c.id.empty() || c.finishing_id == c.id) continue;
+        c.finishing_id = c.id;
+        kill(uid, i, c.id, "pod " + rec->namespace_ + "/" + rec->name + " finished: sidecar " + cs.name);
+    }
 }
 
 void PodWorkers::stop(const std::string& uid, std::size_t index, const std::string& expected,
@@ -291,7 +358,7 @@ void PodWorkers::on_exit_inspected(const std::string& uid, std::size_t index, co
 
     const ExitAction action = container_exit_action(*rec, index, host_.pod_restart_policy(*rec));
     switch (action) {
-    case ExitAction::FinishPod: host_.pod_maybe_stopped(uid); return;
+    case ExitAction::FinishPod: finish_if_stopped(uid); return;
     case ExitAction::InitCompleted:
         // Done: the next init container, or the app containers, start now.
         host_.container_exited(uid, index, action, 0, 0);
@@ -304,6 +371,7 @@ void PodWorkers::on_exit_inspected(const std::string& uid, std::size_t index, co
         // terminated; the pod is Succeeded or Failed once none runs.
         host_.container_exited(uid, index, action, 0, 0);
         host_.pod_changed(uid, false);
+        stop_finished_sidecars(uid);
         host_.pod_finishing(uid);
         return;
     case ExitAction::Restart: break;

@@ -1,16 +1,21 @@
 // The PodWorkers component: kubelet's pod workers (pkg/kubelet/pod_workers.go
-// with kuberuntime's SyncPod start order). The per-pod sequencing of the
-// containers' lifecycle: what starts next (init containers one at a time,
-// sidecars gated by their startup probe, then the app containers), the
-// start handed to the runtime as one launch description, its outcome, the
-// exit and what follows it (done, the next init container, a restart after
-// the crash-loop back-off), and the restart timers. The decisions are
-// core's (core/pod_lifecycle.h, reconcile.h's back-offs); this is their
-// order, over the Runtime and the agent's Host.
+// with kuberuntime's SyncPod start order and killContainer). The per-pod
+// sequencing of the containers' lifecycle: what starts next (init
+// containers one at a time, sidecars gated by their startup probe, then the
+// app containers), the start handed to the runtime as one launch
+// description, its outcome, the exit and what follows it (done, the next
+// init container, a restart after the crash-loop back-off), the restart
+// timers; and the pod's termination (pod_workers.go's terminating, then
+// terminated): every container killed (killContainer: the Killing Event,
+// the preStop hook, then the stop with what the hook left of the grace
+// period), and the pod finished once none runs or starts. The decisions are
+// core's (core/pod_lifecycle.h, reconcile.h's back-offs, lifecycle_hook.h's
+// grace); this is their order, over the Runtime and the agent's Host.
 //
 // The agent keeps what is not the sequence (Host): the pods' records and
-// where they live, the launch description (config, images), hooks, probes,
-// Events, logs, the store, and the pods' termination (stop, remove).
+// where they live, the launch description (config, images), the hooks
+// themselves, probes, Events, logs, the store, and what a pod leaves
+// behind when it goes.
 #pragma once
 
 #include <uv.h>
@@ -67,6 +72,7 @@ struct WorkerContainer {
     // A restart timer, from its scheduling until it is cancelled (fired
     // or not): while it exists, nothing else starts the container.
     std::optional<Timers::Id> restart;
+    std::string finishing_id;  // a finished pod's sidecar: the instance asked to stop
 };
 
 class PodWorkers {
@@ -118,11 +124,34 @@ class PodWorkers {
         // The pod's status changed: refreshed and saved; `reconcile`: and
         // planned again.
         virtual void pod_changed(const std::string& uid, bool reconcile) = 0;
-        // A start or an exit of a pod being removed ended: it may be gone now.
-        virtual void pod_maybe_stopped(const std::string& uid) = 0;
+        // Termination. The pod is to go (its record says deleting now):
+        // its log line and Events.
+        virtual void pod_terminating(const std::string& uid, const std::string& reason) = 0;
+        // Container `index` of a terminating pod: its probes stop.
+        virtual void container_terminating(const std::string& uid, std::size_t index) = 0;
+        // killContainer's Killing Event ("Stopping container X").
+        virtual void container_killing(const std::string& uid, std::size_t index) = 0;
+        // The preStop hook of container `index`, if it runs `expected`
+        // (non-empty) or any instance, has one and a grace period above 0:
+        // true, and `done` is called on the loop once the hook ended, with
+        // the instance it ran for and the grace period it had; or true and
+        // never `done` when one runs already (its stop follows it). False:
+        // none runs, the stop goes now.
+        virtual bool run_pre_stop(
+            const std::string& uid, std::size_t index, const std::string& expected,
+            std::function<void(const std::string& id, std::int64_t grace_seconds)> done) = 0;
+        // The stop's grace period when not the launch's: the one its Pod's
+        // deletion set (core kill_grace_seconds); nullopt: the launch's.
+        virtual std::optional<std::int64_t> stop_grace(const std::string& uid) = 0;
+        // Nothing of the pod runs or starts any more: it goes (the store,
+        // its volumes, probes, its record: worker_pod() says none since).
+        virtual void pod_terminated(const std::string& uid) = 0;
         // A container of the pod finished for good (restartPolicy OnFailure
-        // or Never): the sidecars of a finished pod stop; planned again.
+        // or Never), its finished pod's sidecars asked to stop: planned again.
         virtual void pod_finishing(const std::string& uid) = 0;
+        // The pod's record changed (a sidecar of a finished pod terminated
+        // as it last ended): saved as it is.
+        virtual void save_pod_record(const std::string& uid) = 0;
         // A runtime operation ended (metrics); t0: uv_hrtime() at its start.
         virtual void runtime_operation_done(const char* what, std::uint64_t t0, bool ok) = 0;
         // A start or a stop finished while the agent stops: the runtime may close.
@@ -159,6 +188,26 @@ class PodWorkers {
     // being read).
     bool watched(const std::string& id) const { return by_id_.count(id) != 0; }
     std::size_t watched_count() const { return by_id_.size(); }
+    // kubelet's pod termination (the pod worker's terminating state): the
+    // pod is marked deleting, its restarts cancelled, its probes stopped,
+    // each container that runs or starts killed (a start in flight: the
+    // instance it makes, once it reported), and it finishes once none is
+    // left. A pod unknown or deleting already: nothing.
+    void terminate(const std::string& uid, const std::string& reason);
+    // killContainer: the Killing Event (`killing`; false: the caller
+    // recorded its own), the preStop hook, then the stop with what the hook
+    // left of its grace period (core grace_after_pre_stop); `expected` as
+    // for stop().
+    void kill(const std::string& uid, std::size_t index, const std::string& expected, const std::string& why,
+              bool killing = true);
+    // The terminated state: no container of the pod runs or starts any more
+    // (each one's exit, or a start's end, calls it again): its restarts are
+    // cancelled and the Host forgets it.
+    void finish_if_stopped(const std::string& uid);
+    // A finished pod's sidecars stop (core sidecars_to_stop), once each
+    // instance; one waiting out its back-off is not started again and shows
+    // as it last ended.
+    void stop_finished_sidecars(const std::string& uid);
     // Stops the container, behind the pod's earlier operations (a start in
     // flight included: then the instance it made); `expected` (non-empty):
     // only if that instance still runs (a liveness kill that came late);

@@ -1,8 +1,8 @@
-// The reconcile loop and the pods: creating and admitting them, their
-// termination (stop, remove, finish), and the agent's side of the pod
-// workers (PodWorkers::Host, pod_workers.h: the launch description, what a
-// start or an exit does here). The starts, exits and restarts themselves
-// are PodWorkers'. Adopting what already runs when the agent starts is
+// The reconcile loop and the pods: creating and admitting them, and the
+// agent's side of the pod workers (PodWorkers::Host, pod_workers.h: the
+// launch description, what a start, an exit or a pod's termination does
+// here). The starts, exits, restarts and stops themselves are
+// PodWorkers'. Adopting what already runs when the agent starts is
 // agent/daemon/adopt.cpp.
 #include <algorithm>
 #include <cstdint>
@@ -171,7 +171,7 @@ void Agent::reconcile() {
                         ": its rollout here waits for the DaemonSet controller (the old Pod's "
                         "deletion, or with maxSurge the new Pod; apiServer.rollouts: cluster)");
     paced_rollouts_ = std::move(plan.paced);
-    for (const auto& r : plan.remove) remove_pod(r.uid, r.reason);
+    for (const auto& r : plan.remove) workers_->terminate(r.uid, r.reason);
     // A few creations per loop turn, the rest planned again on the next
     // one (scheduled below): each costs store writes, and 50 DaemonSets
     // dropped in at once must not hold the loop (its watchdog pings, the
@@ -193,32 +193,6 @@ void Agent::reconcile() {
     update_status();
 }
 
-void Agent::stop_finished_sidecars(const std::string& uid) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end() || pit->second.rec.deleting) return;
-    LivePod& p = pit->second;
-    for (std::size_t i : sidecars_to_stop(p.rec, restart_policy_of(p.rec))) {
-        LiveContainer& lc = p.containers[i];
-        if (lc.id.empty() && lc.restart) {
-            // Waiting out its back-off: not started again, terminated as it last ended.
-            workers_->cancel_restart(lc);
-            ContainerStatus& cs = p.status(i);
-            if (!cs.termination_reason.empty()) {
-                cs.state = ContainerState::Terminated;
-                cs.reason = cs.termination_reason;
-                cs.message.clear();
-            }
-            save_pod(p);
-            continue;
-        }
-        if (lc.id.empty() || lc.finishing_id == lc.id) continue;
-        lc.finishing_id = lc.id;
-        stop_container(
-            uid, i, lc.id,
-            "pod " + p.rec.namespace_ + "/" + p.rec.name + " finished: sidecar " + p.status(i).name);
-    }
-}
-
 // Containers with neither a process nor a pending restart: those of pods
 // adopted from the store whose process is gone, and those that waited for
 // their DaemonSet to be known.
@@ -226,7 +200,7 @@ void Agent::start_waiting_containers() {
     std::vector<std::string> uids;
     for (const auto& [uid, p] : pods_) uids.push_back(uid);
     for (const auto& uid : uids) {
-        stop_finished_sidecars(uid);  // adopted finished, its sidecars still running
+        workers_->stop_finished_sidecars(uid);  // adopted finished, its sidecars still running
         if (!workers_->advance(uid)) continue;
         refresh_readiness(pods_[uid]);
         save_pod(pods_[uid]);
@@ -451,11 +425,6 @@ void Agent::pod_changed(const std::string& uid, bool reconcile) {
     if (reconcile) schedule_reconcile();
 }
 
-void Agent::pod_finishing(const std::string& uid) {
-    stop_finished_sidecars(uid);
-    schedule_reconcile();
-}
-
 void Agent::runtime_operation_done(const char* what, std::uint64_t t0, bool ok) {
     metrics_->count_runtime_operation(what, t0, ok);
 }
@@ -574,15 +543,14 @@ void Agent::runtime_unavailable(const std::string& uid, std::size_t index, const
                             " did not start: " + cs.message + "; retrying until the runtime answers");
 }
 
-void Agent::stop_container(const std::string& uid, std::size_t index, const std::string& expected,
-                           const std::string& why, bool killing) {
-    // killContainer records Killing before its preStop hook and the stop.
-    if (auto pit = pods_.find(uid); killing && pit != pods_.end())
-        record_pod_event(pit->second,
-                         killing_event(container_ref(pit->second, index), nullptr, clock_.wall_ms()));
-    if (run_pre_stop(uid, index, expected, why)) return;  // the stop follows its preStop hook
+void Agent::container_killing(const std::string& uid, std::size_t index) {
+    LivePod& p = pods_[uid];
+    record_pod_event(p, killing_event(container_ref(p, index), nullptr, clock_.wall_ms()));
+}
+
+std::optional<std::int64_t> Agent::stop_grace(const std::string& uid) {
     auto pit = pods_.find(uid);
-    workers_->stop(uid, index, expected, why, pit == pods_.end() ? std::nullopt : pit->second.grace_override);
+    return pit == pods_.end() ? std::nullopt : pit->second.grace_override;
 }
 
 void Agent::close_runtime_when_idle() {
@@ -625,36 +593,21 @@ void Agent::container_exited(const std::string& uid, std::size_t index, ExitActi
     }
 }
 
-void Agent::remove_pod(const std::string& uid, const std::string& reason) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return;
-    LivePod& p = pit->second;
-    if (p.rec.deleting) return;
-    log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " stopping: " + reason,
-        {{"DAEMONLET_POD", p.rec.namespace_ + "/" + p.rec.name}});
-    p.rec.deleting = true;
-    record_pod_removed(p.rec, reason);
-    for (std::size_t i = 0; i < p.containers.size(); ++i) {
-        auto& lc = p.containers[i];
-        workers_->cancel_restart(lc);
-        probes_->remove(uid, i);
-        // One whose start is in flight is stopped once it has started.
-        if (!lc.id.empty() || lc.starting) stop_container(uid, i, lc.id, "pod " + p.rec.name);
-    }
-    refresh_readiness(p);
-    save_pod(p);
-    finish_pod_if_stopped(uid);
+void Agent::pod_terminating(const std::string& uid, const std::string& reason) {
+    const PodRecord& rec = pods_[uid].rec;
+    log(Level::Notice, "pod " + rec.namespace_ + "/" + rec.name + " stopping: " + reason,
+        {{"DAEMONLET_POD", rec.namespace_ + "/" + rec.name}});
+    record_pod_removed(rec, reason);
 }
 
-void Agent::finish_pod_if_stopped(const std::string& uid) {
+void Agent::container_terminating(const std::string& uid, std::size_t index) { probes_->remove(uid, index); }
+
+void Agent::pod_terminated(const std::string& uid) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
-    for (const auto& lc : pit->second.containers)
-        if (!lc.id.empty() || lc.starting) return;  // its exit (or start) brings us back here
     log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
     if (api_pods_) api_pods_->pod_finished(uid, board_pod_status(pit->second, true));
-    for (auto& lc : pit->second.containers) workers_->cancel_restart(lc);
     probes_->remove_pod(uid);
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
     api_access_->forget(uid);

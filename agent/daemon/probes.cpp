@@ -100,7 +100,7 @@ void Agent::on_probe_failed(const std::string& uid, std::size_t index, ProbeKind
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
     // computePodActions' message for killContainer's Killing Event.
     record_pod_event(p, killing_event(container_ref(p, index), &kind, clock_.wall_ms()));
-    stop_container(uid, index, lc.id, "pod " + pod_name, false);
+    workers_->kill(uid, index, lc.id, "pod " + pod_name, false);
 }
 
 // A container's started or ready changed: the pod's readiness, hence

@@ -99,9 +99,9 @@ void Agent::readmit_adopted_static_pods() {
     // create_static_pod's admission: Failed with the refusal's reason (its
     // processes gone), or started.
     for (const auto& r : readmit_static_pods(std::move(adopted), node_, allowlist.value(), std::move(active)))
-        remove_pod(r.uid, r.rejection ? "not admitted at this start: " + r.rejection->reason + ": " +
-                                            r.rejection->message
-                                      : "admitted at this start (refused before): it starts");
+        workers_->terminate(r.uid, r.rejection ? "not admitted at this start: " + r.rejection->reason + ": " +
+                                                     r.rejection->message
+                                               : "admitted at this start (refused before): it starts");
 }
 
 void Agent::reconcile_static_pods() {
@@ -115,7 +115,7 @@ void Agent::reconcile_static_pods() {
     }
     for (const auto& [uid, why] : gone) {
         if (pods_[uid].deleted_by_user) static_deleted_.insert(uid);
-        remove_pod(uid, why);
+        workers_->terminate(uid, why);
     }
     // In the files' order, as the kubelet admits pods in order: the first
     // file keeps a host port both ask for.
@@ -136,7 +136,8 @@ void Agent::reconcile_static_pods() {
         // An edited file's pod (a new UID) waits until the old pod of the
         // same full name has terminated, as the kubelet's pod workers hold
         // it (pod_workers.go allowStaticPodStart): two etcds must not share
-        // a data directory or a port. finish_pod_if_stopped reconciles again.
+        // a data directory or a port. The old pod's end (PodWorkers'
+        // finish_if_stopped, the agent's pod_terminated) reconciles again.
         const std::string& ns = s.pod->metadata.namespace_;
         const std::string& name = s.pod->metadata.name;
         if (std::any_of(pods_.begin(), pods_.end(), [&](const auto& other) {

@@ -66,6 +66,11 @@ class FakeRuntime final : public platform::Runtime {
         return Ok{};
     }
 
+    // The grace period the next stop of `id` has (stop_graces()).
+    void set_stop_grace(const std::string& id, std::int64_t grace_seconds) override {
+        stop_graces_[id] = grace_seconds;
+    }
+
     Result<platform::ContainerInfo> inspect(const std::string& id) override {
         ++calls_["inspect"];
         if (auto e = take_failure("inspect")) return *e;
@@ -170,6 +175,8 @@ class FakeRuntime final : public platform::Runtime {
 
     const std::vector<Started>& started() const { return started_; }
     const std::vector<std::string>& stopped() const { return stopped_; }
+    // The grace periods set for a stop, by id (none: the launch's).
+    const std::map<std::string, std::int64_t>& stop_graces() const { return stop_graces_; }
     const std::vector<std::string>& removed_pods() const { return removed_pods_; }
     std::size_t pending_pulls() const { return pending_pulls_.size(); }
     int calls(const std::string& call) const {
@@ -206,6 +213,7 @@ class FakeRuntime final : public platform::Runtime {
     std::uint64_t next_id_ = 0;
     std::vector<Started> started_;
     std::vector<std::string> stopped_;
+    std::map<std::string, std::int64_t> stop_graces_;
     std::vector<std::string> removed_pods_;
     std::map<std::string, std::deque<Error>> failures_;
     std::map<std::string, int> calls_;

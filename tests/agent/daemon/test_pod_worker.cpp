@@ -4,7 +4,11 @@
 // holding the containers after it, a runtime that fails or never answers, a
 // start asked again while one is in flight, a pod removed before its
 // start's turn or while a start or a restart is pending, the agent
-// stopping while an exit is read, restartPolicy Never and OnFailure; and
+// stopping while an exit is read, restartPolicy Never and OnFailure; the
+// pod's termination (a Killing Event per container, the preStop hook
+// before the stop and out of its grace, a stop that fails, a pod
+// terminated while a start is in flight, terminated once none is left, a
+// finished pod's sidecars); and
 // the loop's timers (LoopTimers) on a real libuv loop. Milliseconds of CPU
 // for what takes the real agent hours. Image back-off is the real Images
 // component's, in test_images.cpp.
@@ -126,7 +130,25 @@ class PodWorker final : private PodWorkers::Host {
     platform::OperationQueue& ops() { return ops_; }
     // Container `i` is in its postStart hook (true) or done with it.
     void hold(std::size_t i, bool held) { held_[i] = held; }
-    int maybe_stopped() const { return maybe_stopped_; }
+    // The Host heard that nothing of the pod runs any more (pod_terminated).
+    int terminated() const { return terminated_; }
+    // Container `i` has a preStop hook (the Host's, pod's grace `grace_s`
+    // seconds): it runs until end_pre_stop(), the test's clock its time.
+    void set_pre_stop(std::size_t i, std::int64_t grace_s) { pre_stop_[i] = grace_s; }
+    bool pre_stop_running(std::size_t i) const { return pre_stop_done_.count(i) != 0; }
+    void end_pre_stop(std::size_t i) {
+        auto done = std::move(pre_stop_done_.at(i));
+        pre_stop_done_.erase(i);
+        done.second(done.first, pre_stop_.at(i));
+        rt_.settle();
+    }
+    // The Pod's deletion set this grace period (stop_grace()).
+    void set_stop_grace(std::int64_t grace_s) { stop_grace_ = grace_s; }
+    int killing_events() const { return killing_; }
+    int saved() const { return saved_; }
+    // The runtime operations reported as failed (their metric), in order.
+    const std::vector<std::string>& failed_ops() const { return failed_ops_; }
+    int terminating() const { return terminating_; }
     // The agent forgot the pod (it went): worker_pod() says none.
     void remove() { removed_ = true; }
     // The agent stops (agent_stopping()).
@@ -179,9 +201,24 @@ class PodWorker final : private PodWorkers::Host {
         ++changed_;
         update_pod_conditions(rec_, policy_);
     }
-    void pod_maybe_stopped(const std::string&) override { ++maybe_stopped_; }
+    void pod_terminating(const std::string&, const std::string&) override { ++terminating_; }
+    void container_terminating(const std::string&, std::size_t) override {}
+    void container_killing(const std::string&, std::size_t) override { ++killing_; }
+    bool run_pre_stop(const std::string&, std::size_t index, const std::string& expected,
+                      std::function<void(const std::string&, std::int64_t)> done) override {
+        const std::string& id = live_[index].id;
+        if (!pre_stop_.count(index) || id.empty() || (!expected.empty() && id != expected)) return false;
+        if (pre_stop_done_.count(index)) return true;  // one stop, after the hook already running
+        pre_stop_done_[index] = {id, std::move(done)};
+        return true;
+    }
+    std::optional<std::int64_t> stop_grace(const std::string&) override { return stop_grace_; }
+    void pod_terminated(const std::string&) override { ++terminated_; }
     void pod_finishing(const std::string&) override {}
-    void runtime_operation_done(const char*, std::uint64_t, bool) override {}
+    void save_pod_record(const std::string&) override { ++saved_; }
+    void runtime_operation_done(const char* what, std::uint64_t, bool ok) override {
+        if (!ok) failed_ops_.emplace_back(what);
+    }
     void operation_finished_while_stopping() override { ++finished_while_stopping_; }
 
     FakeRuntime& rt_;
@@ -189,7 +226,15 @@ class PodWorker final : private PodWorkers::Host {
     std::string policy_ = "Always";
     std::vector<WorkerContainer> live_;
     std::map<std::size_t, bool> held_;
-    int maybe_stopped_ = 0;
+    int terminated_ = 0;
+    int saved_ = 0;
+    int terminating_ = 0;
+    int killing_ = 0;
+    std::vector<std::string> failed_ops_;
+    std::optional<std::int64_t> stop_grace_;
+    std::map<std::size_t, std::int64_t> pre_stop_;
+    std::map<std::size_t, std::pair<std::string, std::function<void(const std::string&, std::int64_t)>>>
+        pre_stop_done_;
     bool removed_ = false;
     bool stopping_ = false;
     int changed_ = 0;
@@ -215,6 +260,12 @@ std::vector<std::string> started_names(const FakeRuntime& rt) {
     std::vector<std::string> out;
     for (const auto& s : rt.started()) out.push_back(s.container_name);
     return out;
+}
+
+// The grace period the stop of `id` was given; -1: the launch's.
+std::int64_t grace_of(const FakeRuntime& rt, const std::string& id) {
+    auto it = rt.stop_graces().find(id);
+    return it == rt.stop_graces().end() ? -1 : it->second;
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -358,17 +409,17 @@ TEST(PodWorker, StopThatFailsLeavesThePodUntilTheExitArrives) {
     w.advance();
     const std::string id = w.id_of(0);
     rt.fail_next("stop", Error{ErrorCode::Unavailable, "containerd: connection refused"});
-    w.rec().deleting = true;
-    w.workers().stop("uid-1", 0, "", "pod removed", std::nullopt);
+    w.workers().terminate("uid-1", "pod removed");
     rt.settle();
     LONGS_EQUAL(1, rt.calls("stop"));
     CHECK(rt.stopped().empty());
+    CHECK(std::vector<std::string>{"stop_container"} == w.failed_ops());  // its metric; not retried
     STRCMP_EQUAL(id.c_str(), w.id_of(0).c_str());
     CHECK(w.workers().watched(id));
-    LONGS_EQUAL(0, w.maybe_stopped());
+    LONGS_EQUAL(0, w.terminated());
     rt.exit(id, 143);
     CHECK(w.id_of(0).empty());
-    LONGS_EQUAL(1, w.maybe_stopped());
+    LONGS_EQUAL(1, w.terminated());
     CHECK(w.delays().empty());
     LONGS_EQUAL(1, rt.started().size());
 }
@@ -496,7 +547,7 @@ TEST(PodWorker, APodRemovedBeforeItsStartsTurnNeverStarts) {
     busy();
     rt.settle();
     LONGS_EQUAL(0, rt.calls("start"));
-    LONGS_EQUAL(1, w.maybe_stopped());
+    LONGS_EQUAL(1, w.terminated());
     w.rec().deleting = false;
     w.advance();  // nothing is left starting: it can start again
     LONGS_EQUAL(1, rt.calls("start"));
@@ -575,8 +626,124 @@ TEST(PodWorker, AStartThatFailsOnADeletingPodIsNotRetried) {
     LONGS_EQUAL(1, rt.calls("start"));
     CHECK(w.delays().empty());
     CHECK(w.rec().containers[0].reason.empty());
-    LONGS_EQUAL(1, w.maybe_stopped());
+    LONGS_EQUAL(1, w.terminated());
     CHECK_FALSE(w.workers().advance("uid-1"));  // deleting: nothing starts
+}
+
+TEST(PodWorker, TerminateKillsEachContainerOnceAndFinishesWhenTheLastStopped) {
+    // pod_workers.go terminating -> terminated: every running container is
+    // killed once, with one Killing Event each (killContainer); the pod is
+    // terminated only once the last one exited, restarting none. A second
+    // terminate, and a kill whose caller recorded its own Event, add none.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"a", 'a'}, {"b", 'a'}}));
+    w.advance();
+    const std::string a = w.id_of(0), b = w.id_of(1);
+    w.workers().terminate("uid-1", "DaemonSet deleted");
+    w.workers().terminate("uid-1", "DaemonSet deleted");
+    rt.settle();
+    CHECK(w.rec().deleting);
+    LONGS_EQUAL(1, w.terminating());
+    LONGS_EQUAL(2, w.killing_events());
+    CHECK((std::vector<std::string>{a, b}) == rt.stopped());
+    CHECK(rt.stop_graces().empty());  // the launch's grace
+    w.workers().kill("uid-1", 0, a, "liveness probe failed", false);
+    rt.settle();
+    LONGS_EQUAL(2, w.killing_events());
+    rt.exit(a, 143);
+    LONGS_EQUAL(0, w.terminated());
+    rt.exit(b, 143);
+    LONGS_EQUAL(1, w.terminated());
+    CHECK(w.delays().empty());
+    LONGS_EQUAL(2, rt.started().size());
+}
+
+TEST(PodWorker, PreStopRunsBeforeTheStopAndItsTimeComesOutOfTheGrace) {
+    // kuberuntime killContainer: the preStop hook first, then the stop with
+    // gracePeriod minus the whole seconds the hook took, at least
+    // minimumGracePeriodInSeconds (2). Without a hook the stop has the
+    // Pod's deletion grace when it set one.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"a", 'a'}, {"b", 'a'}, {"c", 'a'}}));
+    w.advance();
+    w.set_pre_stop(0, 30);
+    w.set_pre_stop(1, 30);
+    w.set_stop_grace(5);
+    w.workers().terminate("uid-1", "DaemonSet deleted");
+    rt.settle();
+    CHECK((std::vector<std::string>{w.id_of(2)}) == rt.stopped());  // c has no hook
+    LONGS_EQUAL(5, grace_of(rt, w.id_of(2)));
+    CHECK(w.pre_stop_running(0) && w.pre_stop_running(1));
+    clock.advance(7 * kSec + 900);
+    w.end_pre_stop(0);
+    LONGS_EQUAL(2, rt.stopped().size());
+    LONGS_EQUAL(23, grace_of(rt, w.id_of(0)));
+    clock.advance(25 * kSec);
+    w.end_pre_stop(1);
+    LONGS_EQUAL(3, rt.stopped().size());
+    LONGS_EQUAL(2, grace_of(rt, w.id_of(1)));
+    LONGS_EQUAL(3, w.killing_events());  // once each, the hook's stop adds none
+}
+
+TEST(PodWorker, APodTerminatedWhileItsStartIsInFlightStopsOnceItStarted) {
+    // The stop queues behind the pod's start (one worker per pod): the
+    // instance the start makes is stopped, and the pod is terminated with
+    // its exit, not before.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    w.workers().start("uid-1", 0);
+    w.workers().terminate("uid-1", "DaemonSet deleted");
+    LONGS_EQUAL(0, rt.calls("stop"));
+    LONGS_EQUAL(1, w.killing_events());
+    LONGS_EQUAL(0, w.terminated());
+    rt.settle();
+    const std::string id = w.id_of(0);
+    CHECK_FALSE(id.empty());
+    CHECK((std::vector<std::string>{id}) == rt.stopped());
+    LONGS_EQUAL(0, w.terminated());
+    rt.exit(id, 143);
+    LONGS_EQUAL(1, w.terminated());
+    CHECK(w.delays().empty());
+}
+
+TEST(PodWorker, AFinishedPodsSidecarsStopOnceAndOneInBackOffStaysTerminated) {
+    // KEP-753 (computePodActions): once a pod with restartPolicy Never has
+    // finished its app containers, its sidecars are killed, each instance
+    // once however often it is asked; a sidecar waiting out its back-off is
+    // not started again and shows as it last ended.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"log", 's'}, {"job", 'a'}}));
+    w.set_restart_policy("Never");
+    w.advance();
+    w.startup_passed(0);
+    const std::string sidecar = w.id_of(0);
+    rt.exit(w.id_of(1), 0);
+    w.workers().stop_finished_sidecars("uid-1");
+    rt.settle();
+    CHECK((std::vector<std::string>{sidecar}) == rt.stopped());
+    LONGS_EQUAL(1, w.killing_events());
+
+    PodWorker backoff(rt, clock, pod_of({{"log", 's'}, {"job", 'a'}}));
+    backoff.set_restart_policy("Never");
+    backoff.advance();
+    backoff.startup_passed(0);
+    clock.advance(kSec);
+    rt.exit(backoff.id_of(0), 1);  // the first crash: restarted at once
+    backoff.run_due();
+    clock.advance(kSec);
+    rt.exit(backoff.id_of(0), 1);  // the second: CrashLoopBackOff, 10 s
+    STRCMP_EQUAL("CrashLoopBackOff", backoff.rec().init_containers[0].reason.c_str());
+    rt.exit(backoff.id_of(1), 0);
+    LONGS_EQUAL(1, backoff.saved());
+    STRCMP_EQUAL("Terminated", to_string(backoff.rec().init_containers[0].state));
+    const std::size_t started = rt.started().size();
+    clock.advance(10 * kMin);
+    backoff.run_due();
+    LONGS_EQUAL(started, rt.started().size());
 }
 
 TEST(PodWorker, LoopTimersOnARealLoop) {
