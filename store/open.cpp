@@ -195,6 +195,47 @@ std::string immutable_uri(const std::string& path) {
     return uri + "?immutable=1";
 }
 
+Error unreadable_version(int version) {
+    return Error{ErrorCode::Schema, "the database has schema version " + std::to_string(version) +
+                                        ", this daemonlet reads versions 1 to " +
+                                        std::to_string(sql::kSchemaVersion) +
+                                        " (the agent creates and migrates it)"};
+}
+
+// A copy in memory of the database `file` holds at schema `version`,
+// migrated there, read-only (query_only): for a database of an older schema
+// (the agent of a newer build has not migrated it yet: not started, or its
+// stateDir too full to write the migration). The file is left as it is; the
+// copy is a snapshot (a board's database is a few hundred KiB).
+Result<sqlite::DbPtr> migrated_copy(sqlite3* file, int version) {
+    if (version < 1 || version > sql::kSchemaVersion) return unreadable_version(version);
+    auto mem = connect(":memory:", SQLITE_OPEN_READWRITE);
+    if (!mem) return mem.error();
+    sqlite3* copy = mem.value().get();
+    sqlite3_backup* backup = sqlite3_backup_init(copy, "main", file, "main");
+    if (!backup) return sqlite::sqlite_error(copy, sqlite3_errcode(copy));
+    const int rc = sqlite3_backup_step(backup, -1);
+    sqlite3_backup_finish(backup);
+    if (rc != SQLITE_DONE)
+        return sqlite::sqlite_error(rc, std::string("copying into memory: ") + sqlite3_errstr(rc));
+    if (auto st = migrate(copy); !st) return st.error();
+    if (auto st = sqlite::exec(copy, "PRAGMA query_only = 1"); !st) return st.error();
+    return mem;
+}
+
+template <class InContext>
+Result<std::unique_ptr<Store>> readable(const std::string& path, sqlite::DbPtr db, int version,
+                                        const InContext& in_context) {
+    if (version != sql::kSchemaVersion) {
+        auto copy = migrated_copy(db.get(), version);
+        if (!copy) return in_context(copy.error());
+        db = std::move(copy).value();
+    }
+    auto store = SqliteStore::create(path, std::move(db));
+    if (!store) return store.error();
+    return std::unique_ptr<Store>(std::move(store).value());
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
@@ -218,14 +259,27 @@ Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
         }
     }
     if (!version) return in_context(version.error());
-    if (version.value() != sql::kSchemaVersion)
-        return in_context(Error{ErrorCode::Schema,
-                                "the database has schema version " + std::to_string(version.value()) +
-                                    ", this daemonlet reads version " + std::to_string(sql::kSchemaVersion) +
-                                    " (the agent creates and migrates it)"});
-    auto store = SqliteStore::create(path, std::move(db).value());
-    if (!store) return store.error();
-    return std::unique_ptr<Store>(std::move(store).value());
+    return readable(path, std::move(db).value(), version.value(), in_context);
+}
+
+Result<std::unique_ptr<Store>> Store::open_copy(const std::string& path) {
+    auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_copy: " + e.message}; };
+    auto db = connect(path, SQLITE_OPEN_READWRITE);
+    if (!db) return in_context(db.error());
+    sqlite3* file = db.value().get();
+    // Nothing written to the file, not even a checkpoint at the close.
+    sqlite3_db_config(file, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    // The -shm a failed open left on a full file system may have pages the
+    // kernel could not give blocks to: reading them through its mapping
+    // raises SIGBUS. In exclusive locking mode SQLite keeps the wal-index in
+    // heap memory and never maps the -shm (sqlite.org/wal.html, "Use of WAL
+    // Without Shared-Memory"); the lock is held for the copy only.
+    if (auto st = sqlite::exec(file, "PRAGMA locking_mode = EXCLUSIVE"); !st) return in_context(st.error());
+    auto version = user_version(file);
+    if (!version) return in_context(version.error());
+    auto copy = migrated_copy(file, version.value());
+    if (!copy) return in_context(copy.error());
+    return readable(path, std::move(copy).value(), sql::kSchemaVersion, in_context);
 }
 
 }  // namespace daemonlet::store
