@@ -195,6 +195,19 @@ std::string immutable_uri(const std::string& path) {
     return uri + "?immutable=1";
 }
 
+// Whether the -shm has pages without blocks on a file system that has no
+// room for them: SQLite extends it by writing the last byte of each page,
+// and an open that failed at that on a full disk leaves such a file. A
+// reader's connection maps it and writes its read mark into it: SIGBUS.
+bool unmappable_shm(const std::string& shm) {
+    struct stat st {};
+    struct statvfs vfs {};
+    if (::stat(shm.c_str(), &st) != 0 || ::statvfs(shm.c_str(), &vfs) != 0) return false;
+    const auto allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    return allocated < size && static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize < size - allocated;
+}
+
 Error unreadable_version(int version) {
     return Error{ErrorCode::Schema, "the database has schema version " + std::to_string(version) +
                                         ", this daemonlet reads versions 1 to " +
@@ -242,6 +255,7 @@ Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_readonly: " + e.message}; };
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return io_error(path, "open_readonly: stat");
+    if (unmappable_shm(path + "-shm")) return open_copy(path);
     auto db = connect(path, SQLITE_OPEN_READONLY);
     if (!db) return in_context(db.error());
     auto version = user_version(db.value().get());

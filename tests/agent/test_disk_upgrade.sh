@@ -8,7 +8,9 @@
 #    read (SQLite cannot make the -shm on the full disk).
 # Each time: the agent is READY and adopts the running pod, read from a copy
 # of the version 5 file migrated in memory (the file stays version 5);
-# `daemonlet status -o json` says the storage is not writable and why; a
+# `daemonlet status -o json` says the storage is not writable and why,
+# `daemonlet get` reads the file (no SIGBUS on the -shm the failed open
+# left with pages the full disk had no blocks for); a
 # DaemonSet added meanwhile is kept; once space returns the migration runs,
 # the kept DaemonSet lands and its pod runs. At the end the database passes
 # PRAGMA integrity_check.
@@ -40,7 +42,7 @@ wait_for "steady runs" 20 pod_running it steady
 steady_pid=$(pid_of steady)
 latest=$(schema)
 
-upgrade_on_full_disk() {  # upgrade_on_full_disk ROUND NEW_DS WAL_KEPT(yes|no) NAMES_AFTER
+upgrade_on_full_disk() {  # upgrade_on_full_disk ROUND NEW_DS WAL_KEPT(yes|no) NAMES_AFTER NAMES_BEFORE
     stop_agent TERM
     if [[ $3 == yes ]]; then
         sqlite3 "$db" '.dbconfig no_ckpt_on_close on' 'DROP TABLE cluster_events; PRAGMA user_version = 5;' >/dev/null
@@ -60,6 +62,7 @@ upgrade_on_full_disk() {  # upgrade_on_full_disk ROUND NEW_DS WAL_KEPT(yes|no) N
     wait_for "round $1: status says the stateDir is full" 5 status_has \
         '.storage.writable == false and (.storage.error | test("full|No space"))'
     status_json | jq -c .storage
+    [[ $(ds_names) == "$5" ]] && ok || fail "round $1: get ds on the full disk: $(ds_names 2>&1)"
     [[ $(schema_full) == 5 ]] && ok || fail "round $1: the database is version $(schema_full) on the full disk"
     write_ds "$2.yaml" "$2" "$loop"
     local n
@@ -73,8 +76,8 @@ upgrade_on_full_disk() {  # upgrade_on_full_disk ROUND NEW_DS WAL_KEPT(yes|no) N
     wait_for "round $1: $2 runs" 15 pod_running it "$2"
     [[ $(pid_of steady) == "$steady_pid" ]] && ok || fail "round $1: steady was restarted"
 }
-upgrade_on_full_disk 1 late yes late,steady
-upgrade_on_full_disk 2 later no late,later,steady
+upgrade_on_full_disk 1 late yes late,steady steady
+upgrade_on_full_disk 2 later no late,later,steady late,steady
 stop_agent TERM
 [[ $(schema) == "$latest" && $(sqlite3 -readonly "$db" 'PRAGMA integrity_check') == ok ]] && ok ||
     fail "integrity_check at the end"
