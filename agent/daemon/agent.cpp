@@ -246,6 +246,7 @@ Status Agent::open_storage() {
         if (!st.ok() && st.error().code == ErrorCode::NoSpace) {
             full = st.error();
             st = store::Store::open_copy(db);
+            if (!st.ok()) st = Error{full->code, full->message + "; and no copy: " + st.error().message};
         }
         // ext4's errors=remount-ro leaves the mount flags as they were:
         // SQLite found out, and opened the file for reading only.
