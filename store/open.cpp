@@ -195,12 +195,67 @@ std::string immutable_uri(const std::string& path) {
     return uri + "?immutable=1";
 }
 
+// Whether the -shm has pages without blocks on a file system that has no
+// room for them: SQLite extends it by writing the last byte of each page,
+// and an open that failed at that on a full disk leaves such a file. A
+// reader's connection maps it and writes its read mark into it: SIGBUS.
+bool unmappable_shm(const std::string& shm) {
+    struct stat st {};
+    struct statvfs vfs {};
+    if (::stat(shm.c_str(), &st) != 0 || ::statvfs(shm.c_str(), &vfs) != 0) return false;
+    const auto allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    return allocated < size && static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize < size - allocated;
+}
+
+Error unreadable_version(int version) {
+    return Error{ErrorCode::Schema, "the database has schema version " + std::to_string(version) +
+                                        ", this daemonlet reads versions 1 to " +
+                                        std::to_string(sql::kSchemaVersion) +
+                                        " (the agent creates and migrates it)"};
+}
+
+// A copy in memory of the database `file` holds at schema `version`,
+// migrated there, read-only (query_only): for a database of an older schema
+// (the agent of a newer build has not migrated it yet: not started, or its
+// stateDir too full to write the migration). The file is left as it is; the
+// copy is a snapshot (a board's database is a few hundred KiB).
+Result<sqlite::DbPtr> migrated_copy(sqlite3* file, int version) {
+    if (version < 1 || version > sql::kSchemaVersion) return unreadable_version(version);
+    auto mem = connect(":memory:", SQLITE_OPEN_READWRITE);
+    if (!mem) return mem.error();
+    sqlite3* copy = mem.value().get();
+    sqlite3_backup* backup = sqlite3_backup_init(copy, "main", file, "main");
+    if (!backup) return sqlite::sqlite_error(copy, sqlite3_errcode(copy));
+    const int rc = sqlite3_backup_step(backup, -1);
+    sqlite3_backup_finish(backup);
+    if (rc != SQLITE_DONE)
+        return sqlite::sqlite_error(rc, std::string("copying into memory: ") + sqlite3_errstr(rc));
+    if (auto st = migrate(copy); !st) return st.error();
+    if (auto st = sqlite::exec(copy, "PRAGMA query_only = 1"); !st) return st.error();
+    return mem;
+}
+
+template <class InContext>
+Result<std::unique_ptr<Store>> readable(const std::string& path, sqlite::DbPtr db, int version,
+                                        const InContext& in_context) {
+    if (version != sql::kSchemaVersion) {
+        auto copy = migrated_copy(db.get(), version);
+        if (!copy) return in_context(copy.error());
+        db = std::move(copy).value();
+    }
+    auto store = SqliteStore::create(path, std::move(db));
+    if (!store) return store.error();
+    return std::unique_ptr<Store>(std::move(store).value());
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_readonly: " + e.message}; };
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return io_error(path, "open_readonly: stat");
+    if (unmappable_shm(path + "-shm")) return open_copy(path);
     auto db = connect(path, SQLITE_OPEN_READONLY);
     if (!db) return in_context(db.error());
     auto version = user_version(db.value().get());
@@ -218,14 +273,27 @@ Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
         }
     }
     if (!version) return in_context(version.error());
-    if (version.value() != sql::kSchemaVersion)
-        return in_context(Error{ErrorCode::Schema,
-                                "the database has schema version " + std::to_string(version.value()) +
-                                    ", this daemonlet reads version " + std::to_string(sql::kSchemaVersion) +
-                                    " (the agent creates and migrates it)"});
-    auto store = SqliteStore::create(path, std::move(db).value());
-    if (!store) return store.error();
-    return std::unique_ptr<Store>(std::move(store).value());
+    return readable(path, std::move(db).value(), version.value(), in_context);
+}
+
+Result<std::unique_ptr<Store>> Store::open_copy(const std::string& path) {
+    auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_copy: " + e.message}; };
+    auto db = connect(path, SQLITE_OPEN_READWRITE);
+    if (!db) return in_context(db.error());
+    sqlite3* file = db.value().get();
+    // Nothing written to the file, not even a checkpoint at the close.
+    sqlite3_db_config(file, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    // The -shm a failed open left on a full file system may have pages the
+    // kernel could not give blocks to: reading them through its mapping
+    // raises SIGBUS. In exclusive locking mode SQLite keeps the wal-index in
+    // heap memory and never maps the -shm (sqlite.org/wal.html, "Use of WAL
+    // Without Shared-Memory"); the lock is held for the copy only.
+    if (auto st = sqlite::exec(file, "PRAGMA locking_mode = EXCLUSIVE"); !st) return in_context(st.error());
+    auto version = user_version(file);
+    if (!version) return in_context(version.error());
+    auto copy = migrated_copy(file, version.value());
+    if (!copy) return in_context(copy.error());
+    return readable(path, std::move(copy).value(), sql::kSchemaVersion, in_context);
 }
 
 }  // namespace daemonlet::store

@@ -100,7 +100,16 @@ class Store {
     static Result<std::unique_ptr<Store>> open(const std::string& path, std::int64_t now_ms,
                                                OpenReport* report);
     // For the CLI while the agent runs: read-only, no migration, no recovery.
+    // A database of an older schema is read from a copy migrated in memory
+    // (a snapshot; the file is left as it is): the CLI of a new build before
+    // its agent has migrated the file, an agent whose full stateDir cannot
+    // take the migration.
     static Result<std::unique_ptr<Store>> open_readonly(const std::string& path);
+    // For the agent whose open failed on a full stateDir: a copy in memory
+    // (migrated there), read-only, made without the -shm (the open may have
+    // left one that cannot be mapped) under an exclusive lock held for the
+    // copy only. Nothing is written to the file.
+    static Result<std::unique_ptr<Store>> open_copy(const std::string& path);
 
     virtual ~Store() = default;
 

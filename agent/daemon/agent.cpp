@@ -227,6 +227,7 @@ Status Agent::open_storage() {
     store::OpenReport report;
     const std::string db = config_.state_dir + "/daemonlet.db";
     std::string read_only;
+    std::optional<Error> full;
     Result<std::unique_ptr<store::Store>> st = Error{ErrorCode::ReadOnly, ""};
     // A worn-out card remounted read-only: rather than fail (and have
     // systemd restart the agent into the same failure), run the pods from
@@ -239,6 +240,14 @@ Status Agent::open_storage() {
     } else {
         st = store::Store::open(db, clock_.wall_ms(), &report);
         if (!st.ok() && st.error().code == ErrorCode::ReadOnly) read_only = st.error().message;
+        // A full stateDir that cannot take what the open writes (an
+        // upgrade's migration, the -shm): the pods run from a copy of what
+        // the store holds, and the open is retried until it fits (storage.h).
+        if (!st.ok() && st.error().code == ErrorCode::NoSpace) {
+            full = st.error();
+            st = store::Store::open_copy(db);
+            if (!st.ok()) st = Error{full->code, full->message + "; and no copy: " + st.error().message};
+        }
         // ext4's errors=remount-ro leaves the mount flags as they were:
         // SQLite found out, and opened the file for reading only.
         if (st.ok() && st.value()->read_only()) {
@@ -259,6 +268,8 @@ Status Agent::open_storage() {
                             "; rebuilding from the manifest directory and the running containers");
     auto storage = std::make_unique<Storage>(&loop_, std::move(st).value(), clock_, read_only);
     storage_ = storage.get();
+    if (full)
+        storage_->open_later(*full, [this, db] { return store::Store::open(db, clock_.wall_ms(), nullptr); });
     storage_->set_on_change([this] { refresh_status_line(); });
     if (auto w = storage_->start_worker(); !w.ok())
         log(Level::Warning, "store: " + w.error().message + "; checkpoints and flushes run on the loop");

@@ -98,8 +98,14 @@ Storage::~Storage() {
     if (timer_ || worker_done_) std::fprintf(stderr, "daemonlet: storage: destroyed before close()\n");
 }
 
+void Storage::open_later(const Error& why, Reopen reopen) {
+    reopen_ = std::move(reopen);
+    failed(why);
+}
+
 Status Storage::start_worker() {
-    if (opened_read_only_ || !loop_ || closed_ || worker_done_) return Ok{};
+    // A copy's worker would open the file (and checkpoint it) under the old schema.
+    if (opened_read_only_ || reopen_ || !loop_ || closed_ || worker_done_) return Ok{};
     worker_done_ = new uv_async_t;
     uv_async_init(loop_, worker_done_, [](uv_async_t* h) {
         if (h->data) static_cast<Storage*>(h->data)->deliver();
@@ -284,6 +290,17 @@ Result<T> Storage::write_lent(const std::string& key, const Op& op, const MakeKe
 
 Status Storage::retry() {
     if (opened_read_only_ || in_tx_) return refusal();
+    if (reopen_) {
+        auto opened = reopen_();
+        if (!opened.ok()) {
+            failed(opened.error());
+            return opened.error();
+        }
+        inner_ = std::move(opened).value();
+        reopen_ = {};
+        if (auto w = start_worker(); !w.ok())
+            log(Level::Warning, "store: " + w.error().message + "; checkpoints and flushes run on the loop");
+    }
     auto tx = inner_->begin();
     if (!tx.ok()) {
         if (store_deferred(tx.error())) failed(tx.error());

@@ -72,6 +72,14 @@ class Storage final : public store::Store {
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
 
+    using Reopen = std::function<Result<std::unique_ptr<store::Store>>()>;
+    // The database could be read only from a copy (Store::open_readonly):
+    // its upgrade's migration did not fit on the full stateDir (`why`).
+    // Every write is kept as on a full disk, and each retry first opens the
+    // database again with `reopen` (which migrates it); once it opens, the
+    // store is the file's, its worker starts and what was kept is written.
+    void open_later(const Error& why, Reopen reopen);
+
     // Starts the store's worker (store/wal_worker.h: checkpoints and
     // flushes off the loop), its results handed to the loop through a
     // uv_async_t. Without it (it could not start: said in the error) the
@@ -207,6 +215,7 @@ class Storage final : public store::Store {
     uv_async_t* worker_done_ = nullptr;  // the worker's wake-up: deliver() on the loop
     bool closed_ = false;
     bool opened_read_only_ = false;
+    Reopen reopen_;  // set while the store is a copy (open_later)
     bool writable_ = true;
     ErrorCode error_code_ = ErrorCode::NoSpace;
     std::string error_;

@@ -22,28 +22,8 @@
 #    runs the pods from what the store holds.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: mounting a file system needs root"; exit 0; }
-[[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
-for tool in mkfs.ext4 e2fsck sqlite3 jq; do
-    command -v $tool >/dev/null || { echo "FAIL: $tool is missing (scripts/setup.sh installs it)"; exit 1; }
-done
-
-img=$work/state.img
-mkdir -p "$state"
-truncate -s 16M "$img"
-mkfs.ext4 -q -F -m 0 "$img" || { echo "FAIL: mkfs.ext4"; exit 1; }
-mount -o loop,errors=remount-ro "$img" "$state" || { echo "SKIPPED: cannot mount a loop device here"; exit 0; }
-loopdev=$(findmnt -no SOURCE "$state")
-disk_cleanup() {
-    [[ -n ${DISK_TEST_KEEP_LOGS:-} ]] && mkdir -p "$DISK_TEST_KEEP_LOGS" && cp "$work"/*.log "$DISK_TEST_KEEP_LOGS"/ 2>/dev/null &&
-        cp "$state"/runtime/containers/*/shim.log "$DISK_TEST_KEEP_LOGS"/ 2>/dev/null
-    [[ -n $agent ]] && kill -9 "$agent" 2>/dev/null
-    pkill -KILL -f "daemonlet-shim.*$work" 2>/dev/null
-    pkill -KILL -f "it-marker-$$-" 2>/dev/null
-    mountpoint -q "$state" && umount -l "$state"
-    cleanup
-}
-trap disk_cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/disk_lib.sh"
+disk_mount
 
 "$listen" "$work/notify.sock" "$work/notify.log" &
 listener=$!
@@ -68,11 +48,7 @@ steady_pid=$(pid_of steady)
 [[ $(storage writable) == true ]] && ok || fail "storage before: $(status_json | jq -c .storage)"
 
 # --- 1. The file system fills up.
-# ext4 keeps some blocks back for its delayed allocation and frees more as
-# its journal commits: small writes are made until they fail too.
-dd if=/dev/zero of="$state/fill" bs=64k 2>/dev/null
-for ((i = 0; i < 64; i++)); do dd if=/dev/zero of="$state/fill.$i" bs=4k count=1 conv=fsync 2>/dev/null || break; done
-dd if=/dev/zero of="$state/probe" bs=4k count=1 conv=fsync 2>/dev/null && fail "the disk is not full: $(df "$state")" || ok
+disk_fill
 write_ds late.yaml late "$loop"
 wait_for "status says the stateDir is full" 10 bash -c \
     "'$dl' status -o json --config '$cfg' | jq -e '.storage.writable == false and (.storage.error | test(\"full|No space\")) and .storage.pending > 0 and (.storage.since | length > 0)'"
@@ -91,7 +67,7 @@ wait_for "the late pod's start is retried" 15 bash -c "(( \$(grep -c 'pod it/lat
 [[ $(ds_names) == steady ]] && ok || fail "get ds while full: $(ds_names)"
 
 # Space returns: the kept writes land, in one transaction.
-rm -f "$state"/fill* "$state/probe"
+disk_free
 wait_for "the stateDir takes writes again" 10 bash -c \
     "'$dl' status -o json --config '$cfg' | jq -e '.storage.writable == true and .storage.pending == 0'"
 grep -q 'takes writes again' "$agent_log" && ok || fail "no log line for the recovery"

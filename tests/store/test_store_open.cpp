@@ -35,6 +35,17 @@ void fill(const std::string& path, int pods) {
     CHECK_TRUE(tx->commit().ok());
 }
 
+// A database an agent of schema 2 wrote: pods without pod_ips_json, one pod.
+void make_version_two(const std::string& path) {
+    RawDb raw(path);
+    STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[0].sql).c_str());
+    STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[1].sql).c_str());
+    STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 2").c_str());
+    STRCMP_EQUAL("", raw.exec("INSERT INTO pods VALUES ('uid-1', 'agent-x7k2p', 'ns', 'agent', 'h1', 1, "
+                              "'Running', 5, 0, '[]')")
+                         .c_str());
+}
+
 }  // namespace
 
 TEST_GROUP(StoreOpen) {
@@ -137,15 +148,7 @@ TEST(StoreOpen, MigratesFromUserVersionZero) {
 TEST(StoreOpen, MigratesAVersionTwoDatabaseItsPodsWithoutIps) {
     // Schema 2: pods without pod_ips_json. Migration 3 adds it; the pod
     // reads back with no IPs, and takes IPs from then on.
-    {
-        RawDb raw(path);
-        STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[0].sql).c_str());
-        STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[1].sql).c_str());
-        STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 2").c_str());
-        STRCMP_EQUAL("", raw.exec("INSERT INTO pods VALUES ('uid-1', 'agent-x7k2p', 'ns', 'agent', 'h1', 1, "
-                                  "'Running', 5, 0, '[]')")
-                             .c_str());
-    }
+    make_version_two(path);
     auto s = MUST(store::Store::open(path, kNow, nullptr));
     auto pods = MUST(s->list_pods());
     LONGS_EQUAL(1, pods.size());
@@ -463,4 +466,56 @@ TEST(StoreReadonly, NeitherMigratesNorRecovers) {
     CHECK_FALSE(bad.ok());
     STRCMP_EQUAL("corrupt", bad.error().code_name());
     STRCMP_EQUAL("not a database at all", read_bytes(path).c_str());
+}
+
+// A database of an older schema (the agent of a newer build has not
+// migrated it: not started yet, or its full stateDir could not take the
+// migration) is read from a copy migrated in memory; the file stays as it
+// was, and the copy takes no writes.
+TEST(StoreReadonly, ReadsAnOlderSchemaFromACopyMigratedInMemory) {
+    make_version_two(path);
+    for (auto open : {&store::Store::open_readonly, &store::Store::open_copy}) {
+        auto reader = MUST(open(path));
+        auto pods = MUST(reader->list_pods());
+        LONGS_EQUAL(1, pods.size());
+        STRCMP_EQUAL("agent-x7k2p", pods[0].name.c_str());
+        CHECK_TRUE(pods[0].pod_ips.empty());                         // migration 3's column, in the copy
+        LONGS_EQUAL(0, MUST(reader->list_manifest_files()).size());  // migration 4's table
+        auto w = reader->put_pod(sample_pod("uid-9"));
+        CHECK_FALSE(w.ok());
+        STRCMP_EQUAL("read_only", w.error().code_name());
+    }
+    RawDb raw(path);
+    LONGS_EQUAL(2, raw.scalar("PRAGMA user_version"));
+    LONGS_EQUAL(0, raw.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'manifest_files'"));
+}
+
+// The agent's copy on a full stateDir takes the -wal's transactions too
+// (read without the -shm, in exclusive locking mode), writes nothing to the
+// file and leaves it to the next open, which migrates it.
+TEST(StoreReadonly, TheAgentsCopyReadsTheWalAndLeavesTheFileToTheNextOpen) {
+    const std::string ev = R"({"eventName":"crasher.1","reason":"BackOff","count":3})";
+    {
+        RawDb raw(path);
+        for (int i = 0; i < 5; ++i) STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[i].sql).c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA journal_mode = WAL").c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA user_version = 5").c_str());
+        STRCMP_EQUAL("", raw.exec("INSERT INTO meta VALUES ('api.events', '[" + ev + "]')").c_str());
+        // Closed as an agent closes: the -wal stays, with the transactions.
+        sqlite3_db_config(raw.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    }
+    CHECK_TRUE(std::filesystem::file_size(path + "-wal") > 0);
+    const auto before = read_bytes(path);
+    {
+        auto copy = MUST(store::Store::open_copy(path));
+        auto queued = MUST(copy->list_queued_events());
+        LONGS_EQUAL(1, queued.size());
+        STRCMP_EQUAL(ev.c_str(), queued[0].json.c_str());
+    }
+    CHECK_TRUE(before == read_bytes(path));
+    auto s = MUST(store::Store::open(path, kNow, nullptr));
+    LONGS_EQUAL(1, MUST(s->list_queued_events()).size());
+    s.reset();
+    RawDb raw(path);
+    LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
 }

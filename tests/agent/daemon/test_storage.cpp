@@ -9,6 +9,7 @@
 #include <string>
 
 #include "agent/daemon/storage.h"
+#include "store/sql.h"
 #include "store/testing.h"
 #include "tests/agent/daemon/fake_clock.h"
 #include "tests/store/faulty_vfs.h"
@@ -276,4 +277,43 @@ TEST(Storage, AWriteRefusedBusyIsKeptAndLandsOnceTheLockIsReleased) {
                      return Ok{};
                  }).c_str(),
                  dump_state(path).c_str());
+}
+
+// An agent of a newer build on a full stateDir whose database has an older
+// schema: the open's migration cannot be written, so the agent runs from a
+// copy (Store::open_copy) and each retry opens the file again; once space
+// returns the open migrates it and what was kept lands in it.
+TEST(Storage, AnUpgradeTheFullDiskRefusesRunsFromACopyAndMigratesOnceSpaceReturns) {
+    s->close();
+    const std::string old = dir.file("old.db");
+    {
+        RawDb raw(old);
+        for (int i = 0; i < 5; ++i) STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[i].sql).c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA journal_mode = WAL; PRAGMA user_version = 5").c_str());
+        STRCMP_EQUAL("",
+                     raw.exec("INSERT INTO pods (uid, name, namespace, daemonset, revision_hash, revision, "
+                              "phase, created_at_ms, deleting, containers_json) VALUES ('uid-1', "
+                              "'agent-x7k2p', 'ns', 'agent', 'h1', 1, 'Running', 5, 0, '[]')")
+                         .c_str());
+    }
+    FaultyVfs::set_full(true);
+    auto opened = store::Store::open(old, kNow, nullptr);
+    CHECK_FALSE(opened.ok());
+    STRCMP_EQUAL("no_space", opened.error().code_name());
+    s = std::make_unique<agent::Storage>(nullptr, MUST(store::Store::open_copy(old)), clock);
+    s->open_later(opened.error(), [&] { return store::Store::open(old, kNow, nullptr); });
+    CHECK_FALSE(s->writable());
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());  // the pods the version 5 file holds
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+    LONGS_EQUAL(1, s->pending());
+    CHECK_FALSE(s->retry().ok());  // still full: the open fails again
+    CHECK_FALSE(s->writable());
+    LONGS_EQUAL(5, RawDb(old).scalar("PRAGMA user_version"));
+
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(0, s->pending());
+    LONGS_EQUAL(store::sql::kSchemaVersion, RawDb(old).scalar("PRAGMA user_version"));
+    LONGS_EQUAL(2, MUST(s->list_pods()).size());  // the file's, with the kept write
 }
