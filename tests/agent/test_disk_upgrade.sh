@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A new agent on a full stateDir whose database has an older schema (issue
 # 15 §3): the upgrade's migration cannot be written, and the agent comes up
-# all the same. The database is made version 5 (migration 6, the queued
-# Events' table, undone) and the disk filled, twice:
+# all the same. The database is made version 5 (migrations 6 and 7, the
+# queued Events' and the API DaemonSets' tables, undone) and the disk filled, twice:
 # 1. its -wal and -shm kept: the open fails at the migration's commit;
 # 2. its -wal checkpointed away and no -shm: the open fails at the first
 #    read (SQLite cannot make the -shm on the full disk).
@@ -45,10 +45,10 @@ latest=$(schema)
 upgrade_on_full_disk() {  # upgrade_on_full_disk ROUND NEW_DS WAL_KEPT(yes|no) NAMES_AFTER NAMES_BEFORE
     stop_agent TERM
     if [[ $3 == yes ]]; then
-        sqlite3 "$db" '.dbconfig no_ckpt_on_close on' 'DROP TABLE cluster_events; PRAGMA user_version = 5;' >/dev/null
+        sqlite3 "$db" '.dbconfig no_ckpt_on_close on' 'DROP TABLE cluster_events; DROP TABLE api_daemonsets; PRAGMA user_version = 5;' >/dev/null
         [[ -s $db-wal && -e $db-shm ]] && ok || fail "round $1: no -wal or -shm: $(ls "$state")"
     else
-        sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE); DROP TABLE cluster_events; PRAGMA user_version = 5;' >/dev/null
+        sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE); DROP TABLE cluster_events; DROP TABLE api_daemonsets; PRAGMA user_version = 5;' >/dev/null
         sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
         [[ ! -e $db-wal && ! -e $db-shm ]] && ok || fail "round $1: the -wal or -shm stayed: $(ls "$state")"
     fi
