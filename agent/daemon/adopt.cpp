@@ -255,13 +255,14 @@ void Agent::adopt() {
     }
     std::size_t adopted = workers_->watched_count() - exited.size();
     for (const auto& id : exited) workers_->on_exit(id);
-    // Pods that were stopping when the agent went away finish now; containers
-    // without a process are started by the first reconcile, once the
-    // DaemonSets are known.
+    // Pods that were stopping when the agent went away are stopped again
+    // (the stop may have gone with it) and finish once nothing runs;
+    // containers without a process are started by the first reconcile,
+    // once the DaemonSets are known.
     std::vector<std::string> stopping;
     for (const auto& [uid, p] : pods_)
         if (p.rec.deleting) stopping.push_back(uid);
-    for (const auto& uid : stopping) workers_->finish_if_stopped(uid);
+    for (const auto& uid : stopping) workers_->resume_termination(uid);
     // Config volumes and token bindings of pods that went while no agent ran.
     std::set<std::string> live;
     for (const auto& [uid, p] : pods_) live.insert(uid);

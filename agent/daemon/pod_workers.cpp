@@ -213,16 +213,37 @@ void PodWorkers::terminate(const std::string& uid, const std::string& reason) {
     if (!rec || rec->deleting) return;
     rec->deleting = true;
     host_.pod_terminating(uid, reason);
-    const std::string why = "pod " + rec->name;
-    for (std::size_t i = 0; i < container_count(*rec); ++i) {
+    kill_all(uid, false);
+    host_.pod_changed(uid, false);
+    finish_if_stopped(uid);
+}
+
+void PodWorkers::resume_termination(const std::string& uid) {
+    PodRecord* rec = host_.worker_pod(uid);
+    if (!rec) return;
+    rec->deleting = true;
+    kill_all(uid, true);
+    finish_if_stopped(uid);
+}
+
+void PodWorkers::kill_all(const std::string& uid, bool watched_only) {
+    const PodRecord& rec = *host_.worker_pod(uid);
+    const std::string why = "pod " + rec.name;
+    for (std::size_t i = 0; i < container_count(rec); ++i) {
         WorkerContainer& c = host_.worker_container(uid, i);
         cancel_restart(c);
         host_.container_terminating(uid, i);
-        // One whose start is in flight is stopped once it has started.
-        if (!c.id.empty() || c.starting) kill(uid, i, std::string(c.id), why);
+        if (!c.id.empty()) {
+            // An exit already reported is not killed: its end, once asked,
+            // finishes the pod.
+            if (!watched_only || watched(c.id)) kill(uid, i, std::string(c.id), why);
+        } else if (c.starting) {
+            // Stopped once its start is through; no Killing Event for a
+            // container not running yet (killContainersWithSyncResult
+            // kills the running ones).
+            kill(uid, i, "", why, false);
+        }
     }
-    host_.pod_changed(uid, false);
-    finish_if_stopped(uid);
 }
 
 void PodWorkers::kill(const std::string& uid, std::size_t index, const std::string& expected,

@@ -194,6 +194,13 @@ class PodWorkers {
     // instance it makes, once it reported), and it finishes once none is
     // left. A pod unknown or deleting already: nothing.
     void terminate(const std::string& uid, const std::string& reason);
+    // A pod the store says was terminating when the agent went away (a
+    // stop lost with it: kill -9, or a stop during a preStop hook): its
+    // termination runs again as kubelet's pod worker resumes killPod after
+    // a restart, each running container killed again, its preStop hook
+    // included (killContainer runs it whenever the grace period allows);
+    // no second pod_terminating.
+    void resume_termination(const std::string& uid);
     // killContainer: the Killing Event (`killing`; false: the caller
     // recorded its own), the preStop hook, then the stop with what the hook
     // left of its grace period (core grace_after_pre_stop); `expected` as
@@ -222,6 +229,10 @@ class PodWorkers {
     void close() { timers_->close(); }
 
   private:
+    // terminate's kill loop: restarts cancelled, probes stopped, each
+    // running container (`watched_only`: whose exit is still to come)
+    // killed, a start in flight stopped once it is through.
+    void kill_all(const std::string& uid, bool watched_only);
     struct Launched {
         std::shared_ptr<const Container> spec;
         std::vector<std::pair<std::string, std::string>> env;  // for an exec hook on the host

@@ -16,7 +16,8 @@
 # runAsNonRoot with a root image and a missing `Directory` hostPath waiting
 # with the kubelet's reasons and messages; lifecycle postStart and preStop
 # (exec, in the container), a failing postStart stopping its container; the
-# OOM score per QoS class. Needs root, runc and busybox-static;
+# OOM score per QoS class; a pod terminating when the agent is killed -9 is
+# stopped by the next agent. Needs root, runc and busybox-static;
 # skips without them; the RuntimeDefault check needs
 # /usr/share/containers/seccomp.json (golang-github-containers-common).
 set -uo pipefail
@@ -86,6 +87,13 @@ DS_IMAGE=busybox write_ds hooks.yaml hooks 'while :; do sleep 1; done' \
             postStart: {exec: {command: [/bin/sh, -c, 'cat /proc/1/oom_score_adj > /data/oom.hooks; echo up > /data/poststart.hooks']}}
             preStop: {exec: {command: [/bin/sh, -c, 'echo bye > /data/prestop.hooks']}}
           volumeMounts: [{name: data, mountPath: /data}]"
+# A preStop hook that outlasts the agent (its first run only), 30 s of grace.
+DS_IMAGE=busybox write_ds slowstop.yaml slowstop "trap 'exit 0' TERM; while :; do sleep 1; done" \
+    "volumes: [{name: data, hostPath: {path: $data}}]" "" \
+    "          imagePullPolicy: Never
+          lifecycle: {preStop: {exec: {command: [/bin/sh, -c, 'test -e /data/slowstop.hook || { touch /data/slowstop.hook; sleep 60; }']}}}
+          volumeMounts: [{name: data, mountPath: /data}]"
+sed -i 's/terminationGracePeriodSeconds: 2$/terminationGracePeriodSeconds: 30/' "$man/slowstop.yaml"
 DS_IMAGE=busybox write_ds badhook.yaml badhook 'while :; do sleep 1; done' "" "" \
     "          imagePullPolicy: Never
           lifecycle: {postStart: {exec: {command: [/bin/sh, -c, 'exit 3']}}}"
@@ -198,5 +206,30 @@ else
         fail "Guaranteed oom_score_adj is $(cat "$data/oom.hooks")"
     [[ $(grep -c 'refuses an oom_score_adj below' "$agent_log") -eq 1 ]] && ok || fail "the restricted OOM score is not said once"
 fi
+
+# 7. kill -9 of the agent while a pod terminates (its DaemonSet removed, its
+# preStop hook running): the next agent resumes the termination, as the
+# kubelet's pod worker resumes killPod for a pod known to be terminating;
+# the container is stopped and the pod goes.
+slowstop_id() {
+    get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("slowstop-"))
+        | .status.containerStatuses[0] | select(.state.running != null) | .containerID | sub("^[a-z]+://"; "")'
+}
+has_slowstop_id() { [[ -n $(slowstop_id) ]]; }
+wait_for "slowstop runs" 20 has_slowstop_id
+slow_id=$(slowstop_id)
+rm "$man/slowstop.yaml"
+wait_for "slowstop's preStop hook runs" 10 test -e "$data/slowstop.hook"
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+rc state "$slow_id" 2>/dev/null | grep -q '"status": "running"' && ok || fail "slowstop's container $slow_id did not outlive the agent"
+start_own_agent
+slowstop_gone() {
+    local j
+    j=$(get_pods_json) || return 1
+    ! jq -e '.items[] | select(.metadata.name | startswith("slowstop-"))' <<<"$j" >/dev/null &&
+        ! rc list -q | grep -qx "$slow_id"
+}
+wait_for "after the restart slowstop's container is stopped and its pod gone" 10 slowstop_gone
 
 finish

@@ -8,7 +8,7 @@
 // pod's termination (a Killing Event per container, the preStop hook
 // before the stop and out of its grace, a stop that fails, a pod
 // terminated while a start is in flight, terminated once none is left, a
-// finished pod's sidecars); and
+// termination the agent's restart resumes, a finished pod's sidecars); and
 // the loop's timers (LoopTimers) on a real libuv loop. Milliseconds of CPU
 // for what takes the real agent hours. Image back-off is the real Images
 // component's, in test_images.cpp.
@@ -647,9 +647,12 @@ TEST(PodWorker, TerminateKillsEachContainerOnceAndFinishesWhenTheLastStopped) {
     LONGS_EQUAL(1, w.terminating());
     LONGS_EQUAL(2, w.killing_events());
     CHECK((std::vector<std::string>{a, b}) == rt.stopped());
-    CHECK(rt.stop_graces().empty());  // the launch's grace
+    LONGS_EQUAL(-1, grace_of(rt, b));  // no deletion grace: the launch's
+    w.set_stop_grace(9);               // ...which a later stop gets
     w.workers().kill("uid-1", 0, a, "liveness probe failed", false);
     rt.settle();
+    LONGS_EQUAL(9, grace_of(rt, a));
+    LONGS_EQUAL(-1, grace_of(rt, b));
     LONGS_EQUAL(2, w.killing_events());
     rt.exit(a, 143);
     LONGS_EQUAL(0, w.terminated());
@@ -690,14 +693,15 @@ TEST(PodWorker, PreStopRunsBeforeTheStopAndItsTimeComesOutOfTheGrace) {
 TEST(PodWorker, APodTerminatedWhileItsStartIsInFlightStopsOnceItStarted) {
     // The stop queues behind the pod's start (one worker per pod): the
     // instance the start makes is stopped, and the pod is terminated with
-    // its exit, not before.
+    // its exit, not before. No Killing Event for it: killContainer is for
+    // running containers only (killContainersWithSyncResult).
     FakeRuntime rt;
     FakeClock clock;
     PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
     w.workers().start("uid-1", 0);
     w.workers().terminate("uid-1", "DaemonSet deleted");
     LONGS_EQUAL(0, rt.calls("stop"));
-    LONGS_EQUAL(1, w.killing_events());
+    LONGS_EQUAL(0, w.killing_events());
     LONGS_EQUAL(0, w.terminated());
     rt.settle();
     const std::string id = w.id_of(0);
@@ -707,6 +711,37 @@ TEST(PodWorker, APodTerminatedWhileItsStartIsInFlightStopsOnceItStarted) {
     rt.exit(id, 143);
     LONGS_EQUAL(1, w.terminated());
     CHECK(w.delays().empty());
+}
+
+TEST(PodWorker, ATerminationLostWithTheAgentIsResumedAfterItsRestart) {
+    // The store says deleting, the containers still run (the agent went
+    // away during a preStop hook, with a stop queued, or was killed -9
+    // between the two): as kubelet's pod worker resumes killPod for a pod
+    // known to be terminating, each container is killed again, its preStop
+    // hook first (killContainer); the pod is terminated with the last exit.
+    // No second terminating Event.
+    FakeRuntime rt;
+    FakeClock clock;
+    PodWorker w(rt, clock, pod_of({{"a", 'a'}, {"b", 'a'}}));
+    w.advance();
+    const std::string a = w.id_of(0), b = w.id_of(1);
+    w.rec().deleting = true;  // as adopted from the store
+    w.set_pre_stop(0, 30);
+    w.workers().resume_termination("uid-1");
+    rt.settle();
+    CHECK((std::vector<std::string>{b}) == rt.stopped());
+    CHECK(w.pre_stop_running(0));
+    w.end_pre_stop(0);
+    CHECK((std::vector<std::string>{b, a}) == rt.stopped());
+    LONGS_EQUAL(2, w.killing_events());
+    LONGS_EQUAL(0, w.terminating());
+    LONGS_EQUAL(0, w.terminated());
+    rt.exit(b, 143);
+    LONGS_EQUAL(0, w.terminated());
+    rt.exit(a, 143);
+    LONGS_EQUAL(1, w.terminated());
+    CHECK(w.delays().empty());
+    LONGS_EQUAL(2, rt.started().size());
 }
 
 TEST(PodWorker, AFinishedPodsSidecarsStopOnceAndOneInBackOffStaysTerminated) {
@@ -727,23 +762,25 @@ TEST(PodWorker, AFinishedPodsSidecarsStopOnceAndOneInBackOffStaysTerminated) {
     CHECK((std::vector<std::string>{sidecar}) == rt.stopped());
     LONGS_EQUAL(1, w.killing_events());
 
-    PodWorker backoff(rt, clock, pod_of({{"log", 's'}, {"job", 'a'}}));
+    FakeRuntime rt2;  // its own: the same uid on one runtime would mix the two
+    PodWorker backoff(rt2, clock, pod_of({{"log", 's'}, {"job", 'a'}}));
     backoff.set_restart_policy("Never");
     backoff.advance();
     backoff.startup_passed(0);
     clock.advance(kSec);
-    rt.exit(backoff.id_of(0), 1);  // the first crash: restarted at once
+    rt2.exit(backoff.id_of(0), 1);  // the first crash: restarted at once
     backoff.run_due();
     clock.advance(kSec);
-    rt.exit(backoff.id_of(0), 1);  // the second: CrashLoopBackOff, 10 s
+    rt2.exit(backoff.id_of(0), 1);  // the second: CrashLoopBackOff, 10 s
     STRCMP_EQUAL("CrashLoopBackOff", backoff.rec().init_containers[0].reason.c_str());
-    rt.exit(backoff.id_of(1), 0);
+    rt2.exit(backoff.id_of(1), 0);
     LONGS_EQUAL(1, backoff.saved());
     STRCMP_EQUAL("Terminated", to_string(backoff.rec().init_containers[0].state));
-    const std::size_t started = rt.started().size();
+    const std::size_t started = rt2.started().size();
     clock.advance(10 * kMin);
     backoff.run_due();
-    LONGS_EQUAL(started, rt.started().size());
+    LONGS_EQUAL(started, rt2.started().size());
+    CHECK(rt2.stopped().empty());  // nothing to stop: the sidecar is not running
 }
 
 TEST(PodWorker, LoopTimersOnARealLoop) {
