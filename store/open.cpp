@@ -114,12 +114,8 @@ Result<sqlite::DbPtr> connect(const std::string& path, int flags) {
     return db;
 }
 
-// Checks, configures and migrates. Errors carry no path.
-Status set_up(sqlite3* db) {
-    // Until the file has passed the check, closing must not write to it: no
-    // checkpoint of its -wal into it, no truncating the -wal (both are kept
-    // as they are for inspection when the file is moved aside).
-    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+// PRAGMA quick_check: a damaged file is Corrupt (moved aside by the open).
+Status quick_check(sqlite3* db) {
     auto check = sqlite::query_column(db, sql::kQuickCheck);
     if (!check) return check.error();
     if (check.value() != std::vector<std::string>{"ok"}) {
@@ -127,6 +123,16 @@ Status set_up(sqlite3* db) {
         for (std::size_t i = 0; i < check.value().size() && i < 3; ++i) why += " " + check.value()[i];
         return unusable(why);
     }
+    return Ok{};
+}
+
+// Checks, configures and migrates. Errors carry no path.
+Status set_up(sqlite3* db) {
+    // Until the file has passed the check, closing must not write to it: no
+    // checkpoint of its -wal into it, no truncating the -wal (both are kept
+    // as they are for inspection when the file is moved aside).
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    if (auto st = quick_check(db); !st) return st;
     auto mode = sqlite::query_column(db, sql::kJournalModeWal);
     if (!mode) return mode.error();
     if (mode.value().size() != 1 || mode.value().front() != "wal")
@@ -289,6 +295,9 @@ Result<std::unique_ptr<Store>> Store::open_copy(const std::string& path) {
     // heap memory and never maps the -shm (sqlite.org/wal.html, "Use of WAL
     // Without Shared-Memory"); the lock is held for the copy only.
     if (auto st = sqlite::exec(file, "PRAGMA locking_mode = EXCLUSIVE"); !st) return in_context(st.error());
+    // A damaged file fails here as it fails Store::open: the copy of it
+    // would run the pods from damaged rows until the open moves it aside.
+    if (auto st = quick_check(file); !st) return in_context(st.error());
     auto version = user_version(file);
     if (!version) return in_context(version.error());
     auto copy = migrated_copy(file, version.value());

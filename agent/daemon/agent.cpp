@@ -269,7 +269,21 @@ Status Agent::open_storage() {
     auto storage = std::make_unique<Storage>(&loop_, std::move(st).value(), clock_, read_only);
     storage_ = storage.get();
     if (full)
-        storage_->open_later(*full, [this, db] { return store::Store::open(db, clock_.wall_ms(), nullptr); });
+        storage_->open_later(*full, [this, db]() -> Result<std::unique_ptr<store::Store>> {
+            store::OpenReport again;
+            auto opened = store::Store::open(db, clock_.wall_ms(), &again);
+            if (!opened.ok() || !again.recovered) return opened;
+            // The file went bad while the pods ran from the copy: the open
+            // moved it aside and made an empty one. The agent stops (exit
+            // status 1) and systemd starts it again: on the empty database
+            // it rebuilds from the manifest directory and the running
+            // containers, as any start does (docs/operating.md).
+            log(Level::Err, db + ": unusable (" + again.reason + "), moved aside to " + again.moved_to +
+                                "; stopping so that the agent starts again and rebuilds");
+            exit_status_ = 1;
+            shutdown();
+            return Error{ErrorCode::Corrupt, db + " was moved aside to " + again.moved_to};
+        });
     storage_->set_on_change([this] { refresh_status_line(); });
     if (auto w = storage_->start_worker(); !w.ok())
         log(Level::Warning, "store: " + w.error().message + "; checkpoints and flushes run on the loop");
@@ -290,7 +304,7 @@ int Agent::run() {
     update_status();
     notifier_->ready(notifier_status_);
     uv_run(&loop_, UV_RUN_DEFAULT);
-    return 0;
+    return exit_status_;
 }
 
 void Agent::update_status() {

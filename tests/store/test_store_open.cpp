@@ -490,6 +490,22 @@ TEST(StoreReadonly, ReadsAnOlderSchemaFromACopyMigratedInMemory) {
     LONGS_EQUAL(0, raw.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'manifest_files'"));
 }
 
+// A damaged file is not copied: the agent would run the pods from its
+// rows, and the next open (once space returns) would move it aside under
+// them. open_copy fails as Store::open does, and leaves the file as it is.
+TEST(StoreReadonly, TheAgentsCopyOfADamagedFileFailsAsCorrupt) {
+    fill(path, 200);
+    std::string bytes = read_bytes(path);
+    for (std::size_t i = 6 * kPage; i < 7 * kPage; ++i) bytes[i] = '\x55';
+    write_bytes(path, bytes);
+    auto copy = store::Store::open_copy(path);
+    CHECK_FALSE(copy.ok());
+    STRCMP_EQUAL("corrupt", copy.error().code_name());
+    CHECK_TEXT(contains(copy.error().message, "quick_check") || contains(copy.error().message, "malformed"),
+               copy.error().message.c_str());
+    CHECK_TRUE(bytes == read_bytes(path));
+}
+
 // The agent's copy on a full stateDir takes the -wal's transactions too
 // (read without the -shm, in exclusive locking mode), writes nothing to the
 // file and leaves it to the next open, which migrates it.
