@@ -67,7 +67,7 @@ upgrade_on_full_disk() {  # upgrade_on_full_disk ROUND NEW_DS WAL_KEPT(yes|no) N
     write_ds "$2.yaml" "$2" "$loop"
     local n
     n=$(tr , '\n' <<<"$4" | wc -l)
-    wait_for "round $1: $2 is kept" 5 status_has ".storage.pending > 0 and .daemonSets.total == $n"
+    wait_for "round $1: $2 is kept" 10 status_has ".storage.pending > 0 and .daemonSets.total == $n"
 
     disk_free
     wait_for "round $1: the stateDir takes writes again" 10 status_has '.storage.writable == true and .storage.pending == 0'
