@@ -68,6 +68,9 @@ upgrade_on_full_disk() {  # upgrade_on_full_disk ROUND NEW_DS WAL_KEPT(yes|no) N
     local n
     n=$(tr , '\n' <<<"$4" | wc -l)
     wait_for "round $1: $2 is kept" 10 status_has ".storage.pending > 0 and .daemonSets.total == $n"
+    # The reopen is not tried with less than 1 MiB free (a few KiB could
+    # let it map a -shm the file system cannot back: SIGBUS).
+    wait_for "round $1: the reopen waits for room" 5 status_has '.storage.error | test("waits for [0-9]+ KiB free")'
 
     disk_free
     wait_for "round $1: the stateDir takes writes again" 10 status_has '.storage.writable == true and .storage.pending == 0'
