@@ -266,7 +266,13 @@ Status Agent::open_storage() {
         // the store holds, and the open is retried until it fits (storage.h).
         if (!st.ok() && st.error().code == ErrorCode::NoSpace) {
             full = st.error();
+            // The copy needs the file's EXCLUSIVE lock for a moment: a
+            // `daemonlet get` reading it holds SHARED. A few tries, 1 s apart.
             st = store::Store::open_copy(db);
+            for (int tries = 1; tries < 4 && !st.ok() && st.error().code == ErrorCode::Busy; ++tries) {
+                ::sleep(1);
+                st = store::Store::open_copy(db);
+            }
             if (!st.ok()) st = Error{full->code, full->message + "; and no copy: " + st.error().message};
         }
         // ext4's errors=remount-ro leaves the mount flags as they were:
