@@ -297,7 +297,12 @@ Status Agent::open_storage() {
     storage_ = storage.get();
     if (full)
         storage_->open_later(
-            *full, [this, db, why = full->message]() -> Result<std::unique_ptr<store::Store>> {
+            *full,
+            [this, db, why = full->message,
+             moved = std::string()]() mutable -> Result<std::unique_ptr<store::Store>> {
+                // Moved aside once: what is kept is not written into the empty
+                // database (not even by the shutdown's last try).
+                if (!moved.empty()) return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
                 if (auto no_room = no_room_to_reopen(db); !no_room.empty())
                     return Error{ErrorCode::NoSpace, why + " (" + no_room + ")"};
                 store::OpenReport again;
@@ -310,9 +315,21 @@ Status Agent::open_storage() {
                 // containers, as any start does (docs/operating.md).
                 log(Level::Err, db + ": unusable (" + again.reason + "), moved aside to " + again.moved_to +
                                     "; stopping so that the agent starts again and rebuilds");
+                moved = again.moved_to;
                 exit_status_ = 1;
-                shutdown();
-                return Error{ErrorCode::Corrupt, db + " was moved aside to " + again.moved_to};
+                // Not from inside the storage's retry: shutdown() closes it.
+                auto* later = new uv_timer_t;
+                uv_timer_init(&loop_, later);
+                later->data = this;
+                uv_timer_start(
+                    later,
+                    [](uv_timer_t* t) {
+                        auto* self = static_cast<Agent*>(t->data);
+                        close_and_free(t);
+                        self->shutdown();
+                    },
+                    0, 0);
+                return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
             });
     storage_->set_on_change([this] { refresh_status_line(); });
     if (auto w = storage_->start_worker(); !w.ok())
