@@ -20,6 +20,9 @@ namespace {
 // How long a statement waits for another connection's lock: a CLI reader
 // checkpointing, a second agent starting.
 constexpr int kBusyTimeoutMs = 5000;
+// The most a copy in memory (open_copy, an older schema read by the CLI)
+// may take (docs/operating.md's bounds): a board's database is far smaller.
+constexpr std::uint64_t kMaxCopyBytes = 32ULL << 20;
 constexpr mode_t kMode = 0600;  // the node's state is root's business
 
 // A file the recovery must move aside, with the reason.
@@ -114,12 +117,8 @@ Result<sqlite::DbPtr> connect(const std::string& path, int flags) {
     return db;
 }
 
-// Checks, configures and migrates. Errors carry no path.
-Status set_up(sqlite3* db) {
-    // Until the file has passed the check, closing must not write to it: no
-    // checkpoint of its -wal into it, no truncating the -wal (both are kept
-    // as they are for inspection when the file is moved aside).
-    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+// PRAGMA quick_check: a damaged file is Corrupt (moved aside by the open).
+Status quick_check(sqlite3* db) {
     auto check = sqlite::query_column(db, sql::kQuickCheck);
     if (!check) return check.error();
     if (check.value() != std::vector<std::string>{"ok"}) {
@@ -127,6 +126,16 @@ Status set_up(sqlite3* db) {
         for (std::size_t i = 0; i < check.value().size() && i < 3; ++i) why += " " + check.value()[i];
         return unusable(why);
     }
+    return Ok{};
+}
+
+// Checks, configures and migrates. Errors carry no path.
+Status set_up(sqlite3* db) {
+    // Until the file has passed the check, closing must not write to it: no
+    // checkpoint of its -wal into it, no truncating the -wal (both are kept
+    // as they are for inspection when the file is moved aside).
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    if (auto st = quick_check(db); !st) return st;
     auto mode = sqlite::query_column(db, sql::kJournalModeWal);
     if (!mode) return mode.error();
     if (mode.value().size() != 1 || mode.value().front() != "wal")
@@ -195,17 +204,15 @@ std::string immutable_uri(const std::string& path) {
     return uri + "?immutable=1";
 }
 
-// Whether the -shm has pages without blocks on a file system that has no
-// room for them: SQLite extends it by writing the last byte of each page,
-// and an open that failed at that on a full disk leaves such a file. A
-// reader's connection maps it and writes its read mark into it: SIGBUS.
-bool unmappable_shm(const std::string& shm) {
-    struct stat st {};
+// Whether a reader's connection may map a -shm the file system cannot
+// back: SQLite (re)grows the -shm in 32 KiB regions by writing into the
+// mapping, which raises SIGBUS when the file system has no block for it.
+// That can only happen with less than a region free, on a file system
+// whose blocks are smaller than a page (a full small ext4: 1 KiB blocks).
+bool unmappable_shm(const std::string& path) {
     struct statvfs vfs {};
-    if (::stat(shm.c_str(), &st) != 0 || ::statvfs(shm.c_str(), &vfs) != 0) return false;
-    const auto allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
-    const auto size = static_cast<std::uint64_t>(st.st_size);
-    return allocated < size && static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize < size - allocated;
+    if (::statvfs(path.c_str(), &vfs) != 0) return false;
+    return vfs.f_bsize < 4096 && static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize < 32 * 1024;
 }
 
 Error unreadable_version(int version) {
@@ -222,6 +229,19 @@ Error unreadable_version(int version) {
 // copy is a snapshot (a board's database is a few hundred KiB).
 Result<sqlite::DbPtr> migrated_copy(sqlite3* file, int version) {
     if (version < 1 || version > sql::kSchemaVersion) return unreadable_version(version);
+    auto pages = sqlite::query_column(file,
+                                      "SELECT (SELECT page_count FROM pragma_page_count) - "
+                                      "(SELECT freelist_count FROM pragma_freelist_count)");
+    auto page_size = sqlite::query_column(file, "PRAGMA page_size");
+    if (!pages) return pages.error();
+    if (!page_size) return page_size.error();
+    if (pages.value().size() == 1 && page_size.value().size() == 1) {
+        const auto bytes = std::stoull(pages.value()[0]) * std::stoull(page_size.value()[0]);
+        if (bytes > kMaxCopyBytes)
+            return Error{ErrorCode::TooLarge,
+                         "the database holds " + std::to_string(bytes >> 20) + " MiB, more than the " +
+                             std::to_string(kMaxCopyBytes >> 20) + " MiB a copy in memory may take"};
+    }
     auto mem = connect(":memory:", SQLITE_OPEN_READWRITE);
     if (!mem) return mem.error();
     sqlite3* copy = mem.value().get();
@@ -255,7 +275,12 @@ Result<std::unique_ptr<Store>> Store::open_readonly(const std::string& path) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_readonly: " + e.message}; };
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return io_error(path, "open_readonly: stat");
-    if (unmappable_shm(path + "-shm")) return open_copy(path);
+    if (unmappable_shm(path)) {
+        // A live holder of the lock (the agent) has the -shm's pages: the
+        // ordinary read-only open below is safe beside it.
+        auto copy = open_copy(path);
+        if (copy.ok() || copy.error().code != ErrorCode::Busy) return copy;
+    }
     auto db = connect(path, SQLITE_OPEN_READONLY);
     if (!db) return in_context(db.error());
     auto version = user_version(db.value().get());
@@ -289,6 +314,12 @@ Result<std::unique_ptr<Store>> Store::open_copy(const std::string& path) {
     // heap memory and never maps the -shm (sqlite.org/wal.html, "Use of WAL
     // Without Shared-Memory"); the lock is held for the copy only.
     if (auto st = sqlite::exec(file, "PRAGMA locking_mode = EXCLUSIVE"); !st) return in_context(st.error());
+    // Held by another connection: Busy at once, not after the 5 s timeout
+    // (the caller falls back or retries).
+    sqlite3_busy_timeout(file, 0);
+    // A damaged file fails here as it fails Store::open: the copy of it
+    // would run the pods from damaged rows until the open moves it aside.
+    if (auto st = quick_check(file); !st) return in_context(st.error());
     auto version = user_version(file);
     if (!version) return in_context(version.error());
     auto copy = migrated_copy(file, version.value());

@@ -108,7 +108,9 @@ class Store {
     // For the agent whose open failed on a full stateDir: a copy in memory
     // (migrated there), read-only, made without the -shm (the open may have
     // left one that cannot be mapped) under an exclusive lock held for the
-    // copy only. Nothing is written to the file.
+    // copy only (another connection's lock: Busy at once). Nothing is
+    // written to the file. A file failing quick_check is Corrupt; one of
+    // more than 32 MiB of pages in use is TooLarge.
     static Result<std::unique_ptr<Store>> open_copy(const std::string& path);
 
     virtual ~Store() = default;

@@ -49,6 +49,27 @@ void close_and_free(H*& h) {
     h = nullptr;
 }
 
+// What the reopen of a database run from a copy (a full stateDir) waits
+// for: free space of at least 1 MiB and the database file's size (what its
+// migration may write to the -wal). Below it the open is not tried: it
+// would run quick_check and the migration on the loop every 2 s for
+// nothing, and with a few KiB back it could map a -shm whose pages the
+// file system then cannot give blocks to (SIGBUS).
+constexpr std::uint64_t kReopenMinFree = 1024 * 1024;
+
+// Empty when `db`'s file system has the room; else why not.
+std::string no_room_to_reopen(const std::string& db) {
+    struct statvfs fs {};
+    struct stat st {};
+    if (::statvfs(db.c_str(), &fs) != 0) return {};  // the open says what is wrong
+    const std::uint64_t size = ::stat(db.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    const std::uint64_t need = std::max(kReopenMinFree, size);
+    const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free >= need) return {};
+    return "the open waits for " + std::to_string(need / 1024) + " KiB free, " + std::to_string(free / 1024) +
+           " KiB now";
+}
+
 }  // namespace
 
 Agent::Agent(AgentConfig config, std::string config_path, const platform::Clock& clock)
@@ -245,7 +266,13 @@ Status Agent::open_storage() {
         // the store holds, and the open is retried until it fits (storage.h).
         if (!st.ok() && st.error().code == ErrorCode::NoSpace) {
             full = st.error();
+            // The copy needs the file's EXCLUSIVE lock for a moment: a
+            // `daemonlet get` reading it holds SHARED. A few tries, 1 s apart.
             st = store::Store::open_copy(db);
+            for (int tries = 1; tries < 4 && !st.ok() && st.error().code == ErrorCode::Busy; ++tries) {
+                ::sleep(1);
+                st = store::Store::open_copy(db);
+            }
             if (!st.ok()) st = Error{full->code, full->message + "; and no copy: " + st.error().message};
         }
         // ext4's errors=remount-ro leaves the mount flags as they were:
@@ -269,7 +296,41 @@ Status Agent::open_storage() {
     auto storage = std::make_unique<Storage>(&loop_, std::move(st).value(), clock_, read_only);
     storage_ = storage.get();
     if (full)
-        storage_->open_later(*full, [this, db] { return store::Store::open(db, clock_.wall_ms(), nullptr); });
+        storage_->open_later(
+            *full,
+            [this, db, why = full->message,
+             moved = std::string()]() mutable -> Result<std::unique_ptr<store::Store>> {
+                // Moved aside once: what is kept is not written into the empty
+                // database (not even by the shutdown's last try).
+                if (!moved.empty()) return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
+                if (auto no_room = no_room_to_reopen(db); !no_room.empty())
+                    return Error{ErrorCode::NoSpace, why + " (" + no_room + ")"};
+                store::OpenReport again;
+                auto opened = store::Store::open(db, clock_.wall_ms(), &again);
+                if (!opened.ok() || !again.recovered) return opened;
+                // The file went bad while the pods ran from the copy: the open
+                // moved it aside and made an empty one. The agent stops (exit
+                // status 1) and systemd starts it again: on the empty database
+                // it rebuilds from the manifest directory and the running
+                // containers, as any start does (docs/operating.md).
+                log(Level::Err, db + ": unusable (" + again.reason + "), moved aside to " + again.moved_to +
+                                    "; stopping so that the agent starts again and rebuilds");
+                moved = again.moved_to;
+                exit_status_ = 1;
+                // Not from inside the storage's retry: shutdown() closes it.
+                auto* later = new uv_timer_t;
+                uv_timer_init(&loop_, later);
+                later->data = this;
+                uv_timer_start(
+                    later,
+                    [](uv_timer_t* t) {
+                        auto* self = static_cast<Agent*>(t->data);
+                        close_and_free(t);
+                        self->shutdown();
+                    },
+                    0, 0);
+                return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
+            });
     storage_->set_on_change([this] { refresh_status_line(); });
     if (auto w = storage_->start_worker(); !w.ok())
         log(Level::Warning, "store: " + w.error().message + "; checkpoints and flushes run on the loop");
@@ -290,7 +351,7 @@ int Agent::run() {
     update_status();
     notifier_->ready(notifier_status_);
     uv_run(&loop_, UV_RUN_DEFAULT);
-    return 0;
+    return exit_status_;
 }
 
 void Agent::update_status() {

@@ -423,6 +423,7 @@ class Agent : private Images::Host, private PodWorkers::Host {
     std::optional<WallClockSteps> wall_steps_;  // from the agent's start
     bool reconcile_pending_ = false;
     bool stopping_ = false;
+    int exit_status_ = 0;  // run()'s, once the loop ends
     std::string notifier_status_;
 
     std::unique_ptr<Sources> sources_;                  // the manifest directory and the API server, merged

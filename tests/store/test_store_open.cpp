@@ -4,6 +4,7 @@
 // the read-only open the CLI uses while the agent runs.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -488,6 +489,53 @@ TEST(StoreReadonly, ReadsAnOlderSchemaFromACopyMigratedInMemory) {
     RawDb raw(path);
     LONGS_EQUAL(2, raw.scalar("PRAGMA user_version"));
     LONGS_EQUAL(0, raw.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'manifest_files'"));
+}
+
+// A damaged file is not copied: the agent would run the pods from its
+// rows, and the next open (once space returns) would move it aside under
+// them. open_copy fails as Store::open does, and leaves the file as it is.
+TEST(StoreReadonly, TheAgentsCopyOfADamagedFileFailsAsCorrupt) {
+    fill(path, 200);
+    std::string bytes = read_bytes(path);
+    for (std::size_t i = 6 * kPage; i < 7 * kPage; ++i) bytes[i] = '\x55';
+    write_bytes(path, bytes);
+    auto copy = store::Store::open_copy(path);
+    CHECK_FALSE(copy.ok());
+    STRCMP_EQUAL("corrupt", copy.error().code_name());
+    CHECK_TEXT(contains(copy.error().message, "quick_check") || contains(copy.error().message, "malformed"),
+               copy.error().message.c_str());
+    CHECK_TRUE(bytes == read_bytes(path));
+}
+
+// The copy needs the EXCLUSIVE lock; a reader holding SHARED (`daemonlet
+// get` beside the agent) makes it fail as busy at once, not after the 5 s
+// busy timeout: the CLI falls back to an ordinary open, the agent retries.
+TEST(StoreReadonly, TheAgentsCopyIsBusyAtOnceBesideAReader) {
+    make_version_two(path);
+    RawDb reader(path);  // an agent's database is in WAL mode
+    STRCMP_EQUAL("",
+                 reader.exec("PRAGMA journal_mode = WAL; BEGIN; SELECT count(*) FROM sqlite_master").c_str());
+    const auto start = std::chrono::steady_clock::now();
+    auto copy = store::Store::open_copy(path);
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK_FALSE(copy.ok());
+    STRCMP_EQUAL("busy", copy.error().code_name());
+    CHECK_TRUE(took < std::chrono::seconds(1));
+}
+
+// A copy in memory is bounded: a database of more than 32 MiB of pages in
+// use is refused (too_large) rather than copied.
+TEST(StoreReadonly, ACopyOfMoreThan32MiBIsRefused) {
+    make_version_two(path);
+    {
+        RawDb raw(path);
+        STRCMP_EQUAL(
+            "",
+            raw.exec("CREATE TABLE big (b); INSERT INTO big VALUES (zeroblob(33 * 1024 * 1024))").c_str());
+    }
+    auto copy = store::Store::open_copy(path);
+    CHECK_FALSE(copy.ok());
+    STRCMP_EQUAL("too_large", copy.error().code_name());
 }
 
 // The agent's copy on a full stateDir takes the -wal's transactions too
