@@ -229,9 +229,8 @@ Error unreadable_version(int version) {
 // copy is a snapshot (a board's database is a few hundred KiB).
 Result<sqlite::DbPtr> migrated_copy(sqlite3* file, int version) {
     if (version < 1 || version > sql::kSchemaVersion) return unreadable_version(version);
-    auto pages = sqlite::query_column(file,
-                                      "SELECT (SELECT page_count FROM pragma_page_count) - "
-                                      "(SELECT freelist_count FROM pragma_freelist_count)");
+    // Every page, free ones too: the backup copies the file's pages whole.
+    auto pages = sqlite::query_column(file, "PRAGMA page_count");
     auto page_size = sqlite::query_column(file, "PRAGMA page_size");
     if (!pages) return pages.error();
     if (!page_size) return page_size.error();

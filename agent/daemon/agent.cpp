@@ -307,7 +307,10 @@ Status Agent::open_storage() {
                     return Error{ErrorCode::NoSpace, why + " (" + no_room + ")"};
                 store::OpenReport again;
                 auto opened = store::Store::open(db, clock_.wall_ms(), &again);
-                if (!opened.ok() || !again.recovered) return opened;
+                // Moved aside whether or not the new file then opened (a
+                // failed second open leaves an empty file the next try would
+                // take unsaid).
+                if (!again.recovered) return opened;
                 // The file went bad while the pods ran from the copy: the open
                 // moved it aside and made an empty one. The agent stops (exit
                 // status 1) and systemd starts it again: on the empty database

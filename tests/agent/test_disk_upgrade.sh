@@ -89,7 +89,7 @@ stop_agent TERM
 sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE); DROP TABLE cluster_events; DROP TABLE api_daemonsets; PRAGMA user_version = 5;' >/dev/null
 disk_fill
 start_own_agent
-wait_ready 2
+wait_ready 3
 wait_for "round 3: status says the stateDir is full" 5 status_has '.storage.writable == false'
 head -c 4096 /dev/zero | tr '\0' U | dd of="$db" bs=4096 seek=1 count=1 conv=notrunc,fsync 2>/dev/null
 disk_free
@@ -100,7 +100,7 @@ agent=
 [[ $rc == 1 ]] && ok || fail "round 3: the agent exited $rc, not 1, when its reopen moved the file aside"
 compgen -G "$db.corrupt-*" >/dev/null && ok || fail "round 3: nothing moved aside: $(ls "$state")"
 start_own_agent
-wait_ready 3
+wait_ready 4
 wait_for "round 3: steady runs after the restart" 15 pod_running it steady
 [[ $(pid_of steady) == "$steady_pid" ]] && ok || fail "round 3: steady was restarted"
 stop_agent TERM

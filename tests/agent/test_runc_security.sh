@@ -230,6 +230,6 @@ slowstop_gone() {
     ! jq -e '.items[] | select(.metadata.name | startswith("slowstop-"))' <<<"$j" >/dev/null &&
         ! rc list -q | grep -qx "$slow_id"
 }
-wait_for "after the restart slowstop's container is stopped and its pod gone" 10 slowstop_gone
+wait_for "after the restart slowstop's container is stopped and its pod gone" 20 slowstop_gone
 
 finish
