@@ -277,6 +277,13 @@ class Agent : private Images::Host, private PodWorkers::Host {
                            std::vector<std::pair<std::string, std::string>> env, std::int64_t grace_seconds);
     void run_post_start(const std::string& uid, std::size_t index);
     void cancel_hook(LiveContainer& lc);
+    // The hooks and grace of what container `index` runs as: `spec`, its
+    // pod's terminationGracePeriodSeconds `grace_seconds`.
+    void set_hook_target(LivePod& p, std::size_t index, const Container& spec, std::int64_t grace_seconds);
+    // adopt: an adopted DaemonSet pod's containers keep the hooks and grace
+    // of the revision they run, read from the store now: its DaemonSet and
+    // history may go before the pod is stopped.
+    void load_adopted_hooks(LivePod& p);
     // Shutdown: the runtime is closed once no start is in flight, so that
     // every container started is in the store for the next agent.
     void close_runtime_when_idle();
@@ -365,6 +372,9 @@ class Agent : private Images::Host, private PodWorkers::Host {
     // probes.cpp: what the Probes component (prober_manager.h) probes, and
     // what its results do
     const Container* probed_spec(const LivePod& pod, std::size_t index);
+    // The DaemonSet `object` with the template of the pod's revision, from
+    // the store's history (cached); nullptr: the history has it no more.
+    const DaemonSet* stored_revision(const PodRecord& rec, const Json& object);
     void start_probes(const std::string& uid, std::size_t index);
     void ensure_probes();
     void on_probe_failed(const std::string& uid, std::size_t index, ProbeKind kind);

@@ -126,11 +126,7 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
         else if (const Desired* d = desired_for(p.rec))
             grace = d->ds().spec.template_.spec.termination_grace_period_seconds.value_or(30);
         if (!spec || !grace) return false;
-        lc.hook_target.pod = pod_ref(p.rec.name, p.rec.namespace_, p.rec.uid);
-        lc.hook_target.runtime_id = lc.id;
-        lc.hook_target.spec = std::make_shared<const Container>(*spec);
-        if (auto env = container_env(p, *spec)) lc.hook_target.env = std::move(env.value());
-        lc.grace_seconds = *grace;
+        set_hook_target(p, index, *spec, *grace);
     }
     if (p.grace_override) lc.grace_seconds = *p.grace_override;  // its Pod's deletion grace
     const auto& spec = lc.hook_target.spec;
@@ -161,6 +157,33 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
             done(id, grace);
         });
     return true;
+}
+
+void Agent::set_hook_target(LivePod& p, std::size_t index, const Container& spec,
+                            std::int64_t grace_seconds) {
+    LiveContainer& lc = p.containers[index];
+    lc.hook_target.pod = pod_ref(p.rec.name, p.rec.namespace_, p.rec.uid);
+    lc.hook_target.runtime_id = lc.id;
+    lc.hook_target.spec = std::make_shared<const Container>(spec);
+    if (auto env = container_env(p, spec)) lc.hook_target.env = std::move(env.value());
+    lc.grace_seconds = grace_seconds;
+}
+
+// As the kubelet, which kills a container with the spec of its pod, or
+// without one with what its labels kept (restoreSpecsFromContainerLabels):
+// the store's DaemonSet and revision are there at the start (the DaemonSets
+// are read after the adoption), and gone once its removal is seen.
+void Agent::load_adopted_hooks(LivePod& p) {
+    if (p.rec.is_static()) return;  // static_pods_ keeps its file's last version
+    auto row = store_->get_daemonset(p.rec.namespace_, p.rec.daemonset);
+    if (!row.ok() || !row.value()) return;
+    const Json object = Json::parse(row.value()->object_json, nullptr, false);
+    const DaemonSet* ds = object.is_object() ? stored_revision(p.rec, object) : nullptr;
+    if (!ds) return;
+    const PodSpec& spec = ds->spec.template_.spec;
+    for (std::size_t i = 0; i < p.containers.size(); ++i)
+        if (const Container* c = find_container(spec, p, i); c && !p.containers[i].id.empty())
+            set_hook_target(p, i, *c, spec.termination_grace_period_seconds.value_or(30));
 }
 
 void Agent::cancel_hook(LiveContainer& lc) {

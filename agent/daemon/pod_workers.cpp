@@ -166,8 +166,14 @@ void PodWorkers::on_started(const std::string& uid, std::size_t index, Launched 
         cs.reason.clear();
         cs.message.clear();
         cs.started_at_ms = clock_.wall_ms();
-        host_.container_started(uid, index, c.id, launched.spec, std::move(launched.env),
+        const std::string started = c.id;
+        host_.container_started(uid, index, started, launched.spec, std::move(launched.env),
                                 launched.grace_seconds);
+        // Terminated while its start was in the runtime: it runs now, and is
+        // killed as any running container (killPod after SyncPod: Killing,
+        // preStop, the stop).
+        if (PodRecord* now = host_.worker_pod(uid); now && now->deleting && !host_.agent_stopping())
+            kill(uid, index, started, "pod " + now->name);
         return;
     }
     const bool stopping = host_.agent_stopping();
@@ -237,12 +243,11 @@ void PodWorkers::kill_all(const std::string& uid, bool watched_only) {
             // An exit already reported is not killed: its end, once asked,
             // finishes the pod.
             if (!watched_only || watched(c.id)) kill(uid, i, std::string(c.id), why);
-        } else if (c.starting) {
-            // Stopped once its start is through; no Killing Event for a
-            // container not running yet (killContainersWithSyncResult
-            // kills the running ones).
-            kill(uid, i, "", why, false);
         }
+        // A start queued never runs (the pod is deleting); one in the
+        // runtime is killed once it reports (on_started): no Killing Event
+        // for a container not running yet (killContainersWithSyncResult
+        // kills the running ones).
     }
 }
 

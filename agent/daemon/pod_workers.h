@@ -190,9 +190,10 @@ class PodWorkers {
     std::size_t watched_count() const { return by_id_.size(); }
     // kubelet's pod termination (the pod worker's terminating state): the
     // pod is marked deleting, its restarts cancelled, its probes stopped,
-    // each container that runs or starts killed (a start in flight: the
-    // instance it makes, once it reported), and it finishes once none is
-    // left. A pod unknown or deleting already: nothing.
+    // each container that runs killed (a start in the runtime: the
+    // instance it makes, once it reported, with its Killing Event and
+    // preStop hook; a start only queued never runs), and it finishes once
+    // none is left. A pod unknown or deleting already: nothing.
     void terminate(const std::string& uid, const std::string& reason);
     // A pod the store says was terminating when the agent went away (a
     // stop lost with it: kill -9, or a stop during a preStop hook): its

@@ -21,29 +21,29 @@ using platform::log;
 const Container* Agent::probed_spec(const LivePod& p, std::size_t index) {
     if (const Container* c = container_spec(p, index)) return c;
     const Desired* d = desired_for(p.rec);
-    if (!d) return nullptr;
-    const std::string key = p.rec.namespace_ + "/" + p.rec.daemonset + "/" + p.rec.revision_hash;
-    auto it = old_revisions_.find(key);
-    if (it == old_revisions_.end()) {
-        auto revs = store_->list_revisions(p.rec.namespace_, p.rec.daemonset);
-        if (!revs) return nullptr;
-        for (const auto& rev : revs.value()) {
-            if (rev.hash != p.rec.revision_hash) continue;
-            Json obj = d->ds().object;
-            Json tmpl = Json::parse(rev.template_json, nullptr, false);
-            if (tmpl.is_discarded() || !tmpl.is_object()) return nullptr;
-            obj["spec"]["template"] = std::move(tmpl);
-            DaemonSet old;
-            if (!decode_daemonset(obj, old).empty()) return nullptr;
-            // Bounded: revisions are pruned to revisionHistoryLimit, and this
-            // cache starts over rather than grow.
-            if (old_revisions_.size() >= 32) old_revisions_.clear();
-            it = old_revisions_.emplace(key, std::move(old)).first;
-            break;
-        }
-        if (it == old_revisions_.end()) return nullptr;
+    const DaemonSet* old = d ? stored_revision(p.rec, d->ds().object) : nullptr;
+    return old ? find_container(old->spec.template_.spec, p, index) : nullptr;
+}
+
+const DaemonSet* Agent::stored_revision(const PodRecord& rec, const Json& object) {
+    const std::string key = rec.namespace_ + "/" + rec.daemonset + "/" + rec.revision_hash;
+    if (auto it = old_revisions_.find(key); it != old_revisions_.end()) return &it->second;
+    auto revs = store_->list_revisions(rec.namespace_, rec.daemonset);
+    if (!revs) return nullptr;
+    for (const auto& rev : revs.value()) {
+        if (rev.hash != rec.revision_hash) continue;
+        Json obj = object;
+        Json tmpl = Json::parse(rev.template_json, nullptr, false);
+        if (tmpl.is_discarded() || !tmpl.is_object()) return nullptr;
+        obj["spec"]["template"] = std::move(tmpl);
+        DaemonSet old;
+        if (!decode_daemonset(obj, old).empty()) return nullptr;
+        // Bounded: revisions are pruned to revisionHistoryLimit, and this
+        // cache starts over rather than grow.
+        if (old_revisions_.size() >= 32) old_revisions_.clear();
+        return &old_revisions_.emplace(key, std::move(old)).first->second;
     }
-    return find_container(it->second.spec.template_.spec, p, index);
+    return nullptr;
 }
 
 void Agent::start_probes(const std::string& uid, std::size_t index) {

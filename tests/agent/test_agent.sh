@@ -16,7 +16,12 @@ agent_has_running() { "$dl" status -o json --config "$cfg" | jq -e --argjson n "
 
 write_config "{disktype: ssd}" "[]"
 write_ds always.yaml always 'trap \"exit 0\" TERM; while true; do sleep 0.2; done'
-write_ds ssd-only.yaml ssd-only 'trap \"exit 0\" TERM; while true; do sleep 0.2; done' "nodeSelector: {disktype: ssd}"
+# ssd-only has a preStop hook that leaves a file; its container says at its
+# stop signal whether the hook ran before it.
+write_ds ssd-only.yaml ssd-only \
+    "trap 'if [ -e $work/ssd.prestop ]; then echo hook-first; else echo signal-first; fi >$work/ssd.order; exit 0' TERM; while true; do sleep 0.2; done" \
+    "nodeSelector: {disktype: ssd}" "" \
+    "          lifecycle: {preStop: {exec: {command: [/bin/sh, -c, 'touch $work/ssd.prestop']}}}"
 start_own_agent
 
 # 1. Start: both DaemonSets run; READY=1 reaches the notify socket.
@@ -90,9 +95,17 @@ start_own_agent
 wait_for "adopted again after SIGTERM" 30 agent_has_running 2
 [[ $(pid_of always) == "$always_pid" ]] && ok || fail "the restart after SIGTERM changed the pod's process"
 
-# 7. Removing the file stops the pod.
+# 7. Removing the file stops the pod: an adopted one (the restarts above)
+# too, with the preStop hook of the revision it runs before its stop
+# signal, as the kubelet kills with its pod's spec (killContainer), though
+# the DaemonSet and its history are gone from the store by then.
+ssd_pid=$(pid_of ssd-only)
+rm -f "$work/ssd.prestop" "$work/ssd.order"  # those of its stops in 2. and 3.
 rm -f "$man/ssd-only.yaml"
 wait_for "removing the file stops its pod" 10 no_pod it ssd-only
+wait_for "...and its process is gone" 10 bash -c "! kill -0 $ssd_pid"
+[[ -e $work/ssd.prestop && $(cat "$work/ssd.order" 2>/dev/null) == hook-first ]] && ok ||
+    fail "the adopted pod's preStop hook did not run before its stop signal ($(cat "$work/ssd.order" 2>&1))"
 
 # 8. A template change rolls: without surge the old pod stops before the new starts.
 write_ds always.yaml always 'trap \"exit 0\" TERM; while true; do sleep 0.3; done'

@@ -7,7 +7,7 @@
 // stopping while an exit is read, restartPolicy Never and OnFailure; the
 // pod's termination (a Killing Event per container, the preStop hook
 // before the stop and out of its grace, a stop that fails, a pod
-// terminated while a start is in flight, terminated once none is left, a
+// terminated while a start is in flight or queued, terminated once none is left, a
 // termination the agent's restart resumes, a finished pod's sidecars); and
 // the loop's timers (LoopTimers) on a real libuv loop. Milliseconds of CPU
 // for what takes the real agent hours. Image back-off is the real Images
@@ -690,14 +690,18 @@ TEST(PodWorker, PreStopRunsBeforeTheStopAndItsTimeComesOutOfTheGrace) {
     LONGS_EQUAL(3, w.killing_events());  // once each, the hook's stop adds none
 }
 
-TEST(PodWorker, APodTerminatedWhileItsStartIsInFlightStopsOnceItStarted) {
-    // The stop queues behind the pod's start (one worker per pod): the
-    // instance the start makes is stopped, and the pod is terminated with
-    // its exit, not before. No Killing Event for it: killContainer is for
-    // running containers only (killContainersWithSyncResult).
+TEST(PodWorker, APodTerminatedWhileItsStartIsInFlightIsKilledOnceItStarted) {
+    // kubelet: the pod worker's SyncPod (the start) ends, then
+    // syncTerminatingPod's killPod kills every running container
+    // (killContainer: the Killing Event, the preStop hook, the stop). So the
+    // instance a start in the runtime makes gets its Killing Event and hook
+    // once it reported, not before; the pod is terminated with its exit. A
+    // start still queued never runs: no Killing Event (killContainersWithSyncResult
+    // kills the running ones only).
     FakeRuntime rt;
     FakeClock clock;
     PodWorker w(rt, clock, pod_of({{"app", 'a'}}));
+    w.set_pre_stop(0, 30);
     w.workers().start("uid-1", 0);
     w.workers().terminate("uid-1", "DaemonSet deleted");
     LONGS_EQUAL(0, rt.calls("stop"));
@@ -706,11 +710,28 @@ TEST(PodWorker, APodTerminatedWhileItsStartIsInFlightStopsOnceItStarted) {
     rt.settle();
     const std::string id = w.id_of(0);
     CHECK_FALSE(id.empty());
+    LONGS_EQUAL(1, w.killing_events());
+    CHECK(w.pre_stop_running(0));
+    CHECK(rt.stopped().empty());
+    w.end_pre_stop(0);
     CHECK((std::vector<std::string>{id}) == rt.stopped());
     LONGS_EQUAL(0, w.terminated());
     rt.exit(id, 143);
     LONGS_EQUAL(1, w.terminated());
     CHECK(w.delays().empty());
+    LONGS_EQUAL(1, w.killing_events());
+
+    FakeRuntime rq;
+    PodWorker q(rq, clock, pod_of({{"app", 'a'}}));
+    platform::OperationQueue::Finished busy;
+    q.ops().submit("uid-1", [&](platform::OperationQueue::Finished finished) { busy = std::move(finished); });
+    q.workers().start("uid-1", 0);  // queued behind the busy operation
+    q.workers().terminate("uid-1", "DaemonSet deleted");
+    busy();
+    rq.settle();
+    LONGS_EQUAL(0, rq.calls("start"));
+    LONGS_EQUAL(0, q.killing_events());
+    LONGS_EQUAL(1, q.terminated());
 }
 
 TEST(PodWorker, ATerminationLostWithTheAgentIsResumedAfterItsRestart) {
