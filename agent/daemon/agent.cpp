@@ -2,8 +2,6 @@
 #include "agent/daemon/agent.h"
 #include "agent/daemon/config_file.h"
 
-#include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,27 +45,6 @@ void close_and_free(H*& h) {
     if (!h) return;
     uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* p) { delete reinterpret_cast<H*>(p); });
     h = nullptr;
-}
-
-// What the reopen of a database run from a copy (a full stateDir) waits
-// for: free space of at least 1 MiB and the database file's size (what its
-// migration may write to the -wal). Below it the open is not tried: it
-// would run quick_check and the migration on the loop every 2 s for
-// nothing, and with a few KiB back it could map a -shm whose pages the
-// file system then cannot give blocks to (SIGBUS).
-constexpr std::uint64_t kReopenMinFree = 1024 * 1024;
-
-// Empty when `db`'s file system has the room; else why not.
-std::string no_room_to_reopen(const std::string& db) {
-    struct statvfs fs {};
-    struct stat st {};
-    if (::statvfs(db.c_str(), &fs) != 0) return {};  // the open says what is wrong
-    const std::uint64_t size = ::stat(db.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-    const std::uint64_t need = std::max(kReopenMinFree, size);
-    const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
-    if (free >= need) return {};
-    return "the open waits for " + std::to_string(need / 1024) + " KiB free, " + std::to_string(free / 1024) +
-           " KiB now";
 }
 
 }  // namespace
@@ -245,99 +222,28 @@ Status Agent::init() {
 }
 
 Status Agent::open_storage() {
-    store::OpenReport report;
-    const std::string db = config_.state_dir + "/daemonlet.db";
-    std::string read_only;
-    std::optional<Error> full;
-    Result<std::unique_ptr<store::Store>> st = Error{ErrorCode::ReadOnly, ""};
-    // A worn-out card remounted read-only: rather than fail (and have
-    // systemd restart the agent into the same failure), run the pods from
-    // what the store holds and record nothing until a restart on a writable
-    // stateDir (storage.h). A read-only file system is asked first: SQLite
-    // would open the file read-only without saying so.
-    struct statvfs fs {};
-    if (::statvfs(config_.state_dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0) {
-        read_only = config_.state_dir + " is on a read-only file system";
-    } else {
-        st = store::Store::open(db, clock_.wall_ms(), &report);
-        if (!st.ok() && st.error().code == ErrorCode::ReadOnly) read_only = st.error().message;
-        // A full stateDir that cannot take what the open writes (an
-        // upgrade's migration, the -shm): the pods run from a copy of what
-        // the store holds, and the open is retried until it fits (storage.h).
-        if (!st.ok() && st.error().code == ErrorCode::NoSpace) {
-            full = st.error();
-            // The copy needs the file's EXCLUSIVE lock for a moment: a
-            // `daemonlet get` reading it holds SHARED. A few tries, 1 s apart.
-            st = store::Store::open_copy(db);
-            for (int tries = 1; tries < 4 && !st.ok() && st.error().code == ErrorCode::Busy; ++tries) {
-                ::sleep(1);
-                st = store::Store::open_copy(db);
-            }
-            if (!st.ok()) st = Error{full->code, full->message + "; and no copy: " + st.error().message};
-        }
-        // ext4's errors=remount-ro leaves the mount flags as they were:
-        // SQLite found out, and opened the file for reading only.
-        if (st.ok() && st.value()->read_only()) {
-            read_only = db + ": the file system refuses writes (read-only)";
-            st = Error{ErrorCode::ReadOnly, read_only};
-        }
-    }
-    if (!read_only.empty()) {
-        st = store::Store::open_readonly(db);
-        if (st.ok())
-            log(Level::Err, "store: " + read_only +
-                                ": running the pods from what the store holds; nothing is recorded until "
-                                "the agent is restarted on a writable stateDir");
-    }
-    if (!st.ok()) return st.error();
-    if (report.recovered)
-        log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
-                            "; rebuilding from the manifest directory and the running containers");
-    auto storage = std::make_unique<Storage>(&loop_, std::move(st).value(), clock_, read_only);
-    storage_ = storage.get();
-    if (full)
-        storage_->open_later(
-            *full,
-            [this, db, why = full->message,
-             moved = std::string()]() mutable -> Result<std::unique_ptr<store::Store>> {
-                // Moved aside once: what is kept is not written into the empty
-                // database (not even by the shutdown's last try).
-                if (!moved.empty()) return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
-                if (auto no_room = no_room_to_reopen(db); !no_room.empty())
-                    return Error{ErrorCode::NoSpace, why + " (" + no_room + ")"};
-                store::OpenReport again;
-                auto opened = store::Store::open(db, clock_.wall_ms(), &again);
-                // Moved aside whether or not the new file then opened (a
-                // failed second open leaves an empty file the next try would
-                // take unsaid).
-                if (!again.recovered) return opened;
-                // The file went bad while the pods ran from the copy: the open
-                // moved it aside and made an empty one. The agent stops (exit
-                // status 1) and systemd starts it again: on the empty database
-                // it rebuilds from the manifest directory and the running
-                // containers, as any start does (docs/operating.md).
-                log(Level::Err, db + ": unusable (" + again.reason + "), moved aside to " + again.moved_to +
-                                    "; stopping so that the agent starts again and rebuilds");
-                moved = again.moved_to;
-                exit_status_ = 1;
-                // Not from inside the storage's retry: shutdown() closes it.
-                auto* later = new uv_timer_t;
-                uv_timer_init(&loop_, later);
-                later->data = this;
-                uv_timer_start(
-                    later,
-                    [](uv_timer_t* t) {
-                        auto* self = static_cast<Agent*>(t->data);
-                        close_and_free(t);
-                        self->shutdown();
-                    },
-                    0, 0);
-                return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
-            });
+    auto opened = Storage::open(&loop_, config_.state_dir, clock_, [this] {
+        // The file went bad while the pods ran from a copy (storage.h): the
+        // agent stops (exit status 1) and systemd starts it again on the
+        // empty database (docs/operating.md).
+        exit_status_ = 1;
+        // Not from inside the storage's retry: shutdown() closes it.
+        auto* later = new uv_timer_t;
+        uv_timer_init(&loop_, later);
+        later->data = this;
+        uv_timer_start(
+            later,
+            [](uv_timer_t* t) {
+                auto* self = static_cast<Agent*>(t->data);
+                close_and_free(t);
+                self->shutdown();
+            },
+            0, 0);
+    });
+    if (!opened.ok()) return opened.error();
+    storage_ = opened.value().get();
     storage_->set_on_change([this] { refresh_status_line(); });
-    if (auto w = storage_->start_worker(); !w.ok())
-        log(Level::Warning, "store: " + w.error().message + "; checkpoints and flushes run on the loop");
-    store_ = std::move(storage);
+    store_ = std::move(opened).value();
     return Ok{};
 }
 

@@ -2,8 +2,13 @@
 // while the stateDir is full or read-only.
 #include "agent/daemon/storage.h"
 
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -38,7 +43,115 @@ std::string seq_key(const char* prefix, std::uint64_t seq) {
     return prefix + std::string(buf);
 }
 
+// What the reopen of a database run from a copy (a full stateDir) waits
+// for: free space of at least 1 MiB and the database file's size (what its
+// migration may write to the -wal). Below it the open is not tried: it
+// would run quick_check and the migration on the loop every 2 s for
+// nothing, and with a few KiB back it could map a -shm whose pages the
+// file system then cannot give blocks to (SIGBUS).
+constexpr std::uint64_t kReopenMinFree = 1024 * 1024;
+
+// Empty when `db`'s file system has the room; else why not.
+std::string no_room_to_reopen(const std::string& db) {
+    struct statvfs fs {};
+    struct stat st {};
+    if (::statvfs(db.c_str(), &fs) != 0) return {};  // the open says what is wrong
+    const std::uint64_t size = ::stat(db.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    const std::uint64_t need = std::max(kReopenMinFree, size);
+    const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free >= need) return {};
+    return "the open waits for " + std::to_string(need / 1024) + " KiB free, " + std::to_string(free / 1024) +
+           " KiB now";
+}
+
+// The open each retry of a copy tries (Storage::open_later): once there is
+// room, the file's open, which migrates it; a file gone bad meanwhile is
+// moved aside once (said, `moved_aside` called) and never opened again.
+Storage::Reopen reopen_when_room(const std::string& db, const Error& full, const platform::Clock& clock,
+                                 std::function<void()> moved_aside) {
+    return [&clock, db, why = full.message, moved_aside = std::move(moved_aside),
+            moved = std::string()]() mutable -> Result<std::unique_ptr<store::Store>> {
+        // Moved aside once: what is kept is not written into the empty
+        // database (not even by the shutdown's last try).
+        if (!moved.empty()) return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
+        if (auto no_room = no_room_to_reopen(db); !no_room.empty())
+            return Error{ErrorCode::NoSpace, why + " (" + no_room + ")"};
+        store::OpenReport again;
+        auto opened = store::Store::open(db, clock.wall_ms(), &again);
+        // Moved aside whether or not the new file then opened (a failed
+        // second open leaves an empty file the next try would take unsaid).
+        if (!again.recovered) return opened;
+        // The file went bad while the pods ran from the copy: the open moved
+        // it aside and made an empty one. The agent stops (exit status 1)
+        // and systemd starts it again: on the empty database it rebuilds
+        // from the manifest directory and the running containers, as any
+        // start does (docs/operating.md).
+        log(Level::Err, db + ": unusable (" + again.reason + "), moved aside to " + again.moved_to +
+                            "; stopping so that the agent starts again and rebuilds");
+        moved = again.moved_to;
+        if (moved_aside) moved_aside();
+        return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
+    };
+}
+
 }  // namespace
+
+Result<std::unique_ptr<Storage>> Storage::open(uv_loop_t* loop, const std::string& state_dir,
+                                               const platform::Clock& clock,
+                                               std::function<void()> moved_aside) {
+    store::OpenReport report;
+    const std::string db = state_dir + "/daemonlet.db";
+    std::string read_only;
+    std::optional<Error> full;
+    Result<std::unique_ptr<store::Store>> st = Error{ErrorCode::ReadOnly, ""};
+    // A worn-out card remounted read-only: rather than fail (and have
+    // systemd restart the agent into the same failure), run the pods from
+    // what the store holds and record nothing until a restart on a writable
+    // stateDir (storage.h). A read-only file system is asked first: SQLite
+    // would open the file read-only without saying so.
+    struct statvfs fs {};
+    if (::statvfs(state_dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0) {
+        read_only = state_dir + " is on a read-only file system";
+    } else {
+        st = store::Store::open(db, clock.wall_ms(), &report);
+        if (!st.ok() && st.error().code == ErrorCode::ReadOnly) read_only = st.error().message;
+        // A full stateDir that cannot take what the open writes (an
+        // upgrade's migration, the -shm): the pods run from a copy of what
+        // the store holds, and the open is retried until it fits (storage.h).
+        if (!st.ok() && st.error().code == ErrorCode::NoSpace) {
+            full = st.error();
+            // The copy needs the file's EXCLUSIVE lock for a moment: a
+            // `daemonlet get` reading it holds SHARED. A few tries, 1 s apart.
+            st = store::Store::open_copy(db);
+            for (int tries = 1; tries < 4 && !st.ok() && st.error().code == ErrorCode::Busy; ++tries) {
+                ::sleep(1);
+                st = store::Store::open_copy(db);
+            }
+            if (!st.ok()) st = Error{full->code, full->message + "; and no copy: " + st.error().message};
+        }
+        // ext4's errors=remount-ro leaves the mount flags as they were:
+        // SQLite found out, and opened the file for reading only.
+        if (st.ok() && st.value()->read_only()) {
+            read_only = db + ": the file system refuses writes (read-only)";
+            st = Error{ErrorCode::ReadOnly, read_only};
+        }
+    }
+    if (!read_only.empty()) {
+        st = store::Store::open_readonly(db);
+        if (st.ok())
+            log(Level::Err, "store: " + read_only +
+                                ": running the pods from what the store holds; nothing is recorded until "
+                                "the agent is restarted on a writable stateDir");
+    }
+    if (!st.ok()) return st.error();
+    if (report.recovered)
+        log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
+                            "; rebuilding from the manifest directory and the running containers");
+    auto storage = std::make_unique<Storage>(loop, std::move(st).value(), clock, read_only);
+    if (full) storage->open_later(*full, reopen_when_room(db, *full, clock, std::move(moved_aside)));
+    storage->start_worker_or_say();
+    return storage;
+}
 
 class Storage::Tx final : public store::Store::Transaction {
   public:
@@ -117,6 +230,11 @@ Status Storage::start_worker() {
     auto st = inner_->start_worker([wake] { uv_async_send(wake); }, WorkerOptions{});
     if (!st.ok()) close_worker_handle();
     return st;
+}
+
+void Storage::start_worker_or_say() {
+    if (auto w = start_worker(); !w.ok())
+        log(Level::Warning, "store: " + w.error().message + "; checkpoints and flushes run on the loop");
 }
 
 void Storage::close_worker_handle() {
@@ -298,8 +416,7 @@ Status Storage::retry() {
         }
         inner_ = std::move(opened).value();
         reopen_ = {};
-        if (auto w = start_worker(); !w.ok())
-            log(Level::Warning, "store: " + w.error().message + "; checkpoints and flushes run on the loop");
+        start_worker_or_say();
     }
     auto tx = inner_->begin();
     if (!tx.ok()) {

@@ -72,6 +72,26 @@ class Storage final : public store::Store {
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
 
+    // The agent's store, on `state_dir`/daemonlet.db, in one of three modes:
+    // - Normal: the file, opened (a bad one moved aside and an empty one
+    //   made: said, the agent rebuilds it from the manifests and the running
+    //   containers);
+    // - ReadOnly: the stateDir refuses writes (a worn-out card remounted
+    //   read-only): the file read as it is, nothing recorded until a restart
+    //   on a writable stateDir (said);
+    // - Copy: the stateDir is too full for what the open writes (an
+    //   upgrade's migration, the -shm): a copy in memory (Store::open_copy,
+    //   tried 3 times 1 s apart while a reader holds the file), and each
+    //   retry opens the file again (open_later) once there is room for it.
+    // `moved_aside`: that reopen found the file gone bad and moved it aside
+    // (said); the agent stops so that its next start rebuilds. Called from
+    // inside retry(), once. The worker is started (or its failure said).
+    enum class Mode { Normal, ReadOnly, Copy };
+    static Result<std::unique_ptr<Storage>> open(uv_loop_t* loop, const std::string& state_dir,
+                                                 const platform::Clock& clock,
+                                                 std::function<void()> moved_aside);
+    Mode mode() const { return opened_read_only_ ? Mode::ReadOnly : reopen_ ? Mode::Copy : Mode::Normal; }
+
     using Reopen = std::function<Result<std::unique_ptr<store::Store>>()>;
     // The database could be read only from a copy (Store::open_readonly):
     // its upgrade's migration did not fit on the full stateDir (`why`).
@@ -205,6 +225,7 @@ class Storage final : public store::Store {
     void failed(const Error& e);
     Error refusal() const { return Error{error_code_, error_}; }
     void start_retries();
+    void start_worker_or_say();  // start_worker(), its failure said
     void close_worker_handle();
 
     uv_loop_t* loop_;

@@ -129,6 +129,14 @@ pid_of() { pgrep -f "^/bin/sh -c .* it-marker-$$-$1\$" | head -1; }
 ds_list_json() { "$dl" get ds -A -o json --config "$cfg"; }
 pods_json() { "$dl" get pods -A -o json --config "$cfg"; }
 status_json() { "$dl" status -o json --config "$cfg"; }
+# The sd_notify listener the agents' NOTIFY_SOCKET names ($work/notify.sock),
+# writing what they send to $work/notify.log (ready_count, wait_ready); its
+# pid in $listener (cleanup kills it). SECS: how long it may take to come up.
+start_notify_listener() {  # start_notify_listener [SECS, default 5]
+    "$listen" "$work/notify.sock" "$work/notify.log" &
+    listener=$!
+    wait_for "notify listener up" "${1:-5}" test -S "$work/notify.sock"
+}
 # The READY=1 notifications the notify listener wrote to $work/notify.log,
 # and a wait for one more than COUNT (the agent started since).
 ready_count() {

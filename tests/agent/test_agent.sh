@@ -6,9 +6,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 # The agent now running (`daemonlet status` answers only then) has N pods, all running.

@@ -48,9 +48,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
 require_kubectl
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 start_fake
 write_config "{board: \"true\"}" "[]"
 api_server_config "registerNode: true"

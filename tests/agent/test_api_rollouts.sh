@@ -26,9 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
 require_kubectl
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 start_fake
 # DS's one Pod (not being deleted) as kubectl lists it, and the board's one pod of DS.
 one() { jq -ce 'if length == 1 then .[0] else error("not one") end'; }

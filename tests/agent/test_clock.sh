@@ -26,9 +26,7 @@ done
 }
 [[ -z ${EMULATOR:-} ]] || { echo "SKIPPED: not under an emulator"; exit 0; }
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 
 # The agent's wall clock: real time + the offset in $work/faketime (seconds).
 clock_at_1970() { echo "-$(($(date +%s) - 60))" >"$work/faketime.tmp" && mv "$work/faketime.tmp" "$work/faketime"; }

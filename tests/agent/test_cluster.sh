@@ -8,9 +8,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 loop2='trap \"exit 0\" TERM; while true; do sleep 0.3; done'

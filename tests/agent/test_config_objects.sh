@@ -12,9 +12,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 data=$(dirname "${BASH_SOURCE[0]}")/../data
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 30 test -S "$work/notify.sock"
+start_notify_listener 30
 write_config "{}" "[]"
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 

@@ -15,9 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/disk_lib.sh"
 disk_mount
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 configure() {  # configure HOST: the configuration, following the test API server at https://HOST:$port

@@ -19,9 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/disk_lib.sh"
 disk_mount
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 
 write_config "{}" "[]"
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'

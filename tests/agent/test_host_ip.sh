@@ -35,9 +35,7 @@ refused "127.0.0.1" '"127.0.0.1": nodeIP can'"'"'t be loopback address'
 [[ ! -e $state/daemonlet.db ]] && ok || fail "a refused configuration opened the store"
 
 # 2. A good nodeIP: every pod's hostIP, and the hostNetwork pod's podIP.
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 write_config "{}" "[]"
 echo "nodeIP: 198.51.100.7" >>"$cfg"
 write_ds hostnet.yaml hostnet 'trap \"exit 0\" TERM; while true; do sleep 0.2; done' "hostNetwork: true"

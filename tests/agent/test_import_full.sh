@@ -20,9 +20,7 @@ runc_state_on_tmpfs 24m daemonlet-import-full
     echo "FAIL: cannot build the image"
     exit 1
 }
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 
 write_runc_config "$import"
 DS_IMAGE=busybox write_ds app.yaml app 'while :; do sleep 1; done' "" "" "          imagePullPolicy: Never"

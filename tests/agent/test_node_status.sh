@@ -27,9 +27,7 @@ command -v kubectl >/dev/null || {
 fake=
 trap '[[ -n $fake ]] && kill "$fake" 2>/dev/null; cleanup' EXIT
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 start_test_apiserver
 write_kubeconfig "$work/kubeconfig" "$port"
 write_config "{board: \"true\"}" "[]"

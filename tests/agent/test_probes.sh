@@ -6,9 +6,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 # write_manifest FILE NAME CONTAINER_EXTRA_YAML [STRATEGY_YAML] [POD_SPEC_EXTRA_YAML] [SCRIPT]:

@@ -51,9 +51,7 @@ ctl PUT configmaps/it/kube-root-ca.crt '{"data": {"ca.crt": "CLUSTER-CA"}}' >/de
 ctl PUT configmaps/it/cluster-cm '{"data": {"greeting": "hello"}}' >/dev/null
 ctl PUT secrets/it/cluster-secret '{"data": {"password": "cGFzcw=="}, "immutable": true}' >/dev/null
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 write_config "{}" "[]"
 follow_test_apiserver
 report='env > $out.tmp && mv $out.tmp $out; trap \"exit 0\" TERM; while true; do sleep 0.2; done'

@@ -12,9 +12,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 30 test -S "$work/notify.sock"
+start_notify_listener 30
 
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
 write_config "{}" "[]"

@@ -36,9 +36,7 @@ max_batches=${STORM_BATCHES:-0}  # 0: as many as fit in max_seconds
 kills_per_batch=${STORM_KILLS:-5}
 echo "storm: seed $seed (replay with STORM_SEED=$seed)"
 
-"$listen" "$work/notify.sock" "$work/notify.log" &
-listener=$!
-wait_for "notify listener up" 5 test -S "$work/notify.sock"
+start_notify_listener
 : >"$work/notify.log"
 
 files=(f0 f1 f2 f3)

@@ -4,6 +4,8 @@
 // handling runs): a write the disk refuses is kept and answers as if it had
 // landed, the storage says it is not writable, nothing is half-written, and
 // a retry once space returns writes what was kept, in one transaction.
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,8 +44,43 @@ TEST_GROUP(Storage) {
     }
     void teardown() override {
         FaultyVfs::set_full(false);
-        s->close();
+        if (s) s->close();
         s.reset();
+    }
+    // A database of schema version 5 holding one pod: its open migrates it
+    // (writes), its copy does not.
+    static void write_version5(const std::string& file) {
+        RawDb raw(file);
+        for (int i = 0; i < 5; ++i) STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[i].sql).c_str());
+        STRCMP_EQUAL("", raw.exec("PRAGMA journal_mode = WAL; PRAGMA user_version = 5").c_str());
+        STRCMP_EQUAL("",
+                     raw.exec("INSERT INTO pods (uid, name, namespace, daemonset, revision_hash, revision, "
+                              "phase, created_at_ms, deleting, containers_json) VALUES ('uid-1', "
+                              "'agent-x7k2p', 'ns', 'agent', 'h1', 1, 'Running', 5, 0, '[]')")
+                         .c_str());
+    }
+    // Storage::open on a stateDir (the fixture's store closed first).
+    std::unique_ptr<agent::Storage> open_state_dir(const std::string& state_dir) {
+        if (s) s->close();
+        s.reset();
+        return MUST(agent::Storage::open(nullptr, state_dir, clock, [this] { ++moved_aside; }));
+    }
+    int moved_aside = 0;
+    // Storage::open on `state` whose version 5 file the full disk cannot
+    // migrate: run from a copy, a write kept. The file's path.
+    std::string open_from_copy(const TempDir& state) {
+        const std::string db = state.file("daemonlet.db");
+        write_version5(db);
+        FaultyVfs::set_full(true);
+        s = open_state_dir(state.path());
+        CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
+        CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+        return db;
+    }
+    // Overwrites the start of `file` (a database no more).
+    static void spoil(const std::string& file) {
+        std::ofstream bad(file, std::ios::in | std::ios::out);
+        bad << std::string(8192, 'x');
     }
     // What the database holds when `changes` were written to a healthy disk,
     // with the probe row the retry writes.
@@ -286,16 +323,7 @@ TEST(Storage, AWriteRefusedBusyIsKeptAndLandsOnceTheLockIsReleased) {
 TEST(Storage, AnUpgradeTheFullDiskRefusesRunsFromACopyAndMigratesOnceSpaceReturns) {
     s->close();
     const std::string old = dir.file("old.db");
-    {
-        RawDb raw(old);
-        for (int i = 0; i < 5; ++i) STRCMP_EQUAL("", raw.exec(store::sql::kMigrations[i].sql).c_str());
-        STRCMP_EQUAL("", raw.exec("PRAGMA journal_mode = WAL; PRAGMA user_version = 5").c_str());
-        STRCMP_EQUAL("",
-                     raw.exec("INSERT INTO pods (uid, name, namespace, daemonset, revision_hash, revision, "
-                              "phase, created_at_ms, deleting, containers_json) VALUES ('uid-1', "
-                              "'agent-x7k2p', 'ns', 'agent', 'h1', 1, 'Running', 5, 0, '[]')")
-                         .c_str());
-    }
+    write_version5(old);
     FaultyVfs::set_full(true);
     auto opened = store::Store::open(old, kNow, nullptr);
     CHECK_FALSE(opened.ok());
@@ -316,4 +344,65 @@ TEST(Storage, AnUpgradeTheFullDiskRefusesRunsFromACopyAndMigratesOnceSpaceReturn
     LONGS_EQUAL(0, s->pending());
     LONGS_EQUAL(store::sql::kSchemaVersion, RawDb(old).scalar("PRAGMA user_version"));
     LONGS_EQUAL(2, MUST(s->list_pods()).size());  // the file's, with the kept write
+}
+
+// Storage::open, the agent's start (agent.cpp): the mode it runs in.
+TEST(Storage, OpenOnAHealthyStateDirRunsFromTheFile) {
+    s = open_state_dir(dir.path());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());  // the fixture's
+}
+
+// A file that is no database: moved aside, the store starts empty (the
+// agent rebuilds it), in the normal mode.
+TEST(Storage, OpenMovesABadFileAsideAndStartsEmpty) {
+    s->close();
+    s.reset();  // the connection closed: its -wal checkpointed
+    std::filesystem::remove(path + "-wal");
+    std::filesystem::remove(path + "-shm");
+    spoil(path);
+    s = open_state_dir(dir.path());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(0, MUST(s->list_pods()).size());
+    CHECK_TRUE(std::filesystem::exists(path + ".corrupt-" + std::to_string(clock.wall_ms())));
+}
+
+// A stateDir too full for the open's migration: the pods run from a copy,
+// and the retry opens (and migrates) the file once there is room.
+TEST(Storage, OpenOnAFullStateDirRunsFromACopyUntilTheFileOpens) {
+    TempDir state;
+    const std::string db = open_from_copy(state);
+    CHECK_FALSE(s->writable());
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());  // the file's
+    CHECK_FALSE(s->retry().ok());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
+
+    FaultyVfs::set_full(false);
+    CHECK_TRUE(s->retry().ok());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(store::sql::kSchemaVersion, RawDb(db).scalar("PRAGMA user_version"));
+    LONGS_EQUAL(2, MUST(s->list_pods()).size());
+    LONGS_EQUAL(0, moved_aside);
+}
+
+// The file goes bad while the pods run from the copy: the reopen moves it
+// aside once and says so (the agent stops to rebuild); what is kept is not
+// written into the empty file, not even by the last try at close.
+TEST(Storage, AFileThatGoesBadWhileRunningFromACopyIsMovedAsideOnce) {
+    TempDir state;
+    const std::string db = open_from_copy(state);
+    spoil(db);
+    FaultyVfs::set_full(false);
+    auto first = s->retry();
+    CHECK_FALSE(first.ok());
+    STRCMP_EQUAL("corrupt", first.error().code_name());
+    LONGS_EQUAL(1, moved_aside);
+    CHECK_TRUE(std::filesystem::exists(db + ".corrupt-" + std::to_string(clock.wall_ms())));
+    CHECK_FALSE(s->retry().ok());
+    LONGS_EQUAL(1, moved_aside);
+    s->close();
+    LONGS_EQUAL(0, RawDb(db).scalar("SELECT count(*) FROM pods"));
 }
