@@ -112,6 +112,9 @@ class Agent : private Images::Host, private PodWorkers::Host {
         // What this instance runs, as it started (hooks.cpp): its lifecycle
         // hooks run by it, even once its DaemonSet is gone.
         HookContainer hook_target;
+        // Adopted: its hooks' env is computed when a hook runs, once the
+        // sources are loaded (at adoption, pod_facts has no DaemonSet yet).
+        bool hook_env_pending = false;
         std::int64_t grace_seconds = 30;
         std::optional<LifecycleHooks::Id> hook;  // its postStart or preStop, running
         bool pre_stopping = false;               // its preStop runs: its stop follows
@@ -279,7 +282,8 @@ class Agent : private Images::Host, private PodWorkers::Host {
     void cancel_hook(LiveContainer& lc);
     // The hooks and grace of what container `index` runs as: `spec`, its
     // pod's terminationGracePeriodSeconds `grace_seconds`.
-    void set_hook_target(LivePod& p, std::size_t index, const Container& spec, std::int64_t grace_seconds);
+    void set_hook_target(LivePod& p, std::size_t index, const Container& spec, std::int64_t grace_seconds,
+                         bool env_now = true);
     // adopt: an adopted DaemonSet pod's containers keep the hooks and grace
     // of the revision they run, read from the store now: its DaemonSet and
     // history may go before the pod is stopped.

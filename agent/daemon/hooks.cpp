@@ -50,6 +50,7 @@ void Agent::started_for_hooks(const std::string& uid, std::size_t index,
     lc.hook_target.runtime_id = lc.id;
     lc.hook_target.spec = std::move(spec);
     lc.hook_target.env = std::move(env);
+    lc.hook_env_pending = false;
     lc.grace_seconds = grace_seconds;
     if (!p.rec.deleting && !stopping_) run_post_start(uid, index);
 }
@@ -128,6 +129,8 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
         if (!spec || !grace) return false;
         set_hook_target(p, index, *spec, *grace);
     }
+    if (std::exchange(lc.hook_env_pending, false))
+        if (auto env = container_env(p, *lc.hook_target.spec)) lc.hook_target.env = std::move(env.value());
     if (p.grace_override) lc.grace_seconds = *p.grace_override;  // its Pod's deletion grace
     const auto& spec = lc.hook_target.spec;
     if (!spec->lifecycle || !spec->lifecycle->pre_stop || lc.grace_seconds <= 0) return false;
@@ -159,13 +162,16 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
     return true;
 }
 
-void Agent::set_hook_target(LivePod& p, std::size_t index, const Container& spec,
-                            std::int64_t grace_seconds) {
+void Agent::set_hook_target(LivePod& p, std::size_t index, const Container& spec, std::int64_t grace_seconds,
+                            bool env_now) {
     LiveContainer& lc = p.containers[index];
     lc.hook_target.pod = pod_ref(p.rec.name, p.rec.namespace_, p.rec.uid);
     lc.hook_target.runtime_id = lc.id;
     lc.hook_target.spec = std::make_shared<const Container>(spec);
-    if (auto env = container_env(p, spec)) lc.hook_target.env = std::move(env.value());
+    lc.hook_target.env.clear();
+    lc.hook_env_pending = !env_now;
+    if (env_now)
+        if (auto env = container_env(p, spec)) lc.hook_target.env = std::move(env.value());
     lc.grace_seconds = grace_seconds;
 }
 
@@ -183,7 +189,7 @@ void Agent::load_adopted_hooks(LivePod& p) {
     const PodSpec& spec = ds->spec.template_.spec;
     for (std::size_t i = 0; i < p.containers.size(); ++i)
         if (const Container* c = find_container(spec, p, i); c && !p.containers[i].id.empty())
-            set_hook_target(p, i, *c, spec.termination_grace_period_seconds.value_or(30));
+            set_hook_target(p, i, *c, spec.termination_grace_period_seconds.value_or(30), false);
 }
 
 void Agent::cancel_hook(LiveContainer& lc) {

@@ -441,8 +441,9 @@ void Agent::container_started(const std::string& uid, std::size_t index, const s
     record_pod_event(p, created_event(container_ref(p, index), cs.started_at_ms));
     record_pod_event(p, started_event(container_ref(p, index), cs.started_at_ms));
     note_image_id(uid, index, id);
-    // A pod removed meanwhile: the stop queued behind this start stops
-    // it; an agent that stops records it for the next one to adopt.
+    // A pod removed meanwhile: PodWorkers::on_started kills it (Killing,
+    // preStop, the stop); an agent that stops records it for the next one
+    // to adopt.
     if (!p.rec.deleting && !stopping_) start_probes(uid, index);
     refresh_readiness(p);
     save_pod(p);

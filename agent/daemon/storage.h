@@ -81,7 +81,7 @@ class Storage final : public store::Store {
     //   on a writable stateDir (said);
     // - Copy: the stateDir is too full for what the open writes (an
     //   upgrade's migration, the -shm): a copy in memory (Store::open_copy,
-    //   tried 3 times 1 s apart while a reader holds the file), and each
+    //   tried up to 4 times 1 s apart while a reader holds the file), and each
     //   retry opens the file again (open_later) once there is room for it.
     // `moved_aside`: that reopen found the file gone bad and moved it aside
     // (said); the agent stops so that its next start rebuilds. Called from

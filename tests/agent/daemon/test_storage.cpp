@@ -367,6 +367,7 @@ TEST(Storage, OpenMovesABadFileAsideAndStartsEmpty) {
     CHECK_TRUE(s->writable());
     LONGS_EQUAL(0, MUST(s->list_pods()).size());
     CHECK_TRUE(std::filesystem::exists(path + ".corrupt-" + std::to_string(clock.wall_ms())));
+    LONGS_EQUAL(0, moved_aside);  // at the start: rebuilt here, no stop asked
 }
 
 // A stateDir too full for the open's migration: the pods run from a copy,
