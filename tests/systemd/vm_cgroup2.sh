@@ -176,8 +176,10 @@ install -D -m 0755 -t "$root$lib" "$repo/tests/systemd/vm_cgroup2_check.sh" \
 # The first boot's cluster (the power cut's queued Event): the test API
 # server on the guest's loopback (port 16443, its certificate made here, token
 # s3cret), started before the agent in the first boot only; the agent
-# follows it in namespace it. The second boot has no server: the agent runs
-# the cluster's DaemonSet from its cache, its Events still queued.
+# follows it in namespace it. The second boot starts it only once its checks
+# found the Events still queued (daemonlet-pc-apiserver-after, started by
+# vm_powercut.sh, answering 503 until it holds the cluster's DaemonSet
+# again): then the cluster receives them.
 install -m 0755 "$build/tests/fake_apiserver" "$root$lib/"
 if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$root$lib/key.pem" \
     -out "$root$lib/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -days 2 >"$run/openssl.log" 2>&1; then
@@ -202,6 +204,7 @@ current-context: fake
 EOF
 chmod 600 "$root$lib/kubeconfig"
 printf '%s\n' "apiServer:" "  kubeconfig: $lib/kubeconfig" "  namespaces: [it]" "  requestTimeout: 3s" >>"$root$config_path"
+srv_exec="$lib/fake_apiserver --cert $lib/cert.pem --key $lib/key.pem --port 16443 --port-file /run/pc-apiserver.port --token s3cret --bookmark-ms 500"
 cat >"$root/etc/systemd/system/daemonlet-pc-apiserver.service" <<EOF
 [Unit]
 Description=the test API server of the power cut's first boot (tests/systemd/vm_cgroup2.sh)
@@ -209,10 +212,18 @@ Before=daemonlet.service
 ConditionKernelCommandLine=!daemonlet.powercut=after
 
 [Service]
-ExecStart=$lib/fake_apiserver --cert $lib/cert.pem --key $lib/key.pem --port 16443 --port-file /run/pc-apiserver.port --token s3cret --bookmark-ms 500
+ExecStart=$srv_exec
 
 [Install]
 WantedBy=multi-user.target
+EOF
+cat >"$root/etc/systemd/system/daemonlet-pc-apiserver-after.service" <<EOF
+[Unit]
+Description=the test API server after the power cut (tests/systemd/vm_cgroup2.sh)
+ConditionKernelCommandLine=daemonlet.powercut=after
+
+[Service]
+ExecStart=$srv_exec --fault '{"match": "any", "status": 503, "count": -1}'
 EOF
 pc_args="$exec_start $config_path $state_dir $manifest_dir $import_dir"
 snapshot=/var/lib/daemonlet-powercut/snapshot

@@ -32,8 +32,12 @@
 # cut) runs its pod again, and the cluster's it/apids if apids.yaml was; the
 # rollback is in force (the pod runs v1, the file says v2); each acknowledged
 # revision is in `rollout history` once, and no revision is listed twice;
-# each acknowledged Event is still queued in the store (no server to send it
-# to), once under its name, and no name is queued twice.
+# each acknowledged Event is still queued in the store (no server yet),
+# once under its name, and no name is queued twice. Then the test API
+# server starts again (empty: its state is in memory) and takes it/apids
+# back; once the agent has sent its queue, the server holds each
+# acknowledged Event once, and no LocalManifestOverrides Event twice: not
+# lost, sent once after the cut.
 #
 # The predicates are called indirectly, through wait_for and check.
 # shellcheck disable=SC2317
@@ -61,6 +65,22 @@ count_queued() { grep -cxF "$1" <<<"$(queued_events)"; }
 lib="$(dirname "${BASH_SOURCE[0]}")"
 control() {
     curl -fsS --max-time 10 --cacert "$lib/cert.pem" -X "$1" "https://127.0.0.1:16443/_control/$2" "${@:3}"
+}
+# The cluster's DaemonSet it/apids (the same object, uid included, in both
+# boots' servers).
+apids='{"metadata": {"uid": "uid-apids"}, "spec": {"selector": {"matchLabels": {"app": "apids"}},
+    "template": {"metadata": {"labels": {"app": "apids"}}, "spec": {"terminationGracePeriodSeconds": 2,
+    "containers": [{"name": "main", "image": "busybox", "imagePullPolicy": "Never",
+    "command": ["/bin/sh", "-c", "while :; do sleep 1; done", "cg2-apids-api"]}]}}}}'
+# The Events the server holds in namespace it (GET .../events, as a client
+# of the cluster reads them; the guest has no jq: sqlite3's JSON functions),
+# one line each: name, reason, count.
+server_events() {
+    local list q="'"
+    list="$(curl -fsS --max-time 10 --cacert "$lib/cert.pem" -H "Authorization: Bearer s3cret" \
+        https://127.0.0.1:16443/api/v1/namespaces/it/events)" || return 1
+    sqlite3 -separator ' ' :memory: "SELECT json_extract(value, '\$.metadata.name'), json_extract(value, '\$.reason'),
+        json_extract(value, '\$.count') FROM json_each('${list//$q/$q$q}', '\$.items')"
 }
 # write_pc FILE NAME VERSION [NAMESPACE]: the loop DaemonSet whose argv[0]
 # names VERSION.
@@ -115,11 +135,7 @@ if [[ $phase == cut ]]; then
     # the agent queues and cannot send.
     event_start=$SECONDS
     wait_for "powercut: the test API server listens" 30 test -s /run/pc-apiserver.port || finish
-    ds='{"metadata": {"uid": "uid-apids"}, "spec": {"selector": {"matchLabels": {"app": "apids"}},
-        "template": {"metadata": {"labels": {"app": "apids"}}, "spec": {"terminationGracePeriodSeconds": 2,
-        "containers": [{"name": "main", "image": "busybox", "imagePullPolicy": "Never",
-        "command": ["/bin/sh", "-c", "while :; do sleep 1; done", "cg2-apids-api"]}]}}}}'
-    check "powercut: the test API server takes DaemonSet it/apids" control PUT daemonsets/it/apids -d "$ds"
+    check "powercut: the test API server takes DaemonSet it/apids" control PUT daemonsets/it/apids -d "$apids"
     wait_for "powercut: the cluster's DaemonSet it/apids runs its pod" 120 pod_running apids it || finish
     check "powercut: the test API server is stopped" systemctl stop daemonlet-pc-apiserver.service
     write_pc apids.yaml apids v1 it
@@ -170,6 +186,31 @@ check "powercut: the acknowledged record survived ($(tr '\n' ';' <"$ack" 2>&1))"
 active() { test "$(systemctl is-active daemonlet.service)" = active; }
 wait_for "powercut: daemonlet.service is active (READY=1) without the network" 120 active || finish
 check "powercut: daemonlet status -o json answers" "$dl" status -o json --config "$cfg"
+# The Events queued before the cut are still queued (no server yet to send
+# them to), each once under the name it was queued with.
+read -r -a acked_events <<<"$(sed -n 's/^events //p' "$ack")"
+check "powercut: an Event was acknowledged before the cut (${acked_events[*]})" test "${#acked_events[@]}" -gt 0
+info "queued Events now: $(queued_events | tr '\n' ' ')"
+for e in "${acked_events[@]}"; do
+    check "powercut: acknowledged Event $e is queued once" test "$(count_queued "$e")" = 1
+done
+check "powercut: no Event is queued twice" test -z "$(queued_events | sort | uniq -d)"
+# Then the cluster comes back: the test API server again (the same port,
+# certificate and token; vm_cgroup2.sh's daemonlet-pc-apiserver-after),
+# answering 503 until it holds the cluster's DaemonSet it/apids as the first
+# boot's did (a list without it would remove the cached copy the checks
+# below may find running), while the agent's reflector retries with
+# back-off. Its state is in memory: it starts with no Events, so what it
+# holds at the end is what the agent sent after the cut (the case of an
+# Event sent before a cut whose removal from the queue the cut undid, the
+# POST answered 409 AlreadyExists and counted as sent, is
+# tests/agent/test_cluster.sh's kill -9: "the kept BackOff ... on the server
+# once", eventConflicts 1).
+server_start=$SECONDS
+check "powercut: the test API server starts again" systemctl start daemonlet-pc-apiserver-after.service
+wait_for "powercut: the test API server listens again" 30 test -s /run/pc-apiserver.port
+check "powercut: the test API server takes DaemonSet it/apids again" control PUT daemonsets/it/apids -d "$apids"
+check "powercut: the test API server answers the agent" control DELETE fault
 for f in "$manifests"/*.yaml; do
     ds="$(basename "$f" .yaml)"
     [[ $ds == oomexit ]] && continue # a crash loop by design
@@ -202,14 +243,33 @@ for r in "${acked[@]}"; do
     check "powercut: acknowledged revision $r is in rollout history" has_revision "$r"
 done
 check "powercut: no revision is listed twice" test -z "$(revisions | sort | uniq -d)"
-# The Events queued before the cut are still queued (no server to send them
-# to), each once under the name it was queued with: the cluster, once
-# connected, gets each once (its name finds an Event it has).
-read -r -a acked <<<"$(sed -n 's/^events //p' "$ack")"
-check "powercut: an Event was acknowledged before the cut (${acked[*]})" test "${#acked[@]}" -gt 0
-info "queued Events now: $(queued_events | tr '\n' ' ')"
-for e in "${acked[@]}"; do
-    check "powercut: acknowledged Event $e is queued once" test "$(count_queued "$e")" = 1
+# The cluster receives each acknowledged Event once: the agent sends its
+# queue (no LocalManifestOverrides left in the store; the server holds
+# every acknowledged name), then the server holds each under its name once,
+# and its LocalManifestOverrides Events count (their counts summed) one per
+# acknowledged Event: a file overrides the cluster's DaemonSet once per
+# agent, and the first boot's agent reported it once. When apids.yaml
+# survived the cut (the override still in force), this boot's agent reports
+# it once more, as a new Event (its own recorder's name) or folded into the
+# queued one (count 2): one more at most.
+sent() {
+    local on_server e
+    on_server="$(server_events)" || return 1
+    test -z "$(queued_events LocalManifestOverrides)" || return 1
+    for e in "${acked_events[@]}"; do grep -q "^$e " <<<"$on_server" || return 1; done
+}
+wait_start=$SECONDS
+wait_for "powercut: the agent sends its queued Events to the cluster once it is back" 60 sent
+info "the Events reached the server $((SECONDS - server_start))s after it started (waited $((SECONDS - wait_start))s for them)"
+on_server="$(server_events)"
+info "the server's Events in it (name reason count): $(tr '\n' ';' <<<"$on_server")"
+for e in "${acked_events[@]}"; do
+    check "powercut: the cluster holds acknowledged Event $e once" test "$(grep -c "^$e " <<<"$on_server")" = 1
 done
-check "powercut: no Event is queued twice" test -z "$(queued_events | sort | uniq -d)"
+check "powercut: the cluster holds no Event name twice" test -z "$(cut -d' ' -f1 <<<"$on_server" | sort | uniq -d)"
+overrides="$(awk '$2 == "LocalManifestOverrides" { n += $3 } END { print n + 0 }' <<<"$on_server")"
+most=${#acked_events[@]}
+[[ -s $manifests/apids.yaml ]] && most=$((most + 1))
+check "powercut: the cluster counts LocalManifestOverrides $overrides times (${#acked_events[@]} acknowledged, at most $most)" \
+    test "$overrides" -ge "${#acked_events[@]}" -a "$overrides" -le "$most"
 finish
