@@ -326,4 +326,71 @@ Result<std::unique_ptr<Store>> Store::open_copy(const std::string& path) {
     return readable(path, std::move(copy).value(), sql::kSchemaVersion, in_context);
 }
 
+Status SqliteStore::save_copy_to(const std::string& path, const std::function<Status(Store&)>& first) {
+    auto in_context = [&](const Error& e) { return Error{e.code, path + ": save_copy_to: " + e.message}; };
+    sqlite3* copy = db_.get();
+    const char* file = sqlite3_db_filename(copy, "main");
+    if (file && *file) return in_context(Error{ErrorCode::Invalid, "this store is not a copy in memory"});
+    if (first) {
+        // The copy is read-only (query_only) for the agent's loop; here,
+        // once, it takes the writes the file refused.
+        if (auto st = sqlite::exec(copy, "PRAGMA query_only = 0"); !st) return in_context(st.error());
+        Status applied = [&]() -> Status {
+            auto tx = begin();
+            if (!tx) return tx.error();
+            if (auto st = first(*this); !st) return st;
+            return tx.value()->commit();
+        }();
+        (void)sqlite::exec(copy, "PRAGMA query_only = 1");
+        if (!applied) return in_context(applied.error());
+    }
+    const std::string tmp = path + ".saving";
+    auto remove_tmp = [&] {
+        for (const char* suffix : {"", "-journal"}) (void)::unlink((tmp + suffix).c_str());
+    };
+    auto failed = [&](const Error& e) {
+        remove_tmp();
+        return in_context(e);
+    };
+    remove_tmp();  // a crash's
+    int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, kMode);
+    if (fd < 0) return failed(io_error(tmp, "create"));
+    if (::fchmod(fd, kMode) != 0) {
+        auto e = io_error(tmp, "chmod 0600");
+        ::close(fd);
+        return failed(e);
+    }
+    ::close(fd);
+    {
+        auto dest = connect(tmp, SQLITE_OPEN_READWRITE);
+        if (!dest) return failed(dest.error());
+        // No journal: the file is nothing until it is renamed whole.
+        if (auto st = sqlite::exec(dest.value().get(), "PRAGMA journal_mode = OFF"); !st)
+            return failed(st.error());
+        sqlite3_backup* backup = sqlite3_backup_init(dest.value().get(), "main", copy, "main");
+        if (!backup)
+            return failed(sqlite::sqlite_error(dest.value().get(), sqlite3_errcode(dest.value().get())));
+        const int step = sqlite3_backup_step(backup, -1);
+        const int rc = sqlite3_backup_finish(backup);
+        if (step != SQLITE_DONE || rc != SQLITE_OK) {
+            const int why = step != SQLITE_DONE ? step : rc;
+            return failed(sqlite::sqlite_error(why, std::string("writing the copy: ") + sqlite3_errstr(why)));
+        }
+    }
+    fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 || ::fsync(fd) != 0) {
+        auto e = io_error(tmp, "fsync");
+        if (fd >= 0) ::close(fd);
+        return failed(e);
+    }
+    ::close(fd);
+    // The empty database's -wal would be replayed into the copy.
+    for (const char* suffix : {"-wal", "-shm"})
+        if (::unlink((path + suffix).c_str()) != 0 && errno != ENOENT)
+            return failed(io_error(path + suffix, "remove"));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return failed(io_error(tmp, "rename to " + path));
+    sync_directory_of(path);
+    return Ok{};
+}
+
 }  // namespace daemonlet::store

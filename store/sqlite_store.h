@@ -106,6 +106,8 @@ class SqliteStore final : public Store {
     void stop_worker() override;
     WorkerStats worker_stats() const override;
 
+    Status save_copy_to(const std::string& path, const std::function<Status(Store&)>& first) override;
+
     sqlite3* db() const { return db_.get(); }
 
   private:

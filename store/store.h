@@ -112,6 +112,19 @@ class Store {
     // written to the file. A file failing quick_check is Corrupt; one of
     // more than 32 MiB of pages in use is TooLarge.
     static Result<std::unique_ptr<Store>> open_copy(const std::string& path);
+    // Of a copy (open_copy) whose file went bad and was moved aside: runs
+    // `first` on the copy in one transaction (the writes the agent kept),
+    // then writes the copy with SQLite's online backup into <path>.saving
+    // (0600, no journal), fsyncs it, removes <path>-wal and -shm and renames
+    // it to `path`: a crash leaves either the old `path` or the whole copy
+    // there, never half of it. `path` is replaced, so it may only name a
+    // file known to be worth nothing (the empty database the recovery
+    // made). On failure (no room, an I/O error) <path>.saving is removed
+    // and `path` left as it was. Invalid on a store that is not a copy.
+    virtual Status save_copy_to(const std::string& path, const std::function<Status(Store&)>& first) {
+        (void)first;
+        return Error{ErrorCode::Invalid, path + ": save_copy_to: this store is not a copy in memory"};
+    }
 
     virtual ~Store() = default;
 

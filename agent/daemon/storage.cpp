@@ -66,12 +66,13 @@ std::string no_room_to_reopen(const std::string& db) {
 
 // The open each retry of a copy tries (Storage::open_later): once there is
 // room, the file's open, which migrates it; a file gone bad meanwhile is
-// moved aside once (said, `moved_aside` called) and never opened again.
+// moved aside once (said, `moved_aside` called with the recovery's empty
+// database closed) and never opened again.
 Storage::Reopen reopen_when_room(const std::string& db, const Error& full, const platform::Clock& clock,
                                  std::function<void()> moved_aside) {
     return [&clock, db, why = full.message, moved_aside = std::move(moved_aside),
             moved = std::string()]() mutable -> Result<std::unique_ptr<store::Store>> {
-        // Moved aside once: what is kept is not written into the empty
+        // Moved aside once: what is kept is not written into the new
         // database (not even by the shutdown's last try).
         if (!moved.empty()) return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
         if (auto no_room = no_room_to_reopen(db); !no_room.empty())
@@ -82,13 +83,12 @@ Storage::Reopen reopen_when_room(const std::string& db, const Error& full, const
         // second open leaves an empty file the next try would take unsaid).
         if (!again.recovered) return opened;
         // The file went bad while the pods ran from the copy: the open moved
-        // it aside and made an empty one. The agent stops (exit status 1)
-        // and systemd starts it again: on the empty database it rebuilds
-        // from the manifest directory and the running containers, as any
-        // start does (docs/operating.md).
-        log(Level::Err, db + ": unusable (" + again.reason + "), moved aside to " + again.moved_to +
-                            "; stopping so that the agent starts again and rebuilds");
+        // it aside and made an empty one, closed here (the copy replaces
+        // it: Storage::save_copy). The agent stops (exit status 1) and
+        // systemd starts it again on that file (docs/operating.md).
+        log(Level::Err, db + ": unusable (" + again.reason + "), moved aside to " + again.moved_to);
         moved = again.moved_to;
+        opened = Error{ErrorCode::Corrupt, moved};
         if (moved_aside) moved_aside();
         return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
     };
@@ -148,7 +148,14 @@ Result<std::unique_ptr<Storage>> Storage::open(uv_loop_t* loop, const std::strin
         log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
                             "; rebuilding from the manifest directory and the running containers");
     auto storage = std::make_unique<Storage>(loop, std::move(st).value(), clock, read_only);
-    if (full) storage->open_later(*full, reopen_when_room(db, *full, clock, std::move(moved_aside)));
+    if (full) {
+        Storage* s = storage.get();
+        auto save_then_stop = [s, db, moved_aside = std::move(moved_aside)] {
+            s->save_copy(db);
+            if (moved_aside) moved_aside();
+        };
+        storage->open_later(*full, reopen_when_room(db, *full, clock, std::move(save_then_stop)));
+    }
     storage->start_worker_or_say();
     return storage;
 }
@@ -427,25 +434,10 @@ Status Storage::retry() {
         if (store_deferred(p.error())) failed(p.error());
         return p.error();
     }
-    std::vector<std::pair<std::uint64_t, std::string>> order;
-    for (const auto& [key, k] : pending_) order.emplace_back(k.seq, key);
-    std::sort(order.begin(), order.end());
-    std::vector<std::string> dropped;
-    for (const auto& [seq, key] : order) {
-        const Kept& k = pending_[key];
-        Status st = k.before ? k.before(*inner_) : Status(Ok{});
-        if (st.ok()) st = k.write(*inner_);
-        if (st.ok()) continue;
-        if (store_deferred(st.error())) {
-            failed(st.error());
-            return st;
-        }
-        // Not the disk: this write would fail again on every retry (said once).
-        log(Level::Warning, "store: a change kept while the stateDir was not writable no longer applies (" +
-                                st.error().message + "); dropped");
-        dropped.push_back(key);
+    if (auto st = replay(*inner_); !st.ok()) {
+        failed(st.error());
+        return st;
     }
-    for (const auto& key : dropped) pending_.erase(key);
     if (auto st = tx.value()->commit(); !st.ok()) {
         if (store_deferred(st.error())) failed(st.error());
         return st;
@@ -468,6 +460,45 @@ Status Storage::retry() {
         if (on_change_) on_change_();
     }
     return Ok{};
+}
+
+Status Storage::replay(store::Store& to) {
+    std::vector<std::pair<std::uint64_t, std::string>> order;
+    for (const auto& [key, k] : pending_) order.emplace_back(k.seq, key);
+    std::sort(order.begin(), order.end());
+    std::vector<std::string> dropped;
+    for (const auto& [seq, key] : order) {
+        const Kept& k = pending_[key];
+        Status st = k.before ? k.before(to) : Status(Ok{});
+        if (st.ok()) st = k.write(to);
+        if (st.ok()) continue;
+        if (store_deferred(st.error())) return st;
+        // Not the disk: this write would fail again on every retry (said once).
+        log(Level::Warning, "store: a change kept while the stateDir was not writable no longer applies (" +
+                                st.error().message + "); dropped");
+        dropped.push_back(key);
+    }
+    for (const auto& key : dropped) pending_.erase(key);
+    return Ok{};
+}
+
+void Storage::save_copy(const std::string& db) {
+    const std::string kept = std::to_string(pending_.size());
+    auto st = inner_->save_copy_to(db, [this](store::Store& copy) { return replay(copy); });
+    if (st.ok()) {
+        pending_.clear();
+        clear_held();
+        log(Level::Notice,
+            db + ": the copy the agent ran from, with the " + kept +
+                " changes kept, is written there; stopping so that the agent starts again from it");
+        return;
+    }
+    log(Level::Err, db + ": the copy the agent ran from could not be written there (" + st.error().message +
+                        "): what only it held (the API server's DaemonSets, the revision history, the Events "
+                        "queued for the cluster, the pods' records) and the " +
+                        kept +
+                        " changes kept are lost; stopping so that the agent starts again on an empty "
+                        "database and rebuilds from the manifest directory and the running containers");
 }
 
 Result<std::unique_ptr<store::Store::Transaction>> Storage::begin() {

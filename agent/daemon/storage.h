@@ -84,8 +84,10 @@ class Storage final : public store::Store {
     //   tried up to 4 times 1 s apart while a reader holds the file), and each
     //   retry opens the file again (open_later) once there is room for it.
     // `moved_aside`: that reopen found the file gone bad and moved it aside
-    // (said); the agent stops so that its next start rebuilds. Called from
-    // inside retry(), once. The worker is started (or its failure said).
+    // (said) and wrote the copy, with the writes kept, into a new file in
+    // its place (or said what was lost when it could not); the agent stops
+    // so that its next start opens that file. Called from inside retry(),
+    // once. The worker is started (or its failure said).
     enum class Mode { Normal, ReadOnly, Copy };
     static Result<std::unique_ptr<Storage>> open(uv_loop_t* loop, const std::string& state_dir,
                                                  const platform::Clock& clock,
@@ -222,6 +224,13 @@ class Storage final : public store::Store {
     static Write as_write(Op op);
     void keep(const std::string& key, const std::string& forget, Write w);
     void end_tx(bool landed);
+    // Applies what is kept to `to`, in its order; drops (said) what no
+    // longer applies. The disk's refusal (store_deferred) is returned.
+    Status replay(store::Store& to);
+    // The copy's file was moved aside (it went bad): the copy, with what is
+    // kept applied, becomes the new file at `db` (Store::save_copy_to), or,
+    // when it cannot be written, what is lost is said. Once, before the stop.
+    void save_copy(const std::string& db);
     void failed(const Error& e);
     Error refusal() const { return Error{error_code_, error_}; }
     void start_retries();

@@ -12,8 +12,10 @@
 # `daemonlet get` reads the file (no SIGBUS on the -shm the failed open
 # left with pages the full disk had no blocks for); a
 # DaemonSet added meanwhile is kept; once space returns the migration runs,
-# the kept DaemonSet lands and its pod runs. At the end the database passes
-# PRAGMA integrity_check.
+# the kept DaemonSet lands and its pod runs. A third time the file goes bad
+# under the copy: moved aside, the copy written in its place, the agent
+# restarted on it keeps a revision only the copy held. At the end the
+# database passes PRAGMA integrity_check.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/disk_lib.sh"
@@ -81,14 +83,22 @@ upgrade_on_full_disk 1 late yes late,steady steady
 upgrade_on_full_disk 2 later no late,later,steady late,steady
 
 # The file goes bad while the pods run from the copy: once space returns
-# the reopen moves it aside, and the agent exits 1 (not on with an empty
-# store, unsaid) for systemd to start it again; that start rebuilds.
+# the reopen moves it aside, writes the copy (with what was kept: late's
+# new template, its revision 2) in its place, and the agent exits 1 (not on
+# with a store the file no longer backs, unsaid) for systemd to start it
+# again; that start opens the copy's file: late's revision 2 is there.
 stop_agent TERM
 sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE); DROP TABLE cluster_events; DROP TABLE api_daemonsets; PRAGMA user_version = 5;' >/dev/null
 disk_fill
 start_own_agent
 wait_ready 3
 wait_for "round 3: status says the stateDir is full" 5 status_has '.storage.writable == false'
+late_pid=$(pid_of late)
+# Its pod stopped for the rolling update: revision 2 is recorded (kept; the
+# new pod cannot start on the full disk).
+old_late_stopped() { [[ -n $late_pid && $(pid_of late) != "$late_pid" ]]; }
+write_ds late.yaml late "V=2; $loop"
+wait_for "round 3: late's revision 2 replaces its pod (kept)" 10 old_late_stopped
 head -c 4096 /dev/zero | tr '\0' U | dd of="$db" bs=4096 seek=1 count=1 conv=notrunc,fsync 2>/dev/null
 disk_free
 wait_for "round 3: the agent exits" 10 bash -c "! kill -0 $agent 2>/dev/null"
@@ -101,6 +111,8 @@ start_own_agent
 wait_ready 4
 wait_for "round 3: steady runs after the restart" 15 pod_running it steady
 [[ $(pid_of steady) == "$steady_pid" ]] && ok || fail "round 3: steady was restarted"
+"$dl" rollout history ds/late -n it --revision=2 --config "$cfg" >/dev/null && ok ||
+    fail "round 3: late's revision 2, held by the copy only, is not in the file it was written to"
 stop_agent TERM
 [[ $(schema) == "$latest" && $(sqlite3 -readonly "$db" 'PRAGMA integrity_check') == ok ]] && ok ||
     fail "integrity_check at the end"

@@ -3,6 +3,7 @@
 // leaves the database as it was; an error that makes SQLite roll the whole
 // transaction back stops the store from writing the rest of it piecemeal;
 // an I/O error at open is not mistaken for corruption.
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -141,4 +142,41 @@ TEST(StoreIoErrors, AFullDiskIsNoSpaceAndLeavesTheDatabaseAsItWas) {
     CHECK_TEXT(contains(st.error().message, "full"), st.error().message.c_str());
     STRCMP_EQUAL(before.c_str(), dump_state(path).c_str());
     check_intact_and_working(1);
+}
+
+// A copy in memory written in place of a file moved aside (save_copy_to),
+// its n-th write or sync failing for n = 1, 2, ...: each failure leaves the
+// path as it was and no <path>.saving; the first n that does not fire
+// writes the whole copy, the writes applied first included. Only a copy is
+// written so.
+TEST(StoreIoErrors, ACopyWrittenInPlaceIsWholeOrNotThereAfterAFailureAnywhere) {
+    const std::string target = dir.file("new.db");
+    write_bytes(target, "the recovery's empty database");
+    STRCMP_EQUAL("invalid", s->save_copy_to(target, {}).error().code_name());
+    s.reset();  // the copy takes the file's lock for a moment
+    auto copy = MUST(store::Store::open_copy(path));
+    auto add_pod = [](store::Store& c) -> Status {
+        if (auto r = c.put_pod(sample_pod("uid-kept")); !r) return r.error();
+        return Ok{};
+    };
+    std::int64_t n = 1;
+    for (;; ++n) {
+        FaultyVfs::fail_after(n);
+        Status st = copy->save_copy_to(target, add_pod);
+        const bool fired = FaultyVfs::fired();
+        FaultyVfs::fail_after(0);
+        if (!fired) {
+            CHECK_TRUE(st.ok());
+            break;
+        }
+        CHECK_FALSE(st.ok());
+        STRCMP_EQUAL("the recovery's empty database", read_bytes(target).c_str());
+        CHECK_FALSE(std::filesystem::exists(target + ".saving"));
+    }
+    CHECK_TRUE(n > 2);  // the backup's writes and its sync were each failed once
+    CHECK_FALSE(std::filesystem::exists(target + ".saving"));
+    LONGS_EQUAL(0600, stamp(target).mode);
+    RawDb raw(target, SQLITE_OPEN_READONLY);
+    STRCMP_EQUAL("ok", raw.rows("PRAGMA integrity_check").c_str());
+    STRCMP_EQUAL("uid-1\nuid-kept", raw.rows("SELECT uid FROM pods ORDER BY uid").c_str());
 }

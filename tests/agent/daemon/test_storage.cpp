@@ -390,11 +390,16 @@ TEST(Storage, OpenOnAFullStateDirRunsFromACopyUntilTheFileOpens) {
 }
 
 // The file goes bad while the pods run from the copy: the reopen moves it
-// aside once and says so (the agent stops to rebuild); what is kept is not
-// written into the empty file, not even by the last try at close.
-TEST(Storage, AFileThatGoesBadWhileRunningFromACopyIsMovedAsideOnce) {
+// aside once and says so (the agent stops to start again); the copy, with
+// the writes kept, is written into a new file in its place (a whole
+// database: integrity_check), which the next start opens as it is.
+TEST(Storage, AFileThatGoesBadWhileRunningFromACopyIsMovedAsideOnceAndTheCopyTakesItsPlace) {
     TempDir state;
-    const std::string db = open_from_copy(state);
+    const std::string db = open_from_copy(state);  // pod uid-1 in the file, uid-2 kept
+    CHECK_TRUE(MUST(s->put_daemonset(sample_daemonset("agent"))));
+    CHECK_TRUE(MUST(s->put_revision(sample_revision("agent", 1))));
+    CHECK_TRUE(MUST(s->put_api_daemonset({"kube-system", "agent", R"({"kind":"DaemonSet"})"})));
+    CHECK_TRUE(MUST(s->put_queued_event({7, R"({"reason":"SuccessfulCreate"})"})));
     spoil(db);
     FaultyVfs::set_full(false);
     auto first = s->retry();
@@ -405,5 +410,46 @@ TEST(Storage, AFileThatGoesBadWhileRunningFromACopyIsMovedAsideOnce) {
     CHECK_FALSE(s->retry().ok());
     LONGS_EQUAL(1, moved_aside);
     s->close();
-    LONGS_EQUAL(0, RawDb(db).scalar("SELECT count(*) FROM pods"));
+    s.reset();
+    CHECK_FALSE(std::filesystem::exists(db + ".saving"));
+    {
+        RawDb raw(db, SQLITE_OPEN_READONLY);
+        STRCMP_EQUAL("ok", raw.rows("PRAGMA integrity_check").c_str());
+        LONGS_EQUAL(store::sql::kSchemaVersion, raw.scalar("PRAGMA user_version"));
+        STRCMP_EQUAL("uid-1\nuid-2", raw.rows("SELECT uid FROM pods ORDER BY uid").c_str());
+        STRCMP_EQUAL("kube-system|agent", raw.rows("SELECT namespace, name FROM api_daemonsets").c_str());
+        STRCMP_EQUAL("agent|1|hash-1", raw.rows("SELECT daemonset, revision, hash FROM revisions").c_str());
+        STRCMP_EQUAL("7", raw.rows("SELECT seq FROM cluster_events").c_str());
+    }
+    s = open_state_dir(state.path());  // the next start: the file as it is
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
+    LONGS_EQUAL(2, MUST(s->list_pods()).size());
+    LONGS_EQUAL(1, MUST(s->list_api_daemonsets()).size());
+    LONGS_EQUAL(1, MUST(s->list_queued_events()).size());
+    LONGS_EQUAL(1, MUST(s->list_revisions("kube-system", "agent")).size());
+    CHECK_FALSE(std::filesystem::exists(db + ".corrupt-" + std::to_string(clock.wall_ms()) + ".1"));
+}
+
+// The disk is full again when the copy is written: nothing half-written is
+// left (no <db>.saving; at the path only what the recovery made, which the
+// next start opens empty), and the stop happens all the same.
+TEST(Storage, ACopyThatCannotBeWrittenInPlaceOfTheBadFileLeavesNothingHalfWritten) {
+    TempDir state;
+    const std::string db = open_from_copy(state);
+    spoil(db);
+    // statvfs sees room (the reopen is tried); SQLite's writes find none.
+    auto first = s->retry();
+    CHECK_FALSE(first.ok());
+    STRCMP_EQUAL("corrupt", first.error().code_name());
+    LONGS_EQUAL(1, moved_aside);
+    CHECK_FALSE(std::filesystem::exists(db + ".saving"));
+    CHECK_FALSE(std::filesystem::exists(db + ".saving-journal"));
+    FaultyVfs::set_full(false);
+    CHECK_FALSE(s->retry().ok());  // moved aside once: never written after
+    s->close();
+    s.reset();
+    LONGS_EQUAL(0, std::filesystem::file_size(db));  // the recovery's empty file, nothing in it
+    s = open_state_dir(state.path());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
+    LONGS_EQUAL(0, MUST(s->list_pods()).size());
 }
