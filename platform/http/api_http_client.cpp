@@ -391,11 +391,20 @@ struct ApiHttpClient::Impl {
         llhttp_init(&t.parser, HTTP_RESPONSE, &t.settings);
         t.parser.data = &t;
         if (pooled && !t.fresh) {
-            auto it = idle.find(t.key);
-            if (it != idle.end()) {
+            // The most recently used first; one the server has closed (or
+            // sent anything on) since is dropped, as curl checks a
+            // connection before it reuses it: the loop may not have seen
+            // its EOF yet.
+            for (auto it = idle.find(t.key); it != idle.end(); it = idle.find(t.key)) {
                 Conn* c = it->second.back();
                 it->second.pop_back();
                 if (it->second.empty()) idle.erase(it);
+                char b;
+                const ssize_t n = ::recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+                if (!(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+                    close_conn(c);
+                    continue;
+                }
                 c->owner = &t;
                 c->reused = true;
                 t.conn = c;
