@@ -10,9 +10,12 @@
 # images does not pull in libarchive.
 #
 # Depends: are computed from the binaries by dpkg-shlibdeps (the libraries
-# they link); the libraries the agent loads on demand with dlopen (libcurl for
-# the API server, libcrypto for TLS credentials and image digests) are read
-# from the binary and become Recommends: of the package that holds them.
+# they link); the libraries the agent loads on demand with dlopen (mbed TLS,
+# libmbedtls14, for the API server and kubeconfig's base64; libcurl for
+# httpGet and grpc probes and registry pulls; libcrypto for image digests)
+# are read from the binary and become Recommends: of the package that holds
+# them: a board that never uses them need not install them, and linked they
+# would cost every agent their VmRSS (docs/dependencies.md).
 #
 # usage: scripts/package.sh [--arch ARCH --build-dir DIR]... [--version V] [--out DIR]
 #   With no --arch: amd64 (build/release), arm64 (build/aarch64) and armhf
@@ -191,7 +194,7 @@ EOF
 }
 
 # The libraries a binary loads with dlopen, by soname: the string literals
-# its code passes to dlopen (platform/http/curl_api.cpp, credentials.cpp,
+# its code passes to dlopen (platform/http/curl_api.cpp, mbedtls_api.cpp,
 # image/sha256.cpp), read from the binary.
 # Those it links (DT_NEEDED) are Depends: already, and left out.
 dlopened() {

@@ -47,7 +47,7 @@ Json ApiPods::confirm_delete_options(const std::string& uid) {
 
 bool ApiPods::terminal_phase(const std::string& phase) { return phase == "Failed" || phase == "Succeeded"; }
 
-Result<platform::HttpClient::RequestId> ClusterLink::request(
+Result<platform::ApiHttpClient::RequestId> ClusterLink::request(
     const std::string& method, const std::string& target, std::string body,
     std::function<void(Result<platform::HttpResponse>)> done) {
     if (closed_ || !http_) return Error{ErrorCode::Closed, "the API server link is closed"};

@@ -158,7 +158,7 @@ Status ClusterLink::init() {
         token_read_ms_ = now_ms();
     }
 
-    http_ = std::make_unique<platform::HttpClient>(loop_);
+    http_ = std::make_unique<platform::ApiHttpClient>(loop_);
     auto add = [&](std::string scope, bool node, ListWatchTarget target) {
         target.page_size = kPageSize;
         auto f = std::make_unique<Follower>(std::move(scope), node, std::move(target));
@@ -252,7 +252,6 @@ platform::HttpRequest ClusterLink::base_request(const std::string& method, const
     r.method = method;
     r.url = endpoint_.server + target;
     r.tls = tls_;
-    r.http2_multiplex = true;
     r.headers.emplace_back("Accept", "application/json");
     r.headers.emplace_back("User-Agent", std::string("daemonlet/") + daemonlet_version());
     // PATCH: the strategic-merge patch nodeutil.PatchNodeStatus sends.
@@ -275,7 +274,7 @@ void ClusterLink::step(Follower& f) {
     if (req.kind == ReflectorRequest::Kind::Wait) return schedule(f, req.at_ms - now_ms());
     platform::HttpRequest r = base_request("GET", req.target);
     Follower* fp = &f;
-    Result<platform::HttpClient::RequestId> id = Error{ErrorCode::Http, ""};
+    Result<platform::ApiHttpClient::RequestId> id = Error{ErrorCode::Http, ""};
     if (req.kind == ReflectorRequest::Kind::List) {
         // The metrics count the link's own reflectors (an object watch's
         // lists are its own: status().forPods).

@@ -2,11 +2,12 @@
 // the cluster's DaemonSets (one per followed namespace, or one for all) and,
 // with nodeFromCluster, the board's own Node object; the heartbeat Lease;
 // the Events queue. Everything runs on the agent's libuv loop through
-// platform::HttpClient (libcurl multi socket); the decisions (what to
+// platform::ApiHttpClient (HTTP/1.1 over mbed TLS, kept-alive connections,
+// one per request in flight: a watch holds its own); the decisions (what to
 // request next, back-off, what changed, connected or not) are core's
 // Reflector and Connectivity.
 //
-//   Reflector.begin --> HttpClient GET (list page | streamed watch)
+//   Reflector.begin --> ApiHttpClient GET (list page | streamed watch)
 //     --> WatchDecoder --> Reflector.on_* --> hooks.daemonsets / hooks.node
 //   every 10 s: Lease GET/POST/PUT; then queued Events, oldest first
 //   podStatus: a reflector of the Pods bound to the node --> hooks.pods
@@ -44,7 +45,7 @@
 #include "core/node_status.h"
 #include "core/reflector.h"
 #include "platform/clock.h"
-#include "platform/http/http_client.h"
+#include "platform/http/api_http_client.h"
 
 namespace daemonlet::agent {
 
@@ -119,9 +120,9 @@ class ClusterLink {
     // with its credentials, counted in its requests and bytes; `done` is
     // called once, unless the link closes first. An error when it cannot be
     // sent (then `done` is never called).
-    Result<platform::HttpClient::RequestId> request(const std::string& method, const std::string& target,
-                                                    std::string body,
-                                                    std::function<void(Result<platform::HttpResponse>)> done);
+    Result<platform::ApiHttpClient::RequestId> request(
+        const std::string& method, const std::string& target, std::string body,
+        std::function<void(Result<platform::HttpResponse>)> done);
     // For the agent's metrics (metrics.h): counts since the link started.
     struct Counts {
         // Of the link's own reflectors (DaemonSets, Node, Pods), not of the
@@ -178,7 +179,7 @@ class ClusterLink {
         bool pods = false;  // apiServer.podStatus: the Pods bound to this node
         Reflector reflector;
         uv_timer_t* timer = nullptr;
-        std::optional<platform::HttpClient::RequestId> inflight;
+        std::optional<platform::ApiHttpClient::RequestId> inflight;
         WatchDecoder decoder;
         std::string error_body;  // a failed watch's body (bounded)
         std::string stream_error;
@@ -239,12 +240,12 @@ class ClusterLink {
     platform::HttpTls tls_;
     std::string token_;  // inline, or the token file's last contents
     std::int64_t token_read_ms_ = -1;
-    std::unique_ptr<platform::HttpClient> http_;
+    std::unique_ptr<platform::ApiHttpClient> http_;
     std::vector<std::unique_ptr<Follower>> followers_;
     Connectivity link_;
     uv_timer_t* link_timer_ = nullptr;
     uv_timer_t* lease_timer_ = nullptr;
-    std::optional<platform::HttpClient::RequestId> lease_inflight_;
+    std::optional<platform::ApiHttpClient::RequestId> lease_inflight_;
     std::string lease_resource_version_;  // of the Lease as last read or written; "" read it first
     bool lease_ok_ = false;
     std::string lease_error_;
@@ -253,7 +254,7 @@ class ClusterLink {
     // registerNode: kubelet's nodeStatusUpdateFrequency timer, the status
     // last posted, when (monotonic), and a post due at once (reconnected).
     uv_timer_t* node_timer_ = nullptr;
-    std::optional<platform::HttpClient::RequestId> node_inflight_;
+    std::optional<platform::ApiHttpClient::RequestId> node_inflight_;
     bool node_registered_ = false;  // created by us, or found: PATCH from now on
     std::string node_uid_;
     Json node_posted_;  // status last posted; null: none yet
@@ -263,7 +264,7 @@ class ClusterLink {
     std::string node_error_;
     std::uint64_t node_posts_ = 0;
     EventQueue events_;
-    std::optional<platform::HttpClient::RequestId> event_inflight_;
+    std::optional<platform::ApiHttpClient::RequestId> event_inflight_;
     std::uint64_t events_sent_ = 0;
     std::uint64_t requests_ = 0;
     std::uint64_t relists_ = 0;

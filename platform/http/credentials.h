@@ -23,13 +23,14 @@ struct Credential {
 Result<Credential> read_credential(const std::string& path, bool secret);
 
 // Standard base64 (RFC 4648, padding required, whitespace ignored), as
-// kubeconfig's -data fields. The decoder is libcrypto's EVP_DecodeBlock,
-// loaded from libcrypto.so.3 on the first call (an agent that never reads a
-// kubeconfig does not pay for libcrypto); without it, every call fails with
-// "base64: libcrypto.so.3 not available: <reason>".
+// kubeconfig's -data fields. The decoder is mbed TLS's mbedtls_base64_decode,
+// from the table the API server client loads on first use (mbedtls_api.h:
+// an agent that never reads a kubeconfig does not pay for it, and a
+// connected one maps no libcrypto); without it, every call fails with
+// "base64: libmbedtls.so.14 not available: <reason>".
 Result<std::string> base64_decode(std::string_view in);
 
-// Loads `library` as base64_decode loads libcrypto.so.3, uncached, and says
+// Loads `library` as base64_decode loads libmbedtls.so.14, uncached, and says
 // why it cannot serve: the error base64_decode gives, for tests.
 Result<Ok> probe_base64_library(const char* library);
 

@@ -25,8 +25,7 @@ Result<const CurlApi*> curl_api() {
     std::call_once(once, [] {
         void* h = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
         if (!h) {
-            error =
-                std::string(::dlerror()) + ": install libcurl4 (httpGet probes and the API server need it)";
+            error = std::string(::dlerror()) + ": install libcurl4 (httpGet and grpc probes need it)";
             return;
         }
         bool ok = true;

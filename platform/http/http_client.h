@@ -1,9 +1,9 @@
 // An HTTP(S) client on the agent's libuv loop: libcurl's multi socket
 // interface (curl_multi_socket_action) driven by uv_poll for the sockets
 // and one uv_timer for curl's timeouts, so requests never block the loop
-// and no thread is started. Used by httpGet probes; general enough for the
-// API server client of a later issue (methods, bodies, TLS with a CA and a
-// client certificate).
+// and no thread is started. Used by httpGet and grpc probes; the API server
+// has its own client on mbed TLS, for memory (api_http_client.h), with the
+// same request types and contract.
 //
 // Errors: code "timeout", "refused" (no connection), "stopped" (on_data),
 // "http" (anything else, with curl's reason).

@@ -80,10 +80,10 @@ TEST(Credentials, Base64AsKubeconfigDataFields) {
     CHECK_FALSE(base64_decode("Zm9v!!!=").ok());
 }
 
-// libcrypto is loaded on first use, not linked; a board without it gets an
+// mbed TLS is loaded on first use, not linked; a board without it gets an
 // error naming the library and why, never a crash.
 TEST(Credentials, Base64LibraryMissingOrWrongIsAnErrorNamingIt) {
-    CHECK(probe_base64_library("libcrypto.so.3").ok());
+    CHECK(probe_base64_library("libmbedtls.so.14").ok());
     auto absent = probe_base64_library("libdaemonlet-absent.so.9");
     CHECK_FALSE(absent.ok());
     STRCMP_EQUAL("unavailable", absent.error().code_name());
@@ -92,5 +92,8 @@ TEST(Credentials, Base64LibraryMissingOrWrongIsAnErrorNamingIt) {
     CHECK(absent.error().message.find("cannot open shared object file") != std::string::npos);
     auto wrong = probe_base64_library("libc.so.6");
     CHECK_FALSE(wrong.ok());
-    STRCMP_EQUAL("base64: libc.so.6 not available: it has no EVP_DecodeBlock", wrong.error().message.c_str());
+    STRCMP_EQUAL(
+        "base64: libc.so.6 not available: libc.so.6: no mbedtls_base64_decode: mbed TLS 2.28 (libmbedtls14) "
+        "is needed",
+        wrong.error().message.c_str());
 }

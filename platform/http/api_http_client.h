@@ -1,0 +1,62 @@
+// The API server's HTTP client: HTTP/1.1 over TLS (mbed TLS 2.28, loaded on
+// first use: mbedtls_api.h) or cleartext, on the agent's libuv loop, with
+// llhttp parsing the responses. The cluster link (agent/daemon/cluster_link.h)
+// uses it instead of HttpClient (libcurl) for memory: a connected agent then
+// maps mbed TLS (about 0.6 MiB) instead of libcurl's closure (8.2 MiB, with
+// libcrypto; docs/figures.md, "Memory when connected"). httpGet and grpc
+// probes and registry pulls keep libcurl (HTTP/2, redirects, proxies,
+// network namespaces), which is not loaded unless they run.
+//
+// The same request(), cancel(), close() and contract as HttpClient
+// (http_client.h): request() either fails synchronously and never calls
+// back, or calls back exactly once, from the loop, unless cancel() or
+// close() came first. Errors: Timeout (timeout_ms, the whole exchange),
+// Refused (no connection to any address), Stopped (on_data said stop),
+// TooLarge (max_body_bytes without truncate_body), Http (anything else,
+// with the reason; a certificate refused because the clock is wrong says
+// what the clock reads).
+//
+// Of HttpRequest it honours method, url, headers, body, timeout_ms, tls,
+// max_body_bytes, truncate_body, fresh_connection and on_data; redirects
+// are not followed and not resolved (the API server sends none), and
+// netns, use_env_proxy and the HTTP/2 fields do not apply.
+//
+// Connections are kept alive: an idle one goes back to a small pool per
+// (scheme, host, port, TLS settings) and serves the next request. A
+// request that fails on a reused connection before any byte of the
+// response arrived (the server closed it while it was idle) is retried
+// once on a new connection, as curl does.
+#pragma once
+
+#include <uv.h>
+
+#include <memory>
+
+#include "platform/http/http_client.h"
+
+namespace daemonlet::platform {
+
+class ApiHttpClient {
+  public:
+    using Callback = HttpClient::Callback;
+    using RequestId = HttpClient::RequestId;
+
+    explicit ApiHttpClient(uv_loop_t* loop);
+    ApiHttpClient(const ApiHttpClient&) = delete;
+    ApiHttpClient& operator=(const ApiHttpClient&) = delete;
+    ~ApiHttpClient();  // close() must have been called and the loop run
+
+    Result<RequestId> request(const HttpRequest& req, Callback cb);
+    void cancel(RequestId id);
+    void close();
+
+    // Connections opened so far (tests: keep-alive reuse).
+    std::uint64_t connections_opened() const;
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace daemonlet::platform

@@ -1,0 +1,445 @@
+// The API server's HTTP client (HTTP/1.1, mbed TLS) on a real libuv loop
+// against a keep-alive HTTP/1.1 server on the same loop (below): bodies with
+// a Content-Length or chunked, a watch stopped by its receiver, the body
+// limit, the timeout, a refused port, keep-alive reuse, and a kept-alive
+// connection the server closed (as Go's net/http does after its idle
+// timeout): the next request still succeeds, as curl's retry on a dead
+// reused connection. TLS against an mbed TLS server on a thread: the CA
+// accepted or refused, the host name or IP address checked (the clock's
+// part: test_clock.sh).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "platform/http/api_http_client.h"
+#include "platform/http/mbedtls_api.h"
+#include "tests/platform/http/test_certs.h"
+#include "tests/platform/runtime_fixture.h"
+
+#include <CppUTest/TestHarness.h>
+
+using namespace daemonlet;
+using namespace daemonlet::testing;
+
+namespace {
+
+// One request at a time per connection, kept alive unless the script says.
+//   /plain        200 "fine" (Content-Length)
+//   /chunked      200 "abcdefg" in two chunks
+//   /stream       200, one chunk "{"n":1}\n", then nothing (a watch)
+//   /big          200 with 64 KiB
+//   /silent       nothing
+//   /echo         200 "METHOD BODY X-Test" (the request's body read by its
+//                 Content-Length)
+//   /bye          200 "fine", then the server closes the connection
+//   /drop-next    200 "fine"; the next request on this connection gets no
+//                 answer: the server closes it (a connection closed while
+//                 the request was on its way)
+class KeepAliveServer {
+  public:
+    explicit KeepAliveServer(uv_loop_t* loop) {
+        server_.data = this;
+        uv_tcp_init(loop, &server_);
+        sockaddr_in addr{};
+        uv_ip4_addr("127.0.0.1", 0, &addr);
+        uv_tcp_bind(&server_, reinterpret_cast<const sockaddr*>(&addr), 0);
+        uv_listen(reinterpret_cast<uv_stream_t*>(&server_), 8, [](uv_stream_t* s, int) {
+            auto* self = static_cast<KeepAliveServer*>(s->data);
+            auto* c = new Conn{{}, self, {}, false};
+            uv_tcp_init(s->loop, &c->tcp);
+            c->tcp.data = c;
+            if (uv_accept(s, reinterpret_cast<uv_stream_t*>(&c->tcp)) != 0) return self->drop(c);
+            ++self->accepted;
+            self->conns_.push_back(c);
+            uv_read_start(
+                reinterpret_cast<uv_stream_t*>(&c->tcp),
+                [](uv_handle_t*, std::size_t, uv_buf_t* b) {
+                    static char buf[65536];
+                    *b = uv_buf_init(buf, sizeof buf);
+                },
+                [](uv_stream_t* st, ssize_t n, const uv_buf_t* b) {
+                    auto* conn = static_cast<Conn*>(st->data);
+                    if (n < 0) return conn->self->drop(conn);
+                    conn->in.append(b->base, static_cast<std::size_t>(n));
+                    conn->self->serve(conn);
+                });
+        });
+        sockaddr_storage bound{};
+        int len = sizeof bound;
+        uv_tcp_getsockname(&server_, reinterpret_cast<sockaddr*>(&bound), &len);
+        port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    }
+    void close() {
+        uv_close(reinterpret_cast<uv_handle_t*>(&server_), nullptr);
+        for (auto* c : std::vector<Conn*>(conns_)) drop(c);
+    }
+    int port = 0;
+    int accepted = 0;
+    std::vector<std::string> paths;
+
+  private:
+    struct Conn {
+        uv_tcp_t tcp;
+        KeepAliveServer* self;
+        std::string in;
+        bool drop_next;
+    };
+    void drop(Conn* c) {
+        std::erase(conns_, c);
+        uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp),
+                 [](uv_handle_t* h) { delete static_cast<Conn*>(h->data); });
+    }
+    void send(Conn* c, const std::string& bytes) {
+        auto* req = new uv_write_t;
+        auto* copy = new std::string(bytes);
+        req->data = copy;
+        uv_buf_t b = uv_buf_init(copy->data(), static_cast<unsigned>(copy->size()));
+        uv_write(req, reinterpret_cast<uv_stream_t*>(&c->tcp), &b, 1, [](uv_write_t* r, int) {
+            delete static_cast<std::string*>(r->data);
+            delete r;
+        });
+    }
+    static std::string ok(const std::string& body) {
+        return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    }
+    static std::string header(const std::string& head, const std::string& name) {
+        const std::size_t at = head.find("\r\n" + name + ": ");
+        if (at == std::string::npos) return "";
+        const std::size_t from = at + name.size() + 4;
+        return head.substr(from, head.find("\r\n", from) - from);
+    }
+    void serve(Conn* c) {
+        const std::size_t end = c->in.find("\r\n\r\n");
+        if (end == std::string::npos) return;
+        const std::string head = c->in.substr(0, end);
+        const std::string length = header(head, "Content-Length");
+        const std::size_t body_len = length.empty() ? 0 : std::stoul(length);
+        if (c->in.size() < end + 4 + body_len) return;
+        const std::string body = c->in.substr(end + 4, body_len);
+        c->in.erase(0, end + 4 + body_len);
+        const std::string method = head.substr(0, head.find(' '));
+        const std::string path =
+            head.substr(method.size() + 1, head.find(' ', method.size() + 1) - method.size() - 1);
+        paths.push_back(path);
+        if (std::exchange(c->drop_next, false)) return drop(c);
+        if (path == "/plain") {
+            send(c, ok("fine"));
+        } else if (path == "/chunked") {
+            send(c,
+                 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n");
+        } else if (path == "/stream") {
+            send(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{\"n\":1}\n\r\n");
+        } else if (path == "/big") {
+            send(c, ok(std::string(64 * 1024, 'x')));
+        } else if (path == "/echo") {
+            send(c, ok(method + " " + body + " " + header(head, "X-Test")));
+        } else if (path == "/bye") {
+            send(c, ok("fine"));
+            drop(c);
+        } else if (path == "/drop-next") {
+            c->drop_next = true;
+            send(c, ok("fine"));
+        }  // /silent: nothing
+        if (!c->in.empty()) serve(c);
+    }
+    uv_tcp_t server_{};
+    std::vector<Conn*> conns_;
+};
+
+struct Outcome {
+    int calls = 0;
+    std::optional<platform::HttpResponse> resp;
+    std::optional<Error> err;
+};
+
+}  // namespace
+
+TEST_GROUP(ApiHttpClient) {
+    uv_loop_t loop{};
+    KeepAliveServer* server = nullptr;
+    platform::ApiHttpClient* client = nullptr;
+
+    void setup() override {
+        uv_loop_init(&loop);
+        server = new KeepAliveServer(&loop);
+        client = new platform::ApiHttpClient(&loop);
+    }
+    void teardown() override {
+        client->close();
+        server->close();
+        uv_run(&loop, UV_RUN_DEFAULT);
+        delete client;
+        delete server;
+        LONGS_EQUAL(0, uv_loop_close(&loop));
+    }
+    platform::HttpRequest req(const std::string& path) {
+        platform::HttpRequest r;
+        r.url = "http://127.0.0.1:" + std::to_string(server->port) + path;
+        r.timeout_ms = 2000;
+        return r;
+    }
+    Outcome get(const platform::HttpRequest& r) {
+        Outcome o;
+        auto id = client->request(r, [&o](Result<platform::HttpResponse> res) {
+            ++o.calls;
+            if (res)
+                o.resp = res.value();
+            else
+                o.err = res.error();
+        });
+        CHECK_TEXT(id.ok(), id.ok() ? "" : id.error().message.c_str());
+        LONGS_EQUAL_TEXT(0, o.calls, "called back from inside request()");
+        CHECK(run_until(&loop, [&] { return o.calls > 0; }));
+        run_until(
+            &loop, [] { return false; }, std::chrono::milliseconds(20));
+        LONGS_EQUAL(1, o.calls);
+        return o;
+    }
+    std::string body_of(const Outcome& o) {
+        CHECK_TEXT(o.resp.has_value(), o.err ? o.err->message.c_str() : "");
+        return o.resp ? o.resp->body : "";
+    }
+};
+
+TEST(ApiHttpClient, BodiesByContentLengthOrChunked) {
+    Outcome plain = get(req("/plain"));
+    STRCMP_EQUAL("fine", body_of(plain).c_str());
+    LONGS_EQUAL(200, plain.resp->status);
+    CHECK(std::find(plain.resp->headers.begin(), plain.resp->headers.end(),
+                    std::pair<std::string, std::string>("Content-Length", "4")) != plain.resp->headers.end());
+    STRCMP_EQUAL("abcdefg", body_of(get(req("/chunked"))).c_str());
+}
+
+TEST(ApiHttpClient, SendsMethodHeadersAndBody) {
+    auto r = req("/echo");
+    r.method = "PUT";
+    r.body = "{\"a\":1}";
+    r.headers.emplace_back("X-Test", "yes");
+    STRCMP_EQUAL("PUT {\"a\":1} yes", body_of(get(r)).c_str());
+    r.headers.emplace_back("X-Evil", "a\r\nInjected: 1");
+    CHECK_FALSE(client->request(r, [](Result<platform::HttpResponse>) { FAIL("called back"); }).ok());
+}
+
+TEST(ApiHttpClient, KeepsTheConnectionAliveForTheNextRequest) {
+    STRCMP_EQUAL("fine", body_of(get(req("/plain"))).c_str());
+    STRCMP_EQUAL("abcdefg", body_of(get(req("/chunked"))).c_str());
+    LONGS_EQUAL(1, server->accepted);
+    LONGS_EQUAL(1, client->connections_opened());
+    auto fresh = req("/plain");
+    fresh.fresh_connection = true;
+    STRCMP_EQUAL("fine", body_of(get(fresh)).c_str());
+    LONGS_EQUAL(2, client->connections_opened());
+}
+
+// The server closed the idle connection: seen while idle, or only when the
+// next request is on its way (then retried once on a new connection).
+TEST(ApiHttpClient, AConnectionTheServerClosedIsNotAFailure) {
+    STRCMP_EQUAL("fine", body_of(get(req("/bye"))).c_str());
+    STRCMP_EQUAL("fine", body_of(get(req("/plain"))).c_str());
+    LONGS_EQUAL(2, server->accepted);
+    STRCMP_EQUAL("fine", body_of(get(req("/drop-next"))).c_str());
+    STRCMP_EQUAL("abcdefg", body_of(get(req("/chunked"))).c_str());
+    LONGS_EQUAL(3, server->accepted);
+    CHECK((std::vector<std::string>{"/bye", "/plain", "/drop-next", "/chunked", "/chunked"}) ==
+          server->paths);
+}
+
+TEST(ApiHttpClient, TheReceiverStopsAWatch) {
+    auto r = req("/stream");
+    std::string seen;
+    long status = 0;
+    r.on_data = [&](long s, std::string_view data) {
+        status = s;
+        seen.append(data);
+        return false;
+    };
+    Outcome o = get(r);
+    CHECK(o.err.has_value());
+    STRCMP_EQUAL("stopped", o.err->code_name());
+    STRCMP_EQUAL("{\"n\":1}\n", seen.c_str());
+    LONGS_EQUAL(200, status);
+    // The stopped connection is not reused.
+    STRCMP_EQUAL("fine", body_of(get(req("/plain"))).c_str());
+    LONGS_EQUAL(2, server->accepted);
+}
+
+TEST(ApiHttpClient, ABodyOverTheLimitFailsOrIsTruncated) {
+    auto r = req("/big");
+    r.max_body_bytes = 1000;
+    Outcome o = get(r);
+    CHECK(o.err.has_value());
+    STRCMP_EQUAL("too_large", o.err->code_name());
+    r.truncate_body = true;
+    Outcome t = get(r);
+    LONGS_EQUAL(1000, body_of(t).size());
+    CHECK(t.resp->body_truncated);
+}
+
+TEST(ApiHttpClient, TimesOutRefusesAndCancels) {
+    auto r = req("/silent");
+    r.timeout_ms = 100;
+    Outcome o = get(r);
+    CHECK(o.err.has_value());
+    STRCMP_EQUAL("timeout", o.err->code_name());
+    // A port nobody listens on: the server's, once closed.
+    auto refused = req("/plain");
+    KeepAliveServer other(&loop);
+    refused.url = "http://127.0.0.1:" + std::to_string(other.port) + "/plain";
+    other.close();
+    run_until(
+        &loop, [] { return false; }, std::chrono::milliseconds(10));
+    Outcome x = get(refused);
+    CHECK(x.err.has_value());
+    STRCMP_EQUAL("refused", x.err->code_name());
+    auto id = client->request(req("/plain"), [](Result<platform::HttpResponse>) { FAIL("called back"); });
+    CHECK(id.ok());
+    client->cancel(id.value());
+    run_until(
+        &loop, [] { return false; }, std::chrono::milliseconds(50));
+    auto bad = req("/plain");
+    bad.url = "ftp://127.0.0.1/x";
+    CHECK_FALSE(client->request(bad, [](Result<platform::HttpResponse>) { FAIL("called back"); }).ok());
+}
+
+namespace {
+
+// An HTTPS server on a thread (blocking sockets, mbed TLS from the agent's
+// loaded table): every request on a connection gets 200 "secure", kept
+// alive until the client closes it.
+class TlsServer {
+  public:
+    TlsServer(const char* cert, const char* key) : api_(*platform::mbedtls_api().value()) {
+        api_.x509_crt_init(&cert_);
+        api_.pk_init(&key_);
+        api_.ssl_config_init(&conf_);
+        api_.entropy_init(&entropy_);
+        api_.ctr_drbg_init(&drbg_);
+        CHECK(api_.ctr_drbg_seed(&drbg_, api_.entropy_func, &entropy_, nullptr, 0) == 0);
+        CHECK(api_.x509_crt_parse(&cert_, reinterpret_cast<const unsigned char*>(cert), strlen(cert) + 1) ==
+              0);
+        CHECK(api_.pk_parse_key(&key_, reinterpret_cast<const unsigned char*>(key), strlen(key) + 1, nullptr,
+                                0) == 0);
+        CHECK(api_.ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
+                                       MBEDTLS_SSL_PRESET_DEFAULT) == 0);
+        api_.ssl_conf_rng(&conf_, api_.ctr_drbg_random, &drbg_);
+        CHECK(api_.ssl_conf_own_cert(&conf_, &cert_, &key_) == 0);
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        CHECK(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        socklen_t len = sizeof addr;
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+        port = ntohs(addr.sin_port);
+        ::listen(fd_, 8);
+        thread_ = std::thread([this] { run(); });
+    }
+    ~TlsServer() {
+        stop_ = true;
+        ::shutdown(fd_, SHUT_RDWR);
+        thread_.join();
+        for (int c : conns_) ::shutdown(c, SHUT_RDWR);  // the kept-alive ones
+        for (auto& t : served_) t.join();
+        for (int c : conns_) ::close(c);
+        ::close(fd_);
+        api_.ssl_config_free(&conf_);
+        api_.x509_crt_free(&cert_);
+        api_.pk_free(&key_);
+    }
+    int port = 0;
+    std::atomic<int> accepted{0};
+
+  private:
+    static int send_cb(void* ctx, const unsigned char* b, std::size_t n) {
+        const ssize_t r = ::send(*static_cast<int*>(ctx), b, n, MSG_NOSIGNAL);
+        return r < 0 ? MBEDTLS_ERR_NET_SEND_FAILED : static_cast<int>(r);
+    }
+    static int recv_cb(void* ctx, unsigned char* b, std::size_t n) {
+        const ssize_t r = ::recv(*static_cast<int*>(ctx), b, n, 0);
+        return r < 0 ? MBEDTLS_ERR_NET_RECV_FAILED : static_cast<int>(r);
+    }
+    // Accepts on this thread, serves each connection on one of its own.
+    void run() {
+        while (!stop_) {
+            int c = ::accept(fd_, nullptr, nullptr);
+            if (c < 0) return;
+            ++accepted;
+            conns_.push_back(c);
+            served_.emplace_back([this, c] { serve(c); });
+        }
+    }
+    void serve(int c) {
+        mbedtls_ssl_context ssl;
+        api_.ssl_init(&ssl);
+        api_.ssl_setup(&ssl, &conf_);
+        api_.ssl_set_bio(&ssl, &c, send_cb, recv_cb, nullptr);
+        std::string in;
+        unsigned char buf[4096];
+        int n = api_.ssl_handshake(&ssl);
+        while (n == 0 && (n = api_.ssl_read(&ssl, buf, sizeof buf)) > 0) {
+            in.append(reinterpret_cast<char*>(buf), static_cast<std::size_t>(n));
+            for (std::size_t end; (end = in.find("\r\n\r\n")) != std::string::npos;) {
+                in.erase(0, end + 4);
+                static const char kOk[] = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecure";
+                api_.ssl_write(&ssl, reinterpret_cast<const unsigned char*>(kOk), sizeof kOk - 1);
+            }
+            n = 0;
+        }
+        api_.ssl_free(&ssl);
+    }
+    const platform::MbedTlsApi& api_;
+    mbedtls_x509_crt cert_;
+    mbedtls_pk_context key_;
+    mbedtls_ssl_config conf_;
+    mbedtls_entropy_context entropy_;
+    mbedtls_ctr_drbg_context drbg_;
+    int fd_ = -1;
+    std::atomic<bool> stop_{false};
+    std::vector<int> conns_;  // the accepting thread's, then the destructor's
+    std::vector<std::thread> served_;
+    std::thread thread_;
+};
+
+}  // namespace
+
+TEST(ApiHttpClient, TlsChecksTheCaAndTheServersName) {
+    TlsServer tls(kGoodCert, kGoodKey);
+    auto r = req("/");
+    r.tls.ca_pem = kGoodCert;
+    r.url = "https://127.0.0.1:" + std::to_string(tls.port) + "/";
+    STRCMP_EQUAL("secure", body_of(get(r)).c_str());
+    STRCMP_EQUAL("secure", body_of(get(r)).c_str());
+    LONGS_EQUAL(1, client->connections_opened());  // kept alive over TLS too
+    r.url = "https://localhost:" + std::to_string(tls.port) + "/";
+    STRCMP_EQUAL("secure", body_of(get(r)).c_str());
+    // Another CA: refused, saying why.
+    r.tls.ca_pem = kOtherCert;
+    Outcome wrong = get(r);
+    CHECK(wrong.err.has_value());
+    STRCMP_EQUAL("http", wrong.err->code_name());
+    CHECK_TEXT(wrong.err->message.find("is refused: ") != std::string::npos &&
+                   wrong.err->message.find("not correctly signed by the trusted CA") != std::string::npos,
+               wrong.err->message.c_str());
+    r.tls.verify = false;
+    STRCMP_EQUAL("secure", body_of(get(r)).c_str());
+}
+
+TEST(ApiHttpClient, TlsToAnIpAddressNeedsItInTheCertificate) {
+    TlsServer tls(kDnsCert, kDnsKey);
+    auto r = req("/");
+    r.tls.ca_pem = kDnsCert;
+    r.url = "https://localhost:" + std::to_string(tls.port) + "/";
+    STRCMP_EQUAL("secure", body_of(get(r)).c_str());
+    r.url = "https://127.0.0.1:" + std::to_string(tls.port) + "/";
+    Outcome o = get(r);
+    CHECK(o.err.has_value());
+    CHECK_TEXT(o.err->message.find("it does not name 127.0.0.1") != std::string::npos,
+               o.err->message.c_str());
+}
