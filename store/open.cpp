@@ -151,6 +151,9 @@ Status set_up(sqlite3* db) {
 Result<std::unique_ptr<Store>> open_once(const std::string& path, OpenReport& report) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": open: " + e.message}; };
     if (auto st = prepare_file(path, &report.created); !st) return in_context(st.error());
+    // A copy's write (save_copy_to) a crash left behind: never renamed, so
+    // never the database; up to 32 MiB on a stateDir that was full.
+    for (const char* suffix : {".saving", ".saving-journal"}) (void)::unlink((path + suffix).c_str());
     auto db = connect(path, SQLITE_OPEN_READWRITE);
     if (!db) return in_context(db.error());
     if (auto st = set_up(db.value().get()); !st) return in_context(st.error());

@@ -225,7 +225,8 @@ Status Agent::open_storage() {
     auto opened = Storage::open(&loop_, config_.state_dir, clock_, [this] {
         // The file went bad while the pods ran from a copy (storage.h): the
         // agent stops (exit status 1) and systemd starts it again on the
-        // empty database (docs/operating.md).
+        // copy written in its place, or on the empty database when that
+        // write failed (docs/operating.md).
         exit_status_ = 1;
         // Not from inside the storage's retry: shutdown() closes it.
         auto* later = new uv_timer_t;

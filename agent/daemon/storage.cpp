@@ -57,7 +57,9 @@ std::string no_room_to_reopen(const std::string& db) {
     struct stat st {};
     if (::statvfs(db.c_str(), &fs) != 0) return {};  // the open says what is wrong
     const std::uint64_t size = ::stat(db.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-    const std::uint64_t need = std::max(kReopenMinFree, size);
+    // Room for the migration, and, should the open find the file bad, for
+    // the copy written beside the moved-aside file (Storage::save_copy).
+    const std::uint64_t need = std::max(kReopenMinFree, size) + size;
     const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
     if (free >= need) return {};
     return "the open waits for " + std::to_string(need / 1024) + " KiB free, " + std::to_string(free / 1024) +
