@@ -1,6 +1,13 @@
 // The API server's HTTP client: HTTP/1.1 over TLS (mbed TLS 2.28, loaded on
 // first use: mbedtls_api.h) or cleartext, on the agent's libuv loop, with
-// llhttp parsing the responses. The cluster link (agent/daemon/cluster_link.h)
+// llhttp parsing the responses; over TLS, HTTP/2 when the server takes h2 by
+// ALPN (nghttp2, loaded on first use: h2_session.h; without it only
+// http/1.1 is offered). Over h2 the requests to an origin are streams of one
+// connection: with http2_multiplex a request waits for the connection being
+// made rather than opening another. A GOAWAY or a broken connection fails
+// its streams; those the server did not process (refused, above GOAWAY's
+// last stream, or on a connection that was already up and sent nothing of
+// them) are retried once on a new connection. No h2c. The cluster link (agent/daemon/cluster_link.h)
 // uses it instead of HttpClient (libcurl) for memory: a connected agent then
 // maps mbed TLS (about 0.6 MiB) instead of libcurl's closure (8.2 MiB, with
 // libcrypto; docs/figures.md, "Memory when connected"). httpGet and grpc
@@ -17,9 +24,10 @@
 // what the clock reads).
 //
 // Of HttpRequest it honours method, url, headers, body, timeout_ms, tls,
-// max_body_bytes, truncate_body, fresh_connection and on_data; redirects
-// are not followed and not resolved (the API server sends none), and
-// netns, use_env_proxy and the HTTP/2 fields do not apply.
+// max_body_bytes, truncate_body, fresh_connection (HTTP/1.1 then),
+// http2_multiplex and on_data; redirects are not followed and not resolved
+// (the API server sends none), and netns, use_env_proxy and
+// http2_prior_knowledge do not apply.
 //
 // Connections are kept alive: an idle one goes back to a small pool per
 // (scheme, host, port, TLS settings) and serves the next request. A
