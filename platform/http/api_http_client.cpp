@@ -282,6 +282,7 @@ struct ApiHttpClient::Impl {
     std::map<std::string, Conn*> h2_live;         // the h2 connection new requests take
     std::set<Conn*> h2_conns;                     // every h2 connection
     std::map<std::string, RequestId> h2_pending;  // a connection offering h2 being made
+    bool no_h2 = false;                           // nghttp2 is missing: offer http/1.1 only
     std::set<std::string> h1_origins;             // took http/1.1 when offered h2: no waiting
     bool rng_ready = false;
     mbedtls_entropy_context entropy{};
@@ -398,7 +399,7 @@ struct ApiHttpClient::Impl {
         }
         // HTTP/2 when the server offers it (and nghttp2 is installed).
         static const char* kAlpn[] = {"h2", "http/1.1", nullptr};
-        if (!t.fresh && nghttp2_api().ok() && (r = tls->ssl_conf_alpn_protocols(&s.conf, kAlpn)) != 0)
+        if (!t.fresh && !no_h2 && (r = tls->ssl_conf_alpn_protocols(&s.conf, kAlpn)) != 0)
             return err("ALPN", r);
         if ((r = tls->ssl_setup(&s.ssl, &s.conf)) != 0) return err("setup", r);
         // SNI and the name check; an IP address is checked after the
@@ -451,8 +452,7 @@ struct ApiHttpClient::Impl {
             }
         }
         t.phase = Phase::Resolving;
-        if (t.url.https && !t.fresh && !h2_pending.contains(t.key) && !h1_origins.contains(t.key) &&
-            nghttp2_api().ok())
+        if (t.url.https && !t.fresh && !h2_pending.contains(t.key) && !h1_origins.contains(t.key) && !no_h2)
             h2_pending[t.key] = t.id;
         // An address (the usual API server URL) needs no resolver, and so
         // no thread of libuv's pool.
@@ -806,6 +806,15 @@ struct ApiHttpClient::Impl {
             self->unlive(c);
         };
         auto session = H2Session::create(std::move(cb));
+        if (!session.ok() && !no_h2 && !nghttp2_api().ok()) {
+            // No libnghttp2 (loaded only when a server takes h2): once more
+            // on a new connection offering http/1.1 only, and so from now on.
+            no_h2 = true;
+            release_waiters(t);
+            close_conn(std::exchange(t.conn, nullptr));
+            if (auto s = start_connection(t, false); !s.ok()) fail(t, s.error());
+            return;
+        }
         if (!session.ok()) return fail(t, session.error());
         c->h2 = std::move(session).value();
         h1_origins.erase(c->key);

@@ -1,8 +1,9 @@
 // The API server's HTTP client: HTTP/1.1 over TLS (mbed TLS 2.28, loaded on
 // first use: mbedtls_api.h) or cleartext, on the agent's libuv loop, with
 // llhttp parsing the responses; over TLS, HTTP/2 when the server takes h2 by
-// ALPN (nghttp2, loaded on first use: h2_session.h; without it only
-// http/1.1 is offered). Over h2 the requests to an origin are streams of one
+// ALPN (nghttp2, h2_session.h, loaded when a server first takes h2; if it
+// cannot be, that connection is made again offering http/1.1 only, and so
+// are the next ones). Over h2 the requests to an origin are streams of one
 // connection: with http2_multiplex a request waits for the connection being
 // made rather than opening another. A GOAWAY or a broken connection fails
 // its streams; those the server did not process (refused, above GOAWAY's
