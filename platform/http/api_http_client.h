@@ -1,14 +1,6 @@
 // The API server's HTTP client: HTTP/1.1 over TLS (mbed TLS 2.28, loaded on
 // first use: mbedtls_api.h) or cleartext, on the agent's libuv loop, with
-// llhttp parsing the responses; over TLS, HTTP/2 when the server takes h2 by
-// ALPN (nghttp2, h2_session.h, loaded when a server first takes h2; if it
-// cannot be, that connection is made again offering http/1.1 only, and so
-// are the next ones). Over h2 the requests to an origin are streams of one
-// connection: with http2_multiplex a request waits for the connection being
-// made rather than opening another. A GOAWAY or a broken connection fails
-// its streams; those the server did not process (refused, above GOAWAY's
-// last stream, or on a connection that was already up and sent nothing of
-// them) are retried once on a new connection. No h2c. The cluster link (agent/daemon/cluster_link.h)
+// llhttp parsing the responses. The cluster link (agent/daemon/cluster_link.h)
 // uses it instead of HttpClient (libcurl) for memory: a connected agent then
 // maps mbed TLS (about 0.6 MiB) instead of libcurl's closure (8.2 MiB, with
 // libcrypto; docs/figures.md, "Memory when connected"). httpGet and grpc
@@ -35,6 +27,16 @@
 // request that fails on a reused connection before any byte of the
 // response arrived (the server closed it while it was idle) is retried
 // once on a new connection, as curl does.
+//
+// Over TLS, HTTP/2 when the server takes h2 by ALPN (nghttp2, h2_session.h,
+// loaded when a server first takes h2; if it cannot be, that connection is
+// made again offering http/1.1 only, and so are the next ones). Over h2 the
+// requests to an origin are streams of one connection: with
+// http2_multiplex a request waits for the connection being made rather
+// than opening another. A GOAWAY or a broken connection fails its streams;
+// those the server did not process (refused, above GOAWAY's last stream,
+// or on a connection that was already up and sent nothing of them) are
+// retried once on a new connection. No h2c.
 #pragma once
 
 #include <uv.h>
