@@ -22,9 +22,9 @@ triplet=arm-linux-gnueabihf
 # What daemonlet links against; apt adds the closure (libuv1, libsqlite3-0,
 # libsystemd0, libcap2, libgcrypt20, libgpg-error0, liblz4-1, liblzma5,
 # libzstd1, libyaml-0-2, libcurl4, libssl3, libmbedtls14, libmbedx509-1,
-# libmbedcrypto7, libarchive13, ...).
+# libmbedcrypto7, libnghttp2-14, libarchive13, ...).
 # libarchive.a is linked statically: the -dev packages of what it calls too.
-wanted=(libuv1-dev libsqlite3-dev libsystemd-dev libyaml-dev libcpputest-dev nlohmann-json3-dev libcurl4-openssl-dev libmbedtls-dev libssl-dev libarchive-dev
+wanted=(libuv1-dev libsqlite3-dev libsystemd-dev libyaml-dev libcpputest-dev nlohmann-json3-dev libcurl4-openssl-dev libmbedtls-dev libnghttp2-dev libssl-dev libarchive-dev
     libacl1-dev libzstd-dev liblz4-dev liblzma-dev libbz2-dev zlib1g-dev nettle-dev)
 # Provided by the cross toolchain in /usr/arm-linux-gnueabihf.
 from_toolchain=(libc6 libc6-dev libgcc-s1 libstdc++6 gcc-12-base linux-libc-dev libcrypt1 libcrypt-dev)

@@ -11,7 +11,8 @@
 #
 # Depends: are computed from the binaries by dpkg-shlibdeps (the libraries
 # they link); the libraries the agent loads on demand with dlopen (mbed TLS,
-# libmbedtls14, for the API server and kubeconfig's base64; libcurl for
+# libmbedtls14, for the API server and kubeconfig's base64; nghttp2,
+# libnghttp2-14, for HTTP/2 to the API server; libcurl for
 # httpGet and grpc probes and registry pulls; libcrypto for image digests)
 # are read from the binary and become Recommends: of the package that holds
 # them: a board that never uses them need not install them, and linked they
@@ -195,7 +196,7 @@ EOF
 
 # The libraries a binary loads with dlopen, by soname: the string literals
 # its code passes to dlopen (platform/http/curl_api.cpp, mbedtls_api.cpp,
-# image/sha256.cpp), read from the binary.
+# nghttp2_api.cpp, image/sha256.cpp), read from the binary.
 # Those it links (DT_NEEDED) are Depends: already, and left out.
 dlopened() {
     comm -23 <(strings -a "$1" | grep -E '^lib[A-Za-z0-9_+.-]+\.so\.[0-9]+$' | sort -u) \

@@ -35,6 +35,7 @@ demo_packages=(
     libuv1-dev libsqlite3-dev libsystemd-dev libcpputest-dev nlohmann-json3-dev libyaml-dev
     libcurl4-openssl-dev  # httpGet and grpc probes, registry pulls (libcurl.so.4 is loaded on first use)
     libmbedtls-dev  # the API server client's TLS and kubeconfig's base64 (libmbedtls.so.14 is loaded on first use)
+    libnghttp2-dev  # the API server client's HTTP/2 (libnghttp2.so.14 is loaded on first use)
     libssl-dev  # libcrypto's sha256 for daemonlet-image (libcrypto.so.3 is loaded on first use)
     libarchive-dev  # the image store: image archives and layer tarballs (tar, gzip, zstd)
     # libarchive.a is linked statically (platform/CMakeLists.txt): the
@@ -93,7 +94,7 @@ host_packages=(
 # a package added here is then no longer downloaded there.
 arm64_packages=(
     libuv1-dev:arm64 libsqlite3-dev:arm64 libsystemd-dev:arm64 libcpputest-dev:arm64 libyaml-dev:arm64
-    libcurl4-openssl-dev:arm64 libmbedtls-dev:arm64 libssl-dev:arm64 libarchive-dev:arm64
+    libcurl4-openssl-dev:arm64 libmbedtls-dev:arm64 libnghttp2-dev:arm64 libssl-dev:arm64 libarchive-dev:arm64
     libacl1-dev:arm64 libzstd-dev:arm64 liblz4-dev:arm64 liblzma-dev:arm64 libbz2-dev:arm64 zlib1g-dev:arm64
     nettle-dev:arm64
     libstdc++6:arm64

@@ -29,10 +29,10 @@ for lib in libgrpc libprotobuf libabsl; do
         bash -c "! grep -q '^$lib' <<<\"\$0\"" "$agent_needs"
 done
 # Nor the TLS libraries: mbed TLS (the API server client, kubeconfig's
-# base64), libcurl (probes) and libcrypto are loaded when first used
-# (platform/http/mbedtls_api.h, curl_api.h): linked, mbed TLS alone costs an
-# idle agent about 400 KiB of VmRSS.
-for lib in libmbedtls libmbedx509 libmbedcrypto libcurl libcrypto libssl; do
+# base64), nghttp2 (its HTTP/2), libcurl (probes) and libcrypto are loaded
+# when first used (platform/http/mbedtls_api.h, nghttp2_api.h, curl_api.h):
+# linked, mbed TLS alone costs an idle agent about 400 KiB of VmRSS.
+for lib in libmbedtls libmbedx509 libmbedcrypto libnghttp2 libcurl libcrypto libssl; do
     check "the agent needs no $lib: $(echo "$agent_needs" | grep "$lib" | tr '\n' ' ')" \
         bash -c "! grep -q '^$lib' <<<\"\$0\"" "$agent_needs"
 done

@@ -252,6 +252,7 @@ platform::HttpRequest ClusterLink::base_request(const std::string& method, const
     r.method = method;
     r.url = endpoint_.server + target;
     r.tls = tls_;
+    r.http2_multiplex = true;  // over h2, one connection for the lists, watches and Lease
     r.headers.emplace_back("Accept", "application/json");
     r.headers.emplace_back("User-Agent", std::string("daemonlet/") + daemonlet_version());
     // PATCH: the strategic-merge patch nodeutil.PatchNodeStatus sends.

@@ -2,8 +2,9 @@
 // the cluster's DaemonSets (one per followed namespace, or one for all) and,
 // with nodeFromCluster, the board's own Node object; the heartbeat Lease;
 // the Events queue. Everything runs on the agent's libuv loop through
-// platform::ApiHttpClient (HTTP/1.1 over mbed TLS, kept-alive connections,
-// one per request in flight: a watch holds its own); the decisions (what to
+// platform::ApiHttpClient (mbed TLS; HTTP/2 streams of one connection when
+// the server takes h2, else HTTP/1.1 with kept-alive connections, one per
+// request in flight: a watch holds its own); the decisions (what to
 // request next, back-off, what changed, connected or not) are core's
 // Reflector and Connectivity.
 //

@@ -18,9 +18,12 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "core/wall_clock.h"
+#include "platform/http/h2_session.h"
 #include "platform/http/mbedtls_api.h"
+#include "platform/http/nghttp2_api.h"
 #include "platform/system_info.h"
 
 namespace daemonlet::platform {
@@ -198,9 +201,20 @@ struct ApiHttpClient::Impl {
         std::unique_ptr<Tls> tls;
         Transfer* owner = nullptr;  // null: idle in the pool
         bool reused = false;
+        // HTTP/2 (ALPN h2): the session, its streams (requests in flight),
+        // the bytes to send.
+        std::unique_ptr<H2Session> h2;
+        std::map<std::int32_t, Transfer*> streams;
+        std::string h2_out;
+        std::size_t h2_sent = 0;
+        int busy = 0;       // inside h2_io: closed after it
+        bool dead = false;  // closed while busy
+        bool kick = false;  // a stream came or went while busy: write
+        bool goaway = false;
+        std::int32_t last_stream = 0;  // GOAWAY's
     };
 
-    enum class Phase { Resolving, Connecting, Handshake, Sending, Receiving };
+    enum class Phase { Resolving, Connecting, Handshake, Sending, Receiving, H2 };
 
     // A resolution in flight; id 0 once its transfer is gone.
     struct Resolve {
@@ -245,6 +259,18 @@ struct ApiHttpClient::Impl {
         std::optional<Error> failure;  // set from llhttp's callbacks
         int busy = 0;                  // inside llhttp (and so on_data), which may cancel it
         bool dead = false;             // cancelled while busy
+        // HTTP/2: the request's parts, its stream once submitted.
+        std::string method;
+        std::vector<std::pair<std::string, std::string>> h2_headers;
+        std::string body;
+        bool multiplex = false;  // wait for a pending h2 connection
+        bool waiting = false;    // for it
+        bool resume = false;     // its timer restarts the connection
+        std::uint64_t deadline = 0;
+        std::int32_t stream = 0;
+        bool h2_reused = false;  // the stream went on an established connection
+        bool h2_closed = false;
+        std::uint32_t h2_code = 0;
     };
 
     uv_loop_t* loop;
@@ -253,6 +279,11 @@ struct ApiHttpClient::Impl {
     std::uint64_t opened = 0;
     std::map<RequestId, std::unique_ptr<Transfer>> transfers;
     std::map<std::string, std::deque<Conn*>> idle;
+    std::map<std::string, Conn*> h2_live;         // the h2 connection new requests take
+    std::set<Conn*> h2_conns;                     // every h2 connection
+    std::map<std::string, RequestId> h2_pending;  // a connection offering h2 being made
+    bool no_h2 = false;                           // nghttp2 is missing: offer http/1.1 only
+    std::set<std::string> h1_origins;             // took http/1.1 when offered h2: no waiting
     bool rng_ready = false;
     mbedtls_entropy_context entropy{};
     mbedtls_ctr_drbg_context drbg{};
@@ -294,6 +325,7 @@ struct ApiHttpClient::Impl {
     }
 
     void on_event(Conn* c) {
+        if (c->h2) return h2_io(c);
         // Idle: the server closed it, or sent what nobody asked for.
         if (!c->owner) return drop_idle(c);
         advance(*c->owner);
@@ -365,6 +397,10 @@ struct ApiHttpClient::Impl {
             if ((r = tls->ssl_conf_own_cert(&s.conf, &s.cert, &s.key)) != 0)
                 return err("client certificate", r);
         }
+        // HTTP/2 when the server offers it (and nghttp2 is installed).
+        static const char* kAlpn[] = {"h2", "http/1.1", nullptr};
+        if (!t.fresh && !no_h2 && (r = tls->ssl_conf_alpn_protocols(&s.conf, kAlpn)) != 0)
+            return err("ALPN", r);
         if ((r = tls->ssl_setup(&s.ssl, &s.conf)) != 0) return err("setup", r);
         // SNI and the name check; an IP address is checked after the
         // handshake (cert_names_ip).
@@ -380,6 +416,8 @@ struct ApiHttpClient::Impl {
     // starts resolving; fails only when the resolver cannot start.
     Status start_connection(Transfer& t, bool pooled) {
         t.got_bytes = false;
+        t.h2_closed = false;
+        t.h2_code = 0;
         t.sent = 0;
         t.complete = false;
         t.keep_alive = false;
@@ -391,6 +429,15 @@ struct ApiHttpClient::Impl {
         llhttp_init(&t.parser, HTTP_RESPONSE, &t.settings);
         t.parser.data = &t;
         if (pooled && !t.fresh) {
+            if (auto h = h2_live.find(t.key); h != h2_live.end()) {
+                attach(t, *h->second, true);
+                return Ok{};
+            }
+            if (auto p = h2_pending.find(t.key); t.multiplex && p != h2_pending.end() && p->second != t.id) {
+                t.waiting = true;  // release_waiters() resumes it
+                t.phase = Phase::Resolving;
+                return Ok{};
+            }
             // The most recently used first; one the server has closed (or
             // sent anything on) since is dropped, as curl checks a
             // connection before it reuses it: the loop may not have seen
@@ -414,6 +461,8 @@ struct ApiHttpClient::Impl {
             }
         }
         t.phase = Phase::Resolving;
+        if (t.url.https && !t.fresh && !h2_pending.contains(t.key) && !h1_origins.contains(t.key) && !no_h2)
+            h2_pending[t.key] = t.id;
         // An address (the usual API server URL) needs no resolver, and so
         // no thread of libuv's pool.
         if (is_ip_literal(t.url.host)) {
@@ -480,7 +529,12 @@ struct ApiHttpClient::Impl {
                 ::close(fd);
                 continue;
             }
-            auto* c = new Conn{this, t.key, fd, new uv_poll_t, nullptr, &t, false};
+            auto* c = new Conn;
+            c->impl = this;
+            c->key = t.key;
+            c->fd = fd;
+            c->poll = new uv_poll_t;
+            c->owner = &t;
             if (uv_poll_init_socket(loop, c->poll, fd) != 0) {
                 delete c->poll;
                 c->poll = nullptr;
@@ -506,6 +560,13 @@ struct ApiHttpClient::Impl {
     static void on_timer(uv_timer_t* timer) {
         auto& t = *static_cast<Transfer*>(timer->data);
         if (t.failure) return t.impl->fail(t, *t.failure);
+        if (t.resume) {  // the connection it waited for is there, or is not h2
+            t.resume = false;
+            const std::uint64_t now = uv_now(t.impl->loop);
+            uv_timer_start(timer, &Impl::on_timer, t.deadline > now ? t.deadline - now : 1, 0);
+            if (auto s = t.impl->start_connection(t, true); !s.ok()) t.impl->fail(t, s.error());
+            return;
+        }
         t.impl->fail(t, Error{ErrorCode::Timeout, "timed out after " + std::to_string(t.timeout_ms) +
                                                       " ms (" + t.url.host_header + ")"});
     }
@@ -567,6 +628,10 @@ struct ApiHttpClient::Impl {
                                              " is refused: it does not name " + t.url.host +
                                              " (no such IP address in its subject alternative names)"});
             }
+            const char* alpn = tls->ssl_get_alpn_protocol(&c->tls->ssl);
+            if (alpn && std::strcmp(alpn, "h2") == 0) return start_h2(t, c);
+            if (h2_pending.contains(t.key)) h1_origins.insert(t.key);
+            release_waiters(t);
             t.phase = Phase::Sending;
         }
         if (t.phase == Phase::Sending) {
@@ -644,6 +709,32 @@ struct ApiHttpClient::Impl {
         return -1;
     }
 
+    // Response body bytes (HTTP/1.1 or a stream's): -1 to stop, with
+    // t.failure, or with t.dead when on_data cancelled it.
+    static int body_bytes(Transfer& t, const char* at, std::size_t len) {
+        if (t.on_data) {
+            ++t.busy;
+            const bool more = t.on_data(t.resp.status, std::string_view(at, len));
+            --t.busy;
+            if (more) return t.dead ? -1 : 0;
+            t.failure = Error{ErrorCode::Stopped, "stopped by the receiver"};
+            return -1;
+        }
+        const std::size_t room = t.max_body - std::min(t.max_body, t.resp.body.size());
+        if (len > room) {
+            if (!t.truncate) {
+                t.failure = Error{ErrorCode::TooLarge,
+                                  "response body larger than " + std::to_string(t.max_body) + " bytes"};
+                return -1;
+            }
+            t.resp.body.append(at, room);
+            t.resp.body_truncated = true;
+            return 0;
+        }
+        t.resp.body.append(at, len);
+        return 0;
+    }
+
     static void init_settings(llhttp_settings_t& s) {
         llhttp_settings_init(&s);
         s.on_header_field = [](llhttp_t* p, const char* at, std::size_t len) {
@@ -668,27 +759,7 @@ struct ApiHttpClient::Impl {
             t.resp.status = p->status_code;
             return t.head ? 1 : 0;  // 1: no body follows
         };
-        s.on_body = [](llhttp_t* p, const char* at, std::size_t len) {
-            Transfer& t = of(p);
-            if (t.on_data) {
-                if (t.on_data(t.resp.status, std::string_view(at, len))) return t.dead ? -1 : 0;
-                t.failure = Error{ErrorCode::Stopped, "stopped by the receiver"};
-                return -1;
-            }
-            const std::size_t room = t.max_body - std::min(t.max_body, t.resp.body.size());
-            if (len > room) {
-                if (!t.truncate) {
-                    t.failure = Error{ErrorCode::TooLarge,
-                                      "response body larger than " + std::to_string(t.max_body) + " bytes"};
-                    return -1;
-                }
-                t.resp.body.append(at, room);
-                t.resp.body_truncated = true;
-                return 0;
-            }
-            t.resp.body.append(at, len);
-            return 0;
-        };
+        s.on_body = [](llhttp_t* p, const char* at, std::size_t len) { return body_bytes(of(p), at, len); };
         s.on_message_complete = [](llhttp_t* p) {
             Transfer& t = of(p);
             if (p->status_code < 200) {  // 1xx: the response follows
@@ -699,6 +770,225 @@ struct ApiHttpClient::Impl {
             t.keep_alive = llhttp_should_keep_alive(p) != 0;
             return static_cast<int>(HPE_PAUSED);
         };
+    }
+
+    // --- HTTP/2 -----------------------------------------------------------
+
+    // The handshake chose h2: the connection becomes the origin's shared
+    // one and the transfer its first stream.
+    void start_h2(Transfer& t, Conn* c) {
+        H2Session::Callbacks cb;
+        auto stream = [c](std::int32_t id) -> Transfer* {
+            auto it = c->streams.find(id);
+            return it == c->streams.end() || it->second->failure ? nullptr : it->second;
+        };
+        cb.on_header = [stream](std::int32_t id, std::string_view name, std::string_view value) {
+            Transfer* tr = stream(id);
+            if (!tr) return;
+            tr->got_bytes = true;
+            if (count_header(*tr, name.size() + value.size()) != 0) return;
+            if (name == ":status")
+                tr->resp.status = std::atoi(std::string(value).c_str());
+            else if (tr->resp.headers.size() < kMaxHeaders)
+                tr->resp.headers.emplace_back(name, value);
+        };
+        cb.on_headers_end = [stream](std::int32_t id) {
+            Transfer* tr = stream(id);
+            if (tr && tr->resp.status >= 100 && tr->resp.status < 200) tr->resp.headers.clear();  // 1xx
+        };
+        cb.on_data = [this, stream](std::int32_t id, std::string_view data) {
+            Transfer* tr = stream(id);
+            if (!tr) return;
+            tr->got_bytes = true;
+            if (body_bytes(*tr, data.data(), data.size()) == 0) return;
+            if (tr->dead) destroy(*tr);  // else tr->failure: h2_sweep resets and fails it
+        };
+        cb.on_close = [c](std::int32_t id, std::uint32_t code) {
+            auto it = c->streams.find(id);
+            if (it == c->streams.end()) return;
+            it->second->h2_closed = true;
+            it->second->h2_code = code;
+        };
+        cb.on_goaway = [self = this, c](std::int32_t last, std::uint32_t) {
+            c->goaway = true;
+            c->last_stream = last;
+            self->unlive(c);
+        };
+        auto session = H2Session::create(std::move(cb));
+        if (!session.ok() && !no_h2 && !nghttp2_api().ok()) {
+            // No libnghttp2 (loaded only when a server takes h2): once more
+            // on a new connection offering http/1.1 only, and so from now on.
+            no_h2 = true;
+            release_waiters(t);
+            close_conn(std::exchange(t.conn, nullptr));
+            if (auto s = start_connection(t, false); !s.ok()) fail(t, s.error());
+            return;
+        }
+        if (!session.ok()) return fail(t, session.error());
+        c->h2 = std::move(session).value();
+        h1_origins.erase(c->key);
+        c->owner = nullptr;
+        h2_live[c->key] = c;
+        h2_conns.insert(c);
+        release_waiters(t);
+        t.conn = nullptr;
+        attach(t, *c, false);
+    }
+
+    // Sends the transfer as a stream of `c`; h2_io writes it.
+    void attach(Transfer& t, Conn& c, bool reused) {
+        auto id = c.h2->submit(t.method, t.url.host_header, t.url.target, t.h2_headers, t.body);
+        if (!id.ok()) {  // from the loop, by the timer
+            t.failure = id.error();
+            uv_timer_start(t.timer, &Impl::on_timer, 0, 0);
+            return;
+        }
+        t.stream = id.value();
+        t.conn = &c;
+        t.h2_reused = reused;
+        t.phase = Phase::H2;
+        c.streams[t.stream] = &t;
+        c.kick = true;
+        if (!c.busy) watch(&c, UV_READABLE | UV_WRITABLE);
+    }
+
+    // The transfers that waited for this one's connection try again.
+    void release_waiters(Transfer& t) {
+        auto p = h2_pending.find(t.key);
+        if (p == h2_pending.end() || p->second != t.id) return;
+        h2_pending.erase(p);
+        for (auto& [id, w] : transfers)
+            if (w->waiting && w->key == t.key) {
+                w->waiting = false;
+                w->resume = true;
+                uv_timer_start(w->timer, &Impl::on_timer, 0, 0);
+            }
+    }
+
+    // The stream leaves its connection.
+    static void detach(Transfer& t) {
+        t.conn->streams.erase(t.stream);
+        t.conn = nullptr;
+    }
+
+    // A stream the server did not process (refused, above GOAWAY's last
+    // stream, or the shared connection broke before any byte of it): once
+    // more on another connection.
+    bool retry_h2(Transfer& t, bool unprocessed) {
+        if (t.got_bytes || t.retried || !unprocessed) return false;
+        t.retried = true;
+        detach(t);
+        if (auto s = start_connection(t, true); !s.ok()) fail(t, s.error());
+        return true;
+    }
+
+    // The connection is readable or writable: feed nghttp2, write what it
+    // has, then end the streams that ended.
+    void h2_io(Conn* c) {
+        unsigned char buf[16 * 1024];
+        std::optional<std::string> broke;
+        bool want_write = false;
+        ++c->busy;
+        while (!c->dead) {
+            int n = tls->ssl_read(&c->tls->ssl, buf, sizeof buf);
+            if (n == MBEDTLS_ERR_SSL_WANT_READ) break;
+            if (n == MBEDTLS_ERR_SSL_WANT_WRITE) {
+                want_write = true;
+                break;
+            }
+            if (n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || n == 0) {
+                broke = "the connection was closed";
+                break;
+            }
+            if (n < 0) {
+                broke = "receiving: " + mbedtls_error(*tls, n);
+                break;
+            }
+            if (auto s = c->h2->receive(buf, static_cast<std::size_t>(n)); !s.ok()) {
+                broke = s.error().message;
+                break;
+            }
+        }
+        if (broke) unlive(c);
+        h2_sweep(c, broke);
+        if (!c->dead && !broke) {
+            c->kick = false;
+            if (c->h2_sent == c->h2_out.size()) {
+                c->h2_out.clear();
+                c->h2_sent = 0;
+            }
+            if (auto s = c->h2->take_output(c->h2_out); !s.ok()) broke = s.error().message;
+            while (!broke && c->h2_sent < c->h2_out.size()) {
+                const int n = tls->ssl_write(
+                    &c->tls->ssl, reinterpret_cast<const unsigned char*>(c->h2_out.data()) + c->h2_sent,
+                    c->h2_out.size() - c->h2_sent);
+                if (n == MBEDTLS_ERR_SSL_WANT_WRITE || n == MBEDTLS_ERR_SSL_WANT_READ) {
+                    want_write = true;
+                    break;
+                }
+                if (n < 0)
+                    broke = "sending: " + mbedtls_error(*tls, n);
+                else
+                    c->h2_sent += static_cast<std::size_t>(n);
+            }
+            if (broke) {
+                unlive(c);
+                h2_sweep(c, broke);
+            }
+        }
+        --c->busy;
+        if (c->dead || broke || (c->streams.empty() && (c->goaway || !c->h2->alive()))) return drop_h2(c);
+        const bool write = want_write || c->kick || c->h2_sent < c->h2_out.size();
+        watch(c, UV_READABLE | (write ? UV_WRITABLE : 0));
+    }
+
+    void unlive(Conn* c) {
+        if (auto it = h2_live.find(c->key); it != h2_live.end() && it->second == c) h2_live.erase(it);
+    }
+
+    // The streams that ended, failed, were refused or lost their connection.
+    void h2_sweep(Conn* c, const std::optional<std::string>& broke) {
+        std::vector<std::int32_t> ids;
+        for (const auto& [id, t] : c->streams) ids.push_back(id);
+        for (std::int32_t id : ids) {
+            auto it = c->streams.find(id);
+            if (it == c->streams.end()) continue;
+            Transfer& t = *it->second;
+            if (t.failure) {
+                if (!t.h2_closed) c->h2->reset(t.stream, H2Session::kCancel);
+                t.h2_closed = true;
+                detach(t);
+                fail(t, *t.failure);
+            } else if (t.h2_closed && t.h2_code == 0 && t.resp.status >= 200) {
+                detach(t);
+                finish(t, std::move(t.resp));
+            } else if (t.h2_closed) {
+                const bool unprocessed =
+                    t.h2_code == H2Session::kRefusedStream || (c->goaway && t.stream > c->last_stream);
+                if (retry_h2(t, unprocessed)) continue;
+                detach(t);
+                fail(t, Error{ErrorCode::Http, "HTTP/2 stream to " + t.url.host_header +
+                                                   " reset: " + H2Session::error_name(t.h2_code)});
+            } else if (broke) {
+                t.h2_closed = true;
+                const bool unprocessed = t.h2_reused || (c->goaway && t.stream > c->last_stream);
+                if (retry_h2(t, unprocessed)) continue;
+                detach(t);
+                fail(t, Error{ErrorCode::Http, "HTTP/2 connection to " + t.url.host_header + ": " + *broke});
+            }
+        }
+    }
+
+    // An h2 connection goes: after h2_io when inside it.
+    void drop_h2(Conn* c) {
+        unlive(c);
+        if (c->busy) {
+            c->dead = true;
+            return;
+        }
+        h2_conns.erase(c);
+        for (auto& [id, t] : c->streams) t->conn = nullptr;  // close(): none left
+        close_conn(c);
     }
 
     // --- ends -----------------------------------------------------------
@@ -738,6 +1028,14 @@ struct ApiHttpClient::Impl {
             uv_close(reinterpret_cast<uv_handle_t*>(t.timer),
                      [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
         if (t.resolving) t.resolving->id = 0;
+        release_waiters(t);
+        if (t.conn && t.conn->h2) {  // the stream ends, not its connection
+            Conn* c = t.conn;
+            if (!t.h2_closed) c->h2->reset(t.stream, H2Session::kCancel);
+            detach(t);
+            c->kick = true;
+            if (!c->busy && !c->dead) watch(c, UV_READABLE | UV_WRITABLE);
+        }
         if (t.addrs) uv_freeaddrinfo(t.addrs);
         if (t.numeric) ::freeaddrinfo(t.numeric);
         close_conn(t.conn);
@@ -772,6 +1070,16 @@ Result<ApiHttpClient::RequestId> ApiHttpClient::request(const HttpRequest& req, 
     t->max_body = req.max_body_bytes;
     t->truncate = req.truncate_body;
     t->on_data = req.on_data;
+    t->method = req.method;
+    t->body = req.body;
+    t->multiplex = req.http2_multiplex;
+    for (const auto& [name, value] : req.headers) {
+        std::string lower = name;
+        for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (lower != "host" && lower != "connection" && lower != "content-length" &&
+            lower != "transfer-encoding")
+            t->h2_headers.emplace_back(std::move(lower), value);
+    }
     t->timeout_ms = std::max<std::int64_t>(1, req.timeout_ms);
     const HttpTls& o = req.tls;
     const std::hash<std::string> h;
@@ -801,6 +1109,7 @@ Result<ApiHttpClient::RequestId> ApiHttpClient::request(const HttpRequest& req, 
     tr.timer = new uv_timer_t;
     uv_timer_init(m.loop, tr.timer);
     tr.timer->data = &tr;
+    tr.deadline = uv_now(m.loop) + static_cast<std::uint64_t>(tr.timeout_ms);
     uv_timer_start(tr.timer, &Impl::on_timer, static_cast<std::uint64_t>(tr.timeout_ms), 0);
     const RequestId id = tr.id;
     // Never calls back from here: the pool's connection, the resolver or
@@ -831,6 +1140,8 @@ void ApiHttpClient::close() {
     for (auto& [key, q] : m.idle)
         for (auto* c : q) Impl::close_conn(c);
     m.idle.clear();
+    const std::set<Impl::Conn*> h2 = m.h2_conns;
+    for (auto* c : h2) m.drop_h2(c);
 }
 
 }  // namespace daemonlet::platform

@@ -17,15 +17,26 @@
 // what the clock reads).
 //
 // Of HttpRequest it honours method, url, headers, body, timeout_ms, tls,
-// max_body_bytes, truncate_body, fresh_connection and on_data; redirects
-// are not followed and not resolved (the API server sends none), and
-// netns, use_env_proxy and the HTTP/2 fields do not apply.
+// max_body_bytes, truncate_body, fresh_connection (HTTP/1.1 then),
+// http2_multiplex and on_data; redirects are not followed and not resolved
+// (the API server sends none), and netns, use_env_proxy and
+// http2_prior_knowledge do not apply.
 //
 // Connections are kept alive: an idle one goes back to a small pool per
 // (scheme, host, port, TLS settings) and serves the next request. A
 // request that fails on a reused connection before any byte of the
 // response arrived (the server closed it while it was idle) is retried
 // once on a new connection, as curl does.
+//
+// Over TLS, HTTP/2 when the server takes h2 by ALPN (nghttp2, h2_session.h,
+// loaded when a server first takes h2; if it cannot be, that connection is
+// made again offering http/1.1 only, and so are the next ones). Over h2 the
+// requests to an origin are streams of one connection: with
+// http2_multiplex a request waits for the connection being made rather
+// than opening another. A GOAWAY or a broken connection fails its streams;
+// those the server did not process (refused, above GOAWAY's last stream,
+// or on a connection that was already up and sent nothing of them) are
+// retried once on a new connection. No h2c.
 #pragma once
 
 #include <uv.h>

@@ -59,6 +59,8 @@ Result<MbedTlsApi> load(const char* library) {
     DAEMONLET_MBEDTLS_SYM(ssl_conf_rng);
     DAEMONLET_MBEDTLS_SYM(ssl_conf_min_version);
     DAEMONLET_MBEDTLS_SYM(asn1_get_tag);
+    DAEMONLET_MBEDTLS_SYM(ssl_conf_alpn_protocols);
+    DAEMONLET_MBEDTLS_SYM(ssl_get_alpn_protocol);
 #undef DAEMONLET_MBEDTLS_SYM
     if (!missing.empty()) {
         ::dlclose(h);

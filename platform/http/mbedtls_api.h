@@ -60,6 +60,8 @@ struct MbedTlsApi {
     DAEMONLET_MBEDTLS_FN(ssl_conf_rng);
     DAEMONLET_MBEDTLS_FN(ssl_conf_min_version);
     DAEMONLET_MBEDTLS_FN(asn1_get_tag);
+    DAEMONLET_MBEDTLS_FN(ssl_conf_alpn_protocols);
+    DAEMONLET_MBEDTLS_FN(ssl_get_alpn_protocol);
 #undef DAEMONLET_MBEDTLS_FN
 };
 

@@ -1,4 +1,4 @@
-// The API server's HTTP client (HTTP/1.1, mbed TLS) on a real libuv loop
+// The API server's HTTP client (HTTP/1.1 or 2, mbed TLS) on a real libuv loop
 // against a keep-alive HTTP/1.1 server on the same loop (below): bodies with
 // a Content-Length or chunked, a watch stopped by its receiver, the body
 // limit, the timeout, a refused port, keep-alive reuse, and a kept-alive
@@ -6,11 +6,17 @@
 // timeout): the next request still succeeds, as curl's retry on a dead
 // reused connection. TLS against an mbed TLS server on a thread: the CA
 // accepted or refused, the host name or IP address checked (the clock's
-// part: test_clock.sh).
+// part: test_clock.sh). HTTP/2 through nghttpx in front of the keep-alive
+// server, when nghttpx is installed.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
 
 #include <atomic>
 #include <optional>
@@ -442,4 +448,147 @@ TEST(ApiHttpClient, TlsToAnIpAddressNeedsItInTheCertificate) {
     CHECK(o.err.has_value());
     CHECK_TEXT(o.err->message.find("it does not name 127.0.0.1") != std::string::npos,
                o.err->message.c_str());
+}
+
+namespace {
+
+// nghttpx (Debian's nghttp2-proxy) in front of the keep-alive server: h2
+// over TLS (ALPN) to the client, HTTP/1.1 to the server.
+class H2Proxy {
+  public:
+    H2Proxy(uv_loop_t* loop, int backend_port) {
+        if (::access("/usr/sbin/nghttpx", X_OK) != 0) return;
+        char tmpl[] = "/tmp/api-h2-XXXXXX";
+        if (!::mkdtemp(tmpl)) return;
+        dir_ = tmpl;
+        write(dir_ + "/cert.pem", kGoodCert);
+        write(dir_ + "/key.pem", kGoodKey);
+        port = free_port();
+        const std::string front = "--frontend=127.0.0.1," + std::to_string(port);
+        const std::string back = "--backend=127.0.0.1," + std::to_string(backend_port);
+        const std::string key = dir_ + "/key.pem", cert = dir_ + "/cert.pem";
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::dup2(::open("/dev/null", O_WRONLY), 2);
+            ::execl("/usr/sbin/nghttpx", "nghttpx", "--conf=/dev/null", front.c_str(), back.c_str(),
+                    "--workers=1", "--no-ocsp", "--errorlog-file=/dev/null", key.c_str(), cert.c_str(),
+                    static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        // Listening: a connection is accepted (within 5 s).
+        const bool up = run_until(
+            loop,
+            [&] {
+                const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+                sockaddr_in a{};
+                a.sin_family = AF_INET;
+                a.sin_port = htons(static_cast<std::uint16_t>(port));
+                a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+                ::close(fd);
+                return ok;
+            },
+            std::chrono::milliseconds(5000));
+        if (!up) port = 0;
+    }
+    ~H2Proxy() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGTERM);
+            ::waitpid(pid_, nullptr, 0);
+        }
+        if (!dir_.empty()) {
+            ::unlink((dir_ + "/cert.pem").c_str());
+            ::unlink((dir_ + "/key.pem").c_str());
+            ::rmdir(dir_.c_str());
+        }
+    }
+    int port = 0;  // 0: no nghttpx
+
+  private:
+    static void write(const std::string& path, const char* text) {
+        FILE* f = std::fopen(path.c_str(), "w");
+        std::fputs(text, f);
+        std::fclose(f);
+    }
+    static int free_port() {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        socklen_t len = sizeof a;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        ::close(fd);
+        return ntohs(a.sin_port);
+    }
+    std::string dir_;
+    pid_t pid_ = -1;
+};
+
+}  // namespace
+
+// HTTP/2 when the server offers it (ALPN h2): the requests are streams of
+// one connection, a watch open beside them; the receiver's stop and the
+// timeout reset their stream (RST_STREAM), not the connection.
+TEST(ApiHttpClient, Http2StreamsShareOneConnection) {
+    H2Proxy proxy(&loop, server->port);
+    if (proxy.port == 0) return;  // nghttpx not installed
+    auto h2 = [&](const std::string& path) {
+        auto r = req(path);
+        r.tls.ca_pem = kGoodCert;
+        r.url = "https://127.0.0.1:" + std::to_string(proxy.port) + path;
+        r.http2_multiplex = true;
+        return r;
+    };
+    // A watch stays open while other requests come and go.
+    auto watch = h2("/stream");
+    watch.timeout_ms = 5000;
+    std::string seen;
+    bool stop = false;
+    Outcome w;
+    watch.on_data = [&](long, std::string_view data) {
+        seen.append(data);
+        return !stop;
+    };
+    auto id = client->request(watch, [&w](Result<platform::HttpResponse> res) {
+        ++w.calls;
+        if (!res) w.err = res.error();
+    });
+    CHECK(id.ok());
+    CHECK(run_until(&loop, [&] { return !seen.empty(); }));
+    STRCMP_EQUAL("fine", body_of(get(h2("/plain"))).c_str());
+    STRCMP_EQUAL("abcdefg", body_of(get(h2("/chunked"))).c_str());
+    auto put = h2("/echo");
+    put.method = "PUT";
+    put.body = "{\"a\":1}";
+    put.headers.emplace_back("X-Test", "yes");
+    STRCMP_EQUAL("PUT {\"a\":1} yes", body_of(get(put)).c_str());
+    auto big = h2("/big");
+    big.max_body_bytes = 1000;
+    Outcome too = get(big);
+    CHECK(too.err.has_value());
+    STRCMP_EQUAL("too_large", too.err->code_name());
+    big.truncate_body = true;
+    LONGS_EQUAL(1000, body_of(get(big)).size());
+    auto silent = h2("/silent");
+    silent.timeout_ms = 200;
+    Outcome late = get(silent);
+    CHECK(late.err.has_value());
+    STRCMP_EQUAL("timeout", late.err->code_name());
+    LONGS_EQUAL(0, w.calls);
+    // HTTP/1.1 would have needed a connection per request in flight.
+    LONGS_EQUAL(1, client->connections_opened());
+    // The watch's receiver stops it when the next bytes come: none will on
+    // /stream, so cancel() ends it without a callback instead, and the
+    // connection serves on.
+    client->cancel(id.value());
+    STRCMP_EQUAL("fine", body_of(get(h2("/plain"))).c_str());
+    LONGS_EQUAL(0, w.calls);
+    // A watch stopped by its receiver: Stopped, and the connection stays.
+    stop = true;
+    Outcome stopped = get(watch);
+    CHECK(stopped.err.has_value());
+    STRCMP_EQUAL("stopped", stopped.err->code_name());
+    STRCMP_EQUAL("fine", body_of(get(h2("/plain"))).c_str());
+    LONGS_EQUAL(1, client->connections_opened());
 }
