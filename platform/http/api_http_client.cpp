@@ -18,6 +18,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "core/wall_clock.h"
@@ -35,6 +36,10 @@ const MbedTlsApi* tls = nullptr;  // once loaded (mbedtls_api())
 constexpr std::size_t kMaxHeaders = 200;
 constexpr std::size_t kMaxHeaderBytes = 256 * 1024;  // the whole header block
 constexpr std::size_t kIdlePerKey = 4;
+// What one readable event reads from a socket before the loop runs again
+// (its timers: the request's timeout, probes, the Lease); libuv's poll is
+// level-triggered, so the rest is read on the next turn.
+constexpr std::size_t kReadPerEvent = 256 * 1024;
 constexpr const char* kSystemCa = "/etc/ssl/certs/ca-certificates.crt";
 
 struct Url {
@@ -60,8 +65,11 @@ Result<Url> parse_url(const std::string& url) {
     std::string authority = rest.substr(0, slash);
     u.target = slash == std::string::npos ? "/" : rest.substr(slash);
     if (u.target[0] == '?') u.target = "/" + u.target;
-    if (authority.find('@') != std::string::npos)
-        return Error{ErrorCode::Invalid, "URL " + url + ": user information is not supported"};
+    if (const std::size_t at = authority.rfind('@'); at != std::string::npos) {
+        // Without the user information (a password would reach a log).
+        const std::string shown = url.substr(0, url.size() - rest.size()) + rest.substr(at + 1);
+        return Error{ErrorCode::Invalid, "URL " + shown + ": user information is not supported"};
+    }
     u.host_header = authority;
     if (!authority.empty() && authority[0] == '[') {
         const std::size_t close = authority.find(']');
@@ -80,28 +88,36 @@ Result<Url> parse_url(const std::string& url) {
     return u;
 }
 
-// The TLS state of one connection. mbed TLS keeps pointers into the
-// configuration and certificates: they live as long as the connection.
-struct Tls {
+// What connections with the same TLS settings share: the configuration,
+// the CA chain, the client certificate and key (parsed once: the system
+// bundle alone is ~150 certificates). mbed TLS keeps pointers into them, so
+// they live as long as the client.
+struct TlsConfig {
     mbedtls_ssl_config conf;
     mbedtls_x509_crt ca;
     mbedtls_x509_crt cert;
     mbedtls_pk_context key;
-    mbedtls_ssl_context ssl;
-    Tls() {
+    TlsConfig() {
         tls->ssl_config_init(&conf);
         tls->x509_crt_init(&ca);
         tls->x509_crt_init(&cert);
         tls->pk_init(&key);
-        tls->ssl_init(&ssl);
     }
-    ~Tls() {
-        tls->ssl_free(&ssl);
+    ~TlsConfig() {
         tls->ssl_config_free(&conf);
         tls->x509_crt_free(&ca);
         tls->x509_crt_free(&cert);
         tls->pk_free(&key);
     }
+    TlsConfig(const TlsConfig&) = delete;
+    TlsConfig& operator=(const TlsConfig&) = delete;
+};
+
+// The TLS state of one connection, over a shared TlsConfig.
+struct Tls {
+    mbedtls_ssl_context ssl;
+    Tls() { tls->ssl_init(&ssl); }
+    ~Tls() { tls->ssl_free(&ssl); }
     Tls(const Tls&) = delete;
     Tls& operator=(const Tls&) = delete;
 };
@@ -201,6 +217,7 @@ struct ApiHttpClient::Impl {
         std::unique_ptr<Tls> tls;
         Transfer* owner = nullptr;  // null: idle in the pool
         bool reused = false;
+        int sys_errno = 0;  // the socket's, when bio_send/bio_recv failed
         // HTTP/2 (ALPN h2): the session, its streams (requests in flight),
         // the bytes to send.
         std::unique_ptr<H2Session> h2;
@@ -216,10 +233,13 @@ struct ApiHttpClient::Impl {
 
     enum class Phase { Resolving, Connecting, Handshake, Sending, Receiving, H2 };
 
-    // A resolution in flight; id 0 once its transfer is gone.
+    // A resolution in flight; id 0 once its transfer is gone. It may end
+    // after the client: `alive` says whether impl still is.
     struct Resolve {
         Impl* impl;
         RequestId id;
+        std::shared_ptr<bool> alive;
+        uv_getaddrinfo_t* req;
     };
 
     struct Transfer {
@@ -284,13 +304,24 @@ struct ApiHttpClient::Impl {
     std::map<std::string, RequestId> h2_pending;  // a connection offering h2 being made
     bool no_h2 = false;                           // nghttp2 is missing: offer http/1.1 only
     std::set<std::string> h1_origins;             // took http/1.1 when offered h2: no waiting
+    // By the pool key and whether h2 is offered; freed with the client.
+    std::map<std::string, std::unique_ptr<TlsConfig>> tls_configs;
+    std::uint64_t tls_configs_made = 0;
     bool rng_ready = false;
     mbedtls_entropy_context entropy{};
     mbedtls_ctr_drbg_context drbg{};
 
+    std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+
     explicit Impl(uv_loop_t* l) : loop(l) {}
+    ~Impl() { *alive = false; }
 
     // --- connections ----------------------------------------------------
+
+    static bool idempotent(const std::string& method) {
+        return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" ||
+               method == "OPTIONS";
+    }
 
     static void close_conn(Conn* c) {
         if (!c) return;
@@ -306,6 +337,12 @@ struct ApiHttpClient::Impl {
             ::close(c->fd);
         }
         delete c;
+    }
+
+    // Enough read for this turn of the loop? Not while mbed TLS holds
+    // decrypted bytes (at most one record): the poll would not wake for them.
+    static bool yield_read(const Conn& c, std::size_t taken) {
+        return taken >= kReadPerEvent && !(c.tls && tls->ssl_get_bytes_avail(&c.tls->ssl) > 0);
     }
 
     static void watch(Conn* c, int events) {
@@ -336,6 +373,7 @@ struct ApiHttpClient::Impl {
         const ssize_t n = ::send(static_cast<Conn*>(ctx)->fd, buf, len, MSG_NOSIGNAL);
         if (n >= 0) return static_cast<int>(n);
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_WRITE;
+        static_cast<Conn*>(ctx)->sys_errno = errno;
         return errno == EPIPE || errno == ECONNRESET ? MBEDTLS_ERR_NET_CONN_RESET
                                                      : MBEDTLS_ERR_NET_SEND_FAILED;
     }
@@ -343,7 +381,15 @@ struct ApiHttpClient::Impl {
         const ssize_t n = ::recv(static_cast<Conn*>(ctx)->fd, buf, len, 0);
         if (n >= 0) return static_cast<int>(n);
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_READ;
+        static_cast<Conn*>(ctx)->sys_errno = errno;
         return errno == ECONNRESET ? MBEDTLS_ERR_NET_CONN_RESET : MBEDTLS_ERR_NET_RECV_FAILED;
+    }
+
+    // Why sending or receiving failed: mbed TLS's words over TLS (the
+    // library is not even loaded for http://), else the socket's errno.
+    static std::string io_error(const Conn& c, int n) {
+        if (c.tls) return mbedtls_error(*tls, n);
+        return std::strerror(c.sys_errno ? c.sys_errno : EIO);
     }
 
     Status rng() {
@@ -357,12 +403,15 @@ struct ApiHttpClient::Impl {
         return Ok{};
     }
 
-    // The TLS state of a new connection: the CA, the client certificate,
-    // the server's name.
-    Status setup_tls(Transfer& t, Conn& c) {
-        if (auto s = rng(); !s.ok()) return s;
-        c.tls = std::make_unique<Tls>();
-        Tls& s = *c.tls;
+    // The shared configuration for the transfer's TLS settings: the CA, the
+    // client certificate, ALPN; made on first use.
+    Result<TlsConfig*> tls_config(const Transfer& t) {
+        const bool alpn = !t.fresh && !no_h2;
+        const std::string key = t.key + (alpn ? "|h2" : "|h1");
+        if (auto it = tls_configs.find(key); it != tls_configs.end()) return it->second.get();
+        if (auto s = rng(); !s.ok()) return s.error();
+        auto made = std::make_unique<TlsConfig>();
+        TlsConfig& s = *made;
         const HttpTls& o = t.tls_opts;
         auto err = [&](const std::string& what, int r) {
             return Error{ErrorCode::Http, "TLS: " + what + ": " + mbedtls_error(*tls, r)};
@@ -399,14 +448,30 @@ struct ApiHttpClient::Impl {
         }
         // HTTP/2 when the server offers it (and nghttp2 is installed).
         static const char* kAlpn[] = {"h2", "http/1.1", nullptr};
-        if (!t.fresh && !no_h2 && (r = tls->ssl_conf_alpn_protocols(&s.conf, kAlpn)) != 0)
-            return err("ALPN", r);
-        if ((r = tls->ssl_setup(&s.ssl, &s.conf)) != 0) return err("setup", r);
+        if (alpn && (r = tls->ssl_conf_alpn_protocols(&s.conf, kAlpn)) != 0) return err("ALPN", r);
+        ++tls_configs_made;
+        return tls_configs.emplace(key, std::move(made)).first->second.get();
+    }
+
+    // The TLS state of a new connection: the shared configuration, the
+    // server's name.
+    Status setup_tls(Transfer& t, Conn& c) {
+        auto conf = tls_config(t);
+        if (!conf.ok()) return conf.error();
+        c.tls = std::make_unique<Tls>();
+        auto err = [&](const std::string& what, int r) {
+            return Error{ErrorCode::Http, "TLS: " + what + ": " + mbedtls_error(*tls, r)};
+        };
+        int r = tls->ssl_setup(&c.tls->ssl, &conf.value()->conf);
+        if (r != 0) return err("setup", r);
         // SNI and the name check; an IP address is checked after the
-        // handshake (cert_names_ip).
-        if (!is_ip_literal(t.url.host) && (r = tls->ssl_set_hostname(&s.ssl, t.url.host.c_str())) != 0)
+        // handshake (cert_names_ip). For an address, no name said so: mbed
+        // TLS 2.28.10+ refuses a handshake that never set one (the fix of
+        // CVE-2025-27809).
+        const bool ip = is_ip_literal(t.url.host);
+        if ((r = tls->ssl_set_hostname(&c.tls->ssl, ip ? nullptr : t.url.host.c_str())) != 0)
             return err("host name", r);
-        tls->ssl_set_bio(&s.ssl, &c, &Impl::bio_send, &Impl::bio_recv, nullptr);
+        tls->ssl_set_bio(&c.tls->ssl, &c, &Impl::bio_send, &Impl::bio_recv, nullptr);
         return Ok{};
     }
 
@@ -476,7 +541,7 @@ struct ApiHttpClient::Impl {
             return Ok{};
         }
         auto* req = new uv_getaddrinfo_t;
-        t.resolving = new Resolve{this, t.id};
+        t.resolving = new Resolve{this, t.id, alive, req};
         req->data = t.resolving;
         addrinfo hints{};
         hints.ai_family = AF_UNSPEC;
@@ -494,11 +559,15 @@ struct ApiHttpClient::Impl {
 
     static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
         auto* r = static_cast<Resolve*>(req->data);
-        Impl* self = r->impl;
+        Impl* self = *r->alive ? r->impl : nullptr;
         const RequestId id = r->id;
         delete r;
         delete req;
-        auto it = id ? self->transfers.find(id) : self->transfers.end();
+        if (!self || id == 0) {
+            if (res) uv_freeaddrinfo(res);
+            return;
+        }
+        auto it = self->transfers.find(id);
         if (it == self->transfers.end()) {
             if (res) uv_freeaddrinfo(res);
             return;
@@ -574,8 +643,14 @@ struct ApiHttpClient::Impl {
     // A connection broke: on a reused one, before any byte of the response,
     // the server most likely closed it while it was idle; once more on a
     // new one.
+    //
+    // Not a POST or PATCH the server had whole: it may have acted on it (Go's
+    // http.Transport retries only when req.isReplayable(), or when nothing
+    // was written). PUT and DELETE are idempotent (RFC 9110 9.2.2): sent again
+    // (Go retries only GET, HEAD, OPTIONS and TRACE).
     void broken(Transfer& t, const std::string& why) {
-        if (t.conn && t.conn->reused && !t.got_bytes && !t.retried) {
+        if (t.conn && t.conn->reused && !t.got_bytes && !t.retried &&
+            (idempotent(t.method) || t.sent < t.out.size())) {
             t.retried = true;
             close_conn(std::exchange(t.conn, nullptr));
             if (auto s = start_connection(t, false); !s.ok()) fail(t, s.error());
@@ -641,8 +716,7 @@ struct ApiHttpClient::Impl {
                 const int n = c->tls ? tls->ssl_write(&c->tls->ssl, data, left) : bio_send(c, data, left);
                 if (n == MBEDTLS_ERR_SSL_WANT_WRITE) return watch(c, UV_WRITABLE);
                 if (n == MBEDTLS_ERR_SSL_WANT_READ) return watch(c, UV_READABLE);
-                if (n < 0)
-                    return broken(t, "sending to " + t.url.host_header + ": " + mbedtls_error(*tls, n));
+                if (n < 0) return broken(t, "sending to " + t.url.host_header + ": " + io_error(*c, n));
                 t.sent += static_cast<std::size_t>(n);
             }
             t.phase = Phase::Receiving;
@@ -654,13 +728,13 @@ struct ApiHttpClient::Impl {
     void receive(Transfer& t) {
         Conn* c = t.conn;
         unsigned char buf[16 * 1024];
-        for (;;) {
+        for (std::size_t taken = 0;; taken += sizeof buf) {
+            if (yield_read(*c, taken)) return watch(c, UV_READABLE);
             int n = c->tls ? tls->ssl_read(&c->tls->ssl, buf, sizeof buf) : bio_recv(c, buf, sizeof buf);
             if (n == MBEDTLS_ERR_SSL_WANT_READ) return watch(c, UV_READABLE);
             if (n == MBEDTLS_ERR_SSL_WANT_WRITE) return watch(c, UV_WRITABLE);
             if (n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY) n = 0;
-            if (n < 0)
-                return broken(t, "receiving from " + t.url.host_header + ": " + mbedtls_error(*tls, n));
+            if (n < 0) return broken(t, "receiving from " + t.url.host_header + ": " + io_error(*c, n));
             llhttp_errno_t e;
             ++t.busy;
             if (n == 0) {
@@ -889,7 +963,7 @@ struct ApiHttpClient::Impl {
         std::optional<std::string> broke;
         bool want_write = false;
         ++c->busy;
-        while (!c->dead) {
+        for (std::size_t taken = 0; !c->dead && !yield_read(*c, taken);) {
             int n = tls->ssl_read(&c->tls->ssl, buf, sizeof buf);
             if (n == MBEDTLS_ERR_SSL_WANT_READ) break;
             if (n == MBEDTLS_ERR_SSL_WANT_WRITE) {
@@ -904,6 +978,7 @@ struct ApiHttpClient::Impl {
                 broke = "receiving: " + mbedtls_error(*tls, n);
                 break;
             }
+            taken += static_cast<std::size_t>(n);
             if (auto s = c->h2->receive(buf, static_cast<std::size_t>(n)); !s.ok()) {
                 broke = s.error().message;
                 break;
@@ -971,7 +1046,10 @@ struct ApiHttpClient::Impl {
                                                    " reset: " + H2Session::error_name(t.h2_code)});
             } else if (broke) {
                 t.h2_closed = true;
-                const bool unprocessed = t.h2_reused || (c->goaway && t.stream > c->last_stream);
+                // On a connection that was up, the server most likely closed
+                // it before it saw the stream: not sure, so not a POST/PATCH.
+                const bool unprocessed =
+                    (t.h2_reused && idempotent(t.method)) || (c->goaway && t.stream > c->last_stream);
                 if (retry_h2(t, unprocessed)) continue;
                 detach(t);
                 fail(t, Error{ErrorCode::Http, "HTTP/2 connection to " + t.url.host_header + ": " + *broke});
@@ -1027,7 +1105,10 @@ struct ApiHttpClient::Impl {
         if (t.timer)
             uv_close(reinterpret_cast<uv_handle_t*>(t.timer),
                      [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-        if (t.resolving) t.resolving->id = 0;
+        if (t.resolving) {  // its callback frees it (UV_ECANCELED unless running)
+            t.resolving->id = 0;
+            uv_cancel(reinterpret_cast<uv_req_t*>(t.resolving->req));
+        }
         release_waiters(t);
         if (t.conn && t.conn->h2) {  // the stream ends, not its connection
             Conn* c = t.conn;
@@ -1048,6 +1129,8 @@ ApiHttpClient::ApiHttpClient(uv_loop_t* loop) : impl_(std::make_unique<Impl>(loo
 ApiHttpClient::~ApiHttpClient() { close(); }
 
 std::uint64_t ApiHttpClient::connections_opened() const { return impl_->opened; }
+
+std::uint64_t ApiHttpClient::tls_configs_made() const { return impl_->tls_configs_made; }
 
 Result<ApiHttpClient::RequestId> ApiHttpClient::request(const HttpRequest& req, Callback cb) {
     Impl& m = *impl_;

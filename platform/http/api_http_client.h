@@ -34,9 +34,14 @@
 // requests to an origin are streams of one connection: with
 // http2_multiplex a request waits for the connection being made rather
 // than opening another. A GOAWAY or a broken connection fails its streams;
-// those the server did not process (refused, above GOAWAY's last stream,
-// or on a connection that was already up and sent nothing of them) are
-// retried once on a new connection. No h2c.
+// those the server did not process (refused, above GOAWAY's last stream)
+// are retried once on a new connection, and so are those of an idempotent
+// method (not POST or PATCH) on a connection that was already up and sent
+// nothing of them. Over HTTP/1.1 likewise: a reused connection that breaks
+// before any byte of the response is retried once, a POST or PATCH only
+// when the break came while sending it (Go's http.Transport:
+// req.isReplayable()). Connections with the same TLS settings share one
+// parsed configuration (CA, client certificate). No h2c.
 #pragma once
 
 #include <uv.h>
@@ -63,6 +68,9 @@ class ApiHttpClient {
 
     // Connections opened so far (tests: keep-alive reuse).
     std::uint64_t connections_opened() const;
+    // TLS configurations parsed (CA, client certificate): one per pool key
+    // and ALPN offer, shared by its connections (tests).
+    std::uint64_t tls_configs_made() const;
 
     struct Impl;
 

@@ -61,6 +61,7 @@ Result<MbedTlsApi> load(const char* library) {
     DAEMONLET_MBEDTLS_SYM(asn1_get_tag);
     DAEMONLET_MBEDTLS_SYM(ssl_conf_alpn_protocols);
     DAEMONLET_MBEDTLS_SYM(ssl_get_alpn_protocol);
+    DAEMONLET_MBEDTLS_SYM(ssl_get_bytes_avail);
 #undef DAEMONLET_MBEDTLS_SYM
     if (!missing.empty()) {
         ::dlclose(h);

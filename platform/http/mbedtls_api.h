@@ -62,6 +62,7 @@ struct MbedTlsApi {
     DAEMONLET_MBEDTLS_FN(asn1_get_tag);
     DAEMONLET_MBEDTLS_FN(ssl_conf_alpn_protocols);
     DAEMONLET_MBEDTLS_FN(ssl_get_alpn_protocol);
+    DAEMONLET_MBEDTLS_FN(ssl_get_bytes_avail);
 #undef DAEMONLET_MBEDTLS_FN
 };
 

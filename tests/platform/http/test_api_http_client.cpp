@@ -17,6 +17,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 
 #include <atomic>
 #include <optional>
@@ -591,4 +592,156 @@ TEST(ApiHttpClient, Http2StreamsShareOneConnection) {
     STRCMP_EQUAL("stopped", stopped.err->code_name());
     STRCMP_EQUAL("fine", body_of(get(h2("/plain"))).c_str());
     LONGS_EQUAL(1, client->connections_opened());
+}
+
+namespace {
+
+// A cleartext server on a thread: accepts one connection, reads the
+// request's head, then resets it (SO_LINGER 0, close), or, with `stream`,
+// answers 200 with a chunked body that never ends, as fast as the socket
+// takes it, for at most 5 s (a watchdog: the test cannot hang).
+class RawServer {
+  public:
+    explicit RawServer(bool stream) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        CHECK(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        CHECK(::listen(fd_, 4) == 0);
+        socklen_t len = sizeof a;
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+        port = ntohs(a.sin_port);
+        thread_ = std::thread([this, stream] {
+            const int c = ::accept(fd_, nullptr, nullptr);
+            if (c < 0) return;
+            std::string in;
+            char b[4096];
+            while (in.find("\r\n\r\n") == std::string::npos) {
+                const ssize_t n = ::recv(c, b, sizeof b, 0);
+                if (n <= 0) break;
+                in.append(b, static_cast<std::size_t>(n));
+            }
+            if (stream) {
+                const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+                const std::string chunk = "4000\r\n" + std::string(0x4000, 'x') + "\r\n";
+                ::send(c, head.data(), head.size(), MSG_NOSIGNAL);
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                while (!stop_ && std::chrono::steady_clock::now() < until)
+                    if (::send(c, chunk.data(), chunk.size(), MSG_NOSIGNAL) < 0) break;
+            }
+            linger l{1, 0};
+            ::setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+            ::close(c);
+        });
+    }
+    ~RawServer() {
+        stop_ = true;
+        ::shutdown(fd_, SHUT_RDWR);  // wakes accept()
+        thread_.join();
+        ::close(fd_);
+    }
+    int port = 0;
+
+  private:
+    int fd_ = -1;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+}  // namespace
+
+// Over http:// (kubectl proxy) mbed TLS is not loaded: a reset connection
+// is an error naming the host and the socket's reason, not a crash.
+TEST(ApiHttpClient, AResetOverCleartextIsAnError) {
+    RawServer reset(false);
+    auto r = req("/plain");
+    r.url = "http://127.0.0.1:" + std::to_string(reset.port) + "/plain";
+    r.fresh_connection = true;
+    Outcome o = get(r);
+    CHECK(o.err.has_value());
+    STRCMP_EQUAL("http", o.err->code_name());
+    STRCMP_CONTAINS("127.0.0.1:", o.err->message.c_str());
+    STRCMP_CONTAINS(std::strerror(ECONNRESET), o.err->message.c_str());
+}
+
+// The user information of a URL (a password) is not repeated in the error.
+TEST(ApiHttpClient, UserInformationIsRefusedWithoutRepeatingIt) {
+    auto r = req("/plain");
+    r.url = "https://admin:s3cret@127.0.0.1:6443/api";
+    auto id = client->request(r, [](Result<platform::HttpResponse>) { FAIL("called back"); });
+    CHECK_FALSE(id.ok());
+    STRCMP_CONTAINS("user information", id.error().message.c_str());
+    CHECK(id.error().message.find("s3cret") == std::string::npos);
+    STRCMP_CONTAINS("https://127.0.0.1:6443/api", id.error().message.c_str());
+}
+
+// A server whose body never ends keeps the socket readable: each readable
+// event reads a bounded amount, so the loop's timers (here the request's own
+// timeout) still run. Without the bound the loop stays in the read until
+// the server gives up after 5 s: an Http error, not a timeout.
+TEST(ApiHttpClient, AnEndlessBodyDoesNotStarveTheLoop) {
+    RawServer endless(true);
+    auto r = req("/stream");
+    r.url = "http://127.0.0.1:" + std::to_string(endless.port) + "/stream";
+    r.timeout_ms = 200;
+    // A receiver slower than the server: the socket never drains.
+    r.on_data = [](long, std::string_view) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        return true;
+    };
+    const auto start = std::chrono::steady_clock::now();
+    Outcome o = get(r);
+    CHECK(o.err.has_value());
+    STRCMP_EQUAL("timeout", o.err->code_name());
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+}
+
+// A reused connection the server closes after reading the whole request:
+// a POST may have been acted on and is not sent again (Go's
+// http.Transport: only a replayable request); a PUT is idempotent and is.
+TEST(ApiHttpClient, APostTheServerReadIsNotSentAgain) {
+    STRCMP_EQUAL("fine", body_of(get(req("/drop-next"))).c_str());
+    auto r = req("/echo");
+    r.method = "POST";
+    r.body = "{}";
+    Outcome o = get(r);
+    CHECK(o.err.has_value());
+    STRCMP_EQUAL("http", o.err->code_name());
+    CHECK((std::vector<std::string>{"/drop-next", "/echo"}) == server->paths);
+    STRCMP_EQUAL("fine", body_of(get(req("/drop-next"))).c_str());
+    r.method = "PUT";
+    STRCMP_CONTAINS("PUT {}", body_of(get(r)).c_str());
+    CHECK((std::vector<std::string>{"/drop-next", "/echo", "/drop-next", "/echo", "/echo"}) == server->paths);
+}
+
+// Connections with the same TLS settings share one parsed configuration;
+// other settings make their own, which verify by their own CA.
+TEST(ApiHttpClient, TlsConnectionsShareTheirConfiguration) {
+    TlsServer tls(kGoodCert, kGoodKey);
+    auto r = req("/");
+    r.tls.ca_pem = kGoodCert;
+    r.url = "https://127.0.0.1:" + std::to_string(tls.port) + "/";
+    r.fresh_connection = true;
+    STRCMP_EQUAL("secure", body_of(get(r)).c_str());
+    STRCMP_EQUAL("secure", body_of(get(r)).c_str());
+    LONGS_EQUAL(2, client->connections_opened());
+    LONGS_EQUAL(1, client->tls_configs_made());
+    r.tls.ca_pem = kOtherCert;
+    Outcome wrong = get(r);
+    CHECK(wrong.err.has_value());
+    STRCMP_CONTAINS("is refused", wrong.err->message.c_str());
+    LONGS_EQUAL(2, client->tls_configs_made());
+}
+
+// A client closed and deleted while a name is being resolved: the
+// resolution is cancelled and its callback does not touch the client.
+TEST(ApiHttpClient, AResolutionMayOutliveItsClient) {
+    auto* other = new platform::ApiHttpClient(&loop);
+    auto r = req("/plain");
+    r.url = "http://localhost:" + std::to_string(server->port) + "/plain";
+    CHECK(other->request(r, [](Result<platform::HttpResponse>) { FAIL("called back"); }).ok());
+    other->close();
+    delete other;
+    CHECK(run_until(&loop, [&] { return loop.active_reqs.count == 0; }));
 }
