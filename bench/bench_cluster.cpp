@@ -34,9 +34,12 @@
 //
 // It prints the command, the machine and a Markdown table; docs/figures.md
 // records one run.
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,6 +79,7 @@ struct Options {
     int offline = 50;
     bool register_node = false;  // apiServer.registerNode
     bool pod_status = false;     // apiServer.podStatus
+    bool h2 = false;             // the agent reaches the server through nghttpx, over HTTP/2
     std::string work_parent = "/tmp";
     bool keep = false;
 };
@@ -211,6 +215,78 @@ class FakeServer {
     int port_ = 0;
 };
 
+// --h2: nghttpx (Debian's nghttp2-proxy) in front of the server for the
+// agent, as kube-apiserver offers h2 by ALPN and the test server speaks
+// HTTP/1.1 only; the bench's own control requests go to the server.
+class H2Proxy {
+  public:
+    H2Proxy() = default;
+    H2Proxy(const H2Proxy&) = delete;
+    H2Proxy& operator=(const H2Proxy&) = delete;
+    ~H2Proxy() { kill(); }
+
+    void start(int backend, const std::string& work, Observer& obs) {
+        port_ = free_loopback_port();
+        std::vector<std::string> args = {"nghttpx",
+                                         "--conf=/dev/null",
+                                         "--frontend=127.0.0.1," + std::to_string(port_),
+                                         "--backend=127.0.0.1," + std::to_string(backend) + ";;tls",
+                                         "--insecure",  // the bench's certificate names no host
+                                         "--no-ocsp",
+                                         "--workers=1",
+                                         "--errorlog-file=" + work + "/nghttpx.log",
+                                         work + "/key.pem",
+                                         work + "/cert.pem"};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        if (int err = posix_spawnp(&pid_, "nghttpx", nullptr, nullptr, argv.data(), environ); err != 0) {
+            pid_ = -1;
+            throw Failure(std::string("nghttpx (apt-get install nghttp2-proxy): ") + std::strerror(err));
+        }
+        // nghttpx says nothing when it listens: its port is tried until it
+        // answers (a bench's set-up, not a measurement).
+        obs.expect("nghttpx listens", 10 * kSecond, [&] {
+            if (connects()) return true;
+            obs.wait_until(kSecond / 50, [] { return false; });
+            return connects();
+        });
+    }
+    void kill() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+    int port() const { return port_; }
+
+  private:
+    static int free_loopback_port() {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            throw Failure("a free loopback port: " + std::string(std::strerror(errno)));
+        ::close(fd);
+        return ntohs(a.sin_port);
+    }
+    bool connects() const {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<std::uint16_t>(port_));
+        const bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        if (fd >= 0) ::close(fd);
+        return ok;
+    }
+    pid_t pid_ = -1;
+    int port_ = 0;
+};
+
 // The fake's /_control endpoints over one kept-alive TLS connection.
 class Control {
   public:
@@ -310,6 +386,7 @@ class Bench {
     WorkDir w_;
     std::unique_ptr<Observer> obs_;
     FakeServer server_;
+    H2Proxy proxy_;
     Control control_;
     AgentProcess agent_;
     std::vector<int> generation_;
@@ -420,9 +497,10 @@ void Bench::setup() {
                 w_.root + "/openssl.log", w_.root + "/openssl.log");
     server_.start(o_.fake, w_.root, *obs_);
     control_.connect(server_.port(), w_.root + "/cert.pem");
+    if (o_.h2) proxy_.start(server_.port(), w_.root, *obs_);
     const std::string kubeconfig = w_.root + "/kubeconfig";
     std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: bench\n  cluster:\n"
-                              << "    server: https://127.0.0.1:" << server_.port()
+                              << "    server: https://127.0.0.1:" << (o_.h2 ? proxy_.port() : server_.port())
                               << "\n    certificate-authority: " << w_.root << "/cert.pem\n"
                               << "users:\n- name: bench\n  user: {token: " << kToken << "}\n"
                               << "contexts:\n- name: bench\n  context: {cluster: bench, user: bench}\n"
@@ -786,6 +864,7 @@ void Bench::offline_boot() {
     settle(o_.offline, "connected");
 
     server_.kill();
+    proxy_.kill();
     agent_.stop(SIGKILL, *obs_);
     std::vector<std::pair<pid_t, std::uint64_t>> procs = live_shims(w_.state);
     for (int i = 0; i < o_.offline; ++i) {
@@ -834,6 +913,7 @@ void Bench::teardown() {
 void Bench::cleanup() {
     if (w_.root.empty()) return;
     server_.kill();
+    proxy_.kill();
     if (!o_.keep) unmount_below(w_.root);
     kill_all_and_clean(agent_, w_.state, obs_.get(), w_.root, o_.keep, "bench_cluster");
 }
@@ -869,7 +949,7 @@ void print_mappings(const std::vector<Mapping>& mappings, std::size_t top) {
 const char* const kUsage =
     "usage: bench_cluster [--daemonlet PATH] [--fake-apiserver PATH] [--daemonsets N] [--changes N]\n"
     "                     [--idle-minutes N] [--offline-daemonsets N] [--register-node] [--pod-status]\n"
-    "                     [--work-parent DIR] [--keep]\n";
+    "                     [--h2] [--work-parent DIR] [--keep]\n";
 
 }  // namespace
 
@@ -883,7 +963,10 @@ int main(int argc, char** argv) {
          {"--changes", &o.changes},
          {"--idle-minutes", &o.idle_minutes},
          {"--offline-daemonsets", &o.offline}},
-        {{"--keep", &o.keep}, {"--register-node", &o.register_node}, {"--pod-status", &o.pod_status}}};
+        {{"--keep", &o.keep},
+         {"--register-node", &o.register_node},
+         {"--pod-status", &o.pod_status},
+         {"--h2", &o.h2}}};
     if (auto exit = parse_flags(argc, argv, flags, kUsage)) return *exit;
     if (o.daemonsets < 1 || o.daemonsets > 999 || o.changes < 1 || o.idle_minutes < 1 || o.offline < 1 ||
         o.offline > o.daemonsets) {
