@@ -889,7 +889,7 @@ struct ApiHttpClient::Impl {
             self->unlive(c);
         };
         auto session = H2Session::create(std::move(cb));
-        if (!session.ok() && !no_h2 && !nghttp2_api().ok()) {
+        if (!session.ok() && !nghttp2_api().ok()) {
             // No libnghttp2 (loaded only when a server takes h2): once more
             // on a new connection offering http/1.1 only, and so from now on.
             no_h2 = true;
@@ -988,11 +988,14 @@ struct ApiHttpClient::Impl {
         h2_sweep(c, broke);
         if (!c->dead && !broke) {
             c->kick = false;
+            // More frames only once the last ones are written: mbed TLS wants
+            // a write it answered WANT_WRITE retried with the same bytes, and
+            // nghttp2 keeps what is not taken (its flood limits count it).
             if (c->h2_sent == c->h2_out.size()) {
                 c->h2_out.clear();
                 c->h2_sent = 0;
+                if (auto s = c->h2->take_output(c->h2_out); !s.ok()) broke = s.error().message;
             }
-            if (auto s = c->h2->take_output(c->h2_out); !s.ok()) broke = s.error().message;
             while (!broke && c->h2_sent < c->h2_out.size()) {
                 const int n = tls->ssl_write(
                     &c->tls->ssl, reinterpret_cast<const unsigned char*>(c->h2_out.data()) + c->h2_sent,
@@ -1006,10 +1009,14 @@ struct ApiHttpClient::Impl {
                 else
                     c->h2_sent += static_cast<std::size_t>(n);
             }
-            if (broke) {
-                unlive(c);
-                h2_sweep(c, broke);
-            }
+            // nghttp2 ended the session itself (the server broke the
+            // protocol: its GOAWAY is sent, the input ignored): the streams
+            // left would wait for their timeouts.
+            if (!broke && !c->h2->alive()) broke = std::string("the HTTP/2 session ended");
+            if (broke) unlive(c);
+            // Taking the output can close streams too (refused, or a
+            // response complete once the request's last DATA went).
+            h2_sweep(c, broke);
         }
         --c->busy;
         if (c->dead || broke || (c->streams.empty() && (c->goaway || !c->h2->alive()))) return drop_h2(c);
