@@ -103,9 +103,11 @@ need_tools "scripts/setup.sh installs debootstrap, qemu-system-x86, e2fsprogs, s
 # libraries the installed daemonlet and daemonlet-image link (ldd).
 # The power cut's queued Event (vm_powercut.sh): the test API server's
 # libraries (libmicrohttpd12, libgnutls30), curl for its /_control endpoints
-# and sqlite3 to read the queued Events in the store.
+# and sqlite3 to read the queued Events in the store; mbed TLS, which the
+# agent's API server client loads (the package Recommends it: minbase
+# installs no recommends).
 packages=(systemd systemd-sysv linux-image-amd64 initramfs-tools runc
-    libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4 libarchive13 libmicrohttpd12 libgnutls30 curl sqlite3)
+    libuv1 libsqlite3-0 libyaml-0-2 libssl3 libcurl4 libarchive13 libmbedtls14 libmicrohttpd12 libgnutls30 curl sqlite3)
 lock_cache "$cache"
 remove_runs "$cache"
 debian_tree "$cache" bookworm 1 "${packages[@]}"
