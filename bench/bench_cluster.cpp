@@ -598,7 +598,10 @@ void Bench::changes() {
     settle(o_.daemonsets, "connected");
     const int created0 = o_.pod_status ? a0["podStatus"].value("created", 0) : 0;
     const int deleted0 = o_.pod_status ? a0["podStatus"].value("deleted", 0) : 0;
-    quiet(created0 + o_.changes, deleted0 + o_.changes);
+    // At least one Pod made and one deleted: a revision replaced before the
+    // status manager made its Pod never gets one (the changes come within
+    // milliseconds of each other), so the count per change is not a bound.
+    quiet(created0 + 1, deleted0 + 1);
     const Json s1 = control_.call("GET", "/stats");
     const double per_change = 1.0 / o_.changes;
     const double changes_per_hour = o_.changes * 3600.0 * kSecond / static_cast<double>(t1 - t0);
