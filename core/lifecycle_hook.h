@@ -14,9 +14,10 @@
 //   stop_record,          pkg/kubelet/kuberuntime/labels.go: what killing a
 //   restore_stop          container needs without its pod's spec, kept with
 //                         it when it starts (newContainerAnnotations:
-//                         preStopHandler, containerPorts,
-//                         terminationGracePeriod) and read back by
-//                         killContainer when the pod is gone
+//                         io.kubernetes.container.preStopHandler,
+//                         io.kubernetes.container.ports,
+//                         io.kubernetes.pod.terminationGracePeriod) and read
+//                         back by killContainer when the pod is gone
 //                         (restoreSpecsFromContainerLabels).
 #pragma once
 
