@@ -11,10 +11,21 @@
 //                         lifecycle hook ([cmd]) for Container "c" in Pod
 //                         "name_namespace(uid)" failed - error: ..., message:
 //                         "..."", the HTTP and Sleep forms alike.
+//   stop_record,          pkg/kubelet/kuberuntime/labels.go: what killing a
+//   restore_stop          container needs without its pod's spec, kept with
+//                         it when it starts (newContainerAnnotations:
+//                         io.kubernetes.container.preStopHandler,
+//                         io.kubernetes.container.ports,
+//                         io.kubernetes.pod.terminationGracePeriod) and read
+//                         back by killContainer when the pod is gone
+//                         (restoreSpecsFromContainerLabels).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "core/json.h"
 
 #include "core/model.h"
 
@@ -38,5 +49,22 @@ std::string pod_ref(const std::string& name, const std::string& namespace_, cons
 // failed with `error` (and, for exec, the command's `output`).
 std::string hook_failure_message(const Handler& h, const std::string& container, const std::string& pod,
                                  const std::string& error, const std::string& output);
+
+// The stop record of container `container` of a pod whose (defaulted)
+// spec is `pod_spec`, as JSON: a pod template with the pod's
+// terminationGracePeriodSeconds and that one container's preStop hook and
+// what the hook reads here (name, ports for a named port, env, envFrom and
+// workingDir: an exec hook of the exec runtime runs on the host with the
+// container's environment, where the kubelet's runs in the container).
+// Empty when the container has no preStop hook (a plain stop needs none).
+std::string stop_record(const Json& pod_spec, const std::string& container);
+
+// A stop record read back: the container (with its preStop hook) and the
+// pod's grace period; nullopt when `record` is empty or not one.
+struct RestoredStop {
+    Container container;
+    std::int64_t grace_seconds = 30;
+};
+std::optional<RestoredStop> restore_stop(const std::string& record);
 
 }  // namespace daemonlet

@@ -45,6 +45,12 @@ struct ContainerStatus {
     // runtime has no image (exec) or has not said yet. kubelet's
     // containerStatuses[].imageID.
     std::string image_id;
+    // What stopping the current instance needs once its pod's spec is gone
+    // (its DaemonSet's revision deleted while it was stopping and the agent
+    // went away): core/lifecycle_hook.h stop_record, kept when it starts, as
+    // the kubelet keeps it in the container's labels; empty without a
+    // preStop hook.
+    std::string stop_record;
     bool ready = false;
     bool started = false;  // startup probe passed (or none)
     bool sidecar = false;  // an init container with restartPolicy Always: runs beside the app containers

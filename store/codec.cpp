@@ -136,6 +136,7 @@ Json encode_container(const ContainerStatus& c) {
     // Written only when known, so that older records read the same.
     if (!c.termination_runtime_id.empty()) j["terminationRuntimeId"] = c.termination_runtime_id;
     if (!c.image_id.empty()) j["imageId"] = c.image_id;
+    if (!c.stop_record.empty()) j["stopRecord"] = c.stop_record;
     return j;
 }
 
@@ -170,7 +171,8 @@ Result<std::vector<ContainerStatus>> decode_containers(std::string_view text,
             !read(e, "terminationReason", c.termination_reason) ||
             !read(e, "terminationStartedAtMs", c.termination_started_at_ms) || !read(e, "ready", c.ready) ||
             !read(e, "started", c.started) || !read(e, "init", init) || !read(e, "sidecar", c.sidecar) ||
-            !read(e, "terminationRuntimeId", c.termination_runtime_id) || !read(e, "imageId", c.image_id))
+            !read(e, "terminationRuntimeId", c.termination_runtime_id) || !read(e, "imageId", c.image_id) ||
+            !read(e, "stopRecord", c.stop_record))
             return corrupt("containers_json", "malformed container status " + dump(e));
         auto s = decode_state(state);
         if (!s) return s.error();

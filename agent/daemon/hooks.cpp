@@ -176,20 +176,28 @@ void Agent::set_hook_target(LivePod& p, std::size_t index, const Container& spec
 }
 
 // As the kubelet, which kills a container with the spec of its pod, or
-// without one with what its labels kept (restoreSpecsFromContainerLabels):
-// the store's DaemonSet and revision are there at the start (the DaemonSets
-// are read after the adoption), and gone once its removal is seen.
+// without one with what its labels kept (killContainer,
+// restoreSpecsFromContainerLabels): the store's DaemonSet and revision are
+// there at the start (the DaemonSets are read after the adoption), and gone
+// once its removal is seen; then each container's stop record (kept when it
+// started, launch_of) has its preStop hook and the pod's grace period. The
+// revision first: a container started by an older agent has no record.
 void Agent::load_adopted_hooks(LivePod& p) {
     if (p.rec.is_static()) return;  // static_pods_ keeps its file's last version
     auto row = store_->get_daemonset(p.rec.namespace_, p.rec.daemonset);
-    if (!row.ok() || !row.value()) return;
-    const Json object = Json::parse(row.value()->object_json, nullptr, false);
+    const Json object =
+        row.ok() && row.value() ? Json::parse(row.value()->object_json, nullptr, false) : Json();
     const DaemonSet* ds = object.is_object() ? stored_revision(p.rec, object) : nullptr;
-    if (!ds) return;
-    const PodSpec& spec = ds->spec.template_.spec;
-    for (std::size_t i = 0; i < p.containers.size(); ++i)
-        if (const Container* c = find_container(spec, p, i); c && !p.containers[i].id.empty())
-            set_hook_target(p, i, *c, spec.termination_grace_period_seconds.value_or(30), false);
+    for (std::size_t i = 0; i < p.containers.size(); ++i) {
+        if (p.containers[i].id.empty()) continue;
+        if (ds) {
+            const PodSpec& spec = ds->spec.template_.spec;
+            if (const Container* c = find_container(spec, p, i))
+                set_hook_target(p, i, *c, spec.termination_grace_period_seconds.value_or(30), false);
+        } else if (auto kept = restore_stop(p.status(i).stop_record)) {
+            set_hook_target(p, i, kept->container, kept->grace_seconds, false);
+        }
+    }
 }
 
 void Agent::cancel_hook(LiveContainer& lc) {

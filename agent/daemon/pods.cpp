@@ -16,6 +16,7 @@
 #include "core/decision.h"
 #include "core/expand.h"
 #include "core/image_wait.h"
+#include "core/lifecycle_hook.h"
 #include "core/pod_lifecycle.h"
 #include "core/pod_network.h"
 #include "core/sysctl.h"
@@ -368,6 +369,11 @@ std::optional<platform::ContainerLaunch> Agent::launch_of(const std::string& uid
     launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
     launch.labels = pod_labels(p.rec);
     launch.annotations = src.meta->annotations;
+    // Kept with the pod for its stop once the revision is gone (hooks.cpp
+    // load_adopted_hooks); a static pod's file is kept by static_pods_.
+    if (const Desired* d = p.rec.is_static() ? nullptr : desired_for(p.rec))
+        if (auto t = d->ds().object.find("spec"); t != d->ds().object.end() && t->contains("template"))
+            cs.stop_record = stop_record(t->at("template").value("spec", Json()), spec->name);
     if (!resolve_config(p, index, *spec, launch)) return std::nullopt;
     std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
     auto lookup = [&](const std::string& n) -> std::optional<std::string> {

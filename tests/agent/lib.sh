@@ -165,7 +165,8 @@ fileCheckFrequency: 2s
 crashLoopBackoff: {initial: 300ms, max: 2s}
 EOF
 }
-# The image is $DS_IMAGE (default none: the exec runtime needs none).
+# The image is $DS_IMAGE (default none: the exec runtime needs none), the
+# grace period $DS_GRACE (default 2).
 write_ds() {  # write_ds FILE NAME SCRIPT [EXTRA_SPEC_YAML] [STRATEGY_YAML] [CONTAINER_EXTRA_YAML]
     cat >"$man/$1.tmp" <<EOF
 apiVersion: apps/v1
@@ -177,7 +178,7 @@ spec:
   template:
     metadata: {labels: {app: $2}}
     spec:
-      terminationGracePeriodSeconds: 2
+      terminationGracePeriodSeconds: ${DS_GRACE:-2}
       ${4:-}
       containers:
         - name: main

@@ -105,6 +105,39 @@ wait_for "...and its process is gone" 10 bash -c "! kill -0 $ssd_pid"
 [[ -e $work/ssd.prestop && $(cat "$work/ssd.order" 2>/dev/null) == hook-first ]] && ok ||
     fail "the adopted pod's preStop hook did not run before its stop signal ($(cat "$work/ssd.order" 2>&1))"
 
+# 7b. A pod still in its preStop hook when the agent is killed -9, its
+# DaemonSet's removal already seen (the DaemonSet and its history gone from
+# the store): the next agent stops it with the hook (run again: delivery is
+# at least once) and the pod's grace period (4 s, not the default 30), from
+# what was kept with the pod when it started, as the kubelet restores them
+# from the container's labels (kuberuntime labels.go,
+# restoreSpecsFromContainerLabels). The hook's first run waits to be killed
+# with its agent; the second leaves the mark the container looks for at its
+# stop signal, which it then ignores (only SIGKILL at the grace ends it).
+cat >"$work/slow-hook.sh" <<EOF
+if [ -e $work/slow.hook1 ]; then touch $work/slow.prestop; exit 0; fi
+touch $work/slow.hook1
+i=0
+while [ ! -e $work/slow.release ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i + 1)); done
+EOF
+DS_GRACE=4 write_ds slow.yaml slow \
+    "trap 'if [ -e $work/slow.prestop ]; then echo hook-first; else echo signal-first; fi >$work/slow.order' TERM; while true; do sleep 0.2; done" \
+    "" "" "          lifecycle: {preStop: {exec: {command: [/bin/sh, $work/slow-hook.sh]}}}"
+wait_for "slow runs" 10 pod_running it slow
+slow_pid=$(pid_of slow)
+rm -f "$man/slow.yaml"
+wait_for "slow's preStop hook runs" 10 test -e "$work/slow.hook1"
+kill -9 "$agent"
+wait "$agent" 2>/dev/null
+touch "$work/slow.release"
+start_own_agent
+t0=$SECONDS
+wait_for "the next agent stops slow" 10 bash -c "! kill -0 $slow_pid"
+[[ $(cat "$work/slow.order" 2>/dev/null) == hook-first ]] && ok ||
+    fail "the pod whose DaemonSet is gone did not get its preStop hook before its stop signal ($(cat "$work/slow.order" 2>&1))"
+echo "slow stopped $((SECONDS - t0)) s after the restart"
+wait_for "slow's pod is gone" 5 no_pod it slow
+
 # 8. A template change rolls: without surge the old pod stops before the new starts.
 write_ds always.yaml always 'trap \"exit 0\" TERM; while true; do sleep 0.3; done'
 wait_for "the new revision runs" 15 bash -c "'$dl' get pods -A --config '$cfg' | grep -E '^it +always-.* Running' && p=\$(pgrep -f '^/bin/sh -c .* it-marker-$$-always\$' | head -1) && [[ -n \$p && \$p != '$always_pid' ]] && grep -q 'created for DaemonSet always revision 2' '$agent_log'"

@@ -63,3 +63,48 @@ TEST(LifecycleHook, MessagesAsHandlersRun) {
         hook_failure_message(sleep, "app", "p_ns(u)", "container terminated before sleep hook finished", "")
             .c_str());
 }
+
+// kuberuntime labels.go: what killContainer needs without the pod's spec is
+// kept with the container when it starts (newContainerAnnotations) and read
+// back when the pod is gone (restoreSpecsFromContainerLabels).
+TEST(LifecycleHook, StopRecordKeepsThePreStopHookAndTheGraceAsContainerLabels) {
+    const Json spec = Json::parse(R"({
+        "terminationGracePeriodSeconds": 7,
+        "initContainers": [{"name": "proxy", "image": "p", "restartPolicy": "Always",
+                            "lifecycle": {"preStop": {"sleep": {"seconds": 2}}}}],
+        "containers": [
+            {"name": "plain", "image": "a"},
+            {"name": "app", "image": "b", "command": ["run"], "workingDir": "/srv",
+             "env": [{"name": "MODE", "value": "drain"}],
+             "ports": [{"name": "admin", "containerPort": 9000}],
+             "lifecycle": {"postStart": {"exec": {"command": ["hello"]}},
+                           "preStop": {"httpGet": {"path": "/quit", "port": "admin"}}}}]})");
+    STRCMP_EQUAL("", stop_record(spec, "plain").c_str());  // a plain stop needs no record
+    STRCMP_EQUAL("", stop_record(spec, "missing").c_str());
+    const std::string app = stop_record(spec, "app");
+    auto restored = restore_stop(app);
+    CHECK_TEXT(restored, app.c_str());
+    LONGS_EQUAL(7, restored->grace_seconds);
+    const Container& c = restored->container;
+    STRCMP_EQUAL("app", c.name.c_str());
+    STRCMP_EQUAL("/srv", c.working_dir.c_str());
+    LONGS_EQUAL(1, c.env.size());
+    STRCMP_EQUAL("drain", c.env[0].value.c_str());
+    LONGS_EQUAL(1, c.ports.size());  // the hook's named port resolves
+    LONGS_EQUAL(9000, c.ports[0].container_port);
+    CHECK(c.lifecycle && c.lifecycle->pre_stop && c.lifecycle->pre_stop->http_get);
+    STRCMP_EQUAL("/quit", c.lifecycle->pre_stop->http_get->path.c_str());
+    CHECK_FALSE(c.lifecycle->post_start);  // it ran when the container started
+    CHECK(c.command.empty());              // what the hook does not read is not kept
+    // A sidecar's hook too; without terminationGracePeriodSeconds, its default.
+    Json no_grace = spec;
+    no_grace.erase("terminationGracePeriodSeconds");
+    auto proxy = restore_stop(stop_record(no_grace, "proxy"));
+    CHECK(proxy && proxy->container.lifecycle->pre_stop->sleep_seconds);
+    LONGS_EQUAL(2, *proxy->container.lifecycle->pre_stop->sleep_seconds);
+    LONGS_EQUAL(30, proxy->grace_seconds);
+    // No record (a container started by an older agent), or not one.
+    CHECK_FALSE(restore_stop(""));
+    CHECK_FALSE(restore_stop("{"));
+    CHECK_FALSE(restore_stop(R"({"spec": {"containers": [{"name": "app"}]}})"));
+}

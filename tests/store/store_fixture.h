@@ -201,10 +201,10 @@ inline std::string pod_difference(const PodRecord& a, const PodRecord& b) {
     auto differ = [](const ContainerStatus& x, const ContainerStatus& y) {
         return std::tie(x.name, x.runtime_id, x.state, x.reason, x.message, x.restart_count, x.exit_code,
                         x.started_at_ms, x.finished_at_ms, x.termination_reason, x.termination_started_at_ms,
-                        x.ready, x.started, x.sidecar) !=
+                        x.ready, x.started, x.sidecar, x.stop_record) !=
                std::tie(y.name, y.runtime_id, y.state, y.reason, y.message, y.restart_count, y.exit_code,
                         y.started_at_ms, y.finished_at_ms, y.termination_reason, y.termination_started_at_ms,
-                        y.ready, y.started, y.sidecar);
+                        y.ready, y.started, y.sidecar, y.stop_record);
     };
     for (std::size_t i = 0; i < a.containers.size(); ++i)
         if (differ(a.containers[i], b.containers[i]))
