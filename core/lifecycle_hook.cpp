@@ -33,7 +33,7 @@ std::string hook_failure_message(const Handler& h, const std::string& container,
     return "Cannot run handler: " + error;
 }
 
-std::string stop_record(const Json& pod_spec, const std::string& container) {
+std::string stop_record(const Json& pod_spec, const std::string& container, bool host_env) {
     if (!pod_spec.is_object()) return {};
     for (const char* list : {"containers", "initContainers"}) {
         auto l = pod_spec.find(list);
@@ -43,7 +43,9 @@ std::string stop_record(const Json& pod_spec, const std::string& container) {
             auto lifecycle = c.find("lifecycle");
             if (lifecycle == c.end() || !lifecycle->is_object() || !lifecycle->contains("preStop")) return {};
             Json kept = Json::object();
-            for (const char* key : {"name", "ports", "env", "envFrom", "workingDir"})
+            std::vector<const char*> keys{"name", "ports"};
+            if (host_env) keys.insert(keys.end(), {"env", "envFrom", "workingDir"});
+            for (const char* key : keys)
                 if (auto k = c.find(key); k != c.end()) kept[key] = *k;
             kept["lifecycle"] = Json{{"preStop", lifecycle->at("preStop")}};
             Json spec{{"containers", Json::array({std::move(kept)})}};
@@ -55,12 +57,13 @@ std::string stop_record(const Json& pod_spec, const std::string& container) {
     return {};
 }
 
-std::optional<RestoredStop> restore_stop(const std::string& record) {
+std::optional<RestoredStop> restore_stop(const std::string& record, const std::string& container) {
     if (record.empty()) return std::nullopt;
     Json j = Json::parse(record, nullptr, false);
     Pod pod;
     if (!j.is_object() || !decode_pod(j, pod).empty() || pod.spec.containers.size() != 1 ||
-        !pod.spec.containers[0].lifecycle || !pod.spec.containers[0].lifecycle->pre_stop)
+        pod.spec.containers[0].name != container || !pod.spec.containers[0].lifecycle ||
+        !pod.spec.containers[0].lifecycle->pre_stop)
         return std::nullopt;
     return RestoredStop{std::move(pod.spec.containers[0]),
                         pod.spec.termination_grace_period_seconds.value_or(30)};

@@ -53,18 +53,21 @@ std::string hook_failure_message(const Handler& h, const std::string& container,
 // The stop record of container `container` of a pod whose (defaulted)
 // spec is `pod_spec`, as JSON: a pod template with the pod's
 // terminationGracePeriodSeconds and that one container's preStop hook and
-// what the hook reads here (name, ports for a named port, env, envFrom and
-// workingDir: an exec hook of the exec runtime runs on the host with the
-// container's environment, where the kubelet's runs in the container).
-// Empty when the container has no preStop hook (a plain stop needs none).
-std::string stop_record(const Json& pod_spec, const std::string& container);
+// what the hook reads here: name and ports (a named port), and with
+// `host_env` env, envFrom and workingDir (an exec hook of the exec runtime
+// runs on the host with the container's environment; under runc and CRI it
+// runs in the container, which has them, so they are not kept: a record is
+// rewritten with its pod's row). Empty when the container has no preStop
+// hook (a plain stop needs none).
+std::string stop_record(const Json& pod_spec, const std::string& container, bool host_env);
 
 // A stop record read back: the container (with its preStop hook) and the
-// pod's grace period; nullopt when `record` is empty or not one.
+// pod's grace period; nullopt when `record` is empty, not one, or of
+// another container than `container`.
 struct RestoredStop {
     Container container;
     std::int64_t grace_seconds = 30;
 };
-std::optional<RestoredStop> restore_stop(const std::string& record);
+std::optional<RestoredStop> restore_stop(const std::string& record, const std::string& container);
 
 }  // namespace daemonlet

@@ -171,9 +171,12 @@ Result<std::vector<ContainerStatus>> decode_containers(std::string_view text,
             !read(e, "terminationReason", c.termination_reason) ||
             !read(e, "terminationStartedAtMs", c.termination_started_at_ms) || !read(e, "ready", c.ready) ||
             !read(e, "started", c.started) || !read(e, "init", init) || !read(e, "sidecar", c.sidecar) ||
-            !read(e, "terminationRuntimeId", c.termination_runtime_id) || !read(e, "imageId", c.image_id) ||
-            !read(e, "stopRecord", c.stop_record))
+            !read(e, "terminationRuntimeId", c.termination_runtime_id) || !read(e, "imageId", c.image_id))
             return corrupt("containers_json", "malformed container status " + dump(e));
+        // Best effort: a stop record of another shape (a later agent's) is
+        // no record, not a corrupt row that would cost every pod its adoption.
+        if (auto r = e.find("stopRecord"); r != e.end() && r->is_string())
+            c.stop_record = r->get<std::string>();
         auto s = decode_state(state);
         if (!s) return s.error();
         c.state = s.value();

@@ -190,11 +190,11 @@ void Agent::load_adopted_hooks(LivePod& p) {
     const DaemonSet* ds = object.is_object() ? stored_revision(p.rec, object) : nullptr;
     for (std::size_t i = 0; i < p.containers.size(); ++i) {
         if (p.containers[i].id.empty()) continue;
-        if (ds) {
-            const PodSpec& spec = ds->spec.template_.spec;
-            if (const Container* c = find_container(spec, p, i))
-                set_hook_target(p, i, *c, spec.termination_grace_period_seconds.value_or(30), false);
-        } else if (auto kept = restore_stop(p.status(i).stop_record)) {
+        const Container* c = ds ? find_container(ds->spec.template_.spec, p, i) : nullptr;
+        if (c) {
+            set_hook_target(p, i, *c, ds->spec.template_.spec.termination_grace_period_seconds.value_or(30),
+                            false);
+        } else if (auto kept = restore_stop(p.status(i).stop_record, p.status(i).name)) {
             set_hook_target(p, i, kept->container, kept->grace_seconds, false);
         }
     }

@@ -373,7 +373,8 @@ std::optional<platform::ContainerLaunch> Agent::launch_of(const std::string& uid
     // load_adopted_hooks); a static pod's file is kept by static_pods_.
     if (const Desired* d = p.rec.is_static() ? nullptr : desired_for(p.rec))
         if (auto t = d->ds().object.find("spec"); t != d->ds().object.end() && t->contains("template"))
-            cs.stop_record = stop_record(t->at("template").value("spec", Json()), spec->name);
+            cs.stop_record = stop_record(t->at("template").value("spec", Json()), spec->name,
+                                         config_.runtime_type == "exec");
     if (!resolve_config(p, index, *spec, launch)) return std::nullopt;
     std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
     auto lookup = [&](const std::string& n) -> std::optional<std::string> {

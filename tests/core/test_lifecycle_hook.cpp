@@ -79,10 +79,11 @@ TEST(LifecycleHook, StopRecordKeepsThePreStopHookAndTheGraceAsContainerLabels) {
              "ports": [{"name": "admin", "containerPort": 9000}],
              "lifecycle": {"postStart": {"exec": {"command": ["hello"]}},
                            "preStop": {"httpGet": {"path": "/quit", "port": "admin"}}}}]})");
-    STRCMP_EQUAL("", stop_record(spec, "plain").c_str());  // a plain stop needs no record
-    STRCMP_EQUAL("", stop_record(spec, "missing").c_str());
-    const std::string app = stop_record(spec, "app");
-    auto restored = restore_stop(app);
+    STRCMP_EQUAL("", stop_record(spec, "plain", true).c_str());  // a plain stop needs no record
+    STRCMP_EQUAL("", stop_record(spec, "missing", true).c_str());
+    const std::string app = stop_record(spec, "app", true);
+    auto restored = restore_stop(app, "app");
+    CHECK_FALSE(restore_stop(app, "other"));  // another container's record
     CHECK_TEXT(restored, app.c_str());
     LONGS_EQUAL(7, restored->grace_seconds);
     const Container& c = restored->container;
@@ -99,12 +100,19 @@ TEST(LifecycleHook, StopRecordKeepsThePreStopHookAndTheGraceAsContainerLabels) {
     // A sidecar's hook too; without terminationGracePeriodSeconds, its default.
     Json no_grace = spec;
     no_grace.erase("terminationGracePeriodSeconds");
-    auto proxy = restore_stop(stop_record(no_grace, "proxy"));
+    auto proxy = restore_stop(stop_record(no_grace, "proxy", true), "proxy");
     CHECK(proxy && proxy->container.lifecycle->pre_stop->sleep_seconds);
     LONGS_EQUAL(2, *proxy->container.lifecycle->pre_stop->sleep_seconds);
     LONGS_EQUAL(30, proxy->grace_seconds);
     // No record (a container started by an older agent), or not one.
-    CHECK_FALSE(restore_stop(""));
-    CHECK_FALSE(restore_stop("{"));
-    CHECK_FALSE(restore_stop(R"({"spec": {"containers": [{"name": "app"}]}})"));
+    CHECK_FALSE(restore_stop("", "app"));
+    CHECK_FALSE(restore_stop("{", "app"));
+    CHECK_FALSE(restore_stop(R"({"spec": {"containers": [{"name": "app"}]}})", "app"));
+    // Under runc and CRI the hook runs in the container, which has its env
+    // and workingDir: only what the hook needs from outside is kept.
+    auto in_container = restore_stop(stop_record(spec, "app", false), "app");
+    CHECK(in_container && in_container->container.lifecycle->pre_stop->http_get);
+    CHECK(in_container->container.env.empty());
+    CHECK(in_container->container.working_dir.empty());
+    LONGS_EQUAL(1, in_container->container.ports.size());
 }
