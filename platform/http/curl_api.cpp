@@ -1,8 +1,6 @@
 #include "platform/http/curl_api.h"
 
-#include <dlfcn.h>
-
-#include <mutex>
+#include "platform/dl_library.h"
 
 // GnuTLS comes with libcurl (through librtmp and LDAP, protocols the agent
 // never enables: CURLOPT_PROTOCOLS_STR is http,https) and initialises itself
@@ -18,52 +16,44 @@ extern "C" __attribute__((visibility("default"), used)) int _gnutls_global_init_
 
 namespace daemonlet::platform {
 
+namespace {
+
+Result<CurlApi> load() {
+    auto api = dl_load_table<CurlApi>({"libcurl.so.4", "install libcurl4 (httpGet and grpc probes need it)",
+                                       "libcurl 7.85 or later is needed"},
+                                      [](DlSymbols& sym, CurlApi& t) {
+                                          sym(t.global_init, "curl_global_init");
+                                          sym(t.easy_init, "curl_easy_init");
+                                          sym(t.easy_setopt, "curl_easy_setopt");
+                                          sym(t.easy_perform, "curl_easy_perform");
+                                          sym(t.easy_getinfo, "curl_easy_getinfo");
+                                          sym(t.easy_cleanup, "curl_easy_cleanup");
+                                          sym(t.easy_strerror, "curl_easy_strerror");
+                                          sym(t.multi_init, "curl_multi_init");
+                                          sym(t.multi_setopt, "curl_multi_setopt");
+                                          sym(t.multi_add_handle, "curl_multi_add_handle");
+                                          sym(t.multi_remove_handle, "curl_multi_remove_handle");
+                                          sym(t.multi_assign, "curl_multi_assign");
+                                          sym(t.multi_socket_action, "curl_multi_socket_action");
+                                          sym(t.multi_info_read, "curl_multi_info_read");
+                                          sym(t.multi_cleanup, "curl_multi_cleanup");
+                                          sym(t.multi_strerror, "curl_multi_strerror");
+                                          sym(t.slist_append, "curl_slist_append");
+                                          sym(t.slist_free_all, "curl_slist_free_all");
+                                          sym(t.version_info, "curl_version_info");
+                                      });
+    if (api.ok() && api.value().global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return Error{ErrorCode::Unavailable, "curl_global_init failed"};
+    return api;
+}
+
+}  // namespace
+
 Result<const CurlApi*> curl_api() {
-    static CurlApi api{};
-    static std::string error;
-    static std::once_flag once;
-    std::call_once(once, [] {
-        void* h = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-            error = std::string(::dlerror()) + ": install libcurl4 (httpGet and grpc probes need it)";
-            return;
-        }
-        bool ok = true;
-        auto sym = [&](auto& fn, const char* name) {
-            void* p = ::dlsym(h, name);
-            if (!p) {
-                error = std::string("libcurl.so.4: no ") + name + ": libcurl 7.85 or later is needed";
-                ok = false;
-            }
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
-        };
-        sym(api.global_init, "curl_global_init");
-        sym(api.easy_init, "curl_easy_init");
-        sym(api.easy_setopt, "curl_easy_setopt");
-        sym(api.easy_perform, "curl_easy_perform");
-        sym(api.easy_getinfo, "curl_easy_getinfo");
-        sym(api.easy_cleanup, "curl_easy_cleanup");
-        sym(api.easy_strerror, "curl_easy_strerror");
-        sym(api.multi_init, "curl_multi_init");
-        sym(api.multi_setopt, "curl_multi_setopt");
-        sym(api.multi_add_handle, "curl_multi_add_handle");
-        sym(api.multi_remove_handle, "curl_multi_remove_handle");
-        sym(api.multi_assign, "curl_multi_assign");
-        sym(api.multi_socket_action, "curl_multi_socket_action");
-        sym(api.multi_info_read, "curl_multi_info_read");
-        sym(api.multi_cleanup, "curl_multi_cleanup");
-        sym(api.multi_strerror, "curl_multi_strerror");
-        sym(api.slist_append, "curl_slist_append");
-        sym(api.slist_free_all, "curl_slist_free_all");
-        sym(api.version_info, "curl_version_info");
-        if (ok && api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            error = "curl_global_init failed";
-            ok = false;
-        }
-        if (!ok) api.easy_init = nullptr;
-    });
-    if (!api.easy_init) return Error{ErrorCode::Unavailable, error};
-    return &api;
+    // Once per process (thread-safe, as a function-local static is): a
+    // failure is remembered, not retried.
+    static const Result<CurlApi> api = load();
+    return dl_table(api);
 }
 
 }  // namespace daemonlet::platform

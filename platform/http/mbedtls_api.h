@@ -23,46 +23,50 @@
 
 namespace daemonlet::platform {
 
+// The functions, once: the table below and its loader (mbedtls_api.cpp).
+#define DAEMONLET_MBEDTLS_FUNCTIONS(X) \
+    X(base64_decode)                   \
+    X(strerror)                        \
+    X(entropy_init)                    \
+    X(entropy_func)                    \
+    X(ctr_drbg_init)                   \
+    X(ctr_drbg_seed)                   \
+    X(ctr_drbg_random)                 \
+    X(x509_crt_init)                   \
+    X(x509_crt_parse)                  \
+    X(x509_crt_parse_file)             \
+    X(x509_crt_free)                   \
+    X(x509_crt_verify_info)            \
+    X(pk_init)                         \
+    X(pk_parse_key)                    \
+    X(pk_parse_keyfile)                \
+    X(pk_free)                         \
+    X(ssl_init)                        \
+    X(ssl_free)                        \
+    X(ssl_setup)                       \
+    X(ssl_set_hostname)                \
+    X(ssl_set_bio)                     \
+    X(ssl_handshake)                   \
+    X(ssl_read)                        \
+    X(ssl_write)                       \
+    X(ssl_get_verify_result)           \
+    X(ssl_get_peer_cert)               \
+    X(ssl_config_init)                 \
+    X(ssl_config_defaults)             \
+    X(ssl_config_free)                 \
+    X(ssl_conf_authmode)               \
+    X(ssl_conf_ca_chain)               \
+    X(ssl_conf_own_cert)               \
+    X(ssl_conf_rng)                    \
+    X(ssl_conf_min_version)            \
+    X(asn1_get_tag)                    \
+    X(ssl_conf_alpn_protocols)         \
+    X(ssl_get_alpn_protocol)           \
+    X(ssl_get_bytes_avail)
+
 struct MbedTlsApi {
-#define DAEMONLET_MBEDTLS_FN(name) decltype(&mbedtls_##name) name
-    DAEMONLET_MBEDTLS_FN(base64_decode);
-    DAEMONLET_MBEDTLS_FN(strerror);
-    DAEMONLET_MBEDTLS_FN(entropy_init);
-    DAEMONLET_MBEDTLS_FN(entropy_func);
-    DAEMONLET_MBEDTLS_FN(ctr_drbg_init);
-    DAEMONLET_MBEDTLS_FN(ctr_drbg_seed);
-    DAEMONLET_MBEDTLS_FN(ctr_drbg_random);
-    DAEMONLET_MBEDTLS_FN(x509_crt_init);
-    DAEMONLET_MBEDTLS_FN(x509_crt_parse);
-    DAEMONLET_MBEDTLS_FN(x509_crt_parse_file);
-    DAEMONLET_MBEDTLS_FN(x509_crt_free);
-    DAEMONLET_MBEDTLS_FN(x509_crt_verify_info);
-    DAEMONLET_MBEDTLS_FN(pk_init);
-    DAEMONLET_MBEDTLS_FN(pk_parse_key);
-    DAEMONLET_MBEDTLS_FN(pk_parse_keyfile);
-    DAEMONLET_MBEDTLS_FN(pk_free);
-    DAEMONLET_MBEDTLS_FN(ssl_init);
-    DAEMONLET_MBEDTLS_FN(ssl_free);
-    DAEMONLET_MBEDTLS_FN(ssl_setup);
-    DAEMONLET_MBEDTLS_FN(ssl_set_hostname);
-    DAEMONLET_MBEDTLS_FN(ssl_set_bio);
-    DAEMONLET_MBEDTLS_FN(ssl_handshake);
-    DAEMONLET_MBEDTLS_FN(ssl_read);
-    DAEMONLET_MBEDTLS_FN(ssl_write);
-    DAEMONLET_MBEDTLS_FN(ssl_get_verify_result);
-    DAEMONLET_MBEDTLS_FN(ssl_get_peer_cert);
-    DAEMONLET_MBEDTLS_FN(ssl_config_init);
-    DAEMONLET_MBEDTLS_FN(ssl_config_defaults);
-    DAEMONLET_MBEDTLS_FN(ssl_config_free);
-    DAEMONLET_MBEDTLS_FN(ssl_conf_authmode);
-    DAEMONLET_MBEDTLS_FN(ssl_conf_ca_chain);
-    DAEMONLET_MBEDTLS_FN(ssl_conf_own_cert);
-    DAEMONLET_MBEDTLS_FN(ssl_conf_rng);
-    DAEMONLET_MBEDTLS_FN(ssl_conf_min_version);
-    DAEMONLET_MBEDTLS_FN(asn1_get_tag);
-    DAEMONLET_MBEDTLS_FN(ssl_conf_alpn_protocols);
-    DAEMONLET_MBEDTLS_FN(ssl_get_alpn_protocol);
-    DAEMONLET_MBEDTLS_FN(ssl_get_bytes_avail);
+#define DAEMONLET_MBEDTLS_FN(name) decltype(&mbedtls_##name) name;
+    DAEMONLET_MBEDTLS_FUNCTIONS(DAEMONLET_MBEDTLS_FN)
 #undef DAEMONLET_MBEDTLS_FN
 };
 

@@ -16,26 +16,30 @@
 
 namespace daemonlet::platform {
 
+// The functions, once: the table below and its loader (nghttp2_api.cpp).
+#define DAEMONLET_NGHTTP2_FUNCTIONS(X)                   \
+    X(session_callbacks_new)                             \
+    X(session_callbacks_del)                             \
+    X(session_callbacks_set_on_header_callback)          \
+    X(session_callbacks_set_on_frame_recv_callback)      \
+    X(session_callbacks_set_on_data_chunk_recv_callback) \
+    X(session_callbacks_set_on_stream_close_callback)    \
+    X(session_client_new)                                \
+    X(session_del)                                       \
+    X(session_set_local_window_size)                     \
+    X(session_mem_recv)                                  \
+    X(session_mem_send)                                  \
+    X(session_want_read)                                 \
+    X(session_want_write)                                \
+    X(submit_settings)                                   \
+    X(submit_request)                                    \
+    X(submit_rst_stream)                                 \
+    X(strerror)                                          \
+    X(http2_strerror)
+
 struct Nghttp2Api {
-#define DAEMONLET_NGHTTP2_FN(name) decltype(&nghttp2_##name) name
-    DAEMONLET_NGHTTP2_FN(session_callbacks_new);
-    DAEMONLET_NGHTTP2_FN(session_callbacks_del);
-    DAEMONLET_NGHTTP2_FN(session_callbacks_set_on_header_callback);
-    DAEMONLET_NGHTTP2_FN(session_callbacks_set_on_frame_recv_callback);
-    DAEMONLET_NGHTTP2_FN(session_callbacks_set_on_data_chunk_recv_callback);
-    DAEMONLET_NGHTTP2_FN(session_callbacks_set_on_stream_close_callback);
-    DAEMONLET_NGHTTP2_FN(session_client_new);
-    DAEMONLET_NGHTTP2_FN(session_del);
-    DAEMONLET_NGHTTP2_FN(session_set_local_window_size);
-    DAEMONLET_NGHTTP2_FN(session_mem_recv);
-    DAEMONLET_NGHTTP2_FN(session_mem_send);
-    DAEMONLET_NGHTTP2_FN(session_want_read);
-    DAEMONLET_NGHTTP2_FN(session_want_write);
-    DAEMONLET_NGHTTP2_FN(submit_settings);
-    DAEMONLET_NGHTTP2_FN(submit_request);
-    DAEMONLET_NGHTTP2_FN(submit_rst_stream);
-    DAEMONLET_NGHTTP2_FN(strerror);
-    DAEMONLET_NGHTTP2_FN(http2_strerror);
+#define DAEMONLET_NGHTTP2_FN(name) decltype(&nghttp2_##name) name;
+    DAEMONLET_NGHTTP2_FUNCTIONS(DAEMONLET_NGHTTP2_FN)
 #undef DAEMONLET_NGHTTP2_FN
 };
 

@@ -1,7 +1,8 @@
 #include "platform/image/sha256.h"
 
-#include <dlfcn.h>
 #include <openssl/evp.h>
+
+#include "platform/dl_library.h"
 
 namespace daemonlet::platform {
 
@@ -19,28 +20,16 @@ struct Evp {
 };
 
 Result<Evp> load_evp() {
-    const char* library = "libcrypto.so.3";
-    void* h = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return Error{ErrorCode::Unavailable, std::string("sha256: ") + library +
-                                                 " not available: " + ::dlerror() + " (install libssl3)"};
-    Evp e{};
-    auto sym = [&](const char* name) { return ::dlsym(h, name); };
-    void* p[6] = {sym("EVP_MD_CTX_new"),    sym("EVP_MD_CTX_free"),  sym("EVP_sha256"),
-                  sym("EVP_DigestInit_ex"), sym("EVP_DigestUpdate"), sym("EVP_DigestFinal_ex")};
-    for (void* f : p)
-        if (!f) {
-            ::dlclose(h);
-            return Error{ErrorCode::Unavailable,
-                         std::string("sha256: ") + library + " lacks the EVP digest functions"};
-        }
-    e.ctx_new = reinterpret_cast<decltype(e.ctx_new)>(p[0]);
-    e.ctx_free = reinterpret_cast<decltype(e.ctx_free)>(p[1]);
-    e.sha256 = reinterpret_cast<decltype(e.sha256)>(p[2]);
-    e.init = reinterpret_cast<decltype(e.init)>(p[3]);
-    e.update = reinterpret_cast<decltype(e.update)>(p[4]);
-    e.final = reinterpret_cast<decltype(e.final)>(p[5]);
-    return e;
+    auto lib = dl_load_table<Evp>({"libcrypto.so.3", "install libssl3", nullptr}, [](DlSymbols& sym, Evp& e) {
+        sym(e.ctx_new, "EVP_MD_CTX_new");
+        sym(e.ctx_free, "EVP_MD_CTX_free");
+        sym(e.sha256, "EVP_sha256");
+        sym(e.init, "EVP_DigestInit_ex");
+        sym(e.update, "EVP_DigestUpdate");
+        sym(e.final, "EVP_DigestFinal_ex");
+    });
+    if (!lib.ok()) return Error{lib.error().code, "sha256: " + lib.error().message};
+    return lib;
 }
 
 // Once per process: a failure is remembered, not retried.

@@ -1,6 +1,6 @@
 // SHA-256 for verifying image blobs, from OpenSSL's libcrypto loaded on
-// first use (as platform/http/credentials.cpp does for base64), so that linking
-// the image store costs a process nothing until it hashes.
+// first use (platform/dl_library.h, as libcurl is), so that linking the
+// image store costs a process nothing until it hashes.
 #pragma once
 
 #include <cstddef>
