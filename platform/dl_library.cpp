@@ -8,12 +8,18 @@ void* DlSymbols::find(const char* name) {
     // dlsym on the handle also searches the libraries it brought in
     // (libmbedtls.so.14 brings libmbedx509 and libmbedcrypto).
     void* p = ::dlsym(handle_, name);
-    if (!p && missing_.empty()) missing_ = name;
+    if (!p) {
+        ::dlerror();  // not left pending for the next dlerror() of anyone
+        if (missing_.empty()) missing_ = name;
+    }
     return p;
 }
 
 Status dl_load(const DlLibrary& library, const std::function<void(DlSymbols&)>& resolve) {
-    void* h = ::dlopen(library.soname, RTLD_NOW | RTLD_LOCAL);
+    // RTLD_NODELETE: a library that lacks a function is closed, but not
+    // unloaded, its dependencies' constructors having run (libcurl's GnuTLS,
+    // whose start-up curl_api.cpp skips).
+    void* h = ::dlopen(library.soname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) {
         const char* why = ::dlerror();
         return Error{ErrorCode::Unavailable,

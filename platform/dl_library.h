@@ -67,5 +67,7 @@ Result<const Table*> dl_table(const Result<Table>& loaded) {
     if (!loaded.ok()) return loaded.error();
     return &loaded.value();
 }
+template <class Table>
+Result<const Table*> dl_table(const Result<Table>&&) = delete;  // it would point into a temporary
 
 }  // namespace daemonlet::platform

@@ -18,6 +18,9 @@ namespace daemonlet::platform {
 
 namespace {
 
+// A member added to CurlApi without its line below would stay null.
+static_assert(sizeof(CurlApi) == 19 * sizeof(void*), "every CurlApi member is resolved in load()");
+
 Result<CurlApi> load() {
     auto api = dl_load_table<CurlApi>({"libcurl.so.4", "install libcurl4 (httpGet and grpc probes need it)",
                                        "libcurl 7.85 or later is needed"},

@@ -19,15 +19,18 @@ struct Evp {
     decltype(&EVP_DigestFinal_ex) final;
 };
 
+static_assert(sizeof(Evp) == 6 * sizeof(void*), "every Evp member is resolved in load_evp()");
+
 Result<Evp> load_evp() {
-    auto lib = dl_load_table<Evp>({"libcrypto.so.3", "install libssl3", nullptr}, [](DlSymbols& sym, Evp& e) {
-        sym(e.ctx_new, "EVP_MD_CTX_new");
-        sym(e.ctx_free, "EVP_MD_CTX_free");
-        sym(e.sha256, "EVP_sha256");
-        sym(e.init, "EVP_DigestInit_ex");
-        sym(e.update, "EVP_DigestUpdate");
-        sym(e.final, "EVP_DigestFinal_ex");
-    });
+    auto lib = dl_load_table<Evp>({"libcrypto.so.3", "install libssl3", "OpenSSL 3 (libssl3) is needed"},
+                                  [](DlSymbols& sym, Evp& e) {
+                                      sym(e.ctx_new, "EVP_MD_CTX_new");
+                                      sym(e.ctx_free, "EVP_MD_CTX_free");
+                                      sym(e.sha256, "EVP_sha256");
+                                      sym(e.init, "EVP_DigestInit_ex");
+                                      sym(e.update, "EVP_DigestUpdate");
+                                      sym(e.final, "EVP_DigestFinal_ex");
+                                  });
     if (!lib.ok()) return Error{lib.error().code, "sha256: " + lib.error().message};
     return lib;
 }
