@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 
 #include "platform/http/api_http_client.h"
 #include "platform/http/mbedtls_api.h"
+#include "tests/platform/http/client_test.h"
 #include "tests/platform/http/test_certs.h"
 #include "tests/platform/runtime_fixture.h"
 
@@ -160,60 +162,25 @@ class KeepAliveServer {
     std::vector<Conn*> conns_;
 };
 
-struct Outcome {
-    int calls = 0;
-    std::optional<platform::HttpResponse> resp;
-    std::optional<Error> err;
-};
+using ApiClientTest = ClientTest<KeepAliveServer, platform::ApiHttpClient>;
 
 }  // namespace
 
-TEST_GROUP(ApiHttpClient) {
-    uv_loop_t loop{};
-    KeepAliveServer* server = nullptr;
-    platform::ApiHttpClient* client = nullptr;
-
-    void setup() override {
-        uv_loop_init(&loop);
-        server = new KeepAliveServer(&loop);
-        client = new platform::ApiHttpClient(&loop);
-    }
-    void teardown() override {
-        client->close();
-        server->close();
-        uv_run(&loop, UV_RUN_DEFAULT);
-        delete client;
-        delete server;
-        LONGS_EQUAL(0, uv_loop_close(&loop));
-    }
+// clang-format does not know TEST_GROUP_BASE.
+// clang-format off
+TEST_GROUP_BASE(ApiHttpClient, ApiClientTest) {
     platform::HttpRequest req(const std::string& path) {
         platform::HttpRequest r;
         r.url = "http://127.0.0.1:" + std::to_string(server->port) + path;
         r.timeout_ms = 2000;
         return r;
     }
-    Outcome get(const platform::HttpRequest& r) {
-        Outcome o;
-        auto id = client->request(r, [&o](Result<platform::HttpResponse> res) {
-            ++o.calls;
-            if (res)
-                o.resp = res.value();
-            else
-                o.err = res.error();
-        });
-        CHECK_TEXT(id.ok(), id.ok() ? "" : id.error().message.c_str());
-        LONGS_EQUAL_TEXT(0, o.calls, "called back from inside request()");
-        CHECK(run_until(&loop, [&] { return o.calls > 0; }));
-        run_until(
-            &loop, [] { return false; }, std::chrono::milliseconds(20));
-        LONGS_EQUAL(1, o.calls);
-        return o;
-    }
     std::string body_of(const Outcome& o) {
         CHECK_TEXT(o.resp.has_value(), o.err ? o.err->message.c_str() : "");
         return o.resp ? o.resp->body : "";
     }
 };
+// clang-format on
 
 TEST(ApiHttpClient, BodiesByContentLengthOrChunked) {
     Outcome plain = get(req("/plain"));
