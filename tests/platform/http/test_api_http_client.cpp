@@ -709,10 +709,8 @@ class StallRelay {
 // and is retried, as mbed TLS wants, with the same bytes (3fca308: no new
 // frames join them before). Once the server reads again every request is
 // answered, each with its own body: a frame lost or cut would break the
-// session or a body. Not a reproduction of 3fca308's loss: that needed the
-// waiting write to be the buffer's last, short record and new frames taken
-// before its retry, which the relay cannot arrange; with that fix reverted
-// this row still passes.
+// session or a body. 3fca308's loss needs the waiting write to be the
+// buffer's last, short record: the next row arranges that.
 TEST(ApiHttpClient, Http2RequestsSurviveAServerThatStopsReading) {
     H2Proxy proxy(&loop, server->port);
     if (proxy.port == 0) return;  // nghttpx not installed
@@ -777,6 +775,56 @@ TEST(ApiHttpClient, Http2RequestsSurviveAServerThatStopsReading) {
                        .c_str());
     }
     LONGS_EQUAL(1, client->connections_opened());
+    relay.close();
+}
+
+// The write that waits is the buffer's last, short record (one request's
+// frames, under mbed TLS's 16 KiB record, more than the client's socket
+// holds), and another request comes while it waits: its frames are taken
+// only once the waiting record is out. Taken before the retry (3fca308's
+// bug), mbed TLS counts them as sent with the record: the second request is
+// never sent, and times out.
+TEST(ApiHttpClient, Http2ARequestMadeWhileAWriteWaitsIsSent) {
+    H2Proxy proxy(&loop, server->port);
+    if (proxy.port == 0) return;  // nghttpx not installed
+    StallRelay relay(&loop, proxy.port);
+    auto h2 = [&](const std::string& path) {
+        auto r = req(path);
+        r.tls.ca_pem = kGoodCert;
+        r.url = "https://127.0.0.1:" + std::to_string(relay.port) + path;
+        r.http2_multiplex = true;
+        r.timeout_ms = 3000;
+        return r;
+    };
+    STRCMP_EQUAL("fine", body_of(get(h2("/plain"))).c_str());
+    const int fd = relay.client_fd();
+    CHECK(fd >= 0);
+    const int least = 1;  // the kernel's least, about 4.5 KiB
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &least, sizeof least);
+    relay.stall();
+    auto record = [](Outcome& o) {
+        return [&o](Result<platform::HttpResponse> res) {
+            ++o.calls;
+            if (res)
+                o.resp = res.value();
+            else
+                o.err = res.error();
+        };
+    };
+    auto put = h2("/echo");
+    put.method = "PUT";
+    put.body = std::string(15'900, 'p');
+    Outcome first, second;
+    CHECK(client->request(put, record(first)).ok());
+    CHECK(run_until(&loop, [&] {
+        pollfd p{fd, POLLOUT, 0};
+        return ::poll(&p, 1, 0) == 0;
+    }));
+    CHECK(client->request(h2("/plain"), record(second)).ok());
+    relay.resume();
+    CHECK(run_until(&loop, [&] { return first.calls > 0 && second.calls > 0; }));
+    STRCMP_EQUAL(("PUT " + put.body + " ").c_str(), body_of(first).c_str());
+    STRCMP_EQUAL("fine", body_of(second).c_str());
     relay.close();
 }
 
