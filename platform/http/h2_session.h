@@ -1,6 +1,6 @@
 // An HTTP/2 client session (nghttp2, loaded on first use: nghttp2_api.h)
 // over a byte transport the caller owns (the API server client's TLS
-// connection, api_http_client.cpp): submit requests as streams, feed the
+// connection, api_h2.cpp): submit requests as streams, feed the
 // bytes received, take the bytes to send. nghttp2 keeps the framing, HPACK
 // and flow control (WINDOW_UPDATE as the data is consumed); the windows
 // are raised so that a 4 MiB list page needs no round trip per 64 KiB.

@@ -3,10 +3,10 @@
 // with the status or an error; redirects are reported, not followed; the
 // body limit holds; close() leaves nothing for uv_loop_close to complain
 // about.
-#include <optional>
 #include <string>
 
 #include "platform/http/http_client.h"
+#include "tests/platform/http/client_test.h"
 #include "tests/platform/http/http_responder.h"
 #include "tests/platform/runtime_fixture.h"
 
@@ -15,54 +15,13 @@
 using namespace daemonlet;
 using namespace daemonlet::testing;
 
-namespace {
+using HttpClientTest = ClientTest<HttpResponder, platform::HttpClient>;
 
-struct Outcome {
-    int calls = 0;
-    std::optional<platform::HttpResponse> resp;
-    std::optional<Error> err;
-};
-
-}  // namespace
-
-TEST_GROUP(HttpClient) {
-    uv_loop_t loop{};
-    HttpResponder* server = nullptr;
-    platform::HttpClient* client = nullptr;
-
-    void setup() override {
-        uv_loop_init(&loop);
-        server = new HttpResponder(&loop);
-        client = new platform::HttpClient(&loop);
-    }
-    void teardown() override {
-        client->close();
-        server->close();
-        uv_run(&loop, UV_RUN_DEFAULT);
-        delete client;
-        delete server;
-        LONGS_EQUAL(0, uv_loop_close(&loop));
-    }
+// clang-format does not know TEST_GROUP_BASE.
+// clang-format off
+TEST_GROUP_BASE(HttpClient, HttpClientTest) {
     std::string url(const std::string& path) {
         return "http://127.0.0.1:" + std::to_string(server->port()) + path;
-    }
-    Outcome get(platform::HttpRequest req) {
-        Outcome o;
-        auto id = client->request(req, [&o](Result<platform::HttpResponse> r) {
-            ++o.calls;
-            if (r)
-                o.resp = r.value();
-            else
-                o.err = r.error();
-        });
-        CHECK_TEXT(id.ok(), id.ok() ? "" : id.error().message.c_str());
-        LONGS_EQUAL_TEXT(0, o.calls, "called back from inside request()");
-        CHECK(run_until(&loop, [&] { return o.calls > 0; }));
-        // Nothing more arrives later.
-        run_until(
-            &loop, [] { return false; }, std::chrono::milliseconds(50));
-        LONGS_EQUAL(1, o.calls);
-        return o;
     }
     platform::HttpRequest req(const std::string& path) {
         platform::HttpRequest r;
@@ -71,6 +30,7 @@ TEST_GROUP(HttpClient) {
         return r;
     }
 };
+// clang-format on
 
 TEST(HttpClient, ReturnsStatusHeadersAndBody) {
     Outcome o = get(req("/ok"));
