@@ -26,7 +26,7 @@ struct Outcome {
 
 // The base of a TEST_GROUP_BASE: `Server` and `Client` are built on the loop
 // (each from a uv_loop_t*), both have close().
-template <class Server, class Client>
+template <class Server, class Client, int QuietMs = 20>
 class ClientTest : public Utest {
   public:
     uv_loop_t loop{};
@@ -62,7 +62,7 @@ class ClientTest : public Utest {
         LONGS_EQUAL_TEXT(0, o.calls, "called back from inside request()");
         CHECK(run_until(&loop, [&] { return o.calls > 0; }));
         run_until(
-            &loop, [] { return false; }, std::chrono::milliseconds(20));
+            &loop, [] { return false; }, std::chrono::milliseconds(QuietMs));
         LONGS_EQUAL(1, o.calls);
         return o;
     }

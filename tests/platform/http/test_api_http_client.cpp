@@ -626,7 +626,11 @@ class StallRelay {
         }
         return -1;
     }
+    ~StallRelay() {
+        if (!closed_) close();  // a failed check's: no handle left pointing here
+    }
     void close() {
+        closed_ = true;
         uv_close(reinterpret_cast<uv_handle_t*>(listener_),
                  [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
         // The pair goes with the last of its two handles.
@@ -641,6 +645,7 @@ class StallRelay {
     int port = 0;
 
   private:
+    bool closed_ = false;
     struct Pair {
         uv_tcp_t down;  // the client's
         uv_tcp_t up;    // to the proxy
@@ -724,6 +729,11 @@ TEST(ApiHttpClient, Http2RequestsSurviveAServerThatStopsReading) {
         return r;
     };
     STRCMP_EQUAL("fine", body_of(get(h2("/plain"))).c_str());
+    // A send buffer that what waits exceeds, whatever the host's tcp_wmem.
+    const int fd = relay.client_fd();
+    CHECK(fd >= 0);
+    const int small = 16384;
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
     relay.stall();
     // Fewer than the keep-alive server's backlog: nghttpx opens a connection
     // to it per request in flight.
@@ -754,8 +764,6 @@ TEST(ApiHttpClient, Http2RequestsSurviveAServerThatStopsReading) {
     }
     // The client's socket is full (it has more to write than the relay's
     // buffer and its own hold): its last write returned EAGAIN.
-    const int fd = relay.client_fd();
-    CHECK(fd >= 0);
     CHECK(run_until(&loop, [&] {
         pollfd p{fd, POLLOUT, 0};
         return ::poll(&p, 1, 0) == 0;

@@ -15,7 +15,9 @@
 using namespace daemonlet;
 using namespace daemonlet::testing;
 
-using HttpClientTest = ClientTest<HttpResponder, platform::HttpClient>;
+// libcurl's second callback would come from its multi handle's next turn:
+// the wait for it stays at 50 ms.
+using HttpClientTest = ClientTest<HttpResponder, platform::HttpClient, 50>;
 
 // clang-format does not know TEST_GROUP_BASE.
 // clang-format off
