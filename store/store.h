@@ -125,6 +125,14 @@ class Store {
         (void)first;
         return Error{ErrorCode::Invalid, path + ": save_copy_to: this store is not a copy in memory"};
     }
+    // Of a copy (open_copy): another copy in memory, a snapshot of this one
+    // with `first` applied to it (in one transaction), read-only as the
+    // copy is. For save_copy_to on another thread (a connection is used by
+    // one thread at a time) while this one is read on (the agent's loop).
+    virtual Result<std::unique_ptr<Store>> snapshot_copy(const std::function<Status(Store&)>& first) {
+        (void)first;
+        return Error{ErrorCode::Invalid, "snapshot_copy: this store is not a copy in memory"};
+    }
 
     virtual ~Store() = default;
 
