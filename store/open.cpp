@@ -377,6 +377,16 @@ Result<std::unique_ptr<Store>> SqliteStore::snapshot_copy(const std::function<St
     return std::unique_ptr<Store>(std::move(snapshot).value());
 }
 
+Result<std::unique_ptr<Store>> Store::open_empty_copy(const std::string& path) {
+    auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_empty_copy: " + e.message}; };
+    auto mem = connect(":memory:", SQLITE_OPEN_READWRITE);
+    if (!mem) return in_context(mem.error());
+    if (auto st = migrate(mem.value().get()); !st) return in_context(st.error());
+    if (auto st = sqlite::exec(mem.value().get(), "PRAGMA query_only = 1"); !st)
+        return in_context(st.error());
+    return readable(path, std::move(mem).value(), sql::kSchemaVersion, in_context);
+}
+
 Status SqliteStore::save_copy_to(const std::string& path, const std::function<Status(Store&)>& first) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": save_copy_to: " + e.message}; };
     sqlite3* copy = db_.get();

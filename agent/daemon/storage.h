@@ -81,8 +81,10 @@ class Storage final : public store::Store {
     //   on a writable stateDir (said);
     // - Copy: the stateDir is too full for what the open writes (an
     //   upgrade's migration, the -shm): a copy in memory (Store::open_copy,
-    //   tried up to 4 times 1 s apart while a reader holds the file), and each
-    //   retry opens the file again (open_later) once there is room for it.
+    //   tried up to 4 times 1 s apart while a reader holds the file; an
+    //   empty one when the file fails its check: the full disk lets the
+    //   open neither see that nor move it aside), and each retry opens the
+    //   file again (open_later) once there is room for it.
     // `moved_aside`: that reopen found the file gone bad and moved it aside
     // (said) and wrote the copy, with the writes kept, into a new file in
     // its place (or said what was lost when it could not); the agent stops

@@ -49,6 +49,7 @@ TEST_GROUP(Storage) {
     }
     void teardown() override {
         FaultyVfs::set_full(false);
+        FaultyVfs::set_shm_full(false);
         if (s) s->close();
         s.reset();
         if (!loop_used) return;
@@ -576,4 +577,55 @@ TEST(Storage, TheCopyWrittenInPlaceOfABadFileIsWrittenOffTheLoop) {
     RawDb raw(db, SQLITE_OPEN_READONLY);
     STRCMP_EQUAL("ok", raw.rows("PRAGMA integrity_check").c_str());
     STRCMP_EQUAL("uid-1\nuid-2", raw.rows("SELECT uid FROM pods ORDER BY uid").c_str());
+}
+
+// A file that fails its check, on a full stateDir that cannot take its -shm
+// (the last agent's clean stop removed it): the open can neither see that
+// it is bad nor move it aside and make a new one. The agent starts all the
+// same, from an empty copy (Mode::Copy, said in `storage`), its writes
+// kept; once there is room the reopen moves the file aside and the copy,
+// with the writes, is written in its place (the existing path).
+TEST(Storage, ACorruptFileOnAFullStateDirWithoutItsShmRunsFromAnEmptyCopyUntilThereIsRoom) {
+    TempDir state;
+    const std::string db = state.file("daemonlet.db");
+    {
+        auto st = MUST(store::Store::open(db, kNow, nullptr));
+        CHECK_TRUE(seed_state(*st).ok());
+    }  // a clean stop: no -wal, no -shm
+    CHECK_FALSE(std::filesystem::exists(db + "-shm"));
+    {
+        // A page past the header (which stays a WAL database's) spoiled.
+        std::ofstream bad(db, std::ios::in | std::ios::out);
+        bad.seekp(4096);
+        bad << std::string(4096, 'U');
+    }
+    FaultyVfs::set_full(true);
+    FaultyVfs::set_shm_full(true);
+    s = open_state_dir(state.path());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
+    CHECK_FALSE(s->writable());
+    CHECK_TEXT(s->status_json()["error"].get<std::string>().find("empty copy") != std::string::npos,
+               s->status_json().dump().c_str());
+    LONGS_EQUAL(0, MUST(s->list_pods()).size());
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+    CHECK_FALSE(s->retry().ok());  // still full
+    LONGS_EQUAL(0, moved_aside);
+
+    FaultyVfs::set_full(false);
+    FaultyVfs::set_shm_full(false);
+    auto moved = s->retry();
+    CHECK_FALSE(moved.ok());
+    STRCMP_EQUAL("corrupt", moved.error().code_name());
+    LONGS_EQUAL(1, moved_aside);
+    CHECK_TRUE(std::filesystem::exists(db + ".corrupt-" + std::to_string(clock.wall_ms())));
+    s->close();
+    s.reset();
+    {
+        RawDb raw(db, SQLITE_OPEN_READONLY);
+        STRCMP_EQUAL("ok", raw.rows("PRAGMA integrity_check").c_str());
+        STRCMP_EQUAL("uid-2", raw.rows("SELECT uid FROM pods").c_str());
+    }
+    s = open_state_dir(state.path());  // the next start: the file as it is
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());
 }
