@@ -629,3 +629,23 @@ TEST(Storage, ACorruptFileOnAFullStateDirWithoutItsShmRunsFromAnEmptyCopyUntilTh
     CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
     LONGS_EQUAL(1, MUST(s->list_pods()).size());
 }
+
+// The agent stopped while the reopen runs off the loop: the stop waits for
+// it and ends it (the migration in the file, what was kept written), and
+// the loop's later end of it does nothing.
+TEST(Storage, AStopWhileTheReopenRunsWaitsForItAndRecordsWhatWasKept) {
+    TempDir state;
+    const std::string db = open_from_copy(state, use_loop());  // uid-1 in the file, uid-2 kept
+    FaultyVfs::set_full(false);
+    STRCMP_EQUAL("busy", s->retry().error().code_name());
+    CHECK_TRUE(s->disk_work_running());
+    s->close();
+    CHECK_FALSE(s->disk_work_running());
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(0, s->pending());
+    s.reset();
+    uv_run(&loop, UV_RUN_DEFAULT);  // the work's end on the loop: nothing left to do
+    LONGS_EQUAL(store::sql::kSchemaVersion, RawDb(db).scalar("PRAGMA user_version"));
+    STRCMP_EQUAL("uid-1\nuid-2",
+                 RawDb(db, SQLITE_OPEN_READONLY).rows("SELECT uid FROM pods ORDER BY uid").c_str());
+}
