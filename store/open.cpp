@@ -225,6 +225,21 @@ Error unreadable_version(int version) {
                                         " (the agent creates and migrates it)"};
 }
 
+// A database in memory holding what `from` holds (SQLite's online backup,
+// every page).
+Result<sqlite::DbPtr> copy_into_memory(sqlite3* from) {
+    auto mem = connect(":memory:", SQLITE_OPEN_READWRITE);
+    if (!mem) return mem.error();
+    sqlite3* copy = mem.value().get();
+    sqlite3_backup* backup = sqlite3_backup_init(copy, "main", from, "main");
+    if (!backup) return sqlite::sqlite_error(copy, sqlite3_errcode(copy));
+    const int rc = sqlite3_backup_step(backup, -1);
+    sqlite3_backup_finish(backup);
+    if (rc != SQLITE_DONE)
+        return sqlite::sqlite_error(rc, std::string("copying into memory: ") + sqlite3_errstr(rc));
+    return mem;
+}
+
 // A copy in memory of the database `file` holds at schema `version`,
 // migrated there, read-only (query_only): for a database of an older schema
 // (the agent of a newer build has not migrated it yet: not started, or its
@@ -244,15 +259,9 @@ Result<sqlite::DbPtr> migrated_copy(sqlite3* file, int version) {
                          "the database holds " + std::to_string(bytes >> 20) + " MiB, more than the " +
                              std::to_string(kMaxCopyBytes >> 20) + " MiB a copy in memory may take"};
     }
-    auto mem = connect(":memory:", SQLITE_OPEN_READWRITE);
+    auto mem = copy_into_memory(file);
     if (!mem) return mem.error();
     sqlite3* copy = mem.value().get();
-    sqlite3_backup* backup = sqlite3_backup_init(copy, "main", file, "main");
-    if (!backup) return sqlite::sqlite_error(copy, sqlite3_errcode(copy));
-    const int rc = sqlite3_backup_step(backup, -1);
-    sqlite3_backup_finish(backup);
-    if (rc != SQLITE_DONE)
-        return sqlite::sqlite_error(rc, std::string("copying into memory: ") + sqlite3_errstr(rc));
     if (auto st = migrate(copy); !st) return st.error();
     if (auto st = sqlite::exec(copy, "PRAGMA query_only = 1"); !st) return st.error();
     return mem;
@@ -329,24 +338,60 @@ Result<std::unique_ptr<Store>> Store::open_copy(const std::string& path) {
     return readable(path, std::move(copy).value(), sql::kSchemaVersion, in_context);
 }
 
+namespace {
+
+bool is_copy(sqlite3* db) {
+    const char* file = sqlite3_db_filename(db, "main");
+    return !file || !*file;
+}
+
+// Runs `first` on `copy` in one transaction: the copy is read-only
+// (query_only) for the agent's loop; here, once, it takes the writes the
+// file refused.
+Status apply_to_copy(SqliteStore& copy, const std::function<Status(Store&)>& first) {
+    if (!first) return Ok{};
+    if (auto st = sqlite::exec(copy.db(), "PRAGMA query_only = 0"); !st) return st;
+    Status applied = [&]() -> Status {
+        auto tx = copy.begin();
+        if (!tx) return tx.error();
+        if (auto st = first(copy); !st) return st;
+        return tx.value()->commit();
+    }();
+    (void)sqlite::exec(copy.db(), "PRAGMA query_only = 1");
+    return applied;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> SqliteStore::snapshot_copy(const std::function<Status(Store&)>& first) {
+    auto in_context = [&](const Error& e) { return Error{e.code, path_ + ": snapshot_copy: " + e.message}; };
+    if (!is_copy(db_.get()))
+        return in_context(Error{ErrorCode::Invalid, "this store is not a copy in memory"});
+    auto mem = copy_into_memory(db_.get());
+    if (!mem) return in_context(mem.error());
+    if (auto st = sqlite::exec(mem.value().get(), "PRAGMA query_only = 1"); !st)
+        return in_context(st.error());
+    auto snapshot = SqliteStore::create(path_, std::move(mem).value());
+    if (!snapshot) return snapshot.error();
+    if (auto st = apply_to_copy(*snapshot.value(), first); !st) return in_context(st.error());
+    return std::unique_ptr<Store>(std::move(snapshot).value());
+}
+
+Result<std::unique_ptr<Store>> Store::open_empty_copy(const std::string& path) {
+    auto in_context = [&](const Error& e) { return Error{e.code, path + ": open_empty_copy: " + e.message}; };
+    auto mem = connect(":memory:", SQLITE_OPEN_READWRITE);
+    if (!mem) return in_context(mem.error());
+    if (auto st = migrate(mem.value().get()); !st) return in_context(st.error());
+    if (auto st = sqlite::exec(mem.value().get(), "PRAGMA query_only = 1"); !st)
+        return in_context(st.error());
+    return readable(path, std::move(mem).value(), sql::kSchemaVersion, in_context);
+}
+
 Status SqliteStore::save_copy_to(const std::string& path, const std::function<Status(Store&)>& first) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": save_copy_to: " + e.message}; };
     sqlite3* copy = db_.get();
-    const char* file = sqlite3_db_filename(copy, "main");
-    if (file && *file) return in_context(Error{ErrorCode::Invalid, "this store is not a copy in memory"});
-    if (first) {
-        // The copy is read-only (query_only) for the agent's loop; here,
-        // once, it takes the writes the file refused.
-        if (auto st = sqlite::exec(copy, "PRAGMA query_only = 0"); !st) return in_context(st.error());
-        Status applied = [&]() -> Status {
-            auto tx = begin();
-            if (!tx) return tx.error();
-            if (auto st = first(*this); !st) return st;
-            return tx.value()->commit();
-        }();
-        (void)sqlite::exec(copy, "PRAGMA query_only = 1");
-        if (!applied) return in_context(applied.error());
-    }
+    if (!is_copy(copy)) return in_context(Error{ErrorCode::Invalid, "this store is not a copy in memory"});
+    if (auto st = apply_to_copy(*this, first); !st) return in_context(st.error());
     const std::string tmp = path + ".saving";
     auto remove_tmp = [&] {
         for (const char* suffix : {"", "-journal"}) (void)::unlink((tmp + suffix).c_str());

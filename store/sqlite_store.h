@@ -107,6 +107,7 @@ class SqliteStore final : public Store {
     WorkerStats worker_stats() const override;
 
     Status save_copy_to(const std::string& path, const std::function<Status(Store&)>& first) override;
+    Result<std::unique_ptr<Store>> snapshot_copy(const std::function<Status(Store&)>& first) override;
 
     sqlite3* db() const { return db_.get(); }
 

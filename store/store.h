@@ -112,6 +112,10 @@ class Store {
     // written to the file. A file failing quick_check is Corrupt; one of
     // more than 32 MiB of pages in use is TooLarge.
     static Result<std::unique_ptr<Store>> open_copy(const std::string& path);
+    // For the agent whose open failed on a full stateDir and whose file
+    // fails its check (open_copy: Corrupt): an empty copy in memory at the
+    // latest schema, read-only as open_copy's, standing for `path`.
+    static Result<std::unique_ptr<Store>> open_empty_copy(const std::string& path);
     // Of a copy (open_copy) whose file went bad and was moved aside: runs
     // `first` on the copy in one transaction (the writes the agent kept),
     // then writes the copy with SQLite's online backup into <path>.saving
@@ -124,6 +128,14 @@ class Store {
     virtual Status save_copy_to(const std::string& path, const std::function<Status(Store&)>& first) {
         (void)first;
         return Error{ErrorCode::Invalid, path + ": save_copy_to: this store is not a copy in memory"};
+    }
+    // Of a copy (open_copy): another copy in memory, a snapshot of this one
+    // with `first` applied to it (in one transaction), read-only as the
+    // copy is. For save_copy_to on another thread (a connection is used by
+    // one thread at a time) while this one is read on (the agent's loop).
+    virtual Result<std::unique_ptr<Store>> snapshot_copy(const std::function<Status(Store&)>& first) {
+        (void)first;
+        return Error{ErrorCode::Invalid, "snapshot_copy: this store is not a copy in memory"};
     }
 
     virtual ~Store() = default;

@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/cluster_report.h"
@@ -66,33 +69,27 @@ std::string no_room_to_reopen(const std::string& db) {
            " KiB now";
 }
 
-// The open each retry of a copy tries (Storage::open_later): once there is
-// room, the file's open, which migrates it; a file gone bad meanwhile is
-// moved aside once (said, `moved_aside` called with the recovery's empty
-// database closed) and never opened again.
-Storage::Reopen reopen_when_room(const std::string& db, const Error& full, const platform::Clock& clock,
-                                 std::function<void()> moved_aside) {
-    return [&clock, db, why = full.message, moved_aside = std::move(moved_aside),
-            moved = std::string()]() mutable -> Result<std::unique_ptr<store::Store>> {
-        // Moved aside once: what is kept is not written into the new
-        // database (not even by the shutdown's last try).
-        if (!moved.empty()) return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
-        if (auto no_room = no_room_to_reopen(db); !no_room.empty())
-            return Error{ErrorCode::NoSpace, why + " (" + no_room + ")"};
+// The open each retry of a copy tries (Storage::open_later), off the loop:
+// once there is room, the file's open, which migrates it, or moves a file
+// gone bad meanwhile aside (the recovery's empty database closed here: the
+// copy replaces it).
+Storage::Reopen reopen_when_room(const std::string& db, const Error& full) {
+    return [db, why = full.message](std::int64_t now_ms) {
+        Storage::Reopened r;
+        if (auto no_room = no_room_to_reopen(db); !no_room.empty()) {
+            r.store = Error{ErrorCode::NoSpace, why + " (" + no_room + ")"};
+            return r;
+        }
         store::OpenReport again;
-        auto opened = store::Store::open(db, clock.wall_ms(), &again);
+        r.store = store::Store::open(db, now_ms, &again);
         // Moved aside whether or not the new file then opened (a failed
         // second open leaves an empty file the next try would take unsaid).
-        if (!again.recovered) return opened;
-        // The file went bad while the pods ran from the copy: the open moved
-        // it aside and made an empty one, closed here (the copy replaces
-        // it: Storage::save_copy). The agent stops (exit status 1) and
-        // systemd starts it again on that file (docs/operating.md).
-        log(Level::Err, db + ": unusable (" + again.reason + "), moved aside to " + again.moved_to);
-        moved = again.moved_to;
-        opened = Error{ErrorCode::Corrupt, moved};
-        if (moved_aside) moved_aside();
-        return Error{ErrorCode::Corrupt, db + " was moved aside to " + moved};
+        if (again.recovered) {
+            r.store = Error{ErrorCode::Corrupt, db + " was moved aside to " + again.moved_to};
+            r.moved_to = again.moved_to;
+            r.reason = again.reason;
+        }
+        return r;
     };
 }
 
@@ -129,6 +126,18 @@ Result<std::unique_ptr<Storage>> Storage::open(uv_loop_t* loop, const std::strin
                 ::sleep(1);
                 st = store::Store::open_copy(db);
             }
+            if (!st.ok() && st.error().code == ErrorCode::Corrupt) {
+                // The file fails its check, and the full disk lets the open
+                // neither see it (the -shm cannot be made) nor move it aside
+                // and make a new one: the pods run from an empty copy (the
+                // agent rebuilds it from the manifests and the running
+                // containers), and once there is room the reopen moves the
+                // file aside and writes the copy in its place. Said once,
+                // with the full disk (open_later).
+                full->message +=
+                    "; the file is unusable (" + st.error().message + "): running from an empty copy";
+                st = store::Store::open_empty_copy(db);
+            }
             if (!st.ok()) st = Error{full->code, full->message + "; and no copy: " + st.error().message};
         }
         // ext4's errors=remount-ro leaves the mount flags as they were:
@@ -150,14 +159,7 @@ Result<std::unique_ptr<Storage>> Storage::open(uv_loop_t* loop, const std::strin
         log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
                             "; rebuilding from the manifest directory and the running containers");
     auto storage = std::make_unique<Storage>(loop, std::move(st).value(), clock, read_only);
-    if (full) {
-        Storage* s = storage.get();
-        auto save_then_stop = [s, db, moved_aside = std::move(moved_aside)] {
-            s->save_copy(db);
-            if (moved_aside) moved_aside();
-        };
-        storage->open_later(*full, reopen_when_room(db, *full, clock, std::move(save_then_stop)));
-    }
+    if (full) storage->open_later(*full, reopen_when_room(db, *full), db, std::move(moved_aside));
     storage->start_worker_or_say();
     return storage;
 }
@@ -220,9 +222,56 @@ Storage::~Storage() {
     if (timer_ || worker_done_) std::fprintf(stderr, "daemonlet: storage: destroyed before close()\n");
 }
 
-void Storage::open_later(const Error& why, Reopen reopen) {
+void Storage::open_later(const Error& why, Reopen reopen, std::string db, std::function<void()> moved_aside) {
     reopen_ = std::move(reopen);
+    db_ = std::move(db);
+    moved_aside_ = std::move(moved_aside);
     failed(why);
+}
+
+struct Storage::DiskWork {
+    uv_work_t req{};
+    Storage* owner = nullptr;  // none once its end has been handled (close())
+    const char* what = "";
+    std::function<void()> work;
+    std::function<void()> done;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool worked = false;
+};
+
+void Storage::off_loop(const char* what, std::function<void()> work, std::function<void()> done) {
+    auto hooked = [this, what, work = std::move(work)] {
+        if (disk_work_hook_) disk_work_hook_(what);
+        work();
+    };
+    if (!loop_ || closed_) {
+        hooked();
+        done();
+        return;
+    }
+    auto* job = new DiskWork;
+    job->owner = this;
+    job->what = what;
+    job->work = std::move(hooked);
+    job->done = std::move(done);
+    job->req.data = job;
+    work_ = job;
+    uv_queue_work(
+        loop_, &job->req,
+        [](uv_work_t* req) {
+            auto* j = static_cast<DiskWork*>(req->data);
+            j->work();
+            std::lock_guard<std::mutex> lock(j->mu);
+            j->worked = true;
+            j->cv.notify_all();
+        },
+        [](uv_work_t* req, int) {
+            std::unique_ptr<DiskWork> j(static_cast<DiskWork*>(req->data));
+            if (!j->owner) return;
+            j->owner->work_ = nullptr;
+            j->done();
+        });
 }
 
 Status Storage::start_worker() {
@@ -257,6 +306,18 @@ void Storage::close_worker_handle() {
 void Storage::close() {
     if (closed_) return;
     closed_ = true;
+    if (work_) {
+        // A reopen or a copy's write in progress is waited for (the stop
+        // only) and ended here; its end on the loop then does nothing.
+        DiskWork* job = std::exchange(work_, nullptr);
+        {
+            std::unique_lock<std::mutex> lock(job->mu);
+            job->cv.wait(lock, [job] { return job->worked; });
+        }
+        job->owner = nullptr;
+        auto done = std::move(job->done);
+        done();
+    }
     // A last try: the disk may have room again since the last retry.
     if (!pending_.empty() && !opened_read_only_) (void)retry();
     // What the worker was asked (the last retry's flush) is done before it
@@ -417,16 +478,49 @@ Result<T> Storage::write_lent(const std::string& key, const Op& op, const MakeKe
 
 Status Storage::retry() {
     if (opened_read_only_ || in_tx_) return refusal();
-    if (reopen_) {
-        auto opened = reopen_();
-        if (!opened.ok()) {
-            failed(opened.error());
-            return opened.error();
-        }
-        inner_ = std::move(opened).value();
-        reopen_ = {};
-        start_worker_or_say();
+    if (reopen_) return reopen_file();
+    return write_kept();
+}
+
+Status Storage::reopen_file() {
+    if (work_)
+        return Error{ErrorCode::Busy,
+                     (db_.empty() ? std::string("the database") : db_) + ": " + work_->what + " in progress"};
+    // Moved aside once: what is kept is not written into the new database
+    // (not even by the shutdown's last try).
+    if (!moved_to_.empty()) return Error{ErrorCode::Corrupt, db_ + " was moved aside to " + moved_to_};
+    auto result = std::make_shared<Reopened>();
+    auto status = std::make_shared<Status>(refusal());
+    off_loop(
+        "reopen", [result, reopen = reopen_, now = clock_.wall_ms()] { *result = reopen(now); },
+        [this, result, status] { *status = reopened(std::move(*result)); });
+    // Off the loop: its end is handled there, the kept writes then written.
+    if (work_) return Error{ErrorCode::Busy, db_ + ": reopen in progress"};
+    return *status;
+}
+
+Status Storage::reopened(Reopened r) {
+    if (!r.moved_to.empty()) {
+        // The file went bad while the pods ran from the copy: the open moved
+        // it aside and made an empty one (the copy replaces it). The agent
+        // stops (exit status 1) and systemd starts it again on that file
+        // (docs/operating.md).
+        log(Level::Err, db_ + ": unusable (" + r.reason + "), moved aside to " + r.moved_to);
+        moved_to_ = r.moved_to;
+        save_copy();
+        return r.store.error();
     }
+    if (!r.store.ok()) {
+        if (!closed_) failed(r.store.error());
+        return r.store.error();
+    }
+    inner_ = std::move(r.store).value();
+    reopen_ = {};
+    if (!closed_) start_worker_or_say();
+    return write_kept();
+}
+
+Status Storage::write_kept() {
     auto tx = inner_->begin();
     if (!tx.ok()) {
         if (store_deferred(tx.error())) failed(tx.error());
@@ -436,7 +530,7 @@ Status Storage::retry() {
         if (store_deferred(p.error())) failed(p.error());
         return p.error();
     }
-    if (auto st = replay(*inner_); !st.ok()) {
+    if (auto st = replay(pending_, *inner_); !st.ok()) {
         failed(st.error());
         return st;
     }
@@ -464,13 +558,13 @@ Status Storage::retry() {
     return Ok{};
 }
 
-Status Storage::replay(store::Store& to) {
+Status Storage::replay(KeptWrites& kept, store::Store& to) {
     std::vector<std::pair<std::uint64_t, std::string>> order;
-    for (const auto& [key, k] : pending_) order.emplace_back(k.seq, key);
+    for (const auto& [key, k] : kept) order.emplace_back(k.seq, key);
     std::sort(order.begin(), order.end());
     std::vector<std::string> dropped;
     for (const auto& [seq, key] : order) {
-        const Kept& k = pending_[key];
+        const Kept& k = kept[key];
         Status st = k.before ? k.before(to) : Status(Ok{});
         if (st.ok()) st = k.write(to);
         if (st.ok()) continue;
@@ -480,27 +574,47 @@ Status Storage::replay(store::Store& to) {
                                 st.error().message + "); dropped");
         dropped.push_back(key);
     }
-    for (const auto& key : dropped) pending_.erase(key);
+    for (const auto& key : dropped) kept.erase(key);
     return Ok{};
 }
 
-void Storage::save_copy(const std::string& db) {
-    const std::string kept = std::to_string(pending_.size());
-    auto st = inner_->save_copy_to(db, [this](store::Store& copy) { return replay(copy); });
-    if (st.ok()) {
-        pending_.clear();
-        clear_held();
-        log(Level::Notice,
-            db + ": the copy the agent ran from, with the " + kept +
-                " changes kept, is written there; stopping so that the agent starts again from it");
+void Storage::save_copy() {
+    // What is kept so far goes into a snapshot of the copy (on the loop: a
+    // copy in memory of memory); the loop reads the copy on meanwhile, and
+    // what it writes is kept (and said lost at the stop).
+    auto kept = std::make_shared<KeptWrites>(std::move(pending_));
+    pending_.clear();
+    auto snapshot = inner_->snapshot_copy([kept](store::Store& copy) { return replay(*kept, copy); });
+    if (!snapshot.ok()) {
+        saved(snapshot.error(), kept->size());
         return;
     }
-    log(Level::Err, db + ": the copy the agent ran from could not be written there (" + st.error().message +
-                        "): what only it held (the API server's DaemonSets, the revision history, the Events "
-                        "queued for the cluster, the pods' records) and the " +
-                        kept +
-                        " changes kept are lost; stopping so that the agent starts again on an empty "
-                        "database and rebuilds from the manifest directory and the running containers");
+    std::shared_ptr<store::Store> copy = std::move(snapshot).value();
+    auto status = std::make_shared<Status>(Ok{});
+    off_loop(
+        "save", [copy, status, db = db_] { *status = copy->save_copy_to(db, {}); },
+        [this, copy, status, kept]() mutable {
+            copy.reset();
+            saved(*status, kept->size());
+        });
+}
+
+void Storage::saved(const Status& st, std::size_t kept) {
+    const std::string db = db_;
+    if (st.ok()) {
+        log(Level::Notice,
+            db + ": the copy the agent ran from, with the " + std::to_string(kept) +
+                " changes kept, is written there; stopping so that the agent starts again from it");
+    } else {
+        log(Level::Err, db + ": the copy the agent ran from could not be written there (" +
+                            st.error().message +
+                            "): what only it held (the API server's DaemonSets, the revision history, the "
+                            "Events queued for the cluster, the pods' records) and the " +
+                            std::to_string(kept) +
+                            " changes kept are lost; stopping so that the agent starts again on an empty "
+                            "database and rebuilds from the manifest directory and the running containers");
+    }
+    if (moved_aside_) moved_aside_();
 }
 
 Result<std::unique_ptr<store::Store::Transaction>> Storage::begin() {

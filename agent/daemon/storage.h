@@ -81,26 +81,54 @@ class Storage final : public store::Store {
     //   on a writable stateDir (said);
     // - Copy: the stateDir is too full for what the open writes (an
     //   upgrade's migration, the -shm): a copy in memory (Store::open_copy,
-    //   tried up to 4 times 1 s apart while a reader holds the file), and each
-    //   retry opens the file again (open_later) once there is room for it.
+    //   tried up to 4 times 1 s apart while a reader holds the file; an
+    //   empty one when the file fails its check: the full disk lets the
+    //   open neither see that nor move it aside), and each retry opens the
+    //   file again (open_later) once there is room for it.
     // `moved_aside`: that reopen found the file gone bad and moved it aside
     // (said) and wrote the copy, with the writes kept, into a new file in
     // its place (or said what was lost when it could not); the agent stops
-    // so that its next start opens that file. Called from inside retry(),
-    // once. The worker is started (or its failure said).
+    // so that its next start opens that file. Called on the loop once that
+    // write is over (from inside retry() without a loop), once. The worker
+    // is started (or its failure said).
+    //
+    // The reopen (open, quick_check, migration) and the copy's write (a
+    // backup of up to 32 MiB and its fsyncs) run off the loop, on libuv's
+    // thread pool, one at a time; their end is handled on the loop. The
+    // reopen uses a connection of its own; the copy's write a snapshot of
+    // the copy (Store::snapshot_copy), so the loop reads the copy on
+    // meanwhile and keeps its writes as on a full disk. Without a loop
+    // (tests) they run in the caller.
     enum class Mode { Normal, ReadOnly, Copy };
     static Result<std::unique_ptr<Storage>> open(uv_loop_t* loop, const std::string& state_dir,
                                                  const platform::Clock& clock,
                                                  std::function<void()> moved_aside);
     Mode mode() const { return opened_read_only_ ? Mode::ReadOnly : reopen_ ? Mode::Copy : Mode::Normal; }
 
-    using Reopen = std::function<Result<std::unique_ptr<store::Store>>()>;
+    // What a reopen found: the store opened, or why not. `moved_to`: the
+    // file was bad, the open moved it aside there (`reason`) and made an
+    // empty one, closed (the copy is written in its place).
+    struct Reopened {
+        Result<std::unique_ptr<store::Store>> store = Error{ErrorCode::Io, "not opened"};
+        std::string moved_to;
+        std::string reason;
+    };
+    // Runs off the loop: the file system and a connection of its own only.
+    using Reopen = std::function<Reopened(std::int64_t now_ms)>;
     // The database could be read only from a copy (Store::open_readonly):
     // its upgrade's migration did not fit on the full stateDir (`why`).
     // Every write is kept as on a full disk, and each retry first opens the
     // database again with `reopen` (which migrates it); once it opens, the
     // store is the file's, its worker starts and what was kept is written.
-    void open_later(const Error& why, Reopen reopen);
+    // A file `reopen` moved aside gets the copy written at `db`, then
+    // `moved_aside` is called (open).
+    void open_later(const Error& why, Reopen reopen, std::string db = {},
+                    std::function<void()> moved_aside = {});
+    // For tests: runs on the thread doing the disk work above ("reopen",
+    // "save"), before it.
+    void set_disk_work_hook(std::function<void(const char*)> hook) { disk_work_hook_ = std::move(hook); }
+    // Whether a reopen or a copy's write runs off the loop now.
+    bool disk_work_running() const { return work_ != nullptr; }
 
     // Starts the store's worker (store/wal_worker.h: checkpoints and
     // flushes off the loop), its results handed to the loop through a
@@ -224,13 +252,24 @@ class Storage final : public store::Store {
     static Write as_write(Op op);
     void keep(const std::string& key, const std::string& forget, Write w);
     void end_tx(bool landed);
-    // Applies what is kept to `to`, in its order; drops (said) what no
-    // longer applies. The disk's refusal (store_deferred) is returned.
-    Status replay(store::Store& to);
+    using KeptWrites = std::map<std::string, Kept>;
+    // Applies `kept` to `to`, in its order; drops (said) what no longer
+    // applies. The disk's refusal (store_deferred) is returned.
+    static Status replay(KeptWrites& kept, store::Store& to);
+    Status write_kept();  // what is kept, in one transaction (retry)
+    // The reopen of a copy's file (off the loop), and its end on the loop.
+    Status reopen_file();
+    Status reopened(Reopened r);
     // The copy's file was moved aside (it went bad): the copy, with what is
-    // kept applied, becomes the new file at `db` (Store::save_copy_to), or,
-    // when it cannot be written, what is lost is said. Once, before the stop.
-    void save_copy(const std::string& db);
+    // kept applied, becomes the new file at db_ (Store::save_copy_to, off
+    // the loop), or, when it cannot be written, what is lost is said. Once;
+    // then moved_aside_.
+    void save_copy();
+    void saved(const Status& st, std::size_t kept);
+    // `work` on libuv's thread pool, then `done` on the loop; both in the
+    // caller without a loop, or once closed.
+    struct DiskWork;
+    void off_loop(const char* what, std::function<void()> work, std::function<void()> done);
     void failed(const Error& e);
     Error refusal() const { return Error{error_code_, error_}; }
     void start_retries();
@@ -245,14 +284,19 @@ class Storage final : public store::Store {
     uv_async_t* worker_done_ = nullptr;  // the worker's wake-up: deliver() on the loop
     bool closed_ = false;
     bool opened_read_only_ = false;
-    Reopen reopen_;  // set while the store is a copy (open_later)
+    Reopen reopen_;   // set while the store is a copy (open_later)
+    std::string db_;  // the copy's file
+    std::function<void()> moved_aside_;
+    std::string moved_to_;  // where the reopen moved the copy's file aside: never reopened
+    std::function<void(const char*)> disk_work_hook_;
+    DiskWork* work_ = nullptr;  // the reopen or the copy's write running off the loop
     bool writable_ = true;
     ErrorCode error_code_ = ErrorCode::NoSpace;
     std::string error_;
     std::int64_t since_ms_ = 0;
     std::uint64_t seq_ = 0;
     std::uint64_t event_seq_ = 0;
-    std::map<std::string, Kept> pending_;  // by row ("ds:ns/name", "pod:uid", ...)
+    KeptWrites pending_;  // by row ("ds:ns/name", "pod:uid", ...)
     // What the kept writes say, for the reads above, by "ns/name": a
     // DaemonSet (none: deleted), its revisions by hash, its rollback (none:
     // deleted); DaemonSets whose stored revisions a kept delete removes.

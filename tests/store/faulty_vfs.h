@@ -9,6 +9,7 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -22,6 +23,7 @@ class FaultyVfs {
         state().real = sqlite3_vfs_find(nullptr);
         state().countdown = 0;
         state().full = false;
+        state().shm_full = false;
         sqlite3_vfs* real = state().real;
         vfs_ = sqlite3_vfs{};
         vfs_.iVersion = 2;
@@ -71,6 +73,10 @@ class FaultyVfs {
     // with SQLITE_FULL (as the unix VFS reports ENOSPC); writes within a
     // file's size (a WAL reused after a checkpoint) still land.
     static void set_full(bool full) { state().full = full; }
+    // A full disk that cannot take a -shm either (none was left by the
+    // last agent's clean stop): every map of a -shm fails as the unix VFS
+    // fails it on ENOSPC (SQLITE_IOERR_SHMSIZE).
+    static void set_shm_full(bool full) { state().shm_full = full; }
     // Called before each sync of a database or -wal file, on the thread
     // that syncs (the store's worker), with whether it is the -wal; it may
     // block (a slow card). Set it before a second thread can sync.
@@ -83,6 +89,7 @@ class FaultyVfs {
         bool persistent = false;
         bool fired = false;
         bool full = false;
+        bool shm_full = false;
         std::function<void(bool wal)> on_sync;
     };
     static State& state() {
@@ -164,6 +171,10 @@ class FaultyVfs {
                 return inner(f)->pMethods->xDeviceCharacteristics(inner(f));
             };
             io.xShmMap = [](sqlite3_file* f, int pg, int size, int extend, void volatile** out) {
+                if (state().shm_full) {
+                    errno = ENOSPC;
+                    return SQLITE_IOERR_SHMSIZE;
+                }
                 return inner(f)->pMethods->xShmMap(inner(f), pg, size, extend, out);
             };
             io.xShmLock = [](sqlite3_file* f, int offset, int n, int flags) {

@@ -35,6 +35,7 @@
 #include "core/image_wait.h"
 #include "tests/agent/daemon/fake_clock.h"
 #include "tests/agent/daemon/fake_runtime.h"
+#include "tests/agent/daemon/run_until.h"
 
 // CppUTest last: its leak-detection macros redefine new.
 #include <CppUTest/TestHarness.h>
@@ -208,23 +209,8 @@ struct ImagesEnv : public Utest {
         CHECK_TRUE(run_until([] { return false; }));
         images.reset();
     }
-    // The loop runs until `done` holds (or, `done` never holding, until
-    // nothing is left on it), at most `deadline_ms` of real time; a 10 ms
-    // guard timer wakes it to look.
     bool run_until(const std::function<bool()>& done, std::int64_t deadline_ms = 10'000) {
-        const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
-        while (!done()) {
-            if (!uv_loop_alive(&loop)) return true;
-            if (std::chrono::steady_clock::now() >= end) return false;
-            uv_timer_t guard;
-            uv_timer_init(&loop, &guard);
-            uv_timer_start(
-                &guard, [](uv_timer_t*) {}, 10, 0);
-            uv_run(&loop, UV_RUN_ONCE);
-            uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
-            uv_run(&loop, UV_RUN_NOWAIT);
-        }
-        return true;
+        return testing::run_until(&loop, done, deadline_ms);
     }
 };
 

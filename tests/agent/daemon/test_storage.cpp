@@ -4,16 +4,21 @@
 // handling runs): a write the disk refuses is kept and answers as if it had
 // landed, the storage says it is not writable, nothing is half-written, and
 // a retry once space returns writes what was kept, in one transaction.
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "agent/daemon/storage.h"
 #include "store/sql.h"
 #include "store/testing.h"
 #include "tests/agent/daemon/fake_clock.h"
+#include "tests/agent/daemon/run_until.h"
 #include "tests/store/faulty_vfs.h"
 #include "tests/store/store_fixture.h"
 
@@ -44,8 +49,70 @@ TEST_GROUP(Storage) {
     }
     void teardown() override {
         FaultyVfs::set_full(false);
+        FaultyVfs::set_shm_full(false);
         if (s) s->close();
         s.reset();
+        if (!loop_used) return;
+        if (turns) {
+            uv_close(reinterpret_cast<uv_handle_t*>(turns),
+                     [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+            turns = nullptr;
+        }
+        uv_run(&loop, UV_RUN_DEFAULT);
+        LONGS_EQUAL(0, uv_loop_close(&loop));
+    }
+    // A real loop for the Storage (its retries, its worker's wake-ups, the
+    // disk work off it).
+    uv_loop_t loop{};
+    bool loop_used = false;
+    uv_loop_t* use_loop() {
+        if (!loop_used) uv_loop_init(&loop);
+        loop_used = true;
+        return &loop;
+    }
+    bool run_until(const std::function<bool()>& done) { return testing::run_until(&loop, done); }
+    // The Storage's disk work (a reopen, a copy's write) held on its thread
+    // until a timer of the loop has fired and run `on_held` on the loop (at
+    // most 2 s): work run on the loop holds the loop, the timer cannot fire,
+    // and the work goes on after 2 s with `held` saying false.
+    struct Held {
+        std::mutex mu;
+        std::condition_variable cv;
+        std::string what;  // the work held now; "" when none
+        bool released = false;
+        std::vector<std::string> held;  // "<what>:<whether the loop turned meanwhile>"
+        std::function<void(const std::string&)> on_held;
+    } hold;
+    uv_timer_t* turns = nullptr;
+    void hold_disk_work() {
+        s->set_disk_work_hook([this](const char* what) {
+            std::unique_lock<std::mutex> lock(hold.mu);
+            hold.what = what;
+            hold.released = false;
+            const bool turned =
+                hold.cv.wait_for(lock, std::chrono::seconds(2), [this] { return hold.released; });
+            hold.held.push_back(std::string(what) + ":" + (turned ? "loop turned" : "loop held"));
+            hold.what.clear();
+        });
+        turns = new uv_timer_t;
+        uv_timer_init(&loop, turns);
+        turns->data = this;
+        uv_timer_start(
+            turns,
+            [](uv_timer_t* t) {
+                auto* self = static_cast<TEST_GROUP_CppUTestGroupStorage*>(t->data);
+                std::string what;
+                {
+                    std::lock_guard<std::mutex> lock(self->hold.mu);
+                    if (!self->hold.released) what = self->hold.what;
+                }
+                if (what.empty()) return;
+                if (self->hold.on_held) self->hold.on_held(what);
+                std::lock_guard<std::mutex> lock(self->hold.mu);
+                self->hold.released = true;
+                self->hold.cv.notify_all();
+            },
+            1, 1);
     }
     // A database of schema version 5 holding one pod: its open migrates it
     // (writes), its copy does not.
@@ -60,19 +127,19 @@ TEST_GROUP(Storage) {
                          .c_str());
     }
     // Storage::open on a stateDir (the fixture's store closed first).
-    std::unique_ptr<agent::Storage> open_state_dir(const std::string& state_dir) {
+    std::unique_ptr<agent::Storage> open_state_dir(const std::string& state_dir, uv_loop_t* on = nullptr) {
         if (s) s->close();
         s.reset();
-        return MUST(agent::Storage::open(nullptr, state_dir, clock, [this] { ++moved_aside; }));
+        return MUST(agent::Storage::open(on, state_dir, clock, [this] { ++moved_aside; }));
     }
     int moved_aside = 0;
     // Storage::open on `state` whose version 5 file the full disk cannot
     // migrate: run from a copy, a write kept. The file's path.
-    std::string open_from_copy(const TempDir& state) {
+    std::string open_from_copy(const TempDir& state, uv_loop_t* on = nullptr) {
         const std::string db = state.file("daemonlet.db");
         write_version5(db);
         FaultyVfs::set_full(true);
-        s = open_state_dir(state.path());
+        s = open_state_dir(state.path(), on);
         CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
         CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
         return db;
@@ -329,7 +396,11 @@ TEST(Storage, AnUpgradeTheFullDiskRefusesRunsFromACopyAndMigratesOnceSpaceReturn
     CHECK_FALSE(opened.ok());
     STRCMP_EQUAL("no_space", opened.error().code_name());
     s = std::make_unique<agent::Storage>(nullptr, MUST(store::Store::open_copy(old)), clock);
-    s->open_later(opened.error(), [&] { return store::Store::open(old, kNow, nullptr); });
+    s->open_later(opened.error(), [&](std::int64_t now_ms) {
+        agent::Storage::Reopened r;
+        r.store = store::Store::open(old, now_ms, nullptr);
+        return r;
+    });
     CHECK_FALSE(s->writable());
     LONGS_EQUAL(1, MUST(s->list_pods()).size());  // the pods the version 5 file holds
     CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
@@ -452,4 +523,129 @@ TEST(Storage, ACopyThatCannotBeWrittenInPlaceOfTheBadFileLeavesNothingHalfWritte
     s = open_state_dir(state.path());
     CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
     LONGS_EQUAL(0, MUST(s->list_pods()).size());
+}
+
+// Issue 15 §3: the disk work of a full stateDir's recovery does not stall
+// the loop. The reopen that succeeds once space returns (open, quick_check,
+// the migration) runs off the loop: the loop turns meanwhile, reads the
+// copy and keeps what is written; then the kept writes land in the file.
+TEST(Storage, TheReopenOnceSpaceReturnsRunsOffTheLoop) {
+    TempDir state;
+    const std::string db = open_from_copy(state, use_loop());  // uid-1 in the file, uid-2 kept
+    hold_disk_work();
+    hold.on_held = [this](const std::string&) {
+        LONGS_EQUAL(1, MUST(s->list_pods()).size());  // the copy's
+        CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-3"))));
+    };
+    FaultyVfs::set_full(false);
+    auto first = s->retry();
+    CHECK_FALSE(first.ok());
+    STRCMP_EQUAL("busy", first.error().code_name());  // in progress, off the loop
+    CHECK_TRUE(run_until([&] { return s->mode() == agent::Storage::Mode::Normal; }));
+    LONGS_EQUAL(1, hold.held.size());
+    STRCMP_EQUAL("reopen:loop turned", hold.held[0].c_str());
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(0, s->pending());
+    LONGS_EQUAL(store::sql::kSchemaVersion, RawDb(db).scalar("PRAGMA user_version"));
+    LONGS_EQUAL(3, MUST(s->list_pods()).size());
+}
+
+// The copy's write in place of a file gone bad (a backup of up to 32 MiB
+// and its fsyncs) runs off the loop too, from a snapshot of the copy: the
+// loop reads the copy meanwhile, and a write made then is kept, not half
+// in the file; the stop is asked once the copy is written.
+TEST(Storage, TheCopyWrittenInPlaceOfABadFileIsWrittenOffTheLoop) {
+    TempDir state;
+    const std::string db = open_from_copy(state, use_loop());
+    hold_disk_work();
+    hold.on_held = [this](const std::string& what) {
+        if (what != "save") return;
+        LONGS_EQUAL(0, moved_aside);
+        LONGS_EQUAL(1, MUST(s->list_pods()).size());
+        CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-3"))));
+    };
+    spoil(db);
+    FaultyVfs::set_full(false);
+    CHECK_FALSE(s->retry().ok());
+    CHECK_TRUE(run_until([&] { return moved_aside == 1; }));
+    LONGS_EQUAL(2, hold.held.size());
+    STRCMP_EQUAL("reopen:loop turned", hold.held[0].c_str());
+    STRCMP_EQUAL("save:loop turned", hold.held[1].c_str());
+    LONGS_EQUAL(1, s->pending());  // uid-3: not recorded (said at the stop)
+    s->close();
+    s.reset();
+    RawDb raw(db, SQLITE_OPEN_READONLY);
+    STRCMP_EQUAL("ok", raw.rows("PRAGMA integrity_check").c_str());
+    STRCMP_EQUAL("uid-1\nuid-2", raw.rows("SELECT uid FROM pods ORDER BY uid").c_str());
+}
+
+// A file that fails its check, on a full stateDir that cannot take its -shm
+// (the last agent's clean stop removed it): the open can neither see that
+// it is bad nor move it aside and make a new one. The agent starts all the
+// same, from an empty copy (Mode::Copy, said in `storage`), its writes
+// kept; once there is room the reopen moves the file aside and the copy,
+// with the writes, is written in its place (the existing path).
+TEST(Storage, ACorruptFileOnAFullStateDirWithoutItsShmRunsFromAnEmptyCopyUntilThereIsRoom) {
+    TempDir state;
+    const std::string db = state.file("daemonlet.db");
+    {
+        auto st = MUST(store::Store::open(db, kNow, nullptr));
+        CHECK_TRUE(seed_state(*st).ok());
+    }  // a clean stop: no -wal, no -shm
+    CHECK_FALSE(std::filesystem::exists(db + "-shm"));
+    {
+        // A page past the header (which stays a WAL database's) spoiled.
+        std::ofstream bad(db, std::ios::in | std::ios::out);
+        bad.seekp(4096);
+        bad << std::string(4096, 'U');
+    }
+    FaultyVfs::set_full(true);
+    FaultyVfs::set_shm_full(true);
+    s = open_state_dir(state.path());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
+    CHECK_FALSE(s->writable());
+    CHECK_TEXT(s->status_json()["error"].get<std::string>().find("empty copy") != std::string::npos,
+               s->status_json().dump().c_str());
+    LONGS_EQUAL(0, MUST(s->list_pods()).size());
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+    CHECK_FALSE(s->retry().ok());  // still full
+    LONGS_EQUAL(0, moved_aside);
+
+    FaultyVfs::set_full(false);
+    FaultyVfs::set_shm_full(false);
+    auto moved = s->retry();
+    CHECK_FALSE(moved.ok());
+    STRCMP_EQUAL("corrupt", moved.error().code_name());
+    LONGS_EQUAL(1, moved_aside);
+    CHECK_TRUE(std::filesystem::exists(db + ".corrupt-" + std::to_string(clock.wall_ms())));
+    s->close();
+    s.reset();
+    {
+        RawDb raw(db, SQLITE_OPEN_READONLY);
+        STRCMP_EQUAL("ok", raw.rows("PRAGMA integrity_check").c_str());
+        STRCMP_EQUAL("uid-2", raw.rows("SELECT uid FROM pods").c_str());
+    }
+    s = open_state_dir(state.path());  // the next start: the file as it is
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
+    LONGS_EQUAL(1, MUST(s->list_pods()).size());
+}
+
+// The agent stopped while the reopen runs off the loop: the stop waits for
+// it and ends it (the migration in the file, what was kept written), and
+// the loop's later end of it does nothing.
+TEST(Storage, AStopWhileTheReopenRunsWaitsForItAndRecordsWhatWasKept) {
+    TempDir state;
+    const std::string db = open_from_copy(state, use_loop());  // uid-1 in the file, uid-2 kept
+    FaultyVfs::set_full(false);
+    STRCMP_EQUAL("busy", s->retry().error().code_name());
+    CHECK_TRUE(s->disk_work_running());
+    s->close();
+    CHECK_FALSE(s->disk_work_running());
+    CHECK_TRUE(s->writable());
+    LONGS_EQUAL(0, s->pending());
+    s.reset();
+    uv_run(&loop, UV_RUN_DEFAULT);  // the work's end on the loop: nothing left to do
+    LONGS_EQUAL(store::sql::kSchemaVersion, RawDb(db).scalar("PRAGMA user_version"));
+    STRCMP_EQUAL("uid-1\nuid-2",
+                 RawDb(db, SQLITE_OPEN_READONLY).rows("SELECT uid FROM pods ORDER BY uid").c_str());
 }
