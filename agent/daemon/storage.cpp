@@ -126,14 +126,16 @@ Result<std::unique_ptr<Storage>> Storage::open(uv_loop_t* loop, const std::strin
                 ::sleep(1);
                 st = store::Store::open_copy(db);
             }
-            if (!st.ok() && st.error().code == ErrorCode::Corrupt) {
+            if (!st.ok() && (st.error().code == ErrorCode::Corrupt || report.recovered)) {
                 // The file fails its check, and the full disk lets the open
                 // neither see it (the -shm cannot be made) nor move it aside
-                // and make a new one: the pods run from an empty copy (the
-                // agent rebuilds it from the manifests and the running
-                // containers), and once there is room the reopen moves the
-                // file aside and writes the copy in its place. Said once,
-                // with the full disk (open_later).
+                // and make a new one, or it moved it aside (no header: no
+                // database) and could not make the new one: the pods run
+                // from an empty copy (the agent rebuilds it from the
+                // manifests and the running containers), and once there is
+                // room the reopen moves the file aside and writes the copy
+                // in its place, or makes the new file and writes the copy's
+                // changes into it. Said once, with the full disk (open_later).
                 full->message +=
                     "; the file is unusable (" + st.error().message + "): running from an empty copy";
                 st = store::Store::open_empty_copy(db);

@@ -630,6 +630,48 @@ TEST(Storage, ACorruptFileOnAFullStateDirWithoutItsShmRunsFromAnEmptyCopyUntilTh
     LONGS_EQUAL(1, MUST(s->list_pods()).size());
 }
 
+// The same with the file's header destroyed: the open knows it for no
+// database and moves it aside, but the full disk will not take a new one.
+// The start runs from an empty copy too, and once there is room the reopen
+// makes the new file and writes what was kept into it.
+TEST(Storage, AFileWithoutItsHeaderOnAFullStateDirRunsFromAnEmptyCopyUntilThereIsRoom) {
+    TempDir state;
+    const std::string db = state.file("daemonlet.db");
+    {
+        auto st = MUST(store::Store::open(db, kNow, nullptr));
+        CHECK_TRUE(seed_state(*st).ok());
+    }
+    {
+        std::ofstream bad(db, std::ios::in | std::ios::out);
+        bad << std::string(100, 'U');  // "SQLite format 3" and the page size gone
+    }
+    FaultyVfs::set_full(true);
+    FaultyVfs::set_shm_full(true);
+    s = open_state_dir(state.path());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
+    CHECK_FALSE(s->writable());
+    LONGS_EQUAL(0, moved_aside);  // no stop asked: nothing of the copy is to be saved in a file's place
+    LONGS_EQUAL(0, MUST(s->list_pods()).size());
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+    CHECK_FALSE(s->retry().ok());  // still full
+
+    FaultyVfs::set_full(false);
+    FaultyVfs::set_shm_full(false);
+    auto reopened = s->retry();
+    CHECK_TEXT(reopened.ok(), reopened.ok() ? "" : reopened.error().message.c_str());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);
+    LONGS_EQUAL(0, moved_aside);
+    int aside = 0;  // the headerless file, kept for a look
+    for (const auto& e : std::filesystem::directory_iterator(state.path()))
+        aside += e.path().filename().string().rfind("daemonlet.db.corrupt-", 0) == 0;
+    LONGS_EQUAL(1, aside);
+    s->close();
+    s.reset();
+    RawDb raw(db, SQLITE_OPEN_READONLY);
+    STRCMP_EQUAL("ok", raw.rows("PRAGMA integrity_check").c_str());
+    STRCMP_EQUAL("uid-2", raw.rows("SELECT uid FROM pods").c_str());
+}
+
 // The agent stopped while the reopen runs off the loop: the stop waits for
 // it and ends it (the migration in the file, what was kept written), and
 // the loop's later end of it does nothing.
