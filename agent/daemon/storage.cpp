@@ -102,6 +102,7 @@ Result<std::unique_ptr<Storage>> Storage::open(uv_loop_t* loop, const std::strin
     const std::string db = state_dir + "/daemonlet.db";
     std::string read_only;
     std::optional<Error> full;
+    bool started_empty = false;  // the file is still there, unread (not moved aside)
     Result<std::unique_ptr<store::Store>> st = Error{ErrorCode::ReadOnly, ""};
     // A worn-out card remounted read-only: rather than fail (and have
     // systemd restart the agent into the same failure), run the pods from
@@ -136,9 +137,12 @@ Result<std::unique_ptr<Storage>> Storage::open(uv_loop_t* loop, const std::strin
                 // room the reopen moves the file aside and writes the copy
                 // in its place, or makes the new file and writes the copy's
                 // changes into it. Said once, with the full disk (open_later).
-                full->message +=
-                    "; the file is unusable (" + st.error().message + "): running from an empty copy";
+                const std::string unusable = st.error().message;
                 st = store::Store::open_empty_copy(db);
+                if (st.ok()) {
+                    full->message += "; the file is unusable (" + unusable + "): running from an empty copy";
+                    started_empty = !report.recovered;
+                }
             }
             if (!st.ok()) st = Error{full->code, full->message + "; and no copy: " + st.error().message};
         }
@@ -161,6 +165,7 @@ Result<std::unique_ptr<Storage>> Storage::open(uv_loop_t* loop, const std::strin
         log(Level::Err, db + ": unusable (" + report.reason + "), moved aside to " + report.moved_to +
                             "; rebuilding from the manifest directory and the running containers");
     auto storage = std::make_unique<Storage>(loop, std::move(st).value(), clock, read_only);
+    storage->started_empty_ = started_empty;
     if (full) storage->open_later(*full, reopen_when_room(db, *full), db, std::move(moved_aside));
     storage->start_worker_or_say();
     return storage;
@@ -219,18 +224,6 @@ Storage::Storage(uv_loop_t* loop, std::unique_ptr<store::Store> inner, const pla
     }
 }
 
-Storage::~Storage() {
-    // The timer is the loop's: close() (shutdown) has closed it.
-    if (timer_ || worker_done_) std::fprintf(stderr, "daemonlet: storage: destroyed before close()\n");
-}
-
-void Storage::open_later(const Error& why, Reopen reopen, std::string db, std::function<void()> moved_aside) {
-    reopen_ = std::move(reopen);
-    db_ = std::move(db);
-    moved_aside_ = std::move(moved_aside);
-    failed(why);
-}
-
 struct Storage::DiskWork {
     uv_work_t req{};
     Storage* owner = nullptr;  // none once its end has been handled (close())
@@ -242,9 +235,27 @@ struct Storage::DiskWork {
     bool worked = false;
 };
 
+Storage::~Storage() {
+    // The timer is the loop's: close() (shutdown) has closed it.
+    if (timer_ || worker_done_) std::fprintf(stderr, "daemonlet: storage: destroyed before close()\n");
+    if (work_) {
+        // Not closed: the work must not end into a Storage that is gone.
+        std::unique_lock<std::mutex> lock(work_->mu);
+        work_->cv.wait(lock, [this] { return work_->worked; });
+        work_->owner = nullptr;
+    }
+}
+
+void Storage::open_later(const Error& why, Reopen reopen, std::string db, std::function<void()> moved_aside) {
+    reopen_ = std::move(reopen);
+    db_ = std::move(db);
+    moved_aside_ = std::move(moved_aside);
+    failed(why);
+}
+
 void Storage::off_loop(const char* what, std::function<void()> work, std::function<void()> done) {
-    auto hooked = [this, what, work = std::move(work)] {
-        if (disk_work_hook_) disk_work_hook_(what);
+    auto hooked = [hook = disk_work_hook_, what, work = std::move(work)] {
+        if (hook) hook(what);
         work();
     };
     if (!loop_ || closed_) {
@@ -259,7 +270,7 @@ void Storage::off_loop(const char* what, std::function<void()> work, std::functi
     job->done = std::move(done);
     job->req.data = job;
     work_ = job;
-    uv_queue_work(
+    const int rc = uv_queue_work(
         loop_, &job->req,
         [](uv_work_t* req) {
             auto* j = static_cast<DiskWork*>(req->data);
@@ -274,6 +285,12 @@ void Storage::off_loop(const char* what, std::function<void()> work, std::functi
             j->owner->work_ = nullptr;
             j->done();
         });
+    if (rc != 0) {
+        // Not queued (it cannot be, on a live loop): done here, as without a loop.
+        std::unique_ptr<DiskWork> j(std::exchange(work_, nullptr));
+        j->work();
+        j->done();
+    }
 }
 
 Status Storage::start_worker() {
@@ -312,16 +329,30 @@ void Storage::close() {
         // A reopen or a copy's write in progress is waited for (the stop
         // only) and ended here; its end on the loop then does nothing.
         DiskWork* job = std::exchange(work_, nullptr);
-        {
+        bool handled_reopen = std::string_view(job->what) == "reopen";
+        if (uv_cancel(reinterpret_cast<uv_req_t*>(&job->req)) == 0) {
+            // Not started yet (queued behind runtime jobs on the pool):
+            // nothing to wait for; its end, called with UV_ECANCELED,
+            // frees it. A copy's write is done here (the stop needs it
+            // on the disk); a reopen is the last try's below.
+            handled_reopen = false;
+            if (std::string_view(job->what) != "reopen") {
+                job->work();
+                job->done();
+            }
+        } else {
             std::unique_lock<std::mutex> lock(job->mu);
             job->cv.wait(lock, [job] { return job->worked; });
+            lock.unlock();
+            job->done();
         }
         job->owner = nullptr;
-        auto done = std::move(job->done);
-        done();
+        if (handled_reopen && !pending_.empty()) {
+            reopen_just_tried_ = true;  // it failed: no second open at once, on the loop
+        }
     }
     // A last try: the disk may have room again since the last retry.
-    if (!pending_.empty() && !opened_read_only_) (void)retry();
+    if (!pending_.empty() && !opened_read_only_ && !reopen_just_tried_) (void)retry();
     // What the worker was asked (the last retry's flush) is done before it
     // stops; the callbacks left run now, then none can come.
     inner_->stop_worker();
@@ -509,12 +540,26 @@ Status Storage::reopened(Reopened r) {
         // (docs/operating.md).
         log(Level::Err, db_ + ": unusable (" + r.reason + "), moved aside to " + r.moved_to);
         moved_to_ = r.moved_to;
+        failed(r.store.error());
         save_copy();
         return r.store.error();
     }
     if (!r.store.ok()) {
         if (!closed_) failed(r.store.error());
         return r.store.error();
+    }
+    if (started_empty_) {
+        // The copy's check found the file bad, the open with room finds it
+        // good: it holds what this agent never loaded. Not written over:
+        // the agent stops (exit status 1) and starts again from it.
+        log(Level::Err, db_ +
+                            ": the file found unusable at the start opens after all; stopping so that the "
+                            "agent starts again from it");
+        moved_to_ = db_;  // never written into by this agent
+        const Error e{ErrorCode::Invalid, db_ + ": to be read by the next start"};
+        failed(e);
+        if (moved_aside_) moved_aside_();
+        return e;
     }
     inner_ = std::move(r.store).value();
     reopen_ = {};

@@ -630,6 +630,42 @@ TEST(Storage, ACorruptFileOnAFullStateDirWithoutItsShmRunsFromAnEmptyCopyUntilTh
     LONGS_EQUAL(1, MUST(s->list_pods()).size());
 }
 
+// The copy's check found the file bad, and the open with room finds it
+// good (the card's read came back right): it holds what this agent never
+// loaded, so it is not written over with the empty copy's changes. The
+// agent stops (moved_aside: exit status 1) to start again from it.
+TEST(Storage, AFileFoundBadOnAFullDiskThatOpensWithRoomIsNotWrittenOver) {
+    TempDir state;
+    const std::string db = state.file("daemonlet.db");
+    const std::string good = state.file("good.db");
+    {
+        auto st = MUST(store::Store::open(good, kNow, nullptr));
+        CHECK_TRUE(seed_state(*st).ok());
+    }
+    std::filesystem::copy_file(good, db);
+    {
+        std::ofstream bad(db, std::ios::in | std::ios::out);
+        bad.seekp(4096);
+        bad << std::string(4096, 'U');
+    }
+    FaultyVfs::set_full(true);
+    FaultyVfs::set_shm_full(true);
+    s = open_state_dir(state.path());
+    CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
+    CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
+    std::filesystem::copy_file(good, db, std::filesystem::copy_options::overwrite_existing);
+
+    FaultyVfs::set_full(false);
+    FaultyVfs::set_shm_full(false);
+    CHECK_FALSE(s->retry().ok());
+    LONGS_EQUAL(1, moved_aside);  // the stop asked
+    CHECK_FALSE(s->writable());
+    s->close();  // its last try does not write either
+    s.reset();
+    RawDb raw(db, SQLITE_OPEN_READONLY);
+    STRCMP_EQUAL("uid-1", raw.rows("SELECT uid FROM pods").c_str());
+}
+
 // The same with the file's header destroyed: the open knows it for no
 // database and moves it aside, but the full disk will not take a new one.
 // The start runs from an empty copy too, and once there is room the reopen
