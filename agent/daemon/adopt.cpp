@@ -253,7 +253,7 @@ void Agent::adopt() {
         save_pod(p);
         pods_.emplace(uid, std::move(p));
     }
-    for (auto& [uid, p] : pods_) load_adopted_hooks(p);
+    for (auto& [uid, p] : pods_) load_adopted_hooks(uid, p);
     std::size_t adopted = workers_->watched_count() - exited.size();
     for (const auto& id : exited) workers_->on_exit(id);
     // Pods that were stopping when the agent went away are stopped again

@@ -168,6 +168,7 @@ Status Agent::init() {
             on_probe_failed(uid, index, kind);
         });
     hooks_ = std::make_unique<LifecycleHooks>(&loop_, *runtime_, make_loop_prober(&loop_));
+    pod_hooks_ = std::make_unique<PodHooks>(static_cast<PodHooks::Host&>(*this), *hooks_);
 
     start_metrics();
     notifier_ = std::make_unique<platform::Notifier>(&loop_);

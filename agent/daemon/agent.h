@@ -9,6 +9,7 @@
 //   probe timers (Probes, prober_manager.h) --> started/ready --> availability, rollouts;
 //     liveness/startup failure --> runtime stop --> the exit path above
 //   init containers (and sidecars) before app containers (PodWorkers, pod_workers.h)
+//   postStart after a start, preStop before a stop (PodHooks, pod_hooks.h)
 //   images (images.h, one Images): imports, pulls and their back-off, image GC;
 //     it starts the containers waiting for an image through Images::Host
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
@@ -35,6 +36,7 @@
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/node_ips.h"
 #include "agent/daemon/pod_events.h"
+#include "agent/daemon/pod_hooks.h"
 #include "agent/daemon/pod_workers.h"
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/sources.h"
@@ -77,7 +79,7 @@ void close_targeted_timer(uv_timer_t*& t) {
 // daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
 std::string find_helper(const std::string& name);
 
-class Agent : private Images::Host, private PodWorkers::Host {
+class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -107,22 +109,12 @@ class Agent : private Images::Host, private PodWorkers::Host {
         std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
         bool rolled_back = false;  // a rollback's template is in force, not the file's
     };
-    // The pod worker's state of the container (pod_workers.h), and the agent's.
-    struct LiveContainer : WorkerContainer {
-        // What this instance runs, as it started (hooks.cpp): its lifecycle
-        // hooks run by it, even once its DaemonSet is gone.
-        HookContainer hook_target;
-        // Adopted: its hooks' env is computed when a hook runs, once the
-        // sources are loaded (at adoption, pod_facts has no DaemonSet yet).
-        bool hook_env_pending = false;
-        std::int64_t grace_seconds = 30;
-        std::optional<LifecycleHooks::Id> hook;  // its postStart or preStop, running
-        bool pre_stopping = false;               // its preStop runs: its stop follows
-    };
     struct LivePod {
         PodRecord rec;
         // Init containers first, then app containers: index i is status(i).
-        std::vector<LiveContainer> containers;
+        // The pod worker's state of each (pod_workers.h); its hooks' is
+        // PodHooks's (pod_hooks.h).
+        std::vector<WorkerContainer> containers;
         std::optional<std::int64_t> ready_since_mono_ms;
         bool deleted_by_user = false;
         // Its Pod was deleted through the API: its containers' stop grace
@@ -246,6 +238,9 @@ class Agent : private Images::Host, private PodWorkers::Host {
     WorkerContainer& worker_container(const std::string& uid, std::size_t index) override;
     bool agent_stopping() const override { return stopping_; }
     std::string pod_restart_policy(const PodRecord& pod) const override { return restart_policy_of(pod); }
+    // hooks.cpp: container `index` runs its postStart, or starts and has
+    // one: the containers after it wait (kubelet's SyncPod starts them one
+    // by one, each startContainer returning after its postStart).
     bool holds_next(const std::string& uid, std::size_t index) override;
     void refresh_pod(const std::string& uid) override { refresh_readiness(pods_[uid]); }
     std::optional<platform::ContainerLaunch> launch_of(const std::string& uid, std::size_t index) override;
@@ -275,19 +270,20 @@ class Agent : private Images::Host, private PodWorkers::Host {
     // The started container's image as its runtime names it (its imageID),
     // asked off the loop; the exec runtime has none.
     void note_image_id(const std::string& uid, std::size_t index, const std::string& id);
-    // hooks.cpp: postStart after a start, preStop before a stop (lifecycle_hooks.h)
-    void started_for_hooks(const std::string& uid, std::size_t index, std::shared_ptr<const Container> spec,
-                           std::vector<std::pair<std::string, std::string>> env, std::int64_t grace_seconds);
-    void run_post_start(const std::string& uid, std::size_t index);
-    void cancel_hook(LiveContainer& lc);
-    // The hooks and grace of what container `index` runs as: `spec`, its
-    // pod's terminationGracePeriodSeconds `grace_seconds`.
-    void set_hook_target(LivePod& p, std::size_t index, const Container& spec, std::int64_t grace_seconds,
-                         bool env_now = true);
+    // hooks.cpp: PodHooks (pod_hooks.h) wired: postStart after a start,
+    // preStop before a stop; its Host
+    std::optional<PodHooks::Env> hook_env(const std::string& uid, std::size_t index,
+                                          const Container& spec) override;
+    std::optional<PodHooks::Target> hook_target_now(const std::string& uid, std::size_t index,
+                                                    const std::string& id) override;
+    void post_start_failed(const std::string& uid, std::size_t index, const std::string& id,
+                           const Error& error) override;
+    void post_start_ended(const std::string& uid) override;
+    void pre_stop_failed(const std::string& uid, std::size_t index, const Error& error) override;
     // adopt: an adopted DaemonSet pod's containers keep the hooks and grace
     // of the revision they run, read from the store now: its DaemonSet and
     // history may go before the pod is stopped.
-    void load_adopted_hooks(LivePod& p);
+    void load_adopted_hooks(const std::string& uid, LivePod& p);
     // Shutdown: the runtime is closed once no start is in flight, so that
     // every container started is in the store for the next agent.
     void close_runtime_when_idle();
@@ -295,11 +291,6 @@ class Agent : private Images::Host, private PodWorkers::Host {
     void save_pod(const LivePod& pod);
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
-    // hooks.cpp: container `index` runs its postStart, or starts and has
-    // one: the containers after it wait (kubelet's SyncPod starts them one
-    // by one, each startContainer returning after its postStart).
-    bool post_start_pending(const LivePod& p, std::size_t index) const;
-    void continue_after_post_start(const std::string& uid);
     const Desired* desired_for(const PodRecord& rec) const;
     // The spec a pod runs and its metadata: its DaemonSet's template at the
     // pod's revision, or its static pod; null spec when not known now.
@@ -401,6 +392,7 @@ class Agent : private Images::Host, private PodWorkers::Host {
     std::unique_ptr<platform::DirWatch> watch_;
     std::unique_ptr<Probes> probes_;         // kubelet's prober manager: the running containers' probes
     std::unique_ptr<LifecycleHooks> hooks_;  // kubelet's HandlerRunner: postStart and preStop
+    std::unique_ptr<PodHooks> pod_hooks_;    // when each container's hooks run, over hooks_
     std::int64_t node_memory_bytes_ = 0;     // the OOM score's memory capacity; 0: none set (exec)
     std::string kernel_release_;             // uname -r: which safe sysctls the kernel namespaces
     // The DaemonSet controller's back-off on deleting Failed pods (core/reconcile.h).

@@ -56,7 +56,7 @@ void Agent::collect_metrics(MetricRegistry& r) {
         if (p.rec.phase == PodPhase::Running) ++running_pods;
         for (std::size_t i = 0; i < p.containers.size(); ++i) {
             const ContainerStatus& cs = p.status(i);
-            const LiveContainer& lc = p.containers[i];
+            const WorkerContainer& lc = p.containers[i];
             // Held (an id) but no longer watched: its exit was reported and
             // its status is being read (PodWorkers::on_exit).
             const bool unreadable = !lc.id.empty() && !workers_->watched(lc.id);

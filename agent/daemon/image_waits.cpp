@@ -22,7 +22,7 @@ void Agent::retry_image_waits() {
     bool started = false;
     for (auto& [uid, p] : pods_) {
         for (std::size_t i = 0; i < p.containers.size(); ++i) {
-            LiveContainer& lc = p.containers[i];
+            WorkerContainer& lc = p.containers[i];
             const ContainerStatus& cs = p.status(i);
             if (!lc.id.empty() || !is_image_wait(cs.reason)) continue;
             workers_->cancel_restart(lc);
@@ -51,7 +51,7 @@ Images::Host::Waiting Agent::waiting_for_image(const ImageWaiter& w, const std::
 
 void Agent::start_pulled(const ImageWaiter& w) {
     LivePod& p = pods_[w.uid];
-    LiveContainer& lc = p.containers[w.index];
+    WorkerContainer& lc = p.containers[w.index];
     workers_->cancel_restart(lc);
     lc.backoff = {};
     workers_->start(w.uid, w.index);

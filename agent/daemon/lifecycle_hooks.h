@@ -7,9 +7,10 @@
 // and sleep (PodLifecycleSleepAction) as a timer. Nothing waits on the
 // loop: every run is a libuv operation that calls back.
 //
-// The agent's side (hooks.cpp): postStart right after a container started,
-// its failure stops the container (event FailedPostStartHook, restarted as
-// its restartPolicy says); preStop before the stop signal, bounded by the
+// When each container's hooks run, and what for, is PodHooks's
+// (pod_hooks.h): postStart right after a container started, its failure
+// stops the container (event FailedPostStartHook, restarted as its
+// restartPolicy says); preStop before the stop signal, bounded by the
 // pod's terminationGracePeriodSeconds, the rest of which goes to the stop
 // (core/lifecycle_hook.h grace_after_pre_stop).
 #pragma once
@@ -40,25 +41,34 @@ struct HookContainer {
     std::vector<std::pair<std::string, std::string>> env;  // for an exec hook on the host
 };
 
-class LifecycleHooks {
+// What runs one hook (LifecycleHooks; a fake in tests, which answers as
+// the test says).
+class HookRunner {
   public:
     using Id = std::uint64_t;
     // Ok, or (ErrorCode::Runtime) the kubelet's failure message
     // (core/lifecycle_hook.h hook_failure_message); an action that ran out
     // of `timeout_ms` was killed and failed.
     using Done = std::function<void(Status)>;
+    virtual ~HookRunner() = default;
+    // Runs handler `h` of container `c` for at most `timeout_ms`. `done` is
+    // called exactly once, from the loop (never inside run()), unless
+    // cancel(id) comes first.
+    virtual Id run(const Handler& h, const HookContainer& c, std::int64_t timeout_ms, Done done) = 0;
+    // The callback is not called; an exec hook's process is killed.
+    virtual void cancel(Id id) = 0;
+};
 
+class LifecycleHooks final : public HookRunner {
+  public:
     LifecycleHooks(uv_loop_t* loop, platform::Runtime& runtime, std::unique_ptr<ProbeRunner> runner);
     LifecycleHooks(const LifecycleHooks&) = delete;
     LifecycleHooks& operator=(const LifecycleHooks&) = delete;
-    ~LifecycleHooks();
+    ~LifecycleHooks() override;
 
-    // Runs handler `h` of container `c` for at most `timeout_ms`. `done` is
-    // called exactly once, from the loop (never inside run()), unless
-    // cancel(id) or close() comes first.
-    Id run(const Handler& h, const HookContainer& c, std::int64_t timeout_ms, Done done);
-    // The callback is not called; an exec hook's process is killed.
-    void cancel(Id id);
+    // HookRunner; after close() no callback comes.
+    Id run(const Handler& h, const HookContainer& c, std::int64_t timeout_ms, Done done) override;
+    void cancel(Id id) override;
     void close();
 
   private:

@@ -421,10 +421,6 @@ WorkerContainer& Agent::worker_container(const std::string& uid, std::size_t ind
     return pods_[uid].containers[index];
 }
 
-bool Agent::holds_next(const std::string& uid, std::size_t index) {
-    return post_start_pending(pods_[uid], index);
-}
-
 void Agent::pod_changed(const std::string& uid, bool reconcile) {
     LivePod& p = pods_[uid];
     refresh_readiness(p);
@@ -455,7 +451,10 @@ void Agent::container_started(const std::string& uid, std::size_t index, const s
     refresh_readiness(p);
     save_pod(p);
     schedule_reconcile();
-    started_for_hooks(uid, index, std::move(spec), std::move(env), grace_seconds);
+    if (!pod_hooks_ || p.containers[index].id.empty()) return;
+    PodHooks::Target t = PodHooks::target(p.rec, p.containers[index].id, std::move(spec), grace_seconds);
+    t.container.env = std::move(env);
+    pod_hooks_->started(uid, index, std::move(t), !p.rec.deleting && !stopping_);
 }
 
 void Agent::note_image_id(const std::string& uid, std::size_t index, const std::string& id) {
@@ -567,7 +566,7 @@ void Agent::close_runtime_when_idle() {
 
 void Agent::container_exiting(const std::string& uid, std::size_t index) {
     probes_->remove(uid, index);
-    cancel_hook(pods_[uid].containers[index]);
+    if (pod_hooks_) pod_hooks_->cancel(uid, index);
 }
 
 // What an exit does here, besides its sequence (PodWorkers): its log line,
@@ -620,6 +619,7 @@ void Agent::pod_terminated(const std::string& uid) {
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
     api_access_->forget(uid);
     static_leaving_.erase(uid);
+    if (pod_hooks_) pod_hooks_->forget(uid);
     pods_.erase(pit);
     runtime_->pod_removed(uid);
     schedule_reconcile();

@@ -50,7 +50,7 @@ void Agent::start_probes(const std::string& uid, std::size_t index) {
     auto pit = pods_.find(uid);
     if (pit == pods_.end() || stopping_) return;
     LivePod& p = pit->second;
-    LiveContainer& lc = p.containers[index];
+    WorkerContainer& lc = p.containers[index];
     if (lc.id.empty() || probes_->has(uid, index)) return;
     const Container* spec = probed_spec(p, index);
     if (!spec) return;  // the template is not known yet: ensure_probes comes back
@@ -95,7 +95,7 @@ void Agent::on_probe_failed(const std::string& uid, std::size_t index, ProbeKind
     auto pit = pods_.find(uid);
     if (pit == pods_.end()) return;
     LivePod& p = pit->second;
-    LiveContainer& lc = p.containers[index];
+    WorkerContainer& lc = p.containers[index];
     if (lc.id.empty()) return;
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
     // computePodActions' message for killContainer's Killing Event.
