@@ -64,7 +64,9 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
 // template.
 std::optional<PodHooks::Target> Agent::hook_target_now(const std::string& uid, std::size_t index,
                                                        const std::string& id) {
-    LivePod& p = pods_[uid];
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) return std::nullopt;
+    LivePod& p = pit->second;
     const Container* spec = probed_spec(p, index);
     // The grace period of the pod's own spec (a static pod's file, or the
     // DaemonSet revision it runs), else of the current template.
@@ -79,7 +81,9 @@ std::optional<PodHooks::Target> Agent::hook_target_now(const std::string& uid, s
 
 std::optional<PodHooks::Env> Agent::hook_env(const std::string& uid, std::size_t /*index*/,
                                              const Container& spec) {
-    auto env = container_env(pods_[uid], spec);
+    auto pit = pods_.find(uid);
+    if (pit == pods_.end()) return std::nullopt;
+    auto env = container_env(pit->second, spec);
     if (!env) return std::nullopt;
     return std::move(env.value());
 }

@@ -32,7 +32,7 @@ void PodHooks::started(const std::string& uid, std::size_t index, Target target,
     State& s = containers_[{uid, index}];
     s.target = std::move(target);
     s.env_pending = false;
-    if (post_start) run_post_start(uid, index);
+    if (post_start) run_post_start(uid, index, s);
 }
 
 void PodHooks::adopted(const std::string& uid, std::size_t index, Target target) {
@@ -42,8 +42,7 @@ void PodHooks::adopted(const std::string& uid, std::size_t index, Target target)
     s.env_pending = true;
 }
 
-void PodHooks::run_post_start(const std::string& uid, std::size_t index) {
-    State& s = containers_[{uid, index}];
+void PodHooks::run_post_start(const std::string& uid, std::size_t index, State& s) {
     const auto& spec = s.target.container.spec;
     if (!spec || !spec->lifecycle || !spec->lifecycle->post_start) return;
     cancel_hook(s);
@@ -51,7 +50,8 @@ void PodHooks::run_post_start(const std::string& uid, std::size_t index) {
     s.hook = runner_.run(*spec->lifecycle->post_start, s.target.container, kPostStartLimitMs,
                          [this, uid, index, id](Status st) {
                              State* c = find(uid, index);
-                             if (!c) return;
+                             if (!c || c->target.container.runtime_id != id)
+                                 return;  // another instance's now
                              c->hook.reset();
                              if (!st.ok()) host_.post_start_failed(uid, index, id, st.error());
                              // The containers after it start now (SyncPod
@@ -79,10 +79,16 @@ bool PodHooks::pre_stop(const std::string& uid, std::size_t index, const std::st
         found->target.container.env.clear();
         found->env_pending = true;
     }
+    if (std::exchange(found->env_pending, false)) {
+        // The Host is asked with the entry's spec held here, and the entry
+        // found again after it (a Host may come back into this map).
+        const std::shared_ptr<const Container> asked = found->target.container.spec;
+        auto env = host_.hook_env(uid, index, *asked);
+        found = find(uid, index);
+        if (!found) return false;
+        if (env) found->target.container.env = std::move(*env);
+    }
     State& s = *found;
-    if (std::exchange(s.env_pending, false))
-        if (auto env = host_.hook_env(uid, index, *s.target.container.spec))
-            s.target.container.env = std::move(*env);
     if (grace_override) s.target.grace_seconds = *grace_override;  // its Pod's deletion grace
     const auto& spec = s.target.container.spec;
     if (!spec->lifecycle || !spec->lifecycle->pre_stop || s.target.grace_seconds <= 0) return false;
@@ -92,7 +98,7 @@ bool PodHooks::pre_stop(const std::string& uid, std::size_t index, const std::st
     s.hook = runner_.run(*spec->lifecycle->pre_stop, s.target.container, grace * 1000,
                          [this, uid, index, id, grace, done = std::move(done)](Status st) {
                              State* c = find(uid, index);
-                             if (!c) return;
+                             if (!c || c->target.container.runtime_id != id) return;
                              c->hook.reset();
                              c->pre_stopping = false;
                              if (!st.ok()) host_.pre_stop_failed(uid, index, st.error());
@@ -112,9 +118,12 @@ void PodHooks::cancel_hook(State& s) {
 }
 
 void PodHooks::forget(const std::string& uid) {
-    // A hook still running ends unheard (its container's exit cancelled it
-    // before the pod could go).
-    containers_.erase(containers_.lower_bound({uid, 0}), containers_.upper_bound({uid, SIZE_MAX}));
+    // A hook still running (its container's exit normally cancelled it
+    // before the pod could go) is cancelled: it ends unheard.
+    auto first = containers_.lower_bound({uid, 0});
+    auto last = containers_.upper_bound({uid, SIZE_MAX});
+    for (auto it = first; it != last; ++it) cancel_hook(it->second);
+    containers_.erase(first, last);
 }
 
 }  // namespace daemonlet::agent

@@ -126,7 +126,7 @@ class PodHooks {
         bool pre_stopping = false;           // its preStop runs: its stop follows
     };
     using Key = std::pair<std::string, std::size_t>;
-    void run_post_start(const std::string& uid, std::size_t index);
+    void run_post_start(const std::string& uid, std::size_t index, State& s);
     void cancel_hook(State& s);
     State* find(const std::string& uid, std::size_t index);
 

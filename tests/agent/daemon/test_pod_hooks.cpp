@@ -261,3 +261,23 @@ TEST(PodHooks, NoPostStartForAPodThatStopsAndAStopOrExitCancelsOne) {
     CHECK_TRUE(f.stops.empty());
     CHECK_TRUE(f.host.said.empty());
 }
+
+TEST(PodHooks, APodForgottenCancelsItsHooksAndALateAnswerOfAnotherInstanceIsNotHeard) {
+    Fixture f;
+    f.hooks.started("u", 0, target("c1", true, false, 30), true);
+    // The pod goes with its postStart running: the hook is cancelled.
+    f.hooks.forget("u");
+    CHECK_EQUAL(1, f.runner.cancelled);
+    CHECK_TRUE(f.runner.ops.empty());
+    // A postStart of c1 whose answer comes once c2 (same uid and index,
+    // a static pod's file back) has started: c2's state is not touched.
+    f.hooks.started("u", 0, target("c1", true, false, 30), true);
+    HookRunner::Done late = std::move(f.runner.ops.begin()->second.done);
+    f.runner.ops.clear();
+    f.hooks.started("u", 0, target("c2", true, false, 30), true);
+    late(Error{ErrorCode::Runtime, "exit 1"});
+    CHECK_TRUE(f.host.said.empty());
+    CHECK_TRUE(f.hooks.post_start_running("u", 0));  // c2's
+    f.runner.answer(Ok{});
+    CHECK((std::vector<std::string>{"postStart ended u"}) == f.host.said);
+}
