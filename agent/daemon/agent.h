@@ -165,6 +165,7 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     bool save_cluster_events();  // true: written
     void events_changed(bool queued);
     void keep_cluster_events();
+    void flush_reported();  // what the agent reported, made durable soon (off the loop)
     void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
     void on_api_node(ReflectorChanges&& changes);
     void on_link(LinkState state);

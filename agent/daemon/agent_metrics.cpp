@@ -88,6 +88,7 @@ void Agent::collect_metrics(MetricRegistry& r) {
         const store::Store::Stats st = store_->stats();
         r.set("daemonlet_store_writes_total", static_cast<double>(st.writes));
         r.set("daemonlet_store_bytes", static_cast<double>(st.bytes));
+        r.set("daemonlet_store_flushes_total", static_cast<double>(store_->worker_stats().flushes));
     }
     if (images_ && images_->store_bytes() >= 0)
         r.set("daemonlet_image_store_bytes", static_cast<double>(images_->store_bytes()));

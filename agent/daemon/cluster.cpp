@@ -165,6 +165,14 @@ void Agent::events_changed(bool queued) {
         queued ? 0 : kEventsSentSaveMs, 0);
 }
 
+// A write the agent reports (a revision recorded: `rollout history` shows
+// it) is flushed as a queued Event is, with the same flush: off the loop,
+// one at a time, a write during it asking for one more.
+void Agent::flush_reported() {
+    events_unflushed_ = true;
+    events_changed(true);
+}
+
 void Agent::keep_cluster_events() {
     // Flushed when an Event was queued and the queue written since the
     // last flush began: not for a queue loaded as it was stored, nor for an

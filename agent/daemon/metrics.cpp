@@ -81,6 +81,9 @@ void AgentMetrics::declare() {
     r.counter("daemonlet_store_writes_total",
               "Rows the store has inserted, updated or deleted since the start.");
     r.gauge("daemonlet_store_bytes", "Bytes of the store's database file and its write-ahead log.");
+    r.counter("daemonlet_store_flushes_total",
+              "fdatasyncs of the write-ahead log made so that what the agent reported holds across a power "
+              "cut (a rollback, a revision recorded, an Event queued).");
     r.histogram("daemonlet_loop_stall_seconds",
                 "How late the loop ran a 500 ms timer: how long one loop turn held it.", kDefBuckets);
 }

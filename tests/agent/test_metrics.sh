@@ -101,10 +101,17 @@ wait_for "a relist was counted" 10 holds 'daemonlet_apiserver_relists_total >= 1
 # 1. A pod starts: running pods goes up, its start duration and the
 # runtime's start operation are counted.
 loop='trap \"exit 0\" TERM; while true; do sleep 0.2; done'
+store_flushes() { curl -s "http://127.0.0.1:$mport/metrics" | awk '$1 == "daemonlet_store_flushes_total" { print $2 }'; }
+flushes0=$(store_flushes)
+[[ $flushes0 =~ ^[0-9]+$ ]] && ok || fail "daemonlet_store_flushes_total: '$flushes0'"
 write_ds steady.yaml steady "$loop" "" "" "          readinessProbe:
             exec: {command: [/bin/true]}
             periodSeconds: 1"
 wait_for "steady runs" 20 pod_running it steady
+# Its revision recorded is flushed (rollout history shows it: it holds
+# across a power cut; operating.md "Bad days").
+flushed_since() { local n; n=$(store_flushes); [[ $n =~ ^[0-9]+$ ]] && ((n > $1)); }
+wait_for "the revision recorded is flushed" 10 flushed_since "$flushes0"
 wait_for "kubelet_running_pods goes to 1" 30 holds 'kubelet_running_pods == 1'
 wait_for "the pod's start duration is observed" 10 holds 'kubelet_pod_start_duration_seconds_count >= 1'
 wait_for "start_container operations are counted" 10 \
