@@ -31,6 +31,27 @@ namespace {
 
 constexpr std::int64_t kNow = 1'717'000'000'000;
 
+// A database at `path` holding seed_state (uid-1), cleanly closed: no -wal,
+// no -shm.
+void write_seeded(const std::string& path) {
+    auto st = MUST(store::Store::open(path, kNow, nullptr));
+    CHECK_TRUE(seed_state(*st).ok());
+}
+
+// `bytes` of junk written over `path` at `offset` (by default its start: a
+// database no more).
+void spoil(const std::string& path, std::streamoff offset = 0, std::size_t bytes = 8192) {
+    std::ofstream bad(path, std::ios::in | std::ios::out);
+    bad.seekp(offset);
+    bad << std::string(bytes, 'U');
+}
+
+// The stateDir full, its -shm unmappable too (SQLite's ENOSPC), or not.
+void full_without_shm(bool full) {
+    FaultyVfs::set_full(full);
+    FaultyVfs::set_shm_full(full);
+}
+
 }  // namespace
 
 TEST_GROUP(Storage) {
@@ -143,11 +164,6 @@ TEST_GROUP(Storage) {
         CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
         CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
         return db;
-    }
-    // Overwrites the start of `file` (a database no more).
-    static void spoil(const std::string& file) {
-        std::ofstream bad(file, std::ios::in | std::ios::out);
-        bad << std::string(8192, 'x');
     }
     // What the database holds when `changes` were written to a healthy disk,
     // with the probe row the retry writes.
@@ -588,19 +604,10 @@ TEST(Storage, TheCopyWrittenInPlaceOfABadFileIsWrittenOffTheLoop) {
 TEST(Storage, ACorruptFileOnAFullStateDirWithoutItsShmRunsFromAnEmptyCopyUntilThereIsRoom) {
     TempDir state;
     const std::string db = state.file("daemonlet.db");
-    {
-        auto st = MUST(store::Store::open(db, kNow, nullptr));
-        CHECK_TRUE(seed_state(*st).ok());
-    }  // a clean stop: no -wal, no -shm
+    write_seeded(db);
     CHECK_FALSE(std::filesystem::exists(db + "-shm"));
-    {
-        // A page past the header (which stays a WAL database's) spoiled.
-        std::ofstream bad(db, std::ios::in | std::ios::out);
-        bad.seekp(4096);
-        bad << std::string(4096, 'U');
-    }
-    FaultyVfs::set_full(true);
-    FaultyVfs::set_shm_full(true);
+    spoil(db, 4096, 4096);  // a page past the header (which stays a WAL database's)
+    full_without_shm(true);
     s = open_state_dir(state.path());
     CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
     CHECK_FALSE(s->writable());
@@ -611,8 +618,7 @@ TEST(Storage, ACorruptFileOnAFullStateDirWithoutItsShmRunsFromAnEmptyCopyUntilTh
     CHECK_FALSE(s->retry().ok());  // still full
     LONGS_EQUAL(0, moved_aside);
 
-    FaultyVfs::set_full(false);
-    FaultyVfs::set_shm_full(false);
+    full_without_shm(false);
     auto moved = s->retry();
     CHECK_FALSE(moved.ok());
     STRCMP_EQUAL("corrupt", moved.error().code_name());
@@ -638,25 +644,16 @@ TEST(Storage, AFileFoundBadOnAFullDiskThatOpensWithRoomIsNotWrittenOver) {
     TempDir state;
     const std::string db = state.file("daemonlet.db");
     const std::string good = state.file("good.db");
-    {
-        auto st = MUST(store::Store::open(good, kNow, nullptr));
-        CHECK_TRUE(seed_state(*st).ok());
-    }
+    write_seeded(good);
     std::filesystem::copy_file(good, db);
-    {
-        std::ofstream bad(db, std::ios::in | std::ios::out);
-        bad.seekp(4096);
-        bad << std::string(4096, 'U');
-    }
-    FaultyVfs::set_full(true);
-    FaultyVfs::set_shm_full(true);
+    spoil(db, 4096, 4096);
+    full_without_shm(true);
     s = open_state_dir(state.path());
     CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
     CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
     std::filesystem::copy_file(good, db, std::filesystem::copy_options::overwrite_existing);
 
-    FaultyVfs::set_full(false);
-    FaultyVfs::set_shm_full(false);
+    full_without_shm(false);
     CHECK_FALSE(s->retry().ok());
     LONGS_EQUAL(1, moved_aside);  // the stop asked
     CHECK_FALSE(s->writable());
@@ -673,16 +670,9 @@ TEST(Storage, AFileFoundBadOnAFullDiskThatOpensWithRoomIsNotWrittenOver) {
 TEST(Storage, AFileWithoutItsHeaderOnAFullStateDirRunsFromAnEmptyCopyUntilThereIsRoom) {
     TempDir state;
     const std::string db = state.file("daemonlet.db");
-    {
-        auto st = MUST(store::Store::open(db, kNow, nullptr));
-        CHECK_TRUE(seed_state(*st).ok());
-    }
-    {
-        std::ofstream bad(db, std::ios::in | std::ios::out);
-        bad << std::string(100, 'U');  // "SQLite format 3" and the page size gone
-    }
-    FaultyVfs::set_full(true);
-    FaultyVfs::set_shm_full(true);
+    write_seeded(db);
+    spoil(db, 0, 100);  // "SQLite format 3" and the page size gone
+    full_without_shm(true);
     s = open_state_dir(state.path());
     CHECK_TRUE(s->mode() == agent::Storage::Mode::Copy);
     CHECK_FALSE(s->writable());
@@ -691,8 +681,7 @@ TEST(Storage, AFileWithoutItsHeaderOnAFullStateDirRunsFromAnEmptyCopyUntilThereI
     CHECK_TRUE(MUST(s->put_pod(sample_pod("uid-2"))));
     CHECK_FALSE(s->retry().ok());  // still full
 
-    FaultyVfs::set_full(false);
-    FaultyVfs::set_shm_full(false);
+    full_without_shm(false);
     auto reopened = s->retry();
     CHECK_TEXT(reopened.ok(), reopened.ok() ? "" : reopened.error().message.c_str());
     CHECK_TRUE(s->mode() == agent::Storage::Mode::Normal);

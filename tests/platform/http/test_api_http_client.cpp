@@ -178,6 +178,16 @@ TEST_GROUP_BASE(ApiHttpClient, ApiClientTest) {
         r.timeout_ms = 2000;
         return r;
     }
+    // `path` over TLS (the test certificate) at 127.0.0.1:`port`, HTTP/2
+    // offered (an nghttpx, or the relay before it).
+    platform::HttpRequest h2_req(int port, const std::string& path, std::int64_t timeout_ms = 2000) {
+        auto r = req(path);
+        r.tls.ca_pem = kGoodCert;
+        r.url = "https://127.0.0.1:" + std::to_string(port) + path;
+        r.http2_multiplex = true;
+        r.timeout_ms = timeout_ms;
+        return r;
+    }
     std::string body_of(const Outcome& o) {
         CHECK_TEXT(o.resp.has_value(), o.err ? o.err->message.c_str() : "");
         return o.resp ? o.resp->body : "";
@@ -504,13 +514,7 @@ class H2Proxy {
 TEST(ApiHttpClient, Http2StreamsShareOneConnection) {
     H2Proxy proxy(&loop, server->port);
     if (proxy.port == 0) return;  // nghttpx not installed
-    auto h2 = [&](const std::string& path) {
-        auto r = req(path);
-        r.tls.ca_pem = kGoodCert;
-        r.url = "https://127.0.0.1:" + std::to_string(proxy.port) + path;
-        r.http2_multiplex = true;
-        return r;
-    };
+    auto h2 = [&](const std::string& path) { return h2_req(proxy.port, path); };
     // A watch stays open while other requests come and go.
     auto watch = h2("/stream");
     watch.timeout_ms = 5000;
@@ -720,14 +724,7 @@ TEST(ApiHttpClient, Http2RequestsSurviveAServerThatStopsReading) {
     H2Proxy proxy(&loop, server->port);
     if (proxy.port == 0) return;  // nghttpx not installed
     StallRelay relay(&loop, proxy.port);
-    auto h2 = [&](const std::string& path) {
-        auto r = req(path);
-        r.tls.ca_pem = kGoodCert;
-        r.url = "https://127.0.0.1:" + std::to_string(relay.port) + path;
-        r.http2_multiplex = true;
-        r.timeout_ms = 10'000;
-        return r;
-    };
+    auto h2 = [&](const std::string& path) { return h2_req(relay.port, path, 10'000); };
     STRCMP_EQUAL("fine", body_of(get(h2("/plain"))).c_str());
     // A send buffer that what waits exceeds, whatever the host's tcp_wmem.
     const int fd = relay.client_fd();
@@ -796,14 +793,7 @@ TEST(ApiHttpClient, Http2ARequestMadeWhileAWriteWaitsIsSent) {
     H2Proxy proxy(&loop, server->port);
     if (proxy.port == 0) return;  // nghttpx not installed
     StallRelay relay(&loop, proxy.port);
-    auto h2 = [&](const std::string& path) {
-        auto r = req(path);
-        r.tls.ca_pem = kGoodCert;
-        r.url = "https://127.0.0.1:" + std::to_string(relay.port) + path;
-        r.http2_multiplex = true;
-        r.timeout_ms = 3000;
-        return r;
-    };
+    auto h2 = [&](const std::string& path) { return h2_req(relay.port, path, 3000); };
     STRCMP_EQUAL("fine", body_of(get(h2("/plain"))).c_str());
     const int fd = relay.client_fd();
     CHECK(fd >= 0);
