@@ -422,9 +422,12 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     bool events_loaded_ = false;
     std::vector<ClusterEvent> events_carried_;
     std::int64_t events_next_seq_ = 1;
-    bool events_flush_wanted_ = false;
-    bool events_unflushed_ = false;  // written since the last flush began
-    bool events_flushing_ = false;
+    // The flush of what the agent reported (an Event queued, a revision
+    // recorded: cluster.cpp keep_cluster_events, flush_reported), one at a
+    // time.
+    bool flush_wanted_ = false;
+    bool unflushed_ = false;  // reported writes since the last flush began
+    bool flushing_ = false;
     uv_timer_t* rebuild_timer_ = nullptr;
     uv_timer_t* wall_clock_timer_ = nullptr;
     std::optional<WallClockSteps> wall_steps_;  // from the agent's start

@@ -153,7 +153,7 @@ void Agent::load_queued_events() {
 // loop, one at a time): queued is acknowledged. A removal need not be: one
 // sent again after a cut finds its Event made (its name, event_answer).
 void Agent::events_changed(bool queued) {
-    events_flush_wanted_ = events_flush_wanted_ || queued;
+    flush_wanted_ = flush_wanted_ || queued;
     if (!events_timer_ || stopping_) return;
     // An Event queued is kept at the next turn; Events sent at most once a
     // second (a backlog of hundreds drained after a reconnect writes the
@@ -169,7 +169,7 @@ void Agent::events_changed(bool queued) {
 // it) is flushed as a queued Event is, with the same flush: off the loop,
 // one at a time, a write during it asking for one more.
 void Agent::flush_reported() {
-    events_unflushed_ = true;
+    unflushed_ = true;
     events_changed(true);
 }
 
@@ -177,21 +177,21 @@ void Agent::keep_cluster_events() {
     // Flushed when an Event was queued and the queue written since the
     // last flush began: not for a queue loaded as it was stored, nor for an
     // Event dropped from a full queue.
-    if (save_cluster_events()) events_unflushed_ = true;
-    if (!events_flush_wanted_ || !events_unflushed_ || events_flushing_ || stopping_) return;
-    events_flush_wanted_ = false;
-    events_unflushed_ = false;
-    events_flushing_ = true;
+    if (save_cluster_events()) unflushed_ = true;
+    if (!flush_wanted_ || !unflushed_ || flushing_ || stopping_) return;
+    flush_wanted_ = false;
+    unflushed_ = false;
+    flushing_ = true;
     auto done = [this](Status flushed) {
-        events_flushing_ = false;
+        flushing_ = false;
         if (!flushed.ok())
-            log(Level::Warning, "store: queued events not flushed: " + flushed.error().message);
+            log(Level::Warning, "store: queued events and revisions not flushed: " + flushed.error().message);
         // Queued while this flush ran: one more.
-        if (events_flush_wanted_ && !stopping_) keep_cluster_events();
+        if (flush_wanted_ && !stopping_) keep_cluster_events();
     };
     // No worker (a store that takes no writes): the write lands later and
     // is flushed with the next one; never an fdatasync on the loop.
-    if (!store_->flush_async(done).ok()) events_flushing_ = false;
+    if (!store_->flush_async(done).ok()) flushing_ = false;
 }
 
 // The Events the cluster has not had yet, for the next start: one row per

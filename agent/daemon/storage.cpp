@@ -325,18 +325,18 @@ void Storage::close_worker_handle() {
 void Storage::close() {
     if (closed_) return;
     closed_ = true;
+    bool reopen_tried = false;  // and failed, if writes are still kept: no second open at once
     if (work_) {
         // A reopen or a copy's write in progress is waited for (the stop
         // only) and ended here; its end on the loop then does nothing.
         DiskWork* job = std::exchange(work_, nullptr);
-        bool handled_reopen = std::string_view(job->what) == "reopen";
+        const bool reopen = std::string_view(job->what) == "reopen";
         if (uv_cancel(reinterpret_cast<uv_req_t*>(&job->req)) == 0) {
             // Not started yet (queued behind runtime jobs on the pool):
             // nothing to wait for; its end, called with UV_ECANCELED,
             // frees it. A copy's write is done here (the stop needs it
             // on the disk); a reopen is the last try's below.
-            handled_reopen = false;
-            if (std::string_view(job->what) != "reopen") {
+            if (!reopen) {
                 job->work();
                 job->done();
             }
@@ -345,14 +345,12 @@ void Storage::close() {
             job->cv.wait(lock, [job] { return job->worked; });
             lock.unlock();
             job->done();
+            reopen_tried = reopen;
         }
         job->owner = nullptr;
-        if (handled_reopen && !pending_.empty()) {
-            reopen_just_tried_ = true;  // it failed: no second open at once, on the loop
-        }
     }
     // A last try: the disk may have room again since the last retry.
-    if (!pending_.empty() && !opened_read_only_ && !reopen_just_tried_) (void)retry();
+    if (!pending_.empty() && !opened_read_only_ && !reopen_tried) (void)retry();
     // What the worker was asked (the last retry's flush) is done before it
     // stops; the callbacks left run now, then none can come.
     inner_->stop_worker();

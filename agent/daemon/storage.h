@@ -291,7 +291,6 @@ class Storage final : public store::Store {
     // Started from an empty copy with the file still there (its check
     // failed for want of room): a reopen that finds it good restarts on it.
     bool started_empty_ = false;
-    bool reopen_just_tried_ = false;  // the stop's reopen failed: no second try at once
     std::function<void(const char*)> disk_work_hook_;
     DiskWork* work_ = nullptr;  // the reopen or the copy's write running off the loop
     bool writable_ = true;
