@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/wall_clock.h"
+#include "platform/http/mbedtls_api.h"
 #include "platform/system_info.h"
 
 namespace daemonlet::platform {
@@ -153,17 +154,27 @@ struct TlsConfig {
     TlsConfig& operator=(const TlsConfig&) = delete;
 };
 
+// As long as the client's TlsConfigs (the configurations point at drbg).
+// Not handed to mbed TLS's free functions, as before: neither holds heap
+// memory.
+struct TlsConfigs::Rng {
+    mbedtls_entropy_context entropy{};
+    mbedtls_ctr_drbg_context drbg{};
+};
+
 TlsConfigs::TlsConfigs() = default;
 TlsConfigs::~TlsConfigs() = default;
 
 Status TlsConfigs::seed() {
-    if (seeded_) return Ok{};
-    tls->entropy_init(&entropy_);
-    tls->ctr_drbg_init(&drbg_);
+    if (rng_) return Ok{};
+    auto rng = std::make_unique<Rng>();
+    tls->entropy_init(&rng->entropy);
+    tls->ctr_drbg_init(&rng->drbg);
     static const unsigned char kPers[] = "daemonlet";
-    if (int r = tls->ctr_drbg_seed(&drbg_, tls->entropy_func, &entropy_, kPers, sizeof kPers - 1); r != 0)
+    if (int r = tls->ctr_drbg_seed(&rng->drbg, tls->entropy_func, &rng->entropy, kPers, sizeof kPers - 1);
+        r != 0)
         return Error{ErrorCode::Http, "TLS: seeding the random generator: " + mbedtls_error(*tls, r)};
-    seeded_ = true;
+    rng_ = std::move(rng);
     return Ok{};
 }
 
@@ -180,7 +191,7 @@ Result<TlsConfig*> TlsConfigs::get(const std::string& pool_key, const HttpTls& o
                                      MBEDTLS_SSL_PRESET_DEFAULT);
     if (r != 0) return err("configuration", r);
     tls->ssl_conf_min_version(&s.conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
-    tls->ssl_conf_rng(&s.conf, tls->ctr_drbg_random, &drbg_);
+    tls->ssl_conf_rng(&s.conf, tls->ctr_drbg_random, &rng_->drbg);
     tls->ssl_conf_authmode(&s.conf, o.verify ? MBEDTLS_SSL_VERIFY_REQUIRED : MBEDTLS_SSL_VERIFY_NONE);
     if (o.verify) {
         // PEM bytes are parsed with their terminating NUL.
@@ -337,12 +348,27 @@ int Connection::bio_recv(void* ctx, unsigned char* buf, std::size_t len) {
     return errno == ECONNRESET ? MBEDTLS_ERR_NET_CONN_RESET : MBEDTLS_ERR_NET_RECV_FAILED;
 }
 
+namespace {
+
+// mbed TLS's answer (or the transport's, without TLS) in the connection's
+// codes (api_connection.h); its other errors pass as they are, for
+// io_error().
+int connection_code(int n) {
+    if (n == MBEDTLS_ERR_SSL_WANT_READ) return Connection::kWantRead;
+    if (n == MBEDTLS_ERR_SSL_WANT_WRITE) return Connection::kWantWrite;
+    return n;
+}
+
+}  // namespace
+
 int Connection::send(const unsigned char* data, std::size_t len) {
-    return tls_ ? tls->ssl_write(&tls_->ssl, data, len) : bio_send(this, data, len);
+    return connection_code(tls_ ? tls->ssl_write(&tls_->ssl, data, len) : bio_send(this, data, len));
 }
 
 int Connection::recv(unsigned char* buf, std::size_t len) {
-    return tls_ ? tls->ssl_read(&tls_->ssl, buf, len) : bio_recv(this, buf, len);
+    const int n = tls_ ? tls->ssl_read(&tls_->ssl, buf, len) : bio_recv(this, buf, len);
+    // The server's close_notify: the end of its bytes, as 0 is without TLS.
+    return n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY ? 0 : connection_code(n);
 }
 
 std::string Connection::io_error(int n) const {

@@ -1,14 +1,15 @@
 // One connection of the API server's HTTP client (api_http_client.h): a
-// non-blocking socket watched by a uv_poll and, over https, its mbed TLS
-// state (mbed TLS loaded on first use: mbedtls_api.h) over a configuration
-// shared by the connections with the same TLS settings (TlsConfigs). It
-// knows bytes, not HTTP: the exchange over it is HTTP/1.1
+// non-blocking socket watched by a uv_poll and, over https, its TLS state
+// over a configuration shared by the connections with the same TLS settings
+// (TlsConfigs). It knows bytes, not HTTP: the exchange over it is HTTP/1.1
 // (api_h1.cpp) or HTTP/2 (api_h2.cpp).
 //
-// send() and recv() answer as mbed TLS does, over TLS or not: the bytes
-// taken or given, or MBEDTLS_ERR_SSL_WANT_WRITE / WANT_READ when the socket
-// would block (mbed TLS then wants the same bytes again), or another
-// negative code that io_error() words.
+// The TLS is mbed TLS (loaded on first use, by the loader beside this
+// file), and only api_connection.cpp sees it: its contexts are opaque here
+// (TlsConfig, TlsConfigs::Rng, Connection::Tls) and send() / recv() answer
+// in the connection's own codes (Connection::kWantRead ...), so the
+// protocols and the pool never name an mbed TLS type or code
+// (tests/layering.sh holds it).
 #pragma once
 
 #include <netdb.h>
@@ -21,7 +22,6 @@
 
 #include "core/result.h"
 #include "platform/http/http_client.h"
-#include "platform/http/mbedtls_api.h"
 
 namespace daemonlet::platform {
 
@@ -51,12 +51,12 @@ class TlsConfigs {
     std::uint64_t made() const { return made_; }
 
   private:
+    // The random generator the configurations share, seeded on first use.
+    struct Rng;
     Status seed();
+    std::unique_ptr<Rng> rng_;
     std::map<std::string, std::unique_ptr<TlsConfig>> configs_;
     std::uint64_t made_ = 0;
-    bool seeded_ = false;
-    mbedtls_entropy_context entropy_{};
-    mbedtls_ctr_drbg_context drbg_{};
 };
 
 class Connection {
@@ -91,14 +91,25 @@ class Connection {
     // The server took h2 by ALPN.
     bool took_h2() const;
 
+    // What send() and recv() answer besides the bytes taken or given (0 from
+    // recv(): the server closed the connection, over TLS with close_notify or
+    // not) and an error (any other negative code, which io_error() words).
+    // The socket would block: wait until it is readable (kWantRead) or
+    // writable (kWantWrite), then call again; a send() then wants the same
+    // bytes again (TLS has taken part of them into a record). Over TLS
+    // either call can want either (a record half read or half written).
+    // Outside the TLS library's codes (-0x0001 to -0x7fff).
+    static constexpr int kWantRead = -0x10001;
+    static constexpr int kWantWrite = -0x10002;
+
     int send(const unsigned char* data, std::size_t len);
     int recv(unsigned char* buf, std::size_t len);
-    // Why send() or recv() failed: mbed TLS's words over TLS (the library is
+    // Why send() or recv() failed: the TLS library's words over TLS (it is
     // not even loaded for http://), else the socket's errno.
     std::string io_error(int n) const;
-    // Enough read for this turn of the loop (`taken` so far)? Not while mbed
-    // TLS holds decrypted bytes (at most one record): the poll would not
-    // wake for them.
+    // Enough read for this turn of the loop (`taken` so far)? Not while the
+    // TLS state holds decrypted bytes (at most one record): the poll would
+    // not wake for them.
     bool yield_read(std::size_t taken) const;
 
   protected:

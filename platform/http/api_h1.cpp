@@ -31,8 +31,8 @@ void ApiHttpClient::Impl::h1_exchange(Transfer& t) {
             const auto* data = reinterpret_cast<const unsigned char*>(t.out.data()) + t.sent;
             const std::size_t left = t.out.size() - t.sent;
             const int n = c->send(data, left);
-            if (n == MBEDTLS_ERR_SSL_WANT_WRITE) return c->watch(UV_WRITABLE);
-            if (n == MBEDTLS_ERR_SSL_WANT_READ) return c->watch(UV_READABLE);
+            if (n == Conn::kWantWrite) return c->watch(UV_WRITABLE);
+            if (n == Conn::kWantRead) return c->watch(UV_READABLE);
             if (n < 0) return broken(t, "sending to " + t.url.host_header + ": " + c->io_error(n));
             t.sent += static_cast<std::size_t>(n);
         }
@@ -47,10 +47,9 @@ void ApiHttpClient::Impl::receive(Transfer& t) {
     unsigned char buf[16 * 1024];
     for (std::size_t taken = 0;; taken += sizeof buf) {
         if (c->yield_read(taken)) return c->watch(UV_READABLE);
-        int n = c->recv(buf, sizeof buf);
-        if (n == MBEDTLS_ERR_SSL_WANT_READ) return c->watch(UV_READABLE);
-        if (n == MBEDTLS_ERR_SSL_WANT_WRITE) return c->watch(UV_WRITABLE);
-        if (n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY) n = 0;
+        const int n = c->recv(buf, sizeof buf);
+        if (n == Conn::kWantRead) return c->watch(UV_READABLE);
+        if (n == Conn::kWantWrite) return c->watch(UV_WRITABLE);
         if (n < 0) return broken(t, "receiving from " + t.url.host_header + ": " + c->io_error(n));
         llhttp_errno_t e;
         ++t.busy;

@@ -126,13 +126,13 @@ void ApiHttpClient::Impl::h2_io(Conn* c) {
     bool want_write = false;
     ++c->busy;
     for (std::size_t taken = 0; !c->dead && !c->yield_read(taken);) {
-        int n = c->recv(buf, sizeof buf);
-        if (n == MBEDTLS_ERR_SSL_WANT_READ) break;
-        if (n == MBEDTLS_ERR_SSL_WANT_WRITE) {
+        const int n = c->recv(buf, sizeof buf);
+        if (n == Conn::kWantRead) break;
+        if (n == Conn::kWantWrite) {
             want_write = true;
             break;
         }
-        if (n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || n == 0) {
+        if (n == 0) {
             broke = "the connection was closed";
             break;
         }
@@ -150,8 +150,8 @@ void ApiHttpClient::Impl::h2_io(Conn* c) {
     h2_sweep(c, broke);
     if (!c->dead && !broke) {
         c->kick = false;
-        // More frames only once the last ones are written: mbed TLS wants
-        // a write it answered WANT_WRITE retried with the same bytes, and
+        // More frames only once the last ones are written: TLS wants a
+        // send it answered kWantWrite retried with the same bytes, and
         // nghttp2 keeps what is not taken (its flood limits count it).
         if (c->h2_sent == c->h2_out.size()) {
             c->h2_out.clear();
@@ -161,7 +161,7 @@ void ApiHttpClient::Impl::h2_io(Conn* c) {
         while (!broke && c->h2_sent < c->h2_out.size()) {
             const int n = c->send(reinterpret_cast<const unsigned char*>(c->h2_out.data()) + c->h2_sent,
                                   c->h2_out.size() - c->h2_sent);
-            if (n == MBEDTLS_ERR_SSL_WANT_WRITE || n == MBEDTLS_ERR_SSL_WANT_READ) {
+            if (n == Conn::kWantWrite || n == Conn::kWantRead) {
                 want_write = true;
                 break;
             }
