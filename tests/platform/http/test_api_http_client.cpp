@@ -8,7 +8,8 @@
 // accepted or refused, the host name or IP address checked (the clock's
 // part: test_clock.sh). HTTP/2 through nghttpx in front of the keep-alive
 // server, when nghttpx is installed, and through a relay that stops reading
-// (the client's writes wait: WANT_WRITE).
+// (the client's writes wait: WANT_WRITE); against the TLS server speaking
+// just enough h2 to break the protocol under a watch (no nghttpx needed).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -299,10 +300,12 @@ namespace {
 
 // An HTTPS server on a thread (blocking sockets, mbed TLS from the agent's
 // loaded table): every request on a connection gets 200 "secure", kept
-// alive until the client closes it.
+// alive until the client closes it. With `h2_breaks_first`, h2 by ALPN
+// instead (serve_h2), and its first connection breaks the protocol.
 class TlsServer {
   public:
-    TlsServer(const char* cert, const char* key) : api_(*platform::mbedtls_api().value()) {
+    TlsServer(const char* cert, const char* key, bool h2_breaks_first = false)
+        : api_(*platform::mbedtls_api().value()), h2_(h2_breaks_first) {
         api_.x509_crt_init(&cert_);
         api_.pk_init(&key_);
         api_.ssl_config_init(&conf_);
@@ -317,6 +320,8 @@ class TlsServer {
                                        MBEDTLS_SSL_PRESET_DEFAULT) == 0);
         api_.ssl_conf_rng(&conf_, api_.ctr_drbg_random, &drbg_);
         CHECK(api_.ssl_conf_own_cert(&conf_, &cert_, &key_) == 0);
+        static const char* h2[] = {"h2", nullptr};
+        if (h2_) CHECK(api_.ssl_conf_alpn_protocols(&conf_, h2) == 0);
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
@@ -357,12 +362,12 @@ class TlsServer {
         while (!stop_) {
             int c = ::accept(fd_, nullptr, nullptr);
             if (c < 0) return;
-            ++accepted;
+            const bool first = ++accepted == 1;
             conns_.push_back(c);
-            served_.emplace_back([this, c] { serve(c); });
+            served_.emplace_back([this, c, first] { serve(c, first); });
         }
     }
-    void serve(int c) {
+    void serve(int c, bool first) {
         mbedtls_ssl_context ssl;
         api_.ssl_init(&ssl);
         api_.ssl_setup(&ssl, &conf_);
@@ -370,7 +375,8 @@ class TlsServer {
         std::string in;
         unsigned char buf[4096];
         int n = api_.ssl_handshake(&ssl);
-        while (n == 0 && (n = api_.ssl_read(&ssl, buf, sizeof buf)) > 0) {
+        if (n == 0 && h2_) serve_h2(ssl, first);
+        while (!h2_ && n == 0 && (n = api_.ssl_read(&ssl, buf, sizeof buf)) > 0) {
             in.append(reinterpret_cast<char*>(buf), static_cast<std::size_t>(n));
             for (std::size_t end; (end = in.find("\r\n\r\n")) != std::string::npos;) {
                 in.erase(0, end + 4);
@@ -381,7 +387,45 @@ class TlsServer {
         }
         api_.ssl_free(&ssl);
     }
+    // h2, just enough for one GET: reads the client's preface and frames up
+    // to its first HEADERS (the request, stream 1), then answers with its
+    // SETTINGS, the ACK of the client's and a 200 (HPACK 0x88) on stream 1;
+    // then the body "secure", or, on a breaking connection, a SETTINGS
+    // frame of 5 bytes: a connection error (FRAME_SIZE_ERROR, RFC 9113
+    // §6.5). Then reads until the client closes.
+    void serve_h2(mbedtls_ssl_context& ssl, bool breaks) {
+        std::string in;
+        unsigned char buf[4096];
+        auto got_headers = [&in] {
+            for (std::size_t at = 24; at + 9 <= in.size();) {
+                const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(in[at + i]); };
+                const std::size_t len = std::size_t{byte(0)} << 16 | std::size_t{byte(1)} << 8 | byte(2);
+                if (byte(3) == 0x1 && at + 9 + len <= in.size()) return true;
+                at += 9 + len;
+            }
+            return false;
+        };
+        for (int n; !got_headers() && (n = api_.ssl_read(&ssl, buf, sizeof buf)) > 0;)
+            in.append(reinterpret_cast<char*>(buf), static_cast<std::size_t>(n));
+        if (!got_headers()) return;
+        using namespace std::string_literals;
+        std::string out =
+            "\0\0\0\x04\0\0\0\0\0"s                          // SETTINGS
+            "\0\0\0\x04\x01\0\0\0\0"s                        // SETTINGS ACK
+            "\0\0\x01\x01\x04\0\0\0\x01\x88"s;               // HEADERS, END_HEADERS
+        out += breaks ? "\0\0\x05\x04\0\0\0\0\0\0\0\0\0\0"s  // SETTINGS, 5 bytes
+                      : "\0\0\x06\0\x01\0\0\0\x01secure"s;   // DATA, END_STREAM
+        for (std::size_t sent = 0; sent < out.size();) {
+            const int n = api_.ssl_write(&ssl, reinterpret_cast<const unsigned char*>(out.data()) + sent,
+                                         out.size() - sent);
+            if (n <= 0) return;
+            sent += static_cast<std::size_t>(n);
+        }
+        while (api_.ssl_read(&ssl, buf, sizeof buf) > 0) {
+        }
+    }
     const platform::MbedTlsApi& api_;
+    const bool h2_;
     mbedtls_x509_crt cert_;
     mbedtls_pk_context key_;
     mbedtls_ssl_config conf_;
@@ -824,6 +868,29 @@ TEST(ApiHttpClient, Http2ARequestMadeWhileAWriteWaitsIsSent) {
     STRCMP_EQUAL(("PUT " + put.body + " ").c_str(), body_of(first).c_str());
     STRCMP_EQUAL("fine", body_of(second).c_str());
     relay.close();
+}
+
+// A server that breaks HTTP/2 under a watch that has its headers (a
+// SETTINGS frame of 5 bytes): nghttp2 ends the session itself, sends its
+// GOAWAY, ignores the rest and closes none of the client's streams. The
+// client fails them at once, not at their timeouts, and drops the
+// connection: the next request opens a new one. So does Go's http2
+// Transport (golang.org/x/net/http2/transport.go): a connection error ends
+// readLoop, which writes the GOAWAY, and clientConnReadLoop.cleanup marks
+// the connection dead in the pool and aborts every stream.
+TEST(ApiHttpClient, Http2AServerThatBreaksTheProtocolEndsItsStreamsAtOnce) {
+    TlsServer tls(kGoodCert, kGoodKey, true);
+    uv_update_time(&loop);
+    const std::uint64_t start = uv_now(&loop);
+    Outcome watch = get(h2_req(tls.port, "/watch", 10'000));
+    const std::uint64_t took = uv_now(&loop) - start;
+    CHECK(watch.err.has_value());
+    STRCMP_EQUAL("http", watch.err->code_name());
+    STRCMP_CONTAINS("the HTTP/2 session ended", watch.err->message.c_str());
+    CHECK_TEXT(took < 2000, ("failed after " + std::to_string(took) + " ms").c_str());
+    STRCMP_EQUAL("secure", body_of(get(h2_req(tls.port, "/plain"))).c_str());
+    LONGS_EQUAL(2, client->connections_opened());
+    LONGS_EQUAL(2, tls.accepted.load());
 }
 
 namespace {
