@@ -71,6 +71,13 @@ struct PodRecord {
     PodPhase phase = PodPhase::Pending;
     std::int64_t created_at_ms = 0;  // wall clock
     bool deleting = false;           // a stop has been requested; the record goes when it is done
+    // Its Pod was deleted through the API with this grace (the Pod's
+    // deletionGracePeriodSeconds, core kill_grace_seconds): its containers'
+    // stop grace instead of the spec's, kept so that a restarted agent
+    // resumes the stop with it (the kubelet keeps it with each container:
+    // kuberuntime labels.go io.kubernetes.pod.deletionGracePeriod). None:
+    // the spec's grace.
+    std::optional<std::int64_t> deletion_grace_seconds;
     std::vector<ContainerStatus> init_containers;  // spec.initContainers, in order
     std::vector<ContainerStatus> containers;
     // status.podIPs: the pod's own IPs, as its runtime's sandbox has them

@@ -143,7 +143,8 @@ Json encode_container(const ContainerStatus& c) {
 }  // namespace
 
 std::string encode_containers(const std::vector<ContainerStatus>& containers,
-                              const std::vector<ContainerStatus>& init_containers) {
+                              const std::vector<ContainerStatus>& init_containers,
+                              std::optional<std::int64_t> deletion_grace_seconds) {
     Json j = Json::array();
     for (const ContainerStatus& c : init_containers) {
         Json e = encode_container(c);
@@ -152,11 +153,15 @@ std::string encode_containers(const std::vector<ContainerStatus>& containers,
         j.push_back(std::move(e));
     }
     for (const ContainerStatus& c : containers) j.push_back(encode_container(c));
+    // With each container, as the kubelet's labels keep it.
+    if (deletion_grace_seconds)
+        for (Json& e : j) e["deletionGracePeriodSeconds"] = *deletion_grace_seconds;
     return dump(j);
 }
 
 Result<std::vector<ContainerStatus>> decode_containers(std::string_view text,
-                                                       std::vector<ContainerStatus>* init_containers) {
+                                                       std::vector<ContainerStatus>* init_containers,
+                                                       std::optional<std::int64_t>* deletion_grace_seconds) {
     auto j = parse("containers_json", text, Json::value_t::array);
     if (!j) return j.error();
     std::vector<ContainerStatus> out;
@@ -177,6 +182,10 @@ Result<std::vector<ContainerStatus>> decode_containers(std::string_view text,
         // no record, not a corrupt row that would cost every pod its adoption.
         if (auto r = e.find("stopRecord"); r != e.end() && r->is_string())
             c.stop_record = r->get<std::string>();
+        // Best effort too: another shape is no deletion grace (the spec's).
+        if (auto g = e.find("deletionGracePeriodSeconds");
+            deletion_grace_seconds && g != e.end() && g->is_number_integer() && g->get<std::int64_t>() >= 0)
+            *deletion_grace_seconds = g->get<std::int64_t>();
         auto s = decode_state(state);
         if (!s) return s.error();
         c.state = s.value();

@@ -5,6 +5,8 @@
 // is reported as corrupt.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,11 +25,15 @@ Result<std::vector<Taint>> decode_taints(std::string_view text);
 
 // One JSON array for both kinds: init containers first, each marked
 // "init": true, so rows written before init containers existed read back
-// unchanged and no migration is needed.
+// unchanged and no migration is needed. The pod's deletion grace
+// (PodRecord::deletion_grace_seconds) goes with each container's entry
+// when set; a row without it reads back as none.
 std::string encode_containers(const std::vector<ContainerStatus>& containers,
-                              const std::vector<ContainerStatus>& init_containers = {});
+                              const std::vector<ContainerStatus>& init_containers = {},
+                              std::optional<std::int64_t> deletion_grace_seconds = std::nullopt);
 Result<std::vector<ContainerStatus>> decode_containers(
-    std::string_view text, std::vector<ContainerStatus>* init_containers = nullptr);
+    std::string_view text, std::vector<ContainerStatus>* init_containers = nullptr,
+    std::optional<std::int64_t>* deletion_grace_seconds = nullptr);
 
 // A JSON array of strings (a pod's IPs); `column` names it in errors.
 std::string encode_strings(const std::vector<std::string>& values);

@@ -16,7 +16,7 @@ Result<bool> SqliteStore::put_pod(const PodRecord& pod) {
     Row row{{pod.uid},
             {pod.name, pod.namespace_, pod.daemonset, pod.revision_hash, pod.revision,
              std::string(to_string(pod.phase)), pod.created_at_ms, std::int64_t{pod.deleting ? 1 : 0},
-             codec::encode_containers(pod.containers, pod.init_containers),
+             codec::encode_containers(pod.containers, pod.init_containers, pod.deletion_grace_seconds),
              codec::encode_strings(pod.pod_ips), pod.source, pod.reason, pod.message},
             {}};
     return put_row("put_pod", s_.pod_compare, s_.pod_upsert, row);
@@ -46,7 +46,7 @@ Result<std::vector<PodRecord>> SqliteStore::list_pods() {
         p.source = q.text(11);
         p.reason = q.text(12);
         p.message = q.text(13);
-        auto containers = codec::decode_containers(q.text(9), &p.init_containers);
+        auto containers = codec::decode_containers(q.text(9), &p.init_containers, &p.deletion_grace_seconds);
         auto ips = codec::decode_strings("pod_ips_json", q.text(10));
         if (!phase)
             return fail("list_pods",

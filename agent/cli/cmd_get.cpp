@@ -89,6 +89,9 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
         pod["metadata"]["ownerReferences"] =
             Json::array({{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}, {"controller", true}}});
     }
+    // Its Pod's deletion grace, kept with the record (a Pod deleted through
+    // the API with its own): what its containers are stopped within.
+    if (p.deletion_grace_seconds) pod["metadata"]["deletionGracePeriodSeconds"] = *p.deletion_grace_seconds;
     pod["spec"] = {{"nodeName", node}};
     PodStatusContext ctx;
     ctx.runtime = runtime;

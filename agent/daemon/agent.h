@@ -117,9 +117,6 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
         std::vector<WorkerContainer> containers;
         std::optional<std::int64_t> ready_since_mono_ms;
         bool deleted_by_user = false;
-        // Its Pod was deleted through the API: its containers' stop grace
-        // (the Pod's deletionGracePeriodSeconds, core kill_grace_seconds).
-        std::optional<std::int64_t> grace_override;
         // kubelet_pod_start_duration_seconds has seen it run (or it was
         // adopted running): observed once per pod.
         mutable bool start_observed = false;

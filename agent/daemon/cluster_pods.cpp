@@ -56,10 +56,10 @@ void Agent::restart_for_api(const std::string& uid, std::optional<std::int64_t> 
     const std::int64_t spec_grace = (spec ? spec->termination_grace_period_seconds
                                           : d->ds().spec.template_.spec.termination_grace_period_seconds)
                                         .value_or(30);
-    p.grace_override = kill_grace_seconds(grace, spec_grace);
+    p.rec.deletion_grace_seconds = kill_grace_seconds(grace, spec_grace);
     p.deleted_by_user = true;
     log(platform::Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + ": " + why +
-                                     "; stopping it within " + std::to_string(*p.grace_override) +
+                                     "; stopping it within " + std::to_string(*p.rec.deletion_grace_seconds) +
                                      " s, a new pod replaces it");
     schedule_reconcile();
 }

@@ -57,7 +57,7 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
     const LivePod& p = pit->second;
     const std::string& id = p.containers[index].id;
     if (id.empty() || (!expected.empty() && id != expected)) return false;
-    return pod_hooks_->pre_stop(uid, index, id, p.grace_override, std::move(done));
+    return pod_hooks_->pre_stop(uid, index, id, p.rec.deletion_grace_seconds, std::move(done));
 }
 
 // An adopted container (the agent restarted) runs the hooks of its pod's

@@ -557,7 +557,7 @@ void Agent::container_killing(const std::string& uid, std::size_t index) {
 
 std::optional<std::int64_t> Agent::stop_grace(const std::string& uid) {
     auto pit = pods_.find(uid);
-    return pit == pods_.end() ? std::nullopt : pit->second.grace_override;
+    return pit == pods_.end() ? std::nullopt : pit->second.rec.deletion_grace_seconds;
 }
 
 void Agent::close_runtime_when_idle() {

@@ -195,7 +195,7 @@ inline std::string pod_difference(const PodRecord& a, const PodRecord& b) {
     auto scalar = [](const PodRecord& p) {
         return std::make_tuple(p.uid, p.name, p.namespace_, p.daemonset, p.revision_hash, p.revision, p.phase,
                                p.created_at_ms, p.deleting, p.containers.size(), p.init_containers.size(),
-                               p.pod_ips, p.source, p.reason, p.message);
+                               p.pod_ips, p.source, p.reason, p.message, p.deletion_grace_seconds);
     };
     if (scalar(a) != scalar(b)) return "pod " + a.uid + ": a scalar field differs";
     auto differ = [](const ContainerStatus& x, const ContainerStatus& y) {

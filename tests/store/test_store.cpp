@@ -172,6 +172,41 @@ TEST(StoreRoundTrip, PodComesBackAsStored) {
     CHECK_FALSE(MUST(s->delete_pod("uid-1")));
 }
 
+// A Pod deleted through the API with its own grace: the kubelet kills its
+// containers within deletionGracePeriodSeconds, kept with each container
+// (kuberuntime labels.go io.kubernetes.pod.deletionGracePeriod) so that a
+// restarted kubelet still has it. Here in the containers' JSON, no
+// migration: a row written before it (or without one) reads back as none,
+// another shape as none.
+TEST(StoreRoundTrip, APodsDeletionGraceComesBackWithIt) {
+    PodRecord pod = sample_pod("uid-1");
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    CHECK_FALSE(MUST(s->list_pods())[0].deletion_grace_seconds.has_value());
+    pod.deleting = true;
+    pod.deletion_grace_seconds = 3;
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    auto pods = MUST(s->list_pods());
+    STRCMP_EQUAL("", pod_difference(pod, pods[0]).c_str());
+    LONGS_EQUAL(3, *pods[0].deletion_grace_seconds);
+    pod.deletion_grace_seconds = 0;  // a forced delete's: kept, not taken for none
+    CHECK_TRUE(MUST(s->put_pod(pod)));
+    LONGS_EQUAL(0, MUST(s->list_pods())[0].deletion_grace_seconds.value_or(-1));
+
+    RawDb raw(path);
+    STRCMP_EQUAL("", raw.exec("UPDATE pods SET containers_json = json_remove(json_remove(containers_json, "
+                              "'$[0].deletionGracePeriodSeconds'), '$[1].deletionGracePeriodSeconds')")
+                         .c_str());
+    pods = MUST(s->list_pods());
+    CHECK_FALSE(pods[0].deletion_grace_seconds.has_value());
+    CHECK_TRUE(pods[0].deleting);
+    STRCMP_EQUAL("", raw.exec("UPDATE pods SET containers_json = json_set(containers_json, "
+                              "'$[0].deletionGracePeriodSeconds', 'soon')")
+                         .c_str());
+    pods = MUST(s->list_pods());
+    LONGS_EQUAL(1, pods.size());
+    CHECK_FALSE(pods[0].deletion_grace_seconds.has_value());
+}
+
 TEST(StoreRoundTrip, InitContainersComeBackApartFromAppContainers) {
     PodRecord pod = sample_pod("uid-1");
     ContainerStatus init;
