@@ -196,7 +196,7 @@ void Agent::adopt() {
             by_id.erase(it);
         }
         p.start_observed = true;  // started by an earlier agent
-        pods_.emplace(rec.uid, std::move(p));
+        pods_.add(std::move(p));
     }
     // Containers no pod record knows: the database was lost and rebuilt.
     // Their labels rebuild the pods, which are adopted like the others (zero
@@ -208,7 +208,7 @@ void Agent::adopt() {
             runtime_->remove_async(id, [](Status) {});
             continue;
         }
-        if (pods_.count(info.pod_uid)) {
+        if (pods_.contains(info.pod_uid)) {
             // A second instance of a container its pod already runs: the
             // one the record names stays.
             log(Level::Warning, "container " + id + " of pod " + info.pod_namespace + "/" + info.pod_name +
@@ -250,8 +250,8 @@ void Agent::adopt() {
             {{"DAEMONLET_POD", rec->namespace_ + "/" + rec->name}});
         refresh_readiness(p);
         p.start_observed = true;
-        save_pod(p);
-        pods_.emplace(uid, std::move(p));
+        pods_.save(p);
+        pods_.add(std::move(p));
     }
     for (auto& [uid, p] : pods_) load_adopted_hooks(uid, p);
     std::size_t adopted = workers_->watched_count() - exited.size();

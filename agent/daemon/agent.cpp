@@ -377,7 +377,7 @@ void Agent::on_node_ips_changed() {
     for (auto& [uid, p] : pods_) {
         const auto before = p.rec.pod_ips;
         refresh_pod_ips(p);
-        if (p.rec.pod_ips != before) save_pod(p);
+        if (p.rec.pod_ips != before) pods_.save(p);
     }
 }
 

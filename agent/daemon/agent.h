@@ -37,6 +37,7 @@
 #include "agent/daemon/node_ips.h"
 #include "agent/daemon/pod_events.h"
 #include "agent/daemon/pod_hooks.h"
+#include "agent/daemon/pod_table.h"
 #include "agent/daemon/pod_workers.h"
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/sources.h"
@@ -79,7 +80,7 @@ void close_targeted_timer(uv_timer_t*& t) {
 // daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
 std::string find_helper(const std::string& name);
 
-class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::Host {
+class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::Host, private PodTable::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -108,23 +109,6 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
         std::int64_t revision = 0;
         std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
         bool rolled_back = false;  // a rollback's template is in force, not the file's
-    };
-    struct LivePod {
-        PodRecord rec;
-        // Init containers first, then app containers: index i is status(i).
-        // The pod worker's state of each (pod_workers.h); its hooks' is
-        // PodHooks's (pod_hooks.h).
-        std::vector<WorkerContainer> containers;
-        std::optional<std::int64_t> ready_since_mono_ms;
-        bool deleted_by_user = false;
-        // kubelet_pod_start_duration_seconds has seen it run (or it was
-        // adopted running): observed once per pod.
-        mutable bool start_observed = false;
-
-        bool is_init(std::size_t i) const { return i < rec.init_containers.size(); }
-        ContainerStatus& status(std::size_t i) {
-            return is_init(i) ? rec.init_containers[i] : rec.containers[i - rec.init_containers.size()];
-        }
     };
 
     // A static pod in force (static_pods.cpp): a v1 Pod of a manifest file
@@ -221,7 +205,6 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     void reconcile();
     void adopt();
     void create_pod(const PodToCreate& c);
-    static void add_containers(LivePod& p, const PodSpec& spec);
     // The kubelet's admit handlers that apply to every pod, in its order
     // (canAdmitPod): the sysctl allowlist (core/sysctl.h) from the safe set
     // of this kernel and config allowedUnsafeSysctls. A static pod's
@@ -240,7 +223,7 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     // one: the containers after it wait (kubelet's SyncPod starts them one
     // by one, each startContainer returning after its postStart).
     bool holds_next(const std::string& uid, std::size_t index) override;
-    void refresh_pod(const std::string& uid) override { refresh_readiness(pods_[uid]); }
+    void refresh_pod(const std::string& uid) override { refresh_readiness(pods_.at(uid)); }
     std::optional<platform::ContainerLaunch> launch_of(const std::string& uid, std::size_t index) override;
     void container_started(const std::string& uid, std::size_t index, const std::string& id,
                            std::shared_ptr<const Container> spec,
@@ -262,7 +245,7 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     std::optional<std::int64_t> stop_grace(const std::string& uid) override;
     void pod_terminated(const std::string& uid) override;
     void pod_finishing(const std::string& /*uid*/) override { schedule_reconcile(); }
-    void save_pod_record(const std::string& uid) override { save_pod(pods_[uid]); }
+    void save_pod_record(const std::string& uid) override { pods_.save(pods_.at(uid)); }
     void runtime_operation_done(const char* what, std::uint64_t t0, bool ok) override;
     void operation_finished_while_stopping() override { close_runtime_when_idle(); }
     // The started container's image as its runtime names it (its imageID),
@@ -286,7 +269,10 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     // every container started is in the store for the next agent.
     void close_runtime_when_idle();
     void start_waiting_containers();
-    void save_pod(const LivePod& pod);
+    // PodTable's Host (pod_table.h): what a pod's save reaches.
+    store::Store& pod_store() override { return *store_; }
+    MetricRegistry* pod_metrics() override;
+    void pod_saved() override;
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
     const Desired* desired_for(const PodRecord& rec) const;
@@ -457,7 +443,7 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met
-    std::map<std::string, LivePod> pods_;        // by uid
+    PodTable pods_{*this, clock_};               // the pods, by uid (pod_table.h)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

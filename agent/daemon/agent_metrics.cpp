@@ -16,9 +16,9 @@ void Agent::start_metrics() {
                                                            [this] { return store_problem(); }});
     probes_->set_observer([this](const std::string& uid, std::size_t index, ProbeKind kind,
                                  ProbeOutcome outcome, const std::string& output) {
-        auto pit = pods_.find(uid);
-        if (pit == pods_.end() || index >= pit->second.containers.size()) return;
-        LivePod& p = pit->second;
+        LivePod* found = pods_.find(uid);
+        if (!found || index >= found->containers.size()) return;
+        LivePod& p = *found;
         // prober_probe_total's results (pkg/kubelet/prober/prober_manager.go).
         const char* result = outcome == ProbeOutcome::Success   ? "successful"
                              : outcome == ProbeOutcome::Failure ? "failed"

@@ -5,7 +5,7 @@
 // keeps it (core/pod_api_status.h), deleted once the board's pod is gone
 // and its last status says it finished.
 //
-//   a pod record changes (Agent::save_pod), the link connects, every 10 s
+//   a pod record changes (PodTable::save), the link connects, every 10 s
 //     --> sync(): one request at a time, over ClusterLink::request
 //   a pod of a cluster DaemonSet without its Pod:
 //     GET controllerrevisions?labelSelector=<the DaemonSet's selector>

@@ -47,9 +47,9 @@ void Agent::close_api_pods() {
 // the board's alone.
 void Agent::restart_for_api(const std::string& uid, std::optional<std::int64_t> grace,
                             const std::string& why) {
-    auto it = pods_.find(uid);
-    if (it == pods_.end()) return;
-    LivePod& p = it->second;
+    LivePod* found = pods_.find(uid);
+    if (!found) return;
+    LivePod& p = *found;
     const Desired* d = desired_for(p.rec);
     if (!d || !d->from_api() || p.rec.deleting || p.deleted_by_user) return;
     const std::shared_ptr<const PodSpec> spec = pod_source(p.rec).spec;

@@ -86,7 +86,7 @@ void Agent::after_reconcile() {
         statuses.emplace(key, std::move(st));
     }
     if (metrics_) count_daemonsets(decided, in_progress);
-    control_->after_reconcile([this](const std::string& uid) { return pods_.count(uid) > 0; }, statuses);
+    control_->after_reconcile([this](const std::string& uid) { return pods_.contains(uid); }, statuses);
 }
 
 }  // namespace daemonlet::agent

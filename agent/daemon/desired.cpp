@@ -142,7 +142,7 @@ Status Agent::record_revision(Desired& d) {
             if (p.rec.namespace_ == md.namespace_ && p.rec.daemonset == md.name &&
                 p.rec.revision_hash == d.hash) {
                 p.rec.revision = number.revision;
-                save_pod(p);
+                pods_.save(p);
             }
         log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +
                              std::to_string(number.renumbered_from) + " (" + d.hash + ") is revision " +

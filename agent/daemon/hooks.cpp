@@ -13,7 +13,7 @@ using platform::log;
 
 bool Agent::holds_next(const std::string& uid, std::size_t index) {
     if (pod_hooks_ && pod_hooks_->post_start_running(uid, index)) return true;
-    const LivePod& p = pods_[uid];
+    const LivePod& p = pods_.at(uid);
     if (!p.containers[index].starting) return false;
     const Container* spec = container_spec(p, index);
     return spec && spec->lifecycle && spec->lifecycle->post_start;
@@ -21,9 +21,9 @@ bool Agent::holds_next(const std::string& uid, std::size_t index) {
 
 void Agent::post_start_failed(const std::string& uid, std::size_t index, const std::string& id,
                               const Error& error) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return;
-    LivePod& pod = pit->second;
+    LivePod* found = pods_.find(uid);
+    if (!found) return;
+    LivePod& pod = *found;
     const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
     log(Level::Warning, error.message + "; stopping the container",
         {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
@@ -41,20 +41,19 @@ void Agent::post_start_failed(const std::string& uid, std::size_t index, const s
 }
 
 void Agent::post_start_ended(const std::string& uid) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end() || stopping_ || !workers_->advance(uid)) return;
-    refresh_readiness(pit->second);
-    save_pod(pit->second);
+    LivePod* found = pods_.find(uid);
+    if (!found || stopping_ || !workers_->advance(uid)) return;
+    refresh_readiness(*found);
+    pods_.save(*found);
 }
 
 // The hook only: PodWorkers::kill stops the container once `done` says
 // it ended, with what it left of the grace period.
 bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::string& expected,
                          std::function<void(const std::string& id, std::int64_t grace_seconds)> done) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end() || !pod_hooks_ || stopping_ || index >= pit->second.containers.size())
-        return false;
-    const LivePod& p = pit->second;
+    LivePod* found = pods_.find(uid);
+    if (!found || !pod_hooks_ || stopping_ || index >= found->containers.size()) return false;
+    const LivePod& p = *found;
     const std::string& id = p.containers[index].id;
     if (id.empty() || (!expected.empty() && id != expected)) return false;
     return pod_hooks_->pre_stop(uid, index, id, p.rec.deletion_grace_seconds, std::move(done));
@@ -64,9 +63,9 @@ bool Agent::run_pre_stop(const std::string& uid, std::size_t index, const std::s
 // template.
 std::optional<PodHooks::Target> Agent::hook_target_now(const std::string& uid, std::size_t index,
                                                        const std::string& id) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return std::nullopt;
-    LivePod& p = pit->second;
+    LivePod* found = pods_.find(uid);
+    if (!found) return std::nullopt;
+    LivePod& p = *found;
     const Container* spec = probed_spec(p, index);
     // The grace period of the pod's own spec (a static pod's file, or the
     // DaemonSet revision it runs), else of the current template.
@@ -81,17 +80,17 @@ std::optional<PodHooks::Target> Agent::hook_target_now(const std::string& uid, s
 
 std::optional<PodHooks::Env> Agent::hook_env(const std::string& uid, std::size_t /*index*/,
                                              const Container& spec) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return std::nullopt;
-    auto env = container_env(pit->second, spec);
+    LivePod* found = pods_.find(uid);
+    if (!found) return std::nullopt;
+    auto env = container_env(*found, spec);
     if (!env) return std::nullopt;
     return std::move(env.value());
 }
 
 void Agent::pre_stop_failed(const std::string& uid, std::size_t index, const Error& error) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return;
-    LivePod& pod = pit->second;
+    LivePod* found = pods_.find(uid);
+    if (!found) return;
+    LivePod& pod = *found;
     const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
     log(Level::Warning, error.message,
         {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});

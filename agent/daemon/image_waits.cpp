@@ -29,7 +29,7 @@ void Agent::retry_image_waits() {
             lc.backoff = {};
             workers_->start(uid, i);
             refresh_readiness(p);
-            save_pod(p);
+            pods_.save(p);
             started = true;
         }
     }
@@ -38,9 +38,9 @@ void Agent::retry_image_waits() {
 
 Images::Host::Waiting Agent::waiting_for_image(const ImageWaiter& w, const std::string& image) {
     Waiting out;
-    auto pit = pods_.find(w.uid);
-    if (pit == pods_.end() || w.index >= pit->second.containers.size()) return out;
-    LivePod& p = pit->second;
+    LivePod* found = pods_.find(w.uid);
+    if (!found || w.index >= found->containers.size()) return out;
+    LivePod& p = *found;
     out.pod = &p.rec;
     const Container* spec = container_spec(p, w.index);
     if (!p.containers[w.index].id.empty() || !spec || spec->image != image || p.rec.deleting) return out;
@@ -50,27 +50,27 @@ Images::Host::Waiting Agent::waiting_for_image(const ImageWaiter& w, const std::
 }
 
 void Agent::start_pulled(const ImageWaiter& w) {
-    LivePod& p = pods_[w.uid];
+    LivePod& p = pods_.at(w.uid);
     WorkerContainer& lc = p.containers[w.index];
     workers_->cancel_restart(lc);
     lc.backoff = {};
     workers_->start(w.uid, w.index);
     refresh_readiness(p);
-    save_pod(p);
+    pods_.save(p);
 }
 
 void Agent::retry_image_after(const ImageWaiter& w, std::int64_t delay_ms, bool save) {
     workers_->schedule_restart(w.uid, w.index, delay_ms);
-    if (save) save_pod(pods_[w.uid]);
+    if (save) pods_.save(pods_.at(w.uid));
 }
 
 void Agent::pulls_changed() { schedule_reconcile(); }
 
 void Agent::record_container_event(const ImageWaiter& w,
                                    const std::function<PodEvent(const ContainerRef&)>& make) {
-    auto pit = pods_.find(w.uid);
-    if (pit == pods_.end() || w.index >= pit->second.containers.size()) return;
-    record_pod_event(pit->second, make(container_ref(pit->second, w.index)));
+    LivePod* found = pods_.find(w.uid);
+    if (!found || w.index >= found->containers.size()) return;
+    record_pod_event(*found, make(container_ref(*found, w.index)));
 }
 
 void Agent::record_image_event(const PodRecord& pod, const char* type, const char* reason,

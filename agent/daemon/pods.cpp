@@ -198,13 +198,12 @@ void Agent::reconcile() {
 // adopted from the store whose process is gone, and those that waited for
 // their DaemonSet to be known.
 void Agent::start_waiting_containers() {
-    std::vector<std::string> uids;
-    for (const auto& [uid, p] : pods_) uids.push_back(uid);
-    for (const auto& uid : uids) {
+    for (const auto& uid : pods_.uids()) {
         workers_->stop_finished_sidecars(uid);  // adopted finished, its sidecars still running
         if (!workers_->advance(uid)) continue;
-        refresh_readiness(pods_[uid]);
-        save_pod(pods_[uid]);
+        LivePod& p = pods_.at(uid);  // advance started it: it is here
+        refresh_readiness(p);
+        pods_.save(p);
     }
     ensure_probes();
 }
@@ -250,15 +249,9 @@ void Agent::refresh_pod_ips(LivePod& p) {
     }
 }
 
-void Agent::save_pod(const LivePod& p) {
-    if (!p.start_observed && p.rec.phase == PodPhase::Running && metrics_) {
-        // kubelet's PodStartDuration: from the pod's creation to all its
-        // containers running.
-        p.start_observed = true;
-        metrics_->registry().observe("kubelet_pod_start_duration_seconds",
-                                     static_cast<double>(clock_.wall_ms() - p.rec.created_at_ms) / 1000.0);
-    }
-    if (auto w = store_->put_pod(p.rec); !w.ok()) log(Level::Err, "store: " + w.error().message);
+MetricRegistry* Agent::pod_metrics() { return metrics_ ? &metrics_->registry() : nullptr; }
+
+void Agent::pod_saved() {
     if (api_pods_) api_pods_->changed();
 }
 
@@ -286,12 +279,13 @@ void Agent::create_pod(const PodToCreate& c) {
         const std::string what = "pod " + c.namespace_ + "/" + p.rec.name;
         return reject_pod(std::move(p), *rejected, what);
     }
-    add_containers(p, ds.spec.template_.spec);
-    pods_.emplace(uid, std::move(p));
+    PodTable::add_containers(p, ds.spec.template_.spec);
+    pods_.add(std::move(p));
     workers_->advance(uid);
     ensure_probes();
-    refresh_readiness(pods_[uid]);
-    save_pod(pods_[uid]);
+    LivePod& added = pods_.at(uid);
+    refresh_readiness(added);
+    pods_.save(added);
 }
 
 std::optional<PodRejection> Agent::admit_pod(const PodSpec& spec) const {
@@ -313,36 +307,14 @@ void Agent::reject_pod(LivePod p, const PodRejection& rejected, const std::strin
     // is its log line).
     record_event(p.rec.namespace_, p.rec.daemonset, "Warning", rejected.reason.c_str(),
                  rejected.message + " (pod " + p.rec.name + ")");
-    const std::string uid = p.rec.uid;
-    pods_.emplace(uid, std::move(p));
-    save_pod(pods_[uid]);
-}
-
-// A new pod's containers, none started: init containers first.
-void Agent::add_containers(LivePod& p, const PodSpec& spec) {
-    const bool has_init = !spec.init_containers.empty();
-    for (const auto& c : spec.init_containers) {
-        ContainerStatus cs;
-        cs.name = c.name;
-        cs.reason = "PodInitializing";
-        cs.sidecar = c.restart_policy == "Always";
-        p.rec.init_containers.push_back(std::move(cs));
-        p.containers.emplace_back();
-    }
-    for (const auto& c : spec.containers) {
-        ContainerStatus cs;
-        cs.name = c.name;
-        cs.reason = has_init ? "PodInitializing" : "ContainerCreating";
-        p.rec.containers.push_back(std::move(cs));
-        p.containers.emplace_back();
-    }
+    pods_.save(pods_.add(std::move(p)));
 }
 
 // The launch description of a container: the one the runtime gets, its
 // pod's spec at the pod's revision, its env and volumes resolved, its
 // command expanded, its image present; nullopt: it waits, its status says why.
 std::optional<platform::ContainerLaunch> Agent::launch_of(const std::string& uid, std::size_t index) {
-    LivePod& p = pods_[uid];
+    LivePod& p = pods_.at(uid);
     ContainerStatus& cs = p.status(index);
     const Container* spec = container_spec(p, index);
     if (!spec) {
@@ -413,18 +385,18 @@ std::optional<platform::ContainerLaunch> Agent::launch_of(const std::string& uid
 }
 
 PodRecord* Agent::worker_pod(const std::string& uid) {
-    auto pit = pods_.find(uid);
-    return pit == pods_.end() ? nullptr : &pit->second.rec;
+    LivePod* p = pods_.find(uid);
+    return p ? &p->rec : nullptr;
 }
 
 WorkerContainer& Agent::worker_container(const std::string& uid, std::size_t index) {
-    return pods_[uid].containers[index];
+    return pods_.at(uid).containers[index];
 }
 
 void Agent::pod_changed(const std::string& uid, bool reconcile) {
-    LivePod& p = pods_[uid];
+    LivePod& p = pods_.at(uid);
     refresh_readiness(p);
-    save_pod(p);
+    pods_.save(p);
     if (reconcile) schedule_reconcile();
 }
 
@@ -439,7 +411,7 @@ void Agent::container_started(const std::string& uid, std::size_t index, const s
                               std::shared_ptr<const Container> spec,
                               std::vector<std::pair<std::string, std::string>> env,
                               std::int64_t grace_seconds) {
-    LivePod& p = pods_[uid];
+    LivePod& p = pods_.at(uid);
     const ContainerStatus& cs = p.status(index);
     record_pod_event(p, created_event(container_ref(p, index), cs.started_at_ms));
     record_pod_event(p, started_event(container_ref(p, index), cs.started_at_ms));
@@ -449,7 +421,7 @@ void Agent::container_started(const std::string& uid, std::size_t index, const s
     // to adopt.
     if (!p.rec.deleting && !stopping_) start_probes(uid, index);
     refresh_readiness(p);
-    save_pod(p);
+    pods_.save(p);
     schedule_reconcile();
     if (!pod_hooks_ || p.containers[index].id.empty()) return;
     PodHooks::Target t = PodHooks::target(p.rec, p.containers[index].id, std::move(spec), grace_seconds);
@@ -463,12 +435,12 @@ void Agent::note_image_id(const std::string& uid, std::size_t index, const std::
     runtime_->inspect_async(id, [this, uid, index, id, t0](Result<platform::ContainerInfo> info) {
         metrics_->count_runtime_operation("container_status", t0, info.ok());
         if (stopping_ || !info.ok() || info.value().image_ref.empty()) return;
-        auto pit = pods_.find(uid);
-        if (pit == pods_.end() || pit->second.containers[index].id != id) return;
-        ContainerStatus& cs = pit->second.status(index);
+        LivePod* found = pods_.find(uid);
+        if (!found || found->containers[index].id != id) return;
+        ContainerStatus& cs = found->status(index);
         if (cs.image_id == info.value().image_ref) return;
         cs.image_id = info.value().image_ref;
-        save_pod(pit->second);
+        pods_.save(*found);
     });
 }
 
@@ -476,7 +448,7 @@ void Agent::note_image_id(const std::string& uid, std::size_t index, const std::
 // container waits, as the error says; true: retried after its back-off.
 bool Agent::container_start_failed(const std::string& uid, std::size_t index, const Container& spec,
                                    const Error& error) {
-    LivePod& p = pods_[uid];
+    LivePod& p = pods_.at(uid);
     ContainerStatus& cs = p.status(index);
     // An archive whose image GC removed it comes back (image_gc.cpp),
     // whether a pull is tried too or not.
@@ -542,7 +514,7 @@ bool Agent::container_start_failed(const std::string& uid, std::size_t index, co
 // The runtime is down, not the container (PodWorkers retries within 5 s of
 // its return): its Event, and a log line once per outage.
 void Agent::runtime_unavailable(const std::string& uid, std::size_t index, const Error& error, bool first) {
-    LivePod& p = pods_[uid];
+    LivePod& p = pods_.at(uid);
     const ContainerStatus& cs = p.status(index);
     record_pod_event(p, failed_event(container_ref(p, index), error.message, clock_.wall_ms()));
     if (first)
@@ -551,13 +523,13 @@ void Agent::runtime_unavailable(const std::string& uid, std::size_t index, const
 }
 
 void Agent::container_killing(const std::string& uid, std::size_t index) {
-    LivePod& p = pods_[uid];
+    LivePod& p = pods_.at(uid);
     record_pod_event(p, killing_event(container_ref(p, index), nullptr, clock_.wall_ms()));
 }
 
 std::optional<std::int64_t> Agent::stop_grace(const std::string& uid) {
-    auto pit = pods_.find(uid);
-    return pit == pods_.end() ? std::nullopt : pit->second.rec.deletion_grace_seconds;
+    LivePod* found = pods_.find(uid);
+    return !found ? std::nullopt : found->rec.deletion_grace_seconds;
 }
 
 void Agent::close_runtime_when_idle() {
@@ -573,7 +545,7 @@ void Agent::container_exiting(const std::string& uid, std::size_t index) {
 // and for a restart the restarts counter and the BackOff Events.
 void Agent::container_exited(const std::string& uid, std::size_t index, ExitAction action,
                              std::int64_t ran_for_ms, std::int64_t delay_ms) {
-    LivePod& p = pods_[uid];
+    LivePod& p = pods_.at(uid);
     const ContainerStatus& cs = p.status(index);
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
     if (action == ExitAction::InitCompleted) {
@@ -601,7 +573,7 @@ void Agent::container_exited(const std::string& uid, std::size_t index, ExitActi
 }
 
 void Agent::pod_terminating(const std::string& uid, const std::string& reason) {
-    const PodRecord& rec = pods_[uid].rec;
+    const PodRecord& rec = pods_.at(uid).rec;
     log(Level::Notice, "pod " + rec.namespace_ + "/" + rec.name + " stopping: " + reason,
         {{"DAEMONLET_POD", rec.namespace_ + "/" + rec.name}});
     record_pod_removed(rec, reason);
@@ -610,17 +582,17 @@ void Agent::pod_terminating(const std::string& uid, const std::string& reason) {
 void Agent::container_terminating(const std::string& uid, std::size_t index) { probes_->remove(uid, index); }
 
 void Agent::pod_terminated(const std::string& uid) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return;
-    log(Level::Notice, "pod " + pit->second.rec.namespace_ + "/" + pit->second.rec.name + " stopped");
+    LivePod* found = pods_.find(uid);
+    if (!found) return;
+    log(Level::Notice, "pod " + found->rec.namespace_ + "/" + found->rec.name + " stopped");
     if (auto w = store_->delete_pod(uid); !w.ok()) log(Level::Err, "store: " + w.error().message);
-    if (api_pods_) api_pods_->pod_finished(uid, board_pod_status(pit->second, true));
+    if (api_pods_) api_pods_->pod_finished(uid, board_pod_status(*found, true));
     probes_->remove_pod(uid);
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
     api_access_->forget(uid);
     static_leaving_.erase(uid);
     if (pod_hooks_) pod_hooks_->forget(uid);
-    pods_.erase(pit);
+    pods_.erase(uid);
     runtime_->pod_removed(uid);
     schedule_reconcile();
     images_->pod_removed(uid);  // its images may be unused now (image GC)

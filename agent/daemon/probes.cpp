@@ -47,9 +47,9 @@ const DaemonSet* Agent::stored_revision(const PodRecord& rec, const Json& object
 }
 
 void Agent::start_probes(const std::string& uid, std::size_t index) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end() || stopping_) return;
-    LivePod& p = pit->second;
+    LivePod* found = pods_.find(uid);
+    if (!found || stopping_) return;
+    LivePod& p = *found;
     WorkerContainer& lc = p.containers[index];
     if (lc.id.empty() || probes_->has(uid, index)) return;
     const Container* spec = probed_spec(p, index);
@@ -83,7 +83,7 @@ void Agent::ensure_probes() {
         // not ready until its readiness probe passes again): store it.
         if (started) {
             refresh_readiness(p);
-            save_pod(p);
+            pods_.save(p);
         }
     }
 }
@@ -92,9 +92,9 @@ void Agent::ensure_probes() {
 // is stopped, and the exit handler restarts it with restart_count + 1 and
 // crash-loop back-off.
 void Agent::on_probe_failed(const std::string& uid, std::size_t index, ProbeKind kind) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return;
-    LivePod& p = pit->second;
+    LivePod* found = pods_.find(uid);
+    if (!found) return;
+    LivePod& p = *found;
     WorkerContainer& lc = p.containers[index];
     if (lc.id.empty()) return;
     const std::string pod_name = p.rec.namespace_ + "/" + p.rec.name;
@@ -106,10 +106,10 @@ void Agent::on_probe_failed(const std::string& uid, std::size_t index, ProbeKind
 // A container's started or ready changed: the pod's readiness, hence
 // availability and rollouts.
 void Agent::on_probe_result_changed(const std::string& uid) {
-    auto pit = pods_.find(uid);
-    if (pit == pods_.end()) return;
-    refresh_readiness(pit->second);
-    save_pod(pit->second);
+    LivePod* found = pods_.find(uid);
+    if (!found) return;
+    refresh_readiness(*found);
+    pods_.save(*found);
     schedule_reconcile();
 }
 

@@ -52,7 +52,7 @@ void Agent::rebuild_static_pods() {
     std::erase_if(static_deleted_, [&](const std::string& uid) { return !next.count(uid); });
     // A pod its file no longer offers keeps its spec until it has stopped.
     for (auto& [uid, s] : static_pods_)
-        if (!next.count(uid) && pods_.count(uid)) static_leaving_.emplace(uid, std::move(s));
+        if (!next.count(uid) && pods_.contains(uid)) static_leaving_.emplace(uid, std::move(s));
     std::erase_if(static_leaving_, [&](const auto& e) { return next.count(e.first) > 0; });
     static_pods_ = std::move(next);
 }
@@ -114,14 +114,14 @@ void Agent::reconcile_static_pods() {
             gone.emplace_back(uid, "deleted by the user; the static pod starts again");
     }
     for (const auto& [uid, why] : gone) {
-        if (pods_[uid].deleted_by_user) static_deleted_.insert(uid);
+        if (pods_.at(uid).deleted_by_user) static_deleted_.insert(uid);
         workers_->terminate(uid, why);
     }
     // In the files' order, as the kubelet admits pods in order: the first
     // file keeps a host port both ask for.
     std::vector<std::pair<const std::string*, const StaticDesired*>> to_create;
     for (const auto& [uid, s] : static_pods_)
-        if (!pods_.count(uid)) to_create.emplace_back(&uid, &s);
+        if (!pods_.contains(uid)) to_create.emplace_back(&uid, &s);
     std::sort(to_create.begin(), to_create.end(), [](const auto& a, const auto& b) {
         return std::tie(a.second->path, a.second->pod->metadata.name) <
                std::tie(b.second->path, b.second->pod->metadata.name);
@@ -177,16 +177,17 @@ void Agent::create_static_pod(const std::string& uid, const StaticDesired& s) {
     auto rejected = admit_pod(pod.spec);
     if (!rejected) rejected = admit_static_pod(pod, node_, active);
     if (rejected) return reject_pod(std::move(p), *rejected, "static pod " + name + " from " + s.path);
-    add_containers(p, pod.spec);
+    PodTable::add_containers(p, pod.spec);
     log(Level::Notice,
         "static pod " + name + " created from " + s.path + " (restartPolicy " + restart_policy_of(p.rec) +
             ")",
         {{"DAEMONLET_POD", name}});
-    pods_.emplace(uid, std::move(p));
+    pods_.add(std::move(p));
     workers_->advance(uid);
     ensure_probes();
-    refresh_readiness(pods_[uid]);
-    save_pod(pods_[uid]);
+    LivePod& added = pods_.at(uid);
+    refresh_readiness(added);
+    pods_.save(added);
 }
 
 }  // namespace daemonlet::agent

@@ -42,7 +42,7 @@ void Agent::check_wall_clock() {
                 c.finished_at_ms = rebase(c.finished_at_ms, *step);
                 c.termination_started_at_ms = rebase(c.termination_started_at_ms, *step);
             }
-        save_pod(p);
+        pods_.save(p);
     }
     if (auto moved = store_->rebase_wall_times(step->from_ms, step->to_ms, step->delta_ms); !moved.ok())
         log(Level::Err, "store: " + moved.error().message);
