@@ -74,9 +74,9 @@ struct PodRecord {
     // Its Pod was deleted through the API with this grace (the Pod's
     // deletionGracePeriodSeconds, core kill_grace_seconds): its containers'
     // stop grace instead of the spec's, kept so that a restarted agent
-    // resumes the stop with it (the kubelet keeps it with each container:
-    // kuberuntime labels.go io.kubernetes.pod.deletionGracePeriod). None:
-    // the spec's grace.
+    // resumes the stop with it, offline too (a departure: the kubelet's
+    // kuberuntime labels.go io.kubernetes.pod.deletionGracePeriod is set
+    // only when a container is created). None: the spec's grace.
     std::optional<std::int64_t> deletion_grace_seconds;
     std::vector<ContainerStatus> init_containers;  // spec.initContainers, in order
     std::vector<ContainerStatus> containers;

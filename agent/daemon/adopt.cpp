@@ -176,6 +176,12 @@ void Agent::adopt() {
     for (auto& rec : stored.value()) {
         LivePod p;
         p.rec = rec;
+        // The Pod's deletion grace counts once its stop has begun (saved
+        // with `deleting`): one saved in the turn between the API's delete
+        // and the reconcile's terminate, the agent gone since, is not the
+        // running pod's (its liveness kills keep the spec's grace); a
+        // connected agent hears the delete again.
+        if (!p.rec.deleting) p.rec.deletion_grace_seconds.reset();
         p.containers.resize(rec.init_containers.size() + rec.containers.size());
         for (std::size_t i = 0; i < p.containers.size(); ++i) {
             auto& cs = p.status(i);

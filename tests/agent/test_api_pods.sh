@@ -43,8 +43,8 @@
 #      restarting the pod; the manifest file removed, it is deleted; removed
 #      while the agent was down, its orphan is deleted at the restart
 #      (HandlePodCleanups deleteOrphanedMirrorPods).
-#   8. (kuberuntime_container.go killContainer, labels.go
-#      podDeletionGracePeriodLabel) a Pod deleted with its own grace stops
+#   8. (kuberuntime_container.go killContainer; a departure from labels.go
+#      podDeletionGracePeriodLabel, set only at a container's creation) a Pod deleted with its own grace stops
 #      within it, also resumed by an agent restarted (after a kill -9) with
 #      the API server down: the grace is kept with the pod's record.
 set -uo pipefail
@@ -318,8 +318,8 @@ mirror_gone() { [[ $(api_pods | jq '[.items[] | select(.metadata.name == "st-it-
 export -f mirror_gone
 wait_for "the mirror Pod is deleted with its static pod's manifest file" 10 mirror_gone
 mirror_ok "$local_name" && ok || fail "the manifest DaemonSet's mirror Pod did not stay: $(api_pods | jq -c '[.items[].metadata.name]')"
-# 8. (kuberuntime_container.go killContainer, labels.go
-# podDeletionGracePeriodLabel) a Pod deleted through the API with its own
+# 8. (kuberuntime_container.go killContainer; a departure from labels.go
+# podDeletionGracePeriodLabel, set only at a container's creation) a Pod deleted through the API with its own
 # grace (kubectl delete --grace-period: deletionGracePeriodSeconds) stops
 # within it, not the spec's, also after a kill -9 of the agent mid-stop and
 # a restart with the API server unreachable: the grace is kept with the
@@ -334,14 +334,14 @@ put_revision slow 4d7f6b8c59
 wait_for "kubectl shows slow's Pod Running and Ready" 10 running_ready slow
 slow_pid=$(pid_of slow)
 slow_id=$(pods_json | jq -r '.items[] | select(.metadata.ownerReferences[0].name == "slow") | .status.containerStatuses[0].containerID | ltrimstr("exec://")')
-k delete pod -n it "$(pod_of slow | jq -r .metadata.name)" --grace-period=5 --wait=false >/dev/null 2>"$work/kdelete.err" && ok ||
-    fail "kubectl delete pod --grace-period=5 of slow's Pod: $(cat "$work/kdelete.err")"
+k delete pod -n it "$(pod_of slow | jq -r .metadata.name)" --grace-period=8 --wait=false >/dev/null 2>"$work/kdelete.err" && ok ||
+    fail "kubectl delete pod --grace-period=8 of slow's Pod: $(cat "$work/kdelete.err")"
 slow_stopping() {
-    [[ -s $hook_mark ]] && pods_json | jq -e '.items[] | select(.metadata.ownerReferences[0].name == "slow") | .metadata.deletionGracePeriodSeconds == 5'
+    [[ -s $hook_mark ]] && pods_json | jq -e '.items[] | select(.metadata.ownerReferences[0].name == "slow") | .metadata.deletionGracePeriodSeconds == 8'
 }
 export -f slow_stopping
 export hook_mark
-wait_for "the agent stops slow's pod within the Pod's grace (5, in its record), its preStop hook running" 5 slow_stopping
+wait_for "the agent stops slow's pod within the Pod's grace (8, in its record), its preStop hook running" 10 slow_stopping
 stop_agent KILL
 # The stop signal not sent yet (no stop_grace for the shim): the restarted agent's to send.
 [[ -n $slow_pid && -n $slow_id && ! -e $state/containers/$slow_id/stop_grace ]] && kill -0 "$slow_pid" && ok ||
@@ -352,6 +352,6 @@ start_own_agent
 slow_gone() { ! kill -0 "$slow_pid"; }
 export -f slow_gone
 export slow_pid
-wait_for "the restarted agent (the API server down) stops slow's container within the deletion grace (5 s), not the spec's (60 s)" 15 slow_gone
+wait_for "the restarted agent (the API server down) stops slow's container within the deletion grace (8 s), not the spec's (60 s)" 20 slow_gone
 echo "slow's container went $((SECONDS - t0)) s after the restart"
 finish

@@ -188,7 +188,7 @@ TEST(StoreRoundTrip, APodsDeletionGraceComesBackWithIt) {
     auto pods = MUST(s->list_pods());
     STRCMP_EQUAL("", pod_difference(pod, pods[0]).c_str());
     LONGS_EQUAL(3, *pods[0].deletion_grace_seconds);
-    pod.deletion_grace_seconds = 0;  // a forced delete's: kept, not taken for none
+    pod.deletion_grace_seconds = 0;  // 0 (the agent stores at least 2): kept, not taken for none
     CHECK_TRUE(MUST(s->put_pod(pod)));
     LONGS_EQUAL(0, MUST(s->list_pods())[0].deletion_grace_seconds.value_or(-1));
 
