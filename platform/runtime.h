@@ -138,6 +138,10 @@ class Runtime {
     // Starts the container without blocking the loop: `done` is called exactly once, on the
     // loop, never from inside start_async(), with the container id once its process exists,
     // or the error. Default: runs start() and posts done to the loop.
+    // stop_async, remove_async and inspect_async (and the exit handler)
+    // likewise answer on a later turn of the loop, never from inside the
+    // call: the agent's pod workers rely on it (a pod is forgotten only
+    // after the calls of its termination have returned: PodTable::at).
     virtual void start_async(ContainerLaunch launch, std::function<void(Result<std::string>)> done);
     virtual void stop_async(const std::string& id, std::function<void(Status)> done);
     virtual void remove_async(const std::string& id, std::function<void(Status)> done);
