@@ -190,9 +190,7 @@ Status Agent::init() {
     rebuild_timer_ = new uv_timer_t;
     uv_timer_init(&loop_, rebuild_timer_);
     rebuild_timer_->data = this;
-    events_timer_ = new uv_timer_t;
-    uv_timer_init(&loop_, events_timer_);
-    events_timer_->data = this;
+    queued_events_.start();
     start_wall_clock_watch();
 
     // Before the pods: a hostNetwork pod's podIP is the node's.
@@ -338,12 +336,11 @@ void Agent::reload_config() {
         // A new link, with the credentials read again; the cache keeps what
         // the new scope still follows until its first complete list.
         if (cluster_) {
-            save_cluster_events();
+            queued_events_.save_now();
             cluster_->close();
             // Its queue goes on in the next link, as is (not as the store
-            // lists it: see events_carried_).
-            events_carried_.assign(cluster_->queued_events().begin(), cluster_->queued_events().end());
-            events_next_seq_ = cluster_->next_event_seq();
+            // lists it: QueuedEvents::carry_from).
+            queued_events_.carry_from(*cluster_);
             // The metrics' counters go on from the old link's counts.
             const ClusterLink::Counts c = cluster_->counts();
             cluster_counts_before_.relists += c.relists;
@@ -384,12 +381,13 @@ void Agent::on_node_ips_changed() {
 void Agent::shutdown() {
     if (stopping_) return;
     stopping_ = true;
+    queued_events_.stop();
     if (notifier_) notifier_->stopping();
     if (watch_) watch_->close();
     if (images_) images_->close();
     close_api_pods();
     if (cluster_) {
-        save_cluster_events();
+        queued_events_.save_now();
         cluster_->close();
     }
     if (api_access_) api_access_->close();
@@ -403,7 +401,7 @@ void Agent::shutdown() {
     close_and_free(reconcile_timer_);
     close_and_free(wake_timer_);
     close_and_free(rebuild_timer_);
-    close_and_free(events_timer_);
+    queued_events_.close();
     close_and_free(wall_clock_timer_);
     if (node_ips_) node_ips_->close();
     if (workers_) workers_->close();  // the restart timers

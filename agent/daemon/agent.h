@@ -40,6 +40,7 @@
 #include "agent/daemon/pod_table.h"
 #include "agent/daemon/pod_workers.h"
 #include "agent/daemon/prober_manager.h"
+#include "agent/daemon/queued_events.h"
 #include "agent/daemon/sources.h"
 #include "agent/daemon/storage.h"
 #include "core/config.h"
@@ -80,7 +81,11 @@ void close_targeted_timer(uv_timer_t*& t) {
 // daemonlet-shim or daemonlet-image, next to the agent's binary (agent.cpp).
 std::string find_helper(const std::string& name);
 
-class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::Host, private PodTable::Host {
+class Agent : private Images::Host,
+              private PodWorkers::Host,
+              private PodHooks::Host,
+              private PodTable::Host,
+              private QueuedEvents::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -142,11 +147,6 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     // (cluster_link.h)
     void load_cluster_node();
     void start_cluster(bool start_now);
-    void load_queued_events();
-    bool save_cluster_events();  // true: written
-    void events_changed(bool queued);
-    void keep_cluster_events();
-    void flush_reported();  // what the agent reported, made durable soon (off the loop)
     void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
     void on_api_node(ReflectorChanges&& changes);
     void on_link(LinkState state);
@@ -271,6 +271,11 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     void start_waiting_containers();
     // PodTable's Host (pod_table.h): what a pod's save reaches.
     store::Store& pod_store() override { return *store_; }
+    // QueuedEvents::Host
+    store::Store& events_store() override { return *store_; }
+    const std::deque<ClusterEvent>* link_events() override {
+        return cluster_ ? &cluster_->queued_events() : nullptr;
+    }
     MetricRegistry* pod_metrics() override;
     void pod_saved() override;
     void refresh_readiness(LivePod& pod);
@@ -394,23 +399,9 @@ class Agent : private Images::Host, private PodWorkers::Host, private PodHooks::
     std::vector<uv_signal_t*> signals_;
     uv_timer_t* reconcile_timer_ = nullptr;
     uv_timer_t* wake_timer_ = nullptr;
-    // The queue of Events as last kept in the store (cluster.cpp), its
-    // save's timer (a turn of the loop), and its flush.
-    uv_timer_t* events_timer_ = nullptr;
-    std::map<std::int64_t, std::string> events_saved_;  // the queued Events' rows, by seq
-    // The queue for the next link: read from the store once (the first
-    // link), then a closed link's (a reload), with its seqs and its next
-    // seq. Never the store again: the writes a full or read-only stateDir
-    // refuses are held in memory (Storage), not in what it lists.
-    bool events_loaded_ = false;
-    std::vector<ClusterEvent> events_carried_;
-    std::int64_t events_next_seq_ = 1;
-    // The flush of what the agent reported (an Event queued, a revision
-    // recorded: cluster.cpp keep_cluster_events, flush_reported), one at a
-    // time.
-    bool flush_wanted_ = false;
-    bool unflushed_ = false;  // reported writes since the last flush began
-    bool flushing_ = false;
+    // The queue of Events kept in the store, and the flush of what the
+    // agent reports (queued_events.h).
+    QueuedEvents queued_events_{&loop_, *this};
     uv_timer_t* rebuild_timer_ = nullptr;
     uv_timer_t* wall_clock_timer_ = nullptr;
     std::optional<WallClockSteps> wall_steps_;  // from the agent's start

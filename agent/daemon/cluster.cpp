@@ -32,8 +32,7 @@ using platform::log;
 
 namespace {
 
-constexpr const char* kNodeMeta = "api.node";      // the Node's labels, taints and unschedulable
-constexpr std::uint64_t kEventsSentSaveMs = 1000;  // the queue kept after Events sent, at most this often
+constexpr const char* kNodeMeta = "api.node";  // the Node's labels, taints and unschedulable
 
 // The Node fields the agent uses, as stored for an offline boot.
 Json node_subset(const Json& node) {
@@ -79,7 +78,7 @@ void Agent::start_cluster(bool start_now) {
         if (api_pods_ && !stopping_) api_pods_->on_pods(std::move(ch));
     };
     hooks.link = [this](LinkState s) { on_link(s); };
-    hooks.events_changed = [this](bool queued) { events_changed(queued); };
+    hooks.events_changed = [this](bool queued) { queued_events_.changed(queued); };
     hooks.node_uid = [this] {
         if (api_pods_ && !stopping_) api_pods_->changed();
     };
@@ -102,149 +101,11 @@ void Agent::start_cluster(bool start_now) {
     cluster_ = std::move(link).value();
     if (api_access_) api_access_->set_link(cluster_.get(), "");
     // Events queued when the agent last stopped, was killed or lost power
-    // (an offline reboot): sent with their original times and names once
-    // connected; one the cluster has already is not made twice (its name
-    // finds it: event_answer). Read once; a reload's link takes over the
-    // closed link's queue (events_carried_).
-    if (!events_loaded_) load_queued_events();
-    events_loaded_ = true;
-    cluster_->continue_event_seqs(events_next_seq_);
-    for (auto& ev : events_carried_) cluster_->add_event(std::move(ev));
-    events_carried_.clear();
+    // (an offline reboot), or the closed link's on a reload
+    // (QueuedEvents::carry_into).
+    queued_events_.carry_into(*cluster_);
     if (start_now) cluster_->start();
     start_api_pods();
-}
-
-void Agent::load_queued_events() {
-    events_saved_.clear();
-    auto saved = store_->list_queued_events();
-    if (!saved.ok()) {
-        log(Level::Warning, "store: queued events not read: " + saved.error().message);
-        return;
-    }
-    for (auto& row : saved.value()) {
-        Json e = Json::parse(row.json, nullptr, false);
-        events_saved_[row.seq] = row.json;  // a row that is no Event goes with the next save
-        if (!e.is_object()) continue;
-        ClusterEvent ev{e.value("namespace", ""),
-                        e.value("kind", ""),
-                        e.value("name", ""),
-                        e.value("uid", ""),
-                        e.value("type", ""),
-                        e.value("reason", ""),
-                        e.value("message", ""),
-                        e.value("first", std::int64_t{0}),
-                        e.value("last", std::int64_t{0}),
-                        e.value("count", 1),
-                        e.value("fieldPath", ""),
-                        (e.contains("repeat") && e["repeat"] == Json(true))};
-        // Kept by an agent from before names were kept: the name it sent
-        // it under (its first time's), never a new one.
-        ev.event_name = e.value("eventName", "");
-        if (ev.event_name.empty()) ev.event_name = event_name(ev);
-        ev.seq = row.seq;
-        events_carried_.push_back(std::move(ev));
-    }
-}
-
-// The queue of Events in the store, whenever it changed (batched: once per
-// turn of the loop), so that a kill or a power cut loses none and sends
-// none twice. An Event queued is flushed too (Store::flush_async, off the
-// loop, one at a time): queued is acknowledged. A removal need not be: one
-// sent again after a cut finds its Event made (its name, event_answer).
-void Agent::events_changed(bool queued) {
-    flush_wanted_ = flush_wanted_ || queued;
-    if (!events_timer_ || stopping_) return;
-    // An Event queued is kept at the next turn; Events sent at most once a
-    // second (a backlog of hundreds drained after a reconnect writes the
-    // queue a few times, not once per Event): one sent again after a kill
-    // finds its Event made.
-    if (!queued && uv_is_active(reinterpret_cast<uv_handle_t*>(events_timer_))) return;
-    uv_timer_start(
-        events_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->keep_cluster_events(); },
-        queued ? 0 : kEventsSentSaveMs, 0);
-}
-
-// A write the agent reports (a revision recorded: `rollout history` shows
-// it) is flushed as a queued Event is, with the same flush: off the loop,
-// one at a time, a write during it asking for one more.
-void Agent::flush_reported() {
-    unflushed_ = true;
-    events_changed(true);
-}
-
-void Agent::keep_cluster_events() {
-    // Flushed when an Event was queued and the queue written since the
-    // last flush began: not for a queue loaded as it was stored, nor for an
-    // Event dropped from a full queue.
-    if (save_cluster_events()) unflushed_ = true;
-    if (!flush_wanted_ || !unflushed_ || flushing_ || stopping_) return;
-    flush_wanted_ = false;
-    unflushed_ = false;
-    flushing_ = true;
-    auto done = [this](Status flushed) {
-        flushing_ = false;
-        if (!flushed.ok())
-            log(Level::Warning, "store: queued events and revisions not flushed: " + flushed.error().message);
-        // Queued while this flush ran: one more.
-        if (flush_wanted_ && !stopping_) keep_cluster_events();
-    };
-    // No worker (a store that takes no writes): the write lands later and
-    // is flushed with the next one; never an fdatasync on the loop.
-    if (!store_->flush_async(done).ok()) flushing_ = false;
-}
-
-// The Events the cluster has not had yet, for the next start: one row per
-// Event (store migration 6), so that flash sees the rows that changed only
-// (a queued Event one INSERT, a folded count one UPDATE, the Events sent
-// one DELETE of the rows below the queue's front), in one transaction.
-bool Agent::save_cluster_events() {
-    if (!cluster_) return false;
-    std::map<std::int64_t, std::string> now;
-    for (const auto& ev : cluster_->queued_events())
-        now[ev.seq] = Json{{"namespace", ev.namespace_},
-                           {"kind", ev.kind},
-                           {"name", ev.name},
-                           {"uid", ev.uid},
-                           {"type", ev.type},
-                           {"reason", ev.reason},
-                           {"message", ev.message},
-                           {"first", ev.first_ms},
-                           {"last", ev.last_ms},
-                           {"count", ev.count},
-                           {"fieldPath", ev.field_path},
-                           {"repeat", ev.repeat},
-                           {"eventName", ev.event_name}}
-                          .dump(-1, ' ', false, Json::error_handler_t::replace);
-    if (now == events_saved_) return false;
-    const std::int64_t front = now.empty() ? std::numeric_limits<std::int64_t>::max() : now.begin()->first;
-    auto write = [&]() -> Status {
-        auto tx = store_->begin();
-        if (!tx.ok()) return tx.error();
-        bool below = false;
-        for (const auto& [seq, json] : events_saved_) {
-            if (now.count(seq)) continue;
-            if (seq < front) {
-                below = true;
-            } else if (auto d = store_->delete_queued_event(seq); !d.ok()) {
-                return d.error();  // dropped from the middle of a full queue
-            }
-        }
-        if (below)
-            if (auto d = store_->delete_queued_events_below(front); !d.ok()) return d.error();
-        for (const auto& [seq, json] : now) {
-            auto was = events_saved_.find(seq);
-            if (was != events_saved_.end() && was->second == json) continue;
-            if (auto p = store_->put_queued_event({seq, json}); !p.ok()) return p.error();
-        }
-        return tx.value()->commit();
-    };
-    if (auto st = write(); !st.ok()) {
-        log(Level::Warning, "store: queued events not kept: " + st.error().message);
-        return false;
-    }
-    events_saved_ = std::move(now);
-    return true;
 }
 
 // The resourceVersion is not kept: a new agent lists before it watches, as

@@ -81,7 +81,7 @@ struct ClusterHooks {
     std::function<NodeStatusInput()> node_status;
     std::function<Json()> node_object;
     // The queue of Events changed (`queued`: an Event was added), for the
-    // agent to keep it in the store (cluster.cpp keep_cluster_events).
+    // agent to keep it in the store (QueuedEvents, queued_events.h).
     std::function<void(bool queued)> events_changed;
 };
 

@@ -147,7 +147,7 @@ Status Agent::record_revision(Desired& d) {
         log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +
                              std::to_string(number.renumbered_from) + " (" + d.hash + ") is revision " +
                              std::to_string(number.revision) + " now");
-        flush_reported();
+        queued_events_.flush_reported();
     }
     if (!number.is_new) {
         d.revision = number.revision;
@@ -164,7 +164,7 @@ Status Agent::record_revision(Desired& d) {
     d.revision = rev.revision;
     log(Level::Info, "DaemonSet " + md.namespace_ + "/" + md.name + ": revision " +
                          std::to_string(rev.revision) + " (" + d.hash + ")");
-    flush_reported();  // `rollout history` shows it: it holds across a power cut
+    queued_events_.flush_reported();  // `rollout history` shows it: it holds across a power cut
 
     std::vector<std::int64_t> in_use{rev.revision};
     for (const auto& [uid, p] : pods_)

@@ -42,7 +42,7 @@ TEST(ClusterReport, AFullQueueDropsTheOldestAndCountsThem) {
 }
 
 TEST(ClusterReport, EachQueuedEventHasItsOwnPlaceWhichAFoldKeeps) {
-    // The key of its row in the store (cluster.cpp save_cluster_events):
+    // The key of its row in the store (QueuedEvents::save_now):
     // new Events take the next place, a fold keeps the queued one's, and an
     // Event loaded from the store keeps its place, the next ones after it.
     EventQueue q(10);
