@@ -14,8 +14,6 @@
 //   the configuration (core merge_cluster_node); a change re-evaluates every
 //   DaemonSet at once.
 #include <algorithm>
-#include <limits>
-#include <map>
 
 #include "agent/daemon/agent.h"
 #include "agent/daemon/version.h"

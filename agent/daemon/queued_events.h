@@ -58,7 +58,8 @@ class QueuedEvents {
     // The queue written now, if it changed (a reload, the shutdown).
     // True: written.
     bool save_now();
-    // The agent stops: no more timer, no more flush.
+    // The agent stops: no more timer, no more flush; save_now() still
+    // writes (the shutdown's last save comes after it).
     void stop() { stopping_ = true; }
     void close();
 

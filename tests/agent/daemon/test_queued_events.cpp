@@ -209,3 +209,21 @@ TEST(QueuedEvents, FlushReportedFlushesWithNoEvent) {
     st->finish_flushes();
     LONGS_EQUAL(1, qe->flushes_started());
 }
+
+// The agent's stop with a flush in flight: its answer comes (the stop's
+// waiting undo is answered by it) and starts no other, and the shutdown's
+// last save still writes the queue.
+TEST(QueuedEvents, AStopLetsTheFlushInFlightEndAndStillSaves) {
+    qe->flush_reported();
+    settle();
+    LONGS_EQUAL(1, qe->flushes_started());
+    qe->flush_reported();  // asked while the first runs
+    settle();
+    qe->stop();
+    st->finish_flushes();
+    settle();
+    LONGS_EQUAL(1, qe->flushes_started());
+    host->queue = {event(1, "Pulled")};
+    CHECK_TRUE(qe->save_now());
+    CHECK_TRUE(rows() == Rows({{1, "Pulledx1"}}));
+}
