@@ -153,7 +153,7 @@ std::string encode_containers(const std::vector<ContainerStatus>& containers,
         j.push_back(std::move(e));
     }
     for (const ContainerStatus& c : containers) j.push_back(encode_container(c));
-    // With each container, as the kubelet's labels keep it.
+    // With each container, beside its stop record (no migration).
     if (deletion_grace_seconds)
         for (Json& e : j) e["deletionGracePeriodSeconds"] = *deletion_grace_seconds;
     return dump(j);
