@@ -6,10 +6,13 @@
 // client-go's record.EventBroadcaster keeps this queue in memory; the rows
 // are the board's departure (an offline reboot loses no Event).
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "agent/daemon/cluster_link.h"
 #include "agent/daemon/queued_events.h"
 #include "tests/agent/daemon/run_until.h"
 #include "tests/store/store_fixture.h"
@@ -226,4 +229,79 @@ TEST(QueuedEvents, AStopLetsTheFlushInFlightEndAndStillSaves) {
     host->queue = {event(1, "Pulled")};
     CHECK_TRUE(qe->save_now());
     CHECK_TRUE(rows() == Rows({{1, "Pulledx1"}}));
+}
+
+// A link that is made but never started (it sends nothing): the queue a
+// new link takes over.
+namespace {
+
+std::unique_ptr<agent::ClusterLink> unstarted_link(uv_loop_t* loop, const TempDir& dir) {
+    ApiServerConfig config;
+    config.enabled = true;
+    config.kubeconfig = dir.file("kubeconfig");
+    std::ofstream(config.kubeconfig) << "kind: Config\ncurrent-context: c\n"
+                                        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                                        "clusters: [{name: k, cluster: {server: \"https://127.0.0.1:1\", "
+                                        "}}]\n"
+                                        "users: [{name: u, user: {token: t}}]\n";
+    std::filesystem::permissions(config.kubeconfig, std::filesystem::perms::owner_read);
+    return MUST(agent::ClusterLink::create(loop, config, "board-1", {}));
+}
+
+}  // namespace
+
+// The agent's first link gets what the store kept (client-go's broadcaster
+// starts empty; the board keeps its queue across a restart): the Events in
+// order with their seqs and names, and its next seq after the highest.
+TEST(QueuedEvents, TheFirstLinkGetsTheStoredQueue) {
+    host->queue = {event(3, "Pulled", 2), event(5, "Started")};
+    CHECK_TRUE(qe->save_now());
+    FakeHost next_host(*st);
+    agent::QueuedEvents next(&loop, next_host);
+    auto link = unstarted_link(&loop, dir);
+    next.carry_into(*link);
+    const auto& got = link->queued_events();
+    LONGS_EQUAL(2, got.size());
+    LONGS_EQUAL(3, got[0].seq);
+    STRCMP_EQUAL("agent-x7k2p.3", got[0].event_name.c_str());
+    LONGS_EQUAL(2, got[0].count);
+    LONGS_EQUAL(5, got[1].seq);
+    STRCMP_EQUAL("Started", got[1].reason.c_str());
+    CHECK_TRUE(link->next_event_seq() > 5);
+    link->close();
+}
+
+// A reload's link takes over the closed link's queue as it is, not as the
+// store last listed it: an Event sent since the load is not sent again, one
+// queued since is kept, and the seqs go on from the closed link's.
+TEST(QueuedEvents, AReloadsLinkTakesOverTheClosedLinksQueue) {
+    host->queue = {event(1, "Pulled")};
+    CHECK_TRUE(qe->save_now());
+    FakeHost next_host(*st);
+    agent::QueuedEvents next(&loop, next_host);
+    auto first = unstarted_link(&loop, dir);
+    next.carry_into(*first);  // the stored Pulled
+    ClusterEvent created = event(0, "Created");
+    created.seq = 0;
+    created.event_name.clear();
+    first->add_event(created);
+    const std::int64_t seq_after = first->next_event_seq();
+    LONGS_EQUAL(2, first->queued_events().size());
+    first->close();
+    next.carry_from(*first);
+    // An Event written to the store behind its back (as the stored Pulled,
+    // renamed) is not carried: the store is read once, at the first link.
+    std::string stale = MUST(st->list_queued_events()).at(0).json;
+    stale.replace(stale.find("Pulled"), 6, "Stale!");
+    CHECK_TRUE(MUST(st->put_queued_event({9, stale})));
+    auto second = unstarted_link(&loop, dir);
+    next.carry_into(*second);
+    const auto& got = second->queued_events();
+    LONGS_EQUAL(2, got.size());
+    STRCMP_EQUAL("Pulled", got[0].reason.c_str());
+    STRCMP_EQUAL("Created", got[1].reason.c_str());
+    STRCMP_EQUAL(first->queued_events()[1].event_name.c_str(), got[1].event_name.c_str());
+    LONGS_EQUAL(first->queued_events()[1].seq, got[1].seq);
+    CHECK_TRUE(second->next_event_seq() >= seq_after);
+    second->close();
 }
