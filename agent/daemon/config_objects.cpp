@@ -107,6 +107,7 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
                 {{"DAEMONLET_POD", pod}});
             record_event(p.rec.namespace_, p.rec.daemonset, "Warning", "Failed",
                          "Error: " + message + " (pod " + p.rec.name + ")");
+            record_pod_event(p, failed_event(container_ref(p, index), message, clock_.wall_ms()));
         }
         return false;
     };
@@ -139,8 +140,10 @@ bool Agent::resolve_config(LivePod& p, std::size_t index, const Container& spec,
     PodFacts facts = pod_facts(p);
     auto env = make_environment_variables(facts, spec);
     if (!env) return wait(env.error().message);
-    for (const auto& w : env.value().warnings)
+    for (const auto& w : env.value().warnings) {  // makeEnvironmentVariables' Event, on the Pod
         log(Level::Warning, "pod " + pod + " container " + cs.name + ": " + w, {{"DAEMONLET_POD", pod}});
+        record_pod_event(p, warning_event(nullptr, "InvalidEnvironmentVariableNames", w, clock_.wall_ms()));
+    }
     launch.env = std::move(env.value().vars);
     auto volumes = config_volumes_->prepare(facts, launch.pod_spec);
     if (!volumes) return wait(volumes.error().message);
