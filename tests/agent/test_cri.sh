@@ -135,6 +135,7 @@ wait_for "the new container logs its version" 10 \
 # kubelet's CreateContainerConfigError; dnsPolicy None with dnsConfig is the
 # sandbox's dns_config (GetPodDNS).
 chmod 0777 "$data"
+mkdir -p "$work/run"  # FileOrCreate makes no parent, as upstream
 sec_report="/bin/busybox id > /data/sec-id; /bin/busybox grep -E '^(CapBnd|NoNewPrivs|Seccomp):' /proc/self/status > /data/sec-status;
 /bin/busybox grep -E '^[^ ]+ / ' /proc/mounts | /bin/busybox cut -d' ' -f4 | /bin/busybox cut -c1-2 > /data/sec-root;
 [ -f /lock ] && echo file > /data/sec-lock; cat /etc/resolv.conf > /data/sec-resolv; echo > /data/sec-done; while :; do sleep 1; done"
