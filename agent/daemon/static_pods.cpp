@@ -24,6 +24,7 @@
 #include <tuple>
 
 #include "agent/daemon/agent.h"
+#include "core/pod_network.h"
 #include "core/sysctl.h"
 #include "platform/log.h"
 
@@ -47,6 +48,11 @@ void Agent::rebuild_static_pods() {
                                         f.path + "; using " + it->second + " (its path sorts first)");
             continue;
         }
+        // Once per file version (its UID): hostPorts the runtime cannot
+        // map, as for a DaemonSet's template (desired.cpp).
+        if (!static_pods_.count(pod->metadata.uid))
+            if (auto why = unmapped_host_ports(pod->spec, config_.runtime_type); !why.empty())
+                log(Level::Warning, "static pod " + key + " from " + f.path + ": " + why);
         next[pod->metadata.uid] = StaticDesired{pod, f.path};
     }
     std::erase_if(static_deleted_, [&](const std::string& uid) { return !next.count(uid); });
