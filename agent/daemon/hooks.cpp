@@ -82,7 +82,7 @@ std::optional<PodHooks::Env> Agent::hook_env(const std::string& uid, std::size_t
                                              const Container& spec) {
     LivePod* found = pods_.find(uid);
     if (!found) return std::nullopt;
-    auto env = container_env(*found, spec);
+    auto env = container_config_.container_env(*found, spec);
     if (!env) return std::nullopt;
     return std::move(env.value());
 }
