@@ -43,6 +43,7 @@
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/queued_events.h"
 #include "agent/daemon/sources.h"
+#include "agent/daemon/static_pods.h"
 #include "agent/daemon/storage.h"
 #include "core/config.h"
 #include "core/image_gc.h"
@@ -116,14 +117,6 @@ class Agent : private Images::Host,
         std::int64_t revision = 0;
         std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
         bool rolled_back = false;  // a rollback's template is in force, not the file's
-    };
-
-    // A static pod in force (static_pods.cpp): a v1 Pod of a manifest file
-    // (the file's last good version), named and defaulted as the kubelet
-    // does (core/static_pod.h).
-    struct StaticDesired {
-        std::shared_ptr<const Pod> pod;
-        std::string path;
     };
 
     // agent.cpp: lifecycle
@@ -210,7 +203,7 @@ class Agent : private Images::Host,
     // The kubelet's admit handlers that apply to every pod, in its order
     // (canAdmitPod): the sysctl allowlist (core/sysctl.h) from the safe set
     // of this kernel and config allowedUnsafeSysctls. A static pod's
-    // predicates follow (static_pods.cpp).
+    // predicates follow (static_admission.cpp).
     std::optional<PodRejection> admit_pod(const PodSpec& spec) const;
     // rejectPod: the new pod is Failed with the handler's reason and
     // message, runs nothing, and is kept (saved, said once).
@@ -289,16 +282,12 @@ class Agent : private Images::Host,
     // The pod's restartPolicy: a static pod's own, Always for a DaemonSet's.
     std::string restart_policy_of(const PodRecord& rec) const;
 
-    // static_pods.cpp: the files' v1 Pods run as the kubelet's static pods
-    void rebuild_static_pods();
-    void reconcile_static_pods();
-    void create_static_pod(const std::string& uid, const StaticDesired& s);
-    // At start, once the sources are read: the adopted static pods through
-    // the kubelet's admission again (core readmit_static_pods).
+    // static_admission.cpp: what StaticPods' decisions do: a static pod
+    // created through the kubelet's admission, and, at start, once the
+    // sources are read, the adopted ones admitted again (core
+    // readmit_static_pods).
+    void create_static_pod(const std::string& uid, const StaticPods::Desired& s);
     void readmit_adopted_static_pods();
-    // The static pod the pod `uid` runs: its file's, or, while it stops, the
-    // one its file offered last.
-    const StaticDesired* static_pod_of(const std::string& uid) const;
     const Container* container_spec(const LivePod& pod, std::size_t index) const;
     static const Container* find_container(const PodSpec& spec, const LivePod& pod, std::size_t index);
 
@@ -404,21 +393,11 @@ class Agent : private Images::Host,
     int exit_status_ = 0;  // run()'s, once the loop ends
     std::string notifier_status_;
 
-    std::unique_ptr<Sources> sources_;                  // the manifest directory and the API server, merged
-    std::unique_ptr<ConfigVolumes> config_volumes_;     // configMap, secret, downwardAPI, projected volumes
-    std::map<std::string, Desired> desired_;            // by "namespace/name"
-    std::map<std::string, StaticDesired> static_pods_;  // by pod uid (derived from the file's pod)
-    // Static pods no file offers any more whose containers have not all
-    // stopped yet: their spec for the preStop hooks and the grace period
-    // (a file removed or edited while the agent was down included: the
-    // store's last good version of the file gives it at the start).
-    std::map<std::string, StaticDesired> static_leaving_;
-    // Static pods `delete pod` stopped: started again a reconcile after the
-    // one that saw them gone, so that the delete's waiter is answered.
-    std::set<std::string> static_deleted_;
-    std::set<std::string> static_conflicts_;  // "name|first|second" said once
-    bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
-    std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
+    std::unique_ptr<Sources> sources_;               // the manifest directory and the API server, merged
+    std::unique_ptr<ConfigVolumes> config_volumes_;  // configMap, secret, downwardAPI, projected volumes
+    std::map<std::string, Desired> desired_;         // by "namespace/name"
+    bool store_swept_ = false;                       // the store's DaemonSets no source offers are deleted
+    std::optional<Json> cluster_node_;               // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
     // Service-account tokens, kube-root-ca.crt and the admitted specs (api_access.h).
     std::unique_ptr<ApiAccess> api_access_;
@@ -431,6 +410,7 @@ class Agent : private Images::Host,
     PodTable pods_{*this, clock_};               // the pods, by uid (pod_table.h)
     // The launch description of each container start (container_config.h).
     ContainerConfig container_config_{*this, config_};
+    StaticPods static_pods_{pods_};  // the files' static pods (static_pods.h)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

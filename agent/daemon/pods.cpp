@@ -65,7 +65,7 @@ const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
 // static pod's is its file's pod, whose UID it has.
 Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
     if (rec.is_static()) {
-        const StaticDesired* s = static_pod_of(rec.uid);
+        const StaticPods::Desired* s = static_pods_.of(rec.uid);
         if (!s) return {};
         return {std::shared_ptr<const PodSpec>(s->pod, &s->pod->spec), &s->pod->metadata};
     }
@@ -83,7 +83,7 @@ Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
 
 std::string Agent::restart_policy_of(const PodRecord& rec) const {
     if (!rec.is_static()) return "Always";
-    const StaticDesired* s = static_pod_of(rec.uid);
+    const StaticPods::Desired* s = static_pods_.of(rec.uid);
     if (!s || s->pod->spec.restart_policy.empty()) return "Always";
     return s->pod->spec.restart_policy;
 }
@@ -142,7 +142,7 @@ void Agent::reconcile() {
     seen.reserve(pods_.size());
     for (auto& [uid, p] : pods_) {
         refresh_readiness(p);
-        if (p.rec.is_static()) continue;  // static_pods.cpp
+        if (p.rec.is_static()) continue;  // StaticPods, below
         ObservedPod o;
         o.pod = p.rec;
         o.terminating = p.rec.deleting;
@@ -152,7 +152,15 @@ void Agent::reconcile() {
         seen.push_back(std::move(o));
     }
     start_waiting_containers();
-    reconcile_static_pods();
+    // The static pods (static_pods.h): the stops first, then the starts
+    // decided over what the stops left.
+    for (const auto& stop : static_pods_.plan_stops()) workers_->terminate(stop.uid, stop.reason);
+    for (const auto& start : static_pods_.plan_starts()) {
+        if (start.pod)
+            create_static_pod(start.uid, *start.pod);
+        else
+            schedule_reconcile(true);  // after this pass has answered the delete
+    }
     const std::int64_t now = clock_.monotonic_ms();
     ReconcilePlan plan = plan_reconcile(want, seen, now, &failed_pods_backoff_);
     if (plan.paced != paced_rollouts_)
@@ -513,7 +521,7 @@ void Agent::pod_terminated(const std::string& uid) {
     probes_->remove_pod(uid);
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
     api_access_->forget(uid);
-    static_leaving_.erase(uid);
+    static_pods_.pod_gone(uid);
     if (pod_hooks_) pod_hooks_->forget(uid);
     pods_.erase(uid);
     runtime_->pod_removed(uid);
