@@ -11,9 +11,9 @@
 // A static pod's UID is derived from the file's pod (core make_static_pod):
 // an edit makes a new UID, so the old pod is stopped and the new one
 // started, as the kubelet treats a changed static pod as a new pod; a pod
-// no file offers any more is stopped. `delete pod` stops it and the
-// reconcile after the next starts it again under the same UID, as the
-// kubelet recreates a static pod.
+// no file offers any more is stopped. `delete pod` stops it and a
+// reconcile after the one that saw it gone starts it again under the same
+// UID, as the kubelet recreates a static pod.
 #pragma once
 
 #include <map>
