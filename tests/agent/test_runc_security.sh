@@ -176,11 +176,21 @@ wait_for "a missing Directory hostPath waits with the kubelet's message" 20 wait
 [[ ! -e $work/nope ]] && ok || fail "a Directory hostPath was created"
 # FileOrCreate makes no parent (hostpath makeFile: os.OpenFile(path,
 # O_CREATE, 0644), no MkdirAll): the mount fails with Go's open error and
-# the container waits, retried at its back-off (60 s here; the unit test
-# VolumeSetup FileOrCreateMakesNoParentDirectory covers the retry).
+# the container waits, retried at its back-off (60 s here: `delete pod`
+# retries now, its DaemonSet making a new pod). Once the parent is there
+# the file is made and the pod runs.
 wait_for "FileOrCreate with a missing parent waits with the kubelet's message" 20 waiting_as noparent ContainerCreating \
     "MountVolume.SetUp failed for volume \"lock\" : open $work/np/x.lock: no such file or directory"
 [[ ! -e $work/np ]] && ok || fail "FileOrCreate made the missing parent $work/np"
+mkdir "$work/np"
+"$dl" delete pod "$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("noparent-")) | .metadata.name')" \
+    -n it --config "$cfg" >/dev/null
+noparent_runs() {
+    get_pods_json | jq -e '.items[] | select(.metadata.name | startswith("noparent-"))
+        | .status.containerStatuses[0].state.running != null' >/dev/null && test -f "$work/np/x.lock"
+}
+wait_for "once its parent exists, the FileOrCreate pod runs with its file" 20 noparent_runs ||
+    get_pods_json | jq -c '.items[] | select(.metadata.name | startswith("noparent-")) | .status'
 # A sysctl neither safe nor allowed: the kubelet's admission rejects the pod
 # (allowlist.go Admit), which never starts; describe shows the event.
 rejected_sysctl() {
