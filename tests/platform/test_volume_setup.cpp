@@ -59,3 +59,21 @@ TEST(VolumeSetup, ATypelessDanglingSymlinkIsAnErrorAndItsTargetIsNotTouched) {
     CHECK_FALSE(fs::exists(dir + "/nowhere"));
     CHECK_TRUE(fs::is_symlink(link));
 }
+
+// hostpath makeFile: os.OpenFile(path, O_CREATE, 0644), no MkdirAll: a
+// missing parent fails the mount ("FileOrCreate mode does not create the
+// parent directory of the file"), named; once the parent is there, a retry
+// makes the file.
+TEST(VolumeSetup, FileOrCreateMakesNoParentDirectory) {
+    const std::string path = dir + "/run/x.lock";
+    auto s = platform::set_up_host_path(host_path(path, "FileOrCreate"));
+    CHECK_FALSE(s.ok());
+    STRCMP_EQUAL(
+        ("MountVolume.SetUp failed for volume \"v\" : open " + path + ": no such file or directory").c_str(),
+        s.error().message.c_str());
+    CHECK_FALSE(fs::exists(dir + "/run"));
+    fs::create_directory(dir + "/run");
+    CHECK_TRUE(platform::set_up_host_path(host_path(path, "FileOrCreate")).ok());
+    CHECK_TRUE(fs::is_regular_file(path));
+    LONGS_EQUAL(0644, mode_of(path));  // the kubelet's mode, whatever the unit's umask
+}
