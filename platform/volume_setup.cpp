@@ -140,11 +140,17 @@ Status set_up_host_path(const Volume& v) {
         // file or directory", Go's words) and the container waits.
         // Made here (O_EXCL), it is given 0644 whatever the unit's UMask,
         // as the directory above; one made meanwhile is left as it is.
-        const int fd =
-            ::open(v.host_path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 && errno == EEXIST) return Ok{};
+        int fd = ::open(v.host_path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            (void)::fchmod(fd, 0644);
+        } else if (errno == EEXIST) {
+            // Something is there that stat did not see: a dangling symlink,
+            // or a path made meanwhile. OpenFile(O_CREATE) follows the link
+            // and makes its target (as the umask leaves it); a directory
+            // there fails ("is a directory"), as upstream's open does.
+            fd = ::open(v.host_path.c_str(), O_CREAT | O_RDONLY | O_CLOEXEC, 0644);
+        }
         if (fd < 0) return setup_failed(v, "open " + v.host_path + ": " + go_strerror(errno));
-        (void)::fchmod(fd, 0644);
         ::close(fd);
     }
     return Ok{};

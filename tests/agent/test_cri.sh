@@ -219,6 +219,7 @@ crash_containers() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$cras
 [[ $(crash_containers) -eq 1 ]] && ok || fail "the exited container was not removed at its restart: $(crash_containers) containers"
 wait_for "a static pod under CRI exits 0 and is Succeeded" 20 static_done
 rm -f "$man/static.yaml"
+wait_for "the static pod goes with its file" 20 no_pod it stat
 
 # 9. A stop that fails is asked again (kubelet's pod worker retries killPod
 # at each sync): containerd is down when crash's file goes, so the agent's

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "platform/volume_setup.h"
@@ -76,4 +77,20 @@ TEST(VolumeSetup, FileOrCreateMakesNoParentDirectory) {
     CHECK_TRUE(platform::set_up_host_path(host_path(path, "FileOrCreate")).ok());
     CHECK_TRUE(fs::is_regular_file(path));
     LONGS_EQUAL(0644, mode_of(path));  // the kubelet's mode, whatever the unit's umask
+}
+
+// makeFile's os.OpenFile(O_CREATE) follows a dangling symlink and makes its
+// target (a board's /run/xtables.lock linked elsewhere); an existing file is
+// left with its mode.
+TEST(VolumeSetup, FileOrCreateMakesADanglingLinksTargetAndKeepsAnExistingFile) {
+    fs::create_directory(dir + "/state");
+    const std::string link = dir + "/x.lock";
+    fs::create_symlink(dir + "/state/x.lock", link);
+    CHECK_TRUE(platform::set_up_host_path(host_path(link, "FileOrCreate")).ok());
+    CHECK_TRUE(fs::is_regular_file(dir + "/state/x.lock"));
+    const std::string kept = dir + "/kept";
+    { std::ofstream(kept) << "x"; }
+    fs::permissions(kept, fs::perms::owner_read | fs::perms::owner_write);
+    CHECK_TRUE(platform::set_up_host_path(host_path(kept, "FileOrCreate")).ok());
+    LONGS_EQUAL(0600, mode_of(kept));
 }
