@@ -18,32 +18,6 @@ using platform::Level;
 using platform::log;
 
 namespace {
-// Labels kept with every container (platform::ContainerLaunch::labels): with
-// the pod's uid, name and namespace the runtime keeps anyway, enough to
-// rebuild the pod's record when the database is lost.
-constexpr char kLabelDaemonSet[] = "daemonlet.io/daemonset";
-constexpr char kLabelRevisionHash[] = "controller-revision-hash";
-constexpr char kLabelRevision[] = "daemonlet.io/revision";
-constexpr char kLabelCreatedAt[] = "daemonlet.io/created-at";
-constexpr char kLabelContainers[] = "daemonlet.io/containers";
-constexpr char kLabelInitContainers[] = "daemonlet.io/init-containers";  // "name" or "name:sidecar"
-
-}  // namespace
-
-std::map<std::string, std::string> pod_labels(const PodRecord& rec) {
-    std::string names, init;
-    for (const auto& c : rec.containers) names += (names.empty() ? "" : ",") + c.name;
-    for (const auto& c : rec.init_containers)
-        init += (init.empty() ? "" : ",") + c.name + (c.sidecar ? ":sidecar" : "");
-    return {{kLabelDaemonSet, rec.daemonset},
-            {kLabelRevisionHash, rec.revision_hash},
-            {kLabelRevision, std::to_string(rec.revision)},
-            {kLabelCreatedAt, std::to_string(rec.created_at_ms)},
-            {kLabelContainers, names},
-            {kLabelInitContainers, init}};
-}
-
-namespace {
 
 std::vector<std::string> split_names(const std::string& s) {
     std::vector<std::string> out;

@@ -132,16 +132,17 @@ Status Agent::init() {
     if (config_.runtime_type != "exec") {
         // The kubelet's OOM scores per QoS class (core/qos.h); the exec
         // runtime's containers keep the agent's own.
-        node_memory_bytes_ = platform::memory_bytes();
+        std::optional<int> oom_score_floor;
         // runc gets the score from the agent: raised where the machine
         // refuses it. A CRI runtime gets the kubelet's, and restricts it
         // itself (containerd's restrict_oom_score_adj).
-        if (config_.runtime_type == "runc") oom_score_floor_ = platform::oom_score_adj_floor();
-        if (oom_score_floor_)
+        if (config_.runtime_type == "runc") oom_score_floor = platform::oom_score_adj_floor();
+        container_config_.set_oom_scores(platform::memory_bytes(), oom_score_floor);
+        if (oom_score_floor)
             log(Level::Notice,
-                "this machine refuses an oom_score_adj below " + std::to_string(*oom_score_floor_) +
+                "this machine refuses an oom_score_adj below " + std::to_string(*oom_score_floor) +
                     " to the agent (no CAP_SYS_RESOURCE): Guaranteed and node-critical pods get " +
-                    std::to_string(std::max(kGuaranteedOOMScoreAdj, *oom_score_floor_)) +
+                    std::to_string(std::max(kGuaranteedOOMScoreAdj, *oom_score_floor)) +
                     " instead of -997, as containerd's restrict_oom_score_adj");
     }
     if (config_.cluster_dns.empty() && config_.runtime_type != "exec")
@@ -201,7 +202,7 @@ Status Agent::init() {
     // start what is missing, all before READY. The static pods of the files'
     // stored versions first: a pod whose file went while the agent was down
     // stops with its preStop hooks and grace period.
-    rebuild_static_pods();
+    static_pods_.rebuild(sources_->static_pods(), node_.metadata.name, config_.runtime_type);
     adopt();
     // Always rebuilt once: with no file changed since the last run, the
     // store still loses what went while the agent was down.
@@ -415,14 +416,6 @@ void Agent::shutdown() {
     close_runtime_when_idle();
     if (storage_) storage_->close();
     if (notifier_) notifier_->close();
-}
-
-// The container's oom_score_adj: the kubelet's (GetContainerOOMScoreAdjust
-// over the node's memory), under runc raised to what this machine allows
-// (init).
-std::optional<int> Agent::oom_score_adj_of(const PodSpec& pod, const Container& c) const {
-    if (node_memory_bytes_ <= 0) return std::nullopt;  // the exec runtime, or memory unknown
-    return restrict_oom_score_adj(container_oom_score_adj(pod, c, node_memory_bytes_), oom_score_floor_);
 }
 
 }  // namespace daemonlet::agent

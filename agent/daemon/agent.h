@@ -30,6 +30,7 @@
 #include "agent/daemon/api_pods.h"
 #include "agent/daemon/cluster_link.h"
 #include "agent/daemon/config_volumes.h"
+#include "agent/daemon/container_config.h"
 #include "agent/daemon/control_server.h"
 #include "agent/daemon/images.h"
 #include "agent/daemon/lifecycle_hooks.h"
@@ -42,6 +43,7 @@
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/queued_events.h"
 #include "agent/daemon/sources.h"
+#include "agent/daemon/static_pods.h"
 #include "agent/daemon/storage.h"
 #include "core/config.h"
 #include "core/image_gc.h"
@@ -85,7 +87,8 @@ class Agent : private Images::Host,
               private PodWorkers::Host,
               private PodHooks::Host,
               private PodTable::Host,
-              private QueuedEvents::Host {
+              private QueuedEvents::Host,
+              private ContainerConfig::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -114,14 +117,6 @@ class Agent : private Images::Host,
         std::int64_t revision = 0;
         std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
         bool rolled_back = false;  // a rollback's template is in force, not the file's
-    };
-
-    // A static pod in force (static_pods.cpp): a v1 Pod of a manifest file
-    // (the file's last good version), named and defaulted as the kubelet
-    // does (core/static_pod.h).
-    struct StaticDesired {
-        std::shared_ptr<const Pod> pod;
-        std::string path;
     };
 
     // agent.cpp: lifecycle
@@ -208,7 +203,7 @@ class Agent : private Images::Host,
     // The kubelet's admit handlers that apply to every pod, in its order
     // (canAdmitPod): the sysctl allowlist (core/sysctl.h) from the safe set
     // of this kernel and config allowedUnsafeSysctls. A static pod's
-    // predicates follow (static_pods.cpp).
+    // predicates follow (static_admission.cpp).
     std::optional<PodRejection> admit_pod(const PodSpec& spec) const;
     // rejectPod: the new pod is Failed with the handler's reason and
     // message, runs nothing, and is kept (saved, said once).
@@ -281,45 +276,39 @@ class Agent : private Images::Host,
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
     const Desired* desired_for(const PodRecord& rec) const;
-    // The spec a pod runs and its metadata: its DaemonSet's template at the
-    // pod's revision, or its static pod; null spec when not known now.
-    struct PodSource {
-        std::shared_ptr<const PodSpec> spec;
-        const ObjectMeta* meta = nullptr;
-    };
+    // The spec a pod runs and its metadata (container_config.h).
+    using PodSource = ContainerConfig::PodSource;
     PodSource pod_source(const PodRecord& rec) const;
     // The pod's restartPolicy: a static pod's own, Always for a DaemonSet's.
     std::string restart_policy_of(const PodRecord& rec) const;
 
-    // static_pods.cpp: the files' v1 Pods run as the kubelet's static pods
-    void rebuild_static_pods();
-    void reconcile_static_pods();
-    void create_static_pod(const std::string& uid, const StaticDesired& s);
-    // At start, once the sources are read: the adopted static pods through
-    // the kubelet's admission again (core readmit_static_pods).
+    // static_admission.cpp: what StaticPods' decisions do: a static pod
+    // created through the kubelet's admission, and, at start, once the
+    // sources are read, the adopted ones admitted again (core
+    // readmit_static_pods).
+    void create_static_pod(const std::string& uid, const StaticPods::Desired& s);
     void readmit_adopted_static_pods();
-    // The static pod the pod `uid` runs: its file's, or, while it stops, the
-    // one its file offered last.
-    const StaticDesired* static_pod_of(const std::string& uid) const;
     const Container* container_spec(const LivePod& pod, std::size_t index) const;
     static const Container* find_container(const PodSpec& spec, const LivePod& pod, std::size_t index);
 
-    // config_objects.cpp: what the kubelet resolves from ConfigMaps,
-    // Secrets and the downward API (core/pod_env.h, config_volumes.h)
-    PodFacts pod_facts(const LivePod& pod) const;
-    Result<std::vector<std::pair<std::string, std::string>>> container_env(const LivePod& pod,
-                                                                           const Container& spec) const;
-    // The container's env and its pod's config volumes into `launch`; false
-    // when an object or key is missing: the container then waits with
-    // CreateContainerConfigError and the kubelet's message.
-    bool resolve_config(LivePod& pod, std::size_t index, const Container& spec,
-                        platform::ContainerLaunch& launch);
+    // config_objects.cpp: the ContainerConfig's Host (container_config.h):
+    // what a launch description reads of the agent
+    PodSource source_of(const PodRecord& rec) const override { return pod_source(rec); }
+    const DaemonSet* daemonset_of(const PodRecord& rec) const override;
+    ContainerConfig::NodeFacts node_facts() const override;
+    const ConfigObjects& config_objects() const override { return sources_->config_objects(); }
+    std::optional<std::string> api_server() const override;
+    ApiAccess* api_access() const override { return api_access_.get(); }
+    ConfigVolumes& config_volumes() override { return *config_volumes_; }
+    bool image_ready(const ImageWaiter& w, const PodRecord& pod, const Container& spec,
+                     ContainerStatus& cs) override;
+    void record_config_event(const std::string& ns, const std::string& daemonset, const char* type,
+                             const char* reason, const std::string& message) override;
+    void record_pod_warning(const LivePod& pod, std::optional<std::size_t> index, const char* reason,
+                            const std::string& message) override;
     // The TokenRequests and cluster objects the live pods use (api_access.h
     // keeps them fresh).
     ApiAccess::Wanted wanted_from_cluster() const;
-    // The ConfigMaps and Secrets a pod references that the manifest
-    // directory does not define (read from the cluster, api_access.h).
-    std::set<ObjectRef> cluster_refs(const std::string& ns, const PodSpec& spec) const;
 
     // image_waits.cpp: the images (images.h) and the containers waiting
     // for theirs
@@ -343,8 +332,6 @@ class Agent : private Images::Host,
                           std::size_t in_progress);
     void image_operation_done(const char* what, bool ok) override;
 
-    // agent.cpp: the container's oom_score_adj (core/qos.h), none for the exec runtime.
-    std::optional<int> oom_score_adj_of(const PodSpec& pod, const Container& c) const;
     // wall_clock.cpp: a step of the wall clock (NTP at boot) noticed, the
     // times recorded before it re-based (core/wall_clock.h)
     void start_wall_clock_watch();
@@ -382,14 +369,12 @@ class Agent : private Images::Host,
     std::unique_ptr<Probes> probes_;         // kubelet's prober manager: the running containers' probes
     std::unique_ptr<LifecycleHooks> hooks_;  // kubelet's HandlerRunner: postStart and preStop
     std::unique_ptr<PodHooks> pod_hooks_;    // when each container's hooks run, over hooks_
-    std::int64_t node_memory_bytes_ = 0;     // the OOM score's memory capacity; 0: none set (exec)
     std::string kernel_release_;             // uname -r: which safe sysctls the kernel namespaces
     // The DaemonSet controller's back-off on deleting Failed pods (core/reconcile.h).
     FailedPodsBackoff failed_pods_backoff_;
     // The last plan's DaemonSets whose rollout here waits for the DaemonSet
     // controller (ReconcilePlan::paced), for `daemonlet status`.
     std::vector<std::string> paced_rollouts_;
-    std::optional<int> oom_score_floor_;  // the lowest oom_score_adj the machine allows (system_info.h)
     // Imports, pulls, their back-off and image GC (images.h).
     std::unique_ptr<Images> images_;
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
@@ -410,21 +395,11 @@ class Agent : private Images::Host,
     int exit_status_ = 0;  // run()'s, once the loop ends
     std::string notifier_status_;
 
-    std::unique_ptr<Sources> sources_;                  // the manifest directory and the API server, merged
-    std::unique_ptr<ConfigVolumes> config_volumes_;     // configMap, secret, downwardAPI, projected volumes
-    std::map<std::string, Desired> desired_;            // by "namespace/name"
-    std::map<std::string, StaticDesired> static_pods_;  // by pod uid (derived from the file's pod)
-    // Static pods no file offers any more whose containers have not all
-    // stopped yet: their spec for the preStop hooks and the grace period
-    // (a file removed or edited while the agent was down included: the
-    // store's last good version of the file gives it at the start).
-    std::map<std::string, StaticDesired> static_leaving_;
-    // Static pods `delete pod` stopped: started again a reconcile after the
-    // one that saw them gone, so that the delete's waiter is answered.
-    std::set<std::string> static_deleted_;
-    std::set<std::string> static_conflicts_;  // "name|first|second" said once
-    bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
-    std::optional<Json> cluster_node_;        // nodeFromCluster: the Node object
+    std::unique_ptr<Sources> sources_;               // the manifest directory and the API server, merged
+    std::unique_ptr<ConfigVolumes> config_volumes_;  // configMap, secret, downwardAPI, projected volumes
+    std::map<std::string, Desired> desired_;         // by "namespace/name"
+    bool store_swept_ = false;                       // the store's DaemonSets no source offers are deleted
+    std::optional<Json> cluster_node_;               // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
     // Service-account tokens, kube-root-ca.crt and the admitted specs (api_access.h).
     std::unique_ptr<ApiAccess> api_access_;
@@ -435,6 +410,9 @@ class Agent : private Images::Host,
     std::string cluster_error_;                  // why the link could not start
     PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met
     PodTable pods_{*this, clock_};               // the pods, by uid (pod_table.h)
+    // The launch description of each container start (container_config.h).
+    ContainerConfig container_config_{*this, config_};
+    StaticPods static_pods_{pods_};  // the files' static pods (static_pods.h)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

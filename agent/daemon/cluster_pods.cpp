@@ -150,9 +150,9 @@ std::vector<BoardPod> Agent::board_pods() {
         if (p.rec.is_static()) {
             // Its mirror pod copies the static pod of its file; a pod no
             // file defines any more has none (it is deleted).
-            auto s = static_pods_.find(uid);
-            if (!mirrors || s == static_pods_.end()) continue;
-            b.mirror = s->second.pod->object;
+            const StaticPods::Desired* s = static_pods_.offered(uid);
+            if (!mirrors || !s) continue;
+            b.mirror = s->pod->object;
         } else if (const Desired* d = desired_for(p.rec); d && d->from_api()) {
             auto a = sources_->api().find(p.rec.namespace_ + "/" + p.rec.daemonset);
             if (a != sources_->api().end()) b.ds = a->second.object;

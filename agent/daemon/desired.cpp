@@ -36,7 +36,7 @@ void Agent::schedule_rebuild() {
 void Agent::rebuild_desired() {
     // First: a store that fails below must not leave the static pods
     // without their files (the reconcile would stop them all).
-    rebuild_static_pods();
+    static_pods_.rebuild(sources_->static_pods(), node_.metadata.name, config_.runtime_type);
     std::map<std::string, Desired> next;
     for (auto& [key, s] : sources_->merge(node_.metadata.name)) {
         Desired& d = next[key];

@@ -82,7 +82,7 @@ std::optional<PodHooks::Env> Agent::hook_env(const std::string& uid, std::size_t
                                              const Container& spec) {
     LivePod* found = pods_.find(uid);
     if (!found) return std::nullopt;
-    auto env = container_env(*found, spec);
+    auto env = container_config_.container_env(*found, spec);
     if (!env) return std::nullopt;
     return std::move(env.value());
 }
@@ -107,7 +107,7 @@ void Agent::pre_stop_failed(const std::string& uid, std::size_t index, const Err
 // started, launch_of) has its preStop hook and the pod's grace period. The
 // revision first: a container started by an older agent has no record.
 void Agent::load_adopted_hooks(const std::string& uid, LivePod& p) {
-    if (p.rec.is_static() || !pod_hooks_) return;  // static_pods_ keeps its file's last version
+    if (p.rec.is_static() || !pod_hooks_) return;  // StaticPods keeps its file's last version
     auto row = store_->get_daemonset(p.rec.namespace_, p.rec.daemonset);
     const Json object =
         row.ok() && row.value() ? Json::parse(row.value()->object_json, nullptr, false) : Json();

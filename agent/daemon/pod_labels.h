@@ -11,6 +11,18 @@
 
 namespace daemonlet::agent {
 
+// Labels kept with every container (platform::ContainerLaunch::labels): with
+// the pod's uid, name and namespace the runtime keeps anyway, enough to
+// rebuild the pod's record when the database is lost.
+inline constexpr char kLabelDaemonSet[] = "daemonlet.io/daemonset";
+inline constexpr char kLabelRevisionHash[] = "controller-revision-hash";
+inline constexpr char kLabelRevision[] = "daemonlet.io/revision";
+inline constexpr char kLabelCreatedAt[] = "daemonlet.io/created-at";
+inline constexpr char kLabelContainers[] = "daemonlet.io/containers";
+inline constexpr char kLabelInitContainers[] = "daemonlet.io/init-containers";  // "name" or "name:sidecar"
+
+// Made by the ContainerConfig (container_config.cpp), read back by adoption
+// (adopt.cpp).
 std::map<std::string, std::string> pod_labels(const PodRecord& rec);
 
 }  // namespace daemonlet::agent

@@ -12,11 +12,8 @@
 #include <utility>
 
 #include "agent/daemon/agent.h"
-#include "agent/daemon/pod_labels.h"
 #include "core/decision.h"
-#include "core/expand.h"
 #include "core/image_wait.h"
-#include "core/lifecycle_hook.h"
 #include "core/pod_lifecycle.h"
 #include "core/pod_network.h"
 #include "core/sysctl.h"
@@ -68,7 +65,7 @@ const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
 // static pod's is its file's pod, whose UID it has.
 Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
     if (rec.is_static()) {
-        const StaticDesired* s = static_pod_of(rec.uid);
+        const StaticPods::Desired* s = static_pods_.of(rec.uid);
         if (!s) return {};
         return {std::shared_ptr<const PodSpec>(s->pod, &s->pod->spec), &s->pod->metadata};
     }
@@ -86,7 +83,7 @@ Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
 
 std::string Agent::restart_policy_of(const PodRecord& rec) const {
     if (!rec.is_static()) return "Always";
-    const StaticDesired* s = static_pod_of(rec.uid);
+    const StaticPods::Desired* s = static_pods_.of(rec.uid);
     if (!s || s->pod->spec.restart_policy.empty()) return "Always";
     return s->pod->spec.restart_policy;
 }
@@ -96,14 +93,8 @@ const Container* Agent::container_spec(const LivePod& p, std::size_t index) cons
     return src.spec ? find_container(*src.spec, p, index) : nullptr;
 }
 
-// The container of `spec` that is the pod's container `index` (by name).
 const Container* Agent::find_container(const PodSpec& spec, const LivePod& p, std::size_t index) {
-    const bool init = p.is_init(index);
-    const std::string& name = init ? p.rec.init_containers[index].name
-                                   : p.rec.containers[index - p.rec.init_containers.size()].name;
-    for (const auto& c : init ? spec.init_containers : spec.containers)
-        if (c.name == name) return &c;
-    return nullptr;
+    return ContainerConfig::find_container(spec, p, index);
 }
 
 // The environment: values with $(VAR) expanded against the earlier entries,
@@ -151,7 +142,7 @@ void Agent::reconcile() {
     seen.reserve(pods_.size());
     for (auto& [uid, p] : pods_) {
         refresh_readiness(p);
-        if (p.rec.is_static()) continue;  // static_pods.cpp
+        if (p.rec.is_static()) continue;  // StaticPods, below
         ObservedPod o;
         o.pod = p.rec;
         o.terminating = p.rec.deleting;
@@ -161,7 +152,15 @@ void Agent::reconcile() {
         seen.push_back(std::move(o));
     }
     start_waiting_containers();
-    reconcile_static_pods();
+    // The static pods (static_pods.h): the stops first, then the starts
+    // decided over what the stops left.
+    for (const auto& stop : static_pods_.plan_stops()) workers_->terminate(stop.uid, stop.reason);
+    for (const auto& start : static_pods_.plan_starts()) {
+        if (start.pod)
+            create_static_pod(start.uid, *start.pod);
+        else
+            schedule_reconcile(true);  // after this pass has answered the delete
+    }
     const std::int64_t now = clock_.monotonic_ms();
     ReconcilePlan plan = plan_reconcile(want, seen, now, &failed_pods_backoff_);
     if (plan.paced != paced_rollouts_)
@@ -310,78 +309,10 @@ void Agent::reject_pod(LivePod p, const PodRejection& rejected, const std::strin
     pods_.save(pods_.add(std::move(p)));
 }
 
-// The launch description of a container: the one the runtime gets, its
-// pod's spec at the pod's revision, its env and volumes resolved, its
-// command expanded, its image present; nullopt: it waits, its status says why.
+// The launch description of a container (ContainerConfig,
+// container_config.h); nullopt: it waits, its status says why.
 std::optional<platform::ContainerLaunch> Agent::launch_of(const std::string& uid, std::size_t index) {
-    LivePod& p = pods_.at(uid);
-    ContainerStatus& cs = p.status(index);
-    const Container* spec = container_spec(p, index);
-    if (!spec) {
-        cs.state = ContainerState::Waiting;
-        cs.reason = "ContainerCreating";
-        cs.message = "waiting for the pod's replacement";
-        return std::nullopt;
-    }
-    platform::ContainerLaunch launch;
-    launch.pod_uid = p.rec.uid;
-    launch.pod_name = p.rec.name;
-    launch.pod_namespace = p.rec.namespace_;
-    launch.container_name = spec->name;
-    // The pod's spec, shared with the DaemonSet (or static pod) in force for
-    // as long as the start needs it (it may run on after a rollout replaced
-    // the DaemonSet).
-    const PodSource src = pod_source(p.rec);
-    launch.pod_spec = src.spec;
-    const PodSpec& pod_spec = *launch.pod_spec;
-    launch.grace_seconds = pod_spec.termination_grace_period_seconds.value_or(30);
-    launch.oom_score_adj = oom_score_adj_of(pod_spec, *spec);
-    launch.log_max_bytes = config_.container_log_max_size;
-    launch.log_max_files = config_.container_log_max_files;
-    launch.restart_count = static_cast<std::uint32_t>(std::max(0, cs.restart_count));
-    launch.labels = pod_labels(p.rec);
-    launch.annotations = src.meta->annotations;
-    // Kept with the pod for its stop once the revision is gone (hooks.cpp
-    // load_adopted_hooks); a static pod's file is kept by static_pods_.
-    if (const Desired* d = p.rec.is_static() ? nullptr : desired_for(p.rec))
-        if (auto t = d->ds().object.find("spec"); t != d->ds().object.end() && t->contains("template"))
-            cs.stop_record = stop_record(t->at("template").value("spec", Json()), spec->name,
-                                         config_.runtime_type == "exec");
-    if (!resolve_config(p, index, *spec, launch)) return std::nullopt;
-    std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
-    auto lookup = [&](const std::string& n) -> std::optional<std::string> {
-        auto e = env.find(n);
-        if (e == env.end()) return std::nullopt;
-        return e->second;
-    };
-    // kubelet's ExpandContainerCommandAndArgs
-    // (pkg/kubelet/container/helpers.go): $(VAR) in command and args, before
-    // an image runtime merges them with the image's Entrypoint and Cmd. The
-    // one description of what runs: the exec runtime runs its command +
-    // args, an image runtime builds the container from it.
-    auto expanded = std::make_shared<Container>(*spec);
-    for (auto& a : expanded->command) a = expand_vars(a, lookup);
-    for (auto& a : expanded->args) a = expand_vars(a, lookup);
-    // kubelet's makeMounts: a volume whose mounter says ReadOnly (configMap,
-    // secret, downwardAPI, projected) is mounted read-only whatever the
-    // mount asks.
-    for (auto& vm : expanded->volume_mounts)
-        if (launch.volume_host_paths.count(vm.name)) vm.read_only = true;
-    launch.container = expanded;
-
-    // An image runtime has the image's entrypoint; the exec runtime has none.
-    if (spec->command.empty() && std::string_view(runtime_->name()) == "exec") {
-        cs.state = ContainerState::Waiting;
-        cs.reason = "CreateContainerConfigError";
-        cs.message =
-            "the exec runtime runs spec.containers[].command directly on the host and has no image "
-            "entrypoint: set command";
-        log(Level::Err,
-            "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " + cs.message);
-        return std::nullopt;
-    }
-    if (!images_->ready_to_start({uid, index}, p.rec, *spec, cs)) return std::nullopt;
-    return launch;
+    return container_config_.launch(pods_.at(uid), index);
 }
 
 PodRecord* Agent::worker_pod(const std::string& uid) {
@@ -590,7 +521,7 @@ void Agent::pod_terminated(const std::string& uid) {
     probes_->remove_pod(uid);
     if (auto s = config_volumes_->forget(uid); !s) log(Level::Err, "pod volumes: " + s.error().message);
     api_access_->forget(uid);
-    static_leaving_.erase(uid);
+    static_pods_.pod_gone(uid);
     if (pod_hooks_) pod_hooks_->forget(uid);
     pods_.erase(uid);
     runtime_->pod_removed(uid);

@@ -63,7 +63,7 @@ void Agent::start_probes(const std::string& uid, std::size_t index) {
     if (!p.is_init(index) || p.status(index).sidecar) {
         c.spec = spec;
         // As it started; a missing object now leaves the probe without env.
-        if (auto env = container_env(p, *spec)) c.env = std::move(env.value());
+        if (auto env = container_config_.container_env(p, *spec)) c.env = std::move(env.value());
     }
     probes_->add(uid, index, c);
 }

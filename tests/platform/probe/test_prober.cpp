@@ -172,7 +172,9 @@ TEST(Prober, ActionsGiveKubeletsOutcomes) {
 }
 
 // A container with a network of its own is probed from inside it: the
-// socket is made in the namespace given. The agent's own namespace stands in
+// socket is made in the namespace given (the kubelet's probes dial the
+// pod's IP, which only the pod's namespace reaches here: tcp, http and
+// grpc alike). The agent's own namespace stands in
 // for a container's here (entering it needs root, as runc does); agent.runc
 // probes a real container's.
 TEST(Prober, NetworkProbesConnectFromTheNamespaceGiven) {
@@ -197,6 +199,13 @@ TEST(Prober, NetworkProbesConnectFromTheNamespaceGiven) {
         {"http: a namespace that is gone is Failure, named",
          in(http_action(port, "/ok"), "/proc/999999999/ns/net"), ProbeOutcome::Failure,
          "network namespace /proc/999999999/ns/net", false},
+        // grpc: the call reaches the server from inside the namespace (its
+        // HTTP/1.1 answer fails the HTTP/2 call, as outside it), and a gone
+        // namespace is named, as for tcp and http.
+        {"grpc in a namespace", in(grpc_action(port), "/proc/self/ns/net"), ProbeOutcome::Failure,
+         "error: health rpc probe failed: rpc error: code = Unavailable desc = ", true},
+        {"grpc: a namespace that is gone is Failure, named", in(grpc_action(port), "/proc/999999999/ns/net"),
+         ProbeOutcome::Failure, "network namespace /proc/999999999/ns/net", false},
     };
     for (const auto& row : rows) {
         if (row.needs_root && ::geteuid() != 0) continue;
