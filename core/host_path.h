@@ -8,9 +8,11 @@
 //                       (hostutil MakeDir: os.MkdirAll(path, 0755)); an
 //                       existing one must be a directory
 //   Directory           must be a directory
-//   FileOrCreate        a missing path is made an empty file, mode 0644,
-//                       its parent directories made first; an existing
-//                       one must be a regular file
+//   FileOrCreate        a missing path is made an empty file, mode 0644
+//                       (hostutil makeFile: os.OpenFile(path, O_CREATE,
+//                       0644)); its parent is not made: a missing one
+//                       fails the mount and the container waits. An
+//                       existing path must be a regular file
 //   File                must be a regular file
 //   Socket, CharDevice, BlockDevice   must be one
 // A path that must exist and is missing fails its check as a mismatch

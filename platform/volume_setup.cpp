@@ -38,6 +38,13 @@ FileKind kind_of(const std::string& path) {
     }
 }
 
+// Go's syscall.Errno text: strerror's, its first letter in lower case.
+std::string go_strerror(int err) {
+    std::string s = std::strerror(err);
+    if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = static_cast<char>(s[0] - 'A' + 'a');
+    return s;
+}
+
 Error setup_failed(const Volume& v, const std::string& why) {
     return Error{ErrorCode::VolumeSetup, "MountVolume.SetUp failed for volume \"" + v.name + "\" : " + why};
 }
@@ -128,12 +135,22 @@ Status set_up_host_path(const Volume& v) {
         (void)::fchmod(fd, 0755);
         ::close(fd);
     } else if (action.value() == HostPathAction::MakeFile) {
-        const fs::path parent = fs::path(v.host_path).parent_path();
-        std::error_code ec;
-        if (!parent.empty()) fs::create_directories(parent, ec);
-        if (ec) return setup_failed(v, "mkdir " + parent.string() + ": " + ec.message());
-        const int fd = ::open(v.host_path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd < 0) return setup_failed(v, "open " + v.host_path + ": " + std::strerror(errno));
+        // makeFile: os.OpenFile(path, O_CREATE, 0644), no parent made; a
+        // missing parent fails the mount as upstream ("open /x/y: no such
+        // file or directory", Go's words) and the container waits.
+        // Made here (O_EXCL), it is given 0644 whatever the unit's UMask,
+        // as the directory above; one made meanwhile is left as it is.
+        int fd = ::open(v.host_path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            (void)::fchmod(fd, 0644);
+        } else if (errno == EEXIST) {
+            // Something is there that stat did not see: a dangling symlink,
+            // or a path made meanwhile. OpenFile(O_CREATE) follows the link
+            // and makes its target (as the umask leaves it); a directory
+            // there fails ("is a directory"), as upstream's open does.
+            fd = ::open(v.host_path.c_str(), O_CREAT | O_RDONLY | O_CLOEXEC, 0644);
+        }
+        if (fd < 0) return setup_failed(v, "open " + v.host_path + ": " + go_strerror(errno));
         ::close(fd);
     }
     return Ok{};

@@ -202,7 +202,7 @@ Status Agent::init() {
     // start what is missing, all before READY. The static pods of the files'
     // stored versions first: a pod whose file went while the agent was down
     // stops with its preStop hooks and grace period.
-    static_pods_.rebuild(sources_->static_pods(), node_.metadata.name);
+    static_pods_.rebuild(sources_->static_pods(), node_.metadata.name, config_.runtime_type);
     adopt();
     // Always rebuilt once: with no file changed since the last run, the
     // store still loses what went while the agent was down.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "core/pod_network.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -13,7 +14,8 @@ using platform::Level;
 using platform::log;
 
 std::vector<StaticPods::Conflict> StaticPods::rebuild(const std::vector<Sources::FilePod>& files,
-                                                      const std::string& node_name) {
+                                                      const std::string& node_name,
+                                                      std::string_view runtime) {
     std::vector<Conflict> said;
     std::map<std::string, Desired> next;
     std::map<std::string, std::string> by_name;  // "namespace/name" -> path, the first file wins
@@ -31,6 +33,11 @@ std::vector<StaticPods::Conflict> StaticPods::rebuild(const std::vector<Sources:
             }
             continue;
         }
+        // Once per file version (its UID): hostPorts the runtime cannot
+        // map, as for a DaemonSet's template (desired.cpp).
+        if (!offered_.count(pod->metadata.uid))
+            if (auto why = unmapped_host_ports(pod->spec, runtime); !why.empty())
+                log(Level::Warning, "static pod " + key + " from " + f.path + ": " + why);
         next[pod->metadata.uid] = Desired{pod, f.path};
     }
     std::erase_if(deleted_, [&](const std::string& uid) { return !next.count(uid); });

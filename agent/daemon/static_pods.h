@@ -20,6 +20,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/daemon/pod_table.h"
@@ -63,8 +64,10 @@ class StaticPods {
     // node's static pods. A name two files define goes to the first
     // (filterInvalidPods), with a warning said once per pairing; returned:
     // the pairings said now. A pod no file offers any more keeps its spec
-    // (of) while the table still has it.
-    std::vector<Conflict> rebuild(const std::vector<Sources::FilePod>& files, const std::string& node_name);
+    // (of) while the table still has it. A pod not offered before whose
+    // hostPorts `runtime` cannot map is said once (core unmapped_host_ports).
+    std::vector<Conflict> rebuild(const std::vector<Sources::FilePod>& files, const std::string& node_name,
+                                  std::string_view runtime);
 
     // The static pod the pod `uid` runs: its file's, or, while it stops,
     // the one its file offered last; null: none.

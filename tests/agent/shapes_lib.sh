@@ -43,7 +43,9 @@ shapes_out=$work/shapes
 host=$work/host
 shapes_named_image=example.com/edge/named:1
 shapes_fs_group=2500  # logs' and keyed's pod-level fsGroup
-mkdir -p "$shapes_out" "$host/varlog" "$host/device-plugins"
+# $host/run is the node's /run, which published manifests assume exists
+# (FileOrCreate makes no parent: the xtables lock would wait otherwise).
+mkdir -p "$shapes_out" "$host/varlog" "$host/device-plugins" "$host/run"
 chmod 0777 "$shapes_out"  # the exporter writes as uid 1234
 echo "a log line" >"$host/varlog/syslog"
 # The kubelet's registration socket in the device-plugins directory: a
@@ -370,7 +372,7 @@ check_shapes() {
         "$(seen cni files /etc/kube-flannel/cni-conf.json)|$(seen cni files /etc/kube-flannel/net-conf.json)"
     shapes_check "cni: the ConfigMap volume is read-only" ro "$(seen cni mounts /etc/kube-flannel | cut -d' ' -f2)"
     # hostPath FileOrCreate (hostpath's FileTypeChecker makeFile: a regular
-    # file of mode 0644, its parent made as a directory), mounted read-write.
+    # file of mode 0644 in its existing parent), mounted read-write.
     shapes_check "cni: the FileOrCreate lock, inside and on the host" "${file/regular/regular empty}|${file/regular/regular empty}" \
         "$(seen cni files /run/xtables.lock)|$(stat -c '%a %u %g %F' "$host/run/xtables.lock" 2>&1)"
     shapes_check "cni: the lock's mount is read-write" rw "$(seen cni mounts /run/xtables.lock | cut -d' ' -f2)"

@@ -135,25 +135,34 @@ wait_for "the new container logs its version" 10 \
 # kubelet's CreateContainerConfigError; dnsPolicy None with dnsConfig is the
 # sandbox's dns_config (GetPodDNS).
 chmod 0777 "$data"
+mkdir -p "$work/run"  # FileOrCreate makes no parent, as upstream
 sec_report="/bin/busybox id > /data/sec-id; /bin/busybox grep -E '^(CapBnd|NoNewPrivs|Seccomp):' /proc/self/status > /data/sec-status;
 /bin/busybox grep -E '^[^ ]+ / ' /proc/mounts | /bin/busybox cut -d' ' -f4 | /bin/busybox cut -c1-2 > /data/sec-root;
-[ -f /lock ] && echo file > /data/sec-lock; cat /etc/resolv.conf > /data/sec-resolv; echo > /data/sec-done; while :; do sleep 1; done"
+[ -f /lock ] && echo file > /data/sec-lock; cat /etc/resolv.conf > /data/sec-resolv; /bin/busybox grep ' /mem ' /proc/mounts > /data/sec-mem;
+cat /proc/self/oom_score_adj > /data/sec-oom; echo > /data/sec-done; while :; do sleep 1; done"
 DS_IMAGE=busybox:latest write_ds sec.yaml sec "$sec_report" \
     "hostNetwork: true
       dnsPolicy: None
       dnsConfig: {nameservers: [203.0.113.1], searches: [x.example]}
-      securityContext: {runAsUser: 1000, runAsGroup: 3000, fsGroup: 2000, seccompProfile: {type: RuntimeDefault}}
-      volumes: [{name: data, hostPath: {path: $data}}, {name: lock, hostPath: {path: $work/run/x.lock, type: FileOrCreate}}]" "" \
+      securityContext: {runAsUser: 1000, runAsGroup: 3000, fsGroup: 2000, supplementalGroups: [4000], seccompProfile: {type: RuntimeDefault}}
+      volumes: [{name: data, hostPath: {path: $data}}, {name: lock, hostPath: {path: $work/run/x.lock, type: FileOrCreate}},
+                {name: mem, emptyDir: {medium: Memory, sizeLimit: 16Mi}}]" "" \
     "          imagePullPolicy: IfNotPresent
           securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}
           lifecycle:
             postStart: {exec: {command: [/bin/sh, -c, 'id -u > /data/sec-poststart']}}
             preStop: {exec: {command: [/bin/sh, -c, 'echo bye > /data/sec-prestop']}}
-          volumeMounts: [{name: data, mountPath: /data}, {name: lock, mountPath: /lock}]"
+          volumeMounts: [{name: data, mountPath: /data}, {name: lock, mountPath: /lock}, {name: mem, mountPath: /mem}]"
 DS_IMAGE=busybox:latest write_ds nonroot.yaml nonroot 'sleep 1000' "hostNetwork: true
       securityContext: {runAsNonRoot: true}" "" "          imagePullPolicy: IfNotPresent"
 wait_for "sec reports from inside its container" 30 test -e "$data/sec-done"
-[[ $(cat "$data/sec-id" 2>&1) == "uid=1000 gid=3000 groups=2000,3000" ]] && ok || fail "CRI runAsUser/runAsGroup/fsGroup: $(cat "$data/sec-id" 2>&1)"
+[[ $(cat "$data/sec-id" 2>&1) == "uid=1000 gid=3000 groups=2000,3000,4000" ]] && ok ||
+    fail "CRI runAsUser/runAsGroup/fsGroup/supplementalGroups: $(cat "$data/sec-id" 2>&1)"
+# A Memory emptyDir is a tmpfs of its sizeLimit (emptyDir plugin
+# setupTmpfs); BestEffort's oom_score_adj is 1000 (GetContainerOOMScoreAdjust):
+# a positive score, which any machine allows.
+grep -q '^tmpfs /mem tmpfs .*size=16384k' "$data/sec-mem" && ok || fail "CRI emptyDir Memory: /mem is $(cat "$data/sec-mem" 2>&1)"
+[[ $(cat "$data/sec-oom" 2>&1) == 1000 ]] && ok || fail "CRI BestEffort oom_score_adj is $(cat "$data/sec-oom" 2>&1)"
 [[ $(cat "$data/sec-status" 2>&1) == $'CapBnd:\t0000000000000400\nNoNewPrivs:\t1\nSeccomp:\t2' ]] && ok ||
     fail "CRI capabilities, no_new_privs, seccomp RuntimeDefault: $(cat "$data/sec-status" 2>&1)"
 [[ $(cat "$data/sec-root" 2>&1) == ro && $(cat "$data/sec-lock" 2>&1) == file && -f $work/run/x.lock ]] && ok ||
@@ -182,6 +191,24 @@ DS_IMAGE=busybox:latest write_ds crash.yaml crash '[ -e /data/crashed ] || { tou
       volumes: [{name: data, hostPath: {path: $data}}]" "" \
     "          volumeMounts: [{name: data, mountPath: /data}]
           imagePullPolicy: IfNotPresent"
+# Meanwhile a static pod (issue 13 §5) through CRI: restartPolicy OnFailure,
+# its container exits 0, the pod is Succeeded and not restarted (the
+# kubelet's getPhase, as under runc in test_runc.sh).
+cat >"$man/static.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: stat, namespace: it}
+spec:
+  restartPolicy: OnFailure
+  hostNetwork: true
+  containers:
+    - {name: main, image: busybox:latest, imagePullPolicy: IfNotPresent, command: [/bin/sh, -c, "exit 0"]}
+EOF
+static_done() {
+    get_pods_json | jq -e '.items[] | select(.metadata.name == "stat-it-node")
+        | .status.phase == "Succeeded" and .status.containerStatuses[0].restartCount == 0
+          and .status.containerStatuses[0].state.terminated.exitCode == 0' >/dev/null
+}
 crash_restarted() { [[ $(restarts crash) == 1 ]] && pod_running it crash; }
 wait_for "the exited container is restarted once and runs" 30 crash_restarted
 crash_uid=$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("crash-")) | .metadata.uid')
@@ -190,6 +217,9 @@ crash_sandboxes() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$crash
 [[ $(crash_sandboxes) -eq 1 ]] && ok || fail "the restart made $(crash_sandboxes) sandboxes for the pod, not 1"
 crash_containers() { c containers ls -q "labels.\"io.kubernetes.pod.uid\"==$crash_uid,labels.\"io.kubernetes.container.name\"==main" 2>/dev/null | wc -l; }
 [[ $(crash_containers) -eq 1 ]] && ok || fail "the exited container was not removed at its restart: $(crash_containers) containers"
+wait_for "a static pod under CRI exits 0 and is Succeeded" 20 static_done
+rm -f "$man/static.yaml"
+wait_for "the static pod goes with its file" 20 no_pod it stat
 
 # 9. A stop that fails is asked again (kubelet's pod worker retries killPod
 # at each sync): containerd is down when crash's file goes, so the agent's

@@ -6,7 +6,8 @@
 # allowPrivilegeEscalation false and capabilities (`id`, /proc/self/status
 # CapEff, CapBnd, NoNewPrivs, Seccomp, the root's mount); an image USER given
 # as a name, resolved from the image's /etc/passwd and /etc/group; hostPath
-# DirectoryOrCreate and FileOrCreate created as the kubelet creates them;
+# DirectoryOrCreate and FileOrCreate created as the kubelet creates them
+# (FileOrCreate under an existing parent: a missing one waits, not made);
 # an emptyDir of medium Memory as a tmpfs with its sizeLimit, or without one
 # the node's allocatable memory; sysctls admitted as the kubelet admits them
 # (allowedUnsafeSysctls; a forbidden one rejects the pod); a privileged
@@ -31,7 +32,7 @@ runc_import_busybox
 IMAGE_USER=app "$here/../data/make_busybox_image.sh" "$import/named.tar" example.com/edge/named:1 >/dev/null ||
     { echo "FAIL: cannot build the named-user image"; exit 1; }
 data=$work/data
-mkdir -p "$data" && chmod 0777 "$data"
+mkdir -p "$data" "$work/run" && chmod 0777 "$data"
 write_runc_config "$import"
 echo "allowedUnsafeSysctls: ['kernel.msg*']" >>"$cfg"
 
@@ -49,7 +50,7 @@ DS_IMAGE=busybox write_ds sec.yaml sec "$report" \
       volumes:
         - {name: data, hostPath: {path: $data}}
         - {name: made, hostPath: {path: $work/made/dir, type: DirectoryOrCreate}}
-        - {name: lock, hostPath: {path: $work/run/sub/x.lock, type: FileOrCreate}}
+        - {name: lock, hostPath: {path: $work/run/x.lock, type: FileOrCreate}}
         - {name: mem, emptyDir: {medium: Memory, sizeLimit: 16Mi}}" "" \
     "$(env_name sec)
           imagePullPolicy: Never
@@ -78,6 +79,10 @@ DS_IMAGE=busybox write_ds missing.yaml missing 'sleep 1000' \
     "volumes: [{name: gone, hostPath: {path: $work/nope, type: Directory}}]" "" \
     "          imagePullPolicy: Never
           volumeMounts: [{name: gone, mountPath: /gone}]"
+DS_IMAGE=busybox write_ds noparent.yaml noparent 'sleep 1000' \
+    "volumes: [{name: lock, hostPath: {path: $work/np/x.lock, type: FileOrCreate}}]" "" \
+    "          imagePullPolicy: Never
+          volumeMounts: [{name: lock, mountPath: /lock}]"
 # Guaranteed (cpu and memory limits), with lifecycle hooks run in the container.
 DS_IMAGE=busybox write_ds hooks.yaml hooks 'while :; do sleep 1; done' \
     "volumes: [{name: data, hostPath: {path: $data}}]" "" \
@@ -114,10 +119,10 @@ grep -qx $'CapBnd:\t0000000000000400' "$data/status.sec" && grep -qx $'CapEff:\t
 grep -qx $'NoNewPrivs:\t1' "$data/status.sec" && ok || fail "allowPrivilegeEscalation false: $(cat "$data/status.sec")"
 grep -qx $'Seccomp:\t2' "$data/status.sec" && ok || fail "seccompProfile RuntimeDefault is no filter: $(cat "$data/status.sec")"
 [[ $(cat "$data/root.sec") == ro ]] && ok || fail "readOnlyRootFilesystem: the root is mounted $(cat "$data/root.sec")"
-[[ $(cat "$data/lock.sec" 2>/dev/null) == file && -f $work/run/sub/x.lock ]] && ok ||
-    fail "hostPath FileOrCreate is not a file: $(ls -la "$work/run/sub" 2>&1)"
-[[ $(stat -c %a "$work/run/sub/x.lock") == 644 && $(stat -c %a "$work/made/dir") == 755 ]] && ok ||
-    fail "modes of the created hostPaths: $(stat -c '%n %a' "$work/run/sub/x.lock" "$work/made/dir" 2>&1)"
+[[ $(cat "$data/lock.sec" 2>/dev/null) == file && -f $work/run/x.lock ]] && ok ||
+    fail "hostPath FileOrCreate is not a file: $(ls -la "$work/run" 2>&1)"
+[[ $(stat -c %a "$work/run/x.lock") == 644 && $(stat -c %a "$work/made/dir") == 755 ]] && ok ||
+    fail "modes of the created hostPaths: $(stat -c '%n %a' "$work/run/x.lock" "$work/made/dir" 2>&1)"
 grep -q '^tmpfs /mem tmpfs .*size=16384k' "$data/mem.sec" && ok || fail "emptyDir Memory: /mem is $(cat "$data/mem.sec")"
 
 # 2. An image USER given as a name: the image's /etc/passwd and /etc/group.
@@ -169,6 +174,23 @@ wait_for "runAsNonRoot with a root image: CreateContainerConfigError" 20 waiting
 wait_for "a missing Directory hostPath waits with the kubelet's message" 20 waiting_as missing ContainerCreating \
     "MountVolume.SetUp failed for volume \"gone\" : hostPath type check failed: $work/nope is not a directory"
 [[ ! -e $work/nope ]] && ok || fail "a Directory hostPath was created"
+# FileOrCreate makes no parent (hostpath makeFile: os.OpenFile(path,
+# O_CREATE, 0644), no MkdirAll): the mount fails with Go's open error and
+# the container waits, retried at its back-off (60 s here: `delete pod`
+# retries now, its DaemonSet making a new pod). Once the parent is there
+# the file is made and the pod runs.
+wait_for "FileOrCreate with a missing parent waits with the kubelet's message" 20 waiting_as noparent ContainerCreating \
+    "MountVolume.SetUp failed for volume \"lock\" : open $work/np/x.lock: no such file or directory"
+[[ ! -e $work/np ]] && ok || fail "FileOrCreate made the missing parent $work/np"
+mkdir "$work/np"
+"$dl" delete pod "$(get_pods_json | jq -r '.items[] | select(.metadata.name | startswith("noparent-")) | .metadata.name')" \
+    -n it --config "$cfg" >/dev/null
+noparent_runs() {
+    get_pods_json | jq -e '.items[] | select(.metadata.name | startswith("noparent-"))
+        | .status.containerStatuses[0].state.running != null' >/dev/null && test -f "$work/np/x.lock"
+}
+wait_for "once its parent exists, the FileOrCreate pod runs with its file" 20 noparent_runs ||
+    get_pods_json | jq -c '.items[] | select(.metadata.name | startswith("noparent-")) | .status'
 # A sysctl neither safe nor allowed: the kubelet's admission rejects the pod
 # (allowlist.go Admit), which never starts; describe shows the event.
 rejected_sysctl() {

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "platform/volume_setup.h"
@@ -58,4 +59,38 @@ TEST(VolumeSetup, ATypelessDanglingSymlinkIsAnErrorAndItsTargetIsNotTouched) {
     CHECK_TRUE(s.error().message.find(link) != std::string::npos);
     CHECK_FALSE(fs::exists(dir + "/nowhere"));
     CHECK_TRUE(fs::is_symlink(link));
+}
+
+// hostpath makeFile: os.OpenFile(path, O_CREATE, 0644), no MkdirAll: a
+// missing parent fails the mount ("FileOrCreate mode does not create the
+// parent directory of the file"), named; once the parent is there, a retry
+// makes the file.
+TEST(VolumeSetup, FileOrCreateMakesNoParentDirectory) {
+    const std::string path = dir + "/run/x.lock";
+    auto s = platform::set_up_host_path(host_path(path, "FileOrCreate"));
+    CHECK_FALSE(s.ok());
+    STRCMP_EQUAL(
+        ("MountVolume.SetUp failed for volume \"v\" : open " + path + ": no such file or directory").c_str(),
+        s.error().message.c_str());
+    CHECK_FALSE(fs::exists(dir + "/run"));
+    fs::create_directory(dir + "/run");
+    CHECK_TRUE(platform::set_up_host_path(host_path(path, "FileOrCreate")).ok());
+    CHECK_TRUE(fs::is_regular_file(path));
+    LONGS_EQUAL(0644, mode_of(path));  // the kubelet's mode, whatever the unit's umask
+}
+
+// makeFile's os.OpenFile(O_CREATE) follows a dangling symlink and makes its
+// target (a board's /run/xtables.lock linked elsewhere); an existing file is
+// left with its mode.
+TEST(VolumeSetup, FileOrCreateMakesADanglingLinksTargetAndKeepsAnExistingFile) {
+    fs::create_directory(dir + "/state");
+    const std::string link = dir + "/x.lock";
+    fs::create_symlink(dir + "/state/x.lock", link);
+    CHECK_TRUE(platform::set_up_host_path(host_path(link, "FileOrCreate")).ok());
+    CHECK_TRUE(fs::is_regular_file(dir + "/state/x.lock"));
+    const std::string kept = dir + "/kept";
+    { std::ofstream(kept) << "x"; }
+    fs::permissions(kept, fs::perms::owner_read | fs::perms::owner_write);
+    CHECK_TRUE(platform::set_up_host_path(host_path(kept, "FileOrCreate")).ok());
+    LONGS_EQUAL(0600, mode_of(kept));
 }

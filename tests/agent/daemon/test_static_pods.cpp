@@ -89,14 +89,14 @@ TEST(StaticPods, FirstFileKeepsANameTwoFilesDefineAndSaysItOnce) {
     const auto a = file("/m/a.yaml", "web");
     const auto b = file("/m/b.yaml", "web", "nginx:2");
     const std::vector<Sources::FilePod> files{a, b};
-    auto said = statics.rebuild(files, kNode);
+    auto said = statics.rebuild(files, kNode, "cri");
     LONGS_EQUAL(1, said.size());
     STRCMP_EQUAL("default/web-board-1", said[0].name.c_str());
     STRCMP_EQUAL("/m/a.yaml", said[0].kept.c_str());
     STRCMP_EQUAL("/m/b.yaml", said[0].ignored.c_str());
     CHECK(statics.offered(uid_of(a)) != nullptr);
     CHECK(statics.offered(uid_of(b)) == nullptr);
-    LONGS_EQUAL(0, statics.rebuild(files, kNode).size());  // said already
+    LONGS_EQUAL(0, statics.rebuild(files, kNode, "cri").size());  // said already
     STRCMP_EQUAL("/m/a.yaml:web-board-1", starts_of(statics.plan_starts()).c_str());
 }
 
@@ -107,9 +107,9 @@ TEST(StaticPods, FirstFileKeepsANameTwoFilesDefineAndSaysItOnce) {
 TEST(StaticPods, PodNoFileOffersStopsAndKeepsItsSpecUntilGone) {
     const auto a = file("/m/a.yaml", "web");
     const auto b = file("/m/b.yaml", "db");
-    statics.rebuild({a, b}, kNode);
+    statics.rebuild({a, b}, kNode, "cri");
     run(a);
-    statics.rebuild({}, kNode);
+    statics.rebuild({}, kNode, "cri");
     CHECK(statics.offered(uid_of(a)) == nullptr);
     const StaticPods::Desired* last = statics.of(uid_of(a));
     CHECK(last != nullptr);
@@ -133,9 +133,9 @@ TEST(StaticPods, EditedFilesNewPodWaitsForTheOldPodOfItsName) {
     const auto before = file("/m/a.yaml", "web");
     const auto after = file("/m/a.yaml", "web", "nginx:2");
     CHECK(uid_of(before) != uid_of(after));
-    statics.rebuild({before}, kNode);
+    statics.rebuild({before}, kNode, "cri");
     run(before);
-    statics.rebuild({after}, kNode);
+    statics.rebuild({after}, kNode, "cri");
     auto stops = statics.plan_stops();
     LONGS_EQUAL(1, stops.size());
     STRCMP_EQUAL(uid_of(before).c_str(), stops[0].uid.c_str());
@@ -154,7 +154,7 @@ TEST(StaticPods, EditedFilesNewPodWaitsForTheOldPodOfItsName) {
 // is answered first.
 TEST(StaticPods, DeletedPodStopsAndStartsAgainOnTheReconcileAfter) {
     const auto a = file("/m/a.yaml", "web");
-    statics.rebuild({a}, kNode);
+    statics.rebuild({a}, kNode, "cri");
     run(a).deleted_by_user = true;
     auto stops = statics.plan_stops();
     LONGS_EQUAL(1, stops.size());
@@ -185,7 +185,7 @@ TEST(StaticPods, StartsInTheFilesOrderPathThenName) {
     };
     for (const Row& row : rows) {
         StaticPods fresh{pods};
-        fresh.rebuild(row.files, kNode);
+        fresh.rebuild(row.files, kNode, "cri");
         STRCMP_EQUAL_TEXT(row.expected, starts_of(fresh.plan_starts()).c_str(), row.name);
     }
 }
