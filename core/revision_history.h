@@ -1,7 +1,7 @@
 // A DaemonSet's revision numbers, as the DaemonSet controller's history
 // gives them (pkg/controller/daemon/update.go constructHistory and
 // dedupCurHistories): pure over the recorded history; the agent
-// (agent/daemon/sources.cpp record_revision) writes what this says to the store.
+// (agent/daemon/desired_daemonsets.cpp record_revision) writes what this says to the store.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,8 @@
 // next_restart_delay), persistence is store's, processes are the runtime's.
 //
 //   manifest dir --DirWatch--> Sources (sources.h) <-- API server (cluster.cpp)
-//        --> merged (core merge_sources) --> desired DaemonSets, store (desired.cpp)
+//        --> merged (core merge_sources) --> the DaemonSets in force, their store
+//            rows and revision history (DesiredDaemonSets, desired_daemonsets.h)
 //        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
 //   runtime exit --> container restart with crash-loop backoff
 //   probe timers (Probes, prober_manager.h) --> started/ready --> availability, rollouts;
@@ -32,6 +33,7 @@
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/container_config.h"
 #include "agent/daemon/control_server.h"
+#include "agent/daemon/desired_daemonsets.h"
 #include "agent/daemon/images.h"
 #include "agent/daemon/lifecycle_hooks.h"
 #include "agent/daemon/metrics.h"
@@ -88,7 +90,8 @@ class Agent : private Images::Host,
               private PodHooks::Host,
               private PodTable::Host,
               private QueuedEvents::Host,
-              private ContainerConfig::Host {
+              private ContainerConfig::Host,
+              private DesiredDaemonSets::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -106,18 +109,8 @@ class Agent : private Images::Host,
     void on_config_objects_changed();
 
   private:
-    // A DaemonSet in force.
-    struct Desired {
-        std::shared_ptr<const DaemonSet> object;  // the file's (shared with files_) or a rollback's
-        std::shared_ptr<const DaemonSet> from;    // the source's (file or API server), before any rollback
-        const DaemonSet& ds() const { return *object; }
-        DaemonSetSource source;
-        bool from_api() const { return source.from_api(); }
-        std::string hash;
-        std::int64_t revision = 0;
-        std::string file_hash;     // of the file's DaemonSet: what a rollback applies to
-        bool rolled_back = false;  // a rollback's template is in force, not the file's
-    };
+    // A DaemonSet in force (desired_daemonsets.h).
+    using Desired = DesiredDaemonSets::Desired;
 
     // agent.cpp: lifecycle
     Status init();
@@ -135,7 +128,10 @@ class Agent : private Images::Host,
     void rebuild_desired();
     void
     schedule_rebuild();  // a rebuild once this loop turn's changes are in (many watch events, one rebuild)
-    Status record_revision(Desired& d);
+    // DesiredDaemonSets' Host (desired_daemonsets.h); apply_rollback below.
+    store::Store& desired_store() override { return *store_; }
+    void template_in_force(const std::string& key, const Desired& d) override;
+    void revision_reported() override { queued_events_.flush_reported(); }
 
     // cluster.cpp: the API server's link (its DaemonSets go to sources_),
     // the node from the cluster, connectivity, the Lease and the Events
@@ -172,7 +168,7 @@ class Agent : private Images::Host,
     OwnerView pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const;
 
     // rollback.cpp: rollout undo over a manifest file's template
-    void apply_rollback(Desired& d);
+    void apply_rollback(Desired& d) override;
     // Answers through `reply` once the rollback is on the disk (or at once).
     void undo(const std::string& ns, const std::string& name, std::int64_t to_revision,
               std::function<void(Result<std::string>)> reply);
@@ -275,7 +271,6 @@ class Agent : private Images::Host,
     void pod_saved() override;
     void refresh_readiness(LivePod& pod);
     void refresh_pod_ips(LivePod& pod);
-    const Desired* desired_for(const PodRecord& rec) const;
     // The spec a pod runs and its metadata (container_config.h).
     using PodSource = ContainerConfig::PodSource;
     PodSource pod_source(const PodRecord& rec) const;
@@ -397,8 +392,6 @@ class Agent : private Images::Host,
 
     std::unique_ptr<Sources> sources_;               // the manifest directory and the API server, merged
     std::unique_ptr<ConfigVolumes> config_volumes_;  // configMap, secret, downwardAPI, projected volumes
-    std::map<std::string, Desired> desired_;         // by "namespace/name"
-    bool store_swept_ = false;                       // the store's DaemonSets no source offers are deleted
     std::optional<Json> cluster_node_;               // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
     // Service-account tokens, kube-root-ca.crt and the admitted specs (api_access.h).
@@ -413,6 +406,8 @@ class Agent : private Images::Host,
     // The launch description of each container start (container_config.h).
     ContainerConfig container_config_{*this, config_};
     StaticPods static_pods_{pods_};  // the files' static pods (static_pods.h)
+    // The DaemonSets in force, their store rows and revisions (desired_daemonsets.h).
+    DesiredDaemonSets desired_{pods_, *this, clock_};
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

@@ -264,7 +264,7 @@ Json Agent::status_json() const {
         api = Json{{"state", "not configured"}};
     std::size_t shadowed = 0;
     for (const auto& [key, a] : sources_->api())
-        if (auto d = desired_.find(key); d != desired_.end() && !d->second.from_api()) ++shadowed;
+        if (const Desired* d = desired_.find(key); d && !d->from_api()) ++shadowed;
     api["cached"] = sources_->api().size();
     if (api_access_ && config_.api_server.enabled) api["forPods"] = api_access_->status();
     if (api_pods_) api["podStatus"] = api_pods_->status();

@@ -50,7 +50,7 @@ void Agent::restart_for_api(const std::string& uid, std::optional<std::int64_t> 
     LivePod* found = pods_.find(uid);
     if (!found) return;
     LivePod& p = *found;
-    const Desired* d = desired_for(p.rec);
+    const Desired* d = desired_.for_pod(p.rec);
     if (!d || !d->from_api() || p.rec.deleting || p.deleted_by_user) return;
     const std::shared_ptr<const PodSpec> spec = pod_source(p.rec).spec;
     const std::int64_t spec_grace = (spec ? spec->termination_grace_period_seconds
@@ -106,13 +106,13 @@ OwnerView Agent::pod_owner(const std::string& ns, const std::string& name, const
         v.state = OwnerState::Absent;  // made again since: the Pod's DaemonSet is gone
         return v;
     }
-    auto d = desired_.find(ns + "/" + name);
-    if (d == desired_.end() || !d->second.from_api()) {
+    const Desired* d = desired_.find(ns + "/" + name);
+    if (!d || !d->from_api()) {
         v.state = OwnerState::NotFollowed;  // a manifest file of that name wins: not the cluster's here
         return v;
     }
     v.state = OwnerState::Followed;
-    v.decision = node_should_run_daemon_pod(node_, d->second.ds());
+    v.decision = node_should_run_daemon_pod(node_, d->ds());
     return v;
 }
 
@@ -153,7 +153,7 @@ std::vector<BoardPod> Agent::board_pods() {
             const StaticPods::Desired* s = static_pods_.offered(uid);
             if (!mirrors || !s) continue;
             b.mirror = s->pod->object;
-        } else if (const Desired* d = desired_for(p.rec); d && d->from_api()) {
+        } else if (const Desired* d = desired_.for_pod(p.rec); d && d->from_api()) {
             auto a = sources_->api().find(p.rec.namespace_ + "/" + p.rec.daemonset);
             if (a != sources_->api().end()) b.ds = a->second.object;
             bind_tokens(p);

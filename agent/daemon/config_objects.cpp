@@ -16,7 +16,7 @@ using platform::Level;
 using platform::log;
 
 const DaemonSet* Agent::daemonset_of(const PodRecord& rec) const {
-    const Desired* d = desired_for(rec);
+    const Desired* d = desired_.for_pod(rec);
     return d ? &d->ds() : nullptr;
 }
 

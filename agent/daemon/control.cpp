@@ -40,9 +40,9 @@ void Agent::start_control() {
     h.rollout_status = [this](const std::string& ns,
                               const std::string& name) -> std::optional<RolloutStatus> {
         rescan_manifests();
-        auto it = desired_.find(ns + "/" + name);
-        if (it == desired_.end()) return std::nullopt;
-        return rollout_status_of(it->second, node_should_run_daemon_pod(node_, it->second.ds()));
+        const Desired* d = desired_.find(ns + "/" + name);
+        if (!d) return std::nullopt;
+        return rollout_status_of(*d, node_should_run_daemon_pod(node_, d->ds()));
     };
     control_ = std::make_unique<ControlServer>(&loop_, config_.state_dir + "/daemonlet.sock", std::move(h));
 }

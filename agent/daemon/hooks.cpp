@@ -72,7 +72,7 @@ std::optional<PodHooks::Target> Agent::hook_target_now(const std::string& uid, s
     std::optional<std::int64_t> grace;
     if (const PodSource src = pod_source(p.rec); src.spec)
         grace = src.spec->termination_grace_period_seconds.value_or(30);
-    else if (const Desired* d = desired_for(p.rec))
+    else if (const Desired* d = desired_.for_pod(p.rec))
         grace = d->ds().spec.template_.spec.termination_grace_period_seconds.value_or(30);
     if (!spec || !grace) return std::nullopt;
     return PodHooks::target(p.rec, id, std::make_shared<const Container>(*spec), *grace);

@@ -72,7 +72,7 @@ ContainerRef Agent::container_ref(const LivePod& p, std::size_t index) {
 // Only a cluster DaemonSet's pod has (or will have) a Pod.
 void Agent::record_pod_event(const LivePod& p, PodEvent ev) {
     if (!api_pods_ || !cluster_ || p.rec.is_static()) return;
-    const Desired* d = desired_for(p.rec);
+    const Desired* d = desired_.for_pod(p.rec);
     pod_events_.record(p.rec.uid, api_pods_->pod_of(p.rec.uid), d && d->from_api(), std::move(ev),
                        clock_.monotonic_ms(), [this](ClusterEvent e) {
                            if (cluster_) cluster_->add_event(std::move(e));

@@ -54,12 +54,6 @@ constexpr std::size_t kCreatesPerTurn = 8;
 
 }  // namespace
 
-const Agent::Desired* Agent::desired_for(const PodRecord& rec) const {
-    if (rec.is_static()) return nullptr;
-    auto it = desired_.find(rec.namespace_ + "/" + rec.daemonset);
-    return it == desired_.end() ? nullptr : &it->second;
-}
-
 // The template of the pod's own revision: while its DaemonSet rolls, an old
 // pod restarts (and probes) as what it was, not as the new template. A
 // static pod's is its file's pod, whose UID it has.
@@ -69,7 +63,7 @@ Agent::PodSource Agent::pod_source(const PodRecord& rec) const {
         if (!s) return {};
         return {std::shared_ptr<const PodSpec>(s->pod, &s->pod->spec), &s->pod->metadata};
     }
-    const Desired* d = desired_for(rec);
+    const Desired* d = desired_.for_pod(rec);
     if (!d || d->hash != rec.revision_hash) return {};
     const PodTemplateSpec& t = d->ds().spec.template_;
     std::shared_ptr<const PodSpec> spec(d->object, &t.spec);
@@ -255,9 +249,9 @@ void Agent::pod_saved() {
 }
 
 void Agent::create_pod(const PodToCreate& c) {
-    auto it = desired_.find(c.namespace_ + "/" + c.daemonset);
-    if (it == desired_.end()) return;
-    const DaemonSet& ds = it->second.ds();
+    const Desired* d = desired_.find(c.namespace_ + "/" + c.daemonset);
+    if (!d) return;
+    const DaemonSet& ds = d->ds();
     LivePod p;
     p.rec.uid = new_uid();
     p.rec.name = c.daemonset + "-" + random_chars(5, "bcdfghjklmnpqrstvwxz2456789");

@@ -20,7 +20,7 @@ using platform::log;
 // probes each pod by its own spec.
 const Container* Agent::probed_spec(const LivePod& p, std::size_t index) {
     if (const Container* c = container_spec(p, index)) return c;
-    const Desired* d = desired_for(p.rec);
+    const Desired* d = desired_.for_pod(p.rec);
     const DaemonSet* old = d ? stored_revision(p.rec, d->ds().object) : nullptr;
     return old ? find_container(old->spec.template_.spec, p, index) : nullptr;
 }

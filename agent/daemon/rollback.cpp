@@ -102,9 +102,8 @@ void Agent::undo(const std::string& ns, const std::string& name, std::int64_t to
 Result<std::string> Agent::undo_in_memory(const std::string& ns, const std::string& name,
                                           std::int64_t to_revision, bool* wrote) {
     const std::string key = ns + "/" + name;
-    auto it = desired_.find(key);
-    if (it == desired_.end())
-        return Error{ErrorCode::K8sNotFound, "daemonsets.apps \"" + name + "\" not found"};
+    const Desired* in_force = desired_.find(key);
+    if (!in_force) return Error{ErrorCode::K8sNotFound, "daemonsets.apps \"" + name + "\" not found"};
     if (to_revision < 0) return revision_not_found(to_revision);
     auto revs = store_->list_revisions(ns, name);
     if (!revs.ok()) return revs.error();
@@ -121,7 +120,7 @@ Result<std::string> Agent::undo_in_memory(const std::string& ns, const std::stri
             if (h.revision == to_revision) to = &h;
     }
     if (!to) return revision_not_found(to_revision);
-    Desired& d = it->second;
+    const Desired& d = *in_force;
     if (to->hash == d.hash)
         return "skipped rollback (current template already matches revision " + std::to_string(to_revision) +
                ")";
@@ -146,7 +145,7 @@ Result<std::string> Agent::undo_in_memory(const std::string& ns, const std::stri
                            restored_hash + "), " + held);
     record_event(ns, name, "Normal", "RollbackDone",
                  "Rolled back to revision " + std::to_string(restored) + " (" + restored_hash + "), " + held);
-    d.from.reset();  // the rollback changed what applies: rebuild this one
+    desired_.reapply(key);  // the rollback changed what applies: rebuild this one
     rebuild_desired();
     return std::string("rolled back");
 }
