@@ -299,6 +299,8 @@ class Agent : private Images::Host,
                      ContainerStatus& cs) override;
     void record_config_event(const std::string& ns, const std::string& daemonset, const char* type,
                              const char* reason, const std::string& message) override;
+    void record_pod_warning(const LivePod& pod, std::optional<std::size_t> index, const char* reason,
+                            const std::string& message) override;
     // The TokenRequests and cluster objects the live pods use (api_access.h
     // keeps them fresh).
     ApiAccess::Wanted wanted_from_cluster() const;

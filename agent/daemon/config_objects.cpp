@@ -39,6 +39,12 @@ void Agent::record_config_event(const std::string& ns, const std::string& daemon
     record_event(ns, daemonset, type, reason, message);
 }
 
+void Agent::record_pod_warning(const LivePod& p, std::optional<std::size_t> index, const char* reason,
+                               const std::string& message) {
+    const ContainerRef ref = index ? container_ref(p, *index) : ContainerRef{};
+    record_pod_event(p, warning_event(index ? &ref : nullptr, reason, message, clock_.wall_ms()));
+}
+
 ApiAccess::Wanted Agent::wanted_from_cluster() const {
     ApiAccess::Wanted out;
     for (const auto& [uid, p] : pods_) {

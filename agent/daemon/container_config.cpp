@@ -209,6 +209,8 @@ bool ContainerConfig::resolve(LivePod& p, std::size_t index, const Container& sp
                 {{"DAEMONLET_POD", pod}});
             host_.record_config_event(p.rec.namespace_, p.rec.daemonset, "Warning", "Failed",
                                       "Error: " + message + " (pod " + p.rec.name + ")");
+            // startContainer's recordContainerEvent, on the Pod.
+            host_.record_pod_warning(p, index, "Failed", "Error: " + message);
         }
         return false;
     };
@@ -242,8 +244,10 @@ bool ContainerConfig::resolve(LivePod& p, std::size_t index, const Container& sp
     PodFacts facts = pod_facts(p);
     auto env = make_environment_variables(facts, spec);
     if (!env) return wait(env.error().message);
-    for (const auto& w : env.value().warnings)
+    for (const auto& w : env.value().warnings) {  // makeEnvironmentVariables' Event, on the Pod
         log(Level::Warning, "pod " + pod + " container " + cs.name + ": " + w, {{"DAEMONLET_POD", pod}});
+        host_.record_pod_warning(p, std::nullopt, "InvalidEnvironmentVariableNames", w);
+    }
     launch.env = std::move(env.value().vars);
     auto volumes = host_.config_volumes().prepare(facts, launch.pod_spec);
     if (!volumes) return wait(volumes.error().message);

@@ -82,6 +82,10 @@ class ContainerConfig {
         virtual void record_config_event(const std::string& ns, const std::string& daemonset,
                                          const char* type, const char* reason,
                                          const std::string& message) = 0;
+        // A Warning Event on the pod's Pod (with podStatus: pod_events.h),
+        // on its container `index` (its fieldPath), or on the Pod itself.
+        virtual void record_pod_warning(const LivePod& pod, std::optional<std::size_t> index,
+                                        const char* reason, const std::string& message) = 0;
     };
 
     // `config` is the agent's, read at each launch (a reload changes the

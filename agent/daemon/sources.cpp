@@ -64,6 +64,37 @@ std::vector<std::string> split_lines(const std::string& text) {
     return out;
 }
 
+// ValidateConfigMapUpdate, ValidateSecretUpdate: a ConfigMap or Secret the
+// file's version in force holds with `immutable: true` keeps its data and
+// stays immutable (the API server refuses the update; removing it from the
+// file and adding it back is a delete and a create, which it takes).
+std::vector<std::string> immutable_changes(const ConfigObjects& held, const LoadedManifest& m,
+                                           const std::string& path) {
+    std::vector<std::string> out;
+    auto check = [&](const ManifestObject& o, bool immutable, bool was_immutable, bool same_data,
+                     bool same_binary) {
+        if (!was_immutable) return;
+        for (auto [field, same] : {std::pair{"immutable", immutable}, std::pair{"data", same_data},
+                                   std::pair{"binaryData", same_binary}})
+            if (!same)
+                out.push_back(path + ": " + o.where + ": " + describe_object(o) + ": " + field +
+                              ": Forbidden: field is immutable when `immutable` is set");
+    };
+    for (const auto& o : m.objects) {
+        if (const auto* cm = std::get_if<ConfigMap>(&o.object)) {
+            auto it = held.config_maps.find({cm->metadata.namespace_, cm->metadata.name});
+            if (it != held.config_maps.end())
+                check(o, cm->immutable, it->second->immutable, cm->data == it->second->data,
+                      cm->binary_data == it->second->binary_data);
+        } else if (const auto* sec = std::get_if<Secret>(&o.object)) {
+            auto it = held.secrets.find({sec->metadata.namespace_, sec->metadata.name});
+            if (it != held.secrets.end())
+                check(o, sec->immutable, it->second->immutable, sec->data == it->second->data, true);
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string meta_string(const Json& o, const char* key) {
@@ -279,9 +310,7 @@ Sources::Changes Sources::rescan(const std::string& dir) {
         auto data = platform::read_file(e.path, limits.max_bytes);
         if (!data.ok()) {
             fs.errors = {data.error().message};
-            log(Level::Err,
-                data.error().message +
-                    (fs.good.empty() && fs.pods.empty() ? "" : "; keeping its last good version"));
+            log(Level::Err, data.error().message + (in_force(fs) ? "; keeping its last good version" : ""));
             save(e.path, fs);
             continue;
         }
@@ -291,13 +320,13 @@ Sources::Changes Sources::rescan(const std::string& dir) {
         fs.content_hash = h;
         LoadedManifest m = load_manifest(data.value(), e.path, limits);
         for (const auto& w : m.warnings) log(Level::Warning, w);
-        if (!m.errors.empty()) {
-            fs.errors.clear();
-            for (const auto& err : m.errors) {
-                fs.errors.push_back(err.to_string());
-                log(Level::Err, err.to_string(), {{"DAEMONLET_FILE", e.path}});
-            }
-            if (!fs.good.empty() || !fs.pods.empty())
+        std::vector<std::string> errors;
+        for (const auto& err : m.errors) errors.push_back(err.to_string());
+        if (errors.empty()) errors = immutable_changes(fs.config, m, e.path);
+        if (!errors.empty()) {
+            fs.errors = std::move(errors);
+            for (const auto& err : fs.errors) log(Level::Err, err, {{"DAEMONLET_FILE", e.path}});
+            if (in_force(fs))
                 log(Level::Warning, e.path + ": keeping its last good version in force until it is fixed");
             save(e.path, fs);
             continue;
@@ -454,9 +483,7 @@ Json Sources::status() const {
     Json broken = Json::array();
     for (const auto& [path, fs] : files_)
         if (!fs.errors.empty())
-            broken.push_back({{"path", path},
-                              {"errors", fs.errors},
-                              {"lastGoodInForce", !fs.good.empty() || !fs.pods.empty()}});
+            broken.push_back({{"path", path}, {"errors", fs.errors}, {"lastGoodInForce", in_force(fs)}});
     return Json{{"files", files_.size()}, {"broken", broken}};
 }
 

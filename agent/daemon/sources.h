@@ -125,6 +125,12 @@ class Sources {
         std::string good_text;                         // its text, as stored
         std::vector<std::string> errors;  // of the current version; empty when it is the good one
     };
+    // A good version of the file is in force: its DaemonSets, static pods,
+    // ConfigMaps or Secrets.
+    static bool in_force(const FileState& fs) {
+        return !fs.good.empty() || !fs.pods.empty() || !fs.config.config_maps.empty() ||
+               !fs.config.secrets.empty();
+    }
     // Takes a version that loaded without errors: its DaemonSets and its
     // ConfigMaps and Secrets and its static pods; what is not used (a Node,
     // other kinds) is said once, here.

@@ -52,8 +52,9 @@ check_down_pod() {
         fail "/etc/podinfo/labels: $(cat "$out/labels")"
     [[ $(cat "$out/mode") == 440 ]] && ok || fail "/etc/podinfo/name mode $(cat "$out/mode")"
     [[ $(cat "$out/ro") == ro ]] && ok || fail "the downwardAPI volume is writable from inside"
-    # A projected volume: its downwardAPI file; no token yet (issue 13 §3) and
-    # an optional missing ConfigMap add nothing and fail nothing.
+    # A projected volume: its downwardAPI file; a serviceAccountToken source
+    # (no apiServer here: no token, written only when the agent follows a
+    # cluster) and an optional missing ConfigMap add nothing and fail nothing.
     [[ $(cat "$out/proj") == podname && $(cat "$out/podname") == "$name" ]] && ok ||
         fail "/etc/proj: $(cat "$out/proj" | tr '\n' ' ')"
     grep -qx "MY_NAME=$name" "$out/env" && ok || fail "env MY_NAME: $(grep MY_NAME "$out/env")"

@@ -114,6 +114,26 @@ config_listed 4 >/dev/null && ok || fail "the last good version's ConfigMap and 
 cp "$work/cni.good" "$man/cni.yaml"
 wait_for "fixed back to its last good version" 30 bash -c "\"$dl\" status -o json --config \"$cfg\" | jq -e '.manifests.broken == []'"
 
+# An immutable ConfigMap edited in its file: the API server refuses the
+# update (ValidateConfigMapUpdate: data: Forbidden: field is immutable when
+# `immutable` is set): the file is broken, its last good version in force.
+frozen() {  # frozen DATA
+    printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: frozen, namespace: kube-flannel}\nimmutable: true\ndata: %s\n' "$1" >"$man/frozen.yaml.tmp"
+    mv "$man/frozen.yaml.tmp" "$man/frozen.yaml"
+}
+frozen_keys() { status_json | jq -e --argjson k "$1" '.configObjects.configMaps | any(.name == "frozen" and .keys == $k)'; }
+frozen_refused() {
+    status_json | jq -e --arg p "$man/frozen.yaml" '.manifests.broken == [{path: $p, lastGoodInForce: true,
+        errors: [$p + ": document 1: ConfigMap kube-flannel/frozen: data: Forbidden: field is immutable when `immutable` is set"]}]'
+}
+frozen '{a: "1"}'
+wait_for "an immutable ConfigMap is listed" 30 frozen_keys 1
+frozen '{a: "1", b: "2"}'
+wait_for "its edit is refused: the file broken, naming the object and the field" 30 frozen_refused
+frozen_keys 1 >/dev/null && ok || fail "the refused edit replaced the immutable ConfigMap"
+rm "$man/frozen.yaml"
+wait_for "the file removed: nothing broken" 30 bash -c "\"$dl\" status -o json --config \"$cfg\" | jq -e '.manifests.broken == []'"
+
 # kill -9; the file breaks while the agent is down: the ConfigMaps and
 # Secrets come from its stored last good version.
 stop_agent KILL

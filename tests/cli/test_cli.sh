@@ -120,6 +120,15 @@ check "validate -o json a published install file" 0 dl validate -o json "$cni" &
     fi
 grepq_secret() { grep -Eq 'czNjcjN0|ITSECRET|IT-STRINGDATA' "$tmp/out" "$tmp/err"; }
 if grepq_secret; then echo "FAIL: validate -o json printed a Secret value"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+# The RBAC file the docs tell users to apply: valid, and on ConfigMaps and
+# Secrets exactly the verbs the agent uses (list and watch, never a GET).
+check "validate dist/rbac.yaml" 0 dl validate "$root/dist/rbac.yaml" &&
+    expect "its ClusterRole" out 'ClusterRole daemonlet-agent: valid' &&
+    if grep -A1 -F 'resources: ["configmaps", "secrets"]' "$root/dist/rbac.yaml" | grep -qxF '    verbs: ["list", "watch"]'; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL: dist/rbac.yaml: configmaps and secrets: not exactly list and watch"; failed=$((failed + 1))
+    fi
 check "eval takes a published install file" 0 dl eval --node "$ex/node-edge-01.yaml" --daemonset "$cni" &&
     expect "its DaemonSet" out '"daemonSet": "kube-flannel/kube-flannel-ds"'
 # One bad document: exit 1, the error in the JSON with its document, the

@@ -2,6 +2,7 @@
 // §1): ConfigMaps and Secrets (data for pods), static Pods, and any other
 // kind, each with the API server's errors and no more. Rows name the
 // upstream rule they pin (pkg/apis/core/validation, apimachinery).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,13 @@ bool contains(const std::string& haystack, const std::string& needle) {
 struct Row {
     const char* name;  // the upstream rule
     std::string input;
-    const char* expected;  // a line of the errors; "" when the object is valid
+    // The errors (a part of their text: lines joined as errors_of joins
+    // them); "" when the object is valid.
+    const char* expected;
 };
 
-// Each row: the document loads with exactly the expected error (or none).
+// Each row: the document loads with exactly the expected errors (or none),
+// as many as the API server reports: one per line of `expected`.
 void check_rows(const Row* rows, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
         const Row& row = rows[i];
@@ -44,6 +48,12 @@ void check_rows(const Row* rows, std::size_t n) {
                 contains(errs, row.expected),
                 (std::string(row.name) + ": expected \"" + row.expected + "\", got:\n" + errs).c_str());
             CHECK_EQUAL_TEXT(0, m.objects.size(), row.name);
+            const std::string expected = row.expected;
+            const auto lines =
+                static_cast<std::size_t>(std::count(expected.begin(), expected.end(), '\n')) + 1;
+            CHECK_EQUAL_TEXT(
+                lines, m.errors.size(),
+                (std::string(row.name) + ": more errors than the API server's:\n" + errs).c_str());
         }
     }
 }

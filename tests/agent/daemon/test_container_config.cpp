@@ -53,6 +53,11 @@ class FakeHost final : public ContainerConfig::Host {
                              const char* reason, const std::string& message) override {
         events.push_back(ns + "/" + daemonset + " " + type + " " + reason + ": " + message);
     }
+    void record_pod_warning(const LivePod& /*pod*/, std::optional<std::size_t> index, const char* reason,
+                            const std::string& message) override {
+        pod_events.push_back((index ? "container " + std::to_string(*index) : std::string("Pod")) + " " +
+                             reason + ": " + message);
+    }
 
     std::shared_ptr<DaemonSet> ds = std::make_shared<DaemonSet>();
     bool spec_known = true;
@@ -61,6 +66,7 @@ class FakeHost final : public ContainerConfig::Host {
     ConfigObjects objects;
     ConfigVolumes volumes;
     std::vector<std::string> events;
+    std::vector<std::string> pod_events;
 };
 
 void add_config_map(ConfigObjects& objects, const std::string& name,
@@ -77,6 +83,12 @@ EnvVar config_map_key(const std::string& name, const std::string& map, const std
     e.name = name;
     e.value_from.emplace();
     e.value_from->config_map_key = KeySelector{map, key, std::nullopt};
+    return e;
+}
+
+EnvFromSource config_map_env_from(const std::string& map) {
+    EnvFromSource e;
+    e.config_map_ref = EnvFromRef{map, std::nullopt};
     return e;
 }
 
@@ -139,6 +151,9 @@ TEST(ContainerConfig, AMissingConfigMapKeyRefWaitsWithTheKubeletsMessageAndOneEv
     LONGS_EQUAL(1, host->events.size());
     STRCMP_EQUAL("edge/agent Warning Failed: Error: configmap \"x\" not found (pod agent-x1)",
                  host->events[0].c_str());
+    // kuberuntime startContainer's recordContainerEvent: on the Pod too.
+    LONGS_EQUAL(1, host->pod_events.size());
+    STRCMP_EQUAL("container 0 Failed: Error: configmap \"x\" not found", host->pod_events[0].c_str());
 
     CHECK_FALSE(cc->launch(pod, 0).has_value());  // the next try: the same message, no second Event
     LONGS_EQUAL(1, host->events.size());
@@ -148,11 +163,23 @@ TEST(ContainerConfig, AMissingConfigMapKeyRefWaitsWithTheKubeletsMessageAndOneEv
     STRCMP_EQUAL("couldn't find key level in ConfigMap edge/x", status().message.c_str());
     LONGS_EQUAL(2, host->events.size());
 
-    add_config_map(host->objects, "x", {{"level", "debug"}});
+    LONGS_EQUAL(2, host->pod_events.size());
+
+    add_config_map(host->objects, "x", {{"level", "debug"}, {"1bad", "y"}});
+    host->app().env_from = {config_map_env_from("x")};
     auto launch = cc->launch(pod, 0);
+    // makeEnvironmentVariables: a key that is not a variable name skipped,
+    // its Warning on the Pod itself (kubelet_pods.go).
+    LONGS_EQUAL(3, host->pod_events.size());
+    STRCMP_EQUAL(
+        "Pod InvalidEnvironmentVariableNames: Keys [1bad] from the EnvFrom configMap edge/x were skipped "
+        "since "
+        "they are considered invalid environment variable names.",
+        host->pod_events[2].c_str());
     CHECK(launch.has_value());
-    LONGS_EQUAL(1, launch->env.size());
-    STRCMP_EQUAL("debug", launch->env[0].second.c_str());
+    LONGS_EQUAL(2, launch->env.size());  // envFrom's level, then LEVEL
+    STRCMP_EQUAL("LEVEL", launch->env[1].first.c_str());
+    STRCMP_EQUAL("debug", launch->env[1].second.c_str());
 }
 
 // ExpandContainerCommandAndArgs (pkg/kubelet/container/helpers.go): $(VAR)
