@@ -140,24 +140,30 @@ Result<std::vector<StoredApiDaemonSet>> SqliteStore::list_api_daemonsets() {
     return out;
 }
 
-// Upstream's cleanupHistory (pkg/controller/daemon/update.go): the revisions
-// in use (the current one and those pods still run) are never deleted and do
-// not count; of the others, the oldest are deleted until `keep` remain
-// (revisionHistoryLimit: "the number of old history to retain").
+// Upstream's cleanupHistory (pkg/controller/daemon/update.go): the old
+// revisions are all but the current one (stored, and in `in_use`); of them
+// len(old) - keep go (revisionHistoryLimit: "the number of old history to
+// retain"), oldest first, skipping those pods still run (in `in_use`),
+// which count among the old all the same.
 Result<int> SqliteStore::prune_revisions(const std::string& ns, const std::string& ds, int keep,
                                          const std::vector<std::int64_t>& in_use) {
     if (keep < 0) return Error{ErrorCode::Invalid, path_ + ": prune_revisions: keep must not be negative"};
     auto doomed = [&]() -> Result<std::vector<std::int64_t>> {
         auto revs = list_revisions(ns, ds);
         if (!revs) return revs.error();
-        std::vector<std::int64_t> old;  // oldest first: list_revisions orders by number
-        for (const RevisionRecord& r : revs.value())
-            if (std::find(in_use.begin(), in_use.end(), r.revision) == in_use.end())
-                old.push_back(r.revision);
+        const std::size_t old_count =
+            revs.value().empty() ? 0 : revs.value().size() - 1;  // all but the current
         const auto limit = static_cast<std::size_t>(keep);
-        if (old.size() <= limit) return std::vector<std::int64_t>();
-        old.resize(old.size() - limit);
-        return old;
+        std::vector<std::int64_t> out;
+        if (old_count <= limit) return out;
+        std::size_t to_kill = old_count - limit;
+        for (const RevisionRecord& r : revs.value()) {  // oldest first: list_revisions orders by number
+            if (to_kill == 0) break;
+            if (std::find(in_use.begin(), in_use.end(), r.revision) != in_use.end()) continue;
+            out.push_back(r.revision);
+            --to_kill;
+        }
+        return out;
     };
     // Read first: nothing to prune, nothing written (not even BEGIN).
     auto first = doomed();

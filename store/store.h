@@ -156,7 +156,9 @@ class Store {
     virtual Result<bool> put_revision(const RevisionRecord& rev) = 0;
     virtual Result<std::vector<RevisionRecord>> list_revisions(const std::string& ns,
                                                                const std::string& ds) = 0;
-    // Deletes the oldest revisions beyond `keep`, never one in `in_use`.
+    // cleanupHistory: of the old revisions (all but the current one, which
+    // is stored and in `in_use`), deletes the oldest beyond `keep`, never
+    // one in `in_use` (which count all the same).
     virtual Result<int> prune_revisions(const std::string& ns, const std::string& ds, int keep,
                                         const std::vector<std::int64_t>& in_use) = 0;
 

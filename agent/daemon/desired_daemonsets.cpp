@@ -160,7 +160,7 @@ Status DesiredDaemonSets::record_revision(Desired& d) {
     std::vector<std::int64_t> in_use{rev.revision};
     for (const auto& [uid, p] : pods_)
         if (p.rec.namespace_ == md.namespace_ && p.rec.daemonset == md.name) in_use.push_back(p.rec.revision);
-    int keep = d.ds().spec.revision_history_limit.value_or(10) + 1;  // the live revision plus the history
+    const int keep = d.ds().spec.revision_history_limit.value_or(10);  // old revisions, the current one aside
     if (auto pr = store.prune_revisions(md.namespace_, md.name, keep, in_use); !pr.ok()) return pr.error();
     return Ok{};
 }

@@ -48,12 +48,12 @@ class FakeHost final : public DesiredDaemonSets::Host, public PodTable::Host {
 
 // A file's DaemonSet as Sources gives it: one object, shared while the file
 // is unchanged (a new call is an edited file).
-SourcedDaemonSet from_file(const std::string& name, const std::string& image,
-                           const std::string& label = "a") {
+SourcedDaemonSet from_file(const std::string& name, const std::string& image, const std::string& label = "a",
+                           const std::string& spec_extra = "") {
     const std::string path = "/m/" + name + ".yaml";
     auto m = load_manifest("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: " + name +
-                               ", namespace: " + kNs + ", labels: {l: " + label +
-                               "}}\nspec:\n  selector: {matchLabels: {app: " + name +
+                               ", namespace: " + kNs + ", labels: {l: " + label + "}}\nspec:\n" + spec_extra +
+                               "  selector: {matchLabels: {app: " + name +
                                "}}\n  template:\n    metadata: {labels: {app: " + name +
                                "}}\n    spec:\n      containers: [{name: c, image: " + image + "}]\n",
                            path);
@@ -167,6 +167,19 @@ TEST(DesiredDaemonSets, TemplateChangeGetsRevisionTwoAndTheHistoryKeepsOne) {
     STRCMP_EQUAL(("web|" + h2 + "|3").c_str(), daemonsets().c_str());
     LONGS_EQUAL(2, host->templates.size());
     LONGS_EQUAL(2, host->reported);
+}
+
+// cleanupHistory: revisionHistoryLimit counts the old revisions, the
+// current one aside: a limit of 1 over three templates keeps 2 and 3.
+TEST(DesiredDaemonSets, TheHistoryKeepsRevisionHistoryLimitOldOnes) {
+    const std::string limit = "  revisionHistoryLimit: 1\n";
+    for (const char* image : {"nginx:1", "nginx:2", "nginx:3"})
+        desired->rebuild({{key("web"), from_file("web", image, "a", limit)}});
+    const auto* d = desired->find(key("web"));
+    LONGS_EQUAL(3, d->revision);
+    const std::string h = history("web");
+    STRCMP_EQUAL("2|", h.substr(0, 2).c_str());
+    LONGS_EQUAL(1, std::count(h.begin(), h.end(), '\n'));
 }
 
 // dedupCurHistories and constructHistory: the template of an old revision
