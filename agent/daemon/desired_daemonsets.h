@@ -67,9 +67,12 @@ class DesiredDaemonSets {
 
     // What a rebuild did.
     struct Changes {
-        bool applied = false;              // false: the store's transaction did not begin; nothing changed
-        std::vector<std::string> changed;  // new or changed ("namespace/name"), stored
-        std::vector<std::string> removed;  // no source offers them: deleted from the store
+        // false: the store's transaction did not begin and the set in force
+        // is unchanged; true: it is replaced, even where a write below failed
+        // (logged; the next rebuild writes again).
+        bool applied = false;
+        std::vector<std::string> changed;  // new or changed ("namespace/name"): their writes asked
+        std::vector<std::string> removed;  // no source offers them: their deletes asked
     };
 
     // `pods`: the pods a renumbered revision's pods follow, and whose
