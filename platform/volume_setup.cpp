@@ -147,8 +147,9 @@ Status set_up_host_path(const Volume& v) {
             // Something is there that stat did not see: a dangling symlink,
             // or a path made meanwhile. OpenFile(O_CREATE) follows the link
             // and makes its target (as the umask leaves it); a directory
-            // there fails ("is a directory"), as upstream's open does.
-            fd = ::open(v.host_path.c_str(), O_CREAT | O_RDONLY | O_CLOEXEC, 0644);
+            // there fails ("is a directory"), as upstream's open does; a
+            // FIFO put there meanwhile does not hold the loop (O_NONBLOCK).
+            fd = ::open(v.host_path.c_str(), O_CREAT | O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0644);
         }
         if (fd < 0) return setup_failed(v, "open " + v.host_path + ": " + go_strerror(errno));
         ::close(fd);
