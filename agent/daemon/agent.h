@@ -196,6 +196,9 @@ class Agent : private Images::Host,
     void reconcile();
     void adopt();
     void create_pod(const PodToCreate& c);
+    // An admitted pod (a DaemonSet's or a static pod) into the table, its
+    // containers from `spec`, handed to its worker and saved.
+    void start_new_pod(LivePod p, const PodSpec& spec);
     // The kubelet's admit handlers that apply to every pod, in its order
     // (canAdmitPod): the sysctl allowlist (core/sysctl.h) from the safe set
     // of this kernel and config allowedUnsafeSysctls. A static pod's

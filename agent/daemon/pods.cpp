@@ -260,7 +260,6 @@ void Agent::create_pod(const PodToCreate& c) {
     p.rec.revision_hash = c.hash;
     p.rec.revision = c.revision;
     p.rec.created_at_ms = clock_.wall_ms();
-    const std::string uid = p.rec.uid;
     log(Level::Notice,
         "pod " + c.namespace_ + "/" + p.rec.name + " created for DaemonSet " + c.daemonset + " revision " +
             std::to_string(c.revision),
@@ -272,7 +271,12 @@ void Agent::create_pod(const PodToCreate& c) {
         const std::string what = "pod " + c.namespace_ + "/" + p.rec.name;
         return reject_pod(std::move(p), *rejected, what);
     }
-    PodTable::add_containers(p, ds.spec.template_.spec);
+    start_new_pod(std::move(p), ds.spec.template_.spec);
+}
+
+void Agent::start_new_pod(LivePod p, const PodSpec& spec) {
+    const std::string uid = p.rec.uid;
+    PodTable::add_containers(p, spec);
     pods_.add(std::move(p));
     workers_->advance(uid);
     ensure_probes();

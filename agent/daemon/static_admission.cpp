@@ -77,17 +77,11 @@ void Agent::create_static_pod(const std::string& uid, const StaticPods::Desired&
     auto rejected = admit_pod(pod.spec);
     if (!rejected) rejected = admit_static_pod(pod, node_, active);
     if (rejected) return reject_pod(std::move(p), *rejected, "static pod " + name + " from " + s.path);
-    PodTable::add_containers(p, pod.spec);
     log(Level::Notice,
         "static pod " + name + " created from " + s.path + " (restartPolicy " + restart_policy_of(p.rec) +
             ")",
         {{"DAEMONLET_POD", name}});
-    pods_.add(std::move(p));
-    workers_->advance(uid);
-    ensure_probes();
-    LivePod& added = pods_.at(uid);
-    refresh_readiness(added);
-    pods_.save(added);
+    start_new_pod(std::move(p), pod.spec);
 }
 
 }  // namespace daemonlet::agent
