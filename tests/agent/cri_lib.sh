@@ -103,6 +103,7 @@ state = "$cd_dir/state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$cd_dir/cni"
 EOF
+daemon_log=$work/containerd.log
 start_containerd() {
     "${in_cri_netns[@]}" "$tini_bin" -s -- "$containerd_bin" --config "$cd_dir/config.toml" >>"$work/containerd.log" 2>&1 &
     containerd_pid=$!

@@ -93,10 +93,16 @@ grepq() { grep "$@" >/dev/null; }
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
+# A test that runs a daemon of its own beside the agent (containerd) names
+# its log in $daemon_log: a failure prints the end of both.
 fail() {
     echo "FAIL: $*"
     echo "---- agent log (last 30 lines)"
     tail -n 30 "$agent_log" 2>/dev/null
+    if [[ -n ${daemon_log:-} && -s $daemon_log ]]; then
+        echo "---- $(basename "$daemon_log") (last 20 lines)"
+        tail -n 20 "$daemon_log"
+    fi
     failed=$((failed + 1))
 }
 # wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND until it succeeds.

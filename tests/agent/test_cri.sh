@@ -119,7 +119,10 @@ wait_for "nope goes with its file" 15 no_pod it nope
 # container and the old pod's sandbox are removed from containerd.
 write_image_ds bb.yaml bb busybox:latest 2
 new_container() { local n; n=$(container_id bb); [[ -n $n && $n != "$id" ]] && pod_running it bb; }
-wait_for "the rollout replaces bb's container" 30 new_container
+# The stop's grace, the old sandbox's teardown, a new sandbox and the
+# readiness probe: a bound with room for ASan beside three other tests on
+# two cores (30 s did not hold once in CI).
+wait_for "the rollout replaces bb's container" 60 new_container
 wait_for "the old container is removed from containerd" 15 bash -c "! '$ctr_bin' --address '$sock' -n k8s.io containers ls -q | grep -qx '$id'"
 one_sandbox() { [[ $(c containers ls -q 'labels."io.cri-containerd.kind"==sandbox' 2>/dev/null | wc -l) -eq 1 ]]; }
 wait_for "the old pod's sandbox is removed" 20 one_sandbox
