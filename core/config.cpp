@@ -12,6 +12,7 @@
 #include "core/names.h"
 #include "core/node_ips.h"
 #include "core/quantity.h"
+#include "core/strings.h"
 #include "core/sysctl.h"
 
 namespace daemonlet {
@@ -113,11 +114,6 @@ class ConfigReader {
     std::vector<std::string>& errors_;
 };
 
-std::string resolve(const std::string& base, const std::string& p) {
-    if (p.empty() || p[0] == '/' || base.empty()) return p;
-    return base + (base.back() == '/' ? "" : "/") + p;
-}
-
 void parse_taints(ConfigReader& r, const Json& v, const std::string& key, std::vector<Taint>& out);
 
 void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_dir, ApiServerConfig& a) {
@@ -134,7 +130,7 @@ void parse_api_server(ConfigReader& r, const Json& v, const std::string& base_di
     };
     auto path = [&](const char* key, std::string& out) {
         if (v.contains(key) && r.string(v[key], std::string("apiServer.") + key, out))
-            out = resolve(base_dir, out);
+            out = resolve_path(base_dir, out);
     };
     path("kubeconfig", a.kubeconfig);
     path("serviceAccountDir", a.service_account_dir);
@@ -380,7 +376,7 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
             }
             (k == "manifestDir" ? c.manifest_dir
              : k == "stateDir"  ? c.state_dir
-                                : c.seccomp_profile_root) = resolve(base_dir, p);
+                                : c.seccomp_profile_root) = resolve_path(base_dir, p);
         } else if (k == "runtime") {
             if (!v.is_object()) {
                 r.error(k,
@@ -411,13 +407,15 @@ ConfigResult parse_agent_config(std::string_view text, const std::string& file, 
                 if (!v.contains(key) || !r.string(v[key], path, *target)) continue;
                 if (target->empty()) r.error(path, "must not be empty");
             }
-            if (!c.image_import_dir.empty()) c.image_import_dir = resolve(base_dir, c.image_import_dir);
+            if (!c.image_import_dir.empty()) c.image_import_dir = resolve_path(base_dir, c.image_import_dir);
             if (v.contains("rootfs") && r.string(v["rootfs"], "runtime.rootfs", c.runtime_rootfs) &&
                 c.runtime_rootfs != "auto" && c.runtime_rootfs != "overlay" && c.runtime_rootfs != "copy")
                 r.error("runtime.rootfs", "Unsupported value: " + render_string(c.runtime_rootfs) +
                                               ": supported values: \"auto\", \"overlay\", \"copy\"");
-            if (!c.registry_auth_file.empty()) c.registry_auth_file = resolve(base_dir, c.registry_auth_file);
-            if (!c.registry_certs_dir.empty()) c.registry_certs_dir = resolve(base_dir, c.registry_certs_dir);
+            if (!c.registry_auth_file.empty())
+                c.registry_auth_file = resolve_path(base_dir, c.registry_auth_file);
+            if (!c.registry_certs_dir.empty())
+                c.registry_certs_dir = resolve_path(base_dir, c.registry_certs_dir);
             if (v.contains("insecureRegistries")) parse_insecure_registries(r, v["insecureRegistries"], c);
             if (v.contains("imageGC")) parse_image_gc(r, v["imageGC"], c.image_gc);
             if (v.contains("maxParallelOperations")) {

@@ -7,7 +7,7 @@
 namespace daemonlet {
 namespace {
 
-Error invalid(const Container& c, const std::string& field, const std::string& why) {
+Error invalid_for_cri(const Container& c, const std::string& field, const std::string& why) {
     return Error{ErrorCode::Invalid, "container " + c.name + ": " + field + ": " + why};
 }
 
@@ -144,9 +144,10 @@ Result<CriContainerConfig> cri_container_config(const CriPodInput& pod, const Cr
         else if (vm.mount_propagation == "Bidirectional")
             m.propagation = CriPropagation::Bidirectional;
         else if (!vm.mount_propagation.empty() && vm.mount_propagation != "None")
-            return invalid(c, field + ".mountPropagation",
-                           "\"" + vm.mount_propagation +
-                               "\": supported values: \"Bidirectional\", \"HostToContainer\", \"None\"");
+            return invalid_for_cri(
+                c, field + ".mountPropagation",
+                "\"" + vm.mount_propagation +
+                    "\": supported values: \"Bidirectional\", \"HostToContainer\", \"None\"");
         out.mounts.push_back(std::move(m));
     }
     const auto& limits = c.resources.limits;

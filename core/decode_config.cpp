@@ -29,8 +29,6 @@ std::string json_type(const Json& v) {
     }
 }
 
-const char* const kRedacted = "<secret contents redacted>";
-
 enum class Values { Shown, Secret };
 
 // A map of strings as Go decodes map[string]string or map[string][]byte
@@ -77,7 +75,7 @@ Json redacted_secret(const Json& obj) {
     for (const char* key : {"data", "stringData"}) {
         auto it = out.find(key);
         if (it == out.end() || !it->is_object()) continue;
-        for (auto& [k, v] : it->items()) v = kRedacted;
+        for (auto& [k, v] : it->items()) v = kSecretRedacted;
     }
     if (auto m = out.find("metadata"); m != out.end() && m->is_object())
         if (auto a = m->find("annotations"); a != m->end() && a->is_object())

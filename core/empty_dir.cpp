@@ -1,5 +1,6 @@
 // A Memory emptyDir's tmpfs size: see empty_dir.h.
 #include "core/empty_dir.h"
+#include "core/quantity.h"
 
 #include <algorithm>
 #include <limits>
@@ -10,11 +11,6 @@ namespace {
 std::int64_t memory_limit(const Container& c) {
     auto it = c.resources.limits.find("memory");
     return it == c.resources.limits.end() ? 0 : std::max<std::int64_t>(0, it->second.value());
-}
-
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
-    return a > std::numeric_limits<std::int64_t>::max() - b ? std::numeric_limits<std::int64_t>::max()
-                                                            : a + b;
 }
 
 }  // namespace

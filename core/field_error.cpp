@@ -74,6 +74,15 @@ std::string render_value(const Json& v) {
 
 std::string render_string(std::string_view s) { return render_value(Json(std::string(s))); }
 
+std::string render_string_list(const std::vector<std::string>& values) {
+    std::string out = "[]string{";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i) out += ", ";
+        out += render_string(values[i]);
+    }
+    return out + "}";
+}
+
 std::string render_int(std::int64_t n) { return std::to_string(n); }
 
 std::string FieldError::to_string() const { return field + ": " + body(); }

@@ -58,6 +58,8 @@ using FieldErrors = std::vector<FieldError>;
 // strings quoted, numbers and booleans bare, objects and arrays as compact JSON.
 std::string render_value(const Json& v);
 std::string render_string(std::string_view s);
+// The bad value of a []string, as Go's %#v prints it in field errors.
+std::string render_string_list(const std::vector<std::string>& values);
 std::string render_int(std::int64_t n);
 
 FieldError invalid(const FieldPath& p, std::string value, std::string detail);

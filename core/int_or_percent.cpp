@@ -30,12 +30,12 @@ Result<std::int64_t> atoi(std::string_view s) {
         digits.remove_prefix(1);
     }
     if (digits.empty()) return syntax();
-    constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+    constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
     std::uint64_t n = 0;
     for (char c : digits) {
         if (c < '0' || c > '9') return syntax();
         const auto d = static_cast<std::uint64_t>(c - '0');
-        if (n > (kMax - d) / 10) return range();
+        if (n > (kMaxU64 - d) / 10) return range();
         n = n * 10 + d;
     }
     constexpr std::uint64_t kCutoff = std::uint64_t{1} << 63;

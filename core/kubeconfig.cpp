@@ -2,14 +2,10 @@
 
 #include "core/field_error.h"
 #include "core/manifest.h"
+#include "core/strings.h"
 
 namespace daemonlet {
 namespace {
-
-std::string resolve(const std::string& base, const std::string& p) {
-    if (p.empty() || p[0] == '/' || base.empty()) return p;
-    return base + (base.back() == '/' ? "" : "/") + p;
-}
 
 // Reads the fields of one kubeconfig section, naming each by its path. The
 // first bad field is kept as the section's error.
@@ -89,7 +85,7 @@ Status read_cluster(Fields& f, const std::string& base, ApiEndpoint& e) {
         return f.fail_status("server", render_string(e.server) + ": expected an https:// URL");
     while (e.server.size() > 8 && e.server.back() == '/') e.server.pop_back();
     f.str("certificate-authority", e.certificate_authority);
-    e.certificate_authority = resolve(base, e.certificate_authority);
+    e.certificate_authority = resolve_path(base, e.certificate_authority);
     f.str("certificate-authority-data", e.certificate_authority_data);
     f.str("tls-server-name", e.tls_server_name);
     f.boolean("insecure-skip-tls-verify", e.insecure_skip_tls_verify);
@@ -114,14 +110,14 @@ Status read_user(Fields& f, const std::string& base, ApiEndpoint& e) {
         return f.fail_status("auth-provider",
                              "not supported by daemonlet: use a token, tokenFile or a client certificate");
     f.str("client-certificate", e.client_certificate);
-    e.client_certificate = resolve(base, e.client_certificate);
+    e.client_certificate = resolve_path(base, e.client_certificate);
     f.str("client-certificate-data", e.client_certificate_data);
     f.str("client-key", e.client_key);
-    e.client_key = resolve(base, e.client_key);
+    e.client_key = resolve_path(base, e.client_key);
     f.str("client-key-data", e.client_key_data);
     f.str("token", e.token);
     f.str("tokenFile", e.token_file);
-    e.token_file = resolve(base, e.token_file);
+    e.token_file = resolve_path(base, e.token_file);
     f.str("username", e.username);
     f.str("password", e.password);
     if (!f.status().ok()) return f.status();

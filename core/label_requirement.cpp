@@ -46,16 +46,6 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
     return out;
 }
 
-// The bad value of a []string, as Go's %#v prints it in field errors.
-std::string render_string_list(const std::vector<std::string>& values) {
-    std::string out = "[]string{";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i) out += ", ";
-        out += render_string(values[i]);
-    }
-    return out + "}";
-}
-
 // field.ErrorList.ToAggregate().Error(): duplicates dropped, one message
 // bare, several in brackets.
 std::string aggregate(const FieldErrors& errs) {

@@ -13,7 +13,6 @@ namespace {
 // k8s.io/kubelet/pkg/apis well_known_labels.go: deprecated, still set.
 constexpr const char* kBetaOS = "beta.kubernetes.io/os";
 constexpr const char* kBetaArch = "beta.kubernetes.io/arch";
-constexpr const char* kNoSchedule = "NoSchedule";
 
 // GetHostname: strings.TrimSpace then strings.ToLower. Node names are ASCII
 // (DNS-1123), so ASCII whitespace and case are all that can occur.
@@ -30,7 +29,7 @@ std::string hostname_of(std::string_view name) {
 
 // Taint.MatchTaint: the same key and effect (TaintExists, TaintSetDiff).
 bool is_unschedulable_taint(const Taint& t) {
-    return t.key == taints::kUnschedulable && t.effect == kNoSchedule;
+    return t.key == taints::kUnschedulable && t.effect == taints::kNoSchedule;
 }
 
 Json node_object(const Node& node) {
@@ -87,7 +86,7 @@ Node make_local_node(const std::string& name, const Labels& labels, const std::v
     if (unschedulable && !has_unschedulable_taint) {
         Taint t;
         t.key = taints::kUnschedulable;
-        t.effect = kNoSchedule;
+        t.effect = taints::kNoSchedule;
         node.taints.push_back(t);
     } else if (!unschedulable) {
         std::erase_if(node.taints, is_unschedulable_taint);

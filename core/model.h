@@ -424,6 +424,9 @@ struct ConfigMap {
 
 // v1 Secret. `data` holds the decoded bytes, `stringData` merged over it as
 // the API server merges it on write. Values never reach a log or an error.
+// What a Secret's value is shown as in messages and `get -o json`.
+inline constexpr const char* kSecretRedacted = "<secret contents redacted>";
+
 struct Secret {
     ObjectMeta metadata;
     std::string type;  // defaulted to Opaque
@@ -475,6 +478,9 @@ inline constexpr const char* kMemoryPressure = "node.kubernetes.io/memory-pressu
 inline constexpr const char* kDiskPressure = "node.kubernetes.io/disk-pressure";
 inline constexpr const char* kNetworkUnavailable = "node.kubernetes.io/network-unavailable";
 inline constexpr const char* kPIDPressure = "node.kubernetes.io/pid-pressure";
+// The effects (types.go TaintEffect).
+inline constexpr const char* kNoSchedule = "NoSchedule";
+inline constexpr const char* kNoExecute = "NoExecute";
 }  // namespace taints
 
 namespace labels {

@@ -25,15 +25,6 @@ std::optional<SelectorOp> node_selector_op(const std::string& op) {
     return std::nullopt;
 }
 
-std::string render_string_list(const std::vector<std::string>& values) {
-    std::string out = "[]string{";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i) out += ", ";
-        out += render_string(values[i]);
-    }
-    return out + "}";
-}
-
 // One fields.OneTermEqualSelector / OneTermNotEqualSelector.
 struct FieldTerm {
     std::string key;

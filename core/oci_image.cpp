@@ -8,7 +8,7 @@ namespace daemonlet {
 
 namespace {
 
-using Json = nlohmann::json;
+using UnorderedJson = nlohmann::json;
 
 constexpr int kMaxJsonDepth = 32;
 
@@ -17,18 +17,18 @@ Error bad(const std::string& what, const std::string& field, const std::string& 
 }
 
 // Parses a bounded JSON document without exceptions escaping.
-Result<Json> parse_json(std::string_view text, const std::string& what) {
+Result<UnorderedJson> parse_json(std::string_view text, const std::string& what) {
     if (text.size() > kMaxImageJsonBytes)
         return bad(what, "", "larger than " + std::to_string(kMaxImageJsonBytes) + " bytes");
     bool too_deep = false;
-    auto cb = [&](int depth, Json::parse_event_t, Json&) {
+    auto cb = [&](int depth, UnorderedJson::parse_event_t, UnorderedJson&) {
         if (depth > kMaxJsonDepth) too_deep = true;
         return !too_deep;
     };
-    Json j;
+    UnorderedJson j;
     try {
-        j = Json::parse(text.begin(), text.end(), cb);
-    } catch (const Json::exception& e) {
+        j = UnorderedJson::parse(text.begin(), text.end(), cb);
+    } catch (const UnorderedJson::exception& e) {
         std::string msg = e.what();
         if (auto at = msg.find("] "); at != std::string::npos) msg = msg.substr(at + 2);
         return bad(what, "", "not JSON: " + msg);
@@ -38,7 +38,7 @@ Result<Json> parse_json(std::string_view text, const std::string& what) {
 }
 
 // An optional string field: absent or null is empty.
-Result<std::string> opt_string(const Json& obj, const char* key, const std::string& what,
+Result<std::string> opt_string(const UnorderedJson& obj, const char* key, const std::string& what,
                                const std::string& prefix) {
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return std::string();
@@ -48,14 +48,14 @@ Result<std::string> opt_string(const Json& obj, const char* key, const std::stri
 
 // An optional array of strings: absent or null is empty (config.md: Cmd
 // and Entrypoint are null in many images).
-Result<std::vector<std::string>> opt_strings(const Json& obj, const char* key, const std::string& what,
-                                             const std::string& prefix) {
+Result<std::vector<std::string>> opt_strings(const UnorderedJson& obj, const char* key,
+                                             const std::string& what, const std::string& prefix) {
     std::vector<std::string> out;
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return out;
     if (!it->is_array()) return bad(what, prefix + key, "must be an array of strings");
     for (std::size_t i = 0; i < it->size(); ++i) {
-        const Json& v = (*it)[i];
+        const UnorderedJson& v = (*it)[i];
         if (!v.is_string())
             return bad(what, prefix + key + "[" + std::to_string(i) + "]", "must be a string");
         out.push_back(v.get<std::string>());
@@ -63,7 +63,7 @@ Result<std::vector<std::string>> opt_strings(const Json& obj, const char* key, c
     return out;
 }
 
-Status check_schema_version(const Json& j, const std::string& what) {
+Status check_schema_version(const UnorderedJson& j, const std::string& what) {
     auto it = j.find("schemaVersion");
     if (it == j.end()) return bad(what, "schemaVersion", "required");
     if (!it->is_number_integer() || it->get<std::int64_t>() != 2)
@@ -71,7 +71,7 @@ Status check_schema_version(const Json& j, const std::string& what) {
     return Ok{};
 }
 
-Result<Platform> parse_platform(const Json& j, const std::string& what, const std::string& field) {
+Result<Platform> parse_platform(const UnorderedJson& j, const std::string& what, const std::string& field) {
     if (!j.is_object()) return bad(what, field, "must be an object");
     const std::string pre = field.empty() ? "" : field + ".";
     auto os = opt_string(j, "os", what, pre);
@@ -86,7 +86,8 @@ Result<Platform> parse_platform(const Json& j, const std::string& what, const st
 }
 
 // descriptor.md: mediaType, digest and size are required.
-Result<Descriptor> parse_descriptor(const Json& j, const std::string& what, const std::string& field) {
+Result<Descriptor> parse_descriptor(const UnorderedJson& j, const std::string& what,
+                                    const std::string& field) {
     if (!j.is_object()) return bad(what, field, "must be an object");
     Descriptor d;
     auto mt = opt_string(j, "mediaType", what, field + ".");
@@ -133,7 +134,7 @@ bool is_index_media_type(std::string_view m) {
 namespace {
 
 struct Document {
-    Json json;
+    UnorderedJson json;
     std::string media_type;  // empty when absent
 };
 
@@ -173,7 +174,7 @@ Result<LayerCompression> layer_compression(std::string_view m) {
 Result<ImageIndex> parse_image_index(std::string_view json, const std::string& what) {
     auto head = open_document(json, what, "image index", is_index_media_type);
     if (!head.ok()) return head.error();
-    const Json& j = head.value().json;
+    const UnorderedJson& j = head.value().json;
     ImageIndex index;
     index.media_type =
         head.value().media_type.empty() ? std::string(media_type::kOciIndex) : head.value().media_type;
@@ -194,7 +195,7 @@ Result<ImageManifest> parse_image_manifest(std::string_view json, const std::str
                                            std::string_view expected_media_type) {
     auto head = open_document(json, what, "image manifest", is_manifest_media_type);
     if (!head.ok()) return head.error();
-    const Json& j = head.value().json;
+    const UnorderedJson& j = head.value().json;
     const std::string& mt = head.value().media_type;
     ImageManifest m;
     m.media_type = mt.empty() ? std::string(media_type::kOciManifest) : mt;
@@ -230,7 +231,7 @@ Result<ImageManifest> parse_image_manifest(std::string_view json, const std::str
 Result<ImageConfig> parse_image_config(std::string_view json, const std::string& what) {
     auto parsed = parse_json(json, what);
     if (!parsed.ok()) return parsed.error();
-    const Json& j = parsed.value();
+    const UnorderedJson& j = parsed.value();
     if (!j.is_object()) return bad(what, "", "an image config must be a JSON object");
     ImageConfig c;
     auto plat = parse_platform(j, what, "");
@@ -281,7 +282,7 @@ Result<std::vector<DockerArchiveImage>> parse_docker_archive_manifest(std::strin
                                                                       const std::string& what) {
     auto parsed = parse_json(json, what);
     if (!parsed.ok()) return parsed.error();
-    const Json& j = parsed.value();
+    const UnorderedJson& j = parsed.value();
     if (!j.is_array() || j.empty()) return bad(what, "", "must be a non-empty array of images");
     if (j.size() > kMaxIndexManifests)
         return bad(what, "", "more than " + std::to_string(kMaxIndexManifests) + " images");

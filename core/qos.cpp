@@ -1,4 +1,5 @@
 #include "core/qos.h"
+#include "core/quantity.h"
 
 #include <algorithm>
 #include <limits>
@@ -12,12 +13,6 @@ namespace {
 
 // isSupportedQoSComputeResource: cpu and memory.
 bool qos_resource(const std::string& name) { return name == "cpu" || name == "memory"; }
-
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
-    if (b > 0 && a > std::numeric_limits<std::int64_t>::max() - b)
-        return std::numeric_limits<std::int64_t>::max();
-    return a + b;
-}
 
 // A container's requests as the API server's defaulting leaves them: a
 // limit without a request is the request too (SetDefaults_Pod).

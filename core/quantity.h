@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -32,5 +33,13 @@ struct Quantity {
 // Parses a quantity string; the error message is upstream's
 // "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".
 Result<Quantity> parse_quantity(std::string_view s);
+
+// a + b, held at the largest int64 rather than overflowing (sums of
+// milli-quantities: requests, emptyDir sizeLimits).
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+    if (b > 0 && a > std::numeric_limits<std::int64_t>::max() - b)
+        return std::numeric_limits<std::int64_t>::max();
+    return a + b;
+}
 
 }  // namespace daemonlet

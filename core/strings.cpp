@@ -67,4 +67,9 @@ std::string go_quote(const std::string& s) {
     return out + "\"";
 }
 
+std::string resolve_path(const std::string& base, const std::string& p) {
+    if (p.empty() || p[0] == '/' || base.empty()) return p;
+    return base + (base.back() == '/' ? "" : "/") + p;
+}
+
 }  // namespace daemonlet

@@ -19,6 +19,10 @@ std::string to_lower(std::string_view s);
 // bytes as \n, \t, ... or \xNN; other bytes (UTF-8 text) kept.
 std::string go_quote(const std::string& s);
 
+// `p` relative to directory `base` (a path in a file read from `base`, as
+// kubeconfig's paths are relative to its file): absolute or empty as it is.
+std::string resolve_path(const std::string& base, const std::string& p);
+
 // The lines of `text` without their '\n', as std::getline reads them: a
 // last line without one counts, an empty text has none. Views into `text`.
 // (The agent uses no iostreams: their locale code is 350 KiB of a statically

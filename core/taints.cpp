@@ -7,8 +7,8 @@
 namespace daemonlet {
 namespace {
 
-constexpr const char* kNoSchedule = "NoSchedule";
-constexpr const char* kNoExecute = "NoExecute";
+using taints::kNoExecute;
+using taints::kNoSchedule;
 
 bool passes(const TaintFilter& filter, const Taint& taint) { return !filter || filter(taint); }
 

@@ -20,8 +20,6 @@ namespace {
 // core.MaxSecretSize: a ConfigMap or Secret holds at most 1 MiB of values.
 constexpr std::size_t kMaxSecretSize = 1 * 1024 * 1024;
 
-const char* const kRedacted = "<secret contents redacted>";
-
 void validate_keys(const std::map<std::string, std::string>& m, const FieldPath& p, FieldErrors& errs,
                    std::size_t& total) {
     for (const auto& [k, v] : m) {
@@ -53,7 +51,7 @@ void require_docker_config(const Secret& s, const char* key, const FieldPath& da
         return;
     }
     std::string err = docker_config_json_error(it->second);
-    if (!err.empty()) errs.push_back(invalid(data.key(key), render_string(kRedacted), err));
+    if (!err.empty()) errs.push_back(invalid(data.key(key), render_string(kSecretRedacted), err));
 }
 
 // util/validation IsDNS1035Label (ValidateServiceName).

@@ -24,7 +24,7 @@ struct HttpServer::Conn {
 
 namespace {
 
-struct WriteReq {
+struct HttpWriteReq {
     uv_write_t req{};
     std::string data;
 };
@@ -138,14 +138,14 @@ void HttpServer::on_connection(uv_stream_t* listener, int status) {
 void HttpServer::respond(Conn* c, std::string response) {
     if (c->answered) return;
     c->answered = true;
-    auto* w = new WriteReq;
+    auto* w = new HttpWriteReq;
     w->data = std::move(response);
     w->req.data = c;
     uv_buf_t buf = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
     const std::uint64_t id = c->id;
     const int rc =
         uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->tcp), &buf, 1, [](uv_write_t* req, int) {
-            auto* wr = reinterpret_cast<WriteReq*>(req);
+            auto* wr = reinterpret_cast<HttpWriteReq*>(req);
             auto* conn = static_cast<Conn*>(req->data);
             // Written (or failed, or cancelled by a close): the connection ends.
             if (conn->server) conn->server->drop(conn);

@@ -17,9 +17,6 @@
 namespace daemonlet::store {
 namespace {
 
-// How long a statement waits for another connection's lock: a CLI reader
-// checkpointing, a second agent starting.
-constexpr int kBusyTimeoutMs = 5000;
 // The most a copy in memory (open_copy, an older schema read by the CLI)
 // may take (docs/operating.md's bounds): a board's database is far smaller.
 constexpr std::uint64_t kMaxCopyBytes = 32ULL << 20;
@@ -113,7 +110,7 @@ Result<sqlite::DbPtr> connect(const std::string& path, int flags) {
     sqlite::DbPtr db(raw);  // closed on every path, even when the open failed
     if (rc != SQLITE_OK) return sqlite::sqlite_error(db.get(), rc);
     sqlite3_extended_result_codes(db.get(), 1);
-    sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+    sqlite3_busy_timeout(db.get(), sqlite::kBusyTimeoutMs);
     return db;
 }
 

@@ -22,6 +22,12 @@
 
 namespace daemonlet::store::sqlite {
 
+// How long a statement waits for another connection's lock
+// (sqlite3_busy_timeout): a CLI reader checkpointing, a second agent
+// starting; the WAL worker's connection for the owner's transaction in
+// progress (a RESTART checkpoint waits for it).
+inline constexpr int kBusyTimeoutMs = 5000;
+
 struct DbClose {
     void operator()(sqlite3* db) const;  // crashes if a statement is still open: a broken invariant
 };

@@ -6,13 +6,7 @@
 #include "store/sqlite_store.h"
 
 namespace daemonlet::store {
-namespace {
-
-// The worker's connection waits this long for the owner's lock (a RESTART
-// checkpoint waits for the owner's transaction in progress).
-constexpr int kBusyTimeoutMs = 5000;
-
-}  // namespace
+namespace {}  // namespace
 
 Result<std::unique_ptr<WalWorker>> WalWorker::start(const std::string& path, std::function<void()> wake,
                                                     const Store::WorkerOptions& options) {
@@ -22,7 +16,7 @@ Result<std::unique_ptr<WalWorker>> WalWorker::start(const std::string& path, std
     sqlite::DbPtr db(raw);
     if (rc != SQLITE_OK) return in_context(sqlite::sqlite_error(db.get(), rc));
     sqlite3_extended_result_codes(db.get(), 1);
-    sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+    sqlite3_busy_timeout(db.get(), sqlite::kBusyTimeoutMs);
     // It only checkpoints: no page cache to speak of, and never a checkpoint
     // of its own after a commit (it commits nothing). Reading the schema
     // opens its handle on the -wal (flush syncs through it).

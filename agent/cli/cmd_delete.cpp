@@ -12,7 +12,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kDeleteHelp =
     "Usage: daemonlet delete pod NAME... [-n NAMESPACE] [--wait=true|false] [--timeout=DURATION]\n"
     "\n"
     "Deletes pods of this node, as kubectl delete pod: the running agent stops each\n"
@@ -24,13 +24,11 @@ const char* const kHelp =
     "  --wait=true|false     wait until the pod is gone (default true)\n"
     "  --timeout=DURATION    give up waiting after this long (default 0: no limit)\n";
 
-constexpr std::int64_t kAnswerTimeoutMs = 10'000;
-
 }  // namespace
 
 int cmd_delete(const std::vector<std::string>& args) {
     if (wants_help(args)) {
-        std::fputs(kHelp, stdout);
+        std::fputs(kDeleteHelp, stdout);
         std::fputs(kOperatorFlagsHelp, stdout);
         return kExitOk;
     }
@@ -58,7 +56,8 @@ int cmd_delete(const std::vector<std::string>& args) {
             names.push_back(a);
             continue;
         }
-        std::fprintf(stderr, "daemonlet delete: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
+        std::fprintf(stderr, "daemonlet delete: unexpected argument \"%s\"\n\n%s", args[i].c_str(),
+                     kDeleteHelp);
         return kExitUsage;
     }
     auto wait = parse_bool_flag("--wait", wait_text);
@@ -78,7 +77,7 @@ int cmd_delete(const std::vector<std::string>& args) {
         std::fprintf(stderr, "daemonlet delete: %s\n\n%s",
                      kind.empty() ? "which pod? (delete pod NAME)"
                                   : ("unknown resource \"" + kind + "\" (pod)").c_str(),
-                     kHelp);
+                     kDeleteHelp);
         return kExitUsage;
     }
     if (names.empty()) {

@@ -15,7 +15,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kDescribeHelp =
     "Usage: daemonlet describe ds [NAME] [-n NAMESPACE | -A]\n"
     "       daemonlet describe pod NAME [-n NAMESPACE]\n"
     "\n"
@@ -158,7 +158,7 @@ int describe_one(store::Store& store, const AgentConfig& cfg, const std::string&
 
 int cmd_describe(const std::vector<std::string>& args) {
     if (wants_help(args) || args.empty()) {
-        std::fputs(kHelp, args.empty() ? stderr : stdout);
+        std::fputs(kDescribeHelp, args.empty() ? stderr : stdout);
         std::fputs(kOperatorFlagsHelp, args.empty() ? stderr : stdout);
         return args.empty() ? kExitUsage : kExitOk;
     }
@@ -185,7 +185,8 @@ int cmd_describe(const std::vector<std::string>& args) {
             name = args[i];
             continue;
         }
-        std::fprintf(stderr, "daemonlet describe: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
+        std::fprintf(stderr, "daemonlet describe: unexpected argument \"%s\"\n\n%s", args[i].c_str(),
+                     kDescribeHelp);
         return kExitUsage;
     }
     auto cfg = load_operator_config(flags);

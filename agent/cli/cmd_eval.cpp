@@ -8,7 +8,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kEvalHelp =
     "Usage: daemonlet eval --node NODE_FILE --daemonset DS_FILE [--name NAME]\n"
     "\n"
     "Decides, as the Kubernetes DaemonSet controller does, whether the node in\n"
@@ -29,7 +29,7 @@ const char* const kHelp =
     "invalid object (errors on stderr), or on usage errors.\n";
 
 int usage(const std::string& msg) {
-    std::fprintf(stderr, "daemonlet eval: %s\n\n%s", msg.c_str(), kHelp);
+    std::fprintf(stderr, "daemonlet eval: %s\n\n%s", msg.c_str(), kEvalHelp);
     return kExitUsage;
 }
 
@@ -45,7 +45,7 @@ bool load(const std::string& path, LoadedManifest& out) {
 
 int cmd_eval(const std::vector<std::string>& args) {
     if (wants_help(args)) {
-        std::fputs(kHelp, stdout);
+        std::fputs(kEvalHelp, stdout);
         return kExitOk;
     }
     std::string node_file, ds_file, name;

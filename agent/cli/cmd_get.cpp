@@ -16,7 +16,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kGetHelp =
     "Usage: daemonlet get ds|pods [-n NAMESPACE | -A] [-o json] [--config FILE]\n"
     "\n"
     "Lists this node's DaemonSets (NAMESPACE NAME DESIRED CURRENT READY UP-TO-DATE\n"
@@ -106,7 +106,7 @@ Json pod_json(const PodRecord& p, const std::string& node, const std::string& ru
 
 int cmd_get(const std::vector<std::string>& args) {
     if (wants_help(args) || args.empty()) {
-        std::fputs(kHelp, args.empty() ? stderr : stdout);
+        std::fputs(kGetHelp, args.empty() ? stderr : stdout);
         std::fputs(kOperatorFlagsHelp, args.empty() ? stderr : stdout);
         return args.empty() ? kExitUsage : kExitOk;
     }
@@ -125,7 +125,7 @@ int cmd_get(const std::vector<std::string>& args) {
         if (flags.consume(args, i) || flag_value(args, i, "-o", output) ||
             flag_value(args, i, "--output", output))
             continue;
-        std::fprintf(stderr, "daemonlet get: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
+        std::fprintf(stderr, "daemonlet get: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kGetHelp);
         return kExitUsage;
     }
     if (!output.empty() && output != "json") {

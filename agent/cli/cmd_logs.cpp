@@ -16,7 +16,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kLogsHelp =
     "Usage: daemonlet logs POD [-c CONTAINER] [-n NAMESPACE] [-f] [--config FILE]\n"
     "\n"
     "Prints a container's output (stdout and stderr, oldest rotated file first).\n"
@@ -62,7 +62,7 @@ std::uint64_t print_from(const std::string& path, std::uint64_t offset) {
 
 int cmd_logs(const std::vector<std::string>& args) {
     if (wants_help(args)) {
-        std::fputs(kHelp, stdout);
+        std::fputs(kLogsHelp, stdout);
         std::fputs(kOperatorFlagsHelp, stdout);
         return kExitOk;
     }
@@ -81,11 +81,11 @@ int cmd_logs(const std::vector<std::string>& args) {
             pod = args[i];
             continue;
         }
-        std::fprintf(stderr, "daemonlet logs: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
+        std::fprintf(stderr, "daemonlet logs: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kLogsHelp);
         return kExitUsage;
     }
     if (pod.empty()) {
-        std::fprintf(stderr, "daemonlet logs: which pod?\n\n%s", kHelp);
+        std::fprintf(stderr, "daemonlet logs: which pod?\n\n%s", kLogsHelp);
         return kExitUsage;
     }
     const std::string& ns = flags.ns;

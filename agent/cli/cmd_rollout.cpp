@@ -20,7 +20,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kRolloutHelp =
     "Usage: daemonlet rollout SUBCOMMAND ds/NAME [-n NAMESPACE] [options]\n"
     "\n"
     "  history ds/NAME [--revision=N]        the DaemonSet's revisions, or one revision's template\n"
@@ -30,8 +30,6 @@ const char* const kHelp =
     "\n"
     "An undo holds until the manifest file that defines the DaemonSet changes;\n"
     "then the file's template is in force again (docs/operating.md: Rolling back).\n";
-
-constexpr std::int64_t kAnswerTimeoutMs = 10'000;
 
 int not_found(const std::string& name) {
     std::fprintf(stderr, "Error from server (NotFound): daemonsets.apps \"%s\" not found\n", name.c_str());
@@ -169,7 +167,7 @@ int status(const AgentConfig& cfg, const std::string& ns, const std::string& nam
 
 int cmd_rollout(const std::vector<std::string>& args) {
     if (wants_help(args) || args.empty()) {
-        std::fputs(kHelp, args.empty() ? stderr : stdout);
+        std::fputs(kRolloutHelp, args.empty() ? stderr : stdout);
         std::fputs(kOperatorFlagsHelp, args.empty() ? stderr : stdout);
         return args.empty() ? kExitUsage : kExitOk;
     }
@@ -206,7 +204,7 @@ int cmd_rollout(const std::vector<std::string>& args) {
             continue;
         }
         std::fprintf(stderr, "daemonlet rollout %s: unexpected argument \"%s\"\n\n%s", sub.c_str(),
-                     args[i].c_str(), kHelp);
+                     args[i].c_str(), kRolloutHelp);
         return kExitUsage;
     }
     if (name.empty()) {

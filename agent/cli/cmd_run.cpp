@@ -18,7 +18,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kRunHelp =
     "Usage: daemonlet run [--config FILE] [--log-level LEVEL]\n"
     "\n"
     "Runs the agent: watches the manifest directory, keeps the desired state in\n"
@@ -34,7 +34,7 @@ const char* const kHelp =
 
 int cmd_run(const std::vector<std::string>& args) {
     if (wants_help(args)) {
-        std::fputs(kHelp, stdout);
+        std::fputs(kRunHelp, stdout);
         return kExitOk;
     }
     std::string config_path;
@@ -42,7 +42,7 @@ int cmd_run(const std::vector<std::string>& args) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (flag_value(args, i, "--config", config_path) || flag_value(args, i, "--log-level", level))
             continue;
-        std::fprintf(stderr, "daemonlet run: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
+        std::fprintf(stderr, "daemonlet run: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kRunHelp);
         return kExitUsage;
     }
     using platform::Level;

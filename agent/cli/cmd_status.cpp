@@ -11,7 +11,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kStatusHelp =
     "Usage: daemonlet status [-o json]\n"
     "\n"
     "Shows the running agent's state: its node, DaemonSets and pods, and whether it\n"
@@ -116,7 +116,7 @@ void print_human(const Json& s) {
 
 int cmd_status(const std::vector<std::string>& args) {
     if (wants_help(args)) {
-        std::fputs(kHelp, stdout);
+        std::fputs(kStatusHelp, stdout);
         std::fputs(kOperatorFlagsHelp, stdout);
         return kExitOk;
     }
@@ -126,7 +126,8 @@ int cmd_status(const std::vector<std::string>& args) {
         if (flags.consume(args, i) || flag_value(args, i, "-o", output) ||
             flag_value(args, i, "--output", output))
             continue;
-        std::fprintf(stderr, "daemonlet status: unexpected argument \"%s\"\n\n%s", args[i].c_str(), kHelp);
+        std::fprintf(stderr, "daemonlet status: unexpected argument \"%s\"\n\n%s", args[i].c_str(),
+                     kStatusHelp);
         return kExitUsage;
     }
     if (!output.empty() && output != "json") {

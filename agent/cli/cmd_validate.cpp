@@ -6,7 +6,7 @@
 namespace daemonlet::agent {
 namespace {
 
-const char* const kHelp =
+const char* const kValidateHelp =
     "Usage: daemonlet validate [-o json] FILE...\n"
     "\n"
     "Checks every document in each FILE (YAML or JSON; kind: List expanded) as the\n"
@@ -82,7 +82,7 @@ Json object_json(const ManifestObject& o) {
 
 int cmd_validate(const std::vector<std::string>& args) {
     if (wants_help(args)) {
-        std::fputs(kHelp, stdout);
+        std::fputs(kValidateHelp, stdout);
         return kExitOk;
     }
     std::vector<std::string> files;
@@ -94,20 +94,20 @@ int cmd_validate(const std::vector<std::string>& args) {
         if (!output.empty() || flag_value(args, i, "-o", output) || flag_value(args, i, "--output", output)) {
             if (output != "json") {
                 std::fprintf(stderr, "daemonlet validate: unsupported output \"%s\" (only json)\n\n%s",
-                             output.c_str(), kHelp);
+                             output.c_str(), kValidateHelp);
                 return kExitUsage;
             }
             json = true;
             continue;
         }
         if (a.size() > 1 && a[0] == '-') {
-            std::fprintf(stderr, "daemonlet validate: unknown option \"%s\"\n\n%s", a.c_str(), kHelp);
+            std::fprintf(stderr, "daemonlet validate: unknown option \"%s\"\n\n%s", a.c_str(), kValidateHelp);
             return kExitUsage;
         }
         files.push_back(a);
     }
     if (files.empty()) {
-        std::fprintf(stderr, "daemonlet validate: no files given\n\n%s", kHelp);
+        std::fprintf(stderr, "daemonlet validate: no files given\n\n%s", kValidateHelp);
         return kExitUsage;
     }
     bool any_error = false;

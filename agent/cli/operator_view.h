@@ -27,6 +27,9 @@ Result<std::unique_ptr<platform::LineJsonClient>> connect_agent(const AgentConfi
 
 // One request, one response, within timeout_ms.
 Result<Json> ask_agent(platform::LineJsonClient& client, const Json& request, std::int64_t timeout_ms);
+// How long a verb waits for the agent's first answer (delete, rollout undo,
+// rollout status).
+inline constexpr std::int64_t kAnswerTimeoutMs = 10'000;
 
 // The store of a stopped or running agent, read-only.
 Result<std::unique_ptr<store::Store>> open_store_readonly(const AgentConfig& cfg);

@@ -46,7 +46,6 @@ constexpr std::uint64_t kImageGcPeriodMs = 5 * 60 * 1000;
 // A removal deletes files; a store of thousands of files on an SD card
 // takes seconds. A hung one must not stop GC forever.
 constexpr std::int64_t kRemoveDeadlineMs = 10 * 60 * 1000;
-constexpr std::int64_t kListDeadlineMs = 60 * 1000;
 constexpr std::size_t kMaxLastUsed = 256;
 
 // The file system holding `dir` (statvfs: f_bavail, what we may use);

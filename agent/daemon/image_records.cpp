@@ -36,9 +36,6 @@ namespace {
 
 const std::string kImportsMeta = "images.imports";
 
-// `list` reads images.json only: seconds even under qemu.
-constexpr std::int64_t kListDeadlineMs = 60 * 1000;
-
 // The meta value is ours, but a database edited by hand must not stop the
 // agent: a field of the wrong type reads as absent (nlohmann's value()
 // would throw).

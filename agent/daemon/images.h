@@ -41,6 +41,9 @@
 
 namespace daemonlet::agent {
 
+// `daemonlet-image list` reads images.json only: seconds even under qemu.
+inline constexpr std::int64_t kListDeadlineMs = 60 * 1000;
+
 // `daemonlet-image pull`'s options from the runtime.registry* keys.
 std::vector<std::string> registry_pull_options(const AgentConfig& config);
 // `IMAGE_TOOL VERB --store stateDir/images`, and for runtime.type cri its

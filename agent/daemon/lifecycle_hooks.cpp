@@ -15,7 +15,7 @@ struct TimerData {
     std::function<void()> fired;
 };
 
-std::string joined(const std::vector<std::string>& argv) {
+std::string command_line(const std::vector<std::string>& argv) {
     std::string s;
     for (std::size_t i = 0; i < argv.size(); ++i) s += (i ? " " : "") + argv[i];
     return s;
@@ -110,7 +110,8 @@ LifecycleHooks::Id LifecycleHooks::run(const Handler& h, const HookContainer& c,
         if (handler.exec && r.exit_code > 0) {
             // The CRI's ExecSync error (remote_runtime.go): the command's
             // output goes to the message part.
-            error = "command '" + joined(command) + "' exited with " + std::to_string(r.exit_code) + ": ";
+            error =
+                "command '" + command_line(command) + "' exited with " + std::to_string(r.exit_code) + ": ";
             output = r.command_output;
         }
         finish(id,

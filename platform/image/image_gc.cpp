@@ -24,6 +24,7 @@
 #include "platform/image/image_index.h"
 #include "platform/image/image_store.h"
 #include "platform/image/overlay_mount.h"
+#include "platform/image/sha256.h"
 
 namespace daemonlet::platform {
 
@@ -32,8 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::size_t kMaxMountinfoBytes = 4 * 1024 * 1024;
-
-std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
 
 // The last component of each lower directory of every overlay mounted in
 // this mount namespace (/proc/self/mountinfo: "... - overlay overlay
@@ -91,7 +90,7 @@ std::int64_t tree_bytes(const std::string& path, std::set<std::pair<dev_t, ino_t
 }
 
 // The names (hex) of the entries of `dir`; empty when it does not exist.
-std::vector<std::string> entries_of(const std::string& dir) {
+std::vector<std::string> names_in(const std::string& dir) {
     std::vector<std::string> out;
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
@@ -138,7 +137,7 @@ Result<Collection> ImageStore::collect_garbage() {
         return Ok{};
     };
     // What an interrupted sweep had renamed out of place but not deleted.
-    for (const std::string& name : entries_of(root_ + "/tmp"))
+    for (const std::string& name : names_in(root_ + "/tmp"))
         if (name.rfind("gc-", 0) == 0) {
             out.bytes_freed += tree_bytes(root_ + "/tmp/" + name, seen);
             if (auto st = remove_tree_on_one_fs(root_ + "/tmp/" + name); !st.ok()) return st.error();
@@ -147,7 +146,7 @@ Result<Collection> ImageStore::collect_garbage() {
     // that an import or a mount never takes a half-deleted one as present.
     for (const char* kind : {"layers", "overlay"}) {
         const std::string dir = root_ + "/" + kind + "/sha256";
-        for (const std::string& hex : entries_of(dir)) {
+        for (const std::string& hex : names_in(dir)) {
             if (layers.count(hex)) continue;
             if (mounted.value().count(hex)) {
                 if (std::string(kind) == "layers") out.kept_mounted.push_back("sha256:" + hex);
@@ -163,7 +162,7 @@ Result<Collection> ImageStore::collect_garbage() {
     // A blob is one file: its unlink is whole. Last, so that an interrupted
     // sweep leaves blobs, never layers without them, which an import would
     // not unpack again.
-    for (const std::string& hex : entries_of(root_ + "/blobs/sha256")) {
+    for (const std::string& hex : names_in(root_ + "/blobs/sha256")) {
         if (blobs.count(hex)) continue;
         if (auto st = spend(); !st.ok()) return st.error();
         const std::string path = root_ + "/blobs/sha256/" + hex;

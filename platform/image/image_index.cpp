@@ -16,7 +16,7 @@ namespace daemonlet::platform {
 
 namespace {
 
-using Json = nlohmann::json;
+using UnorderedJson = nlohmann::json;
 
 }  // namespace
 
@@ -55,10 +55,10 @@ Result<std::vector<IndexEntry>> read_index(const std::string& path) {
     if (::access(path.c_str(), F_OK) != 0) return out;
     auto bytes = read_file(path, 16 * 1024 * 1024);
     if (!bytes.ok()) return bytes.error();
-    Json j = Json::parse(bytes.value(), nullptr, false);
+    UnorderedJson j = UnorderedJson::parse(bytes.value(), nullptr, false);
     if (!j.is_object() || !j.contains("images") || !j["images"].is_array())
         return Error{ErrorCode::Invalid, path + ": not an image index (no images array)"};
-    for (const Json& e : j["images"]) {
+    for (const UnorderedJson& e : j["images"]) {
         if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("digest") ||
             !e["digest"].is_string() || !is_sha256_digest(e["digest"].get<std::string>()))
             return Error{ErrorCode::Invalid, path + ": an entry is not {name, digest}: " + e.dump()};
@@ -72,10 +72,10 @@ Result<std::vector<IndexEntry>> read_index(const std::string& path) {
 }
 
 Status write_index(const std::string& root, const std::vector<IndexEntry>& entries) {
-    Json images = Json::array();
+    UnorderedJson images = UnorderedJson::array();
     for (const auto& e : entries)
         images.push_back({{"name", e.name}, {"digest", e.digest}, {"imported", e.imported}});
-    std::string text = Json{{"images", images}}.dump(2) + "\n";
+    std::string text = UnorderedJson{{"images", images}}.dump(2) + "\n";
     std::string tmp = root + "/images.json.tmp", path = root + "/images.json";
     if (auto st = write_whole(tmp, text, true); !st.ok()) return st;
     if (::rename(tmp.c_str(), path.c_str()) != 0) return io_error(path, "rename");

@@ -42,8 +42,6 @@ void remove_dead_pulls(const std::string& pulls) {
     }
 }
 
-std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
-
 std::string media_type_of(const std::string& content_type) {
     std::string t = content_type.substr(0, content_type.find(';'));
     while (!t.empty() && t.back() == ' ') t.pop_back();

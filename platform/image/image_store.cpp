@@ -32,14 +32,12 @@ namespace daemonlet::platform {
 
 namespace {
 
-using Json = nlohmann::json;
+using UnorderedJson = nlohmann::json;
 
 // An archive with more members than this is refused (a real image has a
 // few per layer; the layers' own files are inside the layer tarballs).
 constexpr std::size_t kMaxArchiveMembers = 100000;
 constexpr int kMaxLinkHops = 8;
-
-std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
 
 // Removes a directory tree when it goes out of scope: the staging directory
 // of an import, whatever path the import leaves by.
@@ -307,7 +305,7 @@ Status plan_oci(const Staged& s, const Platform& platform, Plan& plan) {
     const Member* layout = s.find("oci-layout");
     auto layout_bytes = read_member(s, *layout, "oci-layout");
     if (!layout_bytes.ok()) return layout_bytes.error();
-    Json l = Json::parse(layout_bytes.value(), nullptr, false);
+    UnorderedJson l = UnorderedJson::parse(layout_bytes.value(), nullptr, false);
     if (!l.is_object() || !l.contains("imageLayoutVersion") || !l["imageLayoutVersion"].is_string())
         return s.error("oci-layout", "not an OCI layout file (no imageLayoutVersion)");
     if (l["imageLayoutVersion"].get<std::string>().rfind("1.", 0) != 0)
@@ -387,13 +385,13 @@ Status plan_docker(const Staged& s, const std::string& stage_dir, Plan& plan) {
             member_by_digest[m->digest] = name.value();
             return Descriptor{std::string(media), m->digest, m->size, std::nullopt, {}};
         };
-        Json manifest = {{"schemaVersion", 2}, {"mediaType", media_type::kOciManifest}};
+        UnorderedJson manifest = {{"schemaVersion", 2}, {"mediaType", media_type::kOciManifest}};
         auto config = describe(img.config, media_type::kOciConfig);
         if (!config.ok()) return config.error();
         manifest["config"] = {{"mediaType", config.value().media_type},
                               {"digest", config.value().digest},
                               {"size", config.value().size}};
-        manifest["layers"] = Json::array();
+        manifest["layers"] = UnorderedJson::array();
         for (const std::string& layer : img.layers) {
             auto d = describe(layer, media_type::kOciLayer);
             if (!d.ok()) return d.error();

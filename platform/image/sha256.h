@@ -25,4 +25,7 @@ class Sha256 {
     std::shared_ptr<Ctx> ctx_;
 };
 
+// The hex part of a digest ("sha256:<hex>"): a blob's or layer's file name.
+inline std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
+
 }  // namespace daemonlet::platform

@@ -19,13 +19,13 @@ namespace daemonlet::platform {
 namespace {
 
 // runc's answers are a state document or a line of error; more is cut.
-constexpr std::size_t kMaxOutputBytes = 1 << 20;
+constexpr std::size_t kMaxReadBytes = 1 << 20;
 
 }  // namespace
 
 Result<std::uint64_t> container_oom_kills(const std::string& runc_root, const std::string& id) {
     const std::string state_path = runc_root + "/" + id + "/state.json";
-    auto state = read_file(state_path, kMaxOutputBytes);
+    auto state = read_file(state_path, kMaxReadBytes);
     if (!state) return state.error();
     const Json st = Json::parse(state.value(), nullptr, false);
     const Json paths = st.is_object() ? st.value("cgroup_paths", Json::object()) : Json::object();
@@ -45,7 +45,7 @@ Result<std::uint64_t> container_oom_kills(const std::string& runc_root, const st
 }
 
 Result<std::vector<std::string>> current_capabilities() {
-    auto status = read_file("/proc/self/status", kMaxOutputBytes);
+    auto status = read_file("/proc/self/status", kMaxReadBytes);
     if (!status) return status.error();
     const std::string& t = status.value();
     const auto at = t.find("\nCapEff:");
