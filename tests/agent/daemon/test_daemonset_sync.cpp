@@ -56,11 +56,13 @@ class FakeHost final : public DesiredDaemonSets::Host, public PodTable::Host, pu
 };
 
 // A file's DaemonSet (validated and defaulted: RollingUpdate, maxSurge 0).
+// spec_extra: lines of its spec (indented two spaces).
 SourcedDaemonSet daemonset(const std::string& name, const std::string& image = "nginx:1",
-                           const std::string& pod_spec_extra = "") {
+                           const std::string& pod_spec_extra = "", const std::string& spec_extra = "") {
     const std::string path = "/m/" + name + ".yaml";
     auto m = load_manifest("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: " + name +
-                               ", namespace: " + kNs + "}\nspec:\n  selector: {matchLabels: {app: " + name +
+                               ", namespace: " + kNs + "}\nspec:\n" + spec_extra +
+                               "  selector: {matchLabels: {app: " + name +
                                "}}\n  template:\n    metadata: {labels: {app: " + name + "}}\n    spec:\n" +
                                pod_spec_extra + "      containers: [{name: c, image: " + image + "}]\n",
                            path);
@@ -76,6 +78,11 @@ std::string creates_of(const DaemonSetSync::Plan& plan) {
     for (const auto& c : plan.create) out += (out.empty() ? "" : " ") + c.daemonset;
     return out;
 }
+
+// A rolling update that surges (update.go: the new pod starts while the old
+// one runs; the old one goes once the new one is available).
+const char* const kSurge =
+    "  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n";
 
 std::string joined(const std::vector<std::string>& v) {
     std::string out;
@@ -250,4 +257,97 @@ TEST(DaemonSetSync, NewPodIsNamedAfterItsDaemonSetWithFiveKubeletCharacters) {
     LONGS_EQUAL(7, p.rec.revision);
     CHECK_EQUAL(clock.wall_ms(), p.rec.created_at_ms);
     CHECK(!p.rec.is_static());
+}
+
+// minReadySeconds: the new pod counts as available minReadySeconds after it
+// became ready (podutil.IsPodAvailable); upstream's DaemonSet controller
+// requeues the DaemonSet then (daemon_controller.go updatePod:
+// enqueueDaemonSetAfter(ds, minReadySeconds)), the plan says when to wake.
+// Ready since T, 2 s later: wake in 3000 ms; at T + 5 s the old pod goes.
+// Mutation tried: plan() not setting wake_in_ms: this fails.
+TEST(DaemonSetSync, NewPodReadyTwoSecondsOfFiveWakesThePlanInThreeSeconds) {
+    want(daemonset("web", "nginx:1", "", "  minReadySeconds: 5\n" + std::string(kSurge)));
+    LivePod& old_pod = run("web");
+    old_pod.ready_since_mono_ms = clock.monotonic_ms() - 60'000;  // long available
+    const std::string old_uid = old_pod.rec.uid;
+    want(daemonset("web", "nginx:2", "", "  minReadySeconds: 5\n" + std::string(kSurge)));
+    auto surge = pass();
+    STRCMP_EQUAL("web", creates_of(surge).c_str());
+    CHECK(surge.remove.empty());
+    run(surge.create[0]).ready_since_mono_ms = clock.monotonic_ms();  // T
+    clock.advance(2000);
+    auto waiting = pass();
+    CHECK(waiting.remove.empty());
+    CHECK(waiting.create.empty());
+    CHECK_FALSE(waiting.again);
+    CHECK(waiting.wake_in_ms.has_value());
+    LONGS_EQUAL(3000, *waiting.wake_in_ms);
+    clock.advance(3000);
+    auto available = pass();
+    LONGS_EQUAL(1, available.remove.size());
+    STRCMP_EQUAL(old_uid.c_str(), available.remove[0].uid.c_str());
+    CHECK_FALSE(available.wake_in_ms.has_value());
+}
+
+// A surging rollout: the old pod stays while the new one is not ready, and
+// goes once it is (minReadySeconds 0: ready is available). observe() takes
+// readiness from the table (ready_since_mono_ms). Mutation tried: observe()
+// copying ready as false: this fails (the old pod, "not ready", would go at
+// once).
+TEST(DaemonSetSync, OldPodGoesOnlyOnceTheNewPodIsReady) {
+    want(daemonset("web", "nginx:1", "", kSurge));
+    LivePod& old_pod = run("web");
+    old_pod.ready_since_mono_ms = clock.monotonic_ms();
+    const std::string old_uid = old_pod.rec.uid;
+    want(daemonset("web", "nginx:2", "", kSurge));
+    auto surge = pass();
+    STRCMP_EQUAL("web", creates_of(surge).c_str());
+    CHECK(surge.remove.empty());
+    LivePod& new_pod = run(surge.create[0]);
+    clock.advance(1000);
+    auto starting = pass();
+    CHECK(starting.remove.empty());
+    CHECK(starting.create.empty());
+    new_pod.ready_since_mono_ms = clock.monotonic_ms();
+    auto ready = pass();
+    LONGS_EQUAL(1, ready.remove.size());
+    STRCMP_EQUAL(old_uid.c_str(), ready.remove[0].uid.c_str());
+    STRCMP_CONTAINS("is available", ready.remove[0].reason.c_str());
+}
+
+// A static pod (a manifest file's, static_pods.h) has no DaemonSet: the
+// sync leaves it alone, whatever DaemonSets are in force. Mutation tried:
+// observe() without the static-pod skip: this fails (it would go as the
+// pod of a removed DaemonSet).
+TEST(DaemonSetSync, StaticPodIsNotTheSyncs) {
+    want(daemonset("web"));
+    run("web");
+    LivePod st;
+    st.rec.uid = "static-uid-1";
+    st.rec.name = "etcd-board-1";
+    st.rec.namespace_ = kNs;
+    st.rec.source = "/etc/daemonlet/static/etcd.yaml";
+    st.rec.phase = PodPhase::Running;
+    pods->add(std::move(st));
+    auto plan = pass();
+    CHECK(plan.remove.empty());
+    CHECK(plan.create.empty());
+    CHECK_FALSE(plan.again);
+}
+
+// A pod being stopped (its record deleting, containers not all exited)
+// still holds back its replacement without surge (manage's `exists`); a pod
+// the user deleted (`daemonlet delete pod`) goes. Mutations tried: observe()
+// copying terminating as false, and deleted_by_user as false: this fails.
+TEST(DaemonSetSync, StoppingPodHoldsBackItsReplacementAndUserDeletedPodGoes) {
+    want(daemonset("web"));
+    want(daemonset("log"));
+    run("web").rec.deleting = true;
+    LivePod& log = run("log");
+    log.deleted_by_user = true;
+    auto plan = pass();
+    CHECK(plan.create.empty());
+    LONGS_EQUAL(1, plan.remove.size());
+    STRCMP_EQUAL(log.rec.uid.c_str(), plan.remove[0].uid.c_str());
+    STRCMP_EQUAL("deleted by user", plan.remove[0].reason.c_str());
 }
