@@ -27,7 +27,8 @@ using namespace daemonlet::testing;
 namespace {
 
 constexpr const char* kNs = "kube-system";
-// k8s.io/apimachinery/pkg/util/rand's alphanums: no vowels, no 0, 1, 3.
+// The API server's names.SimpleNameGenerator suffix alphabet
+// (k8s.io/apimachinery/pkg/util/rand's alphanums): no vowels, no 0, 1, 3.
 constexpr const char* kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
 
 class FakeHost final : public DesiredDaemonSets::Host, public PodTable::Host, public DaemonSetSync::Host {
@@ -230,7 +231,7 @@ TEST(DaemonSetSync, PacedRolloutIsSaidOnceWhileItStaysPaced) {
 // utilrand.String's alphabet), a v4 UUID, the revision it was made for,
 // created now by the wall clock. Mutations tried: created_at from the
 // monotonic clock, and the name alphabet with vowels ("a" in it): this fails.
-TEST(DaemonSetSync, NewPodIsNamedAfterItsDaemonSetWithFiveKubeletCharacters) {
+TEST(DaemonSetSync, NewPodIsNamedAfterItsDaemonSetWithFiveApiServerNameCharacters) {
     const PodToCreate c{kNs, "web", "abc123", 7};
     for (int i = 0; i < 20; ++i) {
         const LivePod p = sync->new_pod(c);
