@@ -5,7 +5,7 @@
 //   manifest dir --DirWatch--> Sources (sources.h) <-- API server (cluster.cpp)
 //        --> merged (core merge_sources) --> the DaemonSets in force, their store
 //            rows and revision history (DesiredDaemonSets, desired_daemonsets.h)
-//        --> reconcile (pods.cpp): plan_reconcile --> runtime start / stop
+//        --> reconcile (pods.cpp): DaemonSetSync (daemonset_sync.h) --> runtime start / stop
 //   runtime exit --> container restart with crash-loop backoff
 //   probe timers (Probes, prober_manager.h) --> started/ready --> availability, rollouts;
 //     liveness/startup failure --> runtime stop --> the exit path above
@@ -33,6 +33,7 @@
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/container_config.h"
 #include "agent/daemon/control_server.h"
+#include "agent/daemon/daemonset_sync.h"
 #include "agent/daemon/desired_daemonsets.h"
 #include "agent/daemon/images.h"
 #include "agent/daemon/lifecycle_hooks.h"
@@ -91,7 +92,8 @@ class Agent : private Images::Host,
               private PodTable::Host,
               private QueuedEvents::Host,
               private ContainerConfig::Host,
-              private DesiredDaemonSets::Host {
+              private DesiredDaemonSets::Host,
+              private DaemonSetSync::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -163,8 +165,9 @@ class Agent : private Images::Host,
     void restart_for_api(const std::string& uid, std::optional<std::int64_t> grace, const std::string& why);
     // apiServer.rollouts: cluster (issue 14 §3): the DaemonSet controller
     // paces `d`'s rollout here: connected, and each of the board's pods of
-    // an older revision has its Pod (which the controller deletes).
-    void pace_by_cluster(const Desired& d, DesiredDaemonSet& w) const;
+    // an older revision has its Pod (the controller deletes it). DaemonSetSync::Host.
+    void pace_by_cluster(const Desired& d, DesiredDaemonSet& w) const override;
+    const Node& sync_node() const override { return node_; }
     OwnerView pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const;
 
     // rollback.cpp: rollout undo over a manifest file's template
@@ -368,11 +371,6 @@ class Agent : private Images::Host,
     std::unique_ptr<LifecycleHooks> hooks_;  // kubelet's HandlerRunner: postStart and preStop
     std::unique_ptr<PodHooks> pod_hooks_;    // when each container's hooks run, over hooks_
     std::string kernel_release_;             // uname -r: which safe sysctls the kernel namespaces
-    // The DaemonSet controller's back-off on deleting Failed pods (core/reconcile.h).
-    FailedPodsBackoff failed_pods_backoff_;
-    // The last plan's DaemonSets whose rollout here waits for the DaemonSet
-    // controller (ReconcilePlan::paced), for `daemonlet status`.
-    std::vector<std::string> paced_rollouts_;
     // Imports, pulls, their back-off and image GC (images.h).
     std::unique_ptr<Images> images_;
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
@@ -411,6 +409,7 @@ class Agent : private Images::Host,
     StaticPods static_pods_{pods_};  // the files' static pods (static_pods.h)
     // The DaemonSets in force, their store rows and revisions (desired_daemonsets.h).
     DesiredDaemonSets desired_{pods_, *this, clock_};
+    DaemonSetSync ds_sync_{*this, clock_};  // the DaemonSet controller's sync here (daemonset_sync.h)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

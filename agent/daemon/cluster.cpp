@@ -277,7 +277,7 @@ Json Agent::status_json() const {
                   {"fromCluster", from_api},
                   {"overriddenByFiles", shadowed},
                   // Their rollouts here that wait for the DaemonSet controller (issue 14 §3).
-                  {"waitingForTheCluster", paced_rollouts_}}},
+                  {"waitingForTheCluster", ds_sync_.paced()}}},
                 {"pods", {{"total", pods_.size()}, {"running", running}}},
                 {"manifests", sources_->status()},
                 {"configObjects", sources_->config_status()},

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <random>
 #include <utility>
 
 #include "agent/daemon/agent.h"
@@ -27,30 +26,12 @@ using platform::log;
 
 namespace {
 
-std::string random_chars(std::size_t n, std::string_view alphabet) {
-    static std::mt19937_64 rng{std::random_device{}()};
-    std::string s(n, ' ');
-    std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
-    for (auto& c : s) c = alphabet[pick(rng)];
-    return s;
-}
-
-// A v4-shaped UUID for pod uids.
-std::string new_uid() {
-    std::string h = random_chars(32, "0123456789abcdef");
-    h[12] = '4';
-    return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
-           h.substr(20);
-}
-
 // "0.3", "12", "300": seconds for people, with a decimal below ten.
 std::string seconds(std::int64_t ms) {
     if (ms >= 10'000) return std::to_string(ms / 1000);
     std::string s = std::to_string(ms / 1000) + "." + std::to_string((ms % 1000) / 100);
     return s;
 }
-
-constexpr std::size_t kCreatesPerTurn = 8;
 
 }  // namespace
 
@@ -121,30 +102,10 @@ void Agent::reconcile() {
                                       static_cast<double>(uv_hrtime() - t0) / 1e9);
         }
     } timed{metrics_.get()};
-    std::vector<DesiredDaemonSet> want;
-    want.reserve(desired_.size());
-    for (const auto& [key, d] : desired_) {
-        DesiredDaemonSet w;
-        w.ds = &d.ds();
-        w.hash = d.hash;
-        w.revision = d.revision;
-        w.decision = node_should_run_daemon_pod(node_, d.ds());
-        pace_by_cluster(d, w);
-        want.push_back(std::move(w));
-    }
-    std::vector<ObservedPod> seen;
-    seen.reserve(pods_.size());
-    for (auto& [uid, p] : pods_) {
-        refresh_readiness(p);
-        if (p.rec.is_static()) continue;  // StaticPods, below
-        ObservedPod o;
-        o.pod = p.rec;
-        o.terminating = p.rec.deleting;
-        o.ready = p.ready_since_mono_ms.has_value();
-        o.ready_since_mono_ms = p.ready_since_mono_ms;
-        o.deleted_by_user = p.deleted_by_user;
-        seen.push_back(std::move(o));
-    }
+    // The DaemonSet sync's input (daemonset_sync.h), before this pass's
+    // other work changes the table.
+    for (auto& [uid, p] : pods_) refresh_readiness(p);
+    const DaemonSetSync::Observed observed = ds_sync_.observe(desired_, pods_);
     start_waiting_containers();
     // The static pods (static_pods.h): the stops first, then the starts
     // decided over what the stops left.
@@ -155,35 +116,23 @@ void Agent::reconcile() {
         else
             schedule_reconcile(true);  // after this pass has answered the delete
     }
-    const std::int64_t now = clock_.monotonic_ms();
-    ReconcilePlan plan = plan_reconcile(want, seen, now, &failed_pods_backoff_);
-    if (plan.paced != paced_rollouts_)
-        for (const auto& key : plan.paced)
-            if (std::find(paced_rollouts_.begin(), paced_rollouts_.end(), key) == paced_rollouts_.end())
-                log(Level::Notice,
-                    "DaemonSet " + key +
-                        ": its rollout here waits for the DaemonSet controller (the old Pod's "
-                        "deletion, or with maxSurge the new Pod; apiServer.rollouts: cluster)");
-    paced_rollouts_ = std::move(plan.paced);
+    const DaemonSetSync::Plan plan = ds_sync_.plan(observed);
+    for (const auto& key : plan.newly_paced)
+        log(Level::Notice, "DaemonSet " + key +
+                               ": its rollout here waits for the DaemonSet controller (the old Pod's "
+                               "deletion, or with maxSurge the new Pod; apiServer.rollouts: cluster)");
     for (const auto& r : plan.remove) workers_->terminate(r.uid, r.reason);
     // A few creations per loop turn, the rest planned again on the next
-    // one (scheduled below): each costs store writes, and 50 DaemonSets
-    // dropped in at once must not hold the loop (its watchdog pings, the
-    // control socket) for all of them.
-    std::size_t created = 0;
-    for (const auto& c : plan.create) {
-        if (created++ == kCreatesPerTurn) break;
-        create_pod(c);
-    }
+    // one (DaemonSetSync::kCreatesPerTurn).
+    for (const auto& c : plan.create) create_pod(c);
     // What was just done changes what is observed (a new pod is running and
     // ready): plan again until nothing is left to do. The planner creates
     // nothing twice, so this converges.
-    if (!plan.create.empty() || !plan.remove.empty()) schedule_reconcile(created > kCreatesPerTurn);
-    if (plan.wake_at_mono_ms && wake_timer_) {
-        auto delay = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *plan.wake_at_mono_ms - now));
+    if (plan.again) schedule_reconcile(plan.next_turn);
+    if (plan.wake_in_ms && wake_timer_)
         uv_timer_start(
-            wake_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->schedule_reconcile(); }, delay, 0);
-    }
+            wake_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->schedule_reconcile(); },
+            *plan.wake_in_ms, 0);
     update_status();
 }
 
@@ -252,14 +201,7 @@ void Agent::create_pod(const PodToCreate& c) {
     const Desired* d = desired_.find(c.namespace_ + "/" + c.daemonset);
     if (!d) return;
     const DaemonSet& ds = d->ds();
-    LivePod p;
-    p.rec.uid = new_uid();
-    p.rec.name = c.daemonset + "-" + random_chars(5, "bcdfghjklmnpqrstvwxz2456789");
-    p.rec.namespace_ = c.namespace_;
-    p.rec.daemonset = c.daemonset;
-    p.rec.revision_hash = c.hash;
-    p.rec.revision = c.revision;
-    p.rec.created_at_ms = clock_.wall_ms();
+    LivePod p = ds_sync_.new_pod(c);
     log(Level::Notice,
         "pod " + c.namespace_ + "/" + p.rec.name + " created for DaemonSet " + c.daemonset + " revision " +
             std::to_string(c.revision),

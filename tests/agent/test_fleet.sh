@@ -68,11 +68,12 @@ done
 
 # web: on every board (nodeSelector board=true), maxUnavailable 1, and
 # minReadySeconds 2: a container that exits at once is Ready for a moment
-# after each start, which without it counts as available (IsPodAvailable).
-put_web() {  # put_web SCRIPT
+# after each start, which without it counts as available (IsPodAvailable);
+# 5 for the failing template of step 4 (see there).
+put_web() {  # put_web SCRIPT [MIN_READY_SECONDS, 2 unless given]
     put_ds_body web "$(ds_json web "$1" '{"nodeSelector": {"board": "true"}}' |
-        jq -c '.spec.updateStrategy = {type: "RollingUpdate", rollingUpdate: {maxUnavailable: 1, maxSurge: 0}} |
-               .spec.minReadySeconds = 2')"
+        jq -c --argjson m "${2:-2}" '.spec.updateStrategy = {type: "RollingUpdate", rollingUpdate: {maxUnavailable: 1, maxSurge: 0}} |
+               .spec.minReadySeconds = $m')"
 }
 put_web 'exec sleep 600'
 put_surge() {  # put_surge SCRIPT
@@ -229,15 +230,26 @@ wait_for "kubectl: the DaemonSet has 3 available again" 10 bash -c \
 # controllers have made a round from that state on (their
 # seenResourceVersion reaches the list's), anything they would delete is
 # deleted; the two other boards still run the Pods and containers they had.
+# minReadySeconds 5 from here: the failing Pod crash-loops (back-off 300 ms
+# to 2 s) and is Ready for a moment after each start; the fake controller
+# reads Ready's lastTransitionTime in whole seconds (fake_controllers.h
+# available: + minReadySeconds <= time(nullptr)), so with 2 a Ready of just
+# over 1 s could count as available and let the rollout move on. A Ready of
+# over 4 s it never has. Only from this step: 5 throughout would make each
+# earlier rollout step 3 s longer per board. An old Pod not available under
+# 5 s yet is replaced at once but takes the one unavailable slot
+# (rollingUpdate's allowedReplacementPods), so one board still.
 for b in "${boards[@]}"; do ids[$b]=$(board_ids "$b"); done
-put_web 'exit 1'
+put_web 'exit 1' 5
 wait_for "a revision 3" 5 bash -c "[[ \$(current_hash) != '$rev2' ]]"
 rev3=$(current_hash)
-stopped() {  # one board's Pod of revision 3, not Ready; two of revision 2, Ready
-    local lines
-    lines=$(pod_lines)
-    [[ $(grep -c " $rev3 false\$" <<<"$lines") == 1 && $(grep -c " $rev2 true\$" <<<"$lines") == 2 &&
-        $(wc -l <<<"$lines") == 3 ]]
+# One board's Pod of revision 3, Ready or not (it crash-loops: Ready for a
+# moment after each start); two of revision 2, Ready. The lines it read are
+# left in stopped_lines.
+stopped() {
+    stopped_lines=$(pod_lines)
+    [[ $(grep -cE " $rev3 (true|false)\$" <<<"$stopped_lines") == 1 &&
+        $(grep -c " $rev2 true\$" <<<"$stopped_lines") == 2 && $(wc -l <<<"$stopped_lines") == 3 ]]
 }
 # The Pods' list resourceVersion once revision 3's Pod has restarted.
 failed_rv() {
@@ -249,7 +261,9 @@ export rev2 rev3
 wait_for "one board on the failing revision, two on the old one" 15 stopped
 wait_for "the failing Pod has restarted, in the API" 15 failed_rv
 controllers_acted
-stopped && ok || fail "the rollout went on past the failing board: $(pod_lines)"
+# The Pods as the controllers left them; the ids below are the oracle that
+# nothing moved on.
+stopped && ok || fail "the rollout went on past the failing board: ${stopped_lines//$'\n'/; }"
 bad=$(pod_lines | awk -v h="$rev3" '$2 == h {print $1}' | head -1)
 for b in "${boards[@]}"; do
     if [[ $b == "$bad" ]]; then
