@@ -277,10 +277,8 @@ class Agent : private Images::Host,
     // The spec a pod runs and its metadata (container_config.h).
     using PodSource = ContainerConfig::PodSource;
     PodSource pod_source(const PodRecord& rec) const;
-    // PodAdmission's Host (pod_admission.h).
-    std::shared_ptr<const PodSpec> admission_spec(const PodRecord& rec) const override {
-        return pod_source(rec).spec;
-    }
+    // PodAdmission's Host (pod_admission.h): pod_source's spec.
+    std::shared_ptr<const PodSpec> admission_spec(const PodRecord& rec) const override;
     // The pod's restartPolicy: a static pod's own, Always for a DaemonSet's.
     std::string restart_policy_of(const PodRecord& rec) const;
 
@@ -410,9 +408,7 @@ class Agent : private Images::Host,
     // The DaemonSets in force, their store rows and revisions (desired_daemonsets.h).
     DesiredDaemonSets desired_{pods_, *this, clock_};
     DaemonSetSync ds_sync_{*this, clock_};  // the DaemonSet controller's sync here (daemonset_sync.h)
-    // The kubelet's admission: the sysctl allowlist, the static pods'
-    // predicates over the active pods (pod_admission.h).
-    PodAdmission admission_{*this, pods_};
+    PodAdmission admission_{*this, pods_};  // the kubelet's admit handlers (pod_admission.h)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

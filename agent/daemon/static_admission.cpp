@@ -11,6 +11,8 @@
 // (the file removed or edited, while the agent ran or before it started)
 // stops with its preStop hooks and grace period, from the file's last
 // version (StaticPods::of).
+#include <memory>
+
 #include "agent/daemon/agent.h"
 #include "platform/log.h"
 
@@ -18,6 +20,10 @@ namespace daemonlet::agent {
 
 using platform::Level;
 using platform::log;
+
+std::shared_ptr<const PodSpec> Agent::admission_spec(const PodRecord& rec) const {
+    return pod_source(rec).spec;
+}
 
 void Agent::readmit_adopted_static_pods() {
     // PodAdmission::readmit: against the active pods but the static ones.
