@@ -150,7 +150,8 @@ Status Agent::init() {
             "no clusterDNS configured: pods of dnsPolicy ClusterFirst get the node's resolver "
             "(/etc/resolv.conf), as the kubelet falls back to dnsPolicy Default");
     // Which safe sysctls pods may set (core/sysctl.h SafeSysctlAllowlist).
-    kernel_release_ = platform::kernel_release();
+    admission_.set_kernel_release(platform::kernel_release());
+    admission_.set_allowed_unsafe_sysctls(config_.allowed_unsafe_sysctls);
     runtime_ = std::move(rt).value();
     runtime_->attach_loop(&loop_);
     runtime_ops_.set_limit(config_.max_parallel_operations);
@@ -330,6 +331,7 @@ void Agent::reload_config() {
                        next.file_check_frequency_ms != config_.file_check_frequency_ms;
     const bool api_changed = next.api_server != config_.api_server;
     config_ = std::move(next);
+    admission_.set_allowed_unsafe_sysctls(config_.allowed_unsafe_sysctls);
     runtime_ops_.set_limit(config_.max_parallel_operations);
     if (workers_) workers_->set_backoff_policy(crash_loop_policy(config_));
     log(Level::Notice, "SIGHUP: configuration reloaded; re-evaluating every DaemonSet");

@@ -39,6 +39,7 @@
 #include "agent/daemon/lifecycle_hooks.h"
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/node_ips.h"
+#include "agent/daemon/pod_admission.h"
 #include "agent/daemon/pod_events.h"
 #include "agent/daemon/pod_hooks.h"
 #include "agent/daemon/pod_table.h"
@@ -93,7 +94,8 @@ class Agent : private Images::Host,
               private QueuedEvents::Host,
               private ContainerConfig::Host,
               private DesiredDaemonSets::Host,
-              private DaemonSetSync::Host {
+              private DaemonSetSync::Host,
+              private PodAdmission::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -202,11 +204,6 @@ class Agent : private Images::Host,
     // An admitted pod (a DaemonSet's or a static pod) into the table, its
     // containers from `spec`, handed to its worker and saved.
     void start_new_pod(LivePod p, const PodSpec& spec);
-    // The kubelet's admit handlers that apply to every pod, in its order
-    // (canAdmitPod): the sysctl allowlist (core/sysctl.h) from the safe set
-    // of this kernel and config allowedUnsafeSysctls. A static pod's
-    // predicates follow (static_admission.cpp).
-    std::optional<PodRejection> admit_pod(const PodSpec& spec) const;
     // rejectPod: the new pod is Failed with the handler's reason and
     // message, runs nothing, and is kept (saved, said once).
     void reject_pod(LivePod p, const PodRejection& rejected, const std::string& what);
@@ -280,6 +277,8 @@ class Agent : private Images::Host,
     // The spec a pod runs and its metadata (container_config.h).
     using PodSource = ContainerConfig::PodSource;
     PodSource pod_source(const PodRecord& rec) const;
+    // PodAdmission's Host (pod_admission.h): pod_source's spec.
+    std::shared_ptr<const PodSpec> admission_spec(const PodRecord& rec) const override;
     // The pod's restartPolicy: a static pod's own, Always for a DaemonSet's.
     std::string restart_policy_of(const PodRecord& rec) const;
 
@@ -370,7 +369,6 @@ class Agent : private Images::Host,
     std::unique_ptr<Probes> probes_;         // kubelet's prober manager: the running containers' probes
     std::unique_ptr<LifecycleHooks> hooks_;  // kubelet's HandlerRunner: postStart and preStop
     std::unique_ptr<PodHooks> pod_hooks_;    // when each container's hooks run, over hooks_
-    std::string kernel_release_;             // uname -r: which safe sysctls the kernel namespaces
     // Imports, pulls, their back-off and image GC (images.h).
     std::unique_ptr<Images> images_;
     std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
@@ -410,6 +408,7 @@ class Agent : private Images::Host,
     // The DaemonSets in force, their store rows and revisions (desired_daemonsets.h).
     DesiredDaemonSets desired_{pods_, *this, clock_};
     DaemonSetSync ds_sync_{*this, clock_};  // the DaemonSet controller's sync here (daemonset_sync.h)
+    PodAdmission admission_{*this, pods_};  // the kubelet's admit handlers (pod_admission.h)
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers

@@ -209,7 +209,7 @@ void Agent::create_pod(const PodToCreate& c) {
     record_event(c.namespace_, c.daemonset, "Normal", "SuccessfulCreate", "Created pod: " + p.rec.name);
     // The DaemonSet controller made it; the kubelet admits it, or rejects
     // it (the planner then deletes it under failedPodsBackoff).
-    if (auto rejected = admit_pod(ds.spec.template_.spec)) {
+    if (auto rejected = admission_.admit(ds.spec.template_.spec)) {
         const std::string what = "pod " + c.namespace_ + "/" + p.rec.name;
         return reject_pod(std::move(p), *rejected, what);
     }
@@ -225,14 +225,6 @@ void Agent::start_new_pod(LivePod p, const PodSpec& spec) {
     LivePod& added = pods_.at(uid);
     refresh_readiness(added);
     pods_.save(added);
-}
-
-std::optional<PodRejection> Agent::admit_pod(const PodSpec& spec) const {
-    // allowedUnsafeSysctls was checked with the configuration (the
-    // kubelet's NewAllowlist would not start): an error here is a bug.
-    auto allowlist = kubelet_sysctl_allowlist(kernel_release_, config_.allowed_unsafe_sysctls);
-    if (!allowlist) return PodRejection{kSysctlForbiddenReason, allowlist.error().message};
-    return admit_sysctls(allowlist.value(), spec);
 }
 
 void Agent::reject_pod(LivePod p, const PodRejection& rejected, const std::string& what) {

@@ -1,6 +1,6 @@
 // The static pods' admission, the agent's side of StaticPods
 // (static_pods.h): what its decisions do here. The kubelet's admission
-// (kubelet.go HandlePodAdditions: the sysctl handler, then core
+// (PodAdmission, pod_admission.h: the sysctl handler, then core
 // admit_static_pod: NodeAffinity, NodePorts against the pods that run) is
 // decided when the pod is created, and again for every adopted static pod
 // when the agent starts, as the kubelet admits every pod again at its start
@@ -12,10 +12,8 @@
 // stops with its preStop hooks and grace period, from the file's last
 // version (StaticPods::of).
 #include <memory>
-#include <vector>
 
 #include "agent/daemon/agent.h"
-#include "core/sysctl.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -23,27 +21,16 @@ namespace daemonlet::agent {
 using platform::Level;
 using platform::log;
 
+std::shared_ptr<const PodSpec> Agent::admission_spec(const PodRecord& rec) const {
+    return pod_source(rec).spec;
+}
+
 void Agent::readmit_adopted_static_pods() {
-    // allowedUnsafeSysctls was checked with the configuration: an error
-    // here is a bug, and admits nothing anew.
-    auto allowlist = kubelet_sysctl_allowlist(kernel_release_, config_.allowed_unsafe_sysctls);
-    if (!allowlist) return;
-    std::vector<std::shared_ptr<const PodSpec>> held;
-    std::vector<const PodSpec*> active;  // the DaemonSets' pods that run
-    for (const auto& [uid, p] : pods_) {
-        if (p.rec.is_static() || p.rec.deleting || p.rec.phase == PodPhase::Succeeded ||
-            p.rec.phase == PodPhase::Failed)
-            continue;
-        if (auto spec = pod_source(p.rec).spec) {
-            active.push_back(spec.get());
-            held.push_back(std::move(spec));
-        }
-    }
+    // PodAdmission::readmit: against the active pods but the static ones.
     // Each change stops the pod; the reconcile then creates it again, through
     // create_static_pod's admission: Failed with the refusal's reason (its
     // processes gone), or started.
-    for (const auto& r :
-         readmit_static_pods(static_pods_.adopted(), node_, allowlist.value(), std::move(active)))
+    for (const auto& r : admission_.readmit(static_pods_.adopted(), node_))
         workers_->terminate(r.uid, r.rejection ? "not admitted at this start: " + r.rejection->reason + ": " +
                                                      r.rejection->message
                                                : "admitted at this start (refused before): it starts");
@@ -60,22 +47,11 @@ void Agent::create_static_pod(const std::string& uid, const StaticPods::Desired&
     p.rec.created_at_ms = clock_.wall_ms();
     const std::string name = p.rec.namespace_ + "/" + p.rec.name;
     // The pods that run (not finished, not stopping): their host ports are
-    // taken (the kubelet's admission over its active pods).
-    std::vector<std::shared_ptr<const PodSpec>> held;
-    std::vector<const PodSpec*> active;
-    for (const auto& [other_uid, other] : pods_) {
-        if (other.rec.deleting || other.rec.phase == PodPhase::Succeeded ||
-            other.rec.phase == PodPhase::Failed)
-            continue;
-        if (auto spec = pod_source(other.rec).spec) {
-            active.push_back(spec.get());
-            held.push_back(std::move(spec));
-        }
-    }
-    // kubelet's canAdmitPod: the sysctl handler, then the predicates;
-    // rejectPod: Failed, with the first refusal's reason; nothing runs.
-    auto rejected = admit_pod(pod.spec);
-    if (!rejected) rejected = admit_static_pod(pod, node_, active);
+    // taken (the kubelet's admission over its active pods). kubelet's
+    // canAdmitPod: the sysctl handler, then the predicates; rejectPod:
+    // Failed, with the first refusal's reason; nothing runs.
+    const PodAdmission::ActivePods active = admission_.active_pods(/*skip_static=*/false);
+    auto rejected = admission_.admit_static(pod, node_, active.specs);
     if (rejected) return reject_pod(std::move(p), *rejected, "static pod " + name + " from " + s.path);
     log(Level::Notice,
         "static pod " + name + " created from " + s.path + " (restartPolicy " + restart_policy_of(p.rec) +
