@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "agent/daemon/pod_admission.h"
 #include "core/manifest.h"
@@ -143,4 +145,71 @@ TEST(PodAdmission, SysctlHandlerBeforeThePredicates) {
     holder("ds-pod", PodPhase::Running);
     STRCMP_EQUAL("SysctlForbidden",
                  admit_static(admission_pod(std::string(kCoreOnly) + kUnsafeSysctl)).c_str());
+}
+
+// kubelet.go syncLoopIteration (the pods of a restart go through admission
+// again) as readmit_static_pods sees it from the agent: the adopted static
+// pod is readmitted against the other pods that run except the static ones
+// (they are readmitted in turn, creation order), so only the DaemonSet's
+// pod holding its host port refuses it (NodePorts).
+TEST(PodAdmission, ReadmitCountsTheDaemonSetsPodsNotTheStaticOnes) {
+    Pod web = admission_pod("");
+    web.metadata.uid = "static-web";
+    const std::vector<AdoptedStaticPod> adopted{{&web, 1000, std::nullopt}};
+    holder("static-pod", PodPhase::Running, false, "/etc/daemonlet/manifests/other.yaml");
+    CHECK_TRUE(admission.readmit(adopted, node).empty());
+    holder("ds-pod", PodPhase::Running);
+    const auto changed = admission.readmit(adopted, node);
+    LONGS_EQUAL(1, changed.size());
+    STRCMP_EQUAL("static-web", changed.front().uid.c_str());
+    STRCMP_EQUAL("NodePorts", reason_of(changed.front().rejection).c_str());
+    STRCMP_EQUAL("Pod was rejected: Predicate NodePorts failed", changed.front().rejection->message.c_str());
+}
+
+// allowlist.go NewAllowlist refuses a sysctl no namespace is known for; the
+// agent checks allowedUnsafeSysctls when loading its configuration, so an
+// allowlist it cannot make here is a bug: every pod is refused with the
+// builder's message, the readmission changes nothing, and a valid list
+// (a reload) makes the allowlist again.
+TEST(PodAdmission, AllowlistThatCannotBeMadeRefusesEveryPod) {
+    const Pod pod = admission_pod("");
+    holder("ds-pod", PodPhase::Running);
+    Pod web = admission_pod("");
+    web.metadata.uid = "static-web";
+    const std::vector<AdoptedStaticPod> adopted{{&web, 1000, std::nullopt}};
+    LONGS_EQUAL(1, admission.readmit(adopted, node).size());
+    admission.set_allowed_unsafe_sysctls({"foo.bar"});
+    const auto refused = admission.admit(pod.spec);
+    STRCMP_EQUAL("SysctlForbidden", reason_of(refused).c_str());
+    STRCMP_EQUAL("the sysctl \"foo.bar\" are not known to be namespaced", refused->message.c_str());
+    STRCMP_EQUAL("SysctlForbidden", admit_static(pod).c_str());
+    CHECK_TRUE(admission.readmit(adopted, node).empty());
+    admission.set_allowed_unsafe_sysctls({"kernel.msgmax"});
+    STRCMP_EQUAL("admitted", reason_of(admission.admit(admission_pod(kUnsafeSysctl).spec)).c_str());
+    LONGS_EQUAL(1, admission.readmit(adopted, node).size());
+}
+
+// SafeSysctlAllowlist(kernel): net.ipv4.tcp_keepalive_time is namespaced
+// (so safe) from Linux 4.5 only; the allowlist follows the release set.
+TEST(PodAdmission, KernelReleaseRebuildsTheSafeSysctls) {
+    const Pod pod =
+        admission_pod("  securityContext: {sysctls: [{name: net.ipv4.tcp_keepalive_time, value: '60'}]}\n");
+    admission.set_kernel_release("3.10.0");
+    STRCMP_EQUAL("SysctlForbidden", reason_of(admission.admit(pod.spec)).c_str());
+    admission.set_kernel_release("6.1.0");
+    STRCMP_EQUAL("admitted", reason_of(admission.admit(pod.spec)).c_str());
+}
+
+// Host::admission_spec null: the pod's spec is unknown, it is not counted
+// as active (it cannot hold a host port).
+TEST(PodAdmission, PodWithoutAKnownSpecIsNotActive) {
+    const Pod pod = admission_pod("");
+    holder("ds-pod", PodPhase::Running);
+    const auto active = admission.active_pods(false);
+    const auto refused = admission.admit_static(pod, node, active.specs);
+    STRCMP_EQUAL("NodePorts", reason_of(refused).c_str());
+    STRCMP_EQUAL("Pod was rejected: Predicate NodePorts failed", refused->message.c_str());
+    specs.specs.erase("ds-pod");
+    LONGS_EQUAL(0, admission.active_pods(false).specs.size());
+    STRCMP_EQUAL("admitted", admit_static(pod).c_str());
 }
