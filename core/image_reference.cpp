@@ -1,4 +1,5 @@
 #include "core/image_reference.h"
+#include "core/strings.h"
 
 #include <cstddef>
 
@@ -6,8 +7,6 @@ namespace daemonlet {
 
 namespace {
 
-bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-bool is_alnum(char c) { return is_lower_alnum(c) || (c >= 'A' && c <= 'Z'); }
 bool is_word(char c) { return is_alnum(c) || c == '_'; }
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool is_lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }

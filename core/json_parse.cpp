@@ -10,7 +10,7 @@ namespace daemonlet {
 namespace {
 // ordered_map's operator[] takes a key: the vector's by position is hidden.
 template <class Object>
-auto& member(Object& obj, std::size_t i) {
+auto& member_at(Object& obj, std::size_t i) {
     return *(obj.begin() + static_cast<std::ptrdiff_t>(i));
 }
 }  // namespace
@@ -18,14 +18,14 @@ auto& member(Object& obj, std::size_t i) {
 std::size_t ObjectKeys::find(const Json::object_t& obj, std::string_view key) {
     if (obj.size() < kIndexFrom) {
         for (std::size_t i = 0; i < obj.size(); ++i)
-            if (member(obj, i).first == key) return i;
+            if (member_at(obj, i).first == key) return i;
         return npos;
     }
     const std::hash<std::string_view> hash;
-    for (; indexed_ < obj.size(); ++indexed_) index_.emplace(hash(member(obj, indexed_).first), indexed_);
+    for (; indexed_ < obj.size(); ++indexed_) index_.emplace(hash(member_at(obj, indexed_).first), indexed_);
     auto [first, last] = index_.equal_range(hash(key));
     for (auto it = first; it != last; ++it)
-        if (member(obj, it->second).first == key) return it->second;
+        if (member_at(obj, it->second).first == key) return it->second;
     return npos;
 }
 
@@ -55,7 +55,7 @@ class TreeBuilder {
         auto& obj = top.value->get_ref<Json::object_t&>();
         const std::size_t at = top.keys.find(obj, k);
         if (at != ObjectKeys::npos) {
-            slot_ = &member(obj, at).second;  // given again: its last value wins, in its first place
+            slot_ = &member_at(obj, at).second;  // given again: its last value wins, in its first place
             return true;
         }
         obj.emplace_back(std::move(k), Json());

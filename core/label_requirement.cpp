@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/names.h"
+#include "core/strings.h"
 
 namespace daemonlet {
 namespace {
@@ -35,15 +36,6 @@ std::optional<std::int64_t> parse_int64(std::string_view s) {
     if (!neg && n == kLimit) return std::nullopt;
     if (neg) return n == kLimit ? INT64_MIN : -static_cast<std::int64_t>(n);
     return static_cast<std::int64_t>(n);
-}
-
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-    std::string out;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-        if (i) out += sep;
-        out += parts[i];
-    }
-    return out;
 }
 
 // field.ErrorList.ToAggregate().Error(): duplicates dropped, one message

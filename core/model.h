@@ -422,11 +422,11 @@ struct ConfigMap {
     Json object;  // the full v1 object as read
 };
 
-// v1 Secret. `data` holds the decoded bytes, `stringData` merged over it as
-// the API server merges it on write. Values never reach a log or an error.
 // What a Secret's value is shown as in messages and `get -o json`.
 inline constexpr const char* kSecretRedacted = "<secret contents redacted>";
 
+// v1 Secret. `data` holds the decoded bytes, `stringData` merged over it as
+// the API server merges it on write. Values never reach a log or an error.
 struct Secret {
     ObjectMeta metadata;
     std::string type;  // defaulted to Opaque

@@ -2,6 +2,7 @@
 // The grammars are small enough to check by hand, which is also much faster
 // than std::regex on the decision hot path (every label of every selector).
 #include "core/names.h"
+#include "core/strings.h"
 
 #include <cstdint>
 
@@ -12,9 +13,6 @@ constexpr std::size_t kDns1123LabelMax = 63;
 constexpr std::size_t kDns1123SubdomainMax = 253;
 constexpr std::size_t kQualifiedNameMax = 63;
 constexpr std::size_t kLabelValueMax = 63;
-
-bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-bool is_alnum(char c) { return is_lower_alnum(c) || (c >= 'A' && c <= 'Z'); }
 
 // upstream RegexError: msg + " (e.g. 'a', or 'b', regex used for validation is 'fmt')".
 std::string regex_error(const std::string& msg, const std::string& fmt,

@@ -31,12 +31,6 @@ void merge_options(std::vector<std::string>& to, const std::vector<std::string>&
     }
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-    std::string out;
-    for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-    return out;
-}
-
 }  // namespace
 
 DNSConfig parse_resolv_conf(const std::string& text) {

@@ -19,15 +19,6 @@ namespace {
 Error not_found(std::string message) { return Error{ErrorCode::NotFound, std::move(message)}; }
 Error invalid(std::string message) { return Error{ErrorCode::Invalid, std::move(message)}; }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-    std::string out;
-    for (const auto& s : v) {
-        if (!out.empty()) out += sep;
-        out += s;
-    }
-    return out;
-}
-
 bool is_ipv6(const std::string& ip) { return ip.find(':') != std::string::npos; }
 
 // sortPodIPs: the pod's IPs in the node's IP family preference (the family

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "core/int_or_percent.h"
+#include "core/strings.h"
 
 namespace daemonlet {
 namespace {
@@ -74,15 +75,6 @@ bool older(const ObservedPod* a, const ObservedPod* b) {
 
 std::string revision_of(const PodRecord& p) {
     return "revision " + std::to_string(p.revision) + " (" + p.revision_hash + ")";
-}
-
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-    std::string out;
-    for (const auto& s : parts) {
-        if (!out.empty()) out += sep;
-        out += s;
-    }
-    return out;
 }
 
 struct Removal {

@@ -1,5 +1,6 @@
 // Seccomp profiles to linux.seccomp: see seccomp.h.
 #include "core/seccomp.h"
+#include "core/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -17,10 +18,6 @@ std::vector<std::string> string_list(const Json& obj, const char* key) {
     for (const auto& v : obj[key])
         if (v.is_string()) out.push_back(v.get<std::string>());
     return out;
-}
-
-bool contains(const std::vector<std::string>& v, const std::string& s) {
-    return std::find(v.begin(), v.end(), s) != v.end();
 }
 
 // The Go name of an architecture (runtime.GOARCH), which includes.arches

@@ -1,5 +1,6 @@
 #include "core/strings.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace daemonlet {
@@ -70,6 +71,19 @@ std::string go_quote(const std::string& s) {
 std::string resolve_path(const std::string& base, const std::string& p) {
     if (p.empty() || p[0] == '/' || base.empty()) return p;
     return base + (base.back() == '/' ? "" : "/") + p;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+    std::string out;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (i) out += sep;
+        out += parts[i];
+    }
+    return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
 }
 
 }  // namespace daemonlet

@@ -23,6 +23,15 @@ std::string go_quote(const std::string& s);
 // kubeconfig's paths are relative to its file): absolute or empty as it is.
 std::string resolve_path(const std::string& base, const std::string& p);
 
+// Go's strings.Join.
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+// Whether `v` holds `s` (Go's slices.Contains).
+bool contains(const std::vector<std::string>& v, const std::string& s);
+// [a-z0-9] and [A-Za-z0-9], in ASCII whatever the locale (names and image
+// references).
+inline bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+inline bool is_alnum(char c) { return is_lower_alnum(c) || (c >= 'A' && c <= 'Z'); }
+
 // The lines of `text` without their '\n', as std::getline reads them: a
 // last line without one counts, an empty text has none. Views into `text`.
 // (The agent uses no iostreams: their locale code is 350 KiB of a statically

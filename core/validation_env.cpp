@@ -34,12 +34,6 @@ const std::vector<std::string> kSupportedFieldLabels = {
     "status.podIP",         "status.podIPs",
 };
 
-bool contains(const std::vector<std::string>& v, const std::string& s) {
-    for (const auto& x : v)
-        if (x == s) return true;
-    return false;
-}
-
 // podshelper.ConvertDownwardAPIFieldLabel: "" and an error text, or the
 // internal field path.
 bool convert_field_label(const std::string& version, const std::string& label, std::string& out,

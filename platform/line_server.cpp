@@ -1,4 +1,5 @@
 #include "platform/line_server.h"
+#include "platform/system_info.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -60,12 +61,6 @@ int connect_unix(const std::string& path) {
         return -1;
     }
     return fd;
-}
-
-std::int64_t monotonic_ms() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return std::int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
 }
 
 }  // namespace

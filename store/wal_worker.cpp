@@ -6,8 +6,6 @@
 #include "store/sqlite_store.h"
 
 namespace daemonlet::store {
-namespace {}  // namespace
-
 Result<std::unique_ptr<WalWorker>> WalWorker::start(const std::string& path, std::function<void()> wake,
                                                     const Store::WorkerOptions& options) {
     auto in_context = [&](const Error& e) { return Error{e.code, path + ": store worker: " + e.message}; };

@@ -26,7 +26,7 @@ std::vector<std::string> stored_node_ips(store::Store& store) {
 
 namespace {
 
-std::string joined(const std::vector<std::string>& ips) {
+std::string ip_list(const std::vector<std::string>& ips) {
     std::string out;
     for (const auto& ip : ips) out += (out.empty() ? "" : ", ") + ip;
     return out;
@@ -70,7 +70,7 @@ void NodeAddresses::check() {
             // Keep what is known; said once until it works again.
             if (!read_failed_)
                 log(Level::Warning, "node IP: " + host.error().message + "; keeping " +
-                                        (ips_.empty() ? std::string("none") : joined(ips_)));
+                                        (ips_.empty() ? std::string("none") : ip_list(ips_)));
             read_failed_ = true;
             return;
         }
@@ -84,7 +84,7 @@ void NodeAddresses::check() {
             "no status.hostIP, hostNetwork pods no podIP (set nodeIP to give one)");
     else
         log(Level::Notice,
-            "node IP: " + joined(ips) +
+            "node IP: " + ip_list(ips) +
                 (configured ? " (nodeIP)" : " (the default route's interface; nodeIP sets it)"));
     ips_ = std::move(ips);
     known_ = true;
