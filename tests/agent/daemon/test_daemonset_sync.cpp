@@ -15,6 +15,7 @@
 
 #include "agent/daemon/daemonset_sync.h"
 #include "core/manifest.h"
+#include "core/strings.h"
 #include "tests/agent/daemon/fake_clock.h"
 #include "tests/store/store_fixture.h"
 
@@ -84,12 +85,6 @@ std::string creates_of(const DaemonSetSync::Plan& plan) {
 // one runs; the old one goes once the new one is available).
 const char* const kSurge =
     "  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n";
-
-std::string joined(const std::vector<std::string>& v) {
-    std::string out;
-    for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-    return out;
-}
 
 }  // namespace
 
@@ -206,14 +201,14 @@ TEST(DaemonSetSync, PacedRolloutIsSaidOnceWhileItStaysPaced) {
     want(daemonset("web", "nginx:2"));  // the old pod is now of an older revision
     host->paced.insert("web");
     auto first = pass();
-    STRCMP_EQUAL("kube-system/web", joined(first.newly_paced).c_str());
-    STRCMP_EQUAL("kube-system/web", joined(sync->paced()).c_str());
+    STRCMP_EQUAL("kube-system/web", join(first.newly_paced, " ").c_str());
+    STRCMP_EQUAL("kube-system/web", join(sync->paced(), " ").c_str());
     CHECK(first.remove.empty());  // the controller deletes it, not the board
     CHECK(first.create.empty());
     clock.advance(1000);
     auto second = pass();
     CHECK(second.newly_paced.empty());
-    STRCMP_EQUAL("kube-system/web", joined(sync->paced()).c_str());
+    STRCMP_EQUAL("kube-system/web", join(sync->paced(), " ").c_str());
     // Not paced any more (the board rolls alone): the old pod goes.
     host->paced.clear();
     auto alone = pass();
@@ -223,7 +218,7 @@ TEST(DaemonSetSync, PacedRolloutIsSaidOnceWhileItStaysPaced) {
     // Paced again: said again.
     host->paced.insert("web");
     auto again = pass();
-    STRCMP_EQUAL("kube-system/web", joined(again.newly_paced).c_str());
+    STRCMP_EQUAL("kube-system/web", join(again.newly_paced, " ").c_str());
 }
 
 // The new pod's record: the controller's GenerateName "<daemonset>-" with

@@ -11,6 +11,7 @@
 
 #include "agent/daemon/desired_daemonsets.h"
 #include "core/manifest.h"
+#include "core/strings.h"
 #include "tests/agent/daemon/fake_clock.h"
 #include "tests/store/store_fixture.h"
 
@@ -65,12 +66,6 @@ SourcedDaemonSet from_file(const std::string& name, const std::string& image, co
 using Merged = std::map<std::string, SourcedDaemonSet>;
 std::string key(const std::string& name) { return std::string(kNs) + "/" + name; }
 
-std::string joined(const std::vector<std::string>& v) {
-    std::string out;
-    for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-    return out;
-}
-
 }  // namespace
 
 TEST_GROUP(DesiredDaemonSets) {
@@ -113,7 +108,7 @@ TEST_GROUP(DesiredDaemonSets) {
 TEST(DesiredDaemonSets, NewDaemonSetIsStoredWithRevisionOneAndItsHash) {
     auto changes = desired->rebuild({{key("web"), from_file("web", "nginx:1")}});
     CHECK(changes.applied);
-    STRCMP_EQUAL("kube-system/web", joined(changes.changed).c_str());
+    STRCMP_EQUAL("kube-system/web", join(changes.changed, " ").c_str());
     const auto* d = desired->find(key("web"));
     CHECK(d != nullptr);
     LONGS_EQUAL(1, d->revision);
@@ -121,7 +116,7 @@ TEST(DesiredDaemonSets, NewDaemonSetIsStoredWithRevisionOneAndItsHash) {
     STRCMP_EQUAL(("web|" + d->hash + "|1").c_str(), daemonsets().c_str());
     STRCMP_EQUAL(("1|" + d->hash).c_str(), history("web").c_str());
     LONGS_EQUAL(1, host->applied);
-    STRCMP_EQUAL((key("web") + "@" + d->hash).c_str(), joined(host->templates).c_str());
+    STRCMP_EQUAL((key("web") + "@" + d->hash).c_str(), join(host->templates, " ").c_str());
 }
 
 // The same object from the same source (Sources shares it while the file
@@ -142,7 +137,7 @@ TEST(DesiredDaemonSets, SameObjectFromSameSourceAgainWritesNothing) {
     LONGS_EQUAL(1, desired->find(key("web"))->revision);
 
     desired->reapply(key("web"));
-    STRCMP_EQUAL("kube-system/web", joined(desired->rebuild(merged).changed).c_str());
+    STRCMP_EQUAL("kube-system/web", join(desired->rebuild(merged).changed, " ").c_str());
     LONGS_EQUAL(2, host->applied);
     LONGS_EQUAL(1, host->templates.size());  // the same template: said once
 }
@@ -214,7 +209,7 @@ TEST(DesiredDaemonSets, SameTemplateBackGetsItsOldRevisionRenumbered) {
 TEST(DesiredDaemonSets, DaemonSetNoSourceOffersIsDeletedFromTheStore) {
     desired->rebuild({{key("db"), from_file("db", "redis:7")}, {key("web"), from_file("web", "nginx:1")}});
     auto changes = desired->rebuild({{key("web"), from_file("web", "nginx:1")}});
-    STRCMP_EQUAL("kube-system/db", joined(changes.removed).c_str());
+    STRCMP_EQUAL("kube-system/db", join(changes.removed, " ").c_str());
     CHECK(desired->find(key("db")) == nullptr);
     LONGS_EQUAL(1, desired->size());
     STRCMP_EQUAL("web", rows("SELECT name FROM daemonsets").c_str());
@@ -230,7 +225,7 @@ TEST(DesiredDaemonSets, FirstRebuildDeletesStoreRowsNoSourceOffers) {
     stop();
     start();
     auto changes = desired->rebuild({{key("web"), web}});
-    STRCMP_EQUAL("kube-system/db", joined(changes.removed).c_str());
+    STRCMP_EQUAL("kube-system/db", join(changes.removed, " ").c_str());
     STRCMP_EQUAL("web", rows("SELECT name FROM daemonsets").c_str());
 
     // A row the agent did not write, after the first rebuild: not swept.
