@@ -35,7 +35,8 @@ sa=/var/run/secrets/kubernetes.io/serviceaccount
 script="echo started >> /out/starts; ls $sa > /out/ls; cat $sa/token > /out/token; cat $sa/ca.crt > /out/ca; cat $sa/namespace > /out/ns;"
 script+=" if touch $sa/x 2>/dev/null; then echo rw; else echo ro; fi > /out/ro;"
 script+=' env > /out/env.tmp; mv /out/env.tmp /out/env;'
-script+=" while :; do cat $sa/token > /out/now.tmp && mv /out/now.tmp /out/now; sleep 0.2; done"
+script+=" while :; do cat $sa/token > /out/now.tmp && mv /out/now.tmp /out/now;"
+script+=" cat $sa/ca.crt > /out/ca.tmp && mv /out/ca.tmp /out/ca_now; sleep 0.2; done"
 # The DaemonSet on the cluster, and the ControllerRevision the controller
 # writes for it (the board's template hash, as `daemonlet eval` computes it).
 jq -nc --arg s "$script" --arg m "it-marker-$$-sa" --arg out "$out" '{apiVersion: "apps/v1", kind: "DaemonSet",
@@ -80,7 +81,12 @@ check "a TokenRequest bound to a Pod that does not exist: 404" 404 "$(tr_status 
 check "... to its Pod with another uid (made again): 409" 409 "$(tr_status "$(api_pod | jq -r .name)" stale-uid)"
 check "the volume's files" "ca.crt namespace token" "$(tr '\n' ' ' <"$out/ls" | sed 's/ $//')"
 check "a JWT-shaped token" 3 "$(tr '.' '\n' <"$out/token" | grep -c .)"
-check "ca.crt: the cluster's kube-root-ca.crt" CLUSTER-CA "$(cat "$out/ca")"
+# ca.crt as the container reads it now: a pod that started before the
+# agent's first list of kube-root-ca.crt had the kubeconfig's CA (the
+# fallback, docs/cluster.md), and the ConfigMap's arrival rewrites the file
+# (read once at the start, /out/ca, it raced with that list).
+ca_now() { [[ $(cat "$out/ca_now" 2>/dev/null) == CLUSTER-CA ]]; }
+wait_for "ca.crt: the cluster's kube-root-ca.crt, inside the running container" 10 ca_now
 check "namespace" it "$(cat "$out/ns")"
 check "mounted read-only" ro "$(cat "$out/ro")"
 check "KUBERNETES_SERVICE_HOST" 127.0.0.1 "$(sed -n 's/^KUBERNETES_SERVICE_HOST=//p' "$out/env")"
