@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/image_wait.h"
+
 namespace daemonlet {
 
 BackoffPolicy crash_loop_policy(const AgentConfig& config) {
@@ -173,6 +175,47 @@ const char* runtime_container_state(const ContainerStatus& cs, bool starting, bo
     if (cs.state == ContainerState::Terminated) return "exited";
     if (starting) return "created";
     return nullptr;
+}
+
+StartFailure start_failure(ContainerStatus& cs, const Error& error, const std::string& image_pull_policy,
+                           bool runtime_can_pull, const std::string& import_dir) {
+    StartFailure f;
+    const bool image_absent = error.code == ErrorCode::ImageNotFound;
+    const bool image_waited = is_image_wait(cs.reason);
+    f.image_missing = image_absent && !image_waited;
+    if (image_absent && image_pull_policy != "Never" && runtime_can_pull) {
+        f.kind = StartFailureKind::Pull;
+        f.say = !image_waited;
+        return f;
+    }
+    cs.state = ContainerState::Waiting;
+    if (image_absent) {
+        const bool never = image_pull_policy == "Never";
+        f.kind = StartFailureKind::ImageWait;
+        f.say = !image_waited;  // once per wait, not per retry
+        f.never_pull_event = never;
+        cs.reason = image_wait_reason(never, image_waited);
+        cs.message = error.message + "; import it into " + import_dir;
+        f.event_message = cs.reason;
+        return f;
+    }
+    if (error.code == ErrorCode::ContainerConfig || error.code == ErrorCode::VolumeSetup) {
+        const char* reason =
+            error.code == ErrorCode::ContainerConfig ? "CreateContainerConfigError" : "ContainerCreating";
+        f.kind = StartFailureKind::ConfigWait;
+        f.say = cs.reason != reason || cs.message != error.message;
+        f.mount_event = error.code == ErrorCode::VolumeSetup;
+        cs.reason = reason;
+        cs.message = error.message;
+        f.event_message = error.message;
+        return f;
+    }
+    f.kind = StartFailureKind::RunError;
+    f.say = true;
+    cs.reason = "RunContainerError";
+    cs.message = error.message;
+    f.event_message = error.message;
+    return f;
 }
 
 }  // namespace daemonlet

@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/pod.h"
 #include "core/reconcile.h"
+#include "core/result.h"
 
 namespace daemonlet {
 
@@ -120,6 +121,38 @@ const char* runtime_container_state(const ContainerStatus& cs, bool starting, bo
 // CrashLoopBackOff, and kubelet's message ("back-off 20s restarting failed
 // container=NAME", kuberuntime_manager.go doBackOff).
 void set_crash_loop_waiting(ContainerStatus& cs, std::int64_t delay_ms);
+
+// What a container start that failed leads to (kuberuntime startContainer's
+// error as the container's waiting status; the runtime's own unavailability
+// is PodWorkers'), `cs` the container's status before it:
+//   Pull        the image is absent, its imagePullPolicy is not Never and
+//               the runtime can pull: a pull starts it (images.h); the
+//               status is left as it is;
+//   ImageWait   absent and no pull: ErrImageNeverPull for Never, else
+//               ErrImagePull then ImagePullBackOff (image_wait_reason,
+//               image_manager.go EnsureImageExists), waiting for an import
+//               into `import_dir`; its Failed Event (and ErrImageNeverPull's);
+//   ConfigWait  generateContainerConfig failed (CreateContainerConfigError:
+//               runAsNonRoot, a sysctl, the image's user; Failed Event) or
+//               a volume cannot be set up (ContainerCreating; the volume
+//               manager's FailedMount Event on the Pod);
+//   RunError    anything else: RunContainerError, its Failed Event.
+// Every kind but Pull sets `cs` Waiting and is retried after the crash-loop
+// back-off. `say`: the line the agent logs is due (once per wait; a
+// ConfigWait once per message; a RunError every time). `image_missing`:
+// the first failure of a wait for an absent image (an archive image GC
+// removed comes back, image_gc.cpp).
+enum class StartFailureKind { Pull, ImageWait, ConfigWait, RunError };
+struct StartFailure {
+    StartFailureKind kind = StartFailureKind::RunError;
+    bool say = false;
+    bool image_missing = false;
+    bool never_pull_event = false;  // ErrImageNeverPull's Event before the Failed one
+    bool mount_event = false;       // FailedMount on the Pod instead of the container's Failed
+    std::string event_message;      // the Failed Event's
+};
+StartFailure start_failure(ContainerStatus& cs, const Error& error, const std::string& image_pull_policy,
+                           bool runtime_can_pull, const std::string& import_dir);
 
 // kubelet's status generation for what is not probed: a regular init
 // container is ready once it exited 0 and started while it runs; the pod is

@@ -308,70 +308,39 @@ void Agent::note_image_id(const std::string& uid, std::size_t index, const std::
 }
 
 // A start failed (PodWorkers handles an unreachable runtime): the
-// container waits, as the error says; true: retried after its back-off.
+// container waits, as core's start_failure says; true: retried after its
+// back-off.
 bool Agent::container_start_failed(const std::string& uid, std::size_t index, const Container& spec,
                                    const Error& error) {
     LivePod& p = pods_.at(uid);
     ContainerStatus& cs = p.status(index);
-    // An archive whose image GC removed it comes back (image_gc.cpp),
-    // whether a pull is tried too or not.
-    if (error.code == ErrorCode::ImageNotFound && !is_image_wait(cs.reason))
-        images_->image_missing(spec.image);
-    if (error.code == ErrorCode::ImageNotFound && spec.image_pull_policy != "Never" && runtime_->can_pull()) {
-        // IfNotPresent, and absent. Logged once per wait, as below.
-        if (!is_image_wait(cs.reason))
-            log(Level::Notice, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
-                                   error.message + "; pulling it from its registry");
+    const StartFailure f =
+        start_failure(cs, error, spec.image_pull_policy, runtime_->can_pull(), image_import_dir_of(config_));
+    if (f.image_missing) images_->image_missing(spec.image);
+    const std::string container = "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name;
+    if (f.kind == StartFailureKind::Pull) {
+        if (f.say) log(Level::Notice, container + ": " + error.message + "; pulling it from its registry");
         images_->request_pull({uid, index}, p.rec, spec, cs);
         return false;  // the pull starts it
     }
     const ContainerRef ref = container_ref(p, index);
-    if (error.code == ErrorCode::ImageNotFound) {
-        // kubelet's images.ErrImagePull, then ImagePullBackOff while it
-        // backs off; ErrImageNeverPull for imagePullPolicy Never
-        // (pkg/kubelet/images/image_manager.go EnsureImageExists). Here the
-        // runtime cannot pull, or the policy is Never: it waits for an import.
-        const bool never = spec.image_pull_policy == "Never";
-        const bool again = is_image_wait(cs.reason);
-        cs.state = ContainerState::Waiting;
-        cs.reason = image_wait_reason(never, again);
-        cs.message = error.message + "; import it into " + image_import_dir_of(config_);
-        const std::int64_t now = clock_.wall_ms();
-        if (never) record_pod_event(p, never_pull_event(ref, spec.image, now));
-        record_pod_event(p, failed_event(ref, cs.reason, now));
-        if (!again)  // once per wait, not per retry
-            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
-                                cs.message + "; retrying with back-off and when an image is imported");
-        return true;
+    const std::int64_t now = clock_.wall_ms();
+    if (f.never_pull_event) record_pod_event(p, never_pull_event(ref, spec.image, now));
+    if (f.mount_event)
+        record_pod_event(p, warning_event(nullptr, "FailedMount", f.event_message, now));
+    else
+        record_pod_event(p, failed_event(ref, f.event_message, now));
+    if (!f.say) return true;
+    switch (f.kind) {
+    case StartFailureKind::ImageWait:
+        log(Level::Err,
+            container + ": " + cs.message + "; retrying with back-off and when an image is imported");
+        break;
+    case StartFailureKind::ConfigWait:
+        log(Level::Err, container + ": " + cs.message + "; retrying with back-off");
+        break;
+    default: log(Level::Err, container + " did not start: " + cs.message + "; retrying with back-off");
     }
-    if (error.code == ErrorCode::ContainerConfig || error.code == ErrorCode::VolumeSetup) {
-        // kubelet's CreateContainerConfigError (runAsNonRoot, a sysctl, the
-        // image's user) and a volume that cannot be set up (a hostPath type
-        // mismatch: the pod stays ContainerCreating, its FailedMount event's
-        // message): the container waits, said once per message.
-        const std::string reason =
-            error.code == ErrorCode::ContainerConfig ? "CreateContainerConfigError" : "ContainerCreating";
-        const bool again = cs.reason == reason && cs.message == error.message;
-        cs.state = ContainerState::Waiting;
-        cs.reason = reason;
-        cs.message = error.message;
-        if (error.code == ErrorCode::ContainerConfig) {
-            record_pod_event(p, failed_event(ref, error.message, clock_.wall_ms()));
-        } else {
-            // The volume manager's FailedMount, on the Pod.
-            record_pod_event(p, warning_event(nullptr, "FailedMount", error.message, clock_.wall_ms()));
-        }
-        if (!again)
-            log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name + ": " +
-                                cs.message + "; retrying with back-off");
-        return true;
-    }
-    cs.state = ContainerState::Waiting;
-    cs.reason = "RunContainerError";
-    cs.message = error.message;
-    record_pod_event(p, failed_event(ref, error.message, clock_.wall_ms()));
-    log(Level::Err, "pod " + p.rec.namespace_ + "/" + p.rec.name + " container " + cs.name +
-                        " did not start: " + cs.message + "; retrying with back-off");
     return true;
 }
 // The runtime is down, not the container (PodWorkers retries within 5 s of

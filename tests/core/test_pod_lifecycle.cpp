@@ -571,3 +571,85 @@ TEST(PodLifecycle, RuntimeContainerStateAsTheKubeletCountsIt) {
         STRCMP_EQUAL_TEXT(row.want ? row.want : "(none)", got ? got : "(none)", row.name);
     }
 }
+
+// A start that failed, as the container's waiting status (start_failure):
+// kuberuntime startContainer's errors, image_manager.go EnsureImageExists
+// (ErrImagePull, ImagePullBackOff, ErrImageNeverPull), generateContainerConfig
+// (CreateContainerConfigError), the volume manager (ContainerCreating,
+// FailedMount) and RunContainerError.
+TEST(PodLifecycle, AFailedStartWaitsAsTheKubeletSays) {
+    struct Row {
+        const char* name;
+        ErrorCode code;
+        const char* policy;
+        bool can_pull;
+        const char* reason_before;
+        const char* message_before;
+        StartFailureKind kind;
+        const char* reason;  // the waiting reason after; for Pull the one before, kept
+        bool say;
+        bool image_missing;
+        bool never_pull_event;
+        bool mount_event;
+        const char* event_message;
+    };
+    using K = StartFailureKind;
+    const Row rows[] = {
+        {"EnsureImageExists: IfNotPresent and absent pulls; the first failure says so and restores a GC'd "
+         "archive",
+         ErrorCode::ImageNotFound, "IfNotPresent", true, "ContainerCreating", "", K::Pull,
+         "ContainerCreating", true, true, false, false, ""},
+        {"a pull asked again within the same wait is not said again", ErrorCode::ImageNotFound, "Always",
+         true, "ErrImagePull", "x", K::Pull, "ErrImagePull", false, false, false, false, ""},
+        {"ErrImageNeverPull: policy Never never pulls, even where the runtime could",
+         ErrorCode::ImageNotFound, "Never", true, "ContainerCreating", "", K::ImageWait, "ErrImageNeverPull",
+         true, true, true, false, "ErrImageNeverPull"},
+        {"ErrImagePull: a runtime that cannot pull waits for an import", ErrorCode::ImageNotFound,
+         "IfNotPresent", false, "ContainerCreating", "", K::ImageWait, "ErrImagePull", true, true, false,
+         false, "ErrImagePull"},
+        {"ImagePullBackOff: the same wait again is not said again", ErrorCode::ImageNotFound, "IfNotPresent",
+         false, "ErrImagePull", "x", K::ImageWait, "ImagePullBackOff", false, false, false, false,
+         "ImagePullBackOff"},
+        {"CreateContainerConfigError: its Failed Event carries the message", ErrorCode::ContainerConfig, "",
+         true, "ContainerCreating", "", K::ConfigWait, "CreateContainerConfigError", true, false, false,
+         false, "runAsNonRoot"},
+        {"CreateContainerConfigError: the same message again is not said again", ErrorCode::ContainerConfig,
+         "", true, "CreateContainerConfigError", "runAsNonRoot", K::ConfigWait, "CreateContainerConfigError",
+         false, false, false, false, "runAsNonRoot"},
+        {"CreateContainerConfigError: a new message is said", ErrorCode::ContainerConfig, "", true,
+         "CreateContainerConfigError", "a sysctl", K::ConfigWait, "CreateContainerConfigError", true, false,
+         false, false, "runAsNonRoot"},
+        {"a volume that cannot be set up: ContainerCreating and FailedMount on the Pod",
+         ErrorCode::VolumeSetup, "", true, "ContainerCreating", "", K::ConfigWait, "ContainerCreating", true,
+         false, false, true, "runAsNonRoot"},
+        {"RunContainerError: any other failure, said every time", ErrorCode::Runtime, "", true,
+         "RunContainerError", "runAsNonRoot", K::RunError, "RunContainerError", true, false, false, false,
+         "runAsNonRoot"},
+    };
+    for (const Row& row : rows) {
+        ContainerStatus cs;
+        cs.state = ContainerState::Terminated;  // the exit before
+        cs.reason = row.reason_before;
+        cs.message = row.message_before;
+        const std::string message =
+            row.code == ErrorCode::ImageNotFound ? "image busybox is absent" : "runAsNonRoot";
+        const StartFailure f =
+            start_failure(cs, Error{row.code, message}, row.policy, row.can_pull, "/imports");
+        CHECK_TEXT(f.kind == row.kind, row.name);
+        CHECK_TEXT((cs.state == ContainerState::Waiting) == (row.kind != K::Pull), row.name);
+        STRCMP_EQUAL_TEXT(row.reason, cs.reason.c_str(), row.name);
+        CHECK_EQUAL_TEXT(row.say, f.say, row.name);
+        CHECK_EQUAL_TEXT(row.image_missing, f.image_missing, row.name);
+        CHECK_EQUAL_TEXT(row.never_pull_event, f.never_pull_event, row.name);
+        CHECK_EQUAL_TEXT(row.mount_event, f.mount_event, row.name);
+        STRCMP_EQUAL_TEXT(row.event_message, f.event_message.c_str(), row.name);
+        if (row.kind == K::Pull) {
+            STRCMP_EQUAL_TEXT(row.message_before, cs.message.c_str(), row.name);  // left as it was
+        } else if (row.kind == K::ImageWait) {
+            STRCMP_EQUAL_TEXT("image busybox is absent; import it into /imports", cs.message.c_str(),
+                              row.name);
+        } else {
+            STRCMP_EQUAL_TEXT("runAsNonRoot", cs.message.c_str(), row.name);
+        }
+    }
+}
