@@ -12,6 +12,8 @@
 
 #include "agent/daemon/container_config.h"
 #include "platform/atomic_writer.h"
+#include "tests/agent/daemon/fake_clock.h"
+#include "tests/store/store_fixture.h"
 
 #include <CppUTest/TestHarness.h>
 
@@ -42,7 +44,7 @@ class FakeHost final : public ContainerConfig::Host {
     ContainerConfig::NodeFacts node_facts() const override { return {&node, {"10.0.0.2"}, 4, 1 << 30}; }
     const ConfigObjects& config_objects() const override { return objects; }
     std::optional<std::string> api_server() const override { return std::nullopt; }
-    ApiAccess* api_access() const override { return nullptr; }
+    ApiAccess* api_access() const override { return api; }
     ConfigVolumes& config_volumes() override { return volumes; }
     bool image_ready(const ImageWaiter& /*w*/, const PodRecord& /*pod*/, const Container& /*spec*/,
                      ContainerStatus& cs) override {
@@ -62,6 +64,7 @@ class FakeHost final : public ContainerConfig::Host {
     std::shared_ptr<DaemonSet> ds = std::make_shared<DaemonSet>();
     bool spec_known = true;
     bool image_present = true;
+    ApiAccess* api = nullptr;  // tokens and the cluster's objects; none unless a row makes one
     Node node;
     ConfigObjects objects;
     ConfigVolumes volumes;
@@ -258,4 +261,45 @@ TEST(ContainerConfig, GraceDefaultsToThirtySecondsAndTheImageIsAskedLast) {
     host->app().env = {config_map_key("LEVEL", "x", "level")};  // the config is checked before the image
     CHECK_FALSE(cc->launch(pod, 0).has_value());
     STRCMP_EQUAL("CreateContainerConfigError", status().reason.c_str());
+}
+
+// The service-account token of a pod that starts without one: with no API
+// server configured it never comes (kube-api-access is not mounted), and
+// offline at a first boot it comes when the API server answers; either is
+// said once per pod (ApiAccess::first_without_cluster, which the notice
+// takes: false once it was said), and the container starts.
+TEST(ContainerConfig, APodWithoutItsTokenStartsAndIsToldOncePerPod) {
+    testing::TempDir dir;
+    uv_loop_t loop{};
+    uv_loop_init(&loop);
+    testing::FakeClock clock;
+    auto store = MUST(store::Store::open(dir.file("daemonlet.db"), clock.wall_ms(), nullptr));
+    auto api = std::make_unique<ApiAccess>(&loop, *store, clock, nullptr);
+    api->set_link(nullptr, "offline");
+    host->api = api.get();
+
+    // No API server: the DaemonSet automounts (the default), no token.
+    CHECK(cc->launch(pod, 0).has_value());
+    CHECK_FALSE(api->first_without_cluster(pod.rec.uid));  // said by the launch
+
+    // Following a cluster, offline, the pod's kube-api-access volume asks a
+    // token the store does not have: said for a new pod, once.
+    config.api_server.enabled = true;
+    Volume v;
+    v.name = "kube-api-access-x1";
+    v.source = Volume::Source::Projected;
+    VolumeProjection token;
+    token.service_account_token = ServiceAccountTokenProjection{"", 3607, "token"};
+    v.projections = {token};
+    host->spec().volumes = {v};
+    pod.rec.uid = "uid-2";
+    CHECK(cc->launch(pod, 0).has_value());
+    CHECK_FALSE(api->first_without_cluster("uid-2"));
+    CHECK(api->first_without_cluster("uid-3"));  // another pod is told on its own
+
+    host->api = nullptr;
+    api->close();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    api.reset();
+    CHECK_EQUAL(0, uv_loop_close(&loop));
 }
