@@ -5,7 +5,7 @@
 //   daemonSetHistoryViewer (REVISION CHANGE-CAUSE; --revision=N prints
 //   that revision's template).
 // - undo asks the running agent: kubectl's DaemonSetRollbacker
-//   (agent/daemon/rollback.cpp).
+//   (agent/daemon/rollbacks.h).
 // - status asks the running agent, which pushes every change while
 //   --watch (no polling); with the agent stopped it reads the store once.
 #include <algorithm>

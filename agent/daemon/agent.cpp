@@ -76,6 +76,7 @@ Status Agent::init() {
     }
 
     if (auto s = open_storage(); !s.ok()) return s;
+    rollbacks_ = std::make_unique<Rollbacks>(static_cast<Rollbacks::Host&>(*this), *store_, clock_);
 
     // Each source's state as last kept: the manifest files' last good
     // versions (a broken one's stays in force) and the cluster's DaemonSets

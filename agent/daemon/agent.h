@@ -4,7 +4,8 @@
 //
 //   manifest dir --DirWatch--> Sources (sources.h) <-- API server (cluster.cpp)
 //        --> merged (core merge_sources) --> the DaemonSets in force, their store
-//            rows and revision history (DesiredDaemonSets, desired_daemonsets.h)
+//            rows and revision history (DesiredDaemonSets, desired_daemonsets.h),
+//            a rollout undo's template applied (Rollbacks, rollbacks.h)
 //        --> reconcile (pods.cpp): DaemonSetSync (daemonset_sync.h) --> runtime start / stop
 //   runtime exit --> container restart with crash-loop backoff
 //   probe timers (Probes, prober_manager.h) --> started/ready --> availability, rollouts;
@@ -46,6 +47,7 @@
 #include "agent/daemon/pod_workers.h"
 #include "agent/daemon/prober_manager.h"
 #include "agent/daemon/queued_events.h"
+#include "agent/daemon/rollbacks.h"
 #include "agent/daemon/sources.h"
 #include "agent/daemon/static_pods.h"
 #include "agent/daemon/storage.h"
@@ -94,6 +96,7 @@ class Agent : private Images::Host,
               private QueuedEvents::Host,
               private ContainerConfig::Host,
               private DesiredDaemonSets::Host,
+              private Rollbacks::Host,
               private DaemonSetSync::Host,
               private PodAdmission::Host {
   public:
@@ -132,7 +135,7 @@ class Agent : private Images::Host,
     void rebuild_desired();
     void
     schedule_rebuild();  // a rebuild once this loop turn's changes are in (many watch events, one rebuild)
-    // DesiredDaemonSets' Host (desired_daemonsets.h); apply_rollback below.
+    // DesiredDaemonSets' Host (desired_daemonsets.h); apply_rollback below (Rollbacks).
     store::Store& desired_store() override { return *store_; }
     void template_in_force(const std::string& key, const Desired& d) override;
     void revision_reported() override { queued_events_.flush_reported(); }
@@ -172,14 +175,15 @@ class Agent : private Images::Host,
     const Node& sync_node() const override { return node_; }
     OwnerView pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const;
 
-    // rollback.cpp: rollout undo over a manifest file's template
-    void apply_rollback(Desired& d) override;
-    // Answers through `reply` once the rollback is on the disk (or at once).
-    void undo(const std::string& ns, const std::string& name, std::int64_t to_revision,
-              std::function<void(Result<std::string>)> reply);
-    // The undo's decision and writes; *wrote: a rollback was written (or removed).
-    Result<std::string> undo_in_memory(const std::string& ns, const std::string& name,
-                                       std::int64_t to_revision, bool* wrote);
+    // desired.cpp: Rollbacks' Host (rollbacks.h): rollout undo over a
+    // manifest file's template, asked by DesiredDaemonSets' rebuild
+    void apply_rollback(Desired& d) override { rollbacks_->apply(d); }
+    void record_rollback_event(const std::string& ns, const std::string& daemonset, const char* type,
+                               const char* reason, const std::string& message) override;
+    const Desired* daemonset_in_force(const std::string& key) const override { return desired_.find(key); }
+    std::shared_ptr<const DaemonSet> manifest_daemonset(const std::string& path, const std::string& ns,
+                                                        const std::string& name) const override;
+    void rollback_changed(const std::string& key) override;
 
     // events.cpp: events for describe, recorded in the store
     void record_event(const std::string& ns, const std::string& daemonset, const char* type,
@@ -390,6 +394,7 @@ class Agent : private Images::Host,
     std::string notifier_status_;
 
     std::unique_ptr<Sources> sources_;               // the manifest directory and the API server, merged
+    std::unique_ptr<Rollbacks> rollbacks_;           // rollout undo's rollbacks, over store_ (rollbacks.h)
     std::unique_ptr<ConfigVolumes> config_volumes_;  // configMap, secret, downwardAPI, projected volumes
     std::optional<Json> cluster_node_;               // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;

@@ -35,7 +35,7 @@ void Agent::start_control() {
     h.undo = [this](const std::string& ns, const std::string& name, std::int64_t to,
                     ControlServer::Handlers::UndoReply reply) {
         rescan_manifests();
-        undo(ns, name, to, std::move(reply));
+        rollbacks_->undo(ns, name, to, std::move(reply));
     };
     h.rollout_status = [this](const std::string& ns,
                               const std::string& name) -> std::optional<RolloutStatus> {

@@ -1,7 +1,8 @@
 // The desired state: what the sources (sources.h) merge to, made the
 // DaemonSets in force, with rollbacks applied, in the store with its
 // revision history (DesiredDaemonSets, desired_daemonsets.h), and the
-// files' static pods (StaticPods, static_pods.h).
+// files' static pods (StaticPods, static_pods.h); what the rollbacks
+// (Rollbacks, rollbacks.h) reach of the agent.
 #include "agent/daemon/agent.h"
 #include "core/pod_network.h"
 #include "platform/log.h"
@@ -36,6 +37,22 @@ void Agent::rebuild_desired() {
 void Agent::template_in_force(const std::string& key, const Desired& d) {
     if (auto why = unmapped_host_ports(d.ds().spec.template_.spec, config_.runtime_type); !why.empty())
         log(Level::Warning, "DaemonSet " + key + ": " + why);
+}
+
+void Agent::record_rollback_event(const std::string& ns, const std::string& daemonset, const char* type,
+                                  const char* reason, const std::string& message) {
+    record_event(ns, daemonset, type, reason, message);
+}
+
+std::shared_ptr<const DaemonSet> Agent::manifest_daemonset(const std::string& path, const std::string& ns,
+                                                           const std::string& name) const {
+    return sources_->file_daemonset(path, ns, name);
+}
+
+// An undo changed what applies to `key`: rebuilt now.
+void Agent::rollback_changed(const std::string& key) {
+    desired_.reapply(key);
+    rebuild_desired();
 }
 
 }  // namespace daemonlet::agent

@@ -55,7 +55,7 @@ class DesiredDaemonSets {
         virtual store::Store& desired_store() = 0;
         // A new or changed DaemonSet, before it is stored: a rollout undo's
         // template replaces the source's while the file is unchanged
-        // (rollback.cpp). Sets d.object, d.hash, d.file_hash, d.rolled_back.
+        // (Rollbacks::apply, rollbacks.h). Sets d.object, d.hash, d.file_hash, d.rolled_back.
         virtual void apply_rollback(Desired& d) = 0;
         // `d`'s template is in force for the first time (once per
         // template): what the agent says of it (hostPorts it cannot map).

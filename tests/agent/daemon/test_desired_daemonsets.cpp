@@ -6,13 +6,12 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "agent/daemon/desired_daemonsets.h"
-#include "core/manifest.h"
 #include "core/strings.h"
 #include "tests/agent/daemon/fake_clock.h"
+#include "tests/agent/daemon/file_daemonsets.h"
 #include "tests/store/store_fixture.h"
 
 #include <CppUTest/TestHarness.h>
@@ -46,22 +45,6 @@ class FakeHost final : public DesiredDaemonSets::Host, public PodTable::Host {
   private:
     std::unique_ptr<store::Store> store_;
 };
-
-// A file's DaemonSet as Sources gives it: one object, shared while the file
-// is unchanged (a new call is an edited file).
-SourcedDaemonSet from_file(const std::string& name, const std::string& image, const std::string& label = "a",
-                           const std::string& spec_extra = "") {
-    const std::string path = "/m/" + name + ".yaml";
-    auto m = load_manifest("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: " + name +
-                               ", namespace: " + kNs + ", labels: {l: " + label + "}}\nspec:\n" + spec_extra +
-                               "  selector: {matchLabels: {app: " + name +
-                               "}}\n  template:\n    metadata: {labels: {app: " + name +
-                               "}}\n    spec:\n      containers: [{name: c, image: " + image + "}]\n",
-                           path);
-    CHECK_TEXT(m.errors.empty(), m.errors.empty() ? "" : m.errors.front().to_string().c_str());
-    return {std::make_shared<const DaemonSet>(std::get<DaemonSet>(m.objects.front().object)),
-            DaemonSetSource::file(path)};
-}
 
 using Merged = std::map<std::string, SourcedDaemonSet>;
 std::string key(const std::string& name) { return std::string(kNs) + "/" + name; }

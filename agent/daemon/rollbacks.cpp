@@ -1,22 +1,16 @@
-// rollout undo for DaemonSets defined by manifest files.
-//
-// Upstream, kubectl's DaemonSetRollbacker patches the DaemonSet's template
-// with a ControllerRevision's, and the controller then renumbers that
-// revision to max+1 (dedupCurHistories / constructHistory). Here the file is
-// the DaemonSet's source, so an undo cannot edit it: the store keeps the
-// restored template as a rollback, together with the hash of the file's
-// DaemonSet it was made against. While the file's DaemonSet stays that one,
-// the rollback's template is in force, across agent restarts; when the file
-// changes, the file wins again (logged, and an event). Undoing to the file's
-// own template removes the rollback.
+// The Rollbacks component (rollbacks.h): rollout undo over a manifest
+// file's template.
+#include "agent/daemon/rollbacks.h"
+
 #include <algorithm>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
-#include "agent/daemon/agent.h"
 #include "core/decode.h"
+#include "core/pod.h"
 #include "core/template_hash.h"
 #include "platform/log.h"
-#include "platform/system_info.h"
 
 namespace daemonlet::agent {
 
@@ -25,7 +19,7 @@ using platform::log;
 
 namespace {
 
-std::string hex(std::uint64_t v) {
+std::string rollback_hex(std::uint64_t v) {
     char buf[17];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
     return buf;
@@ -39,12 +33,12 @@ Error revision_not_found(std::int64_t r) {
 }  // namespace
 
 // Called for each DaemonSet as read from its file, before it is stored.
-void Agent::apply_rollback(Desired& d) {
+void Rollbacks::apply(DesiredDaemonSets::Desired& d) {
     const auto& md = d.ds().metadata;
     const std::string key = md.namespace_ + "/" + md.name;
-    d.file_hash = hex(fnv1a64(d.ds().object.dump()));
+    d.file_hash = rollback_hex(fnv1a64(d.ds().object.dump()));
     d.rolled_back = false;
-    auto rb = store_->get_rollback(md.namespace_, md.name);
+    auto rb = store_.get_rollback(md.namespace_, md.name);
     if (!rb.ok()) {
         log(Level::Err, "store: " + rb.error().message + "; using the file's template");
         return;
@@ -53,15 +47,15 @@ void Agent::apply_rollback(Desired& d) {
     const store::StoredRollback& r = *rb.value();
     auto drop = [&](const std::string& why) {
         log(Level::Notice, "DaemonSet " + key + ": " + why);
-        if (auto w = store_->delete_rollback(md.namespace_, md.name); !w.ok())
+        if (auto w = store_.delete_rollback(md.namespace_, md.name); !w.ok())
             log(Level::Err, "store: " + w.error().message);
     };
     if (r.file_hash != d.file_hash) {
         drop(d.source.describe() + " changed since the rollback to template " + r.revision_hash +
              ": the file's template is in force again");
-        record_event(md.namespace_, md.name, "Normal", "RollbackSuperseded",
-                     "Manifest " + d.source.describe() + " changed: its template replaces the rollback to " +
-                         r.revision_hash);
+        host_.record_rollback_event(md.namespace_, md.name, "Normal", "RollbackSuperseded",
+                                    "Manifest " + d.source.describe() +
+                                        " changed: its template replaces the rollback to " + r.revision_hash);
         return;
     }
     Json obj = d.ds().object;
@@ -82,8 +76,7 @@ void Agent::apply_rollback(Desired& d) {
 // loop serves everything else meanwhile (an SD card's flush takes hundreds
 // of milliseconds). A flush that fails is logged and said; the rollback is
 // in force all the same.
-void Agent::undo(const std::string& ns, const std::string& name, std::int64_t to_revision,
-                 std::function<void(Result<std::string>)> reply) {
+void Rollbacks::undo(const std::string& ns, const std::string& name, std::int64_t to_revision, Reply reply) {
     bool wrote = false;
     auto r = undo_in_memory(ns, name, to_revision, &wrote);
     if (!r.ok() || !wrote) return reply(std::move(r));
@@ -94,18 +87,17 @@ void Agent::undo(const std::string& ns, const std::string& name, std::int64_t to
     };
     // On the store's worker; without it (it could not start, or the
     // stateDir takes no writes: then flush() says so), on the loop.
-    store_->flush_then(answer);
+    store_.flush_then(answer);
 }
 
-// kubectl's DaemonSetRollbacker.Rollback: returns "rolled back" or
-// "skipped rollback (...)" (kubectl prints it after daemonset.apps/NAME).
-Result<std::string> Agent::undo_in_memory(const std::string& ns, const std::string& name,
-                                          std::int64_t to_revision, bool* wrote) {
+// kubectl's DaemonSetRollbacker.Rollback.
+Result<std::string> Rollbacks::undo_in_memory(const std::string& ns, const std::string& name,
+                                              std::int64_t to_revision, bool* wrote) {
     const std::string key = ns + "/" + name;
-    const Desired* in_force = desired_.find(key);
+    const DesiredDaemonSets::Desired* in_force = host_.daemonset_in_force(key);
     if (!in_force) return Error{ErrorCode::K8sNotFound, "daemonsets.apps \"" + name + "\" not found"};
     if (to_revision < 0) return revision_not_found(to_revision);
-    auto revs = store_->list_revisions(ns, name);
+    auto revs = store_.list_revisions(ns, name);
     if (!revs.ok()) return revs.error();
     auto history = std::move(revs).value();
     std::sort(history.begin(), history.end(),
@@ -120,22 +112,22 @@ Result<std::string> Agent::undo_in_memory(const std::string& ns, const std::stri
             if (h.revision == to_revision) to = &h;
     }
     if (!to) return revision_not_found(to_revision);
-    const Desired& d = *in_force;
+    const DesiredDaemonSets::Desired& d = *in_force;
     if (to->hash == d.hash)
         return "skipped rollback (current template already matches revision " + std::to_string(to_revision) +
                ")";
 
     // The file's own template: undoing to it is removing the rollback.
     std::string file_template_hash;
-    if (auto ds = sources_->file_daemonset(d.source.path, ns, name))
+    if (auto ds = host_.manifest_daemonset(d.source.path, ns, name))
         file_template_hash = template_hash(ds->object["spec"]["template"], ds->status.collision_count);
     const std::int64_t restored = to->revision;
     const std::string restored_hash = to->hash;
     if (restored_hash == file_template_hash) {
-        if (auto w = store_->delete_rollback(ns, name); !w.ok()) return w.error();
+        if (auto w = store_.delete_rollback(ns, name); !w.ok()) return w.error();
     } else {
         store::StoredRollback rb{ns, name, d.file_hash, restored_hash, to->template_json, clock_.wall_ms()};
-        if (auto w = store_->put_rollback(rb); !w.ok()) return w.error();
+        if (auto w = store_.put_rollback(rb); !w.ok()) return w.error();
     }
     *wrote = true;
     const std::string held = restored_hash == file_template_hash
@@ -143,10 +135,10 @@ Result<std::string> Agent::undo_in_memory(const std::string& ns, const std::stri
                                  : "in force until " + d.source.describe() + " changes";
     log(Level::Notice, "DaemonSet " + key + ": rolled back to revision " + std::to_string(restored) + " (" +
                            restored_hash + "), " + held);
-    record_event(ns, name, "Normal", "RollbackDone",
-                 "Rolled back to revision " + std::to_string(restored) + " (" + restored_hash + "), " + held);
-    desired_.reapply(key);  // the rollback changed what applies: rebuild this one
-    rebuild_desired();
+    host_.record_rollback_event(
+        ns, name, "Normal", "RollbackDone",
+        "Rolled back to revision " + std::to_string(restored) + " (" + restored_hash + "), " + held);
+    host_.rollback_changed(key);  // the rollback changed what applies: rebuild this one
     return std::string("rolled back");
 }
 
