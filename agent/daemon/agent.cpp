@@ -77,6 +77,8 @@ Status Agent::init() {
 
     if (auto s = open_storage(); !s.ok()) return s;
     rollbacks_ = std::make_unique<Rollbacks>(static_cast<Rollbacks::Host&>(*this), *store_, clock_);
+    // The Node in force is read from here on (empty until refresh_node).
+    node_state_ = std::make_unique<NodeState>(config_, *store_, clock_);
 
     // Each source's state as last kept: the manifest files' last good
     // versions (a broken one's stays in force) and the cluster's DaemonSets
@@ -92,7 +94,7 @@ Status Agent::init() {
         std::make_unique<ApiAccess>(&loop_, *store_, clock_, [this] { on_config_objects_changed(); });
     api_access_->load();
     api_access_->set_wanted([this] { return wanted_from_cluster(); });
-    load_cluster_node();
+    node_state_->load();
     refresh_node();
     // The link exists (its Events queue with it) before the first reconcile,
     // so the pods an offline boot starts are reported once it connects.
@@ -204,7 +206,7 @@ Status Agent::init() {
     // start what is missing, all before READY. The static pods of the files'
     // stored versions first: a pod whose file went while the agent was down
     // stops with its preStop hooks and grace period.
-    static_pods_.rebuild(sources_->static_pods(), node_.metadata.name, config_.runtime_type);
+    static_pods_.rebuild(sources_->static_pods(), node_state_->name(), config_.runtime_type);
     adopt();
     // Always rebuilt once: with no file changed since the last run, the
     // store still loses what went while the agent was down.
@@ -257,7 +259,7 @@ int Agent::run() {
         uv_run(&loop_, UV_RUN_DEFAULT);
         return 1;
     }
-    log(Level::Notice, "daemonlet running on node " + node_.metadata.name + ": " +
+    log(Level::Notice, "daemonlet running on node " + node_state_->name() + ": " +
                            std::to_string(desired_.size()) + " DaemonSets, " + std::to_string(pods_.size()) +
                            " pods");
     update_status();
@@ -355,7 +357,7 @@ void Agent::reload_config() {
         close_api_pods();
         cluster_.reset();
         sources_->keep_followed(config_.api_server);
-        if (!config_.api_server.node_from_cluster) cluster_node_.reset();
+        if (!config_.api_server.node_from_cluster) node_state_->forget_cluster_node();
         start_cluster(true);
         if (!dir_changed) rebuild_desired();
     }

@@ -14,6 +14,8 @@
 //   postStart after a start, preStop before a stop (PodHooks, pod_hooks.h)
 //   images (images.h, one Images): imports, pulls and their back-off, image GC;
 //     it starts the containers waiting for an image through Images::Host
+//   the node: configuration + (nodeFromCluster) the cluster's Node (NodeState,
+//     node_state.h) --> a change of labels or taints re-evaluates every DaemonSet
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
 #pragma once
 
@@ -40,6 +42,7 @@
 #include "agent/daemon/lifecycle_hooks.h"
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/node_ips.h"
+#include "agent/daemon/node_state.h"
 #include "agent/daemon/pod_admission.h"
 #include "agent/daemon/pod_events.h"
 #include "agent/daemon/pod_hooks.h"
@@ -140,22 +143,21 @@ class Agent : private Images::Host,
     void template_in_force(const std::string& key, const Desired& d) override;
     void revision_reported() override { queued_events_.flush_reported(); }
 
-    // cluster.cpp: the API server's link (its DaemonSets go to sources_),
-    // the node from the cluster, connectivity, the Lease and the Events
+    // cluster.cpp: the API server's link (its DaemonSets go to sources_,
+    // its Node to node_state_), connectivity, the Lease and the Events
     // (cluster_link.h)
-    void load_cluster_node();
     void start_cluster(bool start_now);
     void on_api_daemonsets(const std::string& scope, ReflectorChanges&& changes);
     void on_api_node(ReflectorChanges&& changes);
     void on_link(LinkState state);
+    // node_state_'s Node in force again; a change re-evaluates every DaemonSet.
     void refresh_node();
     void send_cluster_event(const std::string& ns, const std::string& daemonset, const char* type,
                             const char* reason, const std::string& message);
     Json status_json() const;
-    // registerNode: the board's status from its measurements now, and the
-    // Node it registers (core/node_status.h).
-    NodeStatusInput measure_node_status();
-    Json registration_object() const;
+    // registerNode: what the board's status reads of the agent (the
+    // measurements and the Node it registers are node_state_'s).
+    NodeState::StatusInputs node_status_inputs() const;
     // cluster_pods.cpp: podStatus, the board's DaemonSet pods as Pods of
     // the API (api_pods.h): what ApiPods reads of the pods
     void start_api_pods();
@@ -172,7 +174,7 @@ class Agent : private Images::Host,
     // paces `d`'s rollout here: connected, and each of the board's pods of
     // an older revision has its Pod (the controller deletes it). DaemonSetSync::Host.
     void pace_by_cluster(const Desired& d, DesiredDaemonSet& w) const override;
-    const Node& sync_node() const override { return node_; }
+    const Node& sync_node() const override { return node_state_->node(); }
     OwnerView pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const;
 
     // desired.cpp: Rollbacks' Host (rollbacks.h): rollout undo over a
@@ -359,9 +361,11 @@ class Agent : private Images::Host,
     std::string config_path_;
     const platform::Clock& clock_;
     uv_loop_t loop_{};
-    Node node_;
     std::unique_ptr<store::Store> store_;  // the Storage (storage.h) over the SQLite store
     Storage* storage_ = nullptr;           // store_, watched: whether the stateDir takes writes
+    // The Node in force, the cluster's Node and registerNode's pressure
+    // observations (node_state.h); made with store_.
+    std::unique_ptr<NodeState> node_state_;
     std::unique_ptr<platform::Runtime> runtime_;
     // Starts and stops, at most runtime.maxParallelOperations at once, one
     // pod's in order (pods.cpp).
@@ -396,7 +400,6 @@ class Agent : private Images::Host,
     std::unique_ptr<Sources> sources_;               // the manifest directory and the API server, merged
     std::unique_ptr<Rollbacks> rollbacks_;           // rollout undo's rollbacks, over store_ (rollbacks.h)
     std::unique_ptr<ConfigVolumes> config_volumes_;  // configMap, secret, downwardAPI, projected volumes
-    std::optional<Json> cluster_node_;               // nodeFromCluster: the Node object
     std::unique_ptr<ClusterLink> cluster_;
     // Service-account tokens, kube-root-ca.crt and the admitted specs (api_access.h).
     std::unique_ptr<ApiAccess> api_access_;
@@ -405,7 +408,6 @@ class Agent : private Images::Host,
     PodEventFilter ds_event_filter_;             // the cluster DaemonSets' Events: repeats counted
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
-    PressureObservations node_pressure_seen_;    // registerNode: when each threshold was last met
     PodTable pods_{*this, clock_};               // the pods, by uid (pod_table.h)
     // The launch description of each container start (container_config.h).
     ContainerConfig container_config_{*this, config_};

@@ -11,57 +11,15 @@
 //   waiting for the API server. No resourceVersion is kept: each start
 //   lists first, as client-go's reflector does.
 // - nodeFromCluster: the Node object's labels, taints and unschedulable over
-//   the configuration (core merge_cluster_node); a change re-evaluates every
-//   DaemonSet at once.
-#include <algorithm>
-
+//   the configuration (core merge_cluster_node, in NodeState, node_state.h);
+//   a change re-evaluates every DaemonSet at once.
 #include "agent/daemon/agent.h"
-#include "agent/daemon/version.h"
-#include "core/decode.h"
-#include "core/local_node.h"
-#include "core/node_status.h"
 #include "platform/log.h"
-#include "platform/system_info.h"
 
 namespace daemonlet::agent {
 
 using platform::Level;
 using platform::log;
-
-namespace {
-
-constexpr const char* kNodeMeta = "api.node";  // the Node's labels, taints and unschedulable
-
-// The Node fields the agent uses, as stored for an offline boot.
-Json node_subset(const Json& node) {
-    Json out = Json::object();
-    out["apiVersion"] = "v1";
-    out["kind"] = "Node";
-    out["metadata"] = {{"name", meta_string(node, "name")}};
-    if (node.contains("metadata") && node["metadata"].contains("labels"))
-        out["metadata"]["labels"] = node["metadata"]["labels"];
-    if (node.contains("spec") && node["spec"].is_object()) {
-        Json spec = Json::object();
-        for (const char* k : {"taints", "unschedulable"})
-            if (node["spec"].contains(k)) spec[k] = node["spec"][k];
-        out["spec"] = spec;
-    }
-    return out;
-}
-
-}  // namespace
-
-// At start-up: the cluster's Node as last received, so that an offline
-// boot places pods as the connected agent did (its DaemonSets are
-// Sources::load's).
-void Agent::load_cluster_node() {
-    if (!config_.api_server.enabled || !config_.api_server.node_from_cluster) return;
-    auto node = store_->get_meta(kNodeMeta);
-    if (node.ok() && node.value() && !node.value()->empty()) {
-        Json j = Json::parse(*node.value(), nullptr, false);
-        if (j.is_object()) cluster_node_ = std::move(j);
-    }
-}
 
 void Agent::start_cluster(bool start_now) {
     // The token requests' link: none until this one is made.
@@ -81,11 +39,11 @@ void Agent::start_cluster(bool start_now) {
         if (api_pods_ && !stopping_) api_pods_->changed();
     };
     if (config_.api_server.register_node) {
-        hooks.node_status = [this] { return measure_node_status(); };
-        hooks.node_object = [this] { return registration_object(); };
+        hooks.node_status = [this] { return node_state_->measure_status(node_status_inputs()); };
+        hooks.node_object = [this] { return node_state_->registration_object(); };
     }
     auto link =
-        ClusterLink::create(&loop_, config_.api_server, node_.metadata.name, std::move(hooks), clock_);
+        ClusterLink::create(&loop_, config_.api_server, node_state_->name(), std::move(hooks), clock_);
     if (!link.ok()) {
         // The cached DaemonSets keep running; SIGHUP after fixing it retries.
         cluster_error_ = link.error().message;
@@ -116,46 +74,16 @@ void Agent::on_api_daemonsets(const std::string& scope, ReflectorChanges&& ch) {
 
 void Agent::on_api_node(ReflectorChanges&& ch) {
     if (stopping_) return;
-    std::optional<Json> next = cluster_node_;
-    if (ch.replace || !ch.deleted.empty()) next.reset();
-    for (const Json& o : ch.objects)
-        if (meta_string(o, "name") == node_.metadata.name) next = node_subset(o);
-    if (next == cluster_node_) return;
-    if (!next && cluster_node_)
-        log(Level::Notice, "API server: the Node " + node_.metadata.name +
-                               " is gone from the cluster; the configuration alone describes the board");
-    cluster_node_ = std::move(next);
-    if (auto w = store_->put_meta(kNodeMeta, cluster_node_ ? cluster_node_->dump() : std::string()); !w.ok())
-        log(Level::Warning, "store: " + w.error().message);
-    refresh_node();
+    if (node_state_->on_api_node(std::move(ch))) refresh_node();
 }
 
 // The node as the configuration and (nodeFromCluster) the cluster describe
-// it; a change re-evaluates every DaemonSet.
+// it (NodeState, node_state.h); a change re-evaluates every DaemonSet.
 void Agent::refresh_node() {
-    const std::string arch = goarch_from_machine(platform::machine());
-    Node next = make_local_node(config_.node_name, config_.node_labels, config_.node_taints,
-                                config_.node_unschedulable, "linux", arch);
-    if (config_.api_server.node_from_cluster && cluster_node_) {
-        Node cluster;
-        FieldErrors errs = decode_node(*cluster_node_, cluster);
-        if (errs.empty())
-            next = merge_cluster_node(config_.node_name, config_.node_labels, config_.node_taints,
-                                      config_.node_unschedulable, cluster, "linux", arch);
-        else
-            for (const auto& e : errs)
-                log(Level::Err, "API server Node " + config_.node_name + ": " + e.to_string() +
-                                    "; using the configuration's labels and taints");
-    }
-    const bool same = next.metadata.labels == node_.metadata.labels && next.taints == node_.taints &&
-                      next.unschedulable == node_.unschedulable && !node_.metadata.name.empty();
-    node_ = std::move(next);
-    if (same) return;
-    store::StoredNode sn{node_.metadata.labels, node_.taints, node_.unschedulable};
-    if (auto w = store_->put_node(sn); !w.ok()) log(Level::Warning, w.error().message);
+    if (!node_state_->refresh()) return;
     if (reconcile_timer_) {
         log(Level::Notice,
-            "node " + node_.metadata.name + ": labels or taints changed; re-evaluating every DaemonSet");
+            "node " + node_state_->name() + ": labels or taints changed; re-evaluating every DaemonSet");
         schedule_reconcile();
     }
 }
@@ -172,61 +100,19 @@ void Agent::on_link(LinkState state) {
     }
 }
 
-// The Node as the kubelet registers it: the automatic labels and nodeLabels,
-// registerWithTaints (not nodeTaints, which are the board's own), and the
-// unschedulable taint when nodeUnschedulable (initialNode).
-Json Agent::registration_object() const {
-    return make_local_node(config_.node_name, config_.node_labels, config_.api_server.register_with_taints,
-                           config_.node_unschedulable, "linux", goarch_from_machine(platform::machine()))
-        .object;
-}
-
-NodeStatusInput Agent::measure_node_status() {
-    NodeStatusInput in;
-    NodeMeasurements& m = in.measurements;
-    m.cpus = platform::online_cpus();
-    const platform::MemoryInfo mem = platform::read_memory_info();
-    m.memory_capacity = mem.total > 0 ? mem.total : platform::memory_bytes();
-    m.memory_available = mem.available;
-    // nodefs: the state directory's filesystem (the kubelet's root dir);
-    // imagefs: the image store's (runc), else the same.
-    const platform::FsInfo nodefs = platform::read_fs_info(config_.state_dir);
-    platform::FsInfo imagefs = platform::read_fs_info(config_.state_dir + "/images");
-    if (imagefs.available < 0) imagefs = nodefs;
-    m.nodefs_capacity = nodefs.capacity;
-    m.nodefs_available = nodefs.available;
-    m.nodefs_inodes = nodefs.inodes;
-    m.nodefs_inodes_free = nodefs.inodes_free;
-    m.imagefs_capacity = imagefs.capacity;
-    m.imagefs_available = imagefs.available;
-    const platform::PidInfo pids = platform::read_pid_info();
-    m.pid_max = pids.max;
-    m.pids = pids.running;
-    in.pressure = observe_pressure(m, in.thresholds, clock_.monotonic_ms(), node_pressure_seen_);
-
-    static const platform::HostFacts facts = platform::read_host_facts();  // fixed until a reboot
-    in.facts.machine_id = facts.machine_id;
-    in.facts.system_uuid = facts.system_uuid;
-    in.facts.boot_id = facts.boot_id;
-    in.facts.kernel_version = facts.kernel_version;
-    in.facts.os_image = facts.os_image;
-    in.facts.architecture = goarch_from_machine(platform::machine());
-    // "<runtime>://<version>" as the CRI's Version answers (cri), runc's
-    // `runc --version`; the exec runtime is daemonlet's own.
-    in.facts.container_runtime_version = runtime_ ? runtime_->version_string() : std::string();
-    if (in.facts.container_runtime_version.empty())
-        in.facts.container_runtime_version = std::string(runtime_ ? runtime_->name() : "exec") + "://" +
-                                             (config_.runtime_type == "exec" ? daemonlet_version() : "");
-    in.facts.kubelet_version = kubelet_version_string(daemonlet_version());
+// registerNode's status: what NodeState reads of the agent besides the
+// machine.
+NodeState::StatusInputs Agent::node_status_inputs() const {
+    NodeState::StatusInputs in;
+    if (runtime_) {
+        in.runtime_version = runtime_->version_string();
+        in.runtime_name = runtime_->name();
+    }
     if (node_ips_) in.ips = node_ips_->ips();
-    in.hostname = node_.metadata.name;
     // Ready unless a container waits for an unreachable runtime.
     for (const auto& [uid, p] : pods_)
         for (const auto& c : p.containers)
-            if (c.runtime_down_ms > 0) {
-                in.runtime_ready = false;
-                in.runtime_message = "container runtime is down";
-            }
+            if (c.runtime_down_ms > 0) in.container_waits_for_runtime = true;
     return in;
 }
 
@@ -270,7 +156,7 @@ Json Agent::status_json() const {
     if (api_pods_) api["podStatus"] = api_pods_->status();
     if (config_.api_server.enabled)
         api["rollouts"] = config_.api_server.cluster_paces_rollouts ? "cluster" : "board";
-    return Json{{"node", node_.metadata.name},
+    return Json{{"node", node_state_->name()},
                 {"daemonSets",
                  {{"total", desired_.size()},
                   {"fromFiles", from_files},

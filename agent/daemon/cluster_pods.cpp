@@ -28,7 +28,7 @@ void Agent::start_api_pods() {
     // A Pod of the node no board pod has (the controller's surge Pod) may
     // start a paced rollout's new pod.
     hooks.node_pods_changed = [this] { schedule_reconcile(); };
-    api_pods_ = std::make_unique<ApiPods>(&loop_, *cluster_, node_.metadata.name, clock_, std::move(hooks));
+    api_pods_ = std::make_unique<ApiPods>(&loop_, *cluster_, node_state_->name(), clock_, std::move(hooks));
     api_pods_->start();
     // The pods' tokens are bound to their Pods (api_access.h).
     if (api_access_) api_access_->set_bind_pods(true);
@@ -112,7 +112,7 @@ OwnerView Agent::pod_owner(const std::string& ns, const std::string& name, const
         return v;
     }
     v.state = OwnerState::Followed;
-    v.decision = node_should_run_daemon_pod(node_, d->ds());
+    v.decision = node_should_run_daemon_pod(node_state_->node(), d->ds());
     return v;
 }
 

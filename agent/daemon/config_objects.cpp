@@ -21,7 +21,7 @@ const DaemonSet* Agent::daemonset_of(const PodRecord& rec) const {
 }
 
 ContainerConfig::NodeFacts Agent::node_facts() const {
-    return {&node_, node_ips_->ips(), platform::online_cpus(), platform::memory_bytes()};
+    return {&node_state_->node(), node_ips_->ips(), platform::online_cpus(), platform::memory_bytes()};
 }
 
 std::optional<std::string> Agent::api_server() const {

@@ -42,7 +42,7 @@ void Agent::start_control() {
         rescan_manifests();
         const Desired* d = desired_.find(ns + "/" + name);
         if (!d) return std::nullopt;
-        return rollout_status_of(*d, node_should_run_daemon_pod(node_, d->ds()));
+        return rollout_status_of(*d, node_should_run_daemon_pod(node_state_->node(), d->ds()));
     };
     control_ = std::make_unique<ControlServer>(&loop_, config_.state_dir + "/daemonlet.sock", std::move(h));
 }
@@ -72,7 +72,7 @@ void Agent::after_reconcile() {
     std::vector<std::pair<const Desired*, bool>> decided;
     std::size_t in_progress = 0;
     for (const auto& [key, d] : desired_) {
-        Decision decision = node_should_run_daemon_pod(node_, d.ds());
+        Decision decision = node_should_run_daemon_pod(node_state_->node(), d.ds());
         record_placement(d, decision);
         RolloutStatus st = rollout_status_of(d, decision);
         decided.emplace_back(&d, decision.should_run);

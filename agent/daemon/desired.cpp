@@ -28,8 +28,8 @@ void Agent::schedule_rebuild() {
 void Agent::rebuild_desired() {
     // First: a store that fails below must not leave the static pods
     // without their files (the reconcile would stop them all).
-    static_pods_.rebuild(sources_->static_pods(), node_.metadata.name, config_.runtime_type);
-    if (!desired_.rebuild(sources_->merge(node_.metadata.name)).applied) return;
+    static_pods_.rebuild(sources_->static_pods(), node_state_->name(), config_.runtime_type);
+    if (!desired_.rebuild(sources_->merge(node_state_->name())).applied) return;
     schedule_reconcile();
 }
 

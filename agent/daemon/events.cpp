@@ -44,7 +44,7 @@ void Agent::record_pod_removed(const PodRecord& pod, const std::string& reason) 
     if (pod.phase == PodPhase::Failed && reason.rfind("failed daemon pod", 0) == 0)
         record_event(pod.namespace_, pod.daemonset, "Warning", "FailedDaemonPod",
                      "Found failed daemon pod " + pod.namespace_ + "/" + pod.name + " on node " +
-                         node_.metadata.name + ", will try to kill it");
+                         node_state_->name() + ", will try to kill it");
     if (reason.find("NoExecute") != std::string::npos)
         record_event(pod.namespace_, pod.daemonset, "Warning", "TaintManagerEviction",
                      "Marking for deletion Pod " + pod.namespace_ + "/" + pod.name + ": " + reason);
@@ -70,7 +70,7 @@ void Agent::record_placement(const Desired& d, const Decision& decision) {
     it->second = noted;
     if (decision.should_run) return;
     record_event(d.ds().metadata.namespace_, d.ds().metadata.name, "Warning", "FailedPlacement",
-                 "failed to place pod on \"" + node_.metadata.name +
+                 "failed to place pod on \"" + node_state_->name() +
                      "\": " + (why.empty() ? std::string("the node does not match") : why) +
                      (decision.should_continue_running ? "" : " (a running pod is stopped)"));
 }

@@ -90,7 +90,7 @@ std::set<std::string> Agent::images_in_use() {
         for (std::size_t i = 0; i < p.containers.size(); ++i)
             if (const Container* c = probed_spec(p, i)) out.insert(image_key(c->image));
     for (const auto& [key, d] : desired_)
-        if (node_should_run_daemon_pod(node_, d.ds()).should_run)
+        if (node_should_run_daemon_pod(node_state_->node(), d.ds()).should_run)
             add_spec_images(d.ds().spec.template_.spec, out);
     return out;
 }

@@ -30,7 +30,7 @@ void Agent::readmit_adopted_static_pods() {
     // Each change stops the pod; the reconcile then creates it again, through
     // create_static_pod's admission: Failed with the refusal's reason (its
     // processes gone), or started.
-    for (const auto& r : admission_.readmit(static_pods_.adopted(), node_))
+    for (const auto& r : admission_.readmit(static_pods_.adopted(), node_state_->node()))
         workers_->terminate(r.uid, r.rejection ? "not admitted at this start: " + r.rejection->reason + ": " +
                                                      r.rejection->message
                                                : "admitted at this start (refused before): it starts");
@@ -51,7 +51,7 @@ void Agent::create_static_pod(const std::string& uid, const StaticPods::Desired&
     // canAdmitPod: the sysctl handler, then the predicates; rejectPod:
     // Failed, with the first refusal's reason; nothing runs.
     const PodAdmission::ActivePods active = admission_.active_pods(/*skip_static=*/false);
-    auto rejected = admission_.admit_static(pod, node_, active.specs);
+    auto rejected = admission_.admit_static(pod, node_state_->node(), active.specs);
     if (rejected) return reject_pod(std::move(p), *rejected, "static pod " + name + " from " + s.path);
     log(Level::Notice,
         "static pod " + name + " created from " + s.path + " (restartPolicy " + restart_policy_of(p.rec) +
