@@ -205,6 +205,8 @@ class Agent : private Images::Host,
     // a 0 ms timer started in a timer callback again in the same pass.
     void schedule_reconcile(bool next_turn = false);
     void reconcile();
+    // adopt.cpp: at the start, the Adoption component's plan (adoption.h)
+    // applied: the runtime's stops and removals, watches, the pods added.
     void adopt();
     void create_pod(const PodToCreate& c);
     // An admitted pod (a DaemonSet's or a static pod) into the table, its

@@ -1,7 +1,7 @@
 // The labels every container is started with (platform::ContainerLaunch::
 // labels, kept by the runtime as CRI labels are): with the pod's uid, name
 // and namespace, enough to rebuild the pod's record when the database is
-// lost (agent/daemon/adopt.cpp).
+// lost (agent/daemon/adoption.cpp).
 #pragma once
 
 #include <map>
@@ -22,7 +22,7 @@ inline constexpr char kLabelContainers[] = "daemonlet.io/containers";
 inline constexpr char kLabelInitContainers[] = "daemonlet.io/init-containers";  // "name" or "name:sidecar"
 
 // Made by the ContainerConfig (container_config.cpp), read back by adoption
-// (adopt.cpp).
+// (adoption.cpp).
 std::map<std::string, std::string> pod_labels(const PodRecord& rec);
 
 }  // namespace daemonlet::agent
