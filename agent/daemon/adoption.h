@@ -60,8 +60,9 @@ struct AdoptionPlan {
     // Unrecorded running instances adopted into their record (Notice), in
     // the store's order: logged first.
     std::vector<std::string> notices;
-    // Containers no record knows, in id order: exited ones removed,
-    // second instances stopped.
+    // Containers no record knows, each list in id order: exited ones
+    // removed, second instances stopped (the agent asks the removals
+    // first, then the stops: they concern different containers).
     std::vector<std::string> remove;
     std::vector<SecondInstance> second_instances;
     std::vector<Orphan> orphans;  // in uid order
@@ -69,7 +70,7 @@ struct AdoptionPlan {
 
 // `stored`: the store's pod records; `found`: the runtime's containers
 // (Runtime::adopt_all); `now_mono_ms`: the start each adopted container's
-// worker state records.
+// worker state records (read once, before the plan's stops run).
 AdoptionPlan plan_adoption(std::vector<PodRecord> stored, std::vector<platform::ContainerInfo> found,
                            std::int64_t now_mono_ms);
 

@@ -111,15 +111,16 @@ TEST_GROUP(Adoption){};
 // its restarts untouched, its start already observed (the kubelet's relist
 // adopts it; computePodActions starts nothing that runs).
 TEST(Adoption, RecordedRunningContainerIsAdoptedWithZeroRestarts) {
-    AdoptionPlan plan =
-        plan_adoption({adoption_record("u1", "c1")}, {found_container("c1", "u1", "app")}, kNowMono);
+    PodRecord rec = adoption_record("u1", "c1");
+    rec.containers[0].restart_count = 2;  // crash-looped before the agent's restart
+    AdoptionPlan plan = plan_adoption({rec}, {found_container("c1", "u1", "app")}, kNowMono);
     LONGS_EQUAL(1, plan.pods.size());
     const LivePod& p = plan.pods.front();
     STRCMP_EQUAL("c1", p.containers.at(0).id.c_str());
     LONGS_EQUAL(kNowMono, p.containers.at(0).started_mono_ms);
     CHECK(p.start_observed);
     STRCMP_EQUAL("Running", state_of(p.rec.containers.at(0)).c_str());
-    LONGS_EQUAL(0, p.rec.containers.at(0).restart_count);
+    LONGS_EQUAL(2, p.rec.containers.at(0).restart_count);  // kept: adopting is no restart
     // Started by an older agent that kept no image id: the runtime's.
     STRCMP_EQUAL("docker.io/library/busybox@sha256:abc", p.rec.containers.at(0).image_id.c_str());
     STRCMP_EQUAL("c1@u1/0", watched(plan.watch).c_str());
@@ -284,4 +285,15 @@ TEST(Adoption, OnlyADeletingRecordKeepsItsDeletionGrace) {
     CHECK_FALSE(plan.pods.at(0).rec.deletion_grace_seconds.has_value());
     CHECK(plan.pods.at(1).rec.deletion_grace_seconds.has_value());
     LONGS_EQUAL(7, *plan.pods.at(1).rec.deletion_grace_seconds);
+}
+
+// A running container with no pod uid at all (started by something else
+// under the agent's namespace, or labels stripped): no way to know its pod,
+// so it is stopped, never rebuilt.
+TEST(Adoption, AContainerWithoutAPodUidIsStopped) {
+    AdoptionPlan plan = plan_adoption({}, {found_container("c-x", "", "app")}, kNowMono);
+    STRCMP_EQUAL("orphan:c-x", stopped(plan).c_str());
+    for (const auto& o : plan.orphans) CHECK_FALSE(o.rebuilt.has_value());
+    CHECK(plan.pods.empty());
+    CHECK(plan.watch.empty());
 }
