@@ -9,11 +9,14 @@
 #include <vector>
 
 #include "agent/daemon/node_state.h"
+#include "agent/daemon/version.h"
 #include "core/strings.h"
 #include "tests/agent/daemon/fake_clock.h"
 #include "tests/store/store_fixture.h"
 
 #include <CppUTest/TestHarness.h>
+// After TestHarness.h, which it needs.
+#include <CppUTest/MemoryLeakWarningPlugin.h>
 
 using namespace daemonlet;
 using namespace daemonlet::testing;
@@ -145,11 +148,59 @@ TEST(NodeState, TheSameNodeAgainIsNoChange) {
     Json again = cluster_node();
     again["metadata"]["resourceVersion"] = "8";
     again["status"]["phase"] = "Pending";
+    // Sentinels in the store: a write would replace them.
+    MUST(store->put_meta("api.node", "sentinel"));
+    const store::StoredNode sentinel{{{"sentinel", "1"}}, {}, false};
+    MUST(store->put_node(sentinel));
     CHECK_FALSE(state->on_api_node(node_upserted(again)));
     CHECK_FALSE(state->refresh());
     ReflectorChanges relist = node_upserted(cluster_node());
     relist.replace = true;
     CHECK_FALSE(state->on_api_node(std::move(relist)));
+    CHECK_FALSE(state->refresh());
+    STRCMP_EQUAL("sentinel", MUST(store->get_meta("api.node")).value_or("<none>").c_str());
+    CHECK_TRUE(stored() == sentinel);
+}
+
+// registerNode's status (the kubelet's setNodeStatus): the runtime's
+// version as it answers, else "<runtime>://" (the exec runtime names
+// daemonlet's version); Ready's runtime condition false while a container
+// waits for a down runtime; the hostname is the Node's name.
+TEST(NodeState, TheNodeStatusNamesTheRuntimeAndItsReadiness) {
+    // The host's facts (machine id, boot id, ...) are read once per process
+    // and kept (a function-local static): read first outside CppUTest's
+    // leak detector.
+    MemoryLeakWarningPlugin::saveAndDisableNewDeleteOverloads();
+    {
+        const AgentConfig plain;
+        (void)agent::NodeState(plain, *store, clock).measure_status({});
+    }
+    MemoryLeakWarningPlugin::restoreNewDeleteOverloads();
+    config.state_dir = dir.path();
+    config.runtime_type = "exec";
+    start();
+    agent::NodeState::StatusInputs in;
+    in.ips = {"10.0.0.2"};
+    in.container_waits_for_runtime = true;
+    NodeStatusInput s = state->measure_status(in);
+    STRCMP_EQUAL((std::string("exec://") + agent::daemonlet_version()).c_str(),
+                 s.facts.container_runtime_version.c_str());
+    CHECK_FALSE(s.runtime_ready);
+    STRCMP_EQUAL("container runtime is down", s.runtime_message.c_str());
+    STRCMP_EQUAL("board", s.hostname.c_str());
+    LONGS_EQUAL(1, s.ips.size());
+    STRCMP_EQUAL("10.0.0.2", s.ips[0].c_str());
+    CHECK_TRUE(s.measurements.memory_capacity > 0);  // read from this machine
+
+    config.runtime_type = "runc";
+    in.runtime_version = "runc://1.1.5";
+    in.container_waits_for_runtime = false;
+    s = state->measure_status(in);
+    STRCMP_EQUAL("runc://1.1.5", s.facts.container_runtime_version.c_str());
+    CHECK_TRUE(s.runtime_ready);
+    in.runtime_version.clear();
+    in.runtime_name = "runc";
+    STRCMP_EQUAL("runc://", state->measure_status(in).facts.container_runtime_version.c_str());
 }
 
 // unschedulable alone (kubectl cordon) is a change of the Node in force,
