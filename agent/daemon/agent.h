@@ -177,9 +177,11 @@ class Agent : private Images::Host,
     const Node& sync_node() const override { return node_state_->node(); }
     OwnerView pod_owner(const std::string& ns, const std::string& name, const std::string& uid) const;
 
-    // desired.cpp: Rollbacks' Host (rollbacks.h): rollout undo over a
-    // manifest file's template, asked by DesiredDaemonSets' rebuild
+    // DesiredDaemonSets' Host: a stored rollback over a manifest file's
+    // template, applied by the rebuild (Rollbacks, rollbacks.h).
     void apply_rollback(Desired& d) override { rollbacks_->apply(d); }
+    // Rollbacks' Host (rollbacks.h); record_rollback_event, manifest_daemonset
+    // and rollback_changed in desired.cpp.
     void record_rollback_event(const std::string& ns, const std::string& daemonset, const char* type,
                                const char* reason, const std::string& message) override;
     const Desired* daemonset_in_force(const std::string& key) const override { return desired_.find(key); }
