@@ -72,8 +72,6 @@ const Container* Agent::find_container(const PodSpec& spec, const LivePod& p, st
     return ContainerConfig::find_container(spec, p, index);
 }
 
-// The environment: values with $(VAR) expanded against the earlier entries,
-// and the downward API fields the exec runtime can know.
 void Agent::schedule_reconcile(bool next_turn) {
     // Coalesces a burst of triggers into one pass on the next loop turn.
     if (stopping_ || reconcile_pending_ || !reconcile_timer_) return;
