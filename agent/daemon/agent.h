@@ -353,9 +353,6 @@ class Agent : private Images::Host,
     // probes.cpp: what the Probes component (prober_manager.h) probes, and
     // what its results do
     const Container* probed_spec(const LivePod& pod, std::size_t index);
-    // The DaemonSet `object` with the template of the pod's revision, from
-    // the store's history (cached); nullptr: the history has it no more.
-    const DaemonSet* stored_revision(const PodRecord& rec, const Json& object);
     void start_probes(const std::string& uid, std::size_t index);
     void ensure_probes();
     void on_probe_failed(const std::string& uid, std::size_t index, ProbeKind kind);
@@ -383,7 +380,6 @@ class Agent : private Images::Host,
     std::unique_ptr<PodHooks> pod_hooks_;    // when each container's hooks run, over hooks_
     // Imports, pulls, their back-off and image GC (images.h).
     std::unique_ptr<Images> images_;
-    std::map<std::string, DaemonSet> old_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
     // The node's IPs (nodeIP, else the interfaces), for status.hostIP and
     // hostNetwork pods' podIP; re-checked every minute (node_ips.h).
     std::unique_ptr<NodeAddresses> node_ips_;

@@ -126,9 +126,8 @@ Json Agent::board_pod_status(const LivePod& p, bool terminal) const {
     // revision's while its DaemonSet rolls.
     std::shared_ptr<const PodSpec> spec = pod_source(p.rec).spec;
     if (!spec) {
-        auto old = old_revisions_.find(p.rec.namespace_ + "/" + p.rec.daemonset + "/" + p.rec.revision_hash);
-        if (old != old_revisions_.end())
-            spec = std::make_shared<const PodSpec>(old->second.spec.template_.spec);
+        if (const DaemonSet* old = desired_.cached_pod_revision(p.rec))
+            spec = std::make_shared<const PodSpec>(old->spec.template_.spec);
     }
     if (spec) {
         for (const auto& c : spec->init_containers) ctx.images.push_back(c.image);

@@ -2,6 +2,7 @@
 // decision and its store writes, and the revision history.
 #include "agent/daemon/desired_daemonsets.h"
 
+#include "core/decode.h"
 #include "core/revision_history.h"
 #include "core/template_hash.h"
 #include "platform/log.h"
@@ -163,6 +164,36 @@ Status DesiredDaemonSets::record_revision(Desired& d) {
     const int keep = d.ds().spec.revision_history_limit.value_or(10);  // old revisions, the current one aside
     if (auto pr = store.prune_revisions(md.namespace_, md.name, keep, in_use); !pr.ok()) return pr.error();
     return Ok{};
+}
+
+static std::string pod_revision_key(const PodRecord& rec) {
+    return rec.namespace_ + "/" + rec.daemonset + "/" + rec.revision_hash;
+}
+
+const DaemonSet* DesiredDaemonSets::cached_pod_revision(const PodRecord& rec) const {
+    auto it = pod_revisions_.find(pod_revision_key(rec));
+    return it == pod_revisions_.end() ? nullptr : &it->second;
+}
+
+const DaemonSet* DesiredDaemonSets::pod_revision(const PodRecord& rec, const Json& object) {
+    const std::string key = pod_revision_key(rec);
+    if (auto it = pod_revisions_.find(key); it != pod_revisions_.end()) return &it->second;
+    auto revs = host_.desired_store().list_revisions(rec.namespace_, rec.daemonset);
+    if (!revs) return nullptr;
+    for (const auto& rev : revs.value()) {
+        if (rev.hash != rec.revision_hash) continue;
+        Json obj = object;
+        Json tmpl = Json::parse(rev.template_json, nullptr, false);
+        if (tmpl.is_discarded() || !tmpl.is_object()) return nullptr;
+        obj["spec"]["template"] = std::move(tmpl);
+        DaemonSet old;
+        if (!decode_daemonset(obj, old).empty()) return nullptr;
+        // Bounded: revisions are pruned to revisionHistoryLimit, and this
+        // cache starts over rather than grow.
+        if (pod_revisions_.size() >= 32) pod_revisions_.clear();
+        return &pod_revisions_.emplace(key, std::move(old)).first->second;
+    }
+    return nullptr;
 }
 
 }  // namespace daemonlet::agent

@@ -91,6 +91,15 @@ class DesiredDaemonSets {
     const Desired* find(const std::string& key) const;
     // The DaemonSet pod `rec` belongs to; null: none, or a static pod.
     const Desired* for_pod(const PodRecord& rec) const;
+    // The DaemonSet `object` with the template of pod `rec`'s own revision,
+    // from the store's history: what a pod of an older revision (a rollout
+    // in progress, OnDelete, an agent restart in between) is probed, hooked
+    // and reported by, as the kubelet runs each pod by its own spec. Cached
+    // by "namespace/name/hash" (at most 32; the cache starts over rather
+    // than grow); null: the history has it no more, or it does not decode.
+    const DaemonSet* pod_revision(const PodRecord& rec, const Json& object);
+    // The same, only if it is cached (no store read).
+    const DaemonSet* cached_pod_revision(const PodRecord& rec) const;
     std::size_t size() const { return desired_.size(); }
     std::map<std::string, Desired>::const_iterator begin() const { return desired_.begin(); }
     std::map<std::string, Desired>::const_iterator end() const { return desired_.end(); }
@@ -101,8 +110,9 @@ class DesiredDaemonSets {
     PodTable& pods_;
     Host& host_;
     const platform::Clock& clock_;
-    std::map<std::string, Desired> desired_;  // by "namespace/name"
-    bool store_swept_ = false;                // the store's DaemonSets no source offers are deleted
+    std::map<std::string, Desired> desired_;          // by "namespace/name"
+    bool store_swept_ = false;                        // the store's DaemonSets no source offers are deleted
+    std::map<std::string, DaemonSet> pod_revisions_;  // "ns/name/hash" -> the DaemonSet with that template
 };
 
 }  // namespace daemonlet::agent

@@ -111,7 +111,7 @@ void Agent::load_adopted_hooks(const std::string& uid, LivePod& p) {
     auto row = store_->get_daemonset(p.rec.namespace_, p.rec.daemonset);
     const Json object =
         row.ok() && row.value() ? Json::parse(row.value()->object_json, nullptr, false) : Json();
-    const DaemonSet* ds = object.is_object() ? stored_revision(p.rec, object) : nullptr;
+    const DaemonSet* ds = object.is_object() ? desired_.pod_revision(p.rec, object) : nullptr;
     for (std::size_t i = 0; i < p.containers.size(); ++i) {
         const std::string& id = p.containers[i].id;
         if (id.empty()) continue;

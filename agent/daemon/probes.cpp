@@ -6,7 +6,6 @@
 // the exit path restarts it with restart_count + 1 and crash-loop back-off,
 // as kubelet.
 #include "agent/daemon/agent.h"
-#include "core/decode.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -21,29 +20,8 @@ using platform::log;
 const Container* Agent::probed_spec(const LivePod& p, std::size_t index) {
     if (const Container* c = container_spec(p, index)) return c;
     const Desired* d = desired_.for_pod(p.rec);
-    const DaemonSet* old = d ? stored_revision(p.rec, d->ds().object) : nullptr;
+    const DaemonSet* old = d ? desired_.pod_revision(p.rec, d->ds().object) : nullptr;
     return old ? find_container(old->spec.template_.spec, p, index) : nullptr;
-}
-
-const DaemonSet* Agent::stored_revision(const PodRecord& rec, const Json& object) {
-    const std::string key = rec.namespace_ + "/" + rec.daemonset + "/" + rec.revision_hash;
-    if (auto it = old_revisions_.find(key); it != old_revisions_.end()) return &it->second;
-    auto revs = store_->list_revisions(rec.namespace_, rec.daemonset);
-    if (!revs) return nullptr;
-    for (const auto& rev : revs.value()) {
-        if (rev.hash != rec.revision_hash) continue;
-        Json obj = object;
-        Json tmpl = Json::parse(rev.template_json, nullptr, false);
-        if (tmpl.is_discarded() || !tmpl.is_object()) return nullptr;
-        obj["spec"]["template"] = std::move(tmpl);
-        DaemonSet old;
-        if (!decode_daemonset(obj, old).empty()) return nullptr;
-        // Bounded: revisions are pruned to revisionHistoryLimit, and this
-        // cache starts over rather than grow.
-        if (old_revisions_.size() >= 32) old_revisions_.clear();
-        return &old_revisions_.emplace(key, std::move(old)).first->second;
-    }
-    return nullptr;
 }
 
 void Agent::start_probes(const std::string& uid, std::size_t index) {

@@ -219,3 +219,35 @@ TEST(DesiredDaemonSets, FirstRebuildDeletesStoreRowsNoSourceOffers) {
     LONGS_EQUAL(0, changes.removed.size());
     STRCMP_EQUAL("other\nweb", rows("SELECT name FROM daemonsets ORDER BY name").c_str());
 }
+
+// A pod of an older revision (a rollout in progress, OnDelete) runs by its
+// own revision's template, from the history (the kubelet probes, hooks and
+// reports each pod by its own spec): the DaemonSet in force with that
+// template; a hash the history does not have is none. Cached: what the
+// Pod's status reads without a store read.
+TEST(DesiredDaemonSets, APodOfAnOlderRevisionRunsByItsOwnTemplate) {
+    desired->rebuild({{key("web"), from_file("web", "nginx:1")}});
+    PodRecord old_pod;
+    old_pod.namespace_ = kNs;
+    old_pod.daemonset = "web";
+    old_pod.revision_hash = desired->find(key("web"))->hash;
+    desired->rebuild({{key("web"), from_file("web", "nginx:2")}});
+    const auto* d = desired->find(key("web"));
+    CHECK(d->hash != old_pod.revision_hash);
+
+    POINTERS_EQUAL(nullptr, desired->cached_pod_revision(old_pod));  // not read yet
+    const DaemonSet* old = desired->pod_revision(old_pod, d->ds().object);
+    CHECK(old != nullptr);
+    STRCMP_EQUAL("nginx:1", old->spec.template_.spec.containers.at(0).image.c_str());
+    STRCMP_EQUAL("web", old->metadata.name.c_str());  // the DaemonSet in force around it
+    POINTERS_EQUAL(old, desired->cached_pod_revision(old_pod));
+
+    PodRecord current = old_pod;
+    current.revision_hash = d->hash;
+    STRCMP_EQUAL(
+        "nginx:2",
+        desired->pod_revision(current, d->ds().object)->spec.template_.spec.containers.at(0).image.c_str());
+    PodRecord unknown = old_pod;
+    unknown.revision_hash = "0000000000";
+    POINTERS_EQUAL(nullptr, desired->pod_revision(unknown, d->ds().object));
+}
