@@ -184,6 +184,7 @@ TEST(DaemonSetEvents, FailedPlacementOncePerChangeOfTheDecision) {
     events->placement(d, says_no({"taint a=b:NoExecute is not tolerated"}, false));
     events->placement(d, says_no({"taint a=b:NoExecute is not tolerated"}, false));
     events->placement(d, says_no({"node(s) didn't match Pod's node affinity/selector", "x"}, true));
+    events->placement(d, says_no({"node(s) didn't match Pod's node affinity/selector", "x"}, true));
     events->placement(d, runs());
     events->placement(d, runs());
     events->placement(d, says_no({"node(s) didn't match Pod's node affinity/selector", "x"}, true));
