@@ -85,8 +85,8 @@ Status Agent::init() {
     // and Node, so that an offline boot runs them like the manifests'.
     sources_ =
         std::make_unique<Sources>(*store_, clock_, [this](const DaemonSet& api, const std::string& msg) {
-            send_cluster_event(api.metadata.namespace_, api.metadata.name, "Warning",
-                               "LocalManifestOverrides", msg);
+            ds_events_.send_to_cluster(api.metadata.namespace_, api.metadata.name, "Warning",
+                                       "LocalManifestOverrides", msg);
         });
     sources_->load(config_.api_server);
     config_volumes_ = std::make_unique<ConfigVolumes>(config_.state_dir + "/pod-volumes");

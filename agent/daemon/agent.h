@@ -14,6 +14,8 @@
 //   postStart after a start, preStop before a stop (PodHooks, pod_hooks.h)
 //   images (images.h, one Images): imports, pulls and their back-off, image GC;
 //     it starts the containers waiting for an image through Images::Host
+//   what happens to a DaemonSet's pods --> its events (DaemonSetEvents,
+//     daemonset_events.h): the store's rows for describe, the cluster's Events
 //   the node: configuration + (nodeFromCluster) the cluster's Node (NodeState,
 //     node_state.h) --> a change of labels or taints re-evaluates every DaemonSet
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
@@ -36,6 +38,7 @@
 #include "agent/daemon/config_volumes.h"
 #include "agent/daemon/container_config.h"
 #include "agent/daemon/control_server.h"
+#include "agent/daemon/daemonset_events.h"
 #include "agent/daemon/daemonset_sync.h"
 #include "agent/daemon/desired_daemonsets.h"
 #include "agent/daemon/images.h"
@@ -101,7 +104,8 @@ class Agent : private Images::Host,
               private DesiredDaemonSets::Host,
               private Rollbacks::Host,
               private DaemonSetSync::Host,
-              private PodAdmission::Host {
+              private PodAdmission::Host,
+              private DaemonSetEvents::Host {
   public:
     // Time is read from `clock` only (a test passes a fake one).
     Agent(AgentConfig config, std::string config_path,
@@ -152,8 +156,6 @@ class Agent : private Images::Host,
     void on_link(LinkState state);
     // node_state_'s Node in force again; a change re-evaluates every DaemonSet.
     void refresh_node();
-    void send_cluster_event(const std::string& ns, const std::string& daemonset, const char* type,
-                            const char* reason, const std::string& message);
     Json status_json() const;
     // registerNode: what the board's status reads of the agent (the
     // measurements and the Node it registers are node_state_'s).
@@ -189,12 +191,13 @@ class Agent : private Images::Host,
                                                         const std::string& name) const override;
     void rollback_changed(const std::string& key) override;
 
-    // events.cpp: events for describe, recorded in the store
-    void record_event(const std::string& ns, const std::string& daemonset, const char* type,
-                      const char* reason, const std::string& message);
-    void record_pod_removed(const PodRecord& pod, const std::string& reason);
-    void record_backoff(const PodRecord& pod, const std::string& container);
-    void record_placement(const Desired& d, const Decision& decision);
+    // events.cpp: DaemonSetEvents' Host (daemonset_events.h): the events
+    // on the DaemonSets go to the store and, for the cluster's, to the link.
+    store::Store* ds_events_store() override { return store_.get(); }
+    std::optional<std::string> cluster_daemonset_uid(const std::string& ns,
+                                                     const std::string& name) const override;
+    void send_ds_event(ClusterEvent ev) override;
+    const std::string& events_node_name() const override { return node_state_->name(); }
 
     // control.cpp: what the control socket's requests do (ControlServer,
     // control_server.h: delete, rollout undo and status)
@@ -405,7 +408,6 @@ class Agent : private Images::Host,
     std::unique_ptr<ApiAccess> api_access_;
     std::unique_ptr<ApiPods> api_pods_;          // podStatus: over cluster_, closed before it
     PodEvents pod_events_;                       // their Events, kept until the Pod exists
-    PodEventFilter ds_event_filter_;             // the cluster DaemonSets' Events: repeats counted
     ClusterLink::Counts cluster_counts_before_;  // of the links a reload replaced (metrics)
     std::string cluster_error_;                  // why the link could not start
     PodTable pods_{*this, clock_};               // the pods, by uid (pod_table.h)
@@ -419,8 +421,9 @@ class Agent : private Images::Host,
 
     std::unique_ptr<AgentMetrics> metrics_;   // /metrics and /healthz, the counters
     std::unique_ptr<ControlServer> control_;  // the control socket, its delete waiters and status watchers
-    std::map<std::string, std::string> placement_noted_;  // DaemonSet key -> the decision last recorded
-    std::map<std::string, std::string> rolled_out_;       // DaemonSet key -> the hash whose rollout completed
+    // The DaemonSets' events: the store's rows and the cluster's Events,
+    // FailedPlacement and RolloutComplete once each (daemonset_events.h).
+    DaemonSetEvents ds_events_{*this, clock_};
 };
 
 }  // namespace daemonlet::agent

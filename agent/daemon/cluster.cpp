@@ -116,26 +116,6 @@ NodeState::StatusInputs Agent::node_status_inputs() const {
     return in;
 }
 
-// Events go to the cluster for the DaemonSets it has (a file's own
-// DaemonSet is not the cluster's business).
-void Agent::send_cluster_event(const std::string& ns, const std::string& daemonset, const char* type,
-                               const char* reason, const std::string& message) {
-    if (!cluster_) return;
-    auto it = sources_->api().find(ns + "/" + daemonset);
-    if (it == sources_->api().end()) return;
-    const std::int64_t now = clock_.wall_ms();
-    // The DaemonSet controller's recorder correlates as the kubelet's: a
-    // repeat PATCHes the count of the Event sent before, the spam filter
-    // per DaemonSet (core PodEventFilter, keyed by its uid).
-    const PodEventSend send =
-        ds_event_filter_.decide(it->second.uid, PodEvent{"", type, reason, message, false, now},
-                                clock_.monotonic_ms(), new_event_name(daemonset, now, event_name_unique()));
-    if (!send.send) return;
-    ClusterEvent ev{ns, "DaemonSet", daemonset, it->second.uid, type, reason, message, now, now, 1, ""};
-    apply_send(send, ev);
-    cluster_->add_event(std::move(ev));
-}
-
 Json Agent::status_json() const {
     std::size_t running = 0, from_files = 0, from_api = 0;
     for (const auto& [uid, p] : pods_)

@@ -36,7 +36,7 @@ bool Agent::image_ready(const ImageWaiter& w, const PodRecord& pod, const Contai
 
 void Agent::record_config_event(const std::string& ns, const std::string& daemonset, const char* type,
                                 const char* reason, const std::string& message) {
-    record_event(ns, daemonset, type, reason, message);
+    ds_events_.record(ns, daemonset, type, reason, message);
 }
 
 void Agent::record_pod_warning(const LivePod& p, std::optional<std::size_t> index, const char* reason,

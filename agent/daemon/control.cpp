@@ -73,16 +73,13 @@ void Agent::after_reconcile() {
     std::size_t in_progress = 0;
     for (const auto& [key, d] : desired_) {
         Decision decision = node_should_run_daemon_pod(node_state_->node(), d.ds());
-        record_placement(d, decision);
+        ds_events_.placement(d, decision);
         RolloutStatus st = rollout_status_of(d, decision);
         decided.emplace_back(&d, decision.should_run);
         if (!st.done) ++in_progress;
-        if (st.done && st.error.empty() && decision.should_run && rolled_out_[key] != d.hash) {
-            rolled_out_[key] = d.hash;
-            if (metrics_) metrics_->registry().add("daemonlet_rollouts_completed_total");
-            record_event(d.ds().metadata.namespace_, d.ds().metadata.name, "Normal", "RolloutComplete",
-                         "Revision " + std::to_string(d.revision) + " (" + d.hash + ") rolled out");
-        }
+        // RolloutComplete, once per hash (DaemonSetEvents::rollout_done).
+        if (st.done && st.error.empty() && decision.should_run && ds_events_.rollout_done(d) && metrics_)
+            metrics_->registry().add("daemonlet_rollouts_completed_total");
         statuses.emplace(key, std::move(st));
     }
     if (metrics_) count_daemonsets(decided, in_progress);

@@ -41,7 +41,7 @@ void Agent::template_in_force(const std::string& key, const Desired& d) {
 
 void Agent::record_rollback_event(const std::string& ns, const std::string& daemonset, const char* type,
                                   const char* reason, const std::string& message) {
-    record_event(ns, daemonset, type, reason, message);
+    ds_events_.record(ns, daemonset, type, reason, message);
 }
 
 std::shared_ptr<const DaemonSet> Agent::manifest_daemonset(const std::string& path, const std::string& ns,

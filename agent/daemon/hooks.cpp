@@ -27,8 +27,8 @@ void Agent::post_start_failed(const std::string& uid, std::size_t index, const s
     const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
     log(Level::Warning, error.message + "; stopping the container",
         {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
-    record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPostStartHook,
-                 "PostStartHook failed");
+    ds_events_.record(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPostStartHook,
+                      "PostStartHook failed");
     // startContainer: the hook's Event on the Pod, then killContainer's
     // Killing with the message "FailedPostStartHook".
     const std::int64_t now = clock_.wall_ms();
@@ -94,7 +94,8 @@ void Agent::pre_stop_failed(const std::string& uid, std::size_t index, const Err
     const std::string name = pod.rec.namespace_ + "/" + pod.rec.name;
     log(Level::Warning, error.message,
         {{"DAEMONLET_POD", name}, {"DAEMONLET_CONTAINER", pod.status(index).name}});
-    record_event(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPreStopHook, "PreStopHook failed");
+    ds_events_.record(pod.rec.namespace_, pod.rec.daemonset, "Warning", kFailedPreStopHook,
+                      "PreStopHook failed");
     const ContainerRef ref = container_ref(pod, index);
     record_pod_event(pod, warning_event(&ref, kFailedPreStopHook, "PreStopHook failed", clock_.wall_ms()));
 }

@@ -75,7 +75,7 @@ void Agent::record_container_event(const ImageWaiter& w,
 
 void Agent::record_image_event(const PodRecord& pod, const char* type, const char* reason,
                                const std::string& message) {
-    record_event(pod.namespace_, pod.daemonset, type, reason, message);
+    ds_events_.record(pod.namespace_, pod.daemonset, type, reason, message);
 }
 
 // A pod's container is taken by its own revision's spec (probed_spec). One

@@ -1,7 +1,7 @@
 // The board pods' Events on their Pods (pod_events.h), and where the agent
 // records them: the kubelet's sites (core/pod_events.h) map to the agent's
 // start (pods.cpp container_started, container_start_failed), stop (pods.cpp container_killing), crash
-// loop (record_backoff), probes (agent_metrics.cpp's observer,
+// loop (pods.cpp container_exited), probes (agent_metrics.cpp's observer,
 // on_probe_failed) and image pulls (record_image_event).
 #include "agent/daemon/pod_events.h"
 

@@ -204,7 +204,7 @@ void Agent::create_pod(const PodToCreate& c) {
         "pod " + c.namespace_ + "/" + p.rec.name + " created for DaemonSet " + c.daemonset + " revision " +
             std::to_string(c.revision),
         {{"DAEMONLET_POD", c.namespace_ + "/" + p.rec.name}});
-    record_event(c.namespace_, c.daemonset, "Normal", "SuccessfulCreate", "Created pod: " + p.rec.name);
+    ds_events_.record(c.namespace_, c.daemonset, "Normal", "SuccessfulCreate", "Created pod: " + p.rec.name);
     // The DaemonSet controller made it; the kubelet admits it, or rejects
     // it (the planner then deletes it under failedPodsBackoff).
     if (auto rejected = admission_.admit(ds.spec.template_.spec)) {
@@ -234,8 +234,8 @@ void Agent::reject_pod(LivePod p, const PodRejection& rejected, const std::strin
         {{"DAEMONLET_POD", name}});
     // The kubelet's event on the pod; here on its DaemonSet (a static pod's
     // is its log line).
-    record_event(p.rec.namespace_, p.rec.daemonset, "Warning", rejected.reason.c_str(),
-                 rejected.message + " (pod " + p.rec.name + ")");
+    ds_events_.record(p.rec.namespace_, p.rec.daemonset, "Warning", rejected.reason.c_str(),
+                      rejected.message + " (pod " + p.rec.name + ")");
     pods_.save(pods_.add(std::move(p)));
 }
 
@@ -397,7 +397,7 @@ void Agent::container_exited(const std::string& uid, std::size_t index, ExitActi
             cs.reason + ") after " + seconds(ran_for_ms) + " s; restarting in " + seconds(delay_ms) + " s",
         {{"DAEMONLET_POD", pod_name}, {"DAEMONLET_CONTAINER", cs.name}});
     if (delay_ms > 0) {
-        record_backoff(p.rec, cs.name);
+        ds_events_.backoff(p.rec, cs.name);
         record_pod_event(p, backoff_event(container_ref(p, index), clock_.wall_ms()));
     }
 }
@@ -406,7 +406,7 @@ void Agent::pod_terminating(const std::string& uid, const std::string& reason) {
     const PodRecord& rec = pods_.at(uid).rec;
     log(Level::Notice, "pod " + rec.namespace_ + "/" + rec.name + " stopping: " + reason,
         {{"DAEMONLET_POD", rec.namespace_ + "/" + rec.name}});
-    record_pod_removed(rec, reason);
+    ds_events_.pod_removed(rec, reason);
 }
 
 void Agent::container_terminating(const std::string& uid, std::size_t index) { probes_->remove(uid, index); }

@@ -48,7 +48,7 @@ void Agent::check_wall_clock() {
         log(Level::Err, "store: " + moved.error().message);
     if (cluster_) cluster_->rebase_wall_times(*step);
     pod_events_.rebase(*step);
-    ds_event_filter_.rebase(*step);
+    ds_events_.rebase(*step);
     if (images_) images_->rebase_wall_times(*step);
     log(Level::Notice,
         "the wall clock stepped by " + step_text(step->delta_ms) +
