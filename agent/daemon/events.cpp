@@ -13,6 +13,8 @@ std::optional<std::string> Agent::cluster_daemonset_uid(const std::string& ns,
     return it->second.uid;
 }
 
-void Agent::send_ds_event(ClusterEvent ev) { cluster_->add_event(std::move(ev)); }
+void Agent::send_ds_event(ClusterEvent ev) {
+    if (cluster_) cluster_->add_event(std::move(ev));
+}
 
 }  // namespace daemonlet::agent

@@ -123,6 +123,10 @@ wait_for "the DaemonSet is counted by source and decision" 10 \
 wait_for "prober_probe_total counts the readiness probe's successes" 20 \
     holds 'prober_probe_total{probe_type="Readiness",result="successful",namespace="it",daemonset="steady",container="main"} >= 2'
 
+# Its rollout completed once it was ready: counted once for its hash.
+wait_for "the completed rollout is counted" 20 holds 'daemonlet_rollouts_completed_total == 1'
+rollouts_completed() { curl -s "http://127.0.0.1:$mport/metrics" | awk '$1 == "daemonlet_rollouts_completed_total" { print $2 }'; }
+
 # 2. A container crash-loops: its restarts go up, and it is seen waiting in
 # CrashLoopBackOff (crashLoopBackoff 300ms..2s in write_config).
 write_ds crash.yaml crash "exit 1"
@@ -133,6 +137,12 @@ wait_for "the crash loop shows" 60 \
 wait_for "the exits' container_status operations are counted" 10 \
     holds 'kubelet_runtime_operations_total{operation_type="container_status"} >= 3'
 wait_for "running pods still counts steady only" 10 holds 'kubelet_running_pods == 1'
+# Every restart above was a reconcile: a completion is counted once per
+# DaemonSet's hash, not per reconcile: steady's, and crash's if its pod (no
+# readiness probe: ready while it runs) was seen available between exits.
+n=$(rollouts_completed)
+[[ $n =~ ^[12]$ ]] && ok ||
+    fail "daemonlet_rollouts_completed_total after the crash loop's reconciles: '$n', expected 1 or 2"
 
 # 3. The API server goes away: the link's metric drops to 0.
 kill "$fake"
