@@ -18,6 +18,8 @@
 //     daemonset_events.h): the store's rows for describe, the cluster's Events
 //   the node: configuration + (nodeFromCluster) the cluster's Node (NodeState,
 //     node_state.h) --> a change of labels or taints re-evaluates every DaemonSet
+//   start: the store's pods matched with the runtime's containers (plan_adoption,
+//     adoption.h; adopt.cpp carries it out) --> adopted as they run, zero restarts
 //   SIGHUP --> reload the configuration; SIGTERM/SIGINT --> stop, pods keep running
 #pragma once
 
