@@ -59,7 +59,7 @@ Json revision(const Json& ds, const std::string& hash, std::int64_t number, cons
 }
 
 std::string board_hash(const DaemonSet& ds) {
-    // What the agent stores as the pod's revision_hash (desired.cpp).
+    // What the agent stores as the pod's revision_hash (desired_daemonsets.cpp).
     return cluster_revisions(ds, Json{{"items", Json::array({revision(ds.object, "x", 1, ds.metadata.uid)})}})
         .at(0)
         .template_hash;
