@@ -188,7 +188,6 @@ AdoptionPlan plan_adoption(std::vector<PodRecord> stored, std::vector<platform::
     }
     for (const auto& [uid, found_of_uid] : orphans) {
         AdoptionPlan::Orphan o;
-        o.uid = uid;
         auto rec = uid.empty() ? std::nullopt : rebuild_record(found_of_uid);
         if (!rec) {
             for (const auto& info : found_of_uid)

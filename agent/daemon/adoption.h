@@ -32,22 +32,18 @@ struct AdoptionPlan {
     };
     // A second instance of a container its pod already runs: stopped, then
     // removed; the instance the record names stays.
-    struct SecondInstance {
+    // A container to stop.
+    struct Stop {
         std::string id;
         std::string warning;  // logged (Warning) before its stop
     };
-    // A running container no pod record knows, by pod uid: its pod rebuilt
-    // from its labels, or (unlabelled, labels that disagree) stopped.
+    // The running containers no pod record knows, of one pod uid: their pod
+    // rebuilt from its labels, or (unlabelled, labels that disagree) stopped.
     struct Orphan {
-        std::string uid;
         std::optional<LivePod> rebuilt;  // Running, start observed: to be saved
         std::string rebuilt_warning;     // logged (Warning) before its save
         std::vector<Watch> watch;        // the rebuilt pod's containers
-        struct Stop {
-            std::string id;
-            std::string warning;  // logged (Warning) before its stop
-        };
-        std::vector<Stop> stop;  // not rebuilt: every container of the uid
+        std::vector<Stop> stop;          // not rebuilt: every container of the uid
     };
 
     // The store's pods in its order, each container the runtime still has
@@ -64,7 +60,7 @@ struct AdoptionPlan {
     // removed, second instances stopped (the agent asks the removals
     // first, then the stops: they concern different containers).
     std::vector<std::string> remove;
-    std::vector<SecondInstance> second_instances;
+    std::vector<Stop> second_instances;
     std::vector<Orphan> orphans;  // in uid order
 };
 
