@@ -3,6 +3,7 @@
 #include "agent/daemon/daemonset_events.h"
 
 #include "agent/daemon/cluster_link.h"
+#include "core/strings.h"
 #include "platform/log.h"
 
 namespace daemonlet::agent {
@@ -73,8 +74,7 @@ void DaemonSetEvents::backoff(const PodRecord& pod, const std::string& container
 
 void DaemonSetEvents::placement(const DesiredDaemonSets::Desired& d, const Decision& decision) {
     const std::string key = d.ds().metadata.namespace_ + "/" + d.ds().metadata.name;
-    std::string why;
-    for (const auto& r : decision.reasons) why += (why.empty() ? "" : "; ") + r;
+    const std::string why = join(decision.reasons, "; ");
     const std::string noted = decision.should_run ? std::string("runs") : why;
     auto [it, inserted] = placement_noted_.try_emplace(key, noted);
     if (!inserted && it->second == noted) return;
