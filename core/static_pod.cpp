@@ -3,22 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <cstdio>
 
 #include "core/node_affinity.h"
 #include "core/template_hash.h"
 
 namespace daemonlet {
-
-namespace {
-
-std::string hex64(std::uint64_t v) {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
-}  // namespace
 
 std::string static_pod_name(const std::string& name, const std::string& node_name) {
     std::string node = node_name;

@@ -1,6 +1,7 @@
 #include "core/template_hash.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace daemonlet {
@@ -58,6 +59,12 @@ std::uint64_t fnv1a64(std::string_view data) {
         h *= 1099511628211ULL;
     }
     return h;
+}
+
+std::string hex64(std::uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
 }
 
 std::string template_hash(const Json& pod_template, std::optional<std::int32_t> collision_count) {

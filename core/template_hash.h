@@ -23,6 +23,8 @@ namespace daemonlet {
 std::string canonical_json(const Json& v);
 
 std::uint64_t fnv1a64(std::string_view data);
+// `v` as 16 lower-case hex digits.
+std::string hex64(std::uint64_t v);
 
 // The hash of `spec.template` of a defaulted DaemonSet object, with the
 // collision count mixed in as upstream does when it is set.

@@ -3,7 +3,6 @@
 #include "agent/daemon/rollbacks.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -19,12 +18,6 @@ using platform::log;
 
 namespace {
 
-std::string rollback_hex(std::uint64_t v) {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
 Error revision_not_found(std::int64_t r) {
     return Error{ErrorCode::Invalid,
                  "unable to find specified revision " + std::to_string(r) + " in history"};
@@ -36,7 +29,7 @@ Error revision_not_found(std::int64_t r) {
 void Rollbacks::apply(DesiredDaemonSets::Desired& d) {
     const auto& md = d.ds().metadata;
     const std::string key = md.namespace_ + "/" + md.name;
-    d.file_hash = rollback_hex(fnv1a64(d.ds().object.dump()));
+    d.file_hash = hex64(fnv1a64(d.ds().object.dump()));
     d.rolled_back = false;
     auto rb = store_.get_rollback(md.namespace_, md.name);
     if (!rb.ok()) {

@@ -42,3 +42,11 @@ TEST(TemplateHash, IsStableAcrossArchitectures) {
     CHECK_EQUAL(0xaf63dc4c8601ec8cULL, fnv1a64("a"));
     STRCMP_EQUAL("9d4c6c67bfcfdc77447", template_hash(t).c_str());
 }
+
+// hex64: the 16 hex digits a static pod's uid and a manifest's file hash
+// are made of, zero-padded.
+TEST(TemplateHash, Hex64IsSixteenLowerCaseDigits) {
+    STRCMP_EQUAL("000000000000001f", hex64(0x1f).c_str());
+    STRCMP_EQUAL("ffffffffffffffff", hex64(~std::uint64_t{0}).c_str());
+    STRCMP_EQUAL("cbf29ce484222325", hex64(fnv1a64("")).c_str());  // FNV-1a's offset basis
+}
