@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -27,6 +29,20 @@
 namespace daemonlet::platform {
 
 namespace {
+
+// The working directory is the process's: a mount_overlay in a thread of
+// the runtime's pool (starts run in parallel, runtime.maxParallelOperations)
+// that changed it would change every thread's, and two at once would each
+// name their lowers in the other's directory (ENOENT: agent.runc_security
+// failed once so). The calling thread takes a working directory of its own
+// first (unshare(CLONE_FS), as Samba's pthreadpool does for per-thread
+// working directories); where that is refused the mounts take turns.
+bool thread_has_own_working_directory() {
+    thread_local const bool own = ::unshare(CLONE_FS) == 0;
+    return own;
+}
+
+std::mutex shared_working_directory;
 
 std::string parent_of(const std::string& path) {
     std::size_t slash = path.find_last_of('/');
@@ -124,6 +140,8 @@ Status mount_overlay(const std::string& lower_base, const std::vector<std::strin
                                              std::to_string(lowers.size()) + " layers are " +
                                              std::to_string(options.size()) + " bytes, more than a page (" +
                                              std::to_string(kMaxMountOptionBytes) + ")"};
+    std::unique_lock<std::mutex> turn(shared_working_directory, std::defer_lock);
+    if (!thread_has_own_working_directory()) turn.lock();
     Fd cwd(::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (cwd.get() < 0) return io_error(".", "open");
     if (::chdir(lower_base.c_str()) != 0) return io_error(lower_base, "chdir");

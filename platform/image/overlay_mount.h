@@ -36,8 +36,8 @@ Result<bool> use_overlay(const std::string& setting, const Status& probe);
 // Mounts an overlay on `target` (an existing, empty directory): `lowers`
 // are directory names in `lower_base`, the top layer first; `upper` and
 // `work` directories on one file system. Each lower is named relative to
-// `lower_base`, the process's working directory during mount(2) (and
-// restored after): containerd's trick (mount_linux.go, compactLowerdirOption)
+// `lower_base`, the calling thread's working directory during mount(2)
+// (its own: safe from any thread; restored after): containerd's trick (mount_linux.go, compactLowerdirOption)
 // to fit about 60 layers of 64-hex names in a page where absolute paths
 // would fit 30. Errors: "too_long" when the options still exceed
 // kMaxMountOptionBytes (the caller copies instead), "invalid" for a path

@@ -24,6 +24,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "platform/fd.h"
 #include "platform/image/image_store.h"
@@ -337,6 +339,47 @@ TEST(ImageOverlay, ManyLayersFitAPageAndTooManyAreTooLong) {
     STRCMP_EQUAL("too_long", r.error().code_name());
     CHECK(!is_mount_point(dir + "/bundles/b/rootfs"));
     CHECK(store.assemble_rootfs(seventy, dir + "/bundles/b/rootfs").ok());
+}
+
+// Starts run in parallel on the runtime's threads: mounts at once from
+// several threads each name their lowers relative to their own directory
+// (mount_overlay changes the working directory; a process-wide one made
+// two mounts at once fail with ENOENT, agent.runc_security once). Four
+// threads, each its own lower base and layer, 40 mounts and unmounts each.
+TEST(ImageOverlay, MountsFromManyThreadsAtOnceEachFindTheirLowers) {
+    if (!usable) return;
+    constexpr int kThreads = 4;
+    constexpr int kRounds = 40;
+    std::vector<std::string> failures(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        const std::string base = dir + "/t" + std::to_string(t);
+        const std::string layer = "layer" + std::to_string(t);
+        fs::create_directories(base + "/" + layer);
+        std::ofstream(base + "/" + layer + "/whose") << t;
+        for (const char* d : {"/upper", "/work", "/merged"}) fs::create_directories(base + d);
+    }
+    const std::string cwd_before = fs::current_path().string();
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            const std::string base = dir + "/t" + std::to_string(t);
+            for (int i = 0; i < kRounds && failures[t].empty(); ++i) {
+                auto m = mount_overlay(base, {"layer" + std::to_string(t)}, base + "/upper", base + "/work",
+                                       base + "/merged");
+                if (!m.ok()) {
+                    failures[t] = m.error().message;
+                    break;
+                }
+                if (slurp(base + "/merged/whose") != std::to_string(t))
+                    failures[t] = "another thread's lower";
+                if (auto u = unmount_if_mounted(base + "/merged"); !u.ok() && failures[t].empty())
+                    failures[t] = u.error().message;
+            }
+        });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t)
+        STRCMP_EQUAL_TEXT("", failures[t].c_str(), ("thread " + std::to_string(t)).c_str());
+    STRCMP_EQUAL(cwd_before.c_str(), fs::current_path().string().c_str());  // the process's own, untouched
 }
 
 namespace {
